@@ -1,0 +1,1 @@
+//! kubectl-ferry: the command-line front end of Ferry.

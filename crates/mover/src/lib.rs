@@ -1,0 +1,1 @@
+//! ferry-mover: copies one directory tree onto another with full fidelity.
