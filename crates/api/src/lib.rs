@@ -1,1 +1,9 @@
-//! ferry-api
+//! ferry-api: Ferry's custom resources, the annotation and label names it uses, and validation that
+//! needs no cluster. No I/O lives here.
+
+pub mod names;
+pub mod quantity;
+pub mod volume_resize;
+
+pub use quantity::{ParseQuantityError, parse_bytes};
+pub use volume_resize::*;

@@ -1,1 +1,11 @@
-//! ferry-engine
+//! ferry-engine: Ferry's pure planner. It takes what the operator observed in the cluster and the
+//! VolumeResize, and decides the next status and actions. No I/O: everything here is unit-tested.
+
+pub mod conditions;
+pub mod observed;
+pub mod precheck;
+pub mod status;
+pub mod strategy;
+
+pub use observed::{ClaimView, Observed, PeerResize, StatefulSetView, StorageClassView, TemplateView};
+pub use precheck::{Precheck, Verdict, precheck};

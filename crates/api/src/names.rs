@@ -1,0 +1,23 @@
+//! Annotation, label, finalizer and field-manager names shared by the operator, the CLI and tests.
+
+/// API group of every Ferry resource.
+pub const GROUP: &str = "ferry.dev";
+/// Field manager used for every server-side apply Ferry makes.
+pub const FIELD_MANAGER: &str = "ferry";
+/// Finalizer Ferry puts on a VolumeResize so deletion stops at a safe point.
+pub const FINALIZER: &str = "ferry.dev/cleanup";
+
+/// Label on every object Ferry creates, holding the name of the VolumeResize that made it.
+pub const LABEL_VOLUME_RESIZE: &str = "ferry.dev/volume-resize";
+/// Label marking a pod as a mover pod (copies data between volumes).
+pub const LABEL_MOVER: &str = "ferry.dev/mover";
+/// Label with the managed-by convention value.
+pub const LABEL_MANAGED_BY: &str = "app.kubernetes.io/managed-by";
+pub const MANAGED_BY_VALUE: &str = "ferry";
+
+/// `ferry.dev/resize.<template-name>: "20Gi"` on a StatefulSet asks for a resize of that template.
+pub const ANNOTATION_RESIZE_PREFIX: &str = "ferry.dev/resize.";
+/// `ferry.dev/storage-class.<template-name>: "fast"` asks for a move to another StorageClass.
+pub const ANNOTATION_STORAGE_CLASS_PREFIX: &str = "ferry.dev/storage-class.";
+/// `ferry.dev/sync-claims: "true"`: resize existing PVCs to match a re-created StatefulSet's template.
+pub const ANNOTATION_SYNC_CLAIMS: &str = "ferry.dev/sync-claims";

@@ -1,0 +1,291 @@
+//! The `VolumeResize` custom resource: one request to change the volumes of one StatefulSet, and its
+//! status, the single durable record of progress.
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
+use kube::{CustomResource, KubeSchema};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// Changes the volumes of one StatefulSet: grow, shrink, or move them to another StorageClass.
+#[derive(CustomResource, KubeSchema, Deserialize, Serialize, Clone, Debug, PartialEq)]
+#[kube(
+    group = "ferry.dev",
+    version = "v1alpha1",
+    kind = "VolumeResize",
+    plural = "volumeresizes",
+    shortname = "vr",
+    namespaced,
+    status = "VolumeResizeStatus",
+    printcolumn = r#"{"name":"StatefulSet","type":"string","jsonPath":".spec.statefulSetName"}"#,
+    printcolumn = r#"{"name":"Phase","type":"string","jsonPath":".status.phase"}"#,
+    printcolumn = r#"{"name":"Progress","type":"string","jsonPath":".status.progress"}"#,
+    printcolumn = r#"{"name":"Age","type":"date","jsonPath":".metadata.creationTimestamp"}"#,
+    printcolumn = r#"{"name":"Message","type":"string","jsonPath":".status.message","priority":1}"#
+)]
+#[serde(rename_all = "camelCase")]
+pub struct VolumeResizeSpec {
+    /// Name of the StatefulSet, in the VolumeResize's namespace, whose volumes change.
+    #[x_kube(validation = Rule::new("self != ''").message("statefulSetName must not be empty"))]
+    #[x_kube(validation = Rule::new("self == oldSelf").message("statefulSetName is immutable"))]
+    pub stateful_set_name: String,
+
+    /// The volume claim templates to change, by name; each at most once.
+    #[schemars(length(min = 1))]
+    #[x_kube(merge_strategy = ListMerge::Map(vec!["name".into()]))]
+    #[x_kube(validation = Rule::new("self == oldSelf").message("volumes are immutable; create a new VolumeResize"))]
+    pub volumes: Vec<VolumeChange>,
+
+    /// Auto (default): expand in place where the StorageClass allows it, else copy. InPlace: only
+    /// expand (fails if not possible). Copy: always copy to new volumes.
+    #[serde(default)]
+    pub strategy: Strategy,
+
+    /// Rolling (default): one replica at a time while the others serve. Offline: scale to zero and
+    /// change all volumes in parallel.
+    #[serde(default)]
+    pub mode: Mode,
+
+    /// Copy while the replica still runs, then a short final sync (default true).
+    #[serde(default = "default_true")]
+    pub warm_copy: bool,
+
+    /// How copied data is verified (default Checksum).
+    #[serde(default)]
+    pub verify: Verify,
+
+    /// How long the old volumes are kept after a copy: a duration such as `24h`, `90m`, `7d`, or
+    /// `Forever`. Default 24h.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[x_kube(validation = Rule::new("self == 'Forever' || self.matches('^([0-9]+(s|m|h|d))+$')").message("retainOldVolumes must be a duration such as 24h, 90m or 7d, or Forever"))]
+    pub retain_old_volumes: Option<String>,
+
+    /// Only plan: fill in status.plan and change nothing.
+    #[serde(default)]
+    pub dry_run: bool,
+
+    /// Proceed even if the StatefulSet is not fully Ready.
+    #[serde(default)]
+    pub force: bool,
+
+    /// Mover pod overrides: image, resources, placement, concurrency.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mover: Option<MoverSettings>,
+
+    /// Upper bound on the duration of any one step before it counts as failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[x_kube(validation = Rule::new("self > 0").message("timeoutSeconds must be positive"))]
+    pub timeout_seconds: Option<i64>,
+}
+
+fn default_true() -> bool {
+    true
+}
+
+/// A change to one volume claim template and every PVC made from it.
+#[derive(Deserialize, Serialize, Clone, Debug, PartialEq, KubeSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct VolumeChange {
+    /// The volume claim template name (e.g. `data`).
+    #[x_kube(validation = Rule::new("self != ''").message("volume name must not be empty"))]
+    pub name: String,
+    /// The new size, a Kubernetes quantity such as `20Gi`.
+    #[x_kube(validation = Rule::new("isQuantity(self) && quantity(self).isGreaterThan(quantity('0'))").message("size must be a positive Kubernetes quantity such as 10Gi or 500Mi"))]
+    pub size: String,
+    /// Move the data to this StorageClass (copy); unset keeps the current class.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub storage_class_name: Option<String>,
+}
+
+#[derive(Deserialize, Serialize, Clone, Copy, Debug, Default, PartialEq, Eq, JsonSchema)]
+pub enum Strategy {
+    #[default]
+    Auto,
+    InPlace,
+    Copy,
+}
+
+#[derive(Deserialize, Serialize, Clone, Copy, Debug, Default, PartialEq, Eq, JsonSchema)]
+pub enum Mode {
+    #[default]
+    Rolling,
+    Offline,
+}
+
+#[derive(Deserialize, Serialize, Clone, Copy, Debug, Default, PartialEq, Eq, JsonSchema)]
+pub enum Verify {
+    None,
+    Metadata,
+    #[default]
+    Checksum,
+}
+
+/// Overrides for the mover pods a copy runs.
+#[derive(Deserialize, Serialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct MoverSettings {
+    /// Mover image; defaults to the operator's own image.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub image: Option<String>,
+    /// Resource requests and limits of the mover container.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resources: Option<k8s_openapi::api::core::v1::ResourceRequirements>,
+    /// Extra node selector for mover pods (they always run on the replica's node).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node_selector: Option<BTreeMap<String, String>>,
+    /// Tolerations for mover pods.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tolerations: Option<Vec<k8s_openapi::api::core::v1::Toleration>>,
+    /// How many volumes are copied at once in Offline mode (default 4).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1))]
+    pub concurrency: Option<i32>,
+    /// Copy threads inside one mover pod.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1))]
+    pub threads: Option<i32>,
+}
+
+/// Where a VolumeResize is in its life.
+#[derive(Deserialize, Serialize, Clone, Copy, Debug, PartialEq, Eq, JsonSchema)]
+pub enum Phase {
+    Pending,
+    Planning,
+    Running,
+    Paused,
+    RollingBack,
+    Succeeded,
+    Failed,
+}
+
+impl Phase {
+    /// A finished resize never changes again (for this generation of its spec).
+    pub fn is_terminal(self) -> bool {
+        matches!(self, Phase::Succeeded | Phase::Failed)
+    }
+}
+
+/// The durable record of a VolumeResize's progress.
+#[derive(Deserialize, Serialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct VolumeResizeStatus {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub phase: Option<Phase>,
+    /// Conditions: Prechecked, Queued, Complete.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub conditions: Vec<Condition>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observed_generation: Option<i64>,
+    /// What is planned and done, per replica and volume.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub plan: Vec<VolumePlan>,
+    /// Short progress for `kubectl get`: replicas and volumes finished out of the total (`1/3`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub progress: Option<String>,
+    /// A human-readable summary of the current state or the failure.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+    /// Every object this VolumeResize created, so nothing is leaked.
+    #[serde(default, skip_serializing_if = "CreatedObjects::is_empty")]
+    pub created_objects: CreatedObjects,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub started_at: Option<Time>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub finished_at: Option<Time>,
+}
+
+/// How one PVC (one replica × one volume) changes, and how far it got.
+#[derive(Deserialize, Serialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct VolumePlan {
+    pub replica: i32,
+    pub volume: String,
+    pub claim_name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub strategy: Option<ChosenStrategy>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub step: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub current_size: Option<String>,
+    pub target_size: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub current_storage_class: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target_storage_class: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bytes_done: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bytes_total: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub files_done: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub files_total: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bytes_per_second: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source_volume: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target_volume: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub started_at: Option<Time>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub finished_at: Option<Time>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+}
+
+/// The strategy picked for one PVC.
+#[derive(Deserialize, Serialize, Clone, Copy, Debug, PartialEq, Eq, JsonSchema)]
+pub enum ChosenStrategy {
+    InPlace,
+    Copy,
+}
+
+/// Names of objects a VolumeResize created.
+#[derive(Deserialize, Serialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CreatedObjects {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub backup_config_map: Option<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub temporary_claims: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub retained_volumes: Vec<String>,
+}
+
+impl CreatedObjects {
+    pub fn is_empty(&self) -> bool {
+        self.backup_config_map.is_none() && self.temporary_claims.is_empty() && self.retained_volumes.is_empty()
+    }
+}
+
+/// Condition types and reasons a VolumeResize reports.
+pub mod condition {
+    /// All prechecks of SPEC §3 passed (True) or which one failed (False, with its reason).
+    pub const PRECHECKED: &str = "Prechecked";
+    /// Waiting behind another VolumeResize on the same StatefulSet.
+    pub const QUEUED: &str = "Queued";
+
+    pub const REASON_PASSED: &str = "PrechecksPassed";
+    pub const REASON_STATEFUL_SET_NOT_FOUND: &str = "StatefulSetNotFound";
+    pub const REASON_TEMPLATE_NOT_FOUND: &str = "VolumeTemplateNotFound";
+    pub const REASON_STORAGE_CLASS_NOT_FOUND: &str = "StorageClassNotFound";
+    pub const REASON_NOT_EXPANDABLE: &str = "StorageClassNotExpandable";
+    pub const REASON_INVALID_SIZE: &str = "InvalidSize";
+    pub const REASON_NOTHING_TO_DO: &str = "NothingToChange";
+    pub const REASON_NOT_READY: &str = "StatefulSetNotReady";
+    pub const REASON_WAITING_FOR_OTHER: &str = "WaitingForOtherResize";
+    pub const REASON_NOT_QUEUED: &str = "First";
+}
+
+impl VolumeResize {
+    /// The condition of the given type, if present.
+    pub fn condition(&self, type_: &str) -> Option<&Condition> {
+        self.status.as_ref()?.conditions.iter().find(|c| c.type_ == type_)
+    }
+
+    /// The current phase; a resize with no status yet is Pending.
+    pub fn phase(&self) -> Phase {
+        self.status.as_ref().and_then(|s| s.phase).unwrap_or(Phase::Pending)
+    }
+}

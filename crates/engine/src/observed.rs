@@ -1,0 +1,67 @@
+//! The slice of cluster state the planner reads, already reduced to plain values by the operator.
+
+use std::collections::BTreeMap;
+
+/// What the operator saw in the cluster for one VolumeResize.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Observed {
+    /// The StatefulSet named in the spec, if it exists.
+    pub stateful_set: Option<StatefulSetView>,
+    /// Every StorageClass in the cluster, by name.
+    pub storage_classes: BTreeMap<String, StorageClassView>,
+    /// The PVCs of the StatefulSet's replicas, by claim name.
+    pub claims: BTreeMap<String, ClaimView>,
+    /// Other VolumeResizes (not this one) on the same StatefulSet that have not finished.
+    pub peers: Vec<PeerResize>,
+    /// This VolumeResize's place in the queue: (creation time in seconds, name).
+    pub queue_key: (i64, String),
+}
+
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct StatefulSetView {
+    pub name: String,
+    pub replicas: i32,
+    pub ready_replicas: i32,
+    /// Volume claim templates by name.
+    pub templates: BTreeMap<String, TemplateView>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct TemplateView {
+    /// Requested size in bytes, if the template states one.
+    pub size_bytes: Option<u64>,
+    /// The class named in the template; `None` means the cluster default.
+    pub storage_class: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct StorageClassView {
+    pub allow_expansion: bool,
+    pub is_default: bool,
+}
+
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ClaimView {
+    /// Capacity the PVC reports (status.capacity), else its request.
+    pub size_bytes: Option<u64>,
+    pub storage_class: Option<String>,
+}
+
+/// Another unfinished VolumeResize on the same StatefulSet.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PeerResize {
+    pub name: String,
+    /// Orders the queue: (creation time in seconds, name). Older goes first.
+    pub queue_key: (i64, String),
+    /// It already holds the StatefulSet (prechecks passed, work under way).
+    pub holds_stateful_set: bool,
+}
+
+impl Observed {
+    /// The class a template's PVCs get: the named one, else the cluster default.
+    pub fn effective_class(&self, template: &TemplateView) -> Option<String> {
+        template.storage_class.clone().or_else(|| {
+            self.storage_classes.iter().find(|(_, class)| class.is_default).map(|(name, _)| name.clone())
+        })
+    }
+}

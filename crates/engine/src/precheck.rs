@@ -1,0 +1,167 @@
+//! The safety prechecks of SPEC §3, run before anything is touched, and the plan they produce.
+
+use crate::observed::Observed;
+use crate::strategy::{StrategyInput, choose};
+use ferry_api::quantity::format_bytes;
+use ferry_api::{VolumePlan, VolumeResizeSpec, condition::*, parse_bytes};
+
+/// What the prechecks concluded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Verdict {
+    /// Everything checked out; work may start.
+    Passed,
+    /// Every PVC already has the requested size and class.
+    NothingToDo,
+    /// Not yet: a condition that can clear by itself (another resize holds the StatefulSet, replicas
+    /// not Ready).
+    Wait { reason: &'static str, message: String },
+    /// The request cannot be carried out as written; nothing is touched.
+    Reject { reason: &'static str, message: String },
+}
+
+/// The verdict and, when the request is well-formed, the plan per replica × volume.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Precheck {
+    pub verdict: Verdict,
+    pub plan: Vec<VolumePlan>,
+}
+
+impl Precheck {
+    fn reject(reason: &'static str, message: String) -> Self {
+        Precheck { verdict: Verdict::Reject { reason, message }, plan: Vec::new() }
+    }
+}
+
+/// Runs every precheck in order; the first failure decides. Order matters: problems with the request
+/// itself (permanent) are reported before conditions that may clear (queue, readiness).
+pub fn precheck(spec: &VolumeResizeSpec, observed: &Observed) -> Precheck {
+    let Some(sts) = &observed.stateful_set else {
+        return Precheck::reject(
+            REASON_STATEFUL_SET_NOT_FOUND,
+            format!("StatefulSet {:?} does not exist in this namespace", spec.stateful_set_name),
+        );
+    };
+
+    let mut plan = Vec::new();
+    for change in &spec.volumes {
+        let Some(template) = sts.templates.get(&change.name) else {
+            let known: Vec<&str> = sts.templates.keys().map(String::as_str).collect();
+            return Precheck::reject(
+                REASON_TEMPLATE_NOT_FOUND,
+                format!(
+                    "StatefulSet {:?} has no volume claim template {:?} (it has: {})",
+                    sts.name,
+                    change.name,
+                    if known.is_empty() { "none".to_string() } else { known.join(", ") }
+                ),
+            );
+        };
+        let target_bytes = match parse_bytes(&change.size) {
+            Ok(bytes) => bytes,
+            Err(error) => {
+                return Precheck::reject(REASON_INVALID_SIZE, format!("volume {:?}: {error}", change.name));
+            }
+        };
+        let current_class = observed.effective_class(template);
+        let target_class = change.storage_class_name.clone().or_else(|| current_class.clone());
+        let Some(target_class_name) = target_class.clone() else {
+            return Precheck::reject(
+                REASON_STORAGE_CLASS_NOT_FOUND,
+                format!(
+                    "volume {:?} names no StorageClass and the cluster has no default StorageClass",
+                    change.name
+                ),
+            );
+        };
+        let Some(class) = observed.storage_classes.get(&target_class_name) else {
+            return Precheck::reject(
+                REASON_STORAGE_CLASS_NOT_FOUND,
+                format!("StorageClass {target_class_name:?} (volume {:?}) does not exist", change.name),
+            );
+        };
+
+        for replica in 0..sts.replicas.max(0) {
+            let claim_name = format!("{}-{}-{replica}", change.name, sts.name);
+            let claim = observed.claims.get(&claim_name);
+            let current_bytes = claim.and_then(|c| c.size_bytes).or(template.size_bytes);
+            let claim_class = claim.and_then(|c| c.storage_class.clone()).or_else(|| current_class.clone());
+            let class_changes = claim_class.as_deref() != Some(target_class_name.as_str());
+            let strategy = match current_bytes {
+                Some(current_bytes) => choose(StrategyInput {
+                    requested: spec.strategy,
+                    current_bytes,
+                    target_bytes,
+                    class_changes,
+                    class_allows_expansion: class.allow_expansion,
+                }),
+                None => Ok(Some(ferry_api::ChosenStrategy::Copy)),
+            };
+            let strategy = match strategy {
+                Ok(strategy) => strategy,
+                Err(refusal) => {
+                    let reason = match refusal {
+                        crate::strategy::StrategyRefusal::InPlaceNotExpandable => REASON_NOT_EXPANDABLE,
+                        _ => REASON_INVALID_SIZE,
+                    };
+                    return Precheck::reject(reason, format!("PVC {claim_name}: {refusal}"));
+                }
+            };
+            plan.push(VolumePlan {
+                replica,
+                volume: change.name.clone(),
+                claim_name,
+                strategy,
+                current_size: current_bytes.map(format_bytes),
+                target_size: format_bytes(target_bytes),
+                current_storage_class: claim_class,
+                target_storage_class: target_class.clone(),
+                ..VolumePlan::default()
+            });
+        }
+    }
+
+    if plan.iter().all(|row| row.strategy.is_none()) {
+        return Precheck { verdict: Verdict::NothingToDo, plan };
+    }
+
+    if let Some(holder) = queue_blocker(observed) {
+        return Precheck {
+            verdict: Verdict::Wait {
+                reason: REASON_WAITING_FOR_OTHER,
+                message: format!(
+                    "VolumeResize {holder:?} is working on StatefulSet {:?}; this one waits its turn",
+                    sts.name
+                ),
+            },
+            plan,
+        };
+    }
+
+    if sts.ready_replicas < sts.replicas && !spec.force {
+        return Precheck {
+            verdict: Verdict::Wait {
+                reason: REASON_NOT_READY,
+                message: format!(
+                    "StatefulSet {:?} has {}/{} replicas Ready; waiting for all (set force: true to proceed anyway)",
+                    sts.name, sts.ready_replicas, sts.replicas
+                ),
+            },
+            plan,
+        };
+    }
+
+    Precheck { verdict: Verdict::Passed, plan }
+}
+
+/// The VolumeResize this one must wait for: one already holding the StatefulSet, else an older one
+/// still waiting (first come, first served).
+fn queue_blocker(observed: &Observed) -> Option<String> {
+    let holder = observed.peers.iter().find(|peer| peer.holds_stateful_set);
+    let older_waiting = || {
+        observed.peers.iter().filter(|peer| peer.queue_key < observed.queue_key).min_by(|a, b| a.queue_key.cmp(&b.queue_key))
+    };
+    holder.or_else(older_waiting).map(|peer| peer.name.clone())
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,166 @@
+use super::*;
+use crate::observed::{ClaimView, PeerResize, StatefulSetView, StorageClassView, TemplateView};
+use ferry_api::{ChosenStrategy, Mode, Strategy, Verify, VolumeChange};
+
+const GI: u64 = 1 << 30;
+
+fn spec(volumes: &[(&str, &str, Option<&str>)]) -> VolumeResizeSpec {
+    VolumeResizeSpec {
+        stateful_set_name: "db".into(),
+        volumes: volumes
+            .iter()
+            .map(|(name, size, class)| VolumeChange {
+                name: name.to_string(),
+                size: size.to_string(),
+                storage_class_name: class.map(str::to_string),
+            })
+            .collect(),
+        strategy: Strategy::Auto,
+        mode: Mode::Rolling,
+        warm_copy: true,
+        verify: Verify::Checksum,
+        retain_old_volumes: None,
+        dry_run: false,
+        force: false,
+        mover: None,
+        timeout_seconds: None,
+    }
+}
+
+/// A healthy 3-replica StatefulSet `db` with template `data` (10Gi on `standard`, expandable) and
+/// `fixed` (not expandable) also present.
+fn observed() -> Observed {
+    let mut o = Observed {
+        stateful_set: Some(StatefulSetView {
+            name: "db".into(),
+            replicas: 3,
+            ready_replicas: 3,
+            templates: [("data".to_string(), TemplateView { size_bytes: Some(10 * GI), storage_class: None })]
+                .into(),
+        }),
+        queue_key: (100, "me".into()),
+        ..Observed::default()
+    };
+    o.storage_classes.insert("standard".into(), StorageClassView { allow_expansion: true, is_default: true });
+    o.storage_classes.insert("fixed".into(), StorageClassView { allow_expansion: false, is_default: false });
+    for replica in 0..3 {
+        o.claims.insert(
+            format!("data-db-{replica}"),
+            ClaimView { size_bytes: Some(10 * GI), storage_class: Some("standard".into()) },
+        );
+    }
+    o
+}
+
+fn reason(check: &Precheck) -> &'static str {
+    match &check.verdict {
+        Verdict::Reject { reason, .. } | Verdict::Wait { reason, .. } => reason,
+        Verdict::Passed => "Passed",
+        Verdict::NothingToDo => "NothingToDo",
+    }
+}
+
+#[test]
+fn grow_on_expandable_class_is_in_place_for_every_replica() {
+    let check = precheck(&spec(&[("data", "20Gi", None)]), &observed());
+    assert_eq!(check.verdict, Verdict::Passed);
+    assert_eq!(check.plan.len(), 3);
+    for (replica, row) in check.plan.iter().enumerate() {
+        assert_eq!(row.replica, replica as i32);
+        assert_eq!(row.claim_name, format!("data-db-{replica}"));
+        assert_eq!(row.strategy, Some(ChosenStrategy::InPlace));
+        assert_eq!(row.current_size.as_deref(), Some("10Gi"));
+        assert_eq!(row.target_size, "20Gi");
+    }
+}
+
+#[test]
+fn shrink_and_class_change_copy() {
+    let check = precheck(&spec(&[("data", "5Gi", None)]), &observed());
+    assert!(check.plan.iter().all(|r| r.strategy == Some(ChosenStrategy::Copy)));
+    let check = precheck(&spec(&[("data", "10Gi", Some("fixed"))]), &observed());
+    assert_eq!(check.verdict, Verdict::Passed);
+    assert!(check.plan.iter().all(|r| r.strategy == Some(ChosenStrategy::Copy)));
+    assert_eq!(check.plan[0].target_storage_class.as_deref(), Some("fixed"));
+}
+
+#[test]
+fn missing_stateful_set_template_or_class_is_rejected() {
+    let mut o = observed();
+    o.stateful_set = None;
+    assert_eq!(reason(&precheck(&spec(&[("data", "20Gi", None)]), &o)), REASON_STATEFUL_SET_NOT_FOUND);
+
+    let check = precheck(&spec(&[("logs", "20Gi", None)]), &observed());
+    assert_eq!(reason(&check), REASON_TEMPLATE_NOT_FOUND);
+    assert!(matches!(&check.verdict, Verdict::Reject { message, .. } if message.contains("it has: data")));
+
+    let check = precheck(&spec(&[("data", "20Gi", Some("gold"))]), &observed());
+    assert_eq!(reason(&check), REASON_STORAGE_CLASS_NOT_FOUND);
+    assert!(check.plan.is_empty());
+}
+
+#[test]
+fn no_default_class_and_no_class_named_is_rejected() {
+    let mut o = observed();
+    o.storage_classes.get_mut("standard").unwrap().is_default = false;
+    o.claims.clear();
+    assert_eq!(reason(&precheck(&spec(&[("data", "20Gi", None)]), &o)), REASON_STORAGE_CLASS_NOT_FOUND);
+}
+
+#[test]
+fn invalid_size_is_rejected() {
+    for size in ["ten", "0", "-1Gi"] {
+        assert_eq!(reason(&precheck(&spec(&[("data", size, None)]), &observed())), REASON_INVALID_SIZE, "{size}");
+    }
+}
+
+#[test]
+fn in_place_on_fixed_class_is_rejected() {
+    let mut o = observed();
+    o.storage_classes.get_mut("standard").unwrap().allow_expansion = false;
+    let mut s = spec(&[("data", "20Gi", None)]);
+    s.strategy = Strategy::InPlace;
+    assert_eq!(reason(&precheck(&s, &o)), REASON_NOT_EXPANDABLE);
+    s.volumes[0].size = "5Gi".into();
+    assert_eq!(reason(&precheck(&s, &o)), REASON_INVALID_SIZE);
+}
+
+#[test]
+fn same_size_and_class_is_nothing_to_do() {
+    assert_eq!(precheck(&spec(&[("data", "10Gi", None)]), &observed()).verdict, Verdict::NothingToDo);
+}
+
+#[test]
+fn unready_stateful_set_waits_unless_forced() {
+    let mut o = observed();
+    o.stateful_set.as_mut().unwrap().ready_replicas = 2;
+    let mut s = spec(&[("data", "20Gi", None)]);
+    let check = precheck(&s, &o);
+    assert_eq!(reason(&check), REASON_NOT_READY);
+    assert!(matches!(&check.verdict, Verdict::Wait { message, .. } if message.contains("2/3")));
+    s.force = true;
+    assert_eq!(precheck(&s, &o).verdict, Verdict::Passed);
+}
+
+#[test]
+fn queue_holder_or_older_peer_blocks_younger_does_not() {
+    let s = spec(&[("data", "20Gi", None)]);
+    let mut o = observed();
+    o.peers = vec![PeerResize { name: "younger".into(), queue_key: (200, "y".into()), holds_stateful_set: false }];
+    assert_eq!(precheck(&s, &o).verdict, Verdict::Passed);
+
+    o.peers.push(PeerResize { name: "older".into(), queue_key: (50, "o".into()), holds_stateful_set: false });
+    let check = precheck(&s, &o);
+    assert!(matches!(&check.verdict, Verdict::Wait { message, .. } if message.contains("\"older\"")));
+
+    o.peers = vec![PeerResize { name: "holder".into(), queue_key: (300, "h".into()), holds_stateful_set: true }];
+    assert!(matches!(&precheck(&s, &o).verdict, Verdict::Wait { message, .. } if message.contains("\"holder\"")));
+}
+
+#[test]
+fn permanent_problems_are_reported_before_waiting() {
+    let mut o = observed();
+    o.stateful_set.as_mut().unwrap().ready_replicas = 0;
+    o.peers = vec![PeerResize { name: "holder".into(), queue_key: (1, "h".into()), holds_stateful_set: true }];
+    assert_eq!(reason(&precheck(&spec(&[("data", "20Gi", Some("gold"))]), &o)), REASON_STORAGE_CLASS_NOT_FOUND);
+}

@@ -1,0 +1,110 @@
+//! The status a VolumeResize gets after its prechecks: pure, so a no-op reconcile computes exactly the
+//! status already stored and the operator makes no write.
+
+use crate::conditions::{condition, remove_condition, set_condition};
+use crate::precheck::{Precheck, Verdict};
+use ferry_api::{Phase, VolumeResizeStatus, condition::*};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+
+/// Next status from the previous one and the precheck result. `generation` is the spec's
+/// metadata.generation; `now` stamps conditions that change.
+pub fn after_precheck(
+    previous: Option<&VolumeResizeStatus>,
+    check: &Precheck,
+    generation: Option<i64>,
+    now: &Time,
+) -> VolumeResizeStatus {
+    let mut status = previous.cloned().unwrap_or_default();
+    status.observed_generation = generation;
+    status.plan = merge_plan(&status.plan, &check.plan);
+    let (phase, passed, reason, message, queued) = match &check.verdict {
+        Verdict::Passed => (Phase::Planning, true, REASON_PASSED, "all prechecks passed".to_string(), false),
+        Verdict::NothingToDo => (
+            Phase::Succeeded,
+            true,
+            REASON_NOTHING_TO_DO,
+            "every volume already has the requested size and StorageClass".to_string(),
+            false,
+        ),
+        Verdict::Wait { reason, message } => {
+            (Phase::Pending, false, *reason, message.clone(), *reason == REASON_WAITING_FOR_OTHER)
+        }
+        Verdict::Reject { reason, message } => (Phase::Failed, false, *reason, message.clone(), false),
+    };
+    set_condition(&mut status.conditions, condition(PRECHECKED, passed, reason, &message, generation, now));
+    if queued {
+        set_condition(&mut status.conditions, condition(QUEUED, true, reason, &message, generation, now));
+    } else {
+        remove_condition(&mut status.conditions, QUEUED);
+    }
+    if phase.is_terminal() && status.phase != Some(phase) {
+        status.finished_at = Some(now.clone());
+    }
+    status.phase = Some(phase);
+    status.message = Some(message);
+    let total = status.plan.iter().filter(|row| row.strategy.is_some()).count();
+    let done = status.plan.iter().filter(|row| row.strategy.is_some() && row.finished_at.is_some()).count();
+    status.progress = Some(format!("{done}/{total}"));
+    status
+}
+
+/// Keeps progress already recorded for rows that are still planned the same way.
+fn merge_plan(previous: &[ferry_api::VolumePlan], planned: &[ferry_api::VolumePlan]) -> Vec<ferry_api::VolumePlan> {
+    planned
+        .iter()
+        .map(|row| {
+            previous
+                .iter()
+                .find(|old| old.claim_name == row.claim_name && old.strategy == row.strategy)
+                .filter(|old| old.target_size == row.target_size)
+                .cloned()
+                .unwrap_or_else(|| row.clone())
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::jiff::Timestamp;
+
+    fn t(seconds: i64) -> Time {
+        Time(Timestamp::from_second(seconds).unwrap())
+    }
+
+    #[test]
+    fn same_inputs_give_identical_status() {
+        let check = Precheck {
+            verdict: Verdict::Wait { reason: REASON_NOT_READY, message: "2/3".into() },
+            plan: vec![],
+        };
+        let first = after_precheck(None, &check, Some(1), &t(1));
+        let second = after_precheck(Some(&first), &check, Some(1), &t(2));
+        assert_eq!(first, second, "a repeated reconcile must not change status (no write)");
+        assert_eq!(second.phase, Some(Phase::Pending));
+    }
+
+    #[test]
+    fn reject_fails_with_reason_and_queue_sets_queued() {
+        let reject = Precheck {
+            verdict: Verdict::Reject { reason: REASON_TEMPLATE_NOT_FOUND, message: "no logs".into() },
+            plan: vec![],
+        };
+        let status = after_precheck(None, &reject, Some(1), &t(1));
+        assert_eq!(status.phase, Some(Phase::Failed));
+        assert_eq!(status.conditions[0].reason, REASON_TEMPLATE_NOT_FOUND);
+        assert_eq!(status.conditions[0].status, "False");
+        assert_eq!(status.finished_at, Some(t(1)));
+
+        let queued = Precheck {
+            verdict: Verdict::Wait { reason: REASON_WAITING_FOR_OTHER, message: "wait".into() },
+            plan: vec![],
+        };
+        let status = after_precheck(None, &queued, Some(1), &t(1));
+        assert!(status.conditions.iter().any(|c| c.type_ == QUEUED && c.status == "True"));
+        let passed = Precheck { verdict: Verdict::Passed, plan: vec![] };
+        let status = after_precheck(Some(&status), &passed, Some(1), &t(2));
+        assert!(status.conditions.iter().all(|c| c.type_ != QUEUED));
+        assert_eq!(status.phase, Some(Phase::Planning));
+    }
+}
