@@ -1,1 +1,52 @@
 //! ferry-mover: copies one directory tree onto another with full fidelity.
+//!
+//! Contents, permissions with setuid/setgid/sticky, numeric uid/gid, nanosecond mtimes
+//! (directories set after their contents), symlinks (never followed), hard links, sparse files
+//! (holes found with `SEEK_DATA`/`SEEK_HOLE`), xattrs and POSIX ACLs, FIFOs, device nodes and
+//! empty directories. Runs are incremental (size + mtime quick check, or content comparison),
+//! resumable (new inodes are written under a `.ferry-tmp-*` name and renamed into place; stale
+//! temps are removed by the next run) and parallel (rayon pool; big files split in 32 MiB chunks).
+//!
+//! # Library
+//! - [`sync`] makes a target equal to a source and returns a [`SyncReport`].
+//! - [`digest()`] builds a [`Manifest`] of a tree (metadata and content hashes).
+//! - [`usage`] measures allocated bytes and inodes (for the shrink precheck).
+//!
+//! # Exit codes of the `ferry-mover` binary ([`MoverError::exit_code`])
+//! | code | meaning |
+//! |---|---|
+//! | 0 | success (warnings about entries that vanished or changed during a warm copy are allowed) |
+//! | 1 | any other failure (I/O error, ...) |
+//! | 2 | bad arguments or bad input (missing source, target inside source, ...) |
+//! | 3 | verification mismatch (the paths are named in the message and the result file) |
+//! | 4 | target full (ENOSPC / EDQUOT) |
+//! | 5 | permission denied (EACCES / EPERM) |
+//!
+//! # Verification
+//! `checksum` hashes (xxh3-128) what is read from the source while copying and compares it,
+//! per 32 MiB chunk, with a re-read of what landed before the file is renamed into place; then
+//! every target entry's metadata is compared with the source scan. `metadata` does only the
+//! second part. Files skipped by the quick check are not re-hashed (use `checksum_compare`).
+
+mod copy;
+mod digest;
+mod error;
+mod meta;
+mod options;
+mod plan;
+mod progress;
+mod sync;
+mod usage;
+mod verify;
+mod walk;
+
+pub use digest::{Manifest, ManifestEntry, acl_text, digest};
+pub use error::{
+    EXIT_BAD_INPUT, EXIT_OK, EXIT_OTHER, EXIT_PERMISSION, EXIT_TARGET_FULL, EXIT_VERIFY_MISMATCH, MoverError,
+};
+pub use meta::Kind;
+pub use options::{SyncOptions, SyncReport, VerifyMode};
+pub use plan::TEMP_PREFIX;
+pub use progress::{ProgressLine, ProgressMode};
+pub use sync::sync;
+pub use usage::{Usage, usage};

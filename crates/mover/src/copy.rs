@@ -1,0 +1,454 @@
+//! Creating target entries: file data (sparse-aware, `copy_file_range` with a read/write
+//! fallback, big files split across threads), symlinks, special nodes and hard links.
+//! Every new inode is built under a temp name and renamed into place, so an interrupted run
+//! never leaves a half-written file under the real name.
+
+use std::fs::{File, OpenOptions};
+use std::io;
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::{FileExt, MetadataExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use rayon::prelude::*;
+use rustix::fs::{CWD, FileType, Mode, SeekFrom};
+use rustix::io::Errno;
+use xxhash_rust::xxh3::Xxh3;
+
+use crate::error::{MoverError, errno};
+use crate::meta::{self, EntryMeta, Kind};
+use crate::plan::TEMP_PREFIX;
+use crate::progress::{Progress, Warnings};
+
+/// Bytes per unit of work; files with more than one chunk are copied by several threads.
+const CHUNK: u64 = 32 << 20;
+/// Buffer size of the read/write path.
+const BUF: u64 = 1 << 20;
+
+/// Shared state of the copy phase.
+pub struct CopyCtx<'a> {
+    /// Hash what is read and re-read what landed (verify = checksum).
+    pub hash: bool,
+    /// Test hook: corrupt this relative path after writing it, before verifying it.
+    pub corrupt: Option<&'a Path>,
+    /// Progress counters.
+    pub progress: &'a Progress,
+    /// Warning sink.
+    pub warnings: &'a Warnings,
+    /// Set once `copy_file_range` proved unusable (EXDEV, ENOSYS, ...), to stop trying it.
+    pub no_copy_range: AtomicBool,
+}
+
+/// Result of copying one regular file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Copied {
+    /// Installed; this many data bytes written.
+    Done(u64),
+    /// The source disappeared or stopped being a regular file; nothing installed.
+    Vanished,
+    /// The re-read target differs from what was read; nothing installed.
+    Mismatch,
+}
+
+/// The temp name used for `dst` (same directory, fixed per name so a rerun finds it).
+pub fn temp_path(dst: &Path) -> PathBuf {
+    let name = dst.file_name().map(|n| n.as_bytes()).unwrap_or_default();
+    let h = xxhash_rust::xxh3::xxh3_64(name);
+    dst.with_file_name(format!("{TEMP_PREFIX}{h:016x}"))
+}
+
+fn gone(e: &io::Error) -> bool {
+    e.kind() == io::ErrorKind::NotFound
+        || e.raw_os_error() == Some(Errno::LOOP.raw_os_error())
+        || e.raw_os_error() == Some(Errno::NOTDIR.raw_os_error())
+}
+
+/// Copies regular file `src` to `dst` with metadata `meta` (from the scan).
+pub fn copy_file(
+    ctx: &CopyCtx,
+    rel: &Path,
+    src: &Path,
+    dst: &Path,
+    meta: &EntryMeta,
+) -> Result<Copied, MoverError> {
+    let sf = match OpenOptions::new()
+        .read(true)
+        .custom_flags(libc_nofollow())
+        .open(src)
+    {
+        Ok(f) => f,
+        Err(e) if gone(&e) => {
+            ctx.warnings
+                .warn(format!("vanished before copy: {}", src.display()));
+            return Ok(Copied::Vanished);
+        }
+        Err(e) => return Err(MoverError::io("opening", src, e)),
+    };
+    let before = sf
+        .metadata()
+        .map_err(|e| MoverError::io("reading metadata of", src, e))?;
+    if !before.file_type().is_file() {
+        ctx.warnings
+            .warn(format!("no longer a regular file: {}", src.display()));
+        return Ok(Copied::Vanished);
+    }
+    if before.size() != meta.size || before.mtime() != meta.mtime || before.mtime_nsec() != meta.mtime_nsec {
+        // The target gets the scanned mtime, so the next run sees the difference and recopies.
+        ctx.warnings
+            .warn(format!("changed since scan: {}", src.display()));
+    }
+    let tmp = temp_path(dst);
+    let result = write_temp(ctx, rel, &sf, src, &tmp, meta);
+    match result {
+        Ok(Copied::Done(bytes)) => {
+            let after = sf
+                .metadata()
+                .map_err(|e| MoverError::io("reading metadata of", src, e))?;
+            if after.size() != before.size()
+                || after.mtime() != before.mtime()
+                || after.mtime_nsec() != before.mtime_nsec()
+            {
+                ctx.warnings
+                    .warn(format!("changed while being copied: {}", src.display()));
+            }
+            std::fs::rename(&tmp, dst).map_err(|e| {
+                let _ = std::fs::remove_file(&tmp);
+                MoverError::io("renaming into place", dst, e)
+            })?;
+            Ok(Copied::Done(bytes))
+        }
+        other => {
+            // Never leave a temp behind on failure (ENOSPC in particular).
+            let _ = std::fs::remove_file(&tmp);
+            other
+        }
+    }
+}
+
+fn libc_nofollow() -> i32 {
+    rustix::fs::OFlags::NOFOLLOW.bits() as i32
+}
+
+fn write_temp(
+    ctx: &CopyCtx,
+    rel: &Path,
+    sf: &File,
+    src: &Path,
+    tmp: &Path,
+    meta: &EntryMeta,
+) -> Result<Copied, MoverError> {
+    let tf = OpenOptions::new()
+        .write(true)
+        .read(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .custom_flags(libc_nofollow())
+        .open(tmp)
+        .map_err(|e| MoverError::io("creating", tmp, e))?;
+    let chunks = chunks(&data_segments(sf, meta).map_err(|e| MoverError::io("seeking in", src, e))?);
+    let copy_one = |&(off, len): &(u64, u64)| copy_chunk(ctx, sf, src, &tf, tmp, off, len);
+    let results: Vec<(u64, u128)> = if chunks.len() > 1 {
+        chunks.par_iter().map(copy_one).collect::<Result<_, _>>()?
+    } else {
+        chunks.iter().map(copy_one).collect::<Result<_, _>>()?
+    };
+    // Holes at the end (and a source that shrank) still need the full length.
+    tf.set_len(meta.size)
+        .map_err(|e| MoverError::io("setting length of", tmp, e))?;
+    let bytes: u64 = results.iter().map(|r| r.0).sum();
+    if ctx.corrupt == Some(rel) {
+        corrupt(&tf, tmp, meta.size)?;
+    }
+    if ctx.hash {
+        let landed = tf
+            .metadata()
+            .map_err(|e| MoverError::io("reading metadata of", tmp, e))?;
+        if landed.len() != meta.size {
+            return Ok(Copied::Mismatch);
+        }
+        for (&(off, len), &(copied, want)) in chunks.iter().zip(&results) {
+            let got = hash_range(&tf, tmp, off, len.min(copied))?;
+            if got != want {
+                return Ok(Copied::Mismatch);
+            }
+        }
+    }
+    meta::apply_fd(&tf, tmp, meta)?;
+    Ok(Copied::Done(bytes))
+}
+
+/// Test hook: flips the first byte of the written file (or adds one to an empty file).
+fn corrupt(tf: &File, tmp: &Path, size: u64) -> Result<(), MoverError> {
+    if size == 0 {
+        return tf
+            .write_all_at(b"x", 0)
+            .map_err(|e| MoverError::io("writing", tmp, e));
+    }
+    let mut b = [0u8; 1];
+    tf.read_exact_at(&mut b, 0)
+        .map_err(|e| MoverError::io("reading", tmp, e))?;
+    b[0] ^= 0xff;
+    tf.write_all_at(&b, 0)
+        .map_err(|e| MoverError::io("writing", tmp, e))
+}
+
+/// The data ranges of a file: the whole file, or only its non-hole parts when it has fewer
+/// blocks allocated than its size (a possibly sparse file).
+fn data_segments(sf: &File, meta: &EntryMeta) -> io::Result<Vec<(u64, u64)>> {
+    let size = meta.size;
+    if size == 0 {
+        return Ok(Vec::new());
+    }
+    if meta.blocks.saturating_mul(512) >= size {
+        return Ok(vec![(0, size)]);
+    }
+    let mut segs = Vec::new();
+    let mut pos = 0;
+    while pos < size {
+        let start = match rustix::fs::seek(sf, SeekFrom::Data(pos)) {
+            Ok(s) => s,
+            Err(Errno::NXIO) => break,
+            // No SEEK_DATA support: copy everything.
+            Err(Errno::INVAL) | Err(Errno::OPNOTSUPP) => return Ok(vec![(0, size)]),
+            Err(e) => return Err(e.into()),
+        };
+        if start >= size {
+            break;
+        }
+        let end = rustix::fs::seek(sf, SeekFrom::Hole(start))?.min(size);
+        segs.push((start, end - start));
+        pos = end;
+    }
+    Ok(segs)
+}
+
+fn chunks(segs: &[(u64, u64)]) -> Vec<(u64, u64)> {
+    let mut out = Vec::new();
+    for &(off, len) in segs {
+        let mut o = off;
+        while o < off + len {
+            let l = CHUNK.min(off + len - o);
+            out.push((o, l));
+            o += l;
+        }
+    }
+    out
+}
+
+/// Copies one range; returns (bytes copied, hash of what was read — 0 when not hashing).
+fn copy_chunk(
+    ctx: &CopyCtx,
+    sf: &File,
+    src: &Path,
+    tf: &File,
+    tmp: &Path,
+    off: u64,
+    len: u64,
+) -> Result<(u64, u128), MoverError> {
+    if !ctx.hash && !ctx.no_copy_range.load(Ordering::Relaxed) {
+        match copy_range(ctx, sf, tf, off, len) {
+            Ok(Some(n)) => return Ok((n, 0)),
+            Ok(None) => {}
+            Err(e) => return Err(MoverError::io("copying data to", tmp, e)),
+        }
+    }
+    read_write(ctx, sf, src, tf, tmp, off, len)
+}
+
+/// `copy_file_range` loop; `Ok(None)` means unsupported here, fall back to read/write.
+fn copy_range(ctx: &CopyCtx, sf: &File, tf: &File, off: u64, len: u64) -> io::Result<Option<u64>> {
+    let mut done = 0u64;
+    while done < len {
+        let mut off_in = off + done;
+        let mut off_out = off + done;
+        let want = usize::try_from(len - done).unwrap_or(usize::MAX).min(1 << 30);
+        match rustix::fs::copy_file_range(sf, Some(&mut off_in), tf, Some(&mut off_out), want) {
+            Ok(0) => break, // source shrank
+            Ok(n) => {
+                done += n as u64;
+                ctx.progress.bytes_copied.fetch_add(n as u64, Ordering::Relaxed);
+                ctx.progress.bytes_done.fetch_add(n as u64, Ordering::Relaxed);
+            }
+            Err(Errno::XDEV | Errno::NOSYS | Errno::OPNOTSUPP | Errno::INVAL) if done == 0 => {
+                ctx.no_copy_range.store(true, Ordering::Relaxed);
+                return Ok(None);
+            }
+            Err(Errno::INTR) => {}
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Ok(Some(done))
+}
+
+fn read_write(
+    ctx: &CopyCtx,
+    sf: &File,
+    src: &Path,
+    tf: &File,
+    tmp: &Path,
+    off: u64,
+    len: u64,
+) -> Result<(u64, u128), MoverError> {
+    let mut buf = vec![0u8; BUF.min(len) as usize];
+    let mut hasher = Xxh3::new();
+    let mut done = 0u64;
+    while done < len {
+        let want = (len - done).min(buf.len() as u64) as usize;
+        let n = match sf.read_at(&mut buf[..want], off + done) {
+            Ok(0) => break, // source shrank
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(MoverError::io("reading", src, e)),
+        };
+        if ctx.hash {
+            hasher.update(&buf[..n]);
+        }
+        tf.write_all_at(&buf[..n], off + done)
+            .map_err(|e| MoverError::io("writing", tmp, e))?;
+        done += n as u64;
+        ctx.progress.bytes_copied.fetch_add(n as u64, Ordering::Relaxed);
+        ctx.progress.bytes_done.fetch_add(n as u64, Ordering::Relaxed);
+    }
+    Ok((done, if ctx.hash { hasher.digest128() } else { 0 }))
+}
+
+/// xxh3-128 of a byte range of an open file.
+pub fn hash_range(f: &File, path: &Path, off: u64, len: u64) -> Result<u128, MoverError> {
+    let mut buf = vec![0u8; BUF.min(len.max(1)) as usize];
+    let mut hasher = Xxh3::new();
+    let mut done = 0u64;
+    while done < len {
+        let want = (len - done).min(buf.len() as u64) as usize;
+        match f.read_at(&mut buf[..want], off + done) {
+            Ok(0) => break,
+            Ok(n) => {
+                hasher.update(&buf[..n]);
+                done += n as u64;
+            }
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(MoverError::io("reading", path, e)),
+        }
+    }
+    Ok(hasher.digest128())
+}
+
+/// Whether two files have identical contents (checksum-compare). A vanished source
+/// compares as equal so that nothing is done with it.
+pub fn same_contents(src: &Path, dst: &Path) -> Result<bool, MoverError> {
+    let a = match File::open(src) {
+        Ok(f) => f,
+        Err(e) if gone(&e) => return Ok(true),
+        Err(e) => return Err(MoverError::io("opening", src, e)),
+    };
+    let b = File::open(dst).map_err(|e| MoverError::io("opening", dst, e))?;
+    let mut ba = vec![0u8; BUF as usize];
+    let mut bb = vec![0u8; BUF as usize];
+    let mut off = 0u64;
+    loop {
+        let na = read_full(&a, src, &mut ba, off)?;
+        let nb = read_full(&b, dst, &mut bb, off)?;
+        if na != nb || ba[..na] != bb[..nb] {
+            return Ok(false);
+        }
+        if na == 0 {
+            return Ok(true);
+        }
+        off += na as u64;
+    }
+}
+
+fn read_full(f: &File, path: &Path, buf: &mut [u8], off: u64) -> Result<usize, MoverError> {
+    let mut n = 0;
+    while n < buf.len() {
+        match f.read_at(&mut buf[n..], off + n as u64) {
+            Ok(0) => break,
+            Ok(k) => n += k,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(MoverError::io("reading", path, e)),
+        }
+    }
+    Ok(n)
+}
+
+fn remove_if_exists(path: &Path) -> Result<(), MoverError> {
+    match std::fs::remove_file(path) {
+        Err(e) if e.kind() != io::ErrorKind::NotFound => Err(MoverError::io("removing", path, e)),
+        _ => Ok(()),
+    }
+}
+
+/// (Re)creates a symlink or special node at `dst` (temp + rename).
+pub fn create_node(dst: &Path, meta: &EntryMeta) -> Result<(), MoverError> {
+    let tmp = temp_path(dst);
+    remove_if_exists(&tmp)?;
+    let made = match (meta.kind, &meta.link) {
+        (Kind::Symlink, Some(target)) => {
+            std::os::unix::fs::symlink(target, &tmp).map_err(|e| MoverError::io("creating symlink", &tmp, e))
+        }
+        (Kind::Symlink, None) => Err(MoverError::Other(format!(
+            "symlink without target: {}",
+            dst.display()
+        ))),
+        (kind, _) => {
+            let ft = match kind {
+                Kind::Fifo => FileType::Fifo,
+                Kind::CharDev => FileType::CharacterDevice,
+                Kind::BlockDev => FileType::BlockDevice,
+                Kind::Socket => FileType::Socket,
+                _ => {
+                    return Err(MoverError::Other(format!(
+                        "not a special file: {}",
+                        dst.display()
+                    )));
+                }
+            };
+            rustix::fs::mknodat(CWD, &tmp, ft, Mode::from_raw_mode(meta.perm), meta.rdev)
+                .map_err(|e| errno("creating node", &tmp, e))
+        }
+    };
+    let installed = made
+        .and_then(|()| meta::apply_path(&tmp, meta))
+        .and_then(|()| std::fs::rename(&tmp, dst).map_err(|e| MoverError::io("renaming into place", dst, e)));
+    if installed.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    installed
+}
+
+/// Makes `dst` a hard link to `leader` (both target paths). Returns false if the leader is
+/// missing (it vanished from the source during the copy).
+pub fn hard_link(leader: &Path, dst: &Path) -> Result<bool, MoverError> {
+    // Not via temp + rename: rename between two links of one inode is a no-op by POSIX.
+    remove_if_exists(dst)?;
+    match std::fs::hard_link(leader, dst) {
+        Ok(()) => Ok(true),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
+        Err(e) => Err(MoverError::io("linking", dst, e)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn chunks_split_segments() {
+        assert_eq!(chunks(&[(0, 10)]), [(0, 10)]);
+        let big = CHUNK * 2 + 5;
+        assert_eq!(
+            chunks(&[(7, big)]),
+            [(7, CHUNK), (7 + CHUNK, CHUNK), (7 + 2 * CHUNK, 5)]
+        );
+        assert!(chunks(&[]).is_empty());
+    }
+
+    #[test]
+    fn temp_name_is_stable_and_hidden() {
+        let a = temp_path(Path::new("/t/dir/file.txt"));
+        assert_eq!(a, temp_path(Path::new("/t/dir/file.txt")));
+        assert_eq!(a.parent(), Some(Path::new("/t/dir")));
+        assert!(a.file_name().unwrap().to_str().unwrap().starts_with(TEMP_PREFIX));
+        assert_ne!(a, temp_path(Path::new("/t/dir/other")));
+    }
+}

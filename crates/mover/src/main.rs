@@ -1,0 +1,248 @@
+//! `ferry-mover` binary: a thin command-line layer over the library.
+
+use std::io::{IsTerminal, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand, ValueEnum};
+use ferry_mover::{MoverError, ProgressMode, SyncOptions, VerifyMode};
+
+const EXIT_CODES: &str = "\
+Exit codes:
+  0  ok (warnings about files that vanished or changed during a warm copy are allowed)
+  1  any other failure
+  2  bad arguments or bad input (missing source, target inside source, ...)
+  3  verification mismatch (paths named on stderr and in the result file)
+  4  target full (ENOSPC)
+  5  permission denied";
+
+/// Ferry's copy/sync/verify engine: full-fidelity parallel directory sync.
+#[derive(Parser, Debug)]
+#[command(name = "ferry-mover", version, after_help = EXIT_CODES)]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Subcommand, Debug)]
+enum Cmd {
+    /// Make TARGET an exact copy of SOURCE (contents, owners, modes, times, links, xattrs, ACLs).
+    #[command(after_help = EXIT_CODES)]
+    Sync(SyncArgs),
+    /// Print a manifest of a tree (one line per entry, or JSON) and its digests.
+    #[command(after_help = EXIT_CODES)]
+    Digest {
+        /// Tree to describe.
+        dir: PathBuf,
+        /// Print the manifest as one JSON object.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Print allocated bytes and inodes of a tree as JSON: {"bytes":N,"inodes":N}.
+    #[command(after_help = EXIT_CODES)]
+    Usage {
+        /// Tree to measure.
+        dir: PathBuf,
+    },
+}
+
+#[derive(clap::Args, Debug)]
+struct SyncArgs {
+    /// Directory to copy from (read only).
+    #[arg(long)]
+    source: PathBuf,
+    /// Directory to copy to (created if missing; its parent must exist).
+    #[arg(long)]
+    target: PathBuf,
+    /// Delete target entries that are not in the source.
+    #[arg(long)]
+    delete: bool,
+    /// Verification after copying.
+    #[arg(long, value_enum, default_value = "checksum")]
+    verify: VerifyArg,
+    /// Compare contents of same-size files instead of trusting size + mtime.
+    #[arg(long)]
+    checksum_compare: bool,
+    /// Worker threads (default: 2 x cores, at least 4).
+    #[arg(long)]
+    threads: Option<usize>,
+    /// Progress output: JSON lines on stdout, a bar on stderr, or nothing
+    /// (default: human on a terminal, json otherwise).
+    #[arg(long, value_enum)]
+    progress: Option<ProgressArg>,
+    /// Where to write the final result JSON (default: $FERRY_RESULT_FILE, else
+    /// /dev/termination-log when running in a pod, else nowhere).
+    #[arg(long)]
+    result_file: Option<PathBuf>,
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug)]
+enum VerifyArg {
+    None,
+    Metadata,
+    Checksum,
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug)]
+enum ProgressArg {
+    Json,
+    Human,
+    None,
+}
+
+/// Test hook: names a source-relative file to corrupt after writing, before verifying.
+const CORRUPT_ENV: &str = "FERRY_MOVER_TEST_CORRUPT";
+/// Kubernetes reads at most 4096 bytes of termination message.
+const RESULT_LIMIT: usize = 4000;
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let code = match cli.cmd {
+        Cmd::Sync(args) => run_sync(args),
+        Cmd::Digest { dir, json } => report(ferry_mover::digest(&dir).and_then(|m| print_manifest(&m, json))),
+        Cmd::Usage { dir } => report(ferry_mover::usage(&dir).and_then(|u| print_json(&u))),
+    };
+    ExitCode::from(u8::try_from(code).unwrap_or(1))
+}
+
+fn report(r: Result<(), MoverError>) -> i32 {
+    match r {
+        Ok(()) => 0,
+        Err(e) => {
+            eprintln!("ferry-mover: error: {e}");
+            e.exit_code()
+        }
+    }
+}
+
+fn print_json<T: serde::Serialize>(v: &T) -> Result<(), MoverError> {
+    let s = serde_json::to_string(v).map_err(|e| MoverError::Other(e.to_string()))?;
+    writeln!(std::io::stdout().lock(), "{s}").map_err(|e| MoverError::io("writing", Path::new("stdout"), e))
+}
+
+fn print_manifest(m: &ferry_mover::Manifest, json: bool) -> Result<(), MoverError> {
+    if json {
+        return print_json(m);
+    }
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    let w = |e| MoverError::io("writing", Path::new("stdout"), e);
+    for e in &m.entries {
+        write!(
+            out,
+            "{} {} {}:{} {} {} {} {}",
+            e.kind,
+            e.mode,
+            e.uid,
+            e.gid,
+            e.mtime_ns,
+            e.size,
+            e.content_hash.as_deref().unwrap_or("-"),
+            e.path
+        )
+        .map_err(w)?;
+        if let Some(t) = &e.link_target {
+            write!(out, " -> {t}").map_err(w)?;
+        }
+        if let Some(l) = &e.hard_link {
+            write!(out, " => {l}").map_err(w)?;
+        }
+        for (k, v) in &e.xattrs {
+            write!(out, " xattr:{k}={v}").map_err(w)?;
+        }
+        if let Some(a) = &e.acl {
+            write!(out, " acl:{a}").map_err(w)?;
+        }
+        if let Some(a) = &e.default_acl {
+            write!(out, " default-acl:{a}").map_err(w)?;
+        }
+        writeln!(out).map_err(w)?;
+    }
+    writeln!(out, "digest {}\nmetadataDigest {}", m.digest, m.metadata_digest).map_err(w)
+}
+
+fn run_sync(args: SyncArgs) -> i32 {
+    let progress = match args.progress {
+        Some(ProgressArg::Json) => ProgressMode::Json,
+        Some(ProgressArg::Human) => ProgressMode::Human,
+        Some(ProgressArg::None) => ProgressMode::None,
+        None if std::io::stderr().is_terminal() => ProgressMode::Human,
+        None => ProgressMode::Json,
+    };
+    let opts = SyncOptions {
+        source: args.source,
+        target: args.target,
+        delete: args.delete,
+        verify: match args.verify {
+            VerifyArg::None => VerifyMode::None,
+            VerifyArg::Metadata => VerifyMode::Metadata,
+            VerifyArg::Checksum => VerifyMode::Checksum,
+        },
+        checksum_compare: args.checksum_compare,
+        threads: args.threads,
+        progress,
+        print_warnings: true,
+        corrupt_after_write: std::env::var_os(CORRUPT_ENV).map(PathBuf::from),
+    };
+    let result_file = args.result_file.or_else(default_result_file);
+    let (code, json) = match ferry_mover::sync(&opts) {
+        Ok(r) => (0, serde_json::to_string(&r).unwrap_or_default()),
+        Err(e) => {
+            eprintln!("ferry-mover: error: {e}");
+            (e.exit_code(), failure_json(&e))
+        }
+    };
+    if code == 0 {
+        let _ = writeln!(std::io::stdout().lock(), "{json}");
+    }
+    if let Some(path) = result_file
+        && let Err(e) = std::fs::write(&path, &json)
+    {
+        eprintln!(
+            "ferry-mover: warning: cannot write result file {}: {e}",
+            path.display()
+        );
+    }
+    code
+}
+
+fn default_result_file() -> Option<PathBuf> {
+    if let Some(p) = std::env::var_os("FERRY_RESULT_FILE") {
+        return Some(PathBuf::from(p));
+    }
+    let tl = Path::new("/dev/termination-log");
+    // The kubelet creates the file in a pod; outside Kubernetes we must not litter a host's /dev.
+    let in_pod = tl.exists() || std::env::var_os("KUBERNETES_SERVICE_HOST").is_some();
+    let dir_writable = rustix::fs::access("/dev", rustix::fs::Access::WRITE_OK).is_ok();
+    (in_pod && dir_writable).then(|| tl.to_path_buf())
+}
+
+/// The result of a failed run, kept under the termination-message limit.
+fn failure_json(e: &MoverError) -> String {
+    let mut message = e.to_string();
+    let mut mismatches: Vec<String> = match e {
+        MoverError::VerifyMismatch { paths, .. } => paths.iter().map(|p| p.display().to_string()).collect(),
+        _ => Vec::new(),
+    };
+    loop {
+        let v = serde_json::json!({
+            "error": message,
+            "kind": e.kind(),
+            "exitCode": e.exit_code(),
+            "mismatches": mismatches,
+        });
+        let s = v.to_string();
+        if s.len() <= RESULT_LIMIT || (message.is_empty() && mismatches.is_empty()) {
+            return s;
+        }
+        if !mismatches.is_empty() {
+            mismatches.truncate(mismatches.len() / 2);
+        } else {
+            let keep = message.len() / 2;
+            let cut = (0..=keep)
+                .rev()
+                .find(|&i| message.is_char_boundary(i))
+                .unwrap_or(0);
+            message.truncate(cut);
+        }
+    }
+}

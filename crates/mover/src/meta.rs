@@ -1,0 +1,345 @@
+//! Entry metadata: what we read from a tree (lstat + link target + xattrs) and how we apply it.
+
+use std::ffi::OsStr;
+use std::fs::{File, Metadata};
+use std::io;
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::{FileTypeExt, MetadataExt};
+use std::path::{Path, PathBuf};
+
+use rustix::fs::{AtFlags, CWD, Gid, Mode, Timespec, Timestamps, Uid};
+use xattr::FileExt;
+
+use crate::error::{MoverError, errno};
+
+/// The type of a filesystem entry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Kind {
+    /// A directory.
+    Dir,
+    /// A regular file.
+    File,
+    /// A symbolic link (never followed).
+    Symlink,
+    /// A named pipe.
+    Fifo,
+    /// A character device node.
+    CharDev,
+    /// A block device node.
+    BlockDev,
+    /// A unix socket (recreated as a node; it has no data).
+    Socket,
+}
+
+impl Kind {
+    /// Short name used in manifests and messages.
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::Dir => "dir",
+            Kind::File => "file",
+            Kind::Symlink => "symlink",
+            Kind::Fifo => "fifo",
+            Kind::CharDev => "char",
+            Kind::BlockDev => "block",
+            Kind::Socket => "socket",
+        }
+    }
+
+    fn of(md: &Metadata) -> Kind {
+        let ft = md.file_type();
+        if ft.is_dir() {
+            Kind::Dir
+        } else if ft.is_symlink() {
+            Kind::Symlink
+        } else if ft.is_fifo() {
+            Kind::Fifo
+        } else if ft.is_char_device() {
+            Kind::CharDev
+        } else if ft.is_block_device() {
+            Kind::BlockDev
+        } else if ft.is_socket() {
+            Kind::Socket
+        } else {
+            Kind::File
+        }
+    }
+
+    /// Whether the entry is a device/fifo/socket node made with mknod.
+    pub fn is_special(self) -> bool {
+        matches!(self, Kind::Fifo | Kind::CharDev | Kind::BlockDev | Kind::Socket)
+    }
+}
+
+/// One extended attribute (name, value); POSIX ACLs are the `system.posix_acl_*` ones.
+pub type Xattr = (Vec<u8>, Vec<u8>);
+
+/// Everything the mover preserves about one entry.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EntryMeta {
+    /// Entry type.
+    pub kind: Kind,
+    /// Permission bits including setuid/setgid/sticky (`mode & 0o7777`).
+    pub perm: u32,
+    /// Numeric owner.
+    pub uid: u32,
+    /// Numeric group.
+    pub gid: u32,
+    /// Size in bytes (regular files; other kinds keep whatever lstat said).
+    pub size: u64,
+    /// Modification time, seconds.
+    pub mtime: i64,
+    /// Modification time, nanoseconds.
+    pub mtime_nsec: i64,
+    /// Access time, seconds (applied, never compared).
+    pub atime: i64,
+    /// Access time, nanoseconds.
+    pub atime_nsec: i64,
+    /// Device number for device nodes.
+    pub rdev: u64,
+    /// Filesystem device id, with `ino` identifies hard links.
+    pub dev: u64,
+    /// Inode number.
+    pub ino: u64,
+    /// Link count.
+    pub nlink: u64,
+    /// 512-byte blocks allocated (tells whether a file may be sparse).
+    pub blocks: u64,
+    /// Symlink target.
+    pub link: Option<PathBuf>,
+    /// Extended attributes sorted by name (ACLs included).
+    pub xattrs: Vec<Xattr>,
+}
+
+impl EntryMeta {
+    /// Builds metadata from an lstat result; link target and xattrs are filled separately.
+    pub fn from_metadata(md: &Metadata) -> Self {
+        EntryMeta {
+            kind: Kind::of(md),
+            perm: md.mode() & 0o7777,
+            uid: md.uid(),
+            gid: md.gid(),
+            size: md.size(),
+            mtime: md.mtime(),
+            mtime_nsec: md.mtime_nsec(),
+            atime: md.atime(),
+            atime_nsec: md.atime_nsec(),
+            rdev: md.rdev(),
+            dev: md.dev(),
+            ino: md.ino(),
+            nlink: md.nlink(),
+            blocks: md.blocks(),
+            link: None,
+            xattrs: Vec::new(),
+        }
+    }
+
+    /// Whether mtimes are equal to the nanosecond.
+    pub fn same_mtime(&self, other: &EntryMeta) -> bool {
+        self.mtime == other.mtime && self.mtime_nsec == other.mtime_nsec
+    }
+
+    /// Whether ownership, permissions and xattrs match (what a metadata fix would change,
+    /// besides the mtime). Symlink permissions are not settable on Linux, so they are ignored.
+    pub fn same_attrs(&self, other: &EntryMeta) -> bool {
+        let perm_ok = self.kind == Kind::Symlink || self.perm == other.perm;
+        perm_ok && self.uid == other.uid && self.gid == other.gid && self.xattrs == other.xattrs
+    }
+}
+
+/// Reads the full metadata of `path` without following symlinks.
+/// `Ok(None)` means the entry vanished.
+pub fn read(path: &Path, with_xattrs: bool) -> Result<Option<EntryMeta>, MoverError> {
+    match std::fs::symlink_metadata(path) {
+        Ok(md) => complete(path, &md, with_xattrs),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(MoverError::io("reading metadata of", path, e)),
+    }
+}
+
+/// Completes an lstat result with the link target and xattrs. `Ok(None)` means it vanished.
+pub fn complete(path: &Path, md: &Metadata, with_xattrs: bool) -> Result<Option<EntryMeta>, MoverError> {
+    let mut meta = EntryMeta::from_metadata(md);
+    if meta.kind == Kind::Symlink {
+        match std::fs::read_link(path) {
+            Ok(t) => meta.link = Some(t),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(MoverError::io("reading symlink", path, e)),
+        }
+    }
+    if with_xattrs {
+        match read_xattrs(path) {
+            Ok(x) => meta.xattrs = x,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(MoverError::io("reading xattrs of", path, e)),
+        }
+    }
+    Ok(Some(meta))
+}
+
+fn unsupported(e: &io::Error) -> bool {
+    e.raw_os_error() == Some(rustix::io::Errno::OPNOTSUPP.raw_os_error())
+}
+
+/// Lists and reads all xattrs of `path` (not following symlinks), sorted by name.
+pub fn read_xattrs(path: &Path) -> io::Result<Vec<Xattr>> {
+    let names = match xattr::list(path) {
+        Ok(n) => n,
+        // Filesystems without xattr support simply have none.
+        Err(e) if unsupported(&e) => return Ok(Vec::new()),
+        Err(e) => return Err(e),
+    };
+    let mut out = Vec::new();
+    for name in names {
+        // An attribute removed between list and get is simply gone.
+        if let Some(value) = xattr::get(path, &name)? {
+            out.push((name.as_bytes().to_vec(), value));
+        }
+    }
+    out.sort();
+    Ok(out)
+}
+
+fn read_fd_xattrs(file: &File) -> io::Result<Vec<Xattr>> {
+    let names = match file.list_xattr() {
+        Ok(n) => n,
+        Err(e) if unsupported(&e) => return Ok(Vec::new()),
+        Err(e) => return Err(e),
+    };
+    let mut out = Vec::new();
+    for name in names {
+        if let Some(value) = file.get_xattr(&name)? {
+            out.push((name.as_bytes().to_vec(), value));
+        }
+    }
+    out.sort();
+    Ok(out)
+}
+
+fn timestamps(meta: &EntryMeta) -> Timestamps {
+    Timestamps {
+        last_access: Timespec {
+            tv_sec: meta.atime,
+            tv_nsec: meta.atime_nsec,
+        },
+        last_modification: Timespec {
+            tv_sec: meta.mtime,
+            tv_nsec: meta.mtime_nsec,
+        },
+    }
+}
+
+fn ids(meta: &EntryMeta) -> (Option<Uid>, Option<Gid>) {
+    (Some(Uid::from_raw(meta.uid)), Some(Gid::from_raw(meta.gid)))
+}
+
+/// Applies ownership, xattrs, permissions and times to an open regular file.
+/// Order matters: chown clears setuid bits and file capabilities, so it goes first;
+/// the mtime goes last because every other change would bump the ctime only, but writes would not.
+pub fn apply_fd(file: &File, path: &Path, meta: &EntryMeta) -> Result<(), MoverError> {
+    let (u, g) = ids(meta);
+    rustix::fs::fchown(file, u, g).map_err(|e| errno("changing owner of", path, e))?;
+    let current = read_fd_xattrs(file).map_err(|e| MoverError::io("reading xattrs of", path, e))?;
+    sync_xattrs(
+        &current,
+        &meta.xattrs,
+        path,
+        |n| file.remove_xattr(n),
+        |n, v| file.set_xattr(n, v),
+    )?;
+    rustix::fs::fchmod(file, Mode::from_raw_mode(meta.perm))
+        .map_err(|e| errno("changing mode of", path, e))?;
+    rustix::fs::futimens(file, &timestamps(meta)).map_err(|e| errno("setting times of", path, e))?;
+    Ok(())
+}
+
+/// Applies metadata by path without following symlinks (symlinks, dirs, special files,
+/// and metadata-only fixes of regular files).
+pub fn apply_path(path: &Path, meta: &EntryMeta) -> Result<(), MoverError> {
+    let (u, g) = ids(meta);
+    rustix::fs::chownat(CWD, path, u, g, AtFlags::SYMLINK_NOFOLLOW)
+        .map_err(|e| errno("changing owner of", path, e))?;
+    let current = read_xattrs(path).map_err(|e| MoverError::io("reading xattrs of", path, e))?;
+    sync_xattrs(
+        &current,
+        &meta.xattrs,
+        path,
+        |n| xattr::remove(path, n),
+        |n, v| xattr::set(path, n, v),
+    )?;
+    if meta.kind != Kind::Symlink {
+        // Linux has no lchmod; symlink modes are always 0777.
+        rustix::fs::chmodat(CWD, path, Mode::from_raw_mode(meta.perm), AtFlags::empty())
+            .map_err(|e| errno("changing mode of", path, e))?;
+    }
+    rustix::fs::utimensat(CWD, path, &timestamps(meta), AtFlags::SYMLINK_NOFOLLOW)
+        .map_err(|e| errno("setting times of", path, e))?;
+    Ok(())
+}
+
+/// Makes the xattrs of a target equal to `wanted`: removes extras (e.g. an ACL inherited
+/// from a default ACL of the parent) and sets what differs.
+fn sync_xattrs(
+    current: &[Xattr],
+    wanted: &[Xattr],
+    path: &Path,
+    mut remove: impl FnMut(&OsStr) -> io::Result<()>,
+    mut set: impl FnMut(&OsStr, &[u8]) -> io::Result<()>,
+) -> Result<(), MoverError> {
+    for (name, _) in current {
+        if !wanted.iter().any(|(n, _)| n == name) {
+            remove(OsStr::from_bytes(name)).map_err(|e| MoverError::io("removing xattr of", path, e))?;
+        }
+    }
+    for (name, value) in wanted {
+        if !current.iter().any(|(n, v)| n == name && v == value) {
+            set(OsStr::from_bytes(name), value).map_err(|e| MoverError::io("setting xattr of", path, e))?;
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn base() -> EntryMeta {
+        EntryMeta {
+            kind: Kind::File,
+            perm: 0o644,
+            uid: 1,
+            gid: 2,
+            size: 10,
+            mtime: 100,
+            mtime_nsec: 5,
+            atime: 0,
+            atime_nsec: 0,
+            rdev: 0,
+            dev: 1,
+            ino: 1,
+            nlink: 1,
+            blocks: 8,
+            link: None,
+            xattrs: vec![],
+        }
+    }
+
+    #[test]
+    fn quick_check_sees_nanoseconds() {
+        let a = base();
+        let mut b = base();
+        assert!(a.same_mtime(&b));
+        b.mtime_nsec = 6;
+        assert!(!a.same_mtime(&b));
+    }
+
+    #[test]
+    fn symlink_perm_is_ignored_but_owner_is_not() {
+        let mut a = base();
+        a.kind = Kind::Symlink;
+        let mut b = a.clone();
+        b.perm = 0o777;
+        assert!(a.same_attrs(&b));
+        b.uid = 9;
+        assert!(!a.same_attrs(&b));
+    }
+}

@@ -1,0 +1,83 @@
+//! Inputs and outputs of [`crate::sync`].
+
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+
+use crate::progress::ProgressMode;
+
+/// How the target is checked after copying.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum VerifyMode {
+    /// No check.
+    None,
+    /// Re-read every target entry's metadata and compare it with the source.
+    Metadata,
+    /// Metadata, plus a streaming hash of every file copied in this run, compared with a
+    /// re-read of what landed.
+    #[default]
+    Checksum,
+}
+
+impl VerifyMode {
+    /// The name used on the command line and in the result.
+    pub fn name(self) -> &'static str {
+        match self {
+            VerifyMode::None => "none",
+            VerifyMode::Metadata => "metadata",
+            VerifyMode::Checksum => "checksum",
+        }
+    }
+}
+
+/// What [`crate::sync`] should do.
+#[derive(Debug, Clone, Default)]
+pub struct SyncOptions {
+    /// Tree to read (never modified).
+    pub source: PathBuf,
+    /// Tree to make equal to the source; created if missing (its parent must exist).
+    pub target: PathBuf,
+    /// Remove target entries that are not in the source.
+    pub delete: bool,
+    /// Verification level.
+    pub verify: VerifyMode,
+    /// Compare contents of same-size files instead of trusting size + mtime.
+    pub checksum_compare: bool,
+    /// Worker threads; `None` picks a default suited to I/O (2 × cores, at least 4).
+    pub threads: Option<usize>,
+    /// Progress output.
+    pub progress: ProgressMode,
+    /// Print warnings to stderr as they happen.
+    pub print_warnings: bool,
+    /// Test hook: corrupt this source-relative path after writing it and before verifying it.
+    #[doc(hidden)]
+    pub corrupt_after_write: Option<PathBuf>,
+}
+
+/// The outcome of a successful sync; serialized as the pod's termination message.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SyncReport {
+    /// Entries in the source tree (root excluded).
+    pub files: u64,
+    /// Bytes of regular-file data in the source.
+    pub bytes: u64,
+    /// Data bytes written in this run.
+    pub bytes_copied: u64,
+    /// Target entries removed as extraneous (`delete`).
+    pub deleted: u64,
+    /// Metadata digest of the tree as synced (equals `metadataDigest` of `ferry-mover digest`
+    /// on the target when exact).
+    pub digest: String,
+    /// Wall-clock duration.
+    pub seconds: f64,
+    /// Verification level used.
+    pub verify: String,
+    /// Non-fatal problems (entries that vanished or changed during the copy).
+    pub warnings: u64,
+    /// Entries created or whose data was rewritten in this run.
+    pub files_copied: u64,
+    /// Entries whose metadata only was fixed.
+    pub metadata_fixed: u64,
+}

@@ -1,0 +1,388 @@
+//! The sync run: scan both trees, plan, remove, create/copy, fix directories, verify.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::Instant;
+
+use rayon::prelude::*;
+
+use crate::copy::{self, Copied, CopyCtx};
+use crate::digest::metadata_digest;
+use crate::error::MoverError;
+use crate::meta::{self, Kind};
+use crate::options::{SyncOptions, SyncReport, VerifyMode};
+use crate::plan::{self, Op, PlanOptions, Removal};
+use crate::progress::{Phase, Progress, Reporter, Warnings, lock};
+use crate::verify::metadata_mismatch;
+use crate::walk::{self, Tree};
+
+/// Makes `opts.target` an exact copy of `opts.source`. See the crate docs.
+pub fn sync(opts: &SyncOptions) -> Result<SyncReport, MoverError> {
+    let (source, target) = prepare_paths(&opts.source, &opts.target)?;
+    let threads = match opts.threads {
+        Some(0) => return Err(MoverError::BadInput("--threads must be at least 1".into())),
+        Some(n) => n,
+        None => default_threads(),
+    };
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .thread_name(|i| format!("ferry-mover-{i}"))
+        .build()
+        .map_err(|e| MoverError::Other(format!("cannot start worker threads: {e}")))?;
+    let progress = Arc::new(Progress::default());
+    let reporter = Reporter::start(opts.progress, progress.clone());
+    let warnings = Warnings::new(opts.print_warnings);
+    let result = pool.install(|| {
+        Run {
+            opts,
+            source: &source,
+            target: &target,
+            progress: &progress,
+            warnings: &warnings,
+        }
+        .run()
+    });
+    progress.set_phase(Phase::Done);
+    reporter.finish();
+    result
+}
+
+/// Threads for I/O-bound work: more than cores, so that some wait on the disk while others run.
+fn default_threads() -> usize {
+    let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2);
+    (cores * 2).clamp(4, 32)
+}
+
+/// Validates the two paths and creates the target root if needed.
+fn prepare_paths(source: &Path, target: &Path) -> Result<(PathBuf, PathBuf), MoverError> {
+    let src = std::fs::canonicalize(source).map_err(|e| match e.kind() {
+        std::io::ErrorKind::NotFound => {
+            MoverError::BadInput(format!("source does not exist: {}", source.display()))
+        }
+        _ => MoverError::io("resolving source", source, e),
+    })?;
+    if !src.is_dir() {
+        return Err(MoverError::BadInput(format!(
+            "source is not a directory: {}",
+            source.display()
+        )));
+    }
+    std::fs::read_dir(&src).map_err(|e| MoverError::io("reading source", &src, e))?;
+    let (dst, exists) = match std::fs::canonicalize(target) {
+        Ok(p) => (p, true),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            let name = target
+                .file_name()
+                .ok_or_else(|| MoverError::BadInput(format!("bad target path: {}", target.display())))?;
+            let parent = match target.parent() {
+                Some(p) if !p.as_os_str().is_empty() => p,
+                _ => Path::new("."),
+            };
+            let parent = std::fs::canonicalize(parent).map_err(|_| {
+                MoverError::BadInput(format!(
+                    "target's parent directory does not exist: {}",
+                    target.display()
+                ))
+            })?;
+            (parent.join(name), false)
+        }
+        Err(e) => return Err(MoverError::io("resolving target", target, e)),
+    };
+    if dst.starts_with(&src) {
+        return Err(MoverError::BadInput(format!(
+            "target {} is inside (or equal to) source {}",
+            dst.display(),
+            src.display()
+        )));
+    }
+    if src.starts_with(&dst) {
+        return Err(MoverError::BadInput(format!(
+            "source {} is inside target {}",
+            src.display(),
+            dst.display()
+        )));
+    }
+    if exists {
+        if !dst.is_dir() {
+            return Err(MoverError::BadInput(format!(
+                "target is not a directory: {}",
+                target.display()
+            )));
+        }
+    } else {
+        std::fs::create_dir(&dst).map_err(|e| MoverError::io("creating target", &dst, e))?;
+    }
+    Ok((src, dst))
+}
+
+struct Run<'a> {
+    opts: &'a SyncOptions,
+    source: &'a Path,
+    target: &'a Path,
+    progress: &'a Progress,
+    warnings: &'a Warnings,
+}
+
+/// Per-entry outcomes of the copy phase.
+struct Outcome {
+    vanished: Vec<AtomicBool>,
+    mismatches: Mutex<Vec<(PathBuf, String)>>,
+    files_copied: AtomicU64,
+    metadata_fixed: AtomicU64,
+}
+
+impl Run<'_> {
+    fn run(&self) -> Result<SyncReport, MoverError> {
+        let start = Instant::now();
+        self.progress.set_phase(Phase::Scan);
+        let (src, dst) = rayon::join(
+            || walk::scan(self.source, true, self.warnings, Some(self.progress)),
+            || walk::scan(self.target, true, self.warnings, None),
+        );
+        let (src, dst) = (src?, dst?);
+        let plan = plan::plan(
+            &src,
+            &dst,
+            PlanOptions {
+                delete: self.opts.delete,
+                checksum_compare: self.opts.checksum_compare,
+            },
+        );
+        drop(dst);
+        for (e, op) in src.entries.iter().zip(&plan.ops).skip(1) {
+            if *op == Op::Skip {
+                self.progress
+                    .done(if e.meta.kind == Kind::File { e.meta.size } else { 0 });
+            }
+        }
+
+        self.progress.set_phase(Phase::Delete);
+        plan.removals.par_iter().try_for_each(|r| self.remove(r))?;
+
+        self.progress.set_phase(Phase::Copy);
+        let out = Outcome {
+            vanished: src.entries.iter().map(|_| AtomicBool::new(false)).collect(),
+            mismatches: Mutex::new(Vec::new()),
+            files_copied: AtomicU64::new(0),
+            metadata_fixed: AtomicU64::new(0),
+        };
+        self.copy_phase(&src, &plan.ops, &out)?;
+
+        let mut mismatches = std::mem::take(&mut *lock(&out.mismatches));
+        if self.opts.verify != VerifyMode::None {
+            self.progress.set_phase(Phase::Verify);
+            self.progress.files_done.store(0, Ordering::Relaxed);
+            let bad: std::collections::HashSet<PathBuf> = mismatches.iter().map(|m| m.0.clone()).collect();
+            mismatches.extend(self.verify_phase(&src, &out, &bad)?);
+        }
+        self.sync_target()?;
+        if !mismatches.is_empty() {
+            mismatches.sort();
+            let (paths, reasons) = mismatches.into_iter().unzip();
+            return Err(MoverError::VerifyMismatch { paths, reasons });
+        }
+        Ok(SyncReport {
+            files: src.entries.len().saturating_sub(1) as u64,
+            bytes: src
+                .entries
+                .iter()
+                .filter(|e| e.meta.kind == Kind::File)
+                .map(|e| e.meta.size)
+                .sum(),
+            bytes_copied: self.progress.bytes_copied.load(Ordering::Relaxed),
+            deleted: plan.extraneous_entries(),
+            digest: metadata_digest(&src, |i| out.vanished[i].load(Ordering::Relaxed)),
+            seconds: (start.elapsed().as_secs_f64() * 1000.0).round() / 1000.0,
+            verify: self.opts.verify.name().to_string(),
+            warnings: self.warnings.count(),
+            files_copied: out.files_copied.load(Ordering::Relaxed),
+            metadata_fixed: out.metadata_fixed.load(Ordering::Relaxed),
+        })
+    }
+
+    fn remove(&self, r: &Removal) -> Result<(), MoverError> {
+        let path = self.target.join(&r.rel);
+        let res = if r.is_dir {
+            std::fs::remove_dir_all(&path)
+        } else {
+            std::fs::remove_file(&path)
+        };
+        match res {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(MoverError::io("removing", &path, e)),
+            _ => Ok(()),
+        }
+    }
+
+    fn copy_phase(&self, src: &Tree, ops: &[Op], out: &Outcome) -> Result<(), MoverError> {
+        // Directories first, in path order so parents exist; private until the final pass.
+        for (e, op) in src.entries.iter().zip(ops) {
+            if *op == Op::Mkdir {
+                let d = self.target.join(&e.rel);
+                match std::fs::DirBuilder::new().mode(0o700).create(&d) {
+                    Err(err) if !(err.kind() == std::io::ErrorKind::AlreadyExists && d.is_dir()) => {
+                        return Err(MoverError::io("creating directory", &d, err));
+                    }
+                    _ => self.progress.done(0),
+                }
+            }
+        }
+        let corrupt = self.opts.corrupt_after_write.as_deref();
+        let ctx = CopyCtx {
+            hash: self.opts.verify == VerifyMode::Checksum,
+            corrupt,
+            progress: self.progress,
+            warnings: self.warnings,
+            no_copy_range: AtomicBool::new(false),
+        };
+        let work: Vec<usize> = (0..ops.len())
+            .filter(|&i| !matches!(ops[i], Op::Skip | Op::Mkdir | Op::HardLink(_)))
+            .collect();
+        work.par_iter()
+            .try_for_each(|&i| self.apply(&ctx, src, i, &ops[i], out))?;
+        let links: Vec<usize> = (0..ops.len())
+            .filter(|&i| matches!(ops[i], Op::HardLink(_)))
+            .collect();
+        links
+            .par_iter()
+            .try_for_each(|&i| self.apply(&ctx, src, i, &ops[i], out))?;
+        // Directory metadata last: creating entries inside bumps a directory's mtime.
+        let dirs: Vec<usize> = (0..ops.len())
+            .filter(|&i| src.entries[i].meta.kind == Kind::Dir)
+            .collect();
+        dirs.par_iter().try_for_each(|&i| {
+            let e = &src.entries[i];
+            let d = self.target.join(&e.rel);
+            let current = meta::read(&d, true)?;
+            if !current.is_some_and(|c| c.same_attrs(&e.meta) && c.same_mtime(&e.meta)) {
+                meta::apply_path(&d, &e.meta)?;
+                if ops[i] == Op::Skip {
+                    out.metadata_fixed.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+            Ok(())
+        })
+    }
+
+    fn apply(&self, ctx: &CopyCtx, src: &Tree, i: usize, op: &Op, out: &Outcome) -> Result<(), MoverError> {
+        let e = &src.entries[i];
+        let s = self.source.join(&e.rel);
+        let d = self.target.join(&e.rel);
+        let size = if e.meta.kind == Kind::File { e.meta.size } else { 0 };
+        match op {
+            Op::CopyData => self.copy_data(ctx, i, src, out)?,
+            Op::Compare { fix } => {
+                if copy::same_contents(&s, &d)? {
+                    if *fix {
+                        meta::apply_path(&d, &e.meta)?;
+                        out.metadata_fixed.fetch_add(1, Ordering::Relaxed);
+                    }
+                    self.progress.done(size);
+                } else {
+                    self.copy_data(ctx, i, src, out)?;
+                }
+            }
+            Op::FixMeta => {
+                meta::apply_path(&d, &e.meta)?;
+                out.metadata_fixed.fetch_add(1, Ordering::Relaxed);
+                self.progress.done(size);
+            }
+            Op::Symlink | Op::Special => {
+                copy::create_node(&d, &e.meta)?;
+                out.files_copied.fetch_add(1, Ordering::Relaxed);
+                self.progress.done(0);
+            }
+            Op::HardLink(l) => {
+                let leader = &src.entries[*l];
+                if out.vanished[*l].load(Ordering::Relaxed) {
+                    out.vanished[i].store(true, Ordering::Relaxed);
+                } else if copy::hard_link(&self.target.join(&leader.rel), &d)? {
+                    out.files_copied.fetch_add(1, Ordering::Relaxed);
+                } else {
+                    self.warnings
+                        .warn(format!("hard link leader missing for {}", e.rel.display()));
+                    out.vanished[i].store(true, Ordering::Relaxed);
+                }
+                self.progress.done(size);
+            }
+            Op::Skip | Op::Mkdir => {}
+        }
+        Ok(())
+    }
+
+    fn copy_data(&self, ctx: &CopyCtx, i: usize, src: &Tree, out: &Outcome) -> Result<(), MoverError> {
+        let e = &src.entries[i];
+        let s = self.source.join(&e.rel);
+        let d = self.target.join(&e.rel);
+        // Holes and vanished data count as done so that bytesDone reaches bytesTotal.
+        let counted = match copy::copy_file(ctx, &e.rel, &s, &d, &e.meta)? {
+            Copied::Done(n) => {
+                out.files_copied.fetch_add(1, Ordering::Relaxed);
+                n
+            }
+            Copied::Vanished => {
+                out.vanished[i].store(true, Ordering::Relaxed);
+                0
+            }
+            Copied::Mismatch => {
+                // Marked vanished too, so that the metadata pass does not report it twice.
+                out.vanished[i].store(true, Ordering::Relaxed);
+                lock(&out.mismatches).push((e.rel.clone(), "content differs after copy".into()));
+                e.meta.size
+            }
+        };
+        self.progress.done(e.meta.size.saturating_sub(counted));
+        Ok(())
+    }
+
+    fn verify_phase(
+        &self,
+        src: &Tree,
+        out: &Outcome,
+        already: &std::collections::HashSet<PathBuf>,
+    ) -> Result<Vec<(PathBuf, String)>, MoverError> {
+        let found: Vec<Option<meta::EntryMeta>> = src
+            .entries
+            .par_iter()
+            .enumerate()
+            .map(|(i, e)| {
+                if out.vanished[i].load(Ordering::Relaxed) || already.contains(&e.rel) {
+                    return Ok(None);
+                }
+                let m = meta::read(&self.target.join(&e.rel), true);
+                if i > 0 {
+                    self.progress.done(0);
+                }
+                m
+            })
+            .collect::<Result<_, _>>()?;
+        let leaders = plan::link_leaders(src);
+        let mut bad = Vec::new();
+        for (i, e) in src.entries.iter().enumerate() {
+            if out.vanished[i].load(Ordering::Relaxed) || already.contains(&e.rel) {
+                continue;
+            }
+            if let Some(reason) = metadata_mismatch(&e.meta, found[i].as_ref()) {
+                bad.push((e.rel.clone(), reason));
+            } else if let Some(l) = leaders[i]
+                && !out.vanished[l].load(Ordering::Relaxed)
+                && found[i].as_ref().map(|m| (m.dev, m.ino)) != found[l].as_ref().map(|m| (m.dev, m.ino))
+            {
+                bad.push((
+                    e.rel.clone(),
+                    format!("not a hard link to {}", src.entries[l].rel.display()),
+                ));
+            }
+        }
+        Ok(bad)
+    }
+
+    /// Flushes the target filesystem so that success means the data is on disk.
+    fn sync_target(&self) -> Result<(), MoverError> {
+        let dir = std::fs::File::open(self.target).map_err(|e| MoverError::io("opening", self.target, e))?;
+        rustix::fs::syncfs(&dir).map_err(|e| crate::error::errno("syncing", self.target, e))
+    }
+}
+
+use std::os::unix::fs::DirBuilderExt;

@@ -1,0 +1,149 @@
+//! Parallel directory walk: produces the sorted list of entries of a tree with their metadata.
+
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::sync::atomic::Ordering;
+
+use crate::error::MoverError;
+use crate::meta::{self, EntryMeta, Kind};
+use crate::progress::{Progress, Warnings, lock};
+
+/// One entry of a tree; `rel` is relative to the tree root (empty for the root itself).
+#[derive(Debug, Clone)]
+pub struct Entry {
+    /// Path relative to the root.
+    pub rel: PathBuf,
+    /// Metadata as read during the walk.
+    pub meta: EntryMeta,
+}
+
+/// All entries of a tree, sorted by path component-wise (parents before children, subtrees
+/// contiguous), the root first.
+#[derive(Debug, Clone, Default)]
+pub struct Tree {
+    /// The entries.
+    pub entries: Vec<Entry>,
+}
+
+struct Ctx<'a> {
+    root: &'a Path,
+    with_xattrs: bool,
+    entries: Mutex<Vec<Entry>>,
+    error: Mutex<Option<MoverError>>,
+    warnings: &'a Warnings,
+    progress: Option<&'a Progress>,
+}
+
+impl Ctx<'_> {
+    fn fail(&self, e: MoverError) {
+        let mut slot = lock(&self.error);
+        if slot.is_none() {
+            *slot = Some(e);
+        }
+    }
+
+    fn failed(&self) -> bool {
+        lock(&self.error).is_some()
+    }
+}
+
+/// Walks `root` in parallel on the current rayon pool. A root that does not exist gives an
+/// empty tree; entries that vanish during the walk become warnings.
+pub fn scan(
+    root: &Path,
+    with_xattrs: bool,
+    warnings: &Warnings,
+    progress: Option<&Progress>,
+) -> Result<Tree, MoverError> {
+    let Some(root_meta) = meta::read(root, with_xattrs)? else {
+        return Ok(Tree::default());
+    };
+    let is_dir = root_meta.kind == Kind::Dir;
+    let ctx = Ctx {
+        root,
+        with_xattrs,
+        entries: Mutex::new(vec![Entry {
+            rel: PathBuf::new(),
+            meta: root_meta,
+        }]),
+        error: Mutex::new(None),
+        warnings,
+        progress,
+    };
+    if is_dir {
+        rayon::scope(|s| walk_dir(s, PathBuf::new(), &ctx));
+    }
+    if let Some(e) = lock(&ctx.error).take() {
+        return Err(e);
+    }
+    let mut entries = std::mem::take(&mut *lock(&ctx.entries));
+    entries.sort_unstable_by(|a, b| a.rel.cmp(&b.rel));
+    Ok(Tree { entries })
+}
+
+fn walk_dir<'s>(s: &rayon::Scope<'s>, rel: PathBuf, ctx: &'s Ctx<'s>) {
+    if ctx.failed() {
+        return;
+    }
+    let abs = ctx.root.join(&rel);
+    let rd = match std::fs::read_dir(&abs) {
+        Ok(rd) => rd,
+        Err(e) if vanished(&e) => {
+            ctx.warnings
+                .warn(format!("directory vanished during scan: {}", abs.display()));
+            return;
+        }
+        Err(e) => return ctx.fail(MoverError::io("reading directory", &abs, e)),
+    };
+    let mut batch = Vec::new();
+    let mut bytes = 0;
+    for de in rd {
+        let de = match de {
+            Ok(de) => de,
+            Err(e) if vanished(&e) => {
+                ctx.warnings
+                    .warn(format!("directory vanished during scan: {}", abs.display()));
+                break;
+            }
+            Err(e) => return ctx.fail(MoverError::io("reading directory", &abs, e)),
+        };
+        let child_rel = rel.join(de.file_name());
+        let child_abs = abs.join(de.file_name());
+        // DirEntry::metadata is an fstatat relative to the open directory, without following links.
+        let md = match de.metadata() {
+            Ok(md) => md,
+            Err(e) if vanished(&e) => {
+                ctx.warnings
+                    .warn(format!("vanished during scan: {}", child_abs.display()));
+                continue;
+            }
+            Err(e) => return ctx.fail(MoverError::io("reading metadata of", &child_abs, e)),
+        };
+        let meta = match meta::complete(&child_abs, &md, ctx.with_xattrs) {
+            Ok(Some(m)) => m,
+            Ok(None) => {
+                ctx.warnings
+                    .warn(format!("vanished during scan: {}", child_abs.display()));
+                continue;
+            }
+            Err(e) => return ctx.fail(e),
+        };
+        if meta.kind == Kind::Dir {
+            let sub = child_rel.clone();
+            s.spawn(move |s| walk_dir(s, sub, ctx));
+        } else if meta.kind == Kind::File {
+            bytes += meta.size;
+        }
+        batch.push(Entry { rel: child_rel, meta });
+    }
+    if let Some(p) = ctx.progress {
+        p.files_total.fetch_add(batch.len() as u64, Ordering::Relaxed);
+        p.bytes_total.fetch_add(bytes, Ordering::Relaxed);
+    }
+    lock(&ctx.entries).extend(batch);
+}
+
+fn vanished(e: &io::Error) -> bool {
+    e.kind() == io::ErrorKind::NotFound || e.raw_os_error() == Some(rustix::io::Errno::NOTDIR.raw_os_error())
+}
