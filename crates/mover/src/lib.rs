@@ -45,7 +45,7 @@ pub use error::{
     EXIT_BAD_INPUT, EXIT_OK, EXIT_OTHER, EXIT_PERMISSION, EXIT_TARGET_FULL, EXIT_VERIFY_MISMATCH, MoverError,
 };
 pub use meta::Kind;
-pub use options::{SyncOptions, SyncReport, VerifyMode};
+pub use options::{Hook, SyncOptions, SyncReport, VerifyMode};
 pub use plan::TEMP_PREFIX;
 pub use progress::{ProgressLine, ProgressMode};
 pub use sync::sync;

@@ -182,6 +182,7 @@ fn run_sync(args: SyncArgs) -> i32 {
         progress,
         print_warnings: true,
         corrupt_after_write: std::env::var_os(CORRUPT_ENV).map(PathBuf::from),
+        after_scan: None,
     };
     let result_file = args.result_file.or_else(default_result_file);
     let (code, json) = match ferry_mover::sync(&opts) {

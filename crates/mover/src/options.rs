@@ -1,6 +1,7 @@
 //! Inputs and outputs of [`crate::sync`].
 
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
@@ -53,6 +54,19 @@ pub struct SyncOptions {
     /// Test hook: corrupt this source-relative path after writing it and before verifying it.
     #[doc(hidden)]
     pub corrupt_after_write: Option<PathBuf>,
+    /// Test hook: called between the scan and the copy (to simulate a live source).
+    #[doc(hidden)]
+    pub after_scan: Option<Hook>,
+}
+
+/// A callback for tests.
+#[derive(Clone)]
+pub struct Hook(pub Arc<dyn Fn() + Send + Sync>);
+
+impl std::fmt::Debug for Hook {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Hook")
+    }
 }
 
 /// The outcome of a successful sync; serialized as the pod's termination message.

@@ -151,6 +151,9 @@ impl Run<'_> {
             },
         );
         drop(dst);
+        if let Some(hook) = &self.opts.after_scan {
+            (hook.0)();
+        }
         for (e, op) in src.entries.iter().zip(&plan.ops).skip(1) {
             if *op == Op::Skip {
                 self.progress
