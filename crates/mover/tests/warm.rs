@@ -1,0 +1,66 @@
+//! Warm copies of a live source: entries that vanish or change during the copy are warnings,
+//! and a final run on a quiet source ends exact.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test helpers outside #[test] fns
+
+mod common;
+
+use common::*;
+use ferry_mover::{Hook, SyncOptions, VerifyMode};
+use std::sync::Arc;
+
+#[test]
+fn vanishing_and_changing_files_are_warnings_then_final_sync_is_exact() {
+    let tmp = tempfile::tempdir().unwrap();
+    let src = tmp.path().join("src");
+    let dst = tmp.path().join("dst");
+    for i in 0..200u64 {
+        write(&src.join(format!("d{}/f{i}", i % 7)), &pattern(5000, i));
+    }
+    write(&src.join("grows.log"), b"line\n");
+    write(&src.join("hl/a"), b"linked");
+    std::fs::hard_link(src.join("hl/a"), src.join("hl/b")).unwrap();
+    let s = src.clone();
+    // Runs after the scan and before the copy, like a writer racing the mover.
+    let hook = Hook(Arc::new(move || {
+        for i in (0..200u64).step_by(3) {
+            let _ = std::fs::remove_file(s.join(format!("d{}/f{i}", i % 7)));
+        }
+        std::fs::remove_dir_all(s.join("d6")).unwrap();
+        append(&s.join("grows.log"), b"another line\n");
+        std::fs::remove_file(s.join("hl/a")).unwrap();
+    }));
+    std::fs::create_dir_all(&dst).unwrap();
+    for verify in [VerifyMode::Checksum, VerifyMode::Metadata] {
+        let target = dst.join(verify.name());
+        let opts = SyncOptions {
+            source: src.clone(),
+            target: target.clone(),
+            delete: true,
+            verify,
+            after_scan: Some(hook.clone()),
+            ..Default::default()
+        };
+        if verify == VerifyMode::Metadata {
+            // The source is already mutated; make it live again for the second round.
+            for i in (0..200u64).step_by(3) {
+                write(&src.join(format!("d{}/f{i}", i % 7)), &pattern(5000, i));
+            }
+            write(&src.join("hl/a"), b"linked");
+        }
+        let report = ferry_mover::sync(&opts).unwrap();
+        assert!(report.warnings > 0, "{report:?}");
+        // Final sync, source quiet: exact, no warnings.
+        let final_opts = SyncOptions {
+            after_scan: None,
+            ..opts
+        };
+        let report = ferry_mover::sync(&final_opts).unwrap();
+        assert_eq!(report.warnings, 0, "{report:?}");
+        assert_same_tree(&src, &target);
+        assert_eq!(
+            report.digest,
+            ferry_mover::digest(&target).unwrap().metadata_digest
+        );
+    }
+}
