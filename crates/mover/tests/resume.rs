@@ -97,7 +97,7 @@ fn stale_temps_and_half_written_files_are_repaired() {
         &dst.join(format!("d/{}0123456789abcdef", ferry_mover::TEMP_PREFIX)),
         b"partial",
     );
-    std::fs::write(dst.join("d/b.bin"), &pattern(1000, 2)).unwrap();
+    std::fs::write(dst.join("d/b.bin"), pattern(1000, 2)).unwrap();
     let (code, res, _, err) = sync_cli(&src, &dst, &[]);
     assert_eq!(code, 0, "{err}");
     assert_eq!(res["bytesCopied"], 300_000, "{res}");
