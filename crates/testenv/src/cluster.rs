@@ -1,0 +1,68 @@
+//! Connecting tests to the local control plane, starting it when it is not running.
+
+use crate::{Error, paths};
+use kube::config::{KubeConfigOptions, Kubeconfig};
+use kube::{Client, Config};
+use std::path::PathBuf;
+use tokio::sync::OnceCell;
+
+static STARTED: OnceCell<PathBuf> = OnceCell::const_new();
+
+/// Path of the control plane's kubeconfig, after making sure it runs (`scripts/testenv up` once per
+/// test process when it does not).
+pub async fn kubeconfig_path() -> Result<PathBuf, Error> {
+    STARTED
+        .get_or_try_init(|| async {
+            let path = paths::state_dir().join("kubeconfig");
+            if path.exists() && connect(&path).await.is_ok() {
+                return Ok(path);
+            }
+            let script = paths::repo_root().join("scripts/testenv");
+            let status = tokio::process::Command::new(&script)
+                .arg("up")
+                .stdout(std::process::Stdio::null())
+                .status()
+                .await
+                .map_err(|e| Error::io(script.display(), e))?;
+            if !status.success() {
+                return Err(Error::Setup(format!("`scripts/testenv up` failed ({status})")));
+            }
+            Ok(path)
+        })
+        .await
+        .cloned()
+}
+
+/// A client for the local control plane (a new one per call: clients are bound to the runtime that
+/// made them, and every `#[tokio::test]` has its own).
+pub async fn client() -> Result<Client, Error> {
+    let path = kubeconfig_path().await?;
+    connect(&path).await
+}
+
+async fn connect(path: &PathBuf) -> Result<Client, Error> {
+    let kubeconfig = Kubeconfig::read_from(path)?;
+    let config = Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default()).await?;
+    let client = Client::try_from(config)?;
+    client.apiserver_version().await?;
+    Ok(client)
+}
+
+/// Runs the control plane's own kubectl against it; returns (exit code, stdout, stderr).
+pub async fn kubectl(args: &[&str]) -> Result<(i32, String, String), Error> {
+    let kubeconfig = kubeconfig_path().await?;
+    let bin_dir = std::fs::read_to_string(paths::state_dir().join("bin-dir"))
+        .map_err(|e| Error::io("testenv bin-dir", e))?;
+    let output = tokio::process::Command::new(PathBuf::from(bin_dir.trim()).join("kubectl"))
+        .arg("--kubeconfig")
+        .arg(&kubeconfig)
+        .args(args)
+        .output()
+        .await
+        .map_err(|e| Error::io("kubectl", e))?;
+    Ok((
+        output.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    ))
+}

@@ -1,0 +1,159 @@
+//! The mover-pod executor: what a kubelet would do for pods labelled `ferry.dev/mover` on the fake
+//! nodes. It runs the pod's (single) container command as a real local process with each volume
+//! mount mapped to the directory behind it (PVC → PV → hostPath), then writes the pod status —
+//! Running, then Succeeded or Failed with the exit code and the termination message.
+//!
+//! Limits, because there is no container runtime: paths are mapped by rewriting the command line,
+//! the working directory and `FERRY_RESULT_FILE` (so a read-only mount is not enforced); only the
+//! first container runs; `restartPolicy` is treated as `Never`.
+
+mod mounts;
+mod status;
+
+use crate::{Error, MOVER_LABEL};
+use futures::StreamExt;
+use k8s_openapi::api::core::v1::Pod;
+use kube::runtime::controller::Action;
+use kube::runtime::{Controller, watcher};
+use kube::{Api, Client, ResourceExt};
+pub use mounts::rewrite;
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::sync::oneshot;
+
+const DEFAULT_TERMINATION_PATH: &str = "/dev/termination-log";
+/// The kubelet keeps at most this much of a termination message.
+const TERMINATION_MESSAGE_LIMIT: usize = 4096;
+
+struct Executor {
+    client: Client,
+    work_dir: PathBuf,
+    mover_bin: Option<PathBuf>,
+    /// Running processes by pod UID; sending on the channel kills the process.
+    running: Mutex<HashMap<String, oneshot::Sender<()>>>,
+}
+
+/// Runs the executor until the watch stream ends.
+pub async fn run(client: Client, work_dir: PathBuf, mover_bin: Option<PathBuf>) -> Result<(), Error> {
+    std::fs::create_dir_all(&work_dir).map_err(|e| Error::io(work_dir.display(), e))?;
+    let executor = Arc::new(Executor { client: client.clone(), work_dir, mover_bin, running: Mutex::default() });
+    Controller::new(Api::<Pod>::all(client), watcher::Config::default().labels(MOVER_LABEL))
+        .run(reconcile, |_, error, _| {
+            tracing::warn!(%error, "mover pod reconcile failed; retrying");
+            Action::requeue(Duration::from_secs(1))
+        }, executor)
+        .for_each(|result| async move {
+            if let Err(error) = result {
+                tracing::warn!(%error, "mover pod reconcile error");
+            }
+        })
+        .await;
+    Ok(())
+}
+
+fn is_running(executor: &Executor, uid: &str) -> bool {
+    executor.running.lock().map(|running| running.contains_key(uid)).unwrap_or(false)
+}
+
+async fn reconcile(pod: Arc<Pod>, executor: Arc<Executor>) -> Result<Action, Error> {
+    let uid = pod.uid().unwrap_or_default();
+    if pod.metadata.deletion_timestamp.is_some() {
+        if let Some(kill) = executor.running.lock().ok().and_then(|mut running| running.remove(&uid)) {
+            let _ = kill.send(());
+        }
+        return Ok(Action::await_change());
+    }
+    let phase = pod.status.as_ref().and_then(|s| s.phase.clone()).unwrap_or_default();
+    let scheduled = pod.spec.as_ref().and_then(|s| s.node_name.clone()).is_some();
+    if phase == "Succeeded" || phase == "Failed" || !scheduled || is_running(&executor, &uid) {
+        return Ok(Action::await_change());
+    }
+    let pods: Api<Pod> = Api::namespaced(executor.client.clone(), &pod.namespace().unwrap_or_default());
+    if phase == "Running" {
+        // Started by an earlier executor whose process is gone, as when a node reboots.
+        status::finish(&pods, &pod, None, 137, "the executor restarted and lost the process").await?;
+        return Ok(Action::await_change());
+    }
+    let Some(container) = pod.spec.as_ref().and_then(|s| s.containers.first()).cloned() else {
+        return Ok(Action::await_change());
+    };
+    let pod_dir = executor.work_dir.join(&uid);
+    let Some(mut mounts) = mounts::resolve(&executor.client, &pod, &container, &pod_dir).await? else {
+        return Ok(Action::requeue(Duration::from_secs(1)));
+    };
+    let termination_file = pod_dir.join("termination-log");
+    std::fs::write(&termination_file, b"").map_err(|e| Error::io(termination_file.display(), e))?;
+    let termination_path =
+        container.termination_message_path.clone().unwrap_or_else(|| DEFAULT_TERMINATION_PATH.to_string());
+    mounts.push((termination_path, termination_file.clone()));
+
+    let mut argv: Vec<String> =
+        container.command.iter().flatten().chain(container.args.iter().flatten()).map(|a| rewrite(a, &mounts)).collect();
+    if argv.is_empty() {
+        status::finish(&pods, &pod, None, 128, "the executor needs an explicit container command").await?;
+        return Ok(Action::await_change());
+    }
+    if argv[0] == "ferry-mover" || argv[0].ends_with("/ferry-mover") {
+        if let Some(bin) = &executor.mover_bin {
+            argv[0] = bin.display().to_string();
+        }
+    }
+    let mut command = tokio::process::Command::new(&argv[0]);
+    command
+        .args(&argv[1..])
+        .env_clear()
+        .env("PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin")
+        .env("HOSTNAME", pod.name_any())
+        .env("FERRY_RESULT_FILE", &termination_file)
+        .current_dir(container.working_dir.as_deref().map(|d| rewrite(d, &mounts)).unwrap_or_else(|| pod_dir.display().to_string()))
+        .stdin(Stdio::null())
+        .kill_on_drop(true);
+    for (name, value) in mounts::environment(&pod, &container) {
+        command.env(name, rewrite(&value, &mounts));
+    }
+    let log_path = pod_dir.join("output.log");
+    let log = std::fs::File::create(&log_path).map_err(|e| Error::io(log_path.display(), e))?;
+    let log_err = log.try_clone().map_err(|e| Error::io(log_path.display(), e))?;
+    command.stdout(log).stderr(log_err);
+    let mut child = match command.spawn() {
+        Ok(child) => child,
+        Err(error) => {
+            let message = format!("cannot start {:?}: {error}", argv[0]);
+            status::finish(&pods, &pod, None, 127, &message).await?;
+            return Ok(Action::await_change());
+        }
+    };
+    let started = status::now();
+    status::started(&pods, &pod, &started).await?;
+    tracing::info!(pod = %pod.name_any(), command = ?argv, "mover pod started");
+
+    let (kill_tx, kill_rx) = oneshot::channel();
+    if let Ok(mut running) = executor.running.lock() {
+        running.insert(uid.clone(), kill_tx);
+    }
+    let executor = executor.clone();
+    tokio::spawn(async move {
+        let exit = tokio::select! {
+            exit = child.wait() => exit,
+            _ = kill_rx => { let _ = child.kill().await; child.wait().await }
+        };
+        let code = match exit {
+            Ok(status) => status.code().unwrap_or_else(|| 128 + std::os::unix::process::ExitStatusExt::signal(&status).unwrap_or(9)),
+            Err(_) => 128,
+        };
+        let mut message = std::fs::read(&termination_file).unwrap_or_default();
+        message.truncate(TERMINATION_MESSAGE_LIMIT);
+        let message = String::from_utf8_lossy(&message).into_owned();
+        if let Err(error) = status::finish(&pods, &pod, Some(&started), code, &message).await {
+            tracing::warn!(%error, pod = %pod.name_any(), "could not record the mover pod's end");
+        }
+        tracing::info!(pod = %pod.name_any(), code, "mover pod finished");
+        if let Ok(mut running) = executor.running.lock() {
+            running.remove(&uid);
+        }
+    });
+    Ok(Action::await_change())
+}

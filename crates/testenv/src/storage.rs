@@ -1,0 +1,287 @@
+//! The hostPath storage driver for the test StorageClasses, acting as a CSI external-provisioner and
+//! external-resizer (and the kubelet's node-side expansion) would:
+//! - provisions a directory-backed hostPath PV for each PVC of a test class once the PV controller
+//!   hands it over (and, with WaitForFirstConsumer, the scheduler picked a node), pinned to that node;
+//! - deletes released PVs with reclaim policy Delete, and their directories;
+//! - expands PVs and PVCs: online for `ferry-expandable`; for `ferry-offline-expand` the PVC sits at
+//!   `FileSystemResizePending` until a pod that mounts it starts after the resize.
+
+use crate::quantity::bytes;
+use crate::{CLASS_EXPANDABLE, CLASS_FIXED, CLASS_OFFLINE_EXPAND, Error, PROVISIONER};
+use futures::StreamExt;
+use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim, Pod};
+use k8s_openapi::api::storage::v1::StorageClass;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
+use kube::runtime::controller::Action;
+use kube::runtime::reflector::ObjectRef;
+use kube::runtime::{Controller, watcher};
+use kube::{Api, Client, ResourceExt};
+use serde_json::json;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+const ANN_PROVISIONER: &str = "volume.kubernetes.io/storage-provisioner";
+const ANN_SELECTED_NODE: &str = "volume.kubernetes.io/selected-node";
+const ANN_PROVISIONED_BY: &str = "pv.kubernetes.io/provisioned-by";
+const FS_RESIZE_PENDING: &str = "FileSystemResizePending";
+
+/// How a test class expands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Expansion {
+    None,
+    Online,
+    Offline,
+}
+
+fn expansion_of(class: &str) -> Option<Expansion> {
+    match class {
+        CLASS_FIXED => Some(Expansion::None),
+        CLASS_EXPANDABLE => Some(Expansion::Online),
+        CLASS_OFFLINE_EXPAND => Some(Expansion::Offline),
+        _ => None,
+    }
+}
+
+/// The three test StorageClasses; `ferry-expandable` is the cluster default.
+pub fn storage_classes() -> Vec<StorageClass> {
+    [(CLASS_FIXED, false, "none"), (CLASS_EXPANDABLE, true, "online"), (CLASS_OFFLINE_EXPAND, true, "offline")]
+        .into_iter()
+        .filter_map(|(name, expandable, mode)| {
+            serde_json::from_value(json!({
+                "apiVersion": "storage.k8s.io/v1",
+                "kind": "StorageClass",
+                "metadata": {
+                    "name": name,
+                    "annotations": if name == CLASS_EXPANDABLE {
+                        json!({"storageclass.kubernetes.io/is-default-class": "true"})
+                    } else { json!({}) },
+                },
+                "provisioner": PROVISIONER,
+                "parameters": { "expansion": mode },
+                "reclaimPolicy": "Delete",
+                "allowVolumeExpansion": expandable,
+                "volumeBindingMode": "WaitForFirstConsumer",
+            }))
+            .ok()
+        })
+        .collect()
+}
+
+struct Driver {
+    client: Client,
+    volumes_dir: PathBuf,
+}
+
+/// Runs the driver until the watch streams end.
+pub async fn run(client: Client, volumes_dir: PathBuf) -> Result<(), Error> {
+    std::fs::create_dir_all(&volumes_dir).map_err(|e| Error::io(volumes_dir.display(), e))?;
+    let classes: Api<StorageClass> = Api::all(client.clone());
+    for class in storage_classes() {
+        let name = class.name_any();
+        classes.patch(&name, &PatchParams::apply("ferry-testenv").force(), &Patch::Apply(&class)).await?;
+    }
+    let driver = Arc::new(Driver { client: client.clone(), volumes_dir });
+
+    let claims = Controller::new(Api::<PersistentVolumeClaim>::all(client.clone()), watcher::Config::default())
+        .watches(Api::<Pod>::all(client.clone()), watcher::Config::default(), |pod| {
+            let namespace = pod.namespace().unwrap_or_default();
+            claim_names(&pod)
+                .into_iter()
+                .map(move |name| ObjectRef::new(&name).within(&namespace))
+                .collect::<Vec<_>>()
+        })
+        .run(reconcile_claim, retry, driver.clone())
+        .for_each(|result| async move {
+            if let Err(error) = result {
+                tracing::warn!(%error, "claim reconcile failed");
+            }
+        });
+    let volumes = Controller::new(Api::<PersistentVolume>::all(client), watcher::Config::default())
+        .run(reconcile_volume, retry, driver)
+        .for_each(|result| async move {
+            if let Err(error) = result {
+                tracing::warn!(%error, "volume reconcile failed");
+            }
+        });
+    futures::join!(claims, volumes);
+    Ok(())
+}
+
+fn retry<K>(_: Arc<K>, error: &Error, _: Arc<Driver>) -> Action {
+    tracing::warn!(%error, "retrying");
+    Action::requeue(Duration::from_secs(2))
+}
+
+fn claim_names(pod: &Pod) -> Vec<String> {
+    pod.spec
+        .iter()
+        .flat_map(|spec| spec.volumes.iter().flatten())
+        .filter_map(|volume| volume.persistent_volume_claim.as_ref().map(|c| c.claim_name.clone()))
+        .collect()
+}
+
+async fn reconcile_claim(claim: Arc<PersistentVolumeClaim>, driver: Arc<Driver>) -> Result<Action, Error> {
+    let Some(class) = claim.spec.as_ref().and_then(|s| s.storage_class_name.clone()) else {
+        return Ok(Action::await_change());
+    };
+    let Some(expansion) = expansion_of(&class) else {
+        return Ok(Action::await_change());
+    };
+    if claim.metadata.deletion_timestamp.is_some() {
+        return Ok(Action::await_change());
+    }
+    match claim.spec.as_ref().and_then(|s| s.volume_name.clone()) {
+        None => provision(&claim, &class, &driver).await,
+        Some(volume) => expand(&claim, &volume, expansion, &driver).await,
+    }
+}
+
+async fn provision(claim: &PersistentVolumeClaim, class: &str, driver: &Driver) -> Result<Action, Error> {
+    let annotations = claim.annotations();
+    if annotations.get(ANN_PROVISIONER).map(String::as_str) != Some(PROVISIONER) {
+        return Ok(Action::await_change());
+    }
+    let Some(node) = annotations.get(ANN_SELECTED_NODE) else {
+        return Ok(Action::await_change());
+    };
+    let uid = claim.uid().unwrap_or_default();
+    let name = format!("pvc-{uid}");
+    let path = driver.volumes_dir.join(&name);
+    std::fs::create_dir_all(&path).map_err(|e| Error::io(path.display(), e))?;
+    let spec = claim.spec.clone().unwrap_or_default();
+    let size = spec.resources.as_ref().and_then(|r| r.requests.as_ref()).and_then(|r| r.get("storage")).cloned();
+    let volume: PersistentVolume = serde_json::from_value(json!({
+        "metadata": { "name": name, "annotations": { ANN_PROVISIONED_BY: PROVISIONER } },
+        "spec": {
+            "capacity": { "storage": size },
+            "accessModes": spec.access_modes,
+            "volumeMode": spec.volume_mode,
+            "storageClassName": class,
+            "persistentVolumeReclaimPolicy": "Delete",
+            "hostPath": { "path": path.display().to_string(), "type": "Directory" },
+            "claimRef": {
+                "apiVersion": "v1", "kind": "PersistentVolumeClaim",
+                "namespace": claim.namespace(), "name": claim.name_any(), "uid": uid,
+            },
+            "nodeAffinity": { "required": { "nodeSelectorTerms": [ { "matchExpressions": [
+                { "key": "kubernetes.io/hostname", "operator": "In", "values": [node] }
+            ] } ] } },
+        }
+    }))
+    .map_err(|e| Error::Setup(e.to_string()))?;
+    match Api::<PersistentVolume>::all(driver.client.clone()).create(&PostParams::default(), &volume).await {
+        Ok(_) => tracing::info!(volume = %name, claim = %claim.name_any(), %node, "provisioned"),
+        Err(kube::Error::Api(status)) if status.code == 409 => {}
+        Err(error) => return Err(error.into()),
+    }
+    Ok(Action::await_change())
+}
+
+async fn expand(
+    claim: &PersistentVolumeClaim,
+    volume_name: &str,
+    expansion: Expansion,
+    driver: &Driver,
+) -> Result<Action, Error> {
+    let requested = claim
+        .spec
+        .as_ref()
+        .and_then(|s| s.resources.as_ref())
+        .and_then(|r| r.requests.as_ref())
+        .and_then(|r| r.get("storage"))
+        .cloned();
+    let capacity = claim.status.as_ref().and_then(|s| s.capacity.as_ref()).and_then(|c| c.get("storage")).cloned();
+    let (Some(requested), Some(capacity)) = (requested, capacity) else {
+        return Ok(Action::await_change());
+    };
+    let (Some(requested_bytes), Some(capacity_bytes)) = (bytes(&requested), bytes(&capacity)) else {
+        return Ok(Action::await_change());
+    };
+    if requested_bytes <= capacity_bytes || expansion == Expansion::None {
+        return Ok(Action::await_change());
+    }
+    // Controller side: grow the PV.
+    let volumes: Api<PersistentVolume> = Api::all(driver.client.clone());
+    volumes
+        .patch(volume_name, &PatchParams::default(), &Patch::Merge(json!({"spec": {"capacity": {"storage": requested}}})))
+        .await?;
+    let claims: Api<PersistentVolumeClaim> =
+        Api::namespaced(driver.client.clone(), &claim.namespace().unwrap_or_default());
+    let conditions = claim.status.as_ref().and_then(|s| s.conditions.clone()).unwrap_or_default();
+    let pending_since = conditions.iter().find(|c| c.type_ == FS_RESIZE_PENDING).and_then(|c| c.last_transition_time.clone());
+    let node_side_done = match (expansion, &pending_since) {
+        (Expansion::Online, _) => true,
+        (Expansion::Offline, Some(since)) => restarted_since(claim, since, driver).await?,
+        (Expansion::Offline, None) => {
+            let mut pending = conditions.clone();
+            pending.push(serde_json::from_value(json!({
+                "type": FS_RESIZE_PENDING, "status": "True",
+                "lastTransitionTime": Time(k8s_openapi::jiff::Timestamp::now()),
+                "message": "Waiting for user to (re-)start a pod to finish file system resize of volume on node."
+            })).map_err(|e| Error::Setup(e.to_string()))?);
+            claims
+                .patch_status(
+                    &claim.name_any(),
+                    &PatchParams::default(),
+                    &Patch::Merge(json!({"status": {"conditions": pending, "allocatedResources": {"storage": requested}}})),
+                )
+                .await?;
+            tracing::info!(claim = %claim.name_any(), "expanded on the controller side; file system resize pending");
+            return Ok(Action::requeue(Duration::from_secs(2)));
+        }
+        (Expansion::None, _) => false,
+    };
+    if !node_side_done {
+        return Ok(Action::requeue(Duration::from_secs(2)));
+    }
+    let remaining: Vec<_> =
+        conditions.into_iter().filter(|c| c.type_ != FS_RESIZE_PENDING && c.type_ != "Resizing").collect();
+    claims
+        .patch_status(
+            &claim.name_any(),
+            &PatchParams::default(),
+            &Patch::Merge(json!({"status": {
+                "capacity": {"storage": requested},
+                "allocatedResources": {"storage": requested},
+                "allocatedResourceStatuses": null,
+                "conditions": remaining,
+            }})),
+        )
+        .await?;
+    tracing::info!(claim = %claim.name_any(), size = %requested.0, "expanded");
+    Ok(Action::await_change())
+}
+
+/// The kubelet finishes an offline expansion when it mounts the volume again: a pod using the claim
+/// that started after the resize became pending.
+async fn restarted_since(claim: &PersistentVolumeClaim, since: &Time, driver: &Driver) -> Result<bool, Error> {
+    let pods: Api<Pod> = Api::namespaced(driver.client.clone(), &claim.namespace().unwrap_or_default());
+    let name = claim.name_any();
+    Ok(pods.list(&Default::default()).await?.items.iter().any(|pod| {
+        let running = pod.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running");
+        let started = pod.status.as_ref().and_then(|s| s.start_time.as_ref()).is_some_and(|t| t.0 > since.0);
+        running && started && pod.metadata.deletion_timestamp.is_none() && claim_names(pod).contains(&name)
+    }))
+}
+
+async fn reconcile_volume(volume: Arc<PersistentVolume>, driver: Arc<Driver>) -> Result<Action, Error> {
+    let ours = volume.annotations().get(ANN_PROVISIONED_BY).map(String::as_str) == Some(PROVISIONER);
+    let released = volume.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Released");
+    let delete_policy = volume.spec.as_ref().and_then(|s| s.persistent_volume_reclaim_policy.as_deref()) == Some("Delete");
+    if !(ours && released && delete_policy) || volume.metadata.deletion_timestamp.is_some() {
+        return Ok(Action::await_change());
+    }
+    if let Some(path) = volume.spec.as_ref().and_then(|s| s.host_path.as_ref()).map(|h| PathBuf::from(&h.path)) {
+        if path.starts_with(&driver.volumes_dir) && path.exists() {
+            std::fs::remove_dir_all(&path).map_err(|e| Error::io(path.display(), e))?;
+        }
+    }
+    match Api::<PersistentVolume>::all(driver.client.clone()).delete(&volume.name_any(), &DeleteParams::default()).await {
+        Ok(_) => tracing::info!(volume = %volume.name_any(), "deleted released volume"),
+        Err(kube::Error::Api(status)) if status.code == 404 => {}
+        Err(error) => return Err(error.into()),
+    }
+    Ok(Action::await_change())
+}
