@@ -110,7 +110,11 @@ pub fn human_bytes(bytes: u64) -> String {
         value /= 1024.0;
         unit += 1;
     }
-    if unit == 0 { format!("{bytes} B") } else { format!("{value:.1} {}", UNITS[unit]) }
+    if unit == 0 {
+        format!("{bytes} B")
+    } else {
+        format!("{value:.1} {}", UNITS[unit])
+    }
 }
 
 #[cfg(test)]
@@ -132,12 +136,26 @@ mod tests {
 
     #[test]
     fn rejects_malformed_and_non_positive() {
-        for bad in ["", "abc", "10GB", "10 Gi", " 10Gi", "1.2.3Gi", "Gi", "1e99", "--1"] {
-            assert!(matches!(parse_bytes(bad), Err(ParseQuantityError::Malformed(_))), "{bad}");
+        for bad in [
+            "", "abc", "10GB", "10 Gi", " 10Gi", "1.2.3Gi", "Gi", "1e99", "--1",
+        ] {
+            assert!(
+                matches!(parse_bytes(bad), Err(ParseQuantityError::Malformed(_))),
+                "{bad}"
+            );
         }
-        assert!(matches!(parse_bytes("0"), Err(ParseQuantityError::NotPositive(_))));
-        assert!(matches!(parse_bytes("-1Gi"), Err(ParseQuantityError::NotPositive(_))));
-        assert!(matches!(parse_bytes("100Ei"), Err(ParseQuantityError::TooLarge(_))));
+        assert!(matches!(
+            parse_bytes("0"),
+            Err(ParseQuantityError::NotPositive(_))
+        ));
+        assert!(matches!(
+            parse_bytes("-1Gi"),
+            Err(ParseQuantityError::NotPositive(_))
+        ));
+        assert!(matches!(
+            parse_bytes("100Ei"),
+            Err(ParseQuantityError::TooLarge(_))
+        ));
     }
 
     #[test]

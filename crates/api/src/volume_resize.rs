@@ -26,12 +26,13 @@ use std::collections::BTreeMap;
 #[serde(rename_all = "camelCase")]
 pub struct VolumeResizeSpec {
     /// Name of the StatefulSet, in the VolumeResize's namespace, whose volumes change.
+    #[schemars(length(max = 253))]
     #[x_kube(validation = Rule::new("self != ''").message("statefulSetName must not be empty"))]
     #[x_kube(validation = Rule::new("self == oldSelf").message("statefulSetName is immutable"))]
     pub stateful_set_name: String,
 
     /// The volume claim templates to change, by name; each at most once.
-    #[schemars(length(min = 1))]
+    #[schemars(length(min = 1, max = 16))]
     #[x_kube(merge_strategy = ListMerge::Map(vec!["name".into()]))]
     #[x_kube(validation = Rule::new("self == oldSelf").message("volumes are immutable; create a new VolumeResize"))]
     pub volumes: Vec<VolumeChange>,
@@ -57,6 +58,7 @@ pub struct VolumeResizeSpec {
     /// How long the old volumes are kept after a copy: a duration such as `24h`, `90m`, `7d`, or
     /// `Forever`. Default 24h.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 32))]
     #[x_kube(validation = Rule::new("self == 'Forever' || self.matches('^([0-9]+(s|m|h|d))+$')").message("retainOldVolumes must be a duration such as 24h, 90m or 7d, or Forever"))]
     pub retain_old_volumes: Option<String>,
 
@@ -87,13 +89,16 @@ fn default_true() -> bool {
 #[serde(rename_all = "camelCase")]
 pub struct VolumeChange {
     /// The volume claim template name (e.g. `data`).
+    #[schemars(length(max = 253))]
     #[x_kube(validation = Rule::new("self != ''").message("volume name must not be empty"))]
     pub name: String,
     /// The new size, a Kubernetes quantity such as `20Gi`.
+    #[schemars(length(max = 64))]
     #[x_kube(validation = Rule::new("isQuantity(self) && quantity(self).isGreaterThan(quantity('0'))").message("size must be a positive Kubernetes quantity such as 10Gi or 500Mi"))]
     pub size: String,
     /// Move the data to this StorageClass (copy); unset keeps the current class.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 253))]
     pub storage_class_name: Option<String>,
 }
 
@@ -255,7 +260,9 @@ pub struct CreatedObjects {
 
 impl CreatedObjects {
     pub fn is_empty(&self) -> bool {
-        self.backup_config_map.is_none() && self.temporary_claims.is_empty() && self.retained_volumes.is_empty()
+        self.backup_config_map.is_none()
+            && self.temporary_claims.is_empty()
+            && self.retained_volumes.is_empty()
     }
 }
 
@@ -286,6 +293,9 @@ impl VolumeResize {
 
     /// The current phase; a resize with no status yet is Pending.
     pub fn phase(&self) -> Phase {
-        self.status.as_ref().and_then(|s| s.phase).unwrap_or(Phase::Pending)
+        self.status
+            .as_ref()
+            .and_then(|s| s.phase)
+            .unwrap_or(Phase::Pending)
     }
 }

@@ -1,1 +1,14 @@
-//! ferry-operator
+//! ferry-operator: the controllers that carry out VolumeResizes, the HTTP endpoints for health and
+//! metrics, and the CRD generator. Kubernetes I/O lives here; decisions live in `ferry-engine`.
+
+pub mod context;
+pub mod crd;
+pub mod error;
+pub mod events;
+pub mod http;
+pub mod metrics;
+pub mod resize;
+pub mod run;
+
+pub use error::Error;
+pub use run::{Settings, run};

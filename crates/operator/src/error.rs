@@ -1,0 +1,42 @@
+use thiserror::Error;
+
+/// Every failure the operator can meet, each with a category that names it in Events and metrics.
+#[derive(Debug, Error)]
+pub enum Error {
+    #[error("Kubernetes API: {0}")]
+    Kube(#[from] kube::Error),
+    #[error("{kind} {name} has no namespace")]
+    NotNamespaced { kind: &'static str, name: String },
+    #[error("serializing {what}: {source}")]
+    Serialize {
+        what: &'static str,
+        source: serde_json::Error,
+    },
+    #[error(
+        "the CustomResourceDefinition {crd} is not installed or not established: {detail}; install it with `ferry crd | kubectl apply -f -`"
+    )]
+    CrdMissing { crd: String, detail: String },
+    #[error("HTTP server on {addr}: {source}")]
+    Http { addr: String, source: std::io::Error },
+    #[error("kubeconfig: {0}")]
+    Config(String),
+}
+
+impl Error {
+    /// Short stable label for metrics and Event reasons.
+    pub fn category(&self) -> &'static str {
+        match self {
+            Error::Kube(_) => "KubeApi",
+            Error::NotNamespaced { .. } => "InvalidObject",
+            Error::Serialize { .. } => "Serialization",
+            Error::CrdMissing { .. } => "CrdMissing",
+            Error::Http { .. } => "Http",
+            Error::Config(_) => "Config",
+        }
+    }
+
+    /// Retrying cannot fix a permanent error; only a change to the object can.
+    pub fn is_permanent(&self) -> bool {
+        matches!(self, Error::NotNamespaced { .. } | Error::Serialize { .. })
+    }
+}

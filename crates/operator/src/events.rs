@@ -1,0 +1,33 @@
+//! Kubernetes Events on the VolumeResize and its StatefulSet.
+
+use crate::context::Context;
+use k8s_openapi::api::core::v1::ObjectReference;
+use kube::runtime::events::{Event, EventType};
+
+pub struct Notice<'a> {
+    pub warning: bool,
+    pub reason: &'a str,
+    pub action: &'a str,
+    pub note: String,
+}
+
+/// Publishes the notice on every object given. Events are best effort: a failure is logged, never
+/// allowed to fail the reconcile.
+pub async fn publish(ctx: &Context, notice: &Notice<'_>, objects: &[ObjectReference]) {
+    let event = Event {
+        type_: if notice.warning {
+            EventType::Warning
+        } else {
+            EventType::Normal
+        },
+        reason: notice.reason.to_string(),
+        note: Some(notice.note.chars().take(1000).collect()),
+        action: notice.action.to_string(),
+        secondary: None,
+    };
+    for object in objects {
+        if let Err(error) = ctx.recorder.publish(&event, object).await {
+            tracing::warn!(%error, reason = notice.reason, "could not publish event");
+        }
+    }
+}

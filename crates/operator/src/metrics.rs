@@ -1,0 +1,71 @@
+//! Prometheus metrics, served on /metrics.
+
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
+use prometheus_client::registry::Registry;
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct OutcomeLabels {
+    pub outcome: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct CategoryLabels {
+    pub category: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ReasonLabels {
+    pub reason: String,
+}
+
+pub struct Metrics {
+    pub registry: Registry,
+    pub reconciles: Family<OutcomeLabels, Counter>,
+    pub errors: Family<CategoryLabels, Counter>,
+    pub prechecks: Family<ReasonLabels, Counter>,
+    pub reconcile_duration: Histogram,
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        let mut registry = Registry::with_prefix("ferry");
+        let reconciles = Family::<OutcomeLabels, Counter>::default();
+        let errors = Family::<CategoryLabels, Counter>::default();
+        let prechecks = Family::<ReasonLabels, Counter>::default();
+        let reconcile_duration = Histogram::new(exponential_buckets(0.005, 2.0, 12));
+        registry.register(
+            "volume_resize_reconciles",
+            "VolumeResize reconciles by outcome",
+            reconciles.clone(),
+        );
+        registry.register("reconcile_errors", "Reconcile errors by category", errors.clone());
+        registry.register(
+            "prechecks",
+            "Precheck verdicts by reason, counted when they change",
+            prechecks.clone(),
+        );
+        registry.register(
+            "volume_resize_reconcile_duration_seconds",
+            "Time one VolumeResize reconcile takes",
+            reconcile_duration.clone(),
+        );
+        Metrics {
+            registry,
+            reconciles,
+            errors,
+            prechecks,
+            reconcile_duration,
+        }
+    }
+}
+
+impl Metrics {
+    pub fn encode(&self) -> Result<String, std::fmt::Error> {
+        let mut out = String::new();
+        prometheus_client::encoding::text::encode(&mut out, &self.registry)?;
+        Ok(out)
+    }
+}

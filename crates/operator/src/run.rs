@@ -1,0 +1,104 @@
+//! Starting the operator: wait for the CRD, start the controllers and the HTTP endpoints.
+
+use crate::context::Context;
+use crate::metrics::Metrics;
+use crate::{Error, http, resize};
+use ferry_api::VolumeResize;
+use futures::StreamExt;
+use k8s_openapi::api::apps::v1::StatefulSet;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::runtime::reflector::ObjectRef;
+use kube::runtime::wait::{await_condition, conditions};
+use kube::runtime::{Controller, watcher};
+use kube::{Api, Client, CustomResourceExt, ResourceExt};
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+/// How the operator runs; read once at start, never inside a reconcile.
+#[derive(Debug, Clone, Default)]
+pub struct Settings {
+    /// Watch one namespace only (all when `None`).
+    pub namespace: Option<String>,
+    /// Where /healthz, /readyz and /metrics are served (none when `None`).
+    pub http_addr: Option<SocketAddr>,
+}
+
+/// Runs the controllers until the watch streams end (or the future is dropped).
+pub async fn run(client: Client, settings: Settings) -> Result<(), Error> {
+    let metrics = Arc::new(Metrics::default());
+    let ready = Arc::new(AtomicBool::new(false));
+    let server = settings
+        .http_addr
+        .map(|addr| tokio::spawn(http::serve(addr, metrics.clone(), ready.clone())));
+
+    wait_for_crd(&client).await?;
+    let (resizes, stateful_sets) = match &settings.namespace {
+        Some(ns) => (
+            Api::<VolumeResize>::namespaced(client.clone(), ns),
+            Api::<StatefulSet>::namespaced(client.clone(), ns),
+        ),
+        None => (Api::all(client.clone()), Api::all(client.clone())),
+    };
+    let controller = Controller::new(resizes, watcher::Config::default().any_semantic());
+    let store = controller.store();
+    let ctx = Arc::new(Context::new(client, metrics, store.clone()));
+    // A StatefulSet change wakes the VolumeResizes that name it (e.g. replicas became Ready).
+    let mapper_store = store.clone();
+    let controller = controller
+        .watches(
+            stateful_sets,
+            watcher::Config::default().any_semantic(),
+            move |sts: StatefulSet| {
+                let namespace = sts.namespace();
+                mapper_store
+                    .state()
+                    .iter()
+                    .filter(|resize| {
+                        resize.namespace() == namespace && resize.spec.stateful_set_name == sts.name_any()
+                    })
+                    .map(|resize| ObjectRef::from_obj(resize.as_ref()))
+                    .collect::<Vec<_>>()
+            },
+        )
+        .shutdown_on_signal();
+    ready.store(true, Ordering::Relaxed);
+    tracing::info!(namespace = ?settings.namespace, "VolumeResize controller started");
+    controller
+        .run(resize::reconcile, resize::error_policy, ctx)
+        .for_each(|result| async move {
+            match result {
+                Ok((object, _)) => tracing::debug!(name = %object.name, "reconciled"),
+                Err(error) => {
+                    tracing::debug!(%error, "reconcile error (already handled by the error policy)")
+                }
+            }
+        })
+        .await;
+    if let Some(server) = server {
+        server.abort();
+    }
+    Ok(())
+}
+
+async fn wait_for_crd(client: &Client) -> Result<(), Error> {
+    let name = VolumeResize::crd_name();
+    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
+    let established = await_condition(crds, name, conditions::is_crd_established());
+    match tokio::time::timeout(Duration::from_secs(30), established).await {
+        Ok(Ok(Some(_))) => Ok(()),
+        Ok(Ok(None)) => Err(Error::CrdMissing {
+            crd: name.into(),
+            detail: "not found".into(),
+        }),
+        Ok(Err(error)) => Err(Error::CrdMissing {
+            crd: name.into(),
+            detail: error.to_string(),
+        }),
+        Err(_) => Err(Error::CrdMissing {
+            crd: name.into(),
+            detail: "not established after 30s".into(),
+        }),
+    }
+}
