@@ -16,6 +16,9 @@ pub enum Error {
 
 impl Error {
     pub fn io(path: impl std::fmt::Display, source: std::io::Error) -> Self {
-        Error::Io { path: path.to_string(), source }
+        Error::Io {
+            path: path.to_string(),
+            source,
+        }
     }
 }

@@ -39,34 +39,59 @@ struct Executor {
 /// Runs the executor until the watch stream ends.
 pub async fn run(client: Client, work_dir: PathBuf, mover_bin: Option<PathBuf>) -> Result<(), Error> {
     std::fs::create_dir_all(&work_dir).map_err(|e| Error::io(work_dir.display(), e))?;
-    let executor = Arc::new(Executor { client: client.clone(), work_dir, mover_bin, running: Mutex::default() });
-    Controller::new(Api::<Pod>::all(client), watcher::Config::default().labels(MOVER_LABEL))
-        .run(reconcile, |_, error, _| {
+    let executor = Arc::new(Executor {
+        client: client.clone(),
+        work_dir,
+        mover_bin,
+        running: Mutex::default(),
+    });
+    Controller::new(
+        Api::<Pod>::all(client),
+        watcher::Config::default().labels(MOVER_LABEL),
+    )
+    .run(
+        reconcile,
+        |_, error, _| {
             tracing::warn!(%error, "mover pod reconcile failed; retrying");
             Action::requeue(Duration::from_secs(1))
-        }, executor)
-        .for_each(|result| async move {
-            if let Err(error) = result {
-                tracing::warn!(%error, "mover pod reconcile error");
-            }
-        })
-        .await;
+        },
+        executor,
+    )
+    .for_each(|result| async move {
+        if let Err(error) = result {
+            tracing::warn!(%error, "mover pod reconcile error");
+        }
+    })
+    .await;
     Ok(())
 }
 
 fn is_running(executor: &Executor, uid: &str) -> bool {
-    executor.running.lock().map(|running| running.contains_key(uid)).unwrap_or(false)
+    executor
+        .running
+        .lock()
+        .map(|running| running.contains_key(uid))
+        .unwrap_or(false)
 }
 
 async fn reconcile(pod: Arc<Pod>, executor: Arc<Executor>) -> Result<Action, Error> {
     let uid = pod.uid().unwrap_or_default();
     if pod.metadata.deletion_timestamp.is_some() {
-        if let Some(kill) = executor.running.lock().ok().and_then(|mut running| running.remove(&uid)) {
+        if let Some(kill) = executor
+            .running
+            .lock()
+            .ok()
+            .and_then(|mut running| running.remove(&uid))
+        {
             let _ = kill.send(());
         }
         return Ok(Action::await_change());
     }
-    let phase = pod.status.as_ref().and_then(|s| s.phase.clone()).unwrap_or_default();
+    let phase = pod
+        .status
+        .as_ref()
+        .and_then(|s| s.phase.clone())
+        .unwrap_or_default();
     let scheduled = pod.spec.as_ref().and_then(|s| s.node_name.clone()).is_some();
     if phase == "Succeeded" || phase == "Failed" || !scheduled || is_running(&executor, &uid) {
         return Ok(Action::await_change());
@@ -74,7 +99,14 @@ async fn reconcile(pod: Arc<Pod>, executor: Arc<Executor>) -> Result<Action, Err
     let pods: Api<Pod> = Api::namespaced(executor.client.clone(), &pod.namespace().unwrap_or_default());
     if phase == "Running" {
         // Started by an earlier executor whose process is gone, as when a node reboots.
-        status::finish(&pods, &pod, None, 137, "the executor restarted and lost the process").await?;
+        status::finish(
+            &pods,
+            &pod,
+            None,
+            137,
+            "the executor restarted and lost the process",
+        )
+        .await?;
         return Ok(Action::await_change());
     }
     let Some(container) = pod.spec.as_ref().and_then(|s| s.containers.first()).cloned() else {
@@ -86,14 +118,28 @@ async fn reconcile(pod: Arc<Pod>, executor: Arc<Executor>) -> Result<Action, Err
     };
     let termination_file = pod_dir.join("termination-log");
     std::fs::write(&termination_file, b"").map_err(|e| Error::io(termination_file.display(), e))?;
-    let termination_path =
-        container.termination_message_path.clone().unwrap_or_else(|| DEFAULT_TERMINATION_PATH.to_string());
+    let termination_path = container
+        .termination_message_path
+        .clone()
+        .unwrap_or_else(|| DEFAULT_TERMINATION_PATH.to_string());
     mounts.push((termination_path, termination_file.clone()));
 
-    let mut argv: Vec<String> =
-        container.command.iter().flatten().chain(container.args.iter().flatten()).map(|a| rewrite(a, &mounts)).collect();
+    let mut argv: Vec<String> = container
+        .command
+        .iter()
+        .flatten()
+        .chain(container.args.iter().flatten())
+        .map(|a| rewrite(a, &mounts))
+        .collect();
     if argv.is_empty() {
-        status::finish(&pods, &pod, None, 128, "the executor needs an explicit container command").await?;
+        status::finish(
+            &pods,
+            &pod,
+            None,
+            128,
+            "the executor needs an explicit container command",
+        )
+        .await?;
         return Ok(Action::await_change());
     }
     if argv[0] == "ferry-mover" || argv[0].ends_with("/ferry-mover") {
@@ -105,10 +151,19 @@ async fn reconcile(pod: Arc<Pod>, executor: Arc<Executor>) -> Result<Action, Err
     command
         .args(&argv[1..])
         .env_clear()
-        .env("PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin")
+        .env(
+            "PATH",
+            "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+        )
         .env("HOSTNAME", pod.name_any())
         .env("FERRY_RESULT_FILE", &termination_file)
-        .current_dir(container.working_dir.as_deref().map(|d| rewrite(d, &mounts)).unwrap_or_else(|| pod_dir.display().to_string()))
+        .current_dir(
+            container
+                .working_dir
+                .as_deref()
+                .map(|d| rewrite(d, &mounts))
+                .unwrap_or_else(|| pod_dir.display().to_string()),
+        )
         .stdin(Stdio::null())
         .kill_on_drop(true);
     for (name, value) in mounts::environment(&pod, &container) {
@@ -141,7 +196,9 @@ async fn reconcile(pod: Arc<Pod>, executor: Arc<Executor>) -> Result<Action, Err
             _ = kill_rx => { let _ = child.kill().await; child.wait().await }
         };
         let code = match exit {
-            Ok(status) => status.code().unwrap_or_else(|| 128 + std::os::unix::process::ExitStatusExt::signal(&status).unwrap_or(9)),
+            Ok(status) => status
+                .code()
+                .unwrap_or_else(|| 128 + std::os::unix::process::ExitStatusExt::signal(&status).unwrap_or(9)),
             Err(_) => 128,
         };
         let mut message = std::fs::read(&termination_file).unwrap_or_default();

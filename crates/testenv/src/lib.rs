@@ -8,6 +8,7 @@
 pub mod cluster;
 pub mod error;
 pub mod executor;
+pub mod fixtures;
 pub mod namespace;
 pub mod paths;
 pub mod quantity;

@@ -53,7 +53,12 @@ async fn run(cli: Cli) -> Result<(), Error> {
             println!("{}", path.display());
             Ok(())
         }
-        Command::Agent { kubeconfig, volumes_dir, work_dir, mover_bin } => {
+        Command::Agent {
+            kubeconfig,
+            volumes_dir,
+            work_dir,
+            mover_bin,
+        } => {
             let config = kube::Config::from_custom_kubeconfig(
                 Kubeconfig::read_from(&kubeconfig)?,
                 &KubeConfigOptions::default(),

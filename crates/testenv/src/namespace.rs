@@ -23,13 +23,18 @@ impl TestNamespace {
             "metadata": { "name": name, "labels": { TEST_NAMESPACE_LABEL: "true" } }
         }))
         .map_err(|e| Error::Setup(e.to_string()))?;
-        Api::<Namespace>::all(client.clone()).create(&PostParams::default(), &namespace).await?;
+        Api::<Namespace>::all(client.clone())
+            .create(&PostParams::default(), &namespace)
+            .await?;
         let accounts: Api<ServiceAccount> = Api::namespaced(client.clone(), &name);
         wait_until("the namespace's default ServiceAccount", 60, || async {
             accounts.get_opt("default").await.ok().flatten()
         })
         .await?;
-        Ok(TestNamespace { name, client: client.clone() })
+        Ok(TestNamespace {
+            name,
+            client: client.clone(),
+        })
     }
 
     pub fn api<K>(&self) -> Api<K>
@@ -42,7 +47,9 @@ impl TestNamespace {
 
     /// Deletes the namespace (the namespace controller removes what is in it).
     pub async fn cleanup(self) -> Result<(), Error> {
-        Api::<Namespace>::all(self.client.clone()).delete(&self.name, &DeleteParams::background()).await?;
+        Api::<Namespace>::all(self.client.clone())
+            .delete(&self.name, &DeleteParams::background())
+            .await?;
         Ok(())
     }
 }

@@ -25,7 +25,9 @@ pub fn repo_root() -> PathBuf {
 
 /// The cargo target dir the scripts use, where the workspace binaries are.
 pub fn target_dir() -> PathBuf {
-    std::env::var_os("CARGO_TARGET_DIR").map(PathBuf::from).unwrap_or_else(|| cache_dir().join("target"))
+    std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| cache_dir().join("target"))
 }
 
 /// A workspace binary built in the debug profile (`ferry`, `ferry-mover`, `kubectl-ferry`).

@@ -46,27 +46,31 @@ fn expansion_of(class: &str) -> Option<Expansion> {
 
 /// The three test StorageClasses; `ferry-expandable` is the cluster default.
 pub fn storage_classes() -> Vec<StorageClass> {
-    [(CLASS_FIXED, false, "none"), (CLASS_EXPANDABLE, true, "online"), (CLASS_OFFLINE_EXPAND, true, "offline")]
-        .into_iter()
-        .filter_map(|(name, expandable, mode)| {
-            serde_json::from_value(json!({
-                "apiVersion": "storage.k8s.io/v1",
-                "kind": "StorageClass",
-                "metadata": {
-                    "name": name,
-                    "annotations": if name == CLASS_EXPANDABLE {
-                        json!({"storageclass.kubernetes.io/is-default-class": "true"})
-                    } else { json!({}) },
-                },
-                "provisioner": PROVISIONER,
-                "parameters": { "expansion": mode },
-                "reclaimPolicy": "Delete",
-                "allowVolumeExpansion": expandable,
-                "volumeBindingMode": "WaitForFirstConsumer",
-            }))
-            .ok()
-        })
-        .collect()
+    [
+        (CLASS_FIXED, false, "none"),
+        (CLASS_EXPANDABLE, true, "online"),
+        (CLASS_OFFLINE_EXPAND, true, "offline"),
+    ]
+    .into_iter()
+    .filter_map(|(name, expandable, mode)| {
+        serde_json::from_value(json!({
+            "apiVersion": "storage.k8s.io/v1",
+            "kind": "StorageClass",
+            "metadata": {
+                "name": name,
+                "annotations": if name == CLASS_EXPANDABLE {
+                    json!({"storageclass.kubernetes.io/is-default-class": "true"})
+                } else { json!({}) },
+            },
+            "provisioner": PROVISIONER,
+            "parameters": { "expansion": mode },
+            "reclaimPolicy": "Delete",
+            "allowVolumeExpansion": expandable,
+            "volumeBindingMode": "WaitForFirstConsumer",
+        }))
+        .ok()
+    })
+    .collect()
 }
 
 struct Driver {
@@ -80,24 +84,40 @@ pub async fn run(client: Client, volumes_dir: PathBuf) -> Result<(), Error> {
     let classes: Api<StorageClass> = Api::all(client.clone());
     for class in storage_classes() {
         let name = class.name_any();
-        classes.patch(&name, &PatchParams::apply("ferry-testenv").force(), &Patch::Apply(&class)).await?;
+        classes
+            .patch(
+                &name,
+                &PatchParams::apply("ferry-testenv").force(),
+                &Patch::Apply(&class),
+            )
+            .await?;
     }
-    let driver = Arc::new(Driver { client: client.clone(), volumes_dir });
+    let driver = Arc::new(Driver {
+        client: client.clone(),
+        volumes_dir,
+    });
 
-    let claims = Controller::new(Api::<PersistentVolumeClaim>::all(client.clone()), watcher::Config::default())
-        .watches(Api::<Pod>::all(client.clone()), watcher::Config::default(), |pod| {
+    let claims = Controller::new(
+        Api::<PersistentVolumeClaim>::all(client.clone()),
+        watcher::Config::default(),
+    )
+    .watches(
+        Api::<Pod>::all(client.clone()),
+        watcher::Config::default(),
+        |pod| {
             let namespace = pod.namespace().unwrap_or_default();
             claim_names(&pod)
                 .into_iter()
                 .map(move |name| ObjectRef::new(&name).within(&namespace))
                 .collect::<Vec<_>>()
-        })
-        .run(reconcile_claim, retry, driver.clone())
-        .for_each(|result| async move {
-            if let Err(error) = result {
-                tracing::warn!(%error, "claim reconcile failed");
-            }
-        });
+        },
+    )
+    .run(reconcile_claim, retry, driver.clone())
+    .for_each(|result| async move {
+        if let Err(error) = result {
+            tracing::warn!(%error, "claim reconcile failed");
+        }
+    });
     let volumes = Controller::new(Api::<PersistentVolume>::all(client), watcher::Config::default())
         .run(reconcile_volume, retry, driver)
         .for_each(|result| async move {
@@ -118,7 +138,12 @@ fn claim_names(pod: &Pod) -> Vec<String> {
     pod.spec
         .iter()
         .flat_map(|spec| spec.volumes.iter().flatten())
-        .filter_map(|volume| volume.persistent_volume_claim.as_ref().map(|c| c.claim_name.clone()))
+        .filter_map(|volume| {
+            volume
+                .persistent_volume_claim
+                .as_ref()
+                .map(|c| c.claim_name.clone())
+        })
         .collect()
 }
 
@@ -151,7 +176,12 @@ async fn provision(claim: &PersistentVolumeClaim, class: &str, driver: &Driver) 
     let path = driver.volumes_dir.join(&name);
     std::fs::create_dir_all(&path).map_err(|e| Error::io(path.display(), e))?;
     let spec = claim.spec.clone().unwrap_or_default();
-    let size = spec.resources.as_ref().and_then(|r| r.requests.as_ref()).and_then(|r| r.get("storage")).cloned();
+    let size = spec
+        .resources
+        .as_ref()
+        .and_then(|r| r.requests.as_ref())
+        .and_then(|r| r.get("storage"))
+        .cloned();
     let volume: PersistentVolume = serde_json::from_value(json!({
         "metadata": { "name": name, "annotations": { ANN_PROVISIONED_BY: PROVISIONER } },
         "spec": {
@@ -171,7 +201,10 @@ async fn provision(claim: &PersistentVolumeClaim, class: &str, driver: &Driver) 
         }
     }))
     .map_err(|e| Error::Setup(e.to_string()))?;
-    match Api::<PersistentVolume>::all(driver.client.clone()).create(&PostParams::default(), &volume).await {
+    match Api::<PersistentVolume>::all(driver.client.clone())
+        .create(&PostParams::default(), &volume)
+        .await
+    {
         Ok(_) => tracing::info!(volume = %name, claim = %claim.name_any(), %node, "provisioned"),
         Err(kube::Error::Api(status)) if status.code == 409 => {}
         Err(error) => return Err(error.into()),
@@ -192,7 +225,12 @@ async fn expand(
         .and_then(|r| r.requests.as_ref())
         .and_then(|r| r.get("storage"))
         .cloned();
-    let capacity = claim.status.as_ref().and_then(|s| s.capacity.as_ref()).and_then(|c| c.get("storage")).cloned();
+    let capacity = claim
+        .status
+        .as_ref()
+        .and_then(|s| s.capacity.as_ref())
+        .and_then(|c| c.get("storage"))
+        .cloned();
     let (Some(requested), Some(capacity)) = (requested, capacity) else {
         return Ok(Action::await_change());
     };
@@ -205,12 +243,23 @@ async fn expand(
     // Controller side: grow the PV.
     let volumes: Api<PersistentVolume> = Api::all(driver.client.clone());
     volumes
-        .patch(volume_name, &PatchParams::default(), &Patch::Merge(json!({"spec": {"capacity": {"storage": requested}}})))
+        .patch(
+            volume_name,
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"capacity": {"storage": requested}}})),
+        )
         .await?;
     let claims: Api<PersistentVolumeClaim> =
         Api::namespaced(driver.client.clone(), &claim.namespace().unwrap_or_default());
-    let conditions = claim.status.as_ref().and_then(|s| s.conditions.clone()).unwrap_or_default();
-    let pending_since = conditions.iter().find(|c| c.type_ == FS_RESIZE_PENDING).and_then(|c| c.last_transition_time.clone());
+    let conditions = claim
+        .status
+        .as_ref()
+        .and_then(|s| s.conditions.clone())
+        .unwrap_or_default();
+    let pending_since = conditions
+        .iter()
+        .find(|c| c.type_ == FS_RESIZE_PENDING)
+        .and_then(|c| c.last_transition_time.clone());
     let node_side_done = match (expansion, &pending_since) {
         (Expansion::Online, _) => true,
         (Expansion::Offline, Some(since)) => restarted_since(claim, since, driver).await?,
@@ -236,8 +285,10 @@ async fn expand(
     if !node_side_done {
         return Ok(Action::requeue(Duration::from_secs(2)));
     }
-    let remaining: Vec<_> =
-        conditions.into_iter().filter(|c| c.type_ != FS_RESIZE_PENDING && c.type_ != "Resizing").collect();
+    let remaining: Vec<_> = conditions
+        .into_iter()
+        .filter(|c| c.type_ != FS_RESIZE_PENDING && c.type_ != "Resizing")
+        .collect();
     claims
         .patch_status(
             &claim.name_any(),
@@ -256,12 +307,20 @@ async fn expand(
 
 /// The kubelet finishes an offline expansion when it mounts the volume again: a pod using the claim
 /// that started after the resize became pending.
-async fn restarted_since(claim: &PersistentVolumeClaim, since: &Time, driver: &Driver) -> Result<bool, Error> {
+async fn restarted_since(
+    claim: &PersistentVolumeClaim,
+    since: &Time,
+    driver: &Driver,
+) -> Result<bool, Error> {
     let pods: Api<Pod> = Api::namespaced(driver.client.clone(), &claim.namespace().unwrap_or_default());
     let name = claim.name_any();
     Ok(pods.list(&Default::default()).await?.items.iter().any(|pod| {
         let running = pod.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running");
-        let started = pod.status.as_ref().and_then(|s| s.start_time.as_ref()).is_some_and(|t| t.0 > since.0);
+        let started = pod
+            .status
+            .as_ref()
+            .and_then(|s| s.start_time.as_ref())
+            .is_some_and(|t| t.0 > since.0);
         running && started && pod.metadata.deletion_timestamp.is_none() && claim_names(pod).contains(&name)
     }))
 }
@@ -269,16 +328,28 @@ async fn restarted_since(claim: &PersistentVolumeClaim, since: &Time, driver: &D
 async fn reconcile_volume(volume: Arc<PersistentVolume>, driver: Arc<Driver>) -> Result<Action, Error> {
     let ours = volume.annotations().get(ANN_PROVISIONED_BY).map(String::as_str) == Some(PROVISIONER);
     let released = volume.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Released");
-    let delete_policy = volume.spec.as_ref().and_then(|s| s.persistent_volume_reclaim_policy.as_deref()) == Some("Delete");
+    let delete_policy = volume
+        .spec
+        .as_ref()
+        .and_then(|s| s.persistent_volume_reclaim_policy.as_deref())
+        == Some("Delete");
     if !(ours && released && delete_policy) || volume.metadata.deletion_timestamp.is_some() {
         return Ok(Action::await_change());
     }
-    if let Some(path) = volume.spec.as_ref().and_then(|s| s.host_path.as_ref()).map(|h| PathBuf::from(&h.path)) {
+    if let Some(path) = volume
+        .spec
+        .as_ref()
+        .and_then(|s| s.host_path.as_ref())
+        .map(|h| PathBuf::from(&h.path))
+    {
         if path.starts_with(&driver.volumes_dir) && path.exists() {
             std::fs::remove_dir_all(&path).map_err(|e| Error::io(path.display(), e))?;
         }
     }
-    match Api::<PersistentVolume>::all(driver.client.clone()).delete(&volume.name_any(), &DeleteParams::default()).await {
+    match Api::<PersistentVolume>::all(driver.client.clone())
+        .delete(&volume.name_any(), &DeleteParams::default())
+        .await
+    {
         Ok(_) => tracing::info!(volume = %volume.name_any(), "deleted released volume"),
         Err(kube::Error::Api(status)) if status.code == 404 => {}
         Err(error) => return Err(error.into()),

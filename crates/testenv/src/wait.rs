@@ -16,7 +16,10 @@ where
             return Ok(value);
         }
         if Instant::now() >= deadline {
-            return Err(Error::Timeout { what: what.to_string(), seconds });
+            return Err(Error::Timeout {
+                what: what.to_string(),
+                seconds,
+            });
         }
         tokio::time::sleep(Duration::from_millis(200)).await;
     }

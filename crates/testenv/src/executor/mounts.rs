@@ -16,17 +16,33 @@ pub async fn resolve(
     let namespace = pod.namespace().unwrap_or_default();
     let claims: Api<PersistentVolumeClaim> = Api::namespaced(client.clone(), &namespace);
     let volumes: Api<PersistentVolume> = Api::all(client.clone());
-    let pod_volumes = pod.spec.as_ref().map(|s| s.volumes.clone().unwrap_or_default()).unwrap_or_default();
+    let pod_volumes = pod
+        .spec
+        .as_ref()
+        .map(|s| s.volumes.clone().unwrap_or_default())
+        .unwrap_or_default();
     let mut mounts = Vec::new();
     for mount in container.volume_mounts.iter().flatten() {
-        let Some(volume) = pod_volumes.iter().find(|v| v.name == mount.name) else { continue };
+        let Some(volume) = pod_volumes.iter().find(|v| v.name == mount.name) else {
+            continue;
+        };
         let base = if let Some(source) = &volume.persistent_volume_claim {
-            let Some(claim) = claims.get_opt(&source.claim_name).await? else { return Ok(None) };
-            let Some(volume_name) = claim.spec.and_then(|s| s.volume_name) else { return Ok(None) };
-            let Some(pv) = volumes.get_opt(&volume_name).await? else { return Ok(None) };
+            let Some(claim) = claims.get_opt(&source.claim_name).await? else {
+                return Ok(None);
+            };
+            let Some(volume_name) = claim.spec.and_then(|s| s.volume_name) else {
+                return Ok(None);
+            };
+            let Some(pv) = volumes.get_opt(&volume_name).await? else {
+                return Ok(None);
+            };
             match pv.spec.and_then(|s| s.host_path).map(|h| PathBuf::from(h.path)) {
                 Some(path) => path,
-                None => return Err(Error::Setup(format!("volume {volume_name} is not a hostPath volume"))),
+                None => {
+                    return Err(Error::Setup(format!(
+                        "volume {volume_name} is not a hostPath volume"
+                    )));
+                }
             }
         } else if let Some(host) = &volume.host_path {
             PathBuf::from(&host.path)
@@ -72,7 +88,8 @@ pub fn environment(pod: &Pod, container: &Container) -> Vec<(String, String)> {
 /// Replaces each mount path that appears in `text` as a whole path component prefix (`/data`,
 /// `/data/x`, `--source=/data`) with the directory behind it. Longer mount paths win.
 pub fn rewrite(text: &str, mounts: &[(String, PathBuf)]) -> String {
-    let mut sorted: Vec<&(String, PathBuf)> = mounts.iter().filter(|(path, _)| path.starts_with('/')).collect();
+    let mut sorted: Vec<&(String, PathBuf)> =
+        mounts.iter().filter(|(path, _)| path.starts_with('/')).collect();
     sorted.sort_by_key(|(path, _)| std::cmp::Reverse(path.len()));
     let mut out = String::with_capacity(text.len());
     let mut index = 0;
@@ -83,7 +100,10 @@ pub fn rewrite(text: &str, mounts: &[(String, PathBuf)]) -> String {
             for (inside, outside) in &sorted {
                 let path = inside.trim_end_matches('/');
                 if let Some(after) = rest.strip_prefix(path) {
-                    if after.is_empty() || after.starts_with('/') || after.starts_with(|c: char| !is_path_char(c)) {
+                    if after.is_empty()
+                        || after.starts_with('/')
+                        || after.starts_with(|c: char| !is_path_char(c))
+                    {
                         out.push_str(&outside.display().to_string());
                         index += path.len();
                         continue 'scan;
@@ -117,8 +137,14 @@ mod tests {
         assert_eq!(rewrite("/data/x/y", &mounts), "/v/pvc-1/x/y");
         assert_eq!(rewrite("/data/sub/z", &mounts), "/v/pvc-2/z");
         assert_eq!(rewrite("--source=/data", &mounts), "--source=/v/pvc-1");
-        assert_eq!(rewrite("ls /data > /dev/termination-log", &mounts), "ls /v/pvc-1 > /w/term");
-        assert_eq!(rewrite("/database /mydata data", &mounts), "/database /mydata data");
+        assert_eq!(
+            rewrite("ls /data > /dev/termination-log", &mounts),
+            "ls /v/pvc-1 > /w/term"
+        );
+        assert_eq!(
+            rewrite("/database /mydata data", &mounts),
+            "/database /mydata data"
+        );
         assert_eq!(rewrite("'/data'", &mounts), "'/v/pvc-1'");
     }
 }

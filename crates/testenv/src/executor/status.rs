@@ -42,12 +42,19 @@ pub async fn started(pods: &Api<Pod>, pod: &Pod, at: &Time) -> Result<(), Error>
             "state": {"running": {"startedAt": at}},
         }],
     }});
-    pods.patch_status(&pod.name_any(), &PatchParams::default(), &Patch::Merge(patch)).await?;
+    pods.patch_status(&pod.name_any(), &PatchParams::default(), &Patch::Merge(patch))
+        .await?;
     Ok(())
 }
 
 /// Records the end: Succeeded on exit code 0, else Failed, with the termination message.
-pub async fn finish(pods: &Api<Pod>, pod: &Pod, started: Option<&Time>, code: i32, message: &str) -> Result<(), Error> {
+pub async fn finish(
+    pods: &Api<Pod>,
+    pod: &Pod,
+    started: Option<&Time>,
+    code: i32,
+    message: &str,
+) -> Result<(), Error> {
     let (name, image) = container_name(pod);
     let finished = now();
     let started = started.cloned().unwrap_or_else(|| finished.clone());
@@ -65,7 +72,10 @@ pub async fn finish(pods: &Api<Pod>, pod: &Pod, started: Option<&Time>, code: i3
             }},
         }],
     }});
-    match pods.patch_status(&pod.name_any(), &PatchParams::default(), &Patch::Merge(patch)).await {
+    match pods
+        .patch_status(&pod.name_any(), &PatchParams::default(), &Patch::Merge(patch))
+        .await
+    {
         Ok(_) => Ok(()),
         Err(kube::Error::Api(status)) if status.code == 404 => Ok(()),
         Err(error) => Err(error.into()),

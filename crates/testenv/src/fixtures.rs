@@ -1,0 +1,89 @@
+//! Objects tests build again and again: StatefulSets with volume claim templates, and waits on them.
+
+use crate::{Error, wait_until};
+use k8s_openapi::api::apps::v1::StatefulSet;
+use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
+use kube::Api;
+use serde_json::json;
+
+/// A StatefulSet `name` with `replicas` pods and one volume claim template `data` of `size` in
+/// `class`. Pods run a placeholder container (kwok fakes them).
+pub fn stateful_set(name: &str, replicas: i32, class: &str, size: &str) -> StatefulSet {
+    stateful_set_with(name, replicas, &[("data", class, size)])
+}
+
+/// Like [`stateful_set`] with several templates: (template name, class, size).
+pub fn stateful_set_with(name: &str, replicas: i32, templates: &[(&str, &str, &str)]) -> StatefulSet {
+    let templates: Vec<_> = templates
+        .iter()
+        .map(|(template, class, size)| {
+            json!({
+                "metadata": {"name": template},
+                "spec": {
+                    "accessModes": ["ReadWriteOnce"],
+                    "storageClassName": class,
+                    "resources": {"requests": {"storage": size}},
+                },
+            })
+        })
+        .collect();
+    let mounts: Vec<_> = templates
+        .iter()
+        .map(|t| json!({"name": t["metadata"]["name"], "mountPath": format!("/{}", t["metadata"]["name"].as_str().unwrap_or("data"))}))
+        .collect();
+    // A fixture is built from constants; failing to deserialize it is a bug in this file.
+    #[allow(clippy::expect_used)]
+    serde_json::from_value(json!({
+        "apiVersion": "apps/v1",
+        "kind": "StatefulSet",
+        "metadata": {"name": name},
+        "spec": {
+            "replicas": replicas,
+            "serviceName": name,
+            "selector": {"matchLabels": {"app": name}},
+            "template": {
+                "metadata": {"labels": {"app": name}},
+                "spec": {"containers": [{"name": "app", "image": "registry.k8s.io/pause:3.10", "volumeMounts": mounts}]},
+            },
+            "volumeClaimTemplates": templates,
+        },
+    }))
+    .expect("fixture StatefulSet is valid")
+}
+
+/// Waits until the StatefulSet reports all its replicas Ready.
+pub async fn wait_ready(
+    api: &Api<StatefulSet>,
+    name: &str,
+    replicas: i32,
+    seconds: u64,
+) -> Result<StatefulSet, Error> {
+    wait_until(
+        &format!("StatefulSet {name} to have {replicas} Ready replicas"),
+        seconds,
+        || async {
+            let sts = api.get_opt(name).await.ok().flatten()?;
+            let ready = sts.status.as_ref().and_then(|s| s.ready_replicas).unwrap_or(0);
+            (ready == replicas).then_some(sts)
+        },
+    )
+    .await
+}
+
+/// The hostPath directory behind a bound PVC.
+pub async fn claim_directory(
+    claims: &Api<PersistentVolumeClaim>,
+    volumes: &Api<PersistentVolume>,
+    claim: &str,
+) -> Result<std::path::PathBuf, Error> {
+    let volume_name = wait_until(&format!("PVC {claim} to be bound"), 60, || async {
+        claims.get_opt(claim).await.ok().flatten()?.spec?.volume_name
+    })
+    .await?;
+    let volume = volumes.get(&volume_name).await?;
+    volume
+        .spec
+        .and_then(|s| s.host_path)
+        .map(|h| std::path::PathBuf::from(h.path))
+        .ok_or_else(|| Error::Setup(format!("PV {volume_name} has no hostPath")))
+}
