@@ -63,7 +63,7 @@ struct SyncArgs {
     /// Compare contents of same-size files instead of trusting size + mtime.
     #[arg(long)]
     checksum_compare: bool,
-    /// Worker threads (default: 2 x cores, at least 4).
+    /// Worker threads (default: 8 x cores, between 8 and 64).
     #[arg(long)]
     threads: Option<usize>,
     /// Progress output: JSON lines on stdout, a bar on stderr, or nothing

@@ -45,7 +45,7 @@ pub struct SyncOptions {
     pub verify: VerifyMode,
     /// Compare contents of same-size files instead of trusting size + mtime.
     pub checksum_compare: bool,
-    /// Worker threads; `None` picks a default suited to I/O (2 × cores, at least 4).
+    /// Worker threads; `None` picks a default suited to I/O (8 × cores, 8 to 64).
     pub threads: Option<usize>,
     /// Progress output.
     pub progress: ProgressMode,

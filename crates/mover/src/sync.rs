@@ -49,10 +49,11 @@ pub fn sync(opts: &SyncOptions) -> Result<SyncReport, MoverError> {
     result
 }
 
-/// Threads for I/O-bound work: more than cores, so that some wait on the disk while others run.
+/// Threads for I/O-bound work: many more than cores, so that enough metadata reads and writes
+/// are in flight on a cold cache (measured on 2 cores: 16 beat 4 on 100k small files).
 fn default_threads() -> usize {
     let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2);
-    (cores * 2).clamp(4, 32)
+    (cores * 8).clamp(8, 64)
 }
 
 /// Validates the two paths and creates the target root if needed.
