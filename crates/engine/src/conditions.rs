@@ -20,7 +20,14 @@ pub fn remove_condition(conditions: &mut Vec<Condition>, type_: &str) {
     conditions.retain(|c| c.type_ != type_);
 }
 
-pub fn condition(type_: &str, status: bool, reason: &str, message: &str, generation: Option<i64>, now: &Time) -> Condition {
+pub fn condition(
+    type_: &str,
+    status: bool,
+    reason: &str,
+    message: &str,
+    generation: Option<i64>,
+    now: &Time,
+) -> Condition {
     Condition {
         type_: type_.to_string(),
         status: if status { "True" } else { "False" }.to_string(),
@@ -41,10 +48,16 @@ mod tests {
         let t1 = Time(Timestamp::from_second(1).unwrap());
         let t2 = Time(Timestamp::from_second(2).unwrap());
         let mut conditions = vec![condition("Prechecked", false, "A", "a", Some(1), &t1)];
-        set_condition(&mut conditions, condition("Prechecked", false, "B", "b", Some(1), &t2));
+        set_condition(
+            &mut conditions,
+            condition("Prechecked", false, "B", "b", Some(1), &t2),
+        );
         assert_eq!(conditions[0].last_transition_time, t1);
         assert_eq!(conditions[0].reason, "B");
-        set_condition(&mut conditions, condition("Prechecked", true, "C", "c", Some(1), &t2));
+        set_condition(
+            &mut conditions,
+            condition("Prechecked", true, "C", "c", Some(1), &t2),
+        );
         assert_eq!(conditions[0].last_transition_time, t2);
         assert_eq!(conditions.len(), 1);
     }

@@ -61,7 +61,10 @@ impl Observed {
     /// The class a template's PVCs get: the named one, else the cluster default.
     pub fn effective_class(&self, template: &TemplateView) -> Option<String> {
         template.storage_class.clone().or_else(|| {
-            self.storage_classes.iter().find(|(_, class)| class.is_default).map(|(name, _)| name.clone())
+            self.storage_classes
+                .iter()
+                .find(|(_, class)| class.is_default)
+                .map(|(name, _)| name.clone())
         })
     }
 }

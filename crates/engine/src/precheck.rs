@@ -28,7 +28,10 @@ pub struct Precheck {
 
 impl Precheck {
     fn reject(reason: &'static str, message: String) -> Self {
-        Precheck { verdict: Verdict::Reject { reason, message }, plan: Vec::new() }
+        Precheck {
+            verdict: Verdict::Reject { reason, message },
+            plan: Vec::new(),
+        }
     }
 }
 
@@ -38,7 +41,10 @@ pub fn precheck(spec: &VolumeResizeSpec, observed: &Observed) -> Precheck {
     let Some(sts) = &observed.stateful_set else {
         return Precheck::reject(
             REASON_STATEFUL_SET_NOT_FOUND,
-            format!("StatefulSet {:?} does not exist in this namespace", spec.stateful_set_name),
+            format!(
+                "StatefulSet {:?} does not exist in this namespace",
+                spec.stateful_set_name
+            ),
         );
     };
 
@@ -52,7 +58,11 @@ pub fn precheck(spec: &VolumeResizeSpec, observed: &Observed) -> Precheck {
                     "StatefulSet {:?} has no volume claim template {:?} (it has: {})",
                     sts.name,
                     change.name,
-                    if known.is_empty() { "none".to_string() } else { known.join(", ") }
+                    if known.is_empty() {
+                        "none".to_string()
+                    } else {
+                        known.join(", ")
+                    }
                 ),
             );
         };
@@ -63,7 +73,10 @@ pub fn precheck(spec: &VolumeResizeSpec, observed: &Observed) -> Precheck {
             }
         };
         let current_class = observed.effective_class(template);
-        let target_class = change.storage_class_name.clone().or_else(|| current_class.clone());
+        let target_class = change
+            .storage_class_name
+            .clone()
+            .or_else(|| current_class.clone());
         let Some(target_class_name) = target_class.clone() else {
             return Precheck::reject(
                 REASON_STORAGE_CLASS_NOT_FOUND,
@@ -76,7 +89,10 @@ pub fn precheck(spec: &VolumeResizeSpec, observed: &Observed) -> Precheck {
         let Some(class) = observed.storage_classes.get(&target_class_name) else {
             return Precheck::reject(
                 REASON_STORAGE_CLASS_NOT_FOUND,
-                format!("StorageClass {target_class_name:?} (volume {:?}) does not exist", change.name),
+                format!(
+                    "StorageClass {target_class_name:?} (volume {:?}) does not exist",
+                    change.name
+                ),
             );
         };
 
@@ -84,7 +100,9 @@ pub fn precheck(spec: &VolumeResizeSpec, observed: &Observed) -> Precheck {
             let claim_name = format!("{}-{}-{replica}", change.name, sts.name);
             let claim = observed.claims.get(&claim_name);
             let current_bytes = claim.and_then(|c| c.size_bytes).or(template.size_bytes);
-            let claim_class = claim.and_then(|c| c.storage_class.clone()).or_else(|| current_class.clone());
+            let claim_class = claim
+                .and_then(|c| c.storage_class.clone())
+                .or_else(|| current_class.clone());
             let class_changes = claim_class.as_deref() != Some(target_class_name.as_str());
             let strategy = match current_bytes {
                 Some(current_bytes) => choose(StrategyInput {
@@ -121,7 +139,18 @@ pub fn precheck(spec: &VolumeResizeSpec, observed: &Observed) -> Precheck {
     }
 
     if plan.iter().all(|row| row.strategy.is_none()) {
-        return Precheck { verdict: Verdict::NothingToDo, plan };
+        return Precheck {
+            verdict: Verdict::NothingToDo,
+            plan,
+        };
+    }
+
+    // A dry run changes nothing, so it never waits for the StatefulSet to be free or Ready.
+    if spec.dry_run {
+        return Precheck {
+            verdict: Verdict::Passed,
+            plan,
+        };
     }
 
     if let Some(holder) = queue_blocker(observed) {
@@ -150,7 +179,10 @@ pub fn precheck(spec: &VolumeResizeSpec, observed: &Observed) -> Precheck {
         };
     }
 
-    Precheck { verdict: Verdict::Passed, plan }
+    Precheck {
+        verdict: Verdict::Passed,
+        plan,
+    }
 }
 
 /// The VolumeResize this one must wait for: one already holding the StatefulSet, else an older one
@@ -158,7 +190,11 @@ pub fn precheck(spec: &VolumeResizeSpec, observed: &Observed) -> Precheck {
 fn queue_blocker(observed: &Observed) -> Option<String> {
     let holder = observed.peers.iter().find(|peer| peer.holds_stateful_set);
     let older_waiting = || {
-        observed.peers.iter().filter(|peer| peer.queue_key < observed.queue_key).min_by(|a, b| a.queue_key.cmp(&b.queue_key))
+        observed
+            .peers
+            .iter()
+            .filter(|peer| peer.queue_key < observed.queue_key)
+            .min_by(|a, b| a.queue_key.cmp(&b.queue_key))
     };
     holder.or_else(older_waiting).map(|peer| peer.name.clone())
 }

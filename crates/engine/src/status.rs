@@ -11,6 +11,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 pub fn after_precheck(
     previous: Option<&VolumeResizeStatus>,
     check: &Precheck,
+    dry_run: bool,
     generation: Option<i64>,
     now: &Time,
 ) -> VolumeResizeStatus {
@@ -18,7 +19,19 @@ pub fn after_precheck(
     status.observed_generation = generation;
     status.plan = merge_plan(&status.plan, &check.plan);
     let (phase, passed, reason, message, queued) = match &check.verdict {
-        Verdict::Passed => (Phase::Planning, true, REASON_PASSED, "all prechecks passed".to_string(), false),
+        Verdict::Passed if dry_run => {
+            let changes = check.plan.iter().filter(|row| row.strategy.is_some()).count();
+            let message =
+                format!("dry run: all prechecks passed; {changes} volume change(s) planned, nothing changed");
+            (Phase::Succeeded, true, REASON_PASSED, message, false)
+        }
+        Verdict::Passed => (
+            Phase::Planning,
+            true,
+            REASON_PASSED,
+            "all prechecks passed".to_string(),
+            false,
+        ),
         Verdict::NothingToDo => (
             Phase::Succeeded,
             true,
@@ -26,14 +39,24 @@ pub fn after_precheck(
             "every volume already has the requested size and StorageClass".to_string(),
             false,
         ),
-        Verdict::Wait { reason, message } => {
-            (Phase::Pending, false, *reason, message.clone(), *reason == REASON_WAITING_FOR_OTHER)
-        }
+        Verdict::Wait { reason, message } => (
+            Phase::Pending,
+            false,
+            *reason,
+            message.clone(),
+            *reason == REASON_WAITING_FOR_OTHER,
+        ),
         Verdict::Reject { reason, message } => (Phase::Failed, false, *reason, message.clone(), false),
     };
-    set_condition(&mut status.conditions, condition(PRECHECKED, passed, reason, &message, generation, now));
+    set_condition(
+        &mut status.conditions,
+        condition(PRECHECKED, passed, reason, &message, generation, now),
+    );
     if queued {
-        set_condition(&mut status.conditions, condition(QUEUED, true, reason, &message, generation, now));
+        set_condition(
+            &mut status.conditions,
+            condition(QUEUED, true, reason, &message, generation, now),
+        );
     } else {
         remove_condition(&mut status.conditions, QUEUED);
     }
@@ -43,13 +66,20 @@ pub fn after_precheck(
     status.phase = Some(phase);
     status.message = Some(message);
     let total = status.plan.iter().filter(|row| row.strategy.is_some()).count();
-    let done = status.plan.iter().filter(|row| row.strategy.is_some() && row.finished_at.is_some()).count();
+    let done = status
+        .plan
+        .iter()
+        .filter(|row| row.strategy.is_some() && row.finished_at.is_some())
+        .count();
     status.progress = Some(format!("{done}/{total}"));
     status
 }
 
 /// Keeps progress already recorded for rows that are still planned the same way.
-fn merge_plan(previous: &[ferry_api::VolumePlan], planned: &[ferry_api::VolumePlan]) -> Vec<ferry_api::VolumePlan> {
+fn merge_plan(
+    previous: &[ferry_api::VolumePlan],
+    planned: &[ferry_api::VolumePlan],
+) -> Vec<ferry_api::VolumePlan> {
     planned
         .iter()
         .map(|row| {
@@ -75,36 +105,75 @@ mod tests {
     #[test]
     fn same_inputs_give_identical_status() {
         let check = Precheck {
-            verdict: Verdict::Wait { reason: REASON_NOT_READY, message: "2/3".into() },
+            verdict: Verdict::Wait {
+                reason: REASON_NOT_READY,
+                message: "2/3".into(),
+            },
             plan: vec![],
         };
-        let first = after_precheck(None, &check, Some(1), &t(1));
-        let second = after_precheck(Some(&first), &check, Some(1), &t(2));
-        assert_eq!(first, second, "a repeated reconcile must not change status (no write)");
+        let first = after_precheck(None, &check, false, Some(1), &t(1));
+        let second = after_precheck(Some(&first), &check, false, Some(1), &t(2));
+        assert_eq!(
+            first, second,
+            "a repeated reconcile must not change status (no write)"
+        );
         assert_eq!(second.phase, Some(Phase::Pending));
     }
 
     #[test]
     fn reject_fails_with_reason_and_queue_sets_queued() {
         let reject = Precheck {
-            verdict: Verdict::Reject { reason: REASON_TEMPLATE_NOT_FOUND, message: "no logs".into() },
+            verdict: Verdict::Reject {
+                reason: REASON_TEMPLATE_NOT_FOUND,
+                message: "no logs".into(),
+            },
             plan: vec![],
         };
-        let status = after_precheck(None, &reject, Some(1), &t(1));
+        let status = after_precheck(None, &reject, false, Some(1), &t(1));
         assert_eq!(status.phase, Some(Phase::Failed));
         assert_eq!(status.conditions[0].reason, REASON_TEMPLATE_NOT_FOUND);
         assert_eq!(status.conditions[0].status, "False");
         assert_eq!(status.finished_at, Some(t(1)));
 
         let queued = Precheck {
-            verdict: Verdict::Wait { reason: REASON_WAITING_FOR_OTHER, message: "wait".into() },
+            verdict: Verdict::Wait {
+                reason: REASON_WAITING_FOR_OTHER,
+                message: "wait".into(),
+            },
             plan: vec![],
         };
-        let status = after_precheck(None, &queued, Some(1), &t(1));
-        assert!(status.conditions.iter().any(|c| c.type_ == QUEUED && c.status == "True"));
-        let passed = Precheck { verdict: Verdict::Passed, plan: vec![] };
-        let status = after_precheck(Some(&status), &passed, Some(1), &t(2));
+        let status = after_precheck(None, &queued, false, Some(1), &t(1));
+        assert!(
+            status
+                .conditions
+                .iter()
+                .any(|c| c.type_ == QUEUED && c.status == "True")
+        );
+        let passed = Precheck {
+            verdict: Verdict::Passed,
+            plan: vec![],
+        };
+        let status = after_precheck(Some(&status), &passed, false, Some(1), &t(2));
         assert!(status.conditions.iter().all(|c| c.type_ != QUEUED));
         assert_eq!(status.phase, Some(Phase::Planning));
+    }
+
+    #[test]
+    fn dry_run_succeeds_with_the_plan_and_nothing_else() {
+        let row = ferry_api::VolumePlan {
+            claim_name: "data-db-0".into(),
+            strategy: Some(ferry_api::ChosenStrategy::Copy),
+            target_size: "1Gi".into(),
+            ..Default::default()
+        };
+        let passed = Precheck {
+            verdict: Verdict::Passed,
+            plan: vec![row],
+        };
+        let status = after_precheck(None, &passed, true, Some(1), &t(1));
+        assert_eq!(status.phase, Some(Phase::Succeeded));
+        assert_eq!(status.plan.len(), 1);
+        assert!(status.message.unwrap().starts_with("dry run"));
+        assert_eq!(status.finished_at, Some(t(1)));
     }
 }

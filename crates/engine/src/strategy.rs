@@ -57,7 +57,13 @@ pub fn choose(input: StrategyInput) -> Result<Option<ChosenStrategy>, StrategyRe
 mod tests {
     use super::*;
 
-    fn input(requested: Strategy, current: u64, target: u64, class_changes: bool, expandable: bool) -> StrategyInput {
+    fn input(
+        requested: Strategy,
+        current: u64,
+        target: u64,
+        class_changes: bool,
+        expandable: bool,
+    ) -> StrategyInput {
         StrategyInput {
             requested,
             current_bytes: current,
@@ -79,9 +85,18 @@ mod tests {
             (input(Strategy::Copy, 10, 20, false, true), Ok(Some(Copy))),
             (input(Strategy::Copy, 10, 10, false, true), Ok(None)),
             (input(Strategy::InPlace, 10, 20, false, true), Ok(Some(InPlace))),
-            (input(Strategy::InPlace, 20, 10, false, true), Err(StrategyRefusal::InPlaceShrink)),
-            (input(Strategy::InPlace, 10, 20, true, true), Err(StrategyRefusal::InPlaceClassChange)),
-            (input(Strategy::InPlace, 10, 20, false, false), Err(StrategyRefusal::InPlaceNotExpandable)),
+            (
+                input(Strategy::InPlace, 20, 10, false, true),
+                Err(StrategyRefusal::InPlaceShrink),
+            ),
+            (
+                input(Strategy::InPlace, 10, 20, true, true),
+                Err(StrategyRefusal::InPlaceClassChange),
+            ),
+            (
+                input(Strategy::InPlace, 10, 20, false, false),
+                Err(StrategyRefusal::InPlaceNotExpandable),
+            ),
         ];
         for (case, expected) in cases {
             assert_eq!(choose(case), expected, "{case:?}");

@@ -35,18 +35,39 @@ fn observed() -> Observed {
             name: "db".into(),
             replicas: 3,
             ready_replicas: 3,
-            templates: [("data".to_string(), TemplateView { size_bytes: Some(10 * GI), storage_class: None })]
-                .into(),
+            templates: [(
+                "data".to_string(),
+                TemplateView {
+                    size_bytes: Some(10 * GI),
+                    storage_class: None,
+                },
+            )]
+            .into(),
         }),
         queue_key: (100, "me".into()),
         ..Observed::default()
     };
-    o.storage_classes.insert("standard".into(), StorageClassView { allow_expansion: true, is_default: true });
-    o.storage_classes.insert("fixed".into(), StorageClassView { allow_expansion: false, is_default: false });
+    o.storage_classes.insert(
+        "standard".into(),
+        StorageClassView {
+            allow_expansion: true,
+            is_default: true,
+        },
+    );
+    o.storage_classes.insert(
+        "fixed".into(),
+        StorageClassView {
+            allow_expansion: false,
+            is_default: false,
+        },
+    );
     for replica in 0..3 {
         o.claims.insert(
             format!("data-db-{replica}"),
-            ClaimView { size_bytes: Some(10 * GI), storage_class: Some("standard".into()) },
+            ClaimView {
+                size_bytes: Some(10 * GI),
+                storage_class: Some("standard".into()),
+            },
         );
     }
     o
@@ -77,10 +98,20 @@ fn grow_on_expandable_class_is_in_place_for_every_replica() {
 #[test]
 fn shrink_and_class_change_copy() {
     let check = precheck(&spec(&[("data", "5Gi", None)]), &observed());
-    assert!(check.plan.iter().all(|r| r.strategy == Some(ChosenStrategy::Copy)));
+    assert!(
+        check
+            .plan
+            .iter()
+            .all(|r| r.strategy == Some(ChosenStrategy::Copy))
+    );
     let check = precheck(&spec(&[("data", "10Gi", Some("fixed"))]), &observed());
     assert_eq!(check.verdict, Verdict::Passed);
-    assert!(check.plan.iter().all(|r| r.strategy == Some(ChosenStrategy::Copy)));
+    assert!(
+        check
+            .plan
+            .iter()
+            .all(|r| r.strategy == Some(ChosenStrategy::Copy))
+    );
     assert_eq!(check.plan[0].target_storage_class.as_deref(), Some("fixed"));
 }
 
@@ -88,7 +119,10 @@ fn shrink_and_class_change_copy() {
 fn missing_stateful_set_template_or_class_is_rejected() {
     let mut o = observed();
     o.stateful_set = None;
-    assert_eq!(reason(&precheck(&spec(&[("data", "20Gi", None)]), &o)), REASON_STATEFUL_SET_NOT_FOUND);
+    assert_eq!(
+        reason(&precheck(&spec(&[("data", "20Gi", None)]), &o)),
+        REASON_STATEFUL_SET_NOT_FOUND
+    );
 
     let check = precheck(&spec(&[("logs", "20Gi", None)]), &observed());
     assert_eq!(reason(&check), REASON_TEMPLATE_NOT_FOUND);
@@ -104,13 +138,20 @@ fn no_default_class_and_no_class_named_is_rejected() {
     let mut o = observed();
     o.storage_classes.get_mut("standard").unwrap().is_default = false;
     o.claims.clear();
-    assert_eq!(reason(&precheck(&spec(&[("data", "20Gi", None)]), &o)), REASON_STORAGE_CLASS_NOT_FOUND);
+    assert_eq!(
+        reason(&precheck(&spec(&[("data", "20Gi", None)]), &o)),
+        REASON_STORAGE_CLASS_NOT_FOUND
+    );
 }
 
 #[test]
 fn invalid_size_is_rejected() {
     for size in ["ten", "0", "-1Gi"] {
-        assert_eq!(reason(&precheck(&spec(&[("data", size, None)]), &observed())), REASON_INVALID_SIZE, "{size}");
+        assert_eq!(
+            reason(&precheck(&spec(&[("data", size, None)]), &observed())),
+            REASON_INVALID_SIZE,
+            "{size}"
+        );
     }
 }
 
@@ -127,7 +168,10 @@ fn in_place_on_fixed_class_is_rejected() {
 
 #[test]
 fn same_size_and_class_is_nothing_to_do() {
-    assert_eq!(precheck(&spec(&[("data", "10Gi", None)]), &observed()).verdict, Verdict::NothingToDo);
+    assert_eq!(
+        precheck(&spec(&[("data", "10Gi", None)]), &observed()).verdict,
+        Verdict::NothingToDo
+    );
 }
 
 #[test]
@@ -146,21 +190,56 @@ fn unready_stateful_set_waits_unless_forced() {
 fn queue_holder_or_older_peer_blocks_younger_does_not() {
     let s = spec(&[("data", "20Gi", None)]);
     let mut o = observed();
-    o.peers = vec![PeerResize { name: "younger".into(), queue_key: (200, "y".into()), holds_stateful_set: false }];
+    o.peers = vec![PeerResize {
+        name: "younger".into(),
+        queue_key: (200, "y".into()),
+        holds_stateful_set: false,
+    }];
     assert_eq!(precheck(&s, &o).verdict, Verdict::Passed);
 
-    o.peers.push(PeerResize { name: "older".into(), queue_key: (50, "o".into()), holds_stateful_set: false });
+    o.peers.push(PeerResize {
+        name: "older".into(),
+        queue_key: (50, "o".into()),
+        holds_stateful_set: false,
+    });
     let check = precheck(&s, &o);
     assert!(matches!(&check.verdict, Verdict::Wait { message, .. } if message.contains("\"older\"")));
 
-    o.peers = vec![PeerResize { name: "holder".into(), queue_key: (300, "h".into()), holds_stateful_set: true }];
-    assert!(matches!(&precheck(&s, &o).verdict, Verdict::Wait { message, .. } if message.contains("\"holder\"")));
+    o.peers = vec![PeerResize {
+        name: "holder".into(),
+        queue_key: (300, "h".into()),
+        holds_stateful_set: true,
+    }];
+    assert!(
+        matches!(&precheck(&s, &o).verdict, Verdict::Wait { message, .. } if message.contains("\"holder\""))
+    );
 }
 
 #[test]
 fn permanent_problems_are_reported_before_waiting() {
     let mut o = observed();
     o.stateful_set.as_mut().unwrap().ready_replicas = 0;
-    o.peers = vec![PeerResize { name: "holder".into(), queue_key: (1, "h".into()), holds_stateful_set: true }];
-    assert_eq!(reason(&precheck(&spec(&[("data", "20Gi", Some("gold"))]), &o)), REASON_STORAGE_CLASS_NOT_FOUND);
+    o.peers = vec![PeerResize {
+        name: "holder".into(),
+        queue_key: (1, "h".into()),
+        holds_stateful_set: true,
+    }];
+    assert_eq!(
+        reason(&precheck(&spec(&[("data", "20Gi", Some("gold"))]), &o)),
+        REASON_STORAGE_CLASS_NOT_FOUND
+    );
+}
+
+#[test]
+fn dry_run_neither_queues_nor_waits_for_readiness() {
+    let mut o = observed();
+    o.stateful_set.as_mut().unwrap().ready_replicas = 0;
+    o.peers = vec![PeerResize {
+        name: "holder".into(),
+        queue_key: (1, "h".into()),
+        holds_stateful_set: true,
+    }];
+    let mut s = spec(&[("data", "20Gi", None)]);
+    s.dry_run = true;
+    assert_eq!(precheck(&s, &o).verdict, Verdict::Passed);
 }

@@ -52,7 +52,7 @@ async fn reconcile_inner(resize: &VolumeResize, ctx: &Context) -> Result<Action,
     let observation = observe(ctx, resize, &namespace).await?;
     let check = precheck(&resize.spec, &observation.observed);
     let now = Time(k8s_openapi::jiff::Timestamp::now());
-    let status = after_precheck(previous, &check, generation, &now);
+    let status = after_precheck(previous, &check, resize.spec.dry_run, generation, &now);
 
     if previous != Some(&status) {
         write_status(ctx, resize, &namespace, &status).await?;

@@ -1,0 +1,384 @@
+//! Prechecks on the real control plane: each failure becomes a status condition and an Event and
+//! changes nothing in the cluster; a passing request is planned per replica and volume.
+
+mod support;
+
+use ferry_api::condition::*;
+use ferry_api::{ChosenStrategy, Phase};
+use ferry_testenv::fixtures::{stateful_set, wait_ready};
+use ferry_testenv::{CLASS_EXPANDABLE, CLASS_FIXED};
+use k8s_openapi::api::apps::v1::StatefulSet;
+use kube::Api;
+use kube::api::{Patch, PatchParams, PostParams};
+use serde_json::json;
+use support::{Harness, condition};
+
+async fn healthy_stateful_set(harness: &Harness, name: &str, replicas: i32, class: &str) {
+    let sets: Api<StatefulSet> = harness.ns.api();
+    sets.create(
+        &PostParams::default(),
+        &stateful_set(name, replicas, class, "1Gi"),
+    )
+    .await
+    .unwrap();
+    wait_ready(&sets, name, replicas, 120).await.unwrap();
+}
+
+/// Creates the VolumeResize, waits for it to fail, and checks the reason, the message, the Events on
+/// the VolumeResize (and StatefulSet when it exists) and that nothing else changed.
+async fn assert_rejected(
+    harness: &Harness,
+    name: &str,
+    spec: serde_json::Value,
+    reason: &str,
+    message_part: &str,
+) {
+    let before = harness.snapshot().await;
+    harness.create_resize(name, spec.clone()).await;
+    let resize = harness
+        .wait_resize(name, "the VolumeResize to fail", |r| r.phase() == Phase::Failed)
+        .await;
+    let prechecked = condition(&resize, PRECHECKED).expect("Prechecked condition");
+    assert_eq!(
+        (prechecked.status.as_str(), prechecked.reason.as_str()),
+        ("False", reason)
+    );
+    assert!(
+        prechecked.message.contains(message_part),
+        "message {:?} lacks {message_part:?}",
+        prechecked.message
+    );
+    assert_eq!(
+        resize.status.as_ref().unwrap().message.as_deref(),
+        Some(prechecked.message.as_str())
+    );
+
+    let events = ferry_testenv::wait_until("a Warning Event on the VolumeResize", 30, || async {
+        let events = harness.events_for("VolumeResize", name).await;
+        events
+            .iter()
+            .any(|(type_, r, _)| type_ == "Warning" && r == reason)
+            .then_some(events)
+    })
+    .await
+    .unwrap();
+    assert!(
+        events.iter().any(|(_, _, note)| note.contains(message_part)),
+        "{events:?}"
+    );
+    let sts_name = spec["statefulSetName"].as_str().unwrap();
+    let sts_exists = harness
+        .ns
+        .api::<StatefulSet>()
+        .get_opt(sts_name)
+        .await
+        .unwrap()
+        .is_some();
+    if sts_exists {
+        let sts_events = harness.wait_event("StatefulSet", sts_name, reason).await;
+        assert!(
+            sts_events
+                .iter()
+                .any(|(_, r, note)| r == reason && note.contains(name)),
+            "{sts_events:?}"
+        );
+    }
+    assert_eq!(
+        harness.snapshot().await,
+        before,
+        "a failed precheck must change nothing"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn missing_stateful_set_fails_and_changes_nothing() {
+    let harness = Harness::start("pre-nosts").await;
+    let spec = json!({"statefulSetName": "ghost", "volumes": [{"name": "data", "size": "2Gi"}]});
+    assert_rejected(
+        &harness,
+        "grow-ghost",
+        spec,
+        REASON_STATEFUL_SET_NOT_FOUND,
+        "\"ghost\" does not exist",
+    )
+    .await;
+    harness.finish().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn missing_template_fails_and_names_the_existing_ones() {
+    let harness = Harness::start("pre-notpl").await;
+    healthy_stateful_set(&harness, "db", 2, CLASS_FIXED).await;
+    let spec = json!({"statefulSetName": "db", "volumes": [{"name": "logs", "size": "2Gi"}]});
+    assert_rejected(
+        &harness,
+        "grow-logs",
+        spec,
+        REASON_TEMPLATE_NOT_FOUND,
+        "no volume claim template \"logs\" (it has: data)",
+    )
+    .await;
+    harness.finish().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn missing_storage_class_fails() {
+    let harness = Harness::start("pre-nosc").await;
+    healthy_stateful_set(&harness, "db", 1, CLASS_FIXED).await;
+    let spec = json!({"statefulSetName": "db", "volumes": [{"name": "data", "size": "2Gi", "storageClassName": "gold"}]});
+    assert_rejected(
+        &harness,
+        "to-gold",
+        spec,
+        REASON_STORAGE_CLASS_NOT_FOUND,
+        "StorageClass \"gold\"",
+    )
+    .await;
+    harness.finish().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn in_place_on_a_class_that_cannot_expand_fails() {
+    let harness = Harness::start("pre-noexp").await;
+    healthy_stateful_set(&harness, "db", 1, CLASS_FIXED).await;
+    let spec =
+        json!({"statefulSetName": "db", "strategy": "InPlace", "volumes": [{"name": "data", "size": "2Gi"}]});
+    assert_rejected(
+        &harness,
+        "inplace",
+        spec,
+        REASON_NOT_EXPANDABLE,
+        "does not allow volume expansion",
+    )
+    .await;
+    harness.finish().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn passing_prechecks_plan_every_replica() {
+    let harness = Harness::start("pre-pass").await;
+    healthy_stateful_set(&harness, "db", 3, CLASS_EXPANDABLE).await;
+    let before = harness.snapshot().await;
+    harness
+        .create_resize(
+            "grow",
+            json!({"statefulSetName": "db", "volumes": [{"name": "data", "size": "2Gi"}]}),
+        )
+        .await;
+    let resize = harness
+        .wait_resize("grow", "prechecks to pass", |r| r.phase() == Phase::Planning)
+        .await;
+    let prechecked = condition(&resize, PRECHECKED).unwrap();
+    assert_eq!(
+        (prechecked.status.as_str(), prechecked.reason.as_str()),
+        ("True", REASON_PASSED)
+    );
+    let status = resize.status.unwrap();
+    assert_eq!(status.observed_generation, resize.metadata.generation);
+    assert_eq!(status.progress.as_deref(), Some("0/3"));
+    let claims: Vec<_> = status.plan.iter().map(|row| row.claim_name.as_str()).collect();
+    assert_eq!(claims, ["data-db-0", "data-db-1", "data-db-2"]);
+    for row in &status.plan {
+        assert_eq!(
+            row.strategy,
+            Some(ChosenStrategy::InPlace),
+            "grow on an expandable class is in place"
+        );
+        assert_eq!(
+            (row.current_size.as_deref(), row.target_size.as_str()),
+            (Some("1Gi"), "2Gi")
+        );
+        assert_eq!(row.current_storage_class.as_deref(), Some(CLASS_EXPANDABLE));
+    }
+    assert_eq!(harness.snapshot().await, before, "prechecks alone change nothing");
+
+    // A dry run of a shrink plans a copy per replica, succeeds, and changes nothing.
+    let dry =
+        json!({"statefulSetName": "db", "dryRun": true, "volumes": [{"name": "data", "size": "512Mi"}]});
+    harness.create_resize("dry", dry).await;
+    let resize = harness
+        .wait_resize("dry", "the dry run to finish", |r| r.phase() == Phase::Succeeded)
+        .await;
+    let status = resize.status.unwrap();
+    assert!(
+        status.message.as_deref().unwrap().starts_with("dry run"),
+        "{:?}",
+        status.message
+    );
+    assert_eq!(status.plan.len(), 3);
+    assert!(
+        status
+            .plan
+            .iter()
+            .all(|row| row.strategy == Some(ChosenStrategy::Copy) && row.target_size == "512Mi")
+    );
+    assert_eq!(harness.snapshot().await, before, "a dry run changes nothing");
+
+    // On a class that cannot expand, growing means copying.
+    let sets: Api<StatefulSet> = harness.ns.api();
+    sets.create(
+        &PostParams::default(),
+        &stateful_set("fixed", 1, CLASS_FIXED, "1Gi"),
+    )
+    .await
+    .unwrap();
+    wait_ready(&sets, "fixed", 1, 120).await.unwrap();
+    harness
+        .create_resize(
+            "grow-fixed",
+            json!({"statefulSetName": "fixed", "volumes": [{"name": "data", "size": "2Gi"}]}),
+        )
+        .await;
+    let resize = harness
+        .wait_resize("grow-fixed", "prechecks to pass", |r| {
+            r.phase() == Phase::Planning
+        })
+        .await;
+    assert!(
+        resize
+            .status
+            .unwrap()
+            .plan
+            .iter()
+            .all(|row| row.strategy == Some(ChosenStrategy::Copy))
+    );
+    harness.finish().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn second_resize_on_the_same_stateful_set_waits_its_turn() {
+    let harness = Harness::start("pre-queue").await;
+    healthy_stateful_set(&harness, "db", 1, CLASS_EXPANDABLE).await;
+    harness
+        .create_resize(
+            "first",
+            json!({"statefulSetName": "db", "volumes": [{"name": "data", "size": "2Gi"}]}),
+        )
+        .await;
+    harness
+        .wait_resize("first", "the first resize to hold the StatefulSet", |r| {
+            r.phase() == Phase::Planning
+        })
+        .await;
+
+    let before = harness.snapshot().await;
+    harness
+        .create_resize(
+            "second",
+            json!({"statefulSetName": "db", "volumes": [{"name": "data", "size": "3Gi"}]}),
+        )
+        .await;
+    let second = harness
+        .wait_resize("second", "the second resize to queue", |r| {
+            condition(r, QUEUED).is_some_and(|c| c.status == "True")
+        })
+        .await;
+    assert_eq!(second.phase(), Phase::Pending);
+    let prechecked = condition(&second, PRECHECKED).unwrap();
+    assert_eq!(
+        (prechecked.status.as_str(), prechecked.reason.as_str()),
+        ("False", REASON_WAITING_FOR_OTHER)
+    );
+    assert!(prechecked.message.contains("\"first\""), "{}", prechecked.message);
+    let events = harness
+        .wait_event("VolumeResize", "second", REASON_WAITING_FOR_OTHER)
+        .await;
+    assert!(
+        events
+            .iter()
+            .any(|(_, reason, _)| reason == REASON_WAITING_FOR_OTHER),
+        "{events:?}"
+    );
+    assert_eq!(
+        harness.snapshot().await,
+        before,
+        "a queued resize changes nothing"
+    );
+
+    // A waiting resize is looked at again every 10 s; with nothing changed, nothing is written.
+    let version = second.metadata.resource_version.clone();
+    tokio::time::sleep(std::time::Duration::from_secs(12)).await;
+    let again = harness
+        .ns
+        .api::<ferry_api::VolumeResize>()
+        .get("second")
+        .await
+        .unwrap();
+    assert_eq!(
+        again.metadata.resource_version, version,
+        "a no-op reconcile must not write"
+    );
+    harness.finish().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unhealthy_stateful_set_waits_then_proceeds_when_ready() {
+    let harness = Harness::start("pre-unready").await;
+    let sets: Api<StatefulSet> = harness.ns.api();
+    // Pods that no node accepts stay Pending, so the StatefulSet is not Ready.
+    let mut sts = stateful_set("db", 1, CLASS_EXPANDABLE, "1Gi");
+    sts.spec
+        .as_mut()
+        .unwrap()
+        .template
+        .spec
+        .as_mut()
+        .unwrap()
+        .node_selector = Some([("ferry.dev/no-such-node".to_string(), "true".to_string())].into());
+    sets.create(&PostParams::default(), &sts).await.unwrap();
+    let pods: Api<k8s_openapi::api::core::v1::Pod> = harness.ns.api();
+    ferry_testenv::wait_until("db-0 to be marked unschedulable", 60, || async {
+        let pod = pods.get_opt("db-0").await.ok().flatten()?;
+        let conditions = pod.status?.conditions?;
+        conditions
+            .iter()
+            .any(|c| c.type_ == "PodScheduled" && c.status == "False")
+            .then_some(())
+    })
+    .await
+    .unwrap();
+    wait_ready(&sets, "db", 0, 30).await.unwrap();
+    tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+
+    let before = harness.snapshot().await;
+    harness
+        .create_resize(
+            "grow",
+            json!({"statefulSetName": "db", "volumes": [{"name": "data", "size": "2Gi"}]}),
+        )
+        .await;
+    let resize = harness
+        .wait_resize("grow", "the not-ready verdict", |r| {
+            condition(r, PRECHECKED).is_some_and(|c| c.reason == REASON_NOT_READY)
+        })
+        .await;
+    assert_eq!(resize.phase(), Phase::Pending);
+    assert!(
+        condition(&resize, PRECHECKED)
+            .unwrap()
+            .message
+            .contains("0/1 replicas Ready")
+    );
+    let events = harness.wait_event("StatefulSet", "db", REASON_NOT_READY).await;
+    assert!(
+        events
+            .iter()
+            .any(|(t, reason, _)| t == "Warning" && reason == REASON_NOT_READY),
+        "{events:?}"
+    );
+    assert_eq!(harness.snapshot().await, before, "waiting changes nothing");
+
+    // Once the replica can run and is Ready, the same VolumeResize proceeds by itself.
+    let patch = json!({"spec": {"template": {"spec": {"nodeSelector": null}}}});
+    sets.patch("db", &PatchParams::default(), &Patch::Merge(patch))
+        .await
+        .unwrap();
+    let _ = pods.delete("db-0", &Default::default()).await;
+    wait_ready(&sets, "db", 1, 120).await.unwrap();
+    harness
+        .wait_resize("grow", "prechecks to pass once Ready", |r| {
+            r.phase() == Phase::Planning
+        })
+        .await;
+    harness.finish().await;
+}

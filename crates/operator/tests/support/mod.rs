@@ -1,0 +1,173 @@
+//! Shared setup for the operator's tests on the local control plane: the CRD, a namespace, and the
+//! operator itself running in-process, scoped to that namespace.
+#![allow(dead_code)]
+
+use ferry_api::{VolumeResize, VolumeResizeSpec};
+use ferry_operator::{Settings, run};
+use ferry_testenv::{TestNamespace, client, wait_until};
+use k8s_openapi::api::events::v1::Event;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::api::{Patch, PatchParams, PostParams};
+use kube::runtime::wait::{await_condition, conditions};
+use kube::{Api, Client, CustomResourceExt, ResourceExt};
+use tokio::task::JoinHandle;
+
+pub struct Harness {
+    pub client: Client,
+    pub ns: TestNamespace,
+    operator: JoinHandle<()>,
+}
+
+impl Harness {
+    pub async fn start(prefix: &str) -> Harness {
+        let client = client().await.unwrap();
+        install_crd(&client).await;
+        let ns = TestNamespace::create(&client, prefix).await.unwrap();
+        let settings = Settings {
+            namespace: Some(ns.name.clone()),
+            http_addr: None,
+        };
+        let operator_client = client.clone();
+        let operator = tokio::spawn(async move {
+            if let Err(error) = run(operator_client, settings).await {
+                eprintln!("operator stopped: {error}");
+            }
+        });
+        Harness { client, ns, operator }
+    }
+
+    pub async fn finish(self) {
+        self.operator.abort();
+        self.ns.cleanup().await.unwrap();
+    }
+
+    pub async fn create_resize(&self, name: &str, spec: serde_json::Value) -> VolumeResize {
+        self.try_create_resize(name, spec).await.unwrap()
+    }
+
+    pub async fn try_create_resize(
+        &self,
+        name: &str,
+        spec: serde_json::Value,
+    ) -> Result<VolumeResize, kube::Error> {
+        let resize: VolumeResize = serde_json::from_value(serde_json::json!({
+            "apiVersion": "ferry.dev/v1alpha1", "kind": "VolumeResize",
+            "metadata": {"name": name}, "spec": spec,
+        }))
+        .unwrap_or_else(|_| {
+            VolumeResize::new(name, serde_json::from_value::<VolumeResizeSpec>(spec).unwrap())
+        });
+        self.ns
+            .api::<VolumeResize>()
+            .create(&PostParams::default(), &resize)
+            .await
+    }
+
+    /// Waits until the VolumeResize satisfies `done`, returning it.
+    pub async fn wait_resize(
+        &self,
+        name: &str,
+        what: &str,
+        done: impl Fn(&VolumeResize) -> bool,
+    ) -> VolumeResize {
+        let api = self.ns.api::<VolumeResize>();
+        wait_until(what, 60, || async {
+            let resize = api.get_opt(name).await.ok().flatten()?;
+            done(&resize).then_some(resize)
+        })
+        .await
+        .unwrap()
+    }
+
+    /// Events in the namespace about the named object, as (type, reason, note).
+    pub async fn events_for(&self, kind: &str, name: &str) -> Vec<(String, String, String)> {
+        self.ns
+            .api::<Event>()
+            .list(&Default::default())
+            .await
+            .unwrap()
+            .items
+            .into_iter()
+            .filter(|e| {
+                e.regarding
+                    .as_ref()
+                    .is_some_and(|r| r.kind.as_deref() == Some(kind) && r.name.as_deref() == Some(name))
+            })
+            .map(|e| {
+                (
+                    e.type_.unwrap_or_default(),
+                    e.reason.unwrap_or_default(),
+                    e.note.unwrap_or_default(),
+                )
+            })
+            .collect()
+    }
+
+    /// Waits for an Event about the object with the given reason; returns all Events about it.
+    pub async fn wait_event(&self, kind: &str, name: &str, reason: &str) -> Vec<(String, String, String)> {
+        ferry_testenv::wait_until(&format!("an Event {reason} on {kind} {name}"), 30, || async {
+            let events = self.events_for(kind, name).await;
+            events.iter().any(|(_, r, _)| r == reason).then_some(events)
+        })
+        .await
+        .unwrap()
+    }
+
+    /// Every object in the namespace that Ferry could touch, by kind/name → resourceVersion.
+    pub async fn snapshot(&self) -> Vec<String> {
+        use k8s_openapi::api::apps::v1::StatefulSet;
+        use k8s_openapi::api::core::v1::{ConfigMap, PersistentVolumeClaim, Pod};
+        let mut out = Vec::new();
+        macro_rules! add {
+            ($kind:ty) => {
+                for object in self
+                    .ns
+                    .api::<$kind>()
+                    .list(&Default::default())
+                    .await
+                    .unwrap()
+                    .items
+                {
+                    out.push(format!(
+                        "{}/{}@{}",
+                        stringify!($kind),
+                        object.name_any(),
+                        object.resource_version().unwrap_or_default()
+                    ));
+                }
+            };
+        }
+        add!(StatefulSet);
+        add!(PersistentVolumeClaim);
+        add!(Pod);
+        add!(ConfigMap);
+        out.sort();
+        out
+    }
+}
+
+/// Installs (server-side apply) the VolumeResize CRD and waits until it is established.
+pub async fn install_crd(client: &Client) {
+    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
+    let crd = VolumeResize::crd();
+    let name = crd.name_any();
+    crds.patch(
+        &name,
+        &PatchParams::apply("ferry-tests").force(),
+        &Patch::Apply(&crd),
+    )
+    .await
+    .unwrap();
+    let established = await_condition(crds, &name, conditions::is_crd_established());
+    tokio::time::timeout(std::time::Duration::from_secs(30), established)
+        .await
+        .unwrap()
+        .unwrap();
+}
+
+pub fn condition<'a>(
+    resize: &'a VolumeResize,
+    type_: &str,
+) -> Option<&'a k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition> {
+    resize.condition(type_)
+}

@@ -1,0 +1,101 @@
+//! The API server itself rejects malformed VolumeResizes, with a message a person can act on.
+
+mod support;
+
+use serde_json::json;
+use support::install_crd;
+
+async fn rejection(spec: serde_json::Value) -> String {
+    let client = ferry_testenv::client().await.unwrap();
+    install_crd(&client).await;
+    let api: kube::Api<ferry_api::VolumeResize> = kube::Api::namespaced(client, "default");
+    let object = json!({
+        "apiVersion": "ferry.dev/v1alpha1", "kind": "VolumeResize",
+        "metadata": {"generateName": "invalid-"}, "spec": spec,
+    });
+    let data = serde_json::to_vec(&object).unwrap();
+    let request = api.resource_url().to_string();
+    // Raw request: the typed client would refuse to even serialize some of these.
+    let request = http::Request::post(request)
+        .header("content-type", "application/json")
+        .body(data)
+        .unwrap();
+    match ferry_testenv::client()
+        .await
+        .unwrap()
+        .request::<serde_json::Value>(request)
+        .await
+    {
+        Ok(created) => panic!("the API server accepted an invalid VolumeResize: {created}"),
+        Err(kube::Error::Api(status)) => {
+            assert_eq!(status.code, 422, "{status:?}");
+            status.message
+        }
+        Err(other) => panic!("unexpected error: {other}"),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn size_that_is_not_a_quantity_is_rejected() {
+    let message =
+        rejection(json!({"statefulSetName": "db", "volumes": [{"name": "data", "size": "ten gigs"}]})).await;
+    assert!(
+        message.contains("spec.volumes[0].size") && message.contains("positive Kubernetes quantity"),
+        "{message}"
+    );
+    let message =
+        rejection(json!({"statefulSetName": "db", "volumes": [{"name": "data", "size": "0"}]})).await;
+    assert!(message.contains("positive Kubernetes quantity"), "{message}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn empty_volume_list_is_rejected() {
+    let message = rejection(json!({"statefulSetName": "db", "volumes": []})).await;
+    assert!(
+        message.contains("spec.volumes") && message.contains("at least 1"),
+        "{message}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn duplicate_volume_names_are_rejected() {
+    let message = rejection(json!({"statefulSetName": "db", "volumes": [
+        {"name": "data", "size": "1Gi"}, {"name": "data", "size": "2Gi"}]}))
+    .await;
+    assert!(
+        message.contains("Duplicate value") && message.contains("data"),
+        "{message}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unknown_enum_values_are_rejected() {
+    for (field, value) in [("mode", "Sideways"), ("strategy", "Magic"), ("verify", "Vibes")] {
+        let mut spec = json!({"statefulSetName": "db", "volumes": [{"name": "data", "size": "1Gi"}]});
+        spec[field] = json!(value);
+        let message = rejection(spec).await;
+        assert!(
+            message.contains(&format!("spec.{field}")) && message.contains("Unsupported value"),
+            "{message}"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn missing_or_empty_fields_and_bad_durations_are_rejected() {
+    let message = rejection(json!({"volumes": [{"name": "data", "size": "1Gi"}]})).await;
+    assert!(
+        message.contains("statefulSetName") && message.contains("Required"),
+        "{message}"
+    );
+    let message =
+        rejection(json!({"statefulSetName": "", "volumes": [{"name": "data", "size": "1Gi"}]})).await;
+    assert!(message.contains("statefulSetName must not be empty"), "{message}");
+    let message =
+        rejection(json!({"statefulSetName": "db", "volumes": [{"name": "data", "size": "1Gi"}], "retainOldVolumes": "a while"}))
+            .await;
+    assert!(
+        message.contains("retainOldVolumes must be a duration"),
+        "{message}"
+    );
+}
