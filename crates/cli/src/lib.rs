@@ -1,1 +1,28 @@
-//! kubectl-ferry: the command-line front end of Ferry.
+//! kubectl-ferry: the command-line front end of Ferry (`kubectl ferry …`).
+//!
+//! Pure logic — turning flags into a `VolumeResize` spec, formatting tables, progress and durations,
+//! choosing exit codes — lives in small modules with unit tests ([`request`], [`format`], [`render`],
+//! [`table`], [`style`], [`exit`]). Talking to Kubernetes lives in [`kube_io`]; the commands that
+//! combine both live in [`commands`] and [`watch`].
+
+pub mod args;
+pub mod commands;
+pub mod exit;
+pub mod format;
+pub mod kube_io;
+pub mod render;
+pub mod request;
+pub mod style;
+pub mod table;
+pub mod watch;
+
+pub use args::Cli;
+pub use exit::{CliError, ExitCode};
+
+/// Annotation asking the operator to roll a VolumeResize back (re-bind the retained old volumes and
+/// restore the StatefulSet from its backup). Defined here, not in `ferry-api`, because the operator
+/// side does not exist yet: the operator will honour it once rollback-on-request is implemented.
+pub const ANNOTATION_ROLLBACK_REQUESTED: &str = "ferry.dev/rollback-requested";
+
+/// Field manager the CLI uses for its writes.
+pub const FIELD_MANAGER: &str = "kubectl-ferry";

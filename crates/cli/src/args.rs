@@ -1,0 +1,266 @@
+//! Command-line flags, parsed by clap.
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use std::path::PathBuf;
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "kubectl-ferry",
+    bin_name = "kubectl ferry",
+    version,
+    about = "Change StatefulSet volumes safely with Ferry: grow, shrink, move to another StorageClass",
+    after_help = "Exit codes: 0 ok, 1 resize failed or request refused, 2 usage error, \
+3 not found, 4 cluster unreachable / forbidden / CRD missing, 5 still in progress."
+)]
+pub struct Cli {
+    #[command(flatten)]
+    pub global: GlobalArgs,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Connection flags, as kubectl has them.
+#[derive(Args, Debug, Clone, Default)]
+pub struct GlobalArgs {
+    /// Path to the kubeconfig file (default: $KUBECONFIG, else ~/.kube/config, else in-cluster).
+    #[arg(long, global = true, value_name = "PATH")]
+    pub kubeconfig: Option<PathBuf>,
+    /// The kubeconfig context to use.
+    #[arg(long, global = true, value_name = "NAME")]
+    pub context: Option<String>,
+    /// Namespace (default: the context's namespace, else "default").
+    #[arg(short = 'n', long, global = true, value_name = "NS")]
+    pub namespace: Option<String>,
+    /// When to use colors and progress bars.
+    #[arg(long, global = true, value_enum, default_value_t = ColorChoice::Auto)]
+    pub color: ColorChoice,
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]
+pub enum ColorChoice {
+    /// On a terminal, unless NO_COLOR is set.
+    #[default]
+    Auto,
+    Always,
+    Never,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Create a VolumeResize for a StatefulSet.
+    Resize(ResizeArgs),
+    /// Show what a resize would do (a dry-run VolumeResize); changes nothing.
+    Plan(PlanArgs),
+    /// List VolumeResizes.
+    #[command(visible_alias = "ls", visible_alias = "get")]
+    List(ListArgs),
+    /// Show a VolumeResize in full: spec, plan, progress, conditions, Events, objects made.
+    Describe(NameArgs),
+    /// Print the phase of a VolumeResize; exit 0 on Succeeded, 1 on Failed, 5 while in progress.
+    Status(StatusArgs),
+    /// Live progress per replica and volume until the VolumeResize finishes.
+    Watch(WatchArgs),
+    /// Ask the operator to roll a VolumeResize back (writes made since the swap are lost).
+    Rollback(RollbackArgs),
+    /// Delete a VolumeResize (a running one stops at the next safe point).
+    Delete(NameArgs),
+    /// Print a shell completion script.
+    Completion(CompletionArgs),
+}
+
+/// What to change: shared by `resize` and `plan`.
+#[derive(Args, Debug, Clone, Default)]
+pub struct RequestArgs {
+    /// The StatefulSet whose volumes change.
+    #[arg(value_name = "STATEFULSET")]
+    pub stateful_set: String,
+    /// A volume claim template to change: NAME or NAME=SIZE (repeatable).
+    #[arg(long = "volume", value_name = "NAME[=SIZE]")]
+    pub volumes: Vec<String>,
+    /// New size: one value for every --volume without =SIZE, or one per such --volume, in order.
+    #[arg(long = "size", value_name = "QUANTITY")]
+    pub sizes: Vec<String>,
+    /// Target StorageClass: CLASS for every volume, one per --volume in order, or NAME=CLASS.
+    #[arg(long = "storage-class", value_name = "[NAME=]CLASS")]
+    pub storage_classes: Vec<String>,
+    /// Rolling: one replica at a time; Offline: scale to zero, all volumes in parallel.
+    #[arg(long, value_enum)]
+    pub mode: Option<ModeArg>,
+    /// auto: expand in place where possible, else copy; inplace: only expand; copy: always copy.
+    #[arg(long, value_enum)]
+    pub strategy: Option<StrategyArg>,
+    /// Copy cold, after the replica stopped (default: warm copy while it runs, then a final sync).
+    #[arg(long)]
+    pub no_warm_copy: bool,
+    /// How copied data is verified (default checksum).
+    #[arg(long, value_enum)]
+    pub verify: Option<VerifyArg>,
+    /// How long old volumes are kept after a copy: e.g. 24h, 7d, or Forever.
+    #[arg(long, value_name = "DURATION")]
+    pub retain_old_volumes: Option<String>,
+    /// Proceed even when the StatefulSet is not fully Ready.
+    #[arg(long)]
+    pub force: bool,
+    /// Name of the VolumeResize (default: generated from the StatefulSet name).
+    #[arg(long)]
+    pub name: Option<String>,
+}
+
+#[derive(Args, Debug)]
+pub struct ResizeArgs {
+    #[command(flatten)]
+    pub request: RequestArgs,
+    /// Only plan (create a dry-run VolumeResize and keep it); see also `plan`.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// After creating, show live progress until it finishes (exit code as `status`).
+    #[arg(long)]
+    pub watch: bool,
+    /// Print the created object as json or yaml instead of a summary.
+    #[arg(short = 'o', long, value_enum)]
+    pub output: Option<DataFormat>,
+}
+
+#[derive(Args, Debug)]
+pub struct PlanArgs {
+    #[command(flatten)]
+    pub request: RequestArgs,
+    /// Keep the dry-run VolumeResize instead of deleting it after printing.
+    #[arg(long)]
+    pub keep: bool,
+    /// Seconds to wait for the operator to fill in the plan.
+    #[arg(long, default_value_t = 60, value_name = "SECONDS")]
+    pub timeout: u64,
+    /// Copy throughput assumed for the time estimate when the status has no measured rate.
+    #[arg(long, default_value = "100Mi", value_name = "QUANTITY_PER_SECOND")]
+    pub rate: String,
+    /// Print the planned VolumeResize as json or yaml instead of a table.
+    #[arg(short = 'o', long, value_enum)]
+    pub output: Option<DataFormat>,
+}
+
+#[derive(Args, Debug)]
+pub struct ListArgs {
+    /// List in every namespace.
+    #[arg(short = 'A', long)]
+    pub all_namespaces: bool,
+    /// Output format.
+    #[arg(short = 'o', long, value_enum)]
+    pub output: Option<ListFormat>,
+}
+
+#[derive(Args, Debug)]
+pub struct NameArgs {
+    /// Name of the VolumeResize.
+    pub name: String,
+}
+
+#[derive(Args, Debug)]
+pub struct StatusArgs {
+    /// Name of the VolumeResize.
+    pub name: String,
+    /// Wait until it Succeeds or Fails, printing each change.
+    #[arg(short, long)]
+    pub follow: bool,
+    /// Seconds between polls with --follow.
+    #[arg(long, default_value_t = 1.0, value_name = "SECONDS")]
+    pub interval: f64,
+    /// Give up after this many seconds with --follow (exit 5); 0 waits forever.
+    #[arg(long, default_value_t = 0, value_name = "SECONDS")]
+    pub timeout: u64,
+}
+
+#[derive(Args, Debug)]
+pub struct WatchArgs {
+    /// Name of the VolumeResize.
+    pub name: String,
+    /// Seconds between polls.
+    #[arg(long, default_value_t = 1.0, value_name = "SECONDS")]
+    pub interval: f64,
+}
+
+#[derive(Args, Debug)]
+pub struct RollbackArgs {
+    /// Name of the VolumeResize.
+    pub name: String,
+}
+
+#[derive(Args, Debug)]
+pub struct CompletionArgs {
+    #[arg(value_enum)]
+    pub shell: clap_complete::Shell,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum ModeArg {
+    Rolling,
+    Offline,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum StrategyArg {
+    Auto,
+    Inplace,
+    Copy,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum VerifyArg {
+    None,
+    Metadata,
+    Checksum,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum DataFormat {
+    Json,
+    Yaml,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum ListFormat {
+    Wide,
+    Json,
+    Yaml,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn flags_are_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn parses_a_resize_with_global_flags_anywhere() {
+        let cli = Cli::try_parse_from([
+            "kubectl-ferry",
+            "resize",
+            "db",
+            "--volume",
+            "data=20Gi",
+            "-n",
+            "prod",
+            "--mode",
+            "offline",
+            "--no-warm-copy",
+        ])
+        .unwrap();
+        assert_eq!(cli.global.namespace.as_deref(), Some("prod"));
+        let Command::Resize(args) = cli.command else {
+            panic!("not resize")
+        };
+        assert_eq!(args.request.volumes, ["data=20Gi"]);
+        assert_eq!(args.request.mode, Some(ModeArg::Offline));
+        assert!(args.request.no_warm_copy);
+    }
+
+    #[test]
+    fn unknown_flags_are_usage_errors() {
+        let error = Cli::try_parse_from(["kubectl-ferry", "list", "--bogus"]).unwrap_err();
+        assert_eq!(error.exit_code(), 2);
+    }
+}

@@ -1,0 +1,561 @@
+//! The commands: each combines the pure pieces with the Kubernetes I/O of [`crate::kube_io`].
+
+use crate::args::{
+    Cli, Command, CompletionArgs, DataFormat, ListArgs, ListFormat, NameArgs, PlanArgs, RequestArgs,
+    ResizeArgs, RollbackArgs, StatusArgs,
+};
+use crate::exit::{CliError, ExitCode};
+use crate::kube_io::{Action, Cluster, RESIZES, connect};
+use crate::render;
+use crate::request::{self, RequestError};
+use crate::style::{RED, Style, YELLOW};
+use crate::watch;
+use clap::CommandFactory;
+use ferry_api::{ChosenStrategy, Phase, VolumeResize, parse_bytes};
+use kube::api::{DeleteParams, ListParams, ObjectMeta, Patch, PatchParams, PostParams};
+use kube::{Api, ResourceExt};
+use std::io::IsTerminal;
+use std::time::{Duration, Instant};
+
+/// Runs the command; prints errors as `error: …` on stderr and returns the exit code.
+pub async fn run(cli: Cli) -> ExitCode {
+    let style = Style::detect(cli.global.color);
+    let err_style = Style::decide(
+        cli.global.color,
+        std::io::stderr().is_terminal(),
+        std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty()),
+    );
+    match execute(cli, style).await {
+        Ok(code) => code,
+        Err(error) => {
+            eprintln!("{} {error}", err_style.paint(RED, "error:"));
+            error.exit_code()
+        }
+    }
+}
+
+async fn execute(cli: Cli, style: Style) -> Result<ExitCode, CliError> {
+    if let Command::Completion(args) = &cli.command {
+        return completion(args);
+    }
+    // Validate what needs no cluster first, so usage errors never wait on the network.
+    if let Command::Resize(ResizeArgs { request, .. }) | Command::Plan(PlanArgs { request, .. }) =
+        &cli.command
+    {
+        pair(request)?;
+    }
+    if let Command::Plan(args) = &cli.command {
+        assumed_rate(&args.rate)?;
+    }
+    let cluster = connect(&cli.global).await?;
+    match cli.command {
+        Command::Resize(args) => resize(&cluster, args, style).await,
+        Command::Plan(args) => plan(&cluster, args, style).await,
+        Command::List(args) => list(&cluster, args, style).await,
+        Command::Describe(args) => describe(&cluster, args, style).await,
+        Command::Status(args) => status(&cluster, args, style).await,
+        Command::Watch(args) => {
+            watch::watch(
+                &cluster,
+                &args.name,
+                seconds(args.interval)?,
+                style,
+                std::io::stdout().is_terminal(),
+            )
+            .await
+        }
+        Command::Rollback(args) => rollback(&cluster, args, style).await,
+        Command::Delete(args) => delete(&cluster, args).await,
+        Command::Completion(args) => completion(&args),
+    }
+}
+
+fn seconds(value: f64) -> Result<Duration, CliError> {
+    Duration::try_from_secs_f64(value)
+        .ok()
+        .filter(|d| !d.is_zero())
+        .ok_or_else(|| {
+            CliError::Usage(format!(
+                "--interval {value}: must be a positive number of seconds"
+            ))
+        })
+}
+
+fn assumed_rate(text: &str) -> Result<u64, CliError> {
+    parse_bytes(text).map_err(|e| CliError::Usage(format!("--rate: {e}")))
+}
+
+fn request_error(error: RequestError) -> CliError {
+    match error {
+        RequestError::TemplateNotFound { .. } => CliError::NotFound(error.to_string()),
+        RequestError::Usage(_) | RequestError::InvalidSize { .. } => CliError::Usage(error.to_string()),
+    }
+}
+
+fn pair(args: &RequestArgs) -> Result<Vec<request::VolumeRequest>, CliError> {
+    request::pair_volumes(&args.volumes, &args.sizes, &args.storage_classes).map_err(request_error)
+}
+
+/// Validates the request against the cluster and builds the object to create.
+async fn build(
+    cluster: &Cluster,
+    args: &RequestArgs,
+    dry_run: bool,
+    plan: bool,
+) -> Result<(VolumeResize, Vec<request::Template>), CliError> {
+    let requests = pair(args)?;
+    cluster.require_crd().await?;
+    let templates = cluster.templates(&args.stateful_set).await?;
+    let volumes = request::resolve(&args.stateful_set, &requests, &templates).map_err(request_error)?;
+    let mut checked = Vec::new();
+    for class in volumes.iter().filter_map(|v| v.storage_class_name.as_deref()) {
+        if !checked.contains(&class) {
+            cluster.check_storage_class(class).await?;
+            checked.push(class);
+        }
+    }
+    let spec = request::build_spec(args, volumes, dry_run);
+    let mut resize = VolumeResize::new("", spec);
+    resize.metadata = ObjectMeta {
+        name: args.name.clone(),
+        generate_name: args
+            .name
+            .is_none()
+            .then(|| request::generate_name(&args.stateful_set, plan)),
+        namespace: Some(cluster.namespace.clone()),
+        ..Default::default()
+    };
+    Ok((resize, templates))
+}
+
+async fn create(cluster: &Cluster, resize: &VolumeResize) -> Result<VolumeResize, CliError> {
+    match cluster.resizes().create(&PostParams::default(), resize).await {
+        Ok(created) => Ok(created),
+        Err(kube::Error::Api(status)) if status.code == 409 => Err(CliError::Failed(format!(
+            "a VolumeResize named {:?} already exists in namespace {:?}; choose another --name",
+            resize.metadata.name.as_deref().unwrap_or_default(),
+            cluster.namespace
+        ))),
+        Err(error) => Err(cluster.explain(error, Action::new("create", RESIZES)).await),
+    }
+}
+
+fn print_data<T: serde::Serialize>(value: &T, format: DataFormat) -> Result<(), CliError> {
+    let text = match format {
+        DataFormat::Json => serde_json::to_string_pretty(value)
+            .map(|mut s| {
+                s.push('\n');
+                s
+            })
+            .map_err(|e| CliError::Failed(format!("cannot render JSON: {e}")))?,
+        DataFormat::Yaml => {
+            serde_yaml::to_string(value).map_err(|e| CliError::Failed(format!("cannot render YAML: {e}")))?
+        }
+    };
+    print!("{text}");
+    Ok(())
+}
+
+async fn resize(cluster: &Cluster, args: ResizeArgs, style: Style) -> Result<ExitCode, CliError> {
+    let (object, templates) = build(cluster, &args.request, args.dry_run, false).await?;
+    let created = create(cluster, &object).await?;
+    let name = created.name_any();
+    if let Some(format) = args.output {
+        print_data(&created, format)?;
+    } else {
+        println!(
+            "volumeresize.ferry.dev/{name} created{}",
+            if args.dry_run { " (dry run)" } else { "" }
+        );
+        for volume in &created.spec.volumes {
+            let current = templates.iter().find(|t| t.name == volume.name);
+            let from = current.and_then(|t| t.size.clone()).unwrap_or_else(|| "?".into());
+            let mut line = format!(
+                "  StatefulSet {}, volume {}: {from} -> {}",
+                created.spec.stateful_set_name, volume.name, volume.size
+            );
+            if let Some(class) = &volume.storage_class_name {
+                let old = current
+                    .and_then(|t| t.storage_class.clone())
+                    .unwrap_or_else(|| "(default)".into());
+                line.push_str(&format!(", StorageClass {old} -> {class}"));
+            }
+            println!("{line}");
+        }
+        println!(
+            "  mode {}, strategy {}, verify {}, warm copy {}",
+            render::mode_name(created.spec.mode),
+            render::strategy_name(created.spec.strategy),
+            render::verify_name(created.spec.verify),
+            if created.spec.warm_copy { "on" } else { "off" }
+        );
+        if !args.watch {
+            println!(
+                "Follow it with: kubectl ferry watch {name} -n {}",
+                cluster.namespace
+            );
+        }
+    }
+    if args.watch {
+        return watch::watch(
+            cluster,
+            &name,
+            Duration::from_secs(1),
+            style,
+            std::io::stdout().is_terminal(),
+        )
+        .await;
+    }
+    Ok(ExitCode::Ok)
+}
+
+async fn plan(cluster: &Cluster, args: PlanArgs, style: Style) -> Result<ExitCode, CliError> {
+    let rate = assumed_rate(&args.rate)?;
+    let (object, _) = build(cluster, &args.request, true, true).await?;
+    let created = create(cluster, &object).await?;
+    let name = created.name_any();
+    let api = cluster.resizes();
+    let deadline = Instant::now() + Duration::from_secs(args.timeout);
+    let outcome = loop {
+        match api.get_opt(&name).await {
+            Ok(Some(resize)) if resize.phase().is_terminal() => break Ok(resize),
+            Ok(Some(resize)) if Instant::now() >= deadline => {
+                let why = resize
+                    .status
+                    .as_ref()
+                    .and_then(|s| s.message.clone())
+                    .unwrap_or_else(|| "no status yet: is the Ferry operator running?".into());
+                break Err(CliError::InProgress(format!(
+                    "the operator did not finish planning {name} within {}s ({}: {why})",
+                    args.timeout,
+                    crate::style::phase_name(resize.phase())
+                )));
+            }
+            Ok(Some(_)) => tokio::time::sleep(Duration::from_millis(300)).await,
+            Ok(None) => {
+                break Err(CliError::NotFound(format!(
+                    "the dry-run VolumeResize {name} was deleted before it was planned"
+                )));
+            }
+            Err(error) => break Err(cluster.explain(error, Action::named("get", RESIZES, &name)).await),
+        }
+    };
+    if !args.keep {
+        let _ = api.delete(&name, &DeleteParams::default()).await;
+    }
+    let resize = outcome?;
+    match args.output {
+        Some(format) => print_data(&resize, format)?,
+        None => {
+            print!("{}", render::plan_text(&resize, rate, style));
+            if args.keep {
+                println!("Kept the dry-run VolumeResize {name}.");
+            }
+        }
+    }
+    Ok(match resize.phase() {
+        Phase::Failed => ExitCode::Failed,
+        _ => ExitCode::Ok,
+    })
+}
+
+async fn list(cluster: &Cluster, args: ListArgs, style: Style) -> Result<ExitCode, CliError> {
+    let api: Api<VolumeResize> = if args.all_namespaces {
+        Api::all(cluster.client.clone())
+    } else {
+        cluster.resizes()
+    };
+    let mut items = match api.list(&ListParams::default()).await {
+        Ok(list) => list.items,
+        Err(error) => return Err(cluster.explain(error, Action::new("list", RESIZES)).await),
+    };
+    items.sort_by(|a, b| (a.namespace(), a.name_any()).cmp(&(b.namespace(), b.name_any())));
+    match args.output {
+        Some(ListFormat::Json) | Some(ListFormat::Yaml) => {
+            let list = serde_json::json!({
+                "apiVersion": "v1",
+                "kind": "List",
+                "items": items,
+            });
+            let format = if args.output == Some(ListFormat::Json) {
+                DataFormat::Json
+            } else {
+                DataFormat::Yaml
+            };
+            print_data(&list, format)?;
+        }
+        wide => {
+            if items.is_empty() {
+                if args.all_namespaces {
+                    eprintln!("No VolumeResizes found.");
+                } else {
+                    eprintln!("No VolumeResizes found in namespace {}.", cluster.namespace);
+                }
+            } else {
+                print!(
+                    "{}",
+                    render::list_table(
+                        &items,
+                        jiff::Timestamp::now(),
+                        args.all_namespaces,
+                        wide == Some(ListFormat::Wide),
+                        style
+                    )
+                );
+            }
+        }
+    }
+    Ok(ExitCode::Ok)
+}
+
+async fn describe(cluster: &Cluster, args: NameArgs, style: Style) -> Result<ExitCode, CliError> {
+    let resize = cluster.get_resize(&args.name).await?;
+    let now = jiff::Timestamp::now();
+    let events = cluster.events(&args.name, now).await;
+    print!("{}", render::describe_text(&resize, &events, now, style));
+    Ok(ExitCode::Ok)
+}
+
+/// The exit code for a resize's phase: 0 Succeeded, 1 Failed, 5 otherwise.
+pub fn phase_exit(phase: Phase) -> ExitCode {
+    match phase {
+        Phase::Succeeded => ExitCode::Ok,
+        Phase::Failed => ExitCode::Failed,
+        _ => ExitCode::InProgress,
+    }
+}
+
+async fn status(cluster: &Cluster, args: StatusArgs, style: Style) -> Result<ExitCode, CliError> {
+    let mut resize = cluster.get_resize(&args.name).await?;
+    if !args.follow {
+        print!("{}", render::status_text(&resize, style));
+        return Ok(phase_exit(resize.phase()));
+    }
+    let interval = seconds(args.interval)?;
+    let deadline = (args.timeout > 0).then(|| Instant::now() + Duration::from_secs(args.timeout));
+    let mut last = String::new();
+    loop {
+        let headline = render::headline(&resize, style);
+        if headline != last {
+            println!("{headline}");
+            last = headline;
+        }
+        if resize.phase().is_terminal() {
+            break;
+        }
+        if deadline.is_some_and(|d| Instant::now() >= d) {
+            return Err(CliError::InProgress(format!(
+                "{} is still {} after {}s",
+                args.name,
+                crate::style::phase_name(resize.phase()),
+                args.timeout
+            )));
+        }
+        tokio::time::sleep(interval).await;
+        resize = cluster.get_resize(&args.name).await?;
+    }
+    if let Some(status) = &resize.status {
+        for row in &status.plan {
+            println!("  {}", render::row_line(row));
+        }
+    }
+    Ok(phase_exit(resize.phase()))
+}
+
+/// Why a rollback cannot be asked for, or None when it can.
+pub fn rollback_refusal(resize: &VolumeResize) -> Option<String> {
+    let name = resize.name_any();
+    if resize.spec.dry_run {
+        return Some(format!(
+            "{name} is a dry run: it changed nothing, so there is nothing to roll back"
+        ));
+    }
+    let phase = resize.phase();
+    if matches!(phase, Phase::Pending | Phase::Planning) {
+        return Some(format!(
+            "{name} is {}: no volume has been changed yet, so there is nothing to roll back \
+             (to cancel it: kubectl ferry delete {name})",
+            crate::style::phase_name(phase)
+        ));
+    }
+    let plan = resize
+        .status
+        .as_ref()
+        .map(|s| s.plan.as_slice())
+        .unwrap_or_default();
+    if phase == Phase::Failed && plan.is_empty() {
+        return Some(format!(
+            "{name} failed before changing anything ({}); there is nothing to roll back",
+            resize
+                .status
+                .as_ref()
+                .and_then(|s| s.message.clone())
+                .unwrap_or_default()
+        ));
+    }
+    if !plan.is_empty() && plan.iter().all(|r| r.strategy == Some(ChosenStrategy::InPlace)) {
+        return Some(format!(
+            "{name} expanded its volumes in place; an expansion cannot be undone (volumes cannot \
+             shrink in place). Create a new resize with --strategy copy instead"
+        ));
+    }
+    None
+}
+
+async fn rollback(cluster: &Cluster, args: RollbackArgs, style: Style) -> Result<ExitCode, CliError> {
+    let resize = cluster.get_resize(&args.name).await?;
+    if let Some(refusal) = rollback_refusal(&resize) {
+        return Err(CliError::Failed(refusal));
+    }
+    if resize.phase() == ferry_api::Phase::RollingBack {
+        println!("volumeresize.ferry.dev/{} is already rolling back", args.name);
+        return Ok(ExitCode::Ok);
+    }
+    let already = resize
+        .annotations()
+        .get(crate::ANNOTATION_ROLLBACK_REQUESTED)
+        .is_some_and(|v| v == "true");
+    if !already {
+        let patch = serde_json::json!({
+            "metadata": {"annotations": {crate::ANNOTATION_ROLLBACK_REQUESTED: "true"}}
+        });
+        if let Err(error) = cluster
+            .resizes()
+            .patch(&args.name, &PatchParams::default(), &Patch::Merge(&patch))
+            .await
+        {
+            return Err(cluster
+                .explain(error, Action::named("patch", RESIZES, &args.name))
+                .await);
+        }
+    }
+    eprintln!(
+        "{} rolling back re-binds the old volumes and restores the StatefulSet from its backup: \
+         writes made to the new volumes since the swap are lost.",
+        Style::decide(
+            crate::args::ColorChoice::Auto,
+            std::io::stderr().is_terminal() && style.color,
+            false
+        )
+        .paint(YELLOW, "warning:")
+    );
+    println!(
+        "volumeresize.ferry.dev/{} rollback {}requested",
+        args.name,
+        if already { "already " } else { "" }
+    );
+    Ok(ExitCode::Ok)
+}
+
+async fn delete(cluster: &Cluster, args: NameArgs) -> Result<ExitCode, CliError> {
+    let resize = cluster.get_resize(&args.name).await?;
+    if let Err(error) = cluster
+        .resizes()
+        .delete(&args.name, &DeleteParams::default())
+        .await
+    {
+        return Err(cluster
+            .explain(error, Action::named("delete", RESIZES, &args.name))
+            .await);
+    }
+    println!("volumeresize.ferry.dev \"{}\" deleted", args.name);
+    if matches!(
+        resize.phase(),
+        Phase::Running | Phase::Paused | Phase::RollingBack
+    ) {
+        eprintln!(
+            "note: it was {}; the operator stops at the next safe point and finishes or rolls back \
+             the current replica",
+            crate::style::phase_name(resize.phase())
+        );
+    }
+    Ok(ExitCode::Ok)
+}
+
+fn completion(args: &CompletionArgs) -> Result<ExitCode, CliError> {
+    let mut command = Cli::command();
+    clap_complete::generate(args.shell, &mut command, "kubectl-ferry", &mut std::io::stdout());
+    Ok(ExitCode::Ok)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn resize(spec_extra: serde_json::Value, status: serde_json::Value) -> VolumeResize {
+        let mut spec = json!({"statefulSetName": "db", "volumes": [{"name": "data", "size": "2Gi"}]});
+        if let (Some(spec), Some(extra)) = (spec.as_object_mut(), spec_extra.as_object()) {
+            spec.extend(extra.clone());
+        }
+        serde_json::from_value(json!({
+            "apiVersion": "ferry.dev/v1alpha1", "kind": "VolumeResize",
+            "metadata": {"name": "grow"}, "spec": spec, "status": status,
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn phase_exit_codes() {
+        assert_eq!(phase_exit(Phase::Succeeded), ExitCode::Ok);
+        assert_eq!(phase_exit(Phase::Failed), ExitCode::Failed);
+        assert_eq!(phase_exit(Phase::Running), ExitCode::InProgress);
+        assert_eq!(phase_exit(Phase::Pending), ExitCode::InProgress);
+    }
+
+    #[test]
+    fn rollback_is_refused_when_nothing_changed() {
+        let pending = resize(json!({}), json!({"phase": "Pending"}));
+        assert!(
+            rollback_refusal(&pending)
+                .unwrap()
+                .contains("nothing to roll back")
+        );
+        let dry = resize(json!({"dryRun": true}), json!({"phase": "Succeeded"}));
+        assert!(rollback_refusal(&dry).unwrap().contains("dry run"));
+        let failed_early = resize(json!({}), json!({"phase": "Failed", "message": "no sts"}));
+        assert!(
+            rollback_refusal(&failed_early)
+                .unwrap()
+                .contains("failed before changing anything")
+        );
+        let in_place = resize(
+            json!({}),
+            json!({"phase": "Succeeded", "plan": [
+            {"replica": 0, "volume": "data", "claimName": "data-db-0", "strategy": "InPlace", "targetSize": "2Gi"}]}),
+        );
+        assert!(rollback_refusal(&in_place).unwrap().contains("cannot be undone"));
+    }
+
+    #[test]
+    fn rollback_is_allowed_after_a_copy() {
+        let copied = resize(
+            json!({}),
+            json!({"phase": "Succeeded", "plan": [
+            {"replica": 0, "volume": "data", "claimName": "data-db-0", "strategy": "Copy", "targetSize": "2Gi"}]}),
+        );
+        assert_eq!(rollback_refusal(&copied), None);
+        let running = resize(
+            json!({}),
+            json!({"phase": "Running", "plan": [
+            {"replica": 0, "volume": "data", "claimName": "data-db-0", "strategy": "Copy", "targetSize": "2Gi"}]}),
+        );
+        assert_eq!(rollback_refusal(&running), None);
+    }
+
+    #[test]
+    fn request_errors_map_to_exit_codes() {
+        let not_found = request_error(RequestError::TemplateNotFound {
+            stateful_set: "db".into(),
+            name: "x".into(),
+            available: vec!["data".into()],
+        });
+        assert_eq!(not_found.exit_code(), ExitCode::NotFound);
+        assert_eq!(
+            request_error(RequestError::Usage("u".into())).exit_code(),
+            ExitCode::Usage
+        );
+        assert_eq!(seconds(0.0).unwrap_err().exit_code(), ExitCode::Usage);
+        assert_eq!(assumed_rate("1x").unwrap_err().exit_code(), ExitCode::Usage);
+    }
+}

@@ -1,0 +1,355 @@
+//! Kubernetes I/O: connecting like kubectl does, and turning API errors into errors a user can act
+//! on (with the exit codes of [`crate::exit`]).
+
+use crate::args::GlobalArgs;
+use crate::exit::CliError;
+use crate::render::EventLine;
+use crate::request::Template;
+use ferry_api::VolumeResize;
+use k8s_openapi::api::apps::v1::StatefulSet;
+use k8s_openapi::api::core::v1::Event;
+use k8s_openapi::api::storage::v1::StorageClass;
+use kube::api::ListParams;
+use kube::config::{KubeConfigOptions, Kubeconfig};
+use kube::{Api, Client, Config};
+use std::time::Duration;
+
+/// A connected client and the namespace the command works in.
+#[derive(Clone)]
+pub struct Cluster {
+    pub client: Client,
+    pub namespace: String,
+    /// The API server URL, for error messages.
+    pub server: String,
+}
+
+const INSTALL_HINT: &str = "install it with: ferry crd | kubectl apply -f -";
+
+/// Connects with `--kubeconfig`/`--context` (else `$KUBECONFIG`, `~/.kube/config`, in-cluster).
+pub async fn connect(global: &GlobalArgs) -> Result<Cluster, CliError> {
+    let options = KubeConfigOptions {
+        context: global.context.clone(),
+        cluster: None,
+        user: None,
+    };
+    let config: Result<Config, String> = match &global.kubeconfig {
+        Some(path) => {
+            let kubeconfig = Kubeconfig::read_from(path).map_err(|e| {
+                CliError::Unreachable(format!("cannot read kubeconfig {}: {e}", path.display()))
+            })?;
+            Config::from_custom_kubeconfig(kubeconfig, &options)
+                .await
+                .map_err(|e| e.to_string())
+        }
+        None if global.context.is_some() => {
+            Config::from_kubeconfig(&options).await.map_err(|e| e.to_string())
+        }
+        None => Config::infer().await.map_err(|e| e.to_string()),
+    };
+    let mut config = config.map_err(|e| {
+        CliError::Unreachable(format!(
+            "no usable cluster configuration: {e} (use --kubeconfig, --context or $KUBECONFIG)"
+        ))
+    })?;
+    config.connect_timeout = Some(Duration::from_secs(5));
+    config.read_timeout = Some(Duration::from_secs(30));
+    let namespace = global
+        .namespace
+        .clone()
+        .unwrap_or_else(|| config.default_namespace.clone());
+    let server = config.cluster_url.to_string();
+    let client = Client::try_from(config)
+        .map_err(|e| CliError::Unreachable(format!("cannot set up a client for {server}: {e}")))?;
+    Ok(Cluster {
+        client,
+        namespace,
+        server,
+    })
+}
+
+/// What the command was doing, for error messages: e.g. ("create", "volumeresizes.ferry.dev").
+#[derive(Debug, Clone, Copy)]
+pub struct Action<'a> {
+    pub verb: &'a str,
+    pub resource: &'a str,
+    pub name: Option<&'a str>,
+}
+
+impl<'a> Action<'a> {
+    pub fn new(verb: &'a str, resource: &'a str) -> Self {
+        Action {
+            verb,
+            resource,
+            name: None,
+        }
+    }
+    pub fn named(verb: &'a str, resource: &'a str, name: &'a str) -> Self {
+        Action {
+            verb,
+            resource,
+            name: Some(name),
+        }
+    }
+}
+
+/// Maps a kube error to a user-facing error, without extra requests (see [`Cluster::explain`]).
+pub fn classify(error: &kube::Error, action: Action<'_>, namespace: &str, server: &str) -> CliError {
+    match error {
+        kube::Error::Api(status) => match status.code {
+            401 => CliError::Unreachable(format!(
+                "the cluster at {server} rejected the credentials (401 Unauthorized): {}",
+                status.message
+            )),
+            403 => CliError::Forbidden(format!(
+                "forbidden: you may not {} {} in namespace {namespace:?}; ask for RBAC permission \
+                 (server said: {})",
+                action.verb, action.resource, status.message
+            )),
+            404 => match action.name {
+                Some(name) => CliError::NotFound(format!(
+                    "{} {name:?} not found in namespace {namespace:?}",
+                    action.resource
+                )),
+                None => CliError::NotFound(format!("{}: {}", action.resource, status.message)),
+            },
+            409 => CliError::Failed(format!("conflict: {}", status.message)),
+            400 | 422 => CliError::Usage(format!("the API server refused the request: {}", status.message)),
+            _ => CliError::Failed(format!(
+                "cannot {} {}: {} ({})",
+                action.verb, action.resource, status.message, status.code
+            )),
+        },
+        other => CliError::Unreachable(format!(
+            "cannot reach the Kubernetes API server at {server}: {other} (check --kubeconfig, \
+             --context and that the cluster is running)"
+        )),
+    }
+}
+
+impl Cluster {
+    pub fn resizes(&self) -> Api<VolumeResize> {
+        Api::namespaced(self.client.clone(), &self.namespace)
+    }
+
+    /// Maps an error; a 404 while working on VolumeResizes checks whether the CRD is installed.
+    pub async fn explain(&self, error: kube::Error, action: Action<'_>) -> CliError {
+        let is_404 = matches!(&error, kube::Error::Api(status) if status.code == 404);
+        if is_404
+            && action.resource == RESIZES
+            && let Err(missing) = self.require_crd().await
+        {
+            return missing;
+        }
+        classify(&error, action, &self.namespace, &self.server)
+    }
+
+    /// Fails with install instructions when the VolumeResize CRD is not served.
+    pub async fn require_crd(&self) -> Result<(), CliError> {
+        match self.client.list_api_group_resources("ferry.dev/v1alpha1").await {
+            Ok(list) if list.resources.iter().any(|r| r.name == "volumeresizes") => Ok(()),
+            Ok(_) => Err(crd_missing()),
+            Err(kube::Error::Api(status)) if status.code == 404 => Err(crd_missing()),
+            Err(error) => Err(classify(
+                &error,
+                Action::new("get", "API group ferry.dev/v1alpha1"),
+                &self.namespace,
+                &self.server,
+            )),
+        }
+    }
+
+    pub async fn get_resize(&self, name: &str) -> Result<VolumeResize, CliError> {
+        match self.resizes().get(name).await {
+            Ok(resize) => Ok(resize),
+            Err(error) => Err(self.explain(error, Action::named("get", RESIZES, name)).await),
+        }
+    }
+
+    /// The StatefulSet's volume claim templates (NotFound when it does not exist).
+    pub async fn templates(&self, stateful_set: &str) -> Result<Vec<Template>, CliError> {
+        let api: Api<StatefulSet> = Api::namespaced(self.client.clone(), &self.namespace);
+        let sts = api.get_opt(stateful_set).await.map_err(|e| {
+            classify(
+                &e,
+                Action::named("get", "statefulsets.apps", stateful_set),
+                &self.namespace,
+                &self.server,
+            )
+        })?;
+        let Some(sts) = sts else {
+            let names = api
+                .list(&ListParams::default())
+                .await
+                .map(|list| {
+                    list.items
+                        .into_iter()
+                        .filter_map(|s| s.metadata.name)
+                        .collect::<Vec<_>>()
+                })
+                .unwrap_or_default();
+            let available = if names.is_empty() {
+                "there are none".to_string()
+            } else {
+                format!("there are: {}", names.join(", "))
+            };
+            return Err(CliError::NotFound(format!(
+                "StatefulSet {stateful_set:?} not found in namespace {:?} ({available})",
+                self.namespace
+            )));
+        };
+        Ok(sts
+            .spec
+            .map(|spec| spec.volume_claim_templates.unwrap_or_default())
+            .unwrap_or_default()
+            .into_iter()
+            .map(|claim| Template {
+                name: claim.metadata.name.unwrap_or_default(),
+                size: claim
+                    .spec
+                    .as_ref()
+                    .and_then(|s| s.resources.as_ref())
+                    .and_then(|r| r.requests.as_ref())
+                    .and_then(|r| r.get("storage"))
+                    .map(|q| q.0.clone()),
+                storage_class: claim.spec.and_then(|s| s.storage_class_name),
+            })
+            .collect())
+    }
+
+    /// Checks a StorageClass exists. Being unable to read StorageClasses (forbidden) is not an
+    /// error here: the operator checks again.
+    pub async fn check_storage_class(&self, name: &str) -> Result<(), CliError> {
+        let api: Api<StorageClass> = Api::all(self.client.clone());
+        match api.get_opt(name).await {
+            Ok(Some(_)) => Ok(()),
+            Ok(None) => {
+                let names = api
+                    .list(&ListParams::default())
+                    .await
+                    .map(|l| {
+                        l.items
+                            .into_iter()
+                            .filter_map(|c| c.metadata.name)
+                            .collect::<Vec<_>>()
+                    })
+                    .unwrap_or_default();
+                Err(CliError::NotFound(format!(
+                    "StorageClass {name:?} does not exist (there are: {})",
+                    if names.is_empty() {
+                        "none".into()
+                    } else {
+                        names.join(", ")
+                    }
+                )))
+            }
+            Err(kube::Error::Api(status)) if status.code == 403 => Ok(()),
+            Err(error) => Err(classify(
+                &error,
+                Action::named("get", "storageclasses.storage.k8s.io", name),
+                &self.namespace,
+                &self.server,
+            )),
+        }
+    }
+
+    /// Events about the VolumeResize, oldest first. Unreadable Events are shown as none.
+    pub async fn events(&self, name: &str, now: jiff::Timestamp) -> Vec<EventLine> {
+        let api: Api<Event> = Api::namespaced(self.client.clone(), &self.namespace);
+        let params = ListParams::default().fields(&format!(
+            "involvedObject.kind=VolumeResize,involvedObject.name={name}"
+        ));
+        let Ok(list) = api.list(&params).await else {
+            return Vec::new();
+        };
+        let mut events: Vec<(Option<jiff::Timestamp>, EventLine)> = list
+            .items
+            .into_iter()
+            .map(|event| {
+                let when = event
+                    .last_timestamp
+                    .as_ref()
+                    .map(|t| t.0)
+                    .or_else(|| event.event_time.as_ref().map(|t| t.0))
+                    .or_else(|| event.metadata.creation_timestamp.as_ref().map(|t| t.0));
+                let series = event.series.as_ref().and_then(|s| s.count);
+                (
+                    when,
+                    EventLine {
+                        type_: event.type_.unwrap_or_default(),
+                        reason: event.reason.unwrap_or_default(),
+                        age_seconds: when.map(|t| crate::format::seconds_between(t, now)),
+                        count: series.or(event.count).unwrap_or(1),
+                        message: event.message.unwrap_or_default(),
+                    },
+                )
+            })
+            .collect();
+        events.sort_by_key(|(when, _)| *when);
+        events.into_iter().map(|(_, line)| line).collect()
+    }
+}
+
+pub const RESIZES: &str = "volumeresizes.ferry.dev";
+
+fn crd_missing() -> CliError {
+    CliError::CrdMissing(format!(
+        "the VolumeResize CRD (volumeresizes.ferry.dev) is not installed in this cluster; {INSTALL_HINT}"
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kube::core::Status;
+
+    fn api_error(code: u16, message: &str) -> kube::Error {
+        let mut status = Status::failure(message, "");
+        status.code = code;
+        kube::Error::Api(Box::new(status))
+    }
+
+    #[test]
+    fn forbidden_names_the_verb_and_resource() {
+        let error = classify(
+            &api_error(403, "nope"),
+            Action::new("create", RESIZES),
+            "prod",
+            "https://x",
+        );
+        assert_eq!(
+            error,
+            CliError::Forbidden(
+                "forbidden: you may not create volumeresizes.ferry.dev in namespace \"prod\"; ask for \
+                 RBAC permission (server said: nope)"
+                    .into()
+            )
+        );
+    }
+
+    #[test]
+    fn not_found_and_unauthorized() {
+        let error = classify(
+            &api_error(404, "gone"),
+            Action::named("get", RESIZES, "x"),
+            "ns",
+            "s",
+        );
+        assert_eq!(
+            error,
+            CliError::NotFound("volumeresizes.ferry.dev \"x\" not found in namespace \"ns\"".into())
+        );
+        let error = classify(&api_error(401, "who"), Action::new("get", RESIZES), "ns", "s");
+        assert!(matches!(error, CliError::Unreachable(_)));
+        let error = classify(&api_error(422, "bad"), Action::new("create", RESIZES), "ns", "s");
+        assert!(matches!(error, CliError::Usage(_)));
+    }
+
+    #[test]
+    fn crd_hint_says_how_to_install() {
+        assert!(
+            crd_missing()
+                .to_string()
+                .contains("ferry crd | kubectl apply -f -")
+        );
+    }
+}
