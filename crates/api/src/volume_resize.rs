@@ -231,6 +231,10 @@ pub struct VolumePlan {
     pub source_volume: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub target_volume: Option<String>,
+    /// UID of the pod Ferry deleted to let the kubelet finish a file-system resize, so a restart
+    /// happens once even if the operator restarts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub restarted_pod: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub started_at: Option<Time>,
     #[serde(default, skip_serializing_if = "Option::is_none")]

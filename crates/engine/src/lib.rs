@@ -2,8 +2,10 @@
 //! VolumeResize, and decides the next status and actions. No I/O: everything here is unit-tested.
 
 pub mod conditions;
+pub mod in_place;
 pub mod observed;
 pub mod precheck;
+pub mod run_state;
 pub mod status;
 pub mod strategy;
 

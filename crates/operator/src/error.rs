@@ -20,6 +20,8 @@ pub enum Error {
     Http { addr: String, source: std::io::Error },
     #[error("kubeconfig: {0}")]
     Config(String),
+    #[error("unexpected cluster state: {0}")]
+    Invariant(String),
 }
 
 impl Error {
@@ -32,6 +34,7 @@ impl Error {
             Error::CrdMissing { .. } => "CrdMissing",
             Error::Http { .. } => "Http",
             Error::Config(_) => "Config",
+            Error::Invariant(_) => "UnexpectedState",
         }
     }
 

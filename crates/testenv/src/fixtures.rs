@@ -87,3 +87,37 @@ pub async fn claim_directory(
         .map(|h| std::path::PathBuf::from(h.path))
         .ok_or_else(|| Error::Setup(format!("PV {volume_name} has no hostPath")))
 }
+
+/// Fills a directory with `files` files of varied sizes (real random bytes) in a small tree.
+pub fn write_sample_data(dir: &std::path::Path, files: usize) -> Result<(), Error> {
+    use rand::RngCore;
+    let mut rng = rand::rng();
+    for index in 0..files {
+        let sub = dir.join(format!("d{}", index % 7));
+        std::fs::create_dir_all(&sub).map_err(|e| Error::io(sub.display(), e))?;
+        let mut data = vec![0u8; 512 + (index * 977) % 65_536];
+        rng.fill_bytes(&mut data);
+        let path = sub.join(format!("f{index}"));
+        std::fs::write(&path, &data).map_err(|e| Error::io(path.display(), e))?;
+    }
+    Ok(())
+}
+
+/// A checksum of every file's path and content under `dir`, computed by `find` and `sha256sum`
+/// (independent of Ferry's own code).
+pub fn tree_checksum(dir: &std::path::Path) -> Result<String, Error> {
+    let output = std::process::Command::new("sh")
+        .arg("-c")
+        .arg("find . -type f -print0 | LC_ALL=C sort -z | xargs -0 -r sha256sum | sha256sum")
+        .current_dir(dir)
+        .output()
+        .map_err(|e| Error::io(dir.display(), e))?;
+    if !output.status.success() {
+        return Err(Error::Setup(format!("checksum of {} failed", dir.display())));
+    }
+    Ok(String::from_utf8_lossy(&output.stdout)
+        .split_whitespace()
+        .next()
+        .unwrap_or_default()
+        .to_string())
+}

@@ -26,6 +26,8 @@ const ANN_PROVISIONER: &str = "volume.kubernetes.io/storage-provisioner";
 const ANN_SELECTED_NODE: &str = "volume.kubernetes.io/selected-node";
 const ANN_PROVISIONED_BY: &str = "pv.kubernetes.io/provisioned-by";
 const FS_RESIZE_PENDING: &str = "FileSystemResizePending";
+/// Pod UIDs that had the claim mounted when its file-system resize became pending.
+const ANN_MOUNTED_AT_RESIZE: &str = "testenv.ferry.dev/mounted-at-resize";
 
 /// How a test class expands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -256,14 +258,21 @@ async fn expand(
         .as_ref()
         .and_then(|s| s.conditions.clone())
         .unwrap_or_default();
-    let pending_since = conditions
-        .iter()
-        .find(|c| c.type_ == FS_RESIZE_PENDING)
-        .and_then(|c| c.last_transition_time.clone());
-    let node_side_done = match (expansion, &pending_since) {
+    let pending = conditions.iter().any(|c| c.type_ == FS_RESIZE_PENDING);
+    let node_side_done = match (expansion, pending) {
         (Expansion::Online, _) => true,
-        (Expansion::Offline, Some(since)) => restarted_since(claim, since, driver).await?,
-        (Expansion::Offline, None) => {
+        (Expansion::Offline, true) => remounted(claim, driver).await?,
+        (Expansion::Offline, false) => {
+            // Remember which pods had the volume mounted: a pod not among them mounts it anew.
+            let mounted: Vec<String> = pods_using(claim, driver)
+                .await?
+                .iter()
+                .filter_map(|pod| pod.uid())
+                .collect();
+            let note = json!({"metadata": {"annotations": {ANN_MOUNTED_AT_RESIZE: mounted.join(",")}}});
+            claims
+                .patch(&claim.name_any(), &PatchParams::default(), &Patch::Merge(note))
+                .await?;
             let mut pending = conditions.clone();
             pending.push(serde_json::from_value(json!({
                 "type": FS_RESIZE_PENDING, "status": "True",
@@ -305,23 +314,30 @@ async fn expand(
     Ok(Action::await_change())
 }
 
-/// The kubelet finishes an offline expansion when it mounts the volume again: a pod using the claim
-/// that started after the resize became pending.
-async fn restarted_since(
-    claim: &PersistentVolumeClaim,
-    since: &Time,
-    driver: &Driver,
-) -> Result<bool, Error> {
+/// Pods (not being deleted) whose volumes include the claim.
+async fn pods_using(claim: &PersistentVolumeClaim, driver: &Driver) -> Result<Vec<Pod>, Error> {
     let pods: Api<Pod> = Api::namespaced(driver.client.clone(), &claim.namespace().unwrap_or_default());
     let name = claim.name_any();
-    Ok(pods.list(&Default::default()).await?.items.iter().any(|pod| {
+    Ok(pods
+        .list(&Default::default())
+        .await?
+        .items
+        .into_iter()
+        .filter(|pod| pod.metadata.deletion_timestamp.is_none() && claim_names(pod).contains(&name))
+        .collect())
+}
+
+/// The kubelet finishes an offline expansion when it mounts the volume again: a running pod using
+/// the claim that was not among those mounting it when the resize became pending.
+async fn remounted(claim: &PersistentVolumeClaim, driver: &Driver) -> Result<bool, Error> {
+    let before: Vec<&str> = claim
+        .annotations()
+        .get(ANN_MOUNTED_AT_RESIZE)
+        .map(|uids| uids.split(',').collect())
+        .unwrap_or_default();
+    Ok(pods_using(claim, driver).await?.iter().any(|pod| {
         let running = pod.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running");
-        let started = pod
-            .status
-            .as_ref()
-            .and_then(|s| s.start_time.as_ref())
-            .is_some_and(|t| t.0 > since.0);
-        running && started && pod.metadata.deletion_timestamp.is_none() && claim_names(pod).contains(&name)
+        running && pod.uid().is_some_and(|uid| !before.contains(&uid.as_str()))
     }))
 }
 

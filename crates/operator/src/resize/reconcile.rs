@@ -1,12 +1,18 @@
 //! One reconcile of a VolumeResize: observe → precheck (pure) → write status and Events.
 
+use super::execute::execute;
 use super::observe;
+use super::run_observe::{backup_name, observe_run};
 use crate::Error;
 use crate::context::Context;
 use crate::events::{Notice, publish};
 use crate::metrics::{CategoryLabels, OutcomeLabels, ReasonLabels};
+use ferry_api::ChosenStrategy;
 use ferry_api::names::FIELD_MANAGER;
+use ferry_api::quantity::format_bytes;
 use ferry_api::{Phase, VolumeResize, VolumeResizeStatus, condition::PRECHECKED};
+use ferry_engine::in_place::plan_in_place;
+use ferry_engine::run_state::ResizeAction;
 use ferry_engine::{Verdict, precheck, status::after_precheck};
 use k8s_openapi::api::core::v1::ObjectReference;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
@@ -19,6 +25,8 @@ use std::time::{Duration, Instant};
 
 /// How often a waiting VolumeResize looks again (changes to its StatefulSet also wake it).
 const WAIT_RECHECK: Duration = Duration::from_secs(10);
+/// How often a running resize looks at the claims and pods it waits for.
+const RUN_RECHECK: Duration = Duration::from_secs(2);
 
 pub async fn reconcile(resize: Arc<VolumeResize>, ctx: Arc<Context>) -> Result<Action, Error> {
     let started = Instant::now();
@@ -44,9 +52,14 @@ async fn reconcile_inner(resize: &VolumeResize, ctx: &Context) -> Result<Action,
     let generation = resize.metadata.generation;
     let previous = resize.status.as_ref();
     let current_generation = previous.and_then(|s| s.observed_generation) == generation;
-    // Past its prechecks for this spec, a resize holds the StatefulSet; later steps take it from here.
+    // Past its prechecks for this spec, a resize holds the StatefulSet and carries out its plan.
     if current_generation && resize.phase() != Phase::Pending {
-        return Ok(Action::await_change());
+        return match (resize.phase(), previous) {
+            (Phase::Planning | Phase::Running, Some(status)) if all_in_place(status) => {
+                run_in_place(ctx, resize, &namespace, status).await
+            }
+            _ => Ok(Action::await_change()),
+        };
     }
 
     let observation = observe(ctx, resize, &namespace).await?;
@@ -62,6 +75,91 @@ async fn reconcile_inner(resize: &VolumeResize, ctx: &Context) -> Result<Action,
         Verdict::Wait { .. } => Action::requeue(WAIT_RECHECK),
         Verdict::Passed | Verdict::NothingToDo | Verdict::Reject { .. } => Action::await_change(),
     })
+}
+
+fn all_in_place(status: &VolumeResizeStatus) -> bool {
+    status
+        .plan
+        .iter()
+        .all(|row| row.strategy != Some(ChosenStrategy::Copy))
+}
+
+/// One step of an in-place expansion: observe, decide (pure), record the intent, act.
+async fn run_in_place(
+    ctx: &Context,
+    resize: &VolumeResize,
+    namespace: &str,
+    status: &VolumeResizeStatus,
+) -> Result<Action, Error> {
+    let (observed, stateful_set) = observe_run(ctx, resize, namespace).await?;
+    let now = Time(k8s_openapi::jiff::Timestamp::now());
+    let decision = plan_in_place(
+        status,
+        &observed,
+        &resize.spec.stateful_set_name,
+        &backup_name(resize),
+        &now,
+    );
+    if &decision.status != status {
+        write_status(ctx, resize, namespace, &decision.status).await?;
+    }
+    let sts_ref = stateful_set.as_ref().map(|sts| sts.object_ref(&()));
+    for action in &decision.actions {
+        execute(ctx, resize, namespace, stateful_set.as_ref(), action).await?;
+        let notice = Notice {
+            warning: false,
+            reason: action_reason(action),
+            action: "Resize",
+            note: describe(action),
+        };
+        let objects: Vec<ObjectReference> = std::iter::once(resize.object_ref(&()))
+            .chain(sts_ref.clone())
+            .collect();
+        publish(ctx, &notice, &objects).await;
+    }
+    if decision.status.phase == Some(Phase::Succeeded) {
+        if status.phase != Some(Phase::Succeeded) {
+            let notice = Notice {
+                warning: false,
+                reason: "Succeeded",
+                action: "Resize",
+                note: decision.summary.clone(),
+            };
+            let objects: Vec<ObjectReference> =
+                std::iter::once(resize.object_ref(&())).chain(sts_ref).collect();
+            publish(ctx, &notice, &objects).await;
+        }
+        return Ok(Action::await_change());
+    }
+    Ok(Action::requeue(RUN_RECHECK))
+}
+
+fn action_reason(action: &ResizeAction) -> &'static str {
+    match action {
+        ResizeAction::BackupStatefulSet => "BackedUp",
+        ResizeAction::ExpandClaim { .. } => "ExpandingVolume",
+        ResizeAction::RestartPod { .. } => "RestartingPod",
+        ResizeAction::OrphanDeleteStatefulSet => "ReplacingStatefulSet",
+        ResizeAction::RecreateStatefulSet => "RecreatingStatefulSet",
+    }
+}
+
+fn describe(action: &ResizeAction) -> String {
+    match action {
+        ResizeAction::BackupStatefulSet => "backed up the StatefulSet spec".into(),
+        ResizeAction::ExpandClaim { claim, bytes } => {
+            format!("requested {} for PVC {claim}", format_bytes(*bytes))
+        }
+        ResizeAction::RestartPod { pod, .. } => {
+            format!("restarting pod {pod} to finish its file-system resize")
+        }
+        ResizeAction::OrphanDeleteStatefulSet => {
+            "deleting the StatefulSet with orphan propagation; pods keep running".into()
+        }
+        ResizeAction::RecreateStatefulSet => {
+            "re-creating the StatefulSet with the new volume claim template".into()
+        }
+    }
 }
 
 async fn write_status(

@@ -1,0 +1,196 @@
+//! In-place expansion (SPEC §2): grow each claim, wait for the capacity (restarting one pod at a time
+//! where the driver reports `FileSystemResizePending`), then re-create the StatefulSet with the new
+//! template so future replicas get the new size. No data is copied and no pod restarts otherwise.
+
+use crate::run_state::{ResizeAction, RunObserved};
+use ferry_api::{ChosenStrategy, Phase, VolumeResizeStatus, parse_bytes};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+
+pub const STEP_EXPANDING: &str = "Expanding";
+pub const STEP_WAITING_FOR_CAPACITY: &str = "WaitingForCapacity";
+pub const STEP_RESTARTING_POD: &str = "RestartingPod";
+pub const STEP_EXPANDED: &str = "Expanded";
+
+/// The next status and actions for a resize whose plan is all in-place rows.
+pub struct Decision {
+    pub status: VolumeResizeStatus,
+    pub actions: Vec<ResizeAction>,
+    /// Human-readable summary of what happens now, for Events.
+    pub summary: String,
+}
+
+/// `backup_name` is the deterministic name of the backup ConfigMap; `sts_name` the StatefulSet's.
+pub fn plan_in_place(
+    previous: &VolumeResizeStatus,
+    observed: &RunObserved,
+    sts_name: &str,
+    backup_name: &str,
+    now: &Time,
+) -> Decision {
+    let mut status = previous.clone();
+    status.phase = Some(Phase::Running);
+    status.started_at.get_or_insert_with(|| now.clone());
+    status.created_objects.backup_config_map = Some(backup_name.to_string());
+
+    // Nothing is touched before the StatefulSet's spec is safe in the backup.
+    if !observed.backup_exists {
+        return decide(
+            status,
+            vec![ResizeAction::BackupStatefulSet],
+            "backing up the StatefulSet spec",
+        );
+    }
+
+    let mut actions = Vec::new();
+    let mut waiting_restart = Vec::new();
+    let mut all_expanded = true;
+    for row in status
+        .plan
+        .iter_mut()
+        .filter(|row| row.strategy == Some(ChosenStrategy::InPlace))
+    {
+        let Some(target) = parse_bytes(&row.target_size).ok() else {
+            continue;
+        };
+        let Some(claim) = observed.claims.get(&row.claim_name) else {
+            // A replica without a claim yet gets the new size from the new template.
+            row.step = Some(STEP_EXPANDED.into());
+            row.finished_at.get_or_insert_with(|| now.clone());
+            continue;
+        };
+        if claim.capacity_bytes >= target {
+            row.step = Some(STEP_EXPANDED.into());
+            row.finished_at.get_or_insert_with(|| now.clone());
+            continue;
+        }
+        all_expanded = false;
+        row.started_at.get_or_insert_with(|| now.clone());
+        if claim.requested_bytes < target {
+            row.step = Some(STEP_EXPANDING.into());
+            actions.push(ResizeAction::ExpandClaim {
+                claim: row.claim_name.clone(),
+                bytes: target,
+            });
+        } else if claim.file_system_resize_pending {
+            let pod_name = format!("{sts_name}-{}", row.replica);
+            let current_uid = observed.pods.get(&pod_name).map(|pod| pod.uid.as_str());
+            let already_restarted =
+                row.restarted_pod.is_some() && row.restarted_pod.as_deref() != current_uid;
+            row.step = Some(
+                if already_restarted {
+                    STEP_RESTARTING_POD
+                } else {
+                    STEP_WAITING_FOR_CAPACITY
+                }
+                .into(),
+            );
+            if !already_restarted {
+                waiting_restart.push((row.replica, pod_name));
+            }
+        } else {
+            row.step = Some(STEP_WAITING_FOR_CAPACITY.into());
+        }
+    }
+
+    // Offline-only drivers: restart one pod at a time, and only while every other pod is Ready.
+    let disruption_in_flight = observed.pods.values().any(|pod| pod.deleting || !pod.ready)
+        || observed
+            .stateful_set
+            .as_ref()
+            .is_some_and(|sts| sts.ready_replicas < sts.replicas);
+    if !disruption_in_flight {
+        if let Some((replica, pod_name)) = waiting_restart.first() {
+            if let Some(pod) = observed.pods.get(pod_name) {
+                actions.push(ResizeAction::RestartPod {
+                    pod: pod_name.clone(),
+                    uid: pod.uid.clone(),
+                });
+                let restarted = status
+                    .plan
+                    .iter_mut()
+                    .filter(|r| r.replica == *replica && r.strategy == Some(ChosenStrategy::InPlace));
+                for row in restarted {
+                    row.step = Some(STEP_RESTARTING_POD.into());
+                    row.restarted_pod = Some(pod.uid.clone());
+                }
+            }
+        }
+    }
+    update_progress(&mut status);
+    if !all_expanded {
+        let summary = if actions.is_empty() {
+            "waiting for volumes to expand"
+        } else {
+            "expanding volumes"
+        };
+        return decide(status, actions, summary);
+    }
+
+    // Every claim has its new size: give the StatefulSet the new template.
+    let targets: Vec<(String, u64)> = previous
+        .plan
+        .iter()
+        .filter(|row| row.strategy == Some(ChosenStrategy::InPlace))
+        .filter_map(|row| Some((row.volume.clone(), parse_bytes(&row.target_size).ok()?)))
+        .collect();
+    match &observed.stateful_set {
+        None => decide(
+            status,
+            vec![ResizeAction::RecreateStatefulSet],
+            "re-creating the StatefulSet with the new template",
+        ),
+        Some(sts) if sts.deleting => decide(
+            status,
+            vec![],
+            "waiting for the StatefulSet to be released from its pods",
+        ),
+        Some(sts)
+            if targets
+                .iter()
+                .any(|(volume, bytes)| sts.template_sizes.get(volume) != Some(bytes)) =>
+        {
+            decide(
+                status,
+                vec![ResizeAction::OrphanDeleteStatefulSet],
+                "replacing the StatefulSet (pods keep running)",
+            )
+        }
+        Some(sts) if sts.ready_replicas < sts.replicas => {
+            decide(status, vec![], "waiting for every replica to be Ready")
+        }
+        Some(_) => {
+            status.phase = Some(Phase::Succeeded);
+            status.finished_at.get_or_insert_with(|| now.clone());
+            let message =
+                "every volume expanded in place; the StatefulSet template has the new size".to_string();
+            status.message = Some(message.clone());
+            Decision {
+                status,
+                actions: vec![],
+                summary: message,
+            }
+        }
+    }
+}
+
+fn decide(mut status: VolumeResizeStatus, actions: Vec<ResizeAction>, summary: &str) -> Decision {
+    status.message = Some(summary.to_string());
+    Decision {
+        status,
+        actions,
+        summary: summary.to_string(),
+    }
+}
+
+fn update_progress(status: &mut VolumeResizeStatus) {
+    let total = status.plan.iter().filter(|row| row.strategy.is_some()).count();
+    let done = status
+        .plan
+        .iter()
+        .filter(|row| row.strategy.is_some() && row.finished_at.is_some())
+        .count();
+    status.progress = Some(format!("{done}/{total}"));
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,196 @@
+use super::*;
+use crate::run_state::{RunClaim, RunPod, RunStatefulSet};
+use ferry_api::VolumePlan;
+use k8s_openapi::jiff::Timestamp;
+
+const GI: u64 = 1 << 30;
+
+fn now() -> Time {
+    Time(Timestamp::from_second(1000).unwrap())
+}
+
+fn planned(replicas: i32) -> VolumeResizeStatus {
+    VolumeResizeStatus {
+        phase: Some(Phase::Planning),
+        plan: (0..replicas)
+            .map(|replica| VolumePlan {
+                replica,
+                volume: "data".into(),
+                claim_name: format!("data-db-{replica}"),
+                strategy: Some(ChosenStrategy::InPlace),
+                current_size: Some("1Gi".into()),
+                target_size: "2Gi".into(),
+                ..VolumePlan::default()
+            })
+            .collect(),
+        ..VolumeResizeStatus::default()
+    }
+}
+
+fn cluster(replicas: i32, requested: u64, capacity: u64, pending: bool) -> RunObserved {
+    RunObserved {
+        stateful_set: Some(RunStatefulSet {
+            deleting: false,
+            template_sizes: [("data".to_string(), GI)].into(),
+            replicas,
+            ready_replicas: replicas,
+        }),
+        backup_exists: true,
+        claims: (0..replicas)
+            .map(|r| {
+                (
+                    format!("data-db-{r}"),
+                    RunClaim {
+                        requested_bytes: requested,
+                        capacity_bytes: capacity,
+                        file_system_resize_pending: pending,
+                    },
+                )
+            })
+            .collect(),
+        pods: (0..replicas)
+            .map(|r| {
+                (
+                    format!("db-{r}"),
+                    RunPod {
+                        uid: format!("uid-{r}"),
+                        ready: true,
+                        deleting: false,
+                    },
+                )
+            })
+            .collect(),
+    }
+}
+
+fn plan(status: &VolumeResizeStatus, observed: &RunObserved) -> Decision {
+    plan_in_place(status, observed, "db", "ferry-grow-backup", &now())
+}
+
+#[test]
+fn backs_up_before_touching_anything() {
+    let mut observed = cluster(3, GI, GI, false);
+    observed.backup_exists = false;
+    let decision = plan(&planned(3), &observed);
+    assert_eq!(decision.actions, vec![ResizeAction::BackupStatefulSet]);
+    assert_eq!(decision.status.phase, Some(Phase::Running));
+    assert_eq!(
+        decision.status.created_objects.backup_config_map.as_deref(),
+        Some("ferry-grow-backup")
+    );
+}
+
+#[test]
+fn expands_every_claim_then_waits_for_capacity() {
+    let decision = plan(&planned(3), &cluster(3, GI, GI, false));
+    let expected: Vec<_> = (0..3)
+        .map(|r| ResizeAction::ExpandClaim {
+            claim: format!("data-db-{r}"),
+            bytes: 2 * GI,
+        })
+        .collect();
+    assert_eq!(decision.actions, expected);
+    assert!(
+        decision
+            .status
+            .plan
+            .iter()
+            .all(|row| row.step.as_deref() == Some(STEP_EXPANDING))
+    );
+
+    let decision = plan(&decision.status, &cluster(3, 2 * GI, GI, false));
+    assert!(decision.actions.is_empty(), "requested already: only wait");
+    assert!(
+        decision
+            .status
+            .plan
+            .iter()
+            .all(|row| row.step.as_deref() == Some(STEP_WAITING_FOR_CAPACITY))
+    );
+    assert_eq!(decision.status.progress.as_deref(), Some("0/3"));
+}
+
+#[test]
+fn offline_driver_restarts_one_pod_at_a_time_and_each_once() {
+    let status = plan(&planned(3), &cluster(3, 2 * GI, GI, true)).status;
+    let decision = plan(&status, &cluster(3, 2 * GI, GI, true));
+    assert_eq!(
+        decision.actions,
+        vec![ResizeAction::RestartPod {
+            pod: "db-0".into(),
+            uid: "uid-0".into()
+        }]
+    );
+    assert_eq!(decision.status.plan[0].restarted_pod.as_deref(), Some("uid-0"));
+
+    // db-0 is being replaced: no other pod may go down meanwhile.
+    let mut observed = cluster(3, 2 * GI, GI, true);
+    observed.pods.get_mut("db-0").unwrap().deleting = true;
+    assert!(plan(&decision.status, &observed).actions.is_empty());
+
+    // db-0 came back (new UID, Ready) but its resize is still finishing: never restart it again; db-1 is next.
+    let mut observed = cluster(3, 2 * GI, GI, true);
+    observed.pods.get_mut("db-0").unwrap().uid = "uid-0-new".into();
+    let next = plan(&decision.status, &observed);
+    assert_eq!(
+        next.actions,
+        vec![ResizeAction::RestartPod {
+            pod: "db-1".into(),
+            uid: "uid-1".into()
+        }]
+    );
+}
+
+#[test]
+fn replaces_the_stateful_set_once_every_claim_has_grown() {
+    let status = plan(&planned(2), &cluster(2, 2 * GI, 2 * GI, false)).status;
+    let decision = plan(&status, &cluster(2, 2 * GI, 2 * GI, false));
+    assert_eq!(decision.actions, vec![ResizeAction::OrphanDeleteStatefulSet]);
+    assert_eq!(decision.status.progress.as_deref(), Some("2/2"));
+    assert!(decision.status.plan.iter().all(|row| row.finished_at.is_some()));
+
+    let mut deleting = cluster(2, 2 * GI, 2 * GI, false);
+    deleting.stateful_set.as_mut().unwrap().deleting = true;
+    assert!(
+        plan(&status, &deleting).actions.is_empty(),
+        "wait for the orphan delete to finish"
+    );
+
+    let mut gone = cluster(2, 2 * GI, 2 * GI, false);
+    gone.stateful_set = None;
+    assert_eq!(
+        plan(&status, &gone).actions,
+        vec![ResizeAction::RecreateStatefulSet]
+    );
+
+    let mut replaced = cluster(2, 2 * GI, 2 * GI, false);
+    replaced
+        .stateful_set
+        .as_mut()
+        .unwrap()
+        .template_sizes
+        .insert("data".into(), 2 * GI);
+    let done = plan(&status, &replaced);
+    assert!(done.actions.is_empty());
+    assert_eq!(done.status.phase, Some(Phase::Succeeded));
+    assert!(done.status.finished_at.is_some());
+}
+
+#[test]
+fn waits_for_ready_replicas_before_succeeding() {
+    let mut replaced = cluster(2, 2 * GI, 2 * GI, false);
+    let sts = replaced.stateful_set.as_mut().unwrap();
+    sts.template_sizes.insert("data".into(), 2 * GI);
+    sts.ready_replicas = 1;
+    let decision = plan(&planned(2), &replaced);
+    assert_eq!(decision.status.phase, Some(Phase::Running));
+    assert!(decision.actions.is_empty());
+}
+
+#[test]
+fn same_observation_gives_the_same_decision() {
+    let observed = cluster(3, 2 * GI, GI, false);
+    let first = plan(&planned(3), &observed);
+    let second = plan(&first.status, &observed);
+    assert_eq!(first.status, second.status, "a repeated reconcile writes nothing");
+}

@@ -1,0 +1,192 @@
+//! Carrying out the planner's actions. Each is idempotent: repeated after a crash, it changes nothing
+//! more (creates tolerate "already exists", deletes are guarded by UID preconditions).
+
+use super::run_observe::backup_name;
+use crate::Error;
+use crate::context::Context;
+use ferry_api::VolumeResize;
+use ferry_api::names::{LABEL_MANAGED_BY, LABEL_VOLUME_RESIZE, MANAGED_BY_VALUE};
+use ferry_engine::run_state::ResizeAction;
+use k8s_openapi::api::apps::v1::StatefulSet;
+use k8s_openapi::api::core::v1::{ConfigMap, PersistentVolumeClaim, Pod};
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use kube::api::{DeleteParams, Patch, PatchParams, PostParams, Preconditions, PropagationPolicy};
+use kube::{Api, Resource, ResourceExt};
+use serde_json::json;
+
+const BACKUP_KEY: &str = "statefulset.json";
+
+pub async fn execute(
+    ctx: &Context,
+    resize: &VolumeResize,
+    namespace: &str,
+    stateful_set: Option<&StatefulSet>,
+    action: &ResizeAction,
+) -> Result<(), Error> {
+    let client = ctx.client.clone();
+    match action {
+        ResizeAction::BackupStatefulSet => {
+            let Some(sts) = stateful_set else {
+                return Err(Error::Invariant(
+                    "the StatefulSet vanished before it was backed up".into(),
+                ));
+            };
+            let backup = backup_config_map(resize, sts)?;
+            ignore_conflict(
+                Api::<ConfigMap>::namespaced(client, namespace)
+                    .create(&PostParams::default(), &backup)
+                    .await,
+            )
+        }
+        ResizeAction::ExpandClaim { claim, bytes } => {
+            let patch = json!({"spec": {"resources": {"requests": {"storage": ferry_api::quantity::format_bytes(*bytes)}}}});
+            Api::<PersistentVolumeClaim>::namespaced(client, namespace)
+                .patch(claim, &PatchParams::default(), &Patch::Merge(patch))
+                .await?;
+            Ok(())
+        }
+        ResizeAction::RestartPod { pod, uid } => {
+            let params = DeleteParams {
+                preconditions: Some(Preconditions {
+                    uid: Some(uid.clone()),
+                    resource_version: None,
+                }),
+                ..DeleteParams::default()
+            };
+            ignore_gone(
+                Api::<Pod>::namespaced(client, namespace)
+                    .delete(pod, &params)
+                    .await
+                    .map(|_| ()),
+            )
+        }
+        ResizeAction::OrphanDeleteStatefulSet => {
+            let Some(sts) = stateful_set else { return Ok(()) };
+            let params = DeleteParams {
+                propagation_policy: Some(PropagationPolicy::Orphan),
+                preconditions: Some(Preconditions {
+                    uid: sts.uid(),
+                    resource_version: None,
+                }),
+                ..DeleteParams::default()
+            };
+            ignore_gone(
+                Api::<StatefulSet>::namespaced(client, namespace)
+                    .delete(&sts.name_any(), &params)
+                    .await
+                    .map(|_| ()),
+            )
+        }
+        ResizeAction::RecreateStatefulSet => {
+            let backup = Api::<ConfigMap>::namespaced(client.clone(), namespace)
+                .get(&backup_name(resize))
+                .await?;
+            let sts = with_new_templates(resize, restore(&backup)?);
+            ignore_conflict(
+                Api::<StatefulSet>::namespaced(client, namespace)
+                    .create(&PostParams::default(), &sts)
+                    .await,
+            )
+        }
+    }
+}
+
+/// The ConfigMap keeping the StatefulSet as it was, owned by the VolumeResize.
+fn backup_config_map(resize: &VolumeResize, sts: &StatefulSet) -> Result<ConfigMap, Error> {
+    let mut kept = sts.clone();
+    kept.status = None;
+    kept.metadata = ObjectMeta {
+        name: sts.metadata.name.clone(),
+        namespace: sts.metadata.namespace.clone(),
+        labels: sts.metadata.labels.clone(),
+        annotations: sts.metadata.annotations.clone(),
+        ..ObjectMeta::default()
+    };
+    let text = serde_json::to_string(&kept).map_err(|source| Error::Serialize {
+        what: "StatefulSet backup",
+        source,
+    })?;
+    Ok(ConfigMap {
+        metadata: ObjectMeta {
+            name: Some(backup_name(resize)),
+            namespace: resize.namespace(),
+            labels: Some(
+                [
+                    (LABEL_VOLUME_RESIZE.to_string(), resize.name_any()),
+                    (LABEL_MANAGED_BY.to_string(), MANAGED_BY_VALUE.to_string()),
+                ]
+                .into(),
+            ),
+            owner_references: resize.controller_owner_ref(&()).map(|owner| vec![owner]),
+            ..ObjectMeta::default()
+        },
+        data: Some([(BACKUP_KEY.to_string(), text)].into()),
+        ..ConfigMap::default()
+    })
+}
+
+/// The StatefulSet stored in a backup ConfigMap.
+pub fn restore(backup: &ConfigMap) -> Result<StatefulSet, Error> {
+    let text = backup
+        .data
+        .as_ref()
+        .and_then(|d| d.get(BACKUP_KEY))
+        .ok_or_else(|| {
+            Error::Invariant(format!(
+                "backup ConfigMap {} has no {BACKUP_KEY}",
+                backup.name_any()
+            ))
+        })?;
+    serde_json::from_str(text).map_err(|source| Error::Serialize {
+        what: "StatefulSet backup",
+        source,
+    })
+}
+
+/// The backed-up StatefulSet with each changed template at its new size (and class).
+fn with_new_templates(resize: &VolumeResize, mut sts: StatefulSet) -> StatefulSet {
+    let plan = resize.status.as_ref().map(|s| s.plan.clone()).unwrap_or_default();
+    let templates = sts.spec.as_mut().and_then(|s| s.volume_claim_templates.as_mut());
+    for template in templates.into_iter().flatten() {
+        let name = template.name_any();
+        let Some(change) = resize.spec.volumes.iter().find(|v| v.name == name) else {
+            continue;
+        };
+        if !plan
+            .iter()
+            .any(|row| row.volume == name && row.strategy.is_some())
+        {
+            continue;
+        }
+        let Some(spec) = template.spec.as_mut() else {
+            continue;
+        };
+        let resources = spec.resources.get_or_insert_with(Default::default);
+        resources
+            .requests
+            .get_or_insert_with(Default::default)
+            .insert("storage".into(), Quantity(change.size.clone()));
+        if let Some(class) = &change.storage_class_name {
+            spec.storage_class_name = Some(class.clone());
+        }
+    }
+    sts
+}
+
+fn ignore_conflict<T>(result: Result<T, kube::Error>) -> Result<(), Error> {
+    match result {
+        Ok(_) => Ok(()),
+        Err(kube::Error::Api(status)) if status.code == 409 => Ok(()),
+        Err(error) => Err(error.into()),
+    }
+}
+
+fn ignore_gone(result: Result<(), kube::Error>) -> Result<(), Error> {
+    match result {
+        Ok(()) => Ok(()),
+        // 404: already gone; 409: the UID precondition failed, i.e. it was already replaced.
+        Err(kube::Error::Api(status)) if status.code == 404 || status.code == 409 => Ok(()),
+        Err(error) => Err(error.into()),
+    }
+}
