@@ -106,11 +106,24 @@ async fn run_in_place(
     let sts_ref = stateful_set.as_ref().map(|sts| sts.object_ref(&()));
     for action in &decision.actions {
         execute(ctx, resize, namespace, stateful_set.as_ref(), action).await?;
+    }
+    // One Event per kind of action (the recorder folds same-reason Events into one series anyway).
+    let mut notes: Vec<(&'static str, Vec<String>)> = Vec::new();
+    for action in &decision.actions {
+        match notes
+            .iter_mut()
+            .find(|(reason, _)| *reason == action_reason(action))
+        {
+            Some((_, lines)) => lines.push(describe(action)),
+            None => notes.push((action_reason(action), vec![describe(action)])),
+        }
+    }
+    for (reason, lines) in notes {
         let notice = Notice {
             warning: false,
-            reason: action_reason(action),
+            reason,
             action: "Resize",
-            note: describe(action),
+            note: lines.join("; "),
         };
         let objects: Vec<ObjectReference> = std::iter::once(resize.object_ref(&()))
             .chain(sts_ref.clone())
