@@ -12,6 +12,27 @@
 //! - [`digest()`] builds a [`Manifest`] of a tree (metadata and content hashes).
 //! - [`usage`] measures allocated bytes and inodes (for the shrink precheck).
 //!
+//! # Command line
+//! ```text
+//! ferry-mover sync --source DIR --target DIR [--delete] [--verify none|metadata|checksum]
+//!                  [--checksum-compare] [--threads N] [--progress json|human|none] [--result-file PATH]
+//! ferry-mover digest DIR [--json]
+//! ferry-mover usage DIR            # prints {"bytes":N,"inodes":N}
+//! ```
+//! `--verify` defaults to `checksum`; `--progress` to `human` on a terminal, else `json`.
+//! Progress (json) is one object per line on stdout, at most two per second plus a final one:
+//! `{"phase":"scan|delete|copy|verify|done","filesDone":N,"filesTotal":N,"bytesDone":N,
+//! "bytesTotal":N,"bytesPerSecond":N,"elapsedSeconds":F}`. On success the result
+//! `{"files":N,"bytes":N,"bytesCopied":N,"deleted":N,"digest":"hex","seconds":F,
+//! "verify":"checksum","warnings":N,"filesCopied":N,"metadataFixed":N}` is printed as the last
+//! stdout line and written to the result file; on failure the result file gets
+//! `{"error":"...","kind":"...","exitCode":N,"mismatches":[paths]}`. Both stay under 4096 bytes
+//! (the Kubernetes termination-message limit). The result file is `--result-file`, else
+//! `$FERRY_RESULT_FILE`, else `/dev/termination-log` when running in a pod (the file exists or
+//! `KUBERNETES_SERVICE_HOST` is set) and `/dev` is writable, else none.
+//! Test hook: `FERRY_MOVER_TEST_CORRUPT=rel/path` corrupts that file after writing it and
+//! before verifying it.
+//!
 //! # Exit codes of the `ferry-mover` binary ([`MoverError::exit_code`])
 //! | code | meaning |
 //! |---|---|
