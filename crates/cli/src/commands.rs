@@ -269,7 +269,7 @@ async fn list(cluster: &Cluster, args: ListArgs, style: Style) -> Result<ExitCod
         Ok(list) => list.items,
         Err(error) => return Err(cluster.explain(error, Action::new("list", RESIZES)).await),
     };
-    items.sort_by(|a, b| (a.namespace(), a.name_any()).cmp(&(b.namespace(), b.name_any())));
+    items.sort_by_key(|a| (a.namespace(), a.name_any()));
     match args.output {
         Some(ListFormat::Json) | Some(ListFormat::Yaml) => {
             let list = serde_json::json!({
@@ -473,8 +473,14 @@ async fn delete(cluster: &Cluster, args: NameArgs) -> Result<ExitCode, CliError>
 }
 
 fn completion(args: &CompletionArgs) -> Result<ExitCode, CliError> {
-    let mut command = Cli::command();
-    clap_complete::generate(args.shell, &mut command, "kubectl-ferry", &mut std::io::stdout());
+    // Complete the plugin binary itself (kubectl also runs `kubectl_complete-ferry` if present).
+    let mut command = Cli::command().bin_name("kubectl-ferry");
+    let mut script = Vec::new();
+    clap_complete::generate(args.shell, &mut command, "kubectl-ferry", &mut script);
+    use std::io::Write;
+    std::io::stdout()
+        .write_all(&script)
+        .map_err(|e| CliError::Failed(format!("cannot write the completion script: {e}")))?;
     Ok(ExitCode::Ok)
 }
 

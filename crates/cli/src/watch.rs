@@ -149,8 +149,9 @@ mod tests {
             claim_name: "data-db-0".into(),
             bytes_done: done,
             bytes_total: total,
-            finished_at: finished
-                .then(|| k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(jiff::Timestamp::UNIX_EPOCH)),
+            finished_at: finished.then_some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
+                jiff::Timestamp::UNIX_EPOCH,
+            )),
             ..Default::default()
         }
     }

@@ -1,0 +1,647 @@
+//! Every command of the real `kubectl-ferry` binary against the local control plane, without the
+//! operator: output and exit code; JSON/YAML parsed back; every error a user can act on. Where a
+//! VolumeResize must be in a given state, the test writes its status itself (no operator runs in
+//! these namespaces).
+
+mod support;
+
+use ferry_testenv::{CLASS_EXPANDABLE, CLASS_FIXED};
+use kube::ResourceExt;
+use serde_json::json;
+use std::process::Stdio;
+use std::time::Duration;
+use support::{Env, condition, plan_row};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn resize_creates_what_it_prints_and_list_shows_it() {
+    let env = Env::start("cli-resize").await;
+    env.stateful_set("db", 2, CLASS_EXPANDABLE, false).await;
+
+    let run = env
+        .ferry(&[
+            "resize",
+            "db",
+            "--volume",
+            "data=2Gi",
+            "--name",
+            "grow",
+            "--mode",
+            "offline",
+            "--no-warm-copy",
+            "--verify",
+            "metadata",
+            "--strategy",
+            "copy",
+            "--retain-old-volumes",
+            "7d",
+        ])
+        .await;
+    assert_eq!(run.code, 0, "{run:?}");
+    assert!(
+        run.stdout.starts_with("volumeresize.ferry.dev/grow created\n"),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        run.stdout.contains("StatefulSet db, volume data: 1Gi -> 2Gi"),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        run.stdout
+            .contains("mode Offline, strategy Copy, verify Metadata, warm copy off")
+    );
+    let created = env.resizes().get("grow").await.unwrap();
+    let spec = serde_json::to_value(&created.spec).unwrap();
+    assert_eq!(
+        spec,
+        json!({"statefulSetName": "db", "volumes": [{"name": "data", "size": "2Gi"}],
+               "strategy": "Copy", "mode": "Offline", "warmCopy": false, "verify": "Metadata",
+               "retainOldVolumes": "7d", "dryRun": false, "force": false})
+    );
+
+    // No --volume: the only template; a generated name; the created object as JSON.
+    let run = env.ferry(&["resize", "db", "--size", "3Gi", "-o", "json"]).await;
+    assert_eq!(run.code, 0, "{run:?}");
+    let printed: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+    let generated = printed["metadata"]["name"].as_str().unwrap().to_string();
+    assert!(generated.starts_with("db-resize-"), "{generated}");
+    assert_eq!(
+        printed["spec"]["volumes"],
+        json!([{"name": "data", "size": "3Gi"}])
+    );
+    // A StorageClass move without a size keeps the current size.
+    let run = env
+        .ferry(&[
+            "resize",
+            "db",
+            "--volume",
+            "data",
+            "--storage-class",
+            CLASS_FIXED,
+            "--name",
+            "move",
+            "-o",
+            "yaml",
+        ])
+        .await;
+    assert_eq!(run.code, 0, "{run:?}");
+    let printed: serde_yaml::Value = serde_yaml::from_str(&run.stdout).unwrap();
+    assert_eq!(printed["spec"]["volumes"][0]["size"].as_str(), Some("1Gi"));
+    assert_eq!(
+        printed["spec"]["volumes"][0]["storageClassName"].as_str(),
+        Some(CLASS_FIXED)
+    );
+
+    let mut names = vec!["grow".to_string(), "move".to_string(), generated.clone()];
+    names.sort();
+    assert_eq!(env.resize_names().await, names);
+
+    env.set_status(
+        "grow",
+        json!({"phase": "Running", "progress": "1/2", "message": "copying data-db-1"}),
+    )
+    .await;
+    let run = env.ferry(&["list"]).await;
+    assert_eq!(run.code, 0, "{run:?}");
+    let lines: Vec<&str> = run.stdout.lines().collect();
+    assert_eq!(lines.len(), 4, "{}", run.stdout);
+    assert!(
+        lines[0].starts_with("NAME") && lines[0].contains("STATEFULSET   PHASE"),
+        "{}",
+        lines[0]
+    );
+    let grow = lines.iter().find(|l| l.starts_with("grow ")).unwrap();
+    assert!(
+        grow.contains("db") && grow.contains("Running") && grow.contains("1/2"),
+        "{grow}"
+    );
+    assert!(!run.stdout.contains('\x1b'), "no colors when not a terminal");
+
+    let run = env.ferry(&["list", "-o", "wide"]).await;
+    assert!(
+        run.stdout.contains("MESSAGE") && run.stdout.contains("copying data-db-1"),
+        "{}",
+        run.stdout
+    );
+    assert!(run.stdout.contains("data=1Gi@ferry-fixed"), "{}", run.stdout);
+
+    let run = env.ferry(&["list", "-o", "json"]).await;
+    assert_eq!(run.code, 0);
+    let list: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+    assert_eq!(list["kind"], "List");
+    let items = list["items"].as_array().unwrap();
+    assert_eq!(items.len(), 3);
+    let grow = items.iter().find(|i| i["metadata"]["name"] == "grow").unwrap();
+    assert_eq!(grow["kind"], "VolumeResize");
+    assert_eq!(grow["status"]["phase"], "Running");
+
+    let run = env.ferry(&["list", "-o", "yaml"]).await;
+    let list: serde_yaml::Value = serde_yaml::from_str(&run.stdout).unwrap();
+    assert_eq!(list["items"].as_sequence().unwrap().len(), 3);
+
+    let run = env.ferry(&["list", "-A"]).await;
+    assert_eq!(run.code, 0);
+    assert!(run.stdout.starts_with("NAMESPACE"), "{}", run.stdout);
+    assert!(
+        run.stdout
+            .lines()
+            .any(|l| l.starts_with(&env.ns.name) && l.contains("grow"))
+    );
+    env.finish().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn errors_are_actionable_and_create_nothing() {
+    let env = Env::start("cli-errors").await;
+    env.stateful_set("db", 1, CLASS_EXPANDABLE, false).await;
+
+    let run = env.ferry(&["resize", "ghost", "--volume", "data=2Gi"]).await;
+    assert_eq!(run.code, 3, "{run:?}");
+    assert!(
+        run.stderr.contains("StatefulSet \"ghost\" not found") && run.stderr.contains("there are: db"),
+        "{}",
+        run.stderr
+    );
+
+    let run = env.ferry(&["resize", "db", "--volume", "logs=2Gi"]).await;
+    assert_eq!(run.code, 3, "{run:?}");
+    assert!(
+        run.stderr
+            .contains("no volume claim template \"logs\" (it has: data)"),
+        "{}",
+        run.stderr
+    );
+
+    let run = env.ferry(&["plan", "db", "--volume", "logs=2Gi"]).await;
+    assert_eq!(run.code, 3, "{run:?}");
+
+    let run = env.ferry(&["resize", "db", "--volume", "data=20GB"]).await;
+    assert_eq!(run.code, 2, "{run:?}");
+    assert!(
+        run.stderr.contains("\"20GB\" is not a Kubernetes quantity"),
+        "{}",
+        run.stderr
+    );
+
+    let run = env
+        .ferry(&["resize", "db", "--volume", "data", "--size", "0"])
+        .await;
+    assert_eq!(run.code, 2, "{run:?}");
+
+    let run = env.ferry(&["resize", "db", "--volume", "data"]).await;
+    assert_eq!(run.code, 2, "{run:?}");
+    assert!(
+        run.stderr.contains("no size for volume \"data\""),
+        "{}",
+        run.stderr
+    );
+
+    let run = env
+        .ferry(&["resize", "db", "--volume", "data=2Gi", "--storage-class", "gold"])
+        .await;
+    assert_eq!(run.code, 3, "{run:?}");
+    assert!(
+        run.stderr.contains("StorageClass \"gold\" does not exist") && run.stderr.contains(CLASS_FIXED),
+        "{}",
+        run.stderr
+    );
+
+    let run = env
+        .ferry(&["resize", "db", "--volume", "data=2Gi", "--mode", "sideways"])
+        .await;
+    assert_eq!(run.code, 2, "{run:?}");
+
+    for command in [
+        ["status", "nope"],
+        ["describe", "nope"],
+        ["delete", "nope"],
+        ["watch", "nope"],
+        ["rollback", "nope"],
+    ] {
+        let run = env.ferry(&command).await;
+        assert_eq!(run.code, 3, "{run:?}");
+        assert!(
+            run.stderr.contains("volumeresizes.ferry.dev \"nope\" not found"),
+            "{}",
+            run.stderr
+        );
+    }
+    assert!(env.resize_names().await.is_empty(), "no error created anything");
+
+    // Nothing listening: cluster unreachable.
+    let dir = tempfile::tempdir().unwrap();
+    let unreachable = dir.path().join("unreachable");
+    std::fs::write(
+        &unreachable,
+        "apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: 'http://127.0.0.1:1'}}]\n\
+         users: [{name: u, user: {}}]\ncontexts: [{name: x, context: {cluster: c, user: u}}]\ncurrent-context: x\n",
+    )
+    .unwrap();
+    let run = support::ferry_with(&unreachable, &["list"]).await;
+    assert_eq!(run.code, 4, "{run:?}");
+    assert!(
+        run.stderr
+            .contains("cannot reach the Kubernetes API server at http://127.0.0.1:1"),
+        "{}",
+        run.stderr
+    );
+    // Not even a kubeconfig.
+    let run = support::ferry_with(&dir.path().join("missing"), &["list"]).await;
+    assert_eq!(run.code, 4, "{run:?}");
+
+    // A user who may do nothing: forbidden, naming verb and resource.
+    let nobody = format!("system:serviceaccount:{}:nobody", env.ns.name);
+    let restricted = env.kubeconfig_with(dir.path(), |user| {
+        user.insert("as".into(), nobody.clone().into());
+    });
+    let run = support::ferry_with(&restricted, &["-n", &env.ns.name, "list"]).await;
+    assert_eq!(run.code, 4, "{run:?}");
+    assert!(
+        run.stderr
+            .contains("forbidden: you may not list volumeresizes.ferry.dev"),
+        "{}",
+        run.stderr
+    );
+    let run = support::ferry_with(
+        &restricted,
+        &["-n", &env.ns.name, "resize", "db", "--volume", "data=2Gi"],
+    )
+    .await;
+    assert_eq!(run.code, 4, "{run:?}");
+    assert!(
+        run.stderr
+            .contains("forbidden: you may not get statefulsets.apps"),
+        "{}",
+        run.stderr
+    );
+
+    // An API server that does not serve the CRD.
+    let server = support::no_crd_server().await;
+    let no_crd = dir.path().join("no-crd");
+    std::fs::write(
+        &no_crd,
+        format!(
+            "apiVersion: v1\nkind: Config\nclusters: [{{name: c, cluster: {{server: 'http://{server}'}}}}]\n\
+             users: [{{name: u, user: {{}}}}]\ncontexts: [{{name: x, context: {{cluster: c, user: u, namespace: prod}}}}]\n\
+             current-context: x\n"
+        ),
+    )
+    .unwrap();
+    for command in [
+        &["list"][..],
+        &["status", "grow"],
+        &["resize", "db", "--volume", "data=2Gi"],
+    ] {
+        let run = support::ferry_with(&no_crd, command).await;
+        assert_eq!(run.code, 4, "{run:?}");
+        assert!(
+            run.stderr
+                .contains("CRD (volumeresizes.ferry.dev) is not installed"),
+            "{}",
+            run.stderr
+        );
+        assert!(
+            run.stderr.contains("ferry crd | kubectl apply -f -"),
+            "{}",
+            run.stderr
+        );
+    }
+    env.finish().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn status_and_describe_show_the_record() {
+    let env = Env::start("cli-status").await;
+    env.create_resize(
+        "grow",
+        json!({"statefulSetName": "db", "volumes": [{"name": "data", "size": "2Gi"}]}),
+    )
+    .await;
+
+    let run = env.ferry(&["status", "grow"]).await;
+    assert_eq!((run.code, run.stdout.as_str()), (5, "grow: Pending\n"), "{run:?}");
+    let run = env
+        .ferry(&[
+            "status",
+            "grow",
+            "--follow",
+            "--timeout",
+            "1",
+            "--interval",
+            "0.2",
+        ])
+        .await;
+    assert_eq!(run.code, 5, "{run:?}");
+    assert!(
+        run.stderr.contains("grow is still Pending after 1s"),
+        "{}",
+        run.stderr
+    );
+
+    env.set_status(
+        "grow",
+        json!({"phase": "Running", "progress": "1/2", "message": "copying data-db-1",
+               "observedGeneration": 1,
+               "conditions": [condition("Prechecked", "True", "PrechecksPassed", "all prechecks passed")],
+               "plan": [
+                   plan_row(0, "Copy", json!({"step": "Done", "bytesDone": 1048576, "bytesTotal": 1048576,
+                        "sourceVolume": "pv-old-0", "targetVolume": "pv-new-0", "finishedAt": "2025-01-01T00:01:00Z"})),
+                   plan_row(1, "Copy", json!({"step": "Copying", "bytesDone": 268435456u64, "bytesTotal": 1073741824u64,
+                        "filesDone": 10, "filesTotal": 40, "bytesPerSecond": 67108864u64})),
+               ],
+               "createdObjects": {"backupConfigMap": "grow-backup", "temporaryClaims": ["grow-data-db-1"],
+                                  "retainedVolumes": ["pv-old-0"]},
+               "startedAt": "2025-01-01T00:00:00Z"}),
+    )
+    .await;
+    // An Event about it, as the operator publishes them.
+    let event: k8s_openapi::api::core::v1::Event = serde_json::from_value(json!({
+        "metadata": {"name": "grow.1"},
+        "involvedObject": {"kind": "VolumeResize", "name": "grow", "namespace": env.ns.name,
+                           "apiVersion": "ferry.dev/v1alpha1"},
+        "reason": "Copying", "message": "copying data-db-1", "type": "Normal", "count": 1,
+        "firstTimestamp": "2025-01-01T00:00:00Z", "lastTimestamp": "2025-01-01T00:00:00Z",
+    }))
+    .unwrap();
+    env.ns
+        .api::<k8s_openapi::api::core::v1::Event>()
+        .create(&Default::default(), &event)
+        .await
+        .unwrap();
+
+    let run = env.ferry(&["status", "grow"]).await;
+    assert_eq!(run.code, 5, "{run:?}");
+    assert_eq!(
+        run.stdout,
+        "grow: Running 1/2 - copying data-db-1\n\
+         \x20 data-db-0  Copy  Done  1.0 MiB/1.0 MiB (100%)\n\
+         \x20 data-db-1  Copy  Copying  256.0 MiB/1.0 GiB (25%)  10/40 files  64.0 MiB/s  ETA 12s\n"
+    );
+
+    let run = env.ferry(&["describe", "grow"]).await;
+    assert_eq!(run.code, 0, "{run:?}");
+    for part in [
+        "Name:               grow",
+        &format!("Namespace:          {}", env.ns.name),
+        "StatefulSet:        db",
+        "Phase:              Running",
+        "Progress:           1/2",
+        "Spec:",
+        "Strategy: Auto  Mode: Rolling  Warm copy: true  Verify: Checksum",
+        "Plan:",
+        "pv-old-0",
+        "pv-new-0",
+        "256.0 MiB/1.0 GiB (25%)",
+        "Conditions:",
+        "Prechecked   True     PrechecksPassed",
+        "Objects made:",
+        "backup ConfigMap: grow-backup",
+        "temporary PVC: grow-data-db-1",
+        "retained PV: pv-old-0",
+        "Events:",
+        "Normal   Copying",
+    ] {
+        assert!(
+            run.stdout.contains(part),
+            "describe lacks {part:?}:\n{}",
+            run.stdout
+        );
+    }
+
+    env.set_status(
+        "grow",
+        json!({"phase": "Failed", "message": "verify failed on data-db-1"}),
+    )
+    .await;
+    let run = env.ferry(&["status", "grow"]).await;
+    assert_eq!(run.code, 1, "{run:?}");
+    assert!(run.stdout.starts_with("grow: Failed"), "{}", run.stdout);
+    env.set_status("grow", json!({"phase": "Succeeded", "message": "done"}))
+        .await;
+    let run = env.ferry(&["status", "grow", "--follow"]).await;
+    assert_eq!(run.code, 0, "{run:?}");
+    assert!(run.stdout.starts_with("grow: Succeeded"), "{}", run.stdout);
+    env.finish().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rollback_sets_the_annotation_or_refuses() {
+    let env = Env::start("cli-rollback").await;
+    let spec = json!({"statefulSetName": "db", "volumes": [{"name": "data", "size": "512Mi"}]});
+    env.create_resize("pending", spec.clone()).await;
+    let run = env.ferry(&["rollback", "pending"]).await;
+    assert_eq!(run.code, 1, "{run:?}");
+    assert!(run.stderr.contains("nothing to roll back"), "{}", run.stderr);
+
+    let mut dry = spec.clone();
+    dry["dryRun"] = json!(true);
+    env.create_resize("dry", dry).await;
+    env.set_status(
+        "dry",
+        json!({"phase": "Succeeded", "plan": [plan_row(0, "Copy", json!({}))]}),
+    )
+    .await;
+    let run = env.ferry(&["rollback", "dry"]).await;
+    assert_eq!(run.code, 1, "{run:?}");
+    assert!(run.stderr.contains("is a dry run"), "{}", run.stderr);
+
+    env.create_resize("shrink", spec).await;
+    env.set_status(
+        "shrink",
+        json!({"phase": "Succeeded", "plan": [plan_row(0, "Copy", json!({"finishedAt": "2025-01-01T00:01:00Z"}))],
+               "createdObjects": {"retainedVolumes": ["pv-old-0"]}}),
+    )
+    .await;
+    let run = env.ferry(&["rollback", "shrink"]).await;
+    assert_eq!(run.code, 0, "{run:?}");
+    assert_eq!(run.stdout, "volumeresize.ferry.dev/shrink rollback requested\n");
+    assert!(
+        run.stderr.contains("warning:")
+            && run
+                .stderr
+                .contains("writes made to the new volumes since the swap are lost"),
+        "{}",
+        run.stderr
+    );
+    let shrink = env.resizes().get("shrink").await.unwrap();
+    assert_eq!(
+        shrink
+            .annotations()
+            .get("ferry.dev/rollback-requested")
+            .map(String::as_str),
+        Some("true")
+    );
+    let run = env.ferry(&["rollback", "shrink"]).await;
+    assert_eq!(run.code, 0, "{run:?}");
+    assert!(run.stdout.contains("already requested"), "{}", run.stdout);
+    let run = env.ferry(&["describe", "shrink"]).await;
+    assert!(
+        run.stdout.contains("Rollback:           requested"),
+        "{}",
+        run.stdout
+    );
+    env.finish().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn delete_removes_it() {
+    let env = Env::start("cli-delete").await;
+    env.create_resize(
+        "grow",
+        json!({"statefulSetName": "db", "volumes": [{"name": "data", "size": "2Gi"}]}),
+    )
+    .await;
+    let run = env.ferry(&["delete", "grow"]).await;
+    assert_eq!(
+        (run.code, run.stdout.as_str()),
+        (0, "volumeresize.ferry.dev \"grow\" deleted\n"),
+        "{run:?}"
+    );
+    ferry_testenv::wait_until("the VolumeResize to be gone", 30, || async {
+        env.resize_names().await.is_empty().then_some(())
+    })
+    .await
+    .unwrap();
+    let run = env.ferry(&["delete", "grow"]).await;
+    assert_eq!(run.code, 3, "{run:?}");
+    let run = env.ferry(&["list"]).await;
+    assert_eq!((run.code, run.stdout.as_str()), (0, ""));
+    assert!(run.stderr.contains("No VolumeResizes found"), "{}", run.stderr);
+    env.finish().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn completion_scripts() {
+    for (shell, marker) in [
+        ("bash", "-o default kubectl-ferry"),
+        ("zsh", "#compdef kubectl-ferry"),
+        ("fish", "complete -c kubectl-ferry"),
+    ] {
+        let output = tokio::process::Command::new(support::BIN)
+            .args(["completion", shell])
+            .output()
+            .await
+            .unwrap();
+        assert_eq!(output.status.code(), Some(0));
+        let text = String::from_utf8_lossy(&output.stdout);
+        assert!(text.contains(marker), "{shell}: {text}");
+        assert!(text.contains("resize") && text.contains("rollback"), "{shell}");
+    }
+    let output = tokio::process::Command::new(support::BIN)
+        .args(["completion", "tcsh"])
+        .output()
+        .await
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+}
+
+/// The Running status the watch tests start from.
+fn running(done: u64) -> serde_json::Value {
+    json!({"phase": "Running", "progress": "0/2", "plan": [
+        plan_row(0, "Copy", json!({"step": "Copying", "bytesDone": done, "bytesTotal": 1073741824u64,
+                                   "bytesPerSecond": 104857600u64})),
+        plan_row(1, "InPlace", json!({"step": "Waiting"})),
+    ]})
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn watch_prints_plain_lines_when_not_a_terminal() {
+    let env = Env::start("cli-watch").await;
+    env.create_resize(
+        "grow",
+        json!({"statefulSetName": "db", "volumes": [{"name": "data", "size": "2Gi"}]}),
+    )
+    .await;
+    env.set_status("grow", running(268435456)).await;
+    let child = env
+        .command(&["watch", "grow", "--interval", "0.2"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    env.set_status("grow", running(536870912)).await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    env.set_status("grow", json!({"phase": "Succeeded", "progress": "2/2"}))
+        .await;
+    let output = tokio::time::timeout(Duration::from_secs(30), child.wait_with_output())
+        .await
+        .unwrap()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(output.status.code(), Some(0), "{stdout}");
+    assert!(!stdout.contains('\x1b'), "plain text only: {stdout:?}");
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!(
+        lines,
+        [
+            "grow: Running 0/2",
+            "  data-db-0  Copy  Copying  256.0 MiB/1.0 GiB (25%)  100.0 MiB/s  ETA 8s",
+            "  data-db-1  InPlace  Waiting",
+            "  data-db-0  Copy  Copying  512.0 MiB/1.0 GiB (50%)  100.0 MiB/s  ETA 6s",
+            "grow: Succeeded 2/2",
+        ],
+        "{stdout}"
+    );
+    env.finish().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn watch_draws_progress_bars_in_a_terminal() {
+    let env = Env::start("cli-watch-tty").await;
+    env.create_resize(
+        "grow",
+        json!({"statefulSetName": "db", "volumes": [{"name": "data", "size": "2Gi"}]}),
+    )
+    .await;
+    env.set_status("grow", running(536870912)).await;
+    // `script` gives the binary a pseudo-terminal and copies what it draws to our pipe.
+    let command = format!(
+        "{} --kubeconfig {} -n {} watch grow --interval 0.2",
+        support::BIN,
+        env.kubeconfig.display(),
+        env.ns.name
+    );
+    let child = tokio::process::Command::new("script")
+        .args(["-qfec", &command, "/dev/null"])
+        .env("TERM", "xterm-256color")
+        .env("COLUMNS", "160")
+        .env_remove("NO_COLOR")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    env.set_status(
+        "grow",
+        json!({"phase": "Failed", "progress": "0/2", "message": "verify failed"}),
+    )
+    .await;
+    let output = tokio::time::timeout(Duration::from_secs(30), child.wait_with_output())
+        .await
+        .unwrap()
+        .unwrap();
+    let screen = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(output.status.code(), Some(1), "Failed exits 1: {screen:?}");
+    assert!(
+        screen.contains("\x1b["),
+        "terminal escapes (colors, redraws): {screen:?}"
+    );
+    assert!(
+        screen.contains("data-db-0") && screen.contains("data-db-1"),
+        "{screen:?}"
+    );
+    assert!(screen.contains("[==============>"), "a half-full bar: {screen:?}");
+    assert!(
+        screen.contains("(50%)") && screen.contains("100.0 MiB/s") && screen.contains("ETA 6s"),
+        "{screen:?}"
+    );
+    assert!(
+        screen.contains("Failed") && screen.contains("verify failed"),
+        "{screen:?}"
+    );
+    env.finish().await;
+}

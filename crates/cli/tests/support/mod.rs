@@ -1,0 +1,260 @@
+//! Shared setup for the CLI's tests on the local control plane: the CRD, a namespace per test,
+//! running the real `kubectl-ferry` binary against it, the operator in-process when a test needs
+//! it, and writing a VolumeResize's status directly (test-only field manager, no operator running)
+//! to show states the operator would reach.
+#![allow(dead_code, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use ferry_api::VolumeResize;
+use ferry_operator::{Settings, run};
+use ferry_testenv::fixtures::{stateful_set, wait_ready};
+use ferry_testenv::{TestNamespace, client};
+use k8s_openapi::api::apps::v1::StatefulSet;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::api::{Patch, PatchParams, PostParams};
+use kube::runtime::wait::{await_condition, conditions};
+use kube::{Api, Client, CustomResourceExt, ResourceExt};
+use serde_json::json;
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::time::Duration;
+use tokio::task::JoinHandle;
+
+pub const BIN: &str = env!("CARGO_BIN_EXE_kubectl-ferry");
+/// Field manager for statuses the tests write themselves.
+pub const TEST_MANAGER: &str = "kubectl-ferry-tests";
+
+pub struct Env {
+    pub client: Client,
+    pub ns: TestNamespace,
+    pub kubeconfig: PathBuf,
+    operator: Option<JoinHandle<()>>,
+}
+
+/// What one run of the binary did.
+#[derive(Debug)]
+pub struct Run {
+    pub code: i32,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl Env {
+    pub async fn start(prefix: &str) -> Env {
+        let client = client().await.unwrap();
+        install_crd(&client).await;
+        let ns = TestNamespace::create(&client, prefix).await.unwrap();
+        let kubeconfig = ferry_testenv::cluster::kubeconfig_path().await.unwrap();
+        Env {
+            client,
+            ns,
+            kubeconfig,
+            operator: None,
+        }
+    }
+
+    /// Runs the operator in-process, watching only this test's namespace.
+    pub fn start_operator(&mut self) {
+        let settings = Settings {
+            namespace: Some(self.ns.name.clone()),
+            http_addr: None,
+        };
+        let client = self.client.clone();
+        self.operator = Some(tokio::spawn(async move {
+            if let Err(error) = run(client, settings).await {
+                eprintln!("operator stopped: {error}");
+            }
+        }));
+    }
+
+    pub async fn finish(self) {
+        if let Some(operator) = self.operator {
+            operator.abort();
+        }
+        self.ns.cleanup().await.unwrap();
+    }
+
+    /// The binary with `--kubeconfig` and `-n` for this test.
+    pub fn command(&self, args: &[&str]) -> tokio::process::Command {
+        let mut command = tokio::process::Command::new(BIN);
+        command
+            .arg("--kubeconfig")
+            .arg(&self.kubeconfig)
+            .args(["-n", &self.ns.name])
+            .args(args)
+            .env_remove("NO_COLOR")
+            .stdin(Stdio::null())
+            .kill_on_drop(true);
+        command
+    }
+
+    /// Runs `kubectl-ferry --kubeconfig … -n <ns> ARGS` to the end (60 s at most).
+    pub async fn ferry(&self, args: &[&str]) -> Run {
+        let output = tokio::time::timeout(Duration::from_secs(120), self.command(args).output())
+            .await
+            .unwrap_or_else(|_| panic!("kubectl-ferry {args:?} did not finish"))
+            .unwrap();
+        let run = Run {
+            code: output.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+        };
+        eprintln!("$ kubectl-ferry {}\n{run:#?}", args.join(" "));
+        run
+    }
+
+    pub async fn stateful_set(&self, name: &str, replicas: i32, class: &str, ready: bool) {
+        let api: Api<StatefulSet> = self.ns.api();
+        api.create(
+            &PostParams::default(),
+            &stateful_set(name, replicas, class, "1Gi"),
+        )
+        .await
+        .unwrap();
+        if ready {
+            wait_ready(&api, name, replicas, 120).await.unwrap();
+        }
+    }
+
+    pub fn resizes(&self) -> Api<VolumeResize> {
+        self.ns.api()
+    }
+
+    pub async fn create_resize(&self, name: &str, spec: serde_json::Value) -> VolumeResize {
+        let resize: VolumeResize = serde_json::from_value(json!({
+            "apiVersion": "ferry.dev/v1alpha1", "kind": "VolumeResize",
+            "metadata": {"name": name}, "spec": spec,
+        }))
+        .unwrap();
+        self.resizes()
+            .create(&PostParams::default(), &resize)
+            .await
+            .unwrap()
+    }
+
+    /// Writes the status as the operator would (server-side apply on the status subresource).
+    pub async fn set_status(&self, name: &str, status: serde_json::Value) {
+        let patch = json!({
+            "apiVersion": "ferry.dev/v1alpha1", "kind": "VolumeResize",
+            "metadata": {"name": name}, "status": status,
+        });
+        self.resizes()
+            .patch_status(
+                name,
+                &PatchParams::apply(TEST_MANAGER).force(),
+                &Patch::Apply(&patch),
+            )
+            .await
+            .unwrap();
+    }
+
+    pub async fn resize_names(&self) -> Vec<String> {
+        let mut names: Vec<String> = self
+            .resizes()
+            .list(&Default::default())
+            .await
+            .unwrap()
+            .items
+            .iter()
+            .map(|r| r.name_any())
+            .collect();
+        names.sort();
+        names
+    }
+
+    /// A copy of the kubeconfig with its user changed by `edit` (a YAML mapping of the user).
+    pub fn kubeconfig_with(&self, dir: &std::path::Path, edit: impl Fn(&mut serde_yaml::Mapping)) -> PathBuf {
+        let text = std::fs::read_to_string(&self.kubeconfig).unwrap();
+        let mut config: serde_yaml::Value = serde_yaml::from_str(&text).unwrap();
+        for user in config["users"].as_sequence_mut().unwrap() {
+            edit(user["user"].as_mapping_mut().unwrap());
+        }
+        let path = dir.join("kubeconfig");
+        std::fs::write(&path, serde_yaml::to_string(&config).unwrap()).unwrap();
+        path
+    }
+}
+
+/// Runs the binary with the given kubeconfig (no `-n`).
+pub async fn ferry_with(kubeconfig: &std::path::Path, args: &[&str]) -> Run {
+    let output = tokio::process::Command::new(BIN)
+        .arg("--kubeconfig")
+        .arg(kubeconfig)
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .await
+        .unwrap();
+    let run = Run {
+        code: output.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+    };
+    eprintln!("$ kubectl-ferry {args:?}\n{run:#?}");
+    run
+}
+
+/// A stand-in API server that answers 404 to everything, as one without the ferry.dev group does.
+pub async fn no_crd_server() -> std::net::SocketAddr {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        while let Ok((mut socket, _)) = listener.accept().await {
+            tokio::spawn(async move {
+                let mut request = Vec::new();
+                let mut buffer = [0u8; 4096];
+                while !request.windows(4).any(|w| w == b"\r\n\r\n") {
+                    match socket.read(&mut buffer).await {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => request.extend_from_slice(&buffer[..n]),
+                    }
+                }
+                let body = r#"{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"the server could not find the requested resource","reason":"NotFound","details":{},"code":404}"#;
+                let response = format!(
+                    "HTTP/1.1 404 Not Found\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                    body.len()
+                );
+                let _ = socket.write_all(response.as_bytes()).await;
+            });
+        }
+    });
+    address
+}
+
+/// A plan row as the operator writes it.
+pub fn plan_row(replica: i32, strategy: &str, extra: serde_json::Value) -> serde_json::Value {
+    let mut row = json!({
+        "replica": replica, "volume": "data", "claimName": format!("data-db-{replica}"),
+        "strategy": strategy, "currentSize": "1Gi", "targetSize": "2Gi",
+        "currentStorageClass": ferry_testenv::CLASS_FIXED,
+    });
+    row.as_object_mut()
+        .unwrap()
+        .extend(extra.as_object().unwrap().clone());
+    row
+}
+
+/// A condition as the operator writes it.
+pub fn condition(type_: &str, status: &str, reason: &str, message: &str) -> serde_json::Value {
+    json!({"type": type_, "status": status, "reason": reason, "message": message,
+           "lastTransitionTime": "2025-01-01T00:00:00Z"})
+}
+
+/// Installs (server-side apply) the VolumeResize CRD and waits until it is established.
+pub async fn install_crd(client: &Client) {
+    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
+    let crd = VolumeResize::crd();
+    let name = crd.name_any();
+    crds.patch(
+        &name,
+        &PatchParams::apply("ferry-tests").force(),
+        &Patch::Apply(&crd),
+    )
+    .await
+    .unwrap();
+    let established = await_condition(crds, &name, conditions::is_crd_established());
+    tokio::time::timeout(Duration::from_secs(30), established)
+        .await
+        .unwrap()
+        .unwrap();
+}

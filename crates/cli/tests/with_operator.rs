@@ -1,0 +1,154 @@
+//! `plan` and `status --follow` against a real StatefulSet with the real operator running
+//! in-process for the test's namespace.
+
+mod support;
+
+use ferry_testenv::{CLASS_EXPANDABLE, CLASS_FIXED};
+use serde_json::json;
+use std::time::Duration;
+use support::Env;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn plan_shows_the_operators_plan_and_changes_nothing() {
+    let mut env = Env::start("cli-plan").await;
+    env.stateful_set("db", 2, CLASS_EXPANDABLE, true).await;
+    env.stateful_set("fixed", 1, CLASS_FIXED, true).await;
+    env.start_operator();
+
+    let run = env.ferry(&["plan", "db", "--volume", "data=2Gi"]).await;
+    assert_eq!(run.code, 0, "{run:?}");
+    let lines: Vec<&str> = run.stdout.lines().collect();
+    assert!(
+        lines[0].starts_with("Plan for StatefulSet db (Rolling mode, strategy Auto"),
+        "{}",
+        run.stdout
+    );
+    assert!(lines[1].starts_with("REPLICA   CLAIM"), "{}", run.stdout);
+    for replica in 0..2 {
+        let row = lines
+            .iter()
+            .find(|l| l.contains(&format!("data-db-{replica}")))
+            .unwrap_or_else(|| panic!("no row for replica {replica}: {}", run.stdout));
+        assert!(row.contains("InPlace"), "{row}");
+        assert!(row.contains("1Gi -> 2Gi"), "{row}");
+        assert!(row.contains(&format!("{CLASS_EXPANDABLE} (unchanged)")), "{row}");
+        assert!(row.contains("no copy"), "{row}");
+    }
+    assert!(
+        run.stdout.contains("2 PVC(s): 2 in place, 0 by copy."),
+        "{}",
+        run.stdout
+    );
+    assert!(env.resize_names().await.is_empty(), "the dry run is deleted");
+
+    // A shrink is a copy; data in use is unknown until the operator measures it. --keep keeps it.
+    let run = env
+        .ferry(&[
+            "plan",
+            "db",
+            "--volume",
+            "data=512Mi",
+            "--keep",
+            "--name",
+            "shrink-plan",
+        ])
+        .await;
+    assert_eq!(run.code, 0, "{run:?}");
+    let row = run
+        .stdout
+        .lines()
+        .find(|l| l.contains("data-db-1"))
+        .unwrap_or_default();
+    assert!(
+        row.contains("Copy") && row.contains("1Gi -> 512Mi"),
+        "{}",
+        run.stdout
+    );
+    assert!(row.contains("unknown") || row.contains('~'), "{row}");
+    assert!(run.stdout.contains("Kept the dry-run VolumeResize shrink-plan."));
+    assert_eq!(env.resize_names().await, ["shrink-plan"]);
+    let kept = env.resizes().get("shrink-plan").await.unwrap();
+    assert!(kept.spec.dry_run);
+
+    // JSON output is the planned object itself.
+    let run = env
+        .ferry(&["plan", "db", "--volume", "data=3Gi", "-o", "json"])
+        .await;
+    assert_eq!(run.code, 0, "{run:?}");
+    let planned: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+    assert_eq!(planned["status"]["phase"], "Succeeded");
+    assert_eq!(planned["status"]["plan"].as_array().map(Vec::len), Some(2));
+
+    // A request the operator rejects: exit 1 with its reason.
+    let run = env
+        .ferry(&["plan", "fixed", "--volume", "data=2Gi", "--strategy", "inplace"])
+        .await;
+    assert_eq!(run.code, 1, "{run:?}");
+    assert!(
+        run.stdout.contains("Cannot resize:") && run.stdout.contains("does not allow volume expansion"),
+        "{}",
+        run.stdout
+    );
+    assert_eq!(env.resize_names().await, ["shrink-plan"]);
+    env.finish().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn status_follow_returns_when_the_resize_ends() {
+    let mut env = Env::start("cli-follow").await;
+    env.stateful_set("db", 1, CLASS_EXPANDABLE, true).await;
+
+    // Created before the operator runs: follow starts while it is still Pending.
+    let run = env
+        .ferry(&[
+            "resize",
+            "db",
+            "--volume",
+            "data=2Gi",
+            "--dry-run",
+            "--name",
+            "dry",
+        ])
+        .await;
+    assert_eq!(run.code, 0, "{run:?}");
+    assert!(
+        run.stdout
+            .starts_with("volumeresize.ferry.dev/dry created (dry run)"),
+        "{}",
+        run.stdout
+    );
+    env.create_resize(
+        "ghost",
+        json!({"statefulSetName": "ghost", "volumes": [{"name": "data", "size": "2Gi"}]}),
+    )
+    .await;
+
+    let follow_dry = env
+        .command(&["status", "dry", "--follow", "--interval", "0.3"])
+        .output();
+    let follow_ghost = env
+        .command(&["status", "ghost", "--follow", "--interval", "0.3"])
+        .output();
+    let followers = tokio::spawn(async move { tokio::join!(follow_dry, follow_ghost) });
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert!(!followers.is_finished(), "--follow waits while Pending");
+    env.start_operator();
+    let (dry, ghost) = tokio::time::timeout(Duration::from_secs(90), followers)
+        .await
+        .unwrap()
+        .unwrap();
+    let (dry, ghost) = (dry.unwrap(), ghost.unwrap());
+    let dry_out = String::from_utf8_lossy(&dry.stdout);
+    assert_eq!(dry.status.code(), Some(0), "{dry_out}");
+    assert!(dry_out.starts_with("dry: Pending (dry run)\n"), "{dry_out}");
+    assert!(dry_out.contains("dry: Succeeded (dry run)"), "{dry_out}");
+    assert!(dry_out.contains("data-db-0  InPlace"), "{dry_out}");
+    let ghost_out = String::from_utf8_lossy(&ghost.stdout);
+    assert_eq!(ghost.status.code(), Some(1), "{ghost_out}");
+    assert!(
+        ghost_out.contains("ghost: Failed") && ghost_out.contains("\"ghost\" does not exist"),
+        "{ghost_out}"
+    );
+
+    env.finish().await;
+}
