@@ -131,20 +131,35 @@ impl Env {
             .unwrap()
     }
 
-    /// Writes the status as the operator would (server-side apply on the status subresource).
+    /// Writes the whole status as the operator would (replacing the status subresource), with
+    /// `observedGeneration` current so that an operator, were one running, would leave it alone.
     pub async fn set_status(&self, name: &str, status: serde_json::Value) {
-        let patch = json!({
-            "apiVersion": "ferry.dev/v1alpha1", "kind": "VolumeResize",
-            "metadata": {"name": name}, "status": status,
-        });
-        self.resizes()
-            .patch_status(
-                name,
-                &PatchParams::apply(TEST_MANAGER).force(),
-                &Patch::Apply(&patch),
-            )
-            .await
-            .unwrap();
+        let api = self.resizes();
+        for _ in 0..10 {
+            let mut current = serde_json::to_value(api.get(name).await.unwrap()).unwrap();
+            let mut status = status.clone();
+            if status.get("observedGeneration").is_none() {
+                status["observedGeneration"] = current["metadata"]["generation"].clone();
+            }
+            current["status"] = status;
+            let body = serde_json::to_vec(&current).unwrap();
+            match api
+                .replace_status(
+                    name,
+                    &PostParams {
+                        field_manager: Some(TEST_MANAGER.into()),
+                        ..Default::default()
+                    },
+                    body,
+                )
+                .await
+            {
+                Ok(_) => return,
+                Err(kube::Error::Api(e)) if e.code == 409 => continue,
+                Err(error) => panic!("cannot write the status of {name}: {error}"),
+            }
+        }
+        panic!("the status of {name} kept changing under the test");
     }
 
     pub async fn resize_names(&self) -> Vec<String> {
