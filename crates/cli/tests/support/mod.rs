@@ -115,6 +115,17 @@ impl Env {
         }
     }
 
+    /// A StatefulSet whose pods can never be scheduled, so it never becomes Ready: a VolumeResize
+    /// of it stays Pending whether or not an operator runs.
+    pub async fn unready_stateful_set(&self, name: &str) {
+        let mut sts = stateful_set(name, 1, ferry_testenv::CLASS_FIXED, "1Gi");
+        if let Some(pod) = sts.spec.as_mut().and_then(|s| s.template.spec.as_mut()) {
+            pod.node_selector = Some([("ferry.dev/no-such-node".to_string(), "true".to_string())].into());
+        }
+        let api: Api<StatefulSet> = self.ns.api();
+        api.create(&PostParams::default(), &sts).await.unwrap();
+    }
+
     pub fn resizes(&self) -> Api<VolumeResize> {
         self.ns.api()
     }
@@ -133,30 +144,33 @@ impl Env {
 
     /// Writes the whole status as the operator would (replacing the status subresource), with
     /// `observedGeneration` current so that an operator, were one running, would leave it alone.
+    /// Reads it back a moment later and writes again if something else (an operator outside the
+    /// test, e.g. one left by `scripts/demo`) overwrote it first.
     pub async fn set_status(&self, name: &str, status: serde_json::Value) {
         let api = self.resizes();
-        for _ in 0..10 {
+        for _ in 0..20 {
             let mut current = serde_json::to_value(api.get(name).await.unwrap()).unwrap();
             let mut status = status.clone();
             if status.get("observedGeneration").is_none() {
                 status["observedGeneration"] = current["metadata"]["generation"].clone();
             }
-            current["status"] = status;
-            let body = serde_json::to_vec(&current).unwrap();
-            match api
-                .replace_status(
-                    name,
-                    &PostParams {
-                        field_manager: Some(TEST_MANAGER.into()),
-                        ..Default::default()
-                    },
-                    body,
-                )
-                .await
-            {
-                Ok(_) => return,
+            current["status"] = status.clone();
+            let body: VolumeResize = serde_json::from_value(current).unwrap();
+            let params = PostParams {
+                field_manager: Some(TEST_MANAGER.into()),
+                ..Default::default()
+            };
+            match api.replace_status(name, &params, &body).await {
+                Ok(_) => {}
                 Err(kube::Error::Api(e)) if e.code == 409 => continue,
                 Err(error) => panic!("cannot write the status of {name}: {error}"),
+            }
+            tokio::time::sleep(Duration::from_millis(500)).await;
+            let written = serde_json::to_value(api.get(name).await.unwrap()).unwrap();
+            if written["status"]["phase"] == status["phase"]
+                && written["status"]["message"] == status["message"]
+            {
+                return;
             }
         }
         panic!("the status of {name} kept changing under the test");
