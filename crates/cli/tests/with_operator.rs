@@ -4,6 +4,9 @@
 mod support;
 
 use ferry_testenv::{CLASS_EXPANDABLE, CLASS_FIXED};
+use k8s_openapi::api::apps::v1::StatefulSet;
+use kube::Api;
+use kube::api::DeleteParams;
 use serde_json::json;
 use std::time::Duration;
 use support::Env;
@@ -97,8 +100,10 @@ async fn plan_shows_the_operators_plan_and_changes_nothing() {
 async fn status_follow_returns_when_the_resize_ends() {
     let mut env = Env::start("cli-follow").await;
     env.stateful_set("db", 1, CLASS_EXPANDABLE, true).await;
+    // Its pod cannot be scheduled, so the operator keeps a resize of it Pending (not Ready).
+    env.unready_stateful_set("slow").await;
 
-    // Created before the operator runs: follow starts while it is still Pending.
+    // Created before the operator runs.
     let run = env
         .ferry(&[
             "resize",
@@ -122,27 +127,37 @@ async fn status_follow_returns_when_the_resize_ends() {
         json!({"statefulSetName": "ghost", "volumes": [{"name": "data", "size": "2Gi"}]}),
     )
     .await;
+    let run = env
+        .ferry(&["resize", "slow", "--volume", "data=2Gi", "--name", "slow"])
+        .await;
+    assert_eq!(run.code, 0, "{run:?}");
 
-    let follow_dry = env
-        .command(&["status", "dry", "--follow", "--interval", "0.3"])
-        .output();
-    let follow_ghost = env
-        .command(&["status", "ghost", "--follow", "--interval", "0.3"])
-        .output();
-    let followers = tokio::spawn(async move { tokio::join!(follow_dry, follow_ghost) });
-    tokio::time::sleep(Duration::from_secs(2)).await;
-    assert!(!followers.is_finished(), "--follow waits while Pending");
+    let follow = |name: &str| {
+        tokio::spawn(
+            env.command(&["status", name, "--follow", "--interval", "0.3"])
+                .output(),
+        )
+    };
+    let (dry, ghost, slow) = (follow("dry"), follow("ghost"), follow("slow"));
     env.start_operator();
-    let (dry, ghost) = tokio::time::timeout(Duration::from_secs(90), followers)
+
+    // A dry run ends Succeeded: exit 0.
+    let dry = tokio::time::timeout(Duration::from_secs(60), dry)
         .await
         .unwrap()
+        .unwrap()
         .unwrap();
-    let (dry, ghost) = (dry.unwrap(), ghost.unwrap());
     let dry_out = String::from_utf8_lossy(&dry.stdout);
     assert_eq!(dry.status.code(), Some(0), "{dry_out}");
-    assert!(dry_out.starts_with("dry: Pending (dry run)\n"), "{dry_out}");
     assert!(dry_out.contains("dry: Succeeded (dry run)"), "{dry_out}");
     assert!(dry_out.contains("data-db-0  InPlace"), "{dry_out}");
+
+    // A request the operator rejects ends Failed: exit 1.
+    let ghost = tokio::time::timeout(Duration::from_secs(60), ghost)
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
     let ghost_out = String::from_utf8_lossy(&ghost.stdout);
     assert_eq!(ghost.status.code(), Some(1), "{ghost_out}");
     assert!(
@@ -150,5 +165,19 @@ async fn status_follow_returns_when_the_resize_ends() {
         "{ghost_out}"
     );
 
+    // A resize that waits keeps --follow waiting, and it returns when the resize ends.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert!(!slow.is_finished(), "--follow waits while the resize is Pending");
+    let sets: Api<StatefulSet> = env.ns.api();
+    sets.delete("slow", &DeleteParams::default()).await.unwrap();
+    let slow = tokio::time::timeout(Duration::from_secs(60), slow)
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+    let slow_out = String::from_utf8_lossy(&slow.stdout);
+    assert_eq!(slow.status.code(), Some(1), "{slow_out}");
+    assert!(slow_out.starts_with("slow: Pending"), "{slow_out}");
+    assert!(slow_out.contains("slow: Failed"), "{slow_out}");
     env.finish().await;
 }
