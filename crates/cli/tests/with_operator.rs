@@ -82,6 +82,42 @@ async fn plan_shows_the_operators_plan_and_changes_nothing() {
     assert_eq!(planned["status"]["phase"], "Succeeded");
     assert_eq!(planned["status"]["plan"].as_array().map(Vec::len), Some(2));
 
+    // resize --watch follows what it created to the end.
+    let run = env
+        .ferry(&[
+            "resize",
+            "db",
+            "--volume",
+            "data=4Gi",
+            "--dry-run",
+            "--watch",
+            "--name",
+            "watched",
+        ])
+        .await;
+    assert_eq!(run.code, 0, "{run:?}");
+    assert!(
+        run.stdout
+            .starts_with("volumeresize.ferry.dev/watched created (dry run)\n"),
+        "{}",
+        run.stdout
+    );
+    assert!(run.stdout.contains("data-db-1  InPlace"), "{}", run.stdout);
+    assert!(
+        run.stdout.contains("watched: Succeeded (dry run)"),
+        "{}",
+        run.stdout
+    );
+    env.resizes()
+        .delete("watched", &Default::default())
+        .await
+        .unwrap();
+    ferry_testenv::wait_until("the watched dry run to be gone", 30, || async {
+        (env.resize_names().await == ["shrink-plan"]).then_some(())
+    })
+    .await
+    .unwrap();
+
     // A request the operator rejects: exit 1 with its reason.
     let run = env
         .ferry(&["plan", "fixed", "--volume", "data=2Gi", "--strategy", "inplace"])
