@@ -231,6 +231,9 @@ pub struct VolumePlan {
     pub source_volume: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub target_volume: Option<String>,
+    /// Reclaim policy the source volume had before Ferry set it to Retain; restored on the new volume.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub original_reclaim_policy: Option<String>,
     /// UID of the pod Ferry deleted to let the kubelet finish a file-system resize, so a restart
     /// happens once even if the operator restarts.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -2,6 +2,7 @@
 //! VolumeResize, and decides the next status and actions. No I/O: everything here is unit-tested.
 
 pub mod conditions;
+pub mod copy;
 pub mod in_place;
 pub mod observed;
 pub mod precheck;

@@ -138,6 +138,17 @@ pub fn precheck(spec: &VolumeResizeSpec, observed: &Observed) -> Precheck {
         }
     }
 
+    // A plan that copies some volumes copies all changed ones: one replica stop covers them, and the
+    // StatefulSet is replaced once with every new template.
+    if plan
+        .iter()
+        .any(|row| row.strategy == Some(ferry_api::ChosenStrategy::Copy))
+    {
+        for row in plan.iter_mut().filter(|row| row.strategy.is_some()) {
+            row.strategy = Some(ferry_api::ChosenStrategy::Copy);
+        }
+    }
+
     if plan.iter().all(|row| row.strategy.is_none()) {
         return Precheck {
             verdict: Verdict::NothingToDo,

@@ -12,6 +12,10 @@ pub struct RunObserved {
     pub claims: BTreeMap<String, RunClaim>,
     /// The StatefulSet's pods by name.
     pub pods: BTreeMap<String, RunPod>,
+    /// PersistentVolumes named in the plan (source and target), by name.
+    pub volumes: BTreeMap<String, RunVolume>,
+    /// This resize's mover pods, by name.
+    pub movers: BTreeMap<String, RunMover>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -26,6 +30,10 @@ pub struct RunStatefulSet {
 
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct RunClaim {
+    pub uid: String,
+    /// The PersistentVolume it is bound to.
+    pub volume_name: Option<String>,
+    pub deleting: bool,
     pub requested_bytes: u64,
     pub capacity_bytes: u64,
     /// The driver grew the volume; the file system grows when the pod restarts.
@@ -37,6 +45,39 @@ pub struct RunPod {
     pub uid: String,
     pub ready: bool,
     pub deleting: bool,
+}
+
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RunVolume {
+    pub reclaim_policy: String,
+    /// Name of the claim it is bound or reserved to, if any.
+    pub claim_name: Option<String>,
+    /// UID in its claimRef; `None` when reserved by name only.
+    pub claim_uid: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum MoverPhase {
+    Waiting,
+    Running,
+    Succeeded,
+    Failed { exit_code: i32, message: String },
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunMover {
+    pub phase: MoverPhase,
+    /// The result JSON the mover wrote as its termination message.
+    pub result: Option<String>,
+}
+
+/// Which pass of a copy a mover pod makes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Pass {
+    /// While the replica still runs; changes during it are fine.
+    Warm,
+    /// With the replica stopped; must end exact and verified.
+    Final,
 }
 
 /// One change the operator must make to the cluster. Each is idempotent: doing it twice, or after a
@@ -53,4 +94,34 @@ pub enum ResizeAction {
     OrphanDeleteStatefulSet,
     /// Create the StatefulSet from the backup with the new volume claim templates.
     RecreateStatefulSet,
+    /// Create the StatefulSet from the backup exactly as it was (rollback).
+    RestoreStatefulSet,
+    /// Create the temporary claim a copy goes to (new size and class).
+    CreateTargetClaim {
+        claim: String,
+        bytes: u64,
+        storage_class: Option<String>,
+    },
+    /// Start a mover pod copying `source` claim to `target` claim.
+    StartMover {
+        pod: String,
+        source: String,
+        target: String,
+        pass: Pass,
+    },
+    /// Delete a mover pod (it has finished, or the copy is abandoned).
+    DeleteMover { pod: String },
+    /// Keep a volume's data when its claim goes away.
+    SetReclaimPolicy { volume: String, policy: String },
+    /// Delete a claim, only if it still has this UID.
+    DeleteClaim { claim: String, uid: String },
+    /// Reserve a released volume for a claim name (clears the old claim's UID).
+    ReserveVolume { volume: String, claim: String },
+    /// Create a claim bound to a given volume, under the original claim's name.
+    BindClaim {
+        claim: String,
+        volume: String,
+        bytes: u64,
+        storage_class: Option<String>,
+    },
 }

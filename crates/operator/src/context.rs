@@ -13,10 +13,17 @@ pub struct Context {
     pub metrics: Arc<Metrics>,
     /// Every VolumeResize the controller watches, to find others on the same StatefulSet.
     pub resizes: Store<VolumeResize>,
+    /// Image of mover pods unless a VolumeResize names another.
+    pub mover_image: String,
 }
 
 impl Context {
-    pub fn new(client: Client, metrics: Arc<Metrics>, resizes: Store<VolumeResize>) -> Self {
+    pub fn new(
+        client: Client,
+        metrics: Arc<Metrics>,
+        resizes: Store<VolumeResize>,
+        mover_image: String,
+    ) -> Self {
         let reporter = Reporter {
             controller: "ferry".into(),
             instance: std::env::var("POD_NAME").ok(),
@@ -26,6 +33,7 @@ impl Context {
             client,
             metrics,
             resizes,
+            mover_image,
         }
     }
 }

@@ -28,6 +28,9 @@ enum Command {
         http_addr: SocketAddr,
         #[arg(long, env = "FERRY_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
         log_format: LogFormat,
+        /// Image for mover pods (default: the operator's own image).
+        #[arg(long, env = "FERRY_MOVER_IMAGE")]
+        mover_image: Option<String>,
     },
     /// Print the CustomResourceDefinitions as YAML.
     Crd,
@@ -56,6 +59,7 @@ fn main() -> ExitCode {
             namespace,
             http_addr,
             log_format,
+            mover_image,
         } => {
             init_logging(log_format);
             let runtime = match tokio::runtime::Runtime::new() {
@@ -68,6 +72,7 @@ fn main() -> ExitCode {
             match runtime.block_on(start(Settings {
                 namespace,
                 http_addr: Some(http_addr),
+                mover_image,
             })) {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(error) => {

@@ -23,7 +23,12 @@ pub struct Settings {
     pub namespace: Option<String>,
     /// Where /healthz, /readyz and /metrics are served (none when `None`).
     pub http_addr: Option<SocketAddr>,
+    /// Image for mover pods (default: this operator's own image, tagged with its version).
+    pub mover_image: Option<String>,
 }
+
+/// The operator's own image; the mover is a second entry point of the same image.
+pub const DEFAULT_IMAGE: &str = concat!("ghcr.io/ferry-dev/ferry:", env!("CARGO_PKG_VERSION"));
 
 /// Runs the controllers until the watch streams end (or the future is dropped).
 pub async fn run(client: Client, settings: Settings) -> Result<(), Error> {
@@ -43,7 +48,15 @@ pub async fn run(client: Client, settings: Settings) -> Result<(), Error> {
     };
     let controller = Controller::new(resizes, watcher::Config::default().any_semantic());
     let store = controller.store();
-    let ctx = Arc::new(Context::new(client, metrics, store.clone()));
+    let ctx = Arc::new(Context::new(
+        client,
+        metrics,
+        store.clone(),
+        settings
+            .mover_image
+            .clone()
+            .unwrap_or_else(|| DEFAULT_IMAGE.to_string()),
+    ));
     // A StatefulSet change wakes the VolumeResizes that name it (e.g. replicas became Ready).
     let mapper_store = store.clone();
     let controller = controller

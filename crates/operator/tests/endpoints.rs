@@ -32,6 +32,7 @@ async fn health_readiness_and_metrics_are_served() {
     let settings = Settings {
         namespace: Some(ns.name.clone()),
         http_addr: Some(([127, 0, 0, 1], port).into()),
+        mover_image: None,
     };
     let operator = tokio::spawn(run(client.clone(), settings));
     let base = format!("http://127.0.0.1:{port}");

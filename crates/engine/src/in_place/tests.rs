@@ -44,6 +44,7 @@ fn cluster(replicas: i32, requested: u64, capacity: u64, pending: bool) -> RunOb
                         requested_bytes: requested,
                         capacity_bytes: capacity,
                         file_system_resize_pending: pending,
+                        ..RunClaim::default()
                     },
                 )
             })
@@ -60,6 +61,7 @@ fn cluster(replicas: i32, requested: u64, capacity: u64, pending: bool) -> RunOb
                 )
             })
             .collect(),
+        ..RunObserved::default()
     }
 }
 

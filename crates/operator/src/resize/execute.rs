@@ -5,10 +5,10 @@ use super::run_observe::backup_name;
 use crate::Error;
 use crate::context::Context;
 use ferry_api::VolumeResize;
-use ferry_api::names::{LABEL_MANAGED_BY, LABEL_VOLUME_RESIZE, MANAGED_BY_VALUE};
-use ferry_engine::run_state::ResizeAction;
+use ferry_api::names::{LABEL_MANAGED_BY, LABEL_MOVER, LABEL_VOLUME_RESIZE, MANAGED_BY_VALUE};
+use ferry_engine::run_state::{Pass, ResizeAction};
 use k8s_openapi::api::apps::v1::StatefulSet;
-use k8s_openapi::api::core::v1::{ConfigMap, PersistentVolumeClaim, Pod};
+use k8s_openapi::api::core::v1::{ConfigMap, PersistentVolume, PersistentVolumeClaim, Pod};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::{DeleteParams, Patch, PatchParams, PostParams, Preconditions, PropagationPolicy};
@@ -78,6 +78,118 @@ pub async fn execute(
                     .map(|_| ()),
             )
         }
+        ResizeAction::RestoreStatefulSet => {
+            let backup = Api::<ConfigMap>::namespaced(client.clone(), namespace)
+                .get(&backup_name(resize))
+                .await?;
+            ignore_conflict(
+                Api::<StatefulSet>::namespaced(client, namespace)
+                    .create(&PostParams::default(), &restore(&backup)?)
+                    .await,
+            )
+        }
+        ResizeAction::CreateTargetClaim {
+            claim,
+            bytes,
+            storage_class,
+        } => {
+            let original = resize
+                .status
+                .as_ref()
+                .and_then(|s| {
+                    s.plan
+                        .iter()
+                        .find(|row| claim.starts_with(&format!("{}-ferry-", row.claim_name)))
+                })
+                .map(|row| row.claim_name.clone())
+                .unwrap_or_default();
+            let access_modes = Api::<PersistentVolumeClaim>::namespaced(client.clone(), namespace)
+                .get_opt(&original)
+                .await?
+                .and_then(|c| c.spec.and_then(|s| s.access_modes))
+                .unwrap_or_else(|| vec!["ReadWriteOnce".into()]);
+            let target: PersistentVolumeClaim = from_json(json!({
+                "metadata": owned_metadata(resize, claim),
+                "spec": {
+                    "accessModes": access_modes,
+                    "storageClassName": storage_class,
+                    "resources": {"requests": {"storage": ferry_api::quantity::format_bytes(*bytes)}},
+                },
+            }))?;
+            ignore_conflict(
+                Api::<PersistentVolumeClaim>::namespaced(client, namespace)
+                    .create(&PostParams::default(), &target)
+                    .await,
+            )
+        }
+        ResizeAction::StartMover {
+            pod,
+            source,
+            target,
+            pass,
+        } => {
+            let mover = mover_pod(ctx, resize, pod, source, target, *pass)?;
+            ignore_conflict(
+                Api::<Pod>::namespaced(client, namespace)
+                    .create(&PostParams::default(), &mover)
+                    .await,
+            )
+        }
+        ResizeAction::DeleteMover { pod } => ignore_gone(
+            Api::<Pod>::namespaced(client, namespace)
+                .delete(pod, &DeleteParams::default())
+                .await
+                .map(|_| ()),
+        ),
+        ResizeAction::SetReclaimPolicy { volume, policy } => {
+            let patch = json!({"spec": {"persistentVolumeReclaimPolicy": policy}});
+            Api::<PersistentVolume>::all(client)
+                .patch(volume, &PatchParams::default(), &Patch::Merge(patch))
+                .await?;
+            Ok(())
+        }
+        ResizeAction::DeleteClaim { claim, uid } => {
+            let params = DeleteParams {
+                preconditions: Some(Preconditions {
+                    uid: Some(uid.clone()),
+                    resource_version: None,
+                }),
+                ..DeleteParams::default()
+            };
+            ignore_gone(
+                Api::<PersistentVolumeClaim>::namespaced(client, namespace)
+                    .delete(claim, &params)
+                    .await
+                    .map(|_| ()),
+            )
+        }
+        ResizeAction::ReserveVolume { volume, claim } => {
+            let patch = json!({"spec": {"claimRef": {
+                "apiVersion": "v1", "kind": "PersistentVolumeClaim",
+                "namespace": namespace, "name": claim, "uid": null, "resourceVersion": null,
+            }}});
+            Api::<PersistentVolume>::all(client)
+                .patch(volume, &PatchParams::default(), &Patch::Merge(patch))
+                .await?;
+            Ok(())
+        }
+        ResizeAction::BindClaim {
+            claim,
+            volume,
+            bytes,
+            storage_class,
+        } => {
+            let backup = Api::<ConfigMap>::namespaced(client.clone(), namespace)
+                .get(&backup_name(resize))
+                .await?;
+            let sts = restore(&backup)?;
+            let bound = claim_for_volume(&sts, claim, volume, *bytes, storage_class.clone())?;
+            ignore_conflict(
+                Api::<PersistentVolumeClaim>::namespaced(client, namespace)
+                    .create(&PostParams::default(), &bound)
+                    .await,
+            )
+        }
         ResizeAction::RecreateStatefulSet => {
             let backup = Api::<ConfigMap>::namespaced(client.clone(), namespace)
                 .get(&backup_name(resize))
@@ -90,6 +202,130 @@ pub async fn execute(
             )
         }
     }
+}
+
+fn from_json<T: serde::de::DeserializeOwned>(value: serde_json::Value) -> Result<T, Error> {
+    serde_json::from_value(value).map_err(|source| Error::Serialize {
+        what: "generated object",
+        source,
+    })
+}
+
+/// Metadata of an object a resize owns: its name, Ferry's labels, an owner reference to the resize.
+fn owned_metadata(resize: &VolumeResize, name: &str) -> serde_json::Value {
+    json!({
+        "name": name,
+        "labels": {LABEL_VOLUME_RESIZE: resize.name_any(), LABEL_MANAGED_BY: MANAGED_BY_VALUE},
+        "ownerReferences": resize.controller_owner_ref(&()).map(|owner| vec![owner]),
+    })
+}
+
+/// A mover pod: least privilege (no service-account token, no network use, read-only source, only
+/// the capabilities needed to keep ownership and special files), on the source volume's node (its
+/// PV's node affinity places it there), copying `source` onto `target`.
+fn mover_pod(
+    ctx: &Context,
+    resize: &VolumeResize,
+    name: &str,
+    source: &str,
+    target: &str,
+    pass: Pass,
+) -> Result<Pod, Error> {
+    let settings = resize.spec.mover.clone().unwrap_or_default();
+    let verify = match (pass, resize.spec.verify) {
+        (Pass::Warm, _) | (_, ferry_api::Verify::None) => "none",
+        (Pass::Final, ferry_api::Verify::Metadata) => "metadata",
+        (Pass::Final, ferry_api::Verify::Checksum) => "checksum",
+    };
+    let mut command = vec![
+        "ferry-mover",
+        "sync",
+        "--source",
+        "/source",
+        "--target",
+        "/target",
+        "--delete",
+        "--verify",
+        verify,
+        "--progress",
+        "json",
+    ]
+    .into_iter()
+    .map(String::from)
+    .collect::<Vec<_>>();
+    if let Some(threads) = settings.threads {
+        command.extend(["--threads".to_string(), threads.to_string()]);
+    }
+    let mut metadata = owned_metadata(resize, name);
+    metadata["labels"][LABEL_MOVER] = json!("true");
+    from_json(json!({
+        "metadata": metadata,
+        "spec": {
+            "restartPolicy": "Never",
+            "automountServiceAccountToken": false,
+            "enableServiceLinks": false,
+            "nodeSelector": settings.node_selector,
+            "tolerations": settings.tolerations,
+            "securityContext": {"runAsUser": 0, "runAsGroup": 0},
+            "containers": [{
+                "name": "mover",
+                "image": settings.image.unwrap_or_else(|| ctx.mover_image.clone()),
+                "command": command,
+                "resources": settings.resources,
+                "terminationMessagePolicy": "File",
+                "securityContext": {
+                    "allowPrivilegeEscalation": false,
+                    "readOnlyRootFilesystem": true,
+                    "capabilities": {"drop": ["ALL"], "add": ["CHOWN", "FOWNER", "DAC_OVERRIDE", "FSETID", "MKNOD", "SETFCAP"]},
+                },
+                "volumeMounts": [
+                    {"name": "source", "mountPath": "/source", "readOnly": true},
+                    {"name": "target", "mountPath": "/target"},
+                ],
+            }],
+            "volumes": [
+                {"name": "source", "persistentVolumeClaim": {"claimName": source, "readOnly": true}},
+                {"name": "target", "persistentVolumeClaim": {"claimName": target}},
+            ],
+        },
+    }))
+}
+
+/// The claim a StatefulSet would make for `claim`, but bound to `volume` and sized as it.
+fn claim_for_volume(
+    sts: &StatefulSet,
+    claim: &str,
+    volume: &str,
+    bytes: u64,
+    storage_class: Option<String>,
+) -> Result<PersistentVolumeClaim, Error> {
+    let spec = sts.spec.as_ref();
+    let template = spec
+        .and_then(|s| s.volume_claim_templates.as_ref())
+        .into_iter()
+        .flatten()
+        .find(|t| claim.starts_with(&format!("{}-", t.name_any())));
+    // The StatefulSet controller labels its claims with the pod selector's labels.
+    let mut labels = template
+        .and_then(|t| t.metadata.labels.clone())
+        .unwrap_or_default();
+    labels.extend(
+        spec.and_then(|s| s.selector.match_labels.clone())
+            .unwrap_or_default(),
+    );
+    let access_modes = template
+        .and_then(|t| t.spec.as_ref())
+        .and_then(|s| s.access_modes.clone())
+        .unwrap_or_else(|| vec!["ReadWriteOnce".into()]);
+    from_json(json!({
+        "metadata": {"name": claim, "labels": labels},
+        "spec": {
+            "accessModes": access_modes,
+            "storageClassName": storage_class,
+            "volumeName": volume,
+            "resources": {"requests": {"storage": ferry_api::quantity::format_bytes(bytes)}},
+        },
+    }))
 }
 
 /// The ConfigMap keeping the StatefulSet as it was, owned by the VolumeResize.

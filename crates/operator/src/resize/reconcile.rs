@@ -2,7 +2,7 @@
 
 use super::execute::execute;
 use super::observe;
-use super::run_observe::{backup_name, observe_run};
+use super::run_observe::{backup_name, observe_run, uid_suffix};
 use crate::Error;
 use crate::context::Context;
 use crate::events::{Notice, publish};
@@ -11,6 +11,7 @@ use ferry_api::ChosenStrategy;
 use ferry_api::names::FIELD_MANAGER;
 use ferry_api::quantity::format_bytes;
 use ferry_api::{Phase, VolumeResize, VolumeResizeStatus, condition::PRECHECKED};
+use ferry_engine::copy::{CopyContext, plan_copy};
 use ferry_engine::in_place::plan_in_place;
 use ferry_engine::run_state::ResizeAction;
 use ferry_engine::{Verdict, precheck, status::after_precheck};
@@ -55,8 +56,8 @@ async fn reconcile_inner(resize: &VolumeResize, ctx: &Context) -> Result<Action,
     // Past its prechecks for this spec, a resize holds the StatefulSet and carries out its plan.
     if current_generation && resize.phase() != Phase::Pending {
         return match (resize.phase(), previous) {
-            (Phase::Planning | Phase::Running, Some(status)) if all_in_place(status) => {
-                run_in_place(ctx, resize, &namespace, status).await
+            (Phase::Planning | Phase::Running | Phase::RollingBack, Some(status)) => {
+                run_step(ctx, resize, &namespace, status).await
             }
             _ => Ok(Action::await_change()),
         };
@@ -84,8 +85,8 @@ fn all_in_place(status: &VolumeResizeStatus) -> bool {
         .all(|row| row.strategy != Some(ChosenStrategy::Copy))
 }
 
-/// One step of an in-place expansion: observe, decide (pure), record the intent, act.
-async fn run_in_place(
+/// One step of a running resize: observe, decide (pure), record the intent, act.
+async fn run_step(
     ctx: &Context,
     resize: &VolumeResize,
     namespace: &str,
@@ -93,17 +94,35 @@ async fn run_in_place(
 ) -> Result<Action, Error> {
     let (observed, stateful_set) = observe_run(ctx, resize, namespace).await?;
     let now = Time(k8s_openapi::jiff::Timestamp::now());
-    let decision = plan_in_place(
-        status,
-        &observed,
-        &resize.spec.stateful_set_name,
-        &backup_name(resize),
-        &now,
-    );
+    let backup = backup_name(resize);
+    let decision = if all_in_place(status) {
+        plan_in_place(status, &observed, &resize.spec.stateful_set_name, &backup, &now)
+    } else {
+        let suffix = uid_suffix(resize);
+        let copy = CopyContext {
+            sts_name: &resize.spec.stateful_set_name,
+            backup_name: &backup,
+            suffix: &suffix,
+            warm_copy: resize.spec.warm_copy,
+        };
+        plan_copy(&copy, status, &observed, &now)
+    };
     if &decision.status != status {
         write_status(ctx, resize, namespace, &decision.status).await?;
     }
     let sts_ref = stateful_set.as_ref().map(|sts| sts.object_ref(&()));
+    if decision.status.phase == Some(Phase::RollingBack) && status.phase != Some(Phase::RollingBack) {
+        let notice = Notice {
+            warning: true,
+            reason: "RollingBack",
+            action: "Resize",
+            note: decision.summary.clone(),
+        };
+        let objects: Vec<ObjectReference> = std::iter::once(resize.object_ref(&()))
+            .chain(sts_ref.clone())
+            .collect();
+        publish(ctx, &notice, &objects).await;
+    }
     for action in &decision.actions {
         execute(ctx, resize, namespace, stateful_set.as_ref(), action).await?;
     }
@@ -130,11 +149,12 @@ async fn run_in_place(
             .collect();
         publish(ctx, &notice, &objects).await;
     }
-    if decision.status.phase == Some(Phase::Succeeded) {
-        if status.phase != Some(Phase::Succeeded) {
+    if decision.status.phase.is_some_and(Phase::is_terminal) {
+        if status.phase != decision.status.phase {
+            let failed = decision.status.phase == Some(Phase::Failed);
             let notice = Notice {
-                warning: false,
-                reason: "Succeeded",
+                warning: failed,
+                reason: if failed { "RolledBack" } else { "Succeeded" },
                 action: "Resize",
                 note: decision.summary.clone(),
             };
@@ -154,6 +174,14 @@ fn action_reason(action: &ResizeAction) -> &'static str {
         ResizeAction::RestartPod { .. } => "RestartingPod",
         ResizeAction::OrphanDeleteStatefulSet => "ReplacingStatefulSet",
         ResizeAction::RecreateStatefulSet => "RecreatingStatefulSet",
+        ResizeAction::RestoreStatefulSet => "RestoringStatefulSet",
+        ResizeAction::CreateTargetClaim { .. } => "CreatingVolume",
+        ResizeAction::StartMover { .. } => "Copying",
+        ResizeAction::DeleteMover { .. } => "MoverRemoved",
+        ResizeAction::SetReclaimPolicy { .. } => "ReclaimPolicySet",
+        ResizeAction::DeleteClaim { .. } => "SwappingVolume",
+        ResizeAction::ReserveVolume { .. } => "SwappingVolume",
+        ResizeAction::BindClaim { .. } => "SwappingVolume",
     }
 }
 
@@ -171,6 +199,31 @@ fn describe(action: &ResizeAction) -> String {
         }
         ResizeAction::RecreateStatefulSet => {
             "re-creating the StatefulSet with the new volume claim template".into()
+        }
+        ResizeAction::RestoreStatefulSet => "restoring the StatefulSet from its backup".into(),
+        ResizeAction::CreateTargetClaim {
+            claim,
+            bytes,
+            storage_class,
+        } => format!(
+            "creating PVC {claim} ({}, StorageClass {})",
+            format_bytes(*bytes),
+            storage_class.as_deref().unwrap_or("default")
+        ),
+        ResizeAction::StartMover {
+            pod,
+            source,
+            target,
+            pass,
+        } => {
+            format!("{pass:?} copy of PVC {source} to {target} in mover pod {pod}")
+        }
+        ResizeAction::DeleteMover { pod } => format!("removed mover pod {pod}"),
+        ResizeAction::SetReclaimPolicy { volume, policy } => format!("PV {volume}: reclaim policy {policy}"),
+        ResizeAction::DeleteClaim { claim, .. } => format!("deleting PVC {claim} (its PV is retained)"),
+        ResizeAction::ReserveVolume { volume, claim } => format!("reserving PV {volume} for PVC {claim}"),
+        ResizeAction::BindClaim { claim, volume, .. } => {
+            format!("re-creating PVC {claim} bound to PV {volume}")
         }
     }
 }

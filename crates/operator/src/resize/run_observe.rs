@@ -3,11 +3,15 @@
 use crate::Error;
 use crate::context::Context;
 use ferry_api::{VolumeResize, parse_bytes};
-use ferry_engine::run_state::{RunClaim, RunObserved, RunPod, RunStatefulSet};
+use ferry_engine::copy::CopyContext;
+use ferry_engine::run_state::{
+    MoverPhase, Pass, RunClaim, RunMover, RunObserved, RunPod, RunStatefulSet, RunVolume,
+};
 use k8s_openapi::api::apps::v1::StatefulSet;
-use k8s_openapi::api::core::v1::{ConfigMap, PersistentVolumeClaim, Pod};
+use k8s_openapi::api::core::v1::{ConfigMap, PersistentVolume, PersistentVolumeClaim, Pod};
 use kube::api::ListParams;
 use kube::{Api, ResourceExt};
+use std::collections::BTreeMap;
 
 /// Deterministic name of the ConfigMap holding a resize's StatefulSet backup.
 pub fn backup_name(resize: &VolumeResize) -> String {
@@ -32,31 +36,64 @@ pub async fn observe_run(
         .as_ref()
         .map(|s| s.plan.as_slice())
         .unwrap_or_default();
-    let claims = Api::<PersistentVolumeClaim>::namespaced(ctx.client.clone(), namespace)
-        .list(&ListParams::default())
-        .await?
-        .items
-        .into_iter()
-        .filter(|claim| plan.iter().any(|row| row.claim_name == claim.name_any()))
-        .map(|claim| (claim.name_any(), run_claim(&claim)))
+    let copy = copy_context_names(resize);
+    let claim_names: Vec<String> = plan
+        .iter()
+        .flat_map(|row| [row.claim_name.clone(), copy.temp_claim(row)])
         .collect();
+    let claims: BTreeMap<String, RunClaim> =
+        Api::<PersistentVolumeClaim>::namespaced(ctx.client.clone(), namespace)
+            .list(&ListParams::default())
+            .await?
+            .items
+            .into_iter()
+            .filter(|claim| claim_names.contains(&claim.name_any()))
+            .map(|claim| (claim.name_any(), run_claim(&claim)))
+            .collect();
     let pod_names: Vec<String> = plan
         .iter()
         .map(|row| format!("{sts_name}-{}", row.replica))
         .collect();
-    let pods = Api::<Pod>::namespaced(ctx.client.clone(), namespace)
+    let mover_names: Vec<String> = plan
+        .iter()
+        .flat_map(|row| [copy.mover(row, Pass::Warm), copy.mover(row, Pass::Final)])
+        .collect();
+    let mut pods = BTreeMap::new();
+    let mut movers = BTreeMap::new();
+    for pod in Api::<Pod>::namespaced(ctx.client.clone(), namespace)
         .list(&ListParams::default())
         .await?
         .items
-        .into_iter()
-        .filter(|pod| pod_names.contains(&pod.name_any()))
-        .map(|pod| (pod.name_any(), run_pod(&pod)))
+    {
+        let name = pod.name_any();
+        if pod_names.contains(&name) {
+            pods.insert(name, run_pod(&pod));
+        } else if mover_names.contains(&name) {
+            movers.insert(name, run_mover(&pod));
+        }
+    }
+    let mut volume_names: Vec<String> = plan
+        .iter()
+        .flat_map(|row| [row.source_volume.clone(), row.target_volume.clone()])
+        .flatten()
+        .chain(claims.values().filter_map(|claim| claim.volume_name.clone()))
         .collect();
+    volume_names.sort();
+    volume_names.dedup();
+    let volumes_api = Api::<PersistentVolume>::all(ctx.client.clone());
+    let mut volumes = BTreeMap::new();
+    for name in volume_names {
+        if let Some(volume) = volumes_api.get_opt(&name).await? {
+            volumes.insert(name, run_volume(&volume));
+        }
+    }
     let observed = RunObserved {
         stateful_set: stateful_set.as_ref().map(run_stateful_set),
         backup_exists,
         claims,
         pods,
+        volumes,
+        movers,
     };
     Ok((observed, stateful_set))
 }
@@ -69,9 +106,82 @@ fn storage(
         .unwrap_or(0)
 }
 
+/// Short stable suffix of a resize's UID, used in the names of what it creates.
+pub fn uid_suffix(resize: &VolumeResize) -> String {
+    resize.uid().unwrap_or_default().chars().take(8).collect()
+}
+
+/// Names a copy uses (target claims, mover pods), without the other copy settings.
+fn copy_context_names(resize: &VolumeResize) -> NameOnly {
+    NameOnly {
+        suffix: uid_suffix(resize),
+        sts: resize.spec.stateful_set_name.clone(),
+    }
+}
+
+struct NameOnly {
+    suffix: String,
+    sts: String,
+}
+
+impl NameOnly {
+    fn context(&self) -> CopyContext<'_> {
+        CopyContext {
+            sts_name: &self.sts,
+            backup_name: "",
+            suffix: &self.suffix,
+            warm_copy: true,
+        }
+    }
+    fn temp_claim(&self, row: &ferry_api::VolumePlan) -> String {
+        self.context().temp_claim(row)
+    }
+    fn mover(&self, row: &ferry_api::VolumePlan, pass: Pass) -> String {
+        self.context().mover(row, pass)
+    }
+}
+
+fn run_volume(volume: &PersistentVolume) -> RunVolume {
+    let spec = volume.spec.as_ref();
+    let claim = spec.and_then(|s| s.claim_ref.as_ref());
+    RunVolume {
+        reclaim_policy: spec
+            .and_then(|s| s.persistent_volume_reclaim_policy.clone())
+            .unwrap_or_default(),
+        claim_name: claim.and_then(|c| c.name.clone()),
+        claim_uid: claim.and_then(|c| c.uid.clone()),
+    }
+}
+
+fn run_mover(pod: &Pod) -> RunMover {
+    let status = pod.status.as_ref();
+    let terminated = status
+        .and_then(|s| s.container_statuses.as_ref())
+        .and_then(|statuses| statuses.first())
+        .and_then(|c| c.state.as_ref())
+        .and_then(|state| state.terminated.clone());
+    let message = terminated.as_ref().and_then(|t| t.message.clone());
+    let phase = match status.and_then(|s| s.phase.as_deref()) {
+        Some("Succeeded") => MoverPhase::Succeeded,
+        Some("Failed") => MoverPhase::Failed {
+            exit_code: terminated.as_ref().map(|t| t.exit_code).unwrap_or(-1),
+            message: message.clone().unwrap_or_default(),
+        },
+        Some("Running") => MoverPhase::Running,
+        _ => MoverPhase::Waiting,
+    };
+    RunMover {
+        phase,
+        result: message,
+    }
+}
+
 fn run_claim(claim: &PersistentVolumeClaim) -> RunClaim {
     let status = claim.status.as_ref();
     RunClaim {
+        uid: claim.uid().unwrap_or_default(),
+        volume_name: claim.spec.as_ref().and_then(|s| s.volume_name.clone()),
+        deleting: claim.metadata.deletion_timestamp.is_some(),
         requested_bytes: storage(
             claim
                 .spec

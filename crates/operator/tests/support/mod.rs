@@ -26,6 +26,7 @@ impl Harness {
         let settings = Settings {
             namespace: Some(ns.name.clone()),
             http_addr: None,
+            mover_image: None,
         };
         let operator_client = client.clone();
         let operator = tokio::spawn(async move {

@@ -1,0 +1,554 @@
+//! Copy (SPEC §2), Rolling: one replica at a time — target claim, warm copy while the replica runs,
+//! stop the replica, final sync with verification, swap by PV re-binding (one copy of the data), start
+//! the replica on its new volume and wait until it is Ready. A mover failure before the swap rolls the
+//! replica back. Every stage is derived from what is observed, so a restarted operator resumes.
+
+use crate::in_place::Decision;
+use crate::run_state::{MoverPhase, Pass, ResizeAction, RunObserved};
+use ferry_api::{ChosenStrategy, Phase, VolumePlan, VolumeResizeStatus, parse_bytes};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+
+pub const STEP_CREATING_TARGET: &str = "CreatingTarget";
+pub const STEP_WARM_COPY: &str = "WarmCopy";
+pub const STEP_STOPPING_REPLICA: &str = "StoppingReplica";
+pub const STEP_FINAL_SYNC: &str = "FinalSync";
+pub const STEP_SWAPPING: &str = "Swapping";
+pub const STEP_STARTING_REPLICA: &str = "StartingReplica";
+pub const STEP_COPIED: &str = "Copied";
+pub const STEP_ROLLED_BACK: &str = "RolledBack";
+const RETAIN: &str = "Retain";
+
+/// What the copy needs besides status and observation.
+pub struct CopyContext<'a> {
+    pub sts_name: &'a str,
+    pub backup_name: &'a str,
+    /// Short, stable suffix from the VolumeResize's UID, so names never collide with an older one.
+    pub suffix: &'a str,
+    pub warm_copy: bool,
+}
+
+impl CopyContext<'_> {
+    pub fn temp_claim(&self, row: &VolumePlan) -> String {
+        format!("{}-ferry-{}", row.claim_name, self.suffix)
+    }
+
+    pub fn mover(&self, row: &VolumePlan, pass: Pass) -> String {
+        let pass = match pass {
+            Pass::Warm => "warm",
+            Pass::Final => "final",
+        };
+        format!("{}-ferry-{}-{pass}", row.claim_name, self.suffix)
+    }
+
+    fn pod(&self, replica: i32) -> String {
+        format!("{}-{replica}", self.sts_name)
+    }
+}
+
+fn is_copy(row: &VolumePlan) -> bool {
+    row.strategy == Some(ChosenStrategy::Copy)
+}
+
+pub fn plan_copy(
+    ctx: &CopyContext,
+    previous: &VolumeResizeStatus,
+    observed: &RunObserved,
+    now: &Time,
+) -> Decision {
+    let mut status = previous.clone();
+    status.started_at.get_or_insert_with(|| now.clone());
+    status.created_objects.backup_config_map = Some(ctx.backup_name.to_string());
+    if status.phase != Some(Phase::RollingBack) {
+        status.phase = Some(Phase::Running);
+    }
+    if !observed.backup_exists {
+        return decide(
+            status,
+            vec![ResizeAction::BackupStatefulSet],
+            "backing up the StatefulSet spec",
+        );
+    }
+    record_volumes(ctx, &mut status, observed);
+    status.created_objects.temporary_claims = status
+        .plan
+        .iter()
+        .filter(|row| is_copy(row) && row.finished_at.is_none())
+        .map(|row| ctx.temp_claim(row))
+        .collect();
+    update_progress(&mut status);
+
+    let Some(replica) = status
+        .plan
+        .iter()
+        .filter(|row| is_copy(row) && row.finished_at.is_none())
+        .map(|row| row.replica)
+        .min()
+    else {
+        return finish(status, observed, now);
+    };
+    if status.phase == Some(Phase::RollingBack) {
+        return roll_back(ctx, status, observed, replica, now);
+    }
+    let rows: Vec<usize> = (0..status.plan.len())
+        .filter(|&i| is_copy(&status.plan[i]) && status.plan[i].replica == replica)
+        .collect();
+    for &i in &rows {
+        status.plan[i].started_at.get_or_insert_with(|| now.clone());
+    }
+
+    // The replica runs on its new volumes: wait for it to be Ready, then the rows are done.
+    if rows.iter().all(|&i| swapped(&status.plan[i], observed)) {
+        return start_replica(ctx, status, observed, replica, &rows, now);
+    }
+
+    // A failed mover before the swap: undo this replica's copy.
+    for &i in &rows {
+        for pass in [Pass::Warm, Pass::Final] {
+            if let Some(MoverPhase::Failed { exit_code, message }) = observed
+                .movers
+                .get(&ctx.mover(&status.plan[i], pass))
+                .map(|m| m.phase.clone())
+            {
+                let row = &mut status.plan[i];
+                let reason = format!(
+                    "mover for {} failed (exit code {exit_code}): {}; rolling back replica {replica}",
+                    row.claim_name,
+                    message.trim()
+                );
+                row.message = Some(reason.clone());
+                status.phase = Some(Phase::RollingBack);
+                status.message = Some(reason);
+                return roll_back(ctx, status, observed, replica, now);
+            }
+        }
+    }
+
+    let pod_name = ctx.pod(replica);
+    let replica_running = observed.pods.get(&pod_name).is_some_and(|pod| !pod.deleting);
+    let mut actions = Vec::new();
+    let mut ready_to_stop = true;
+    let mut summary = String::new();
+    for &i in &rows {
+        let row = status.plan[i].clone();
+        let temp = ctx.temp_claim(&row);
+        let final_mover = observed.movers.get(&ctx.mover(&row, Pass::Final));
+        let final_done = final_mover.is_some_and(|m| m.phase == MoverPhase::Succeeded);
+        // Once the swap has begun (recorded in status before acting) it only goes forward: the mover
+        // pods it removes no longer show that the final sync succeeded.
+        let swapping = row.step.as_deref() == Some(STEP_SWAPPING);
+        if final_done || swapping || mid_swap(&row, observed) {
+            ready_to_stop = false;
+            absorb_result(&mut status.plan[i], final_mover.and_then(|m| m.result.as_deref()));
+            status.plan[i].step = Some(STEP_SWAPPING.into());
+            actions.extend(swap(ctx, &status.plan[i], observed));
+            summary = format!("swapping volumes of replica {replica}");
+            continue;
+        }
+        if !observed.claims.contains_key(&temp) {
+            let bytes = parse_bytes(&row.target_size).unwrap_or(0);
+            actions.push(ResizeAction::CreateTargetClaim {
+                claim: temp,
+                bytes,
+                storage_class: row.target_storage_class.clone(),
+            });
+            status.plan[i].step = Some(STEP_CREATING_TARGET.into());
+            ready_to_stop = false;
+            summary = format!("creating the new volumes of replica {replica}");
+            continue;
+        }
+        if final_mover.is_some() {
+            status.plan[i].step = Some(STEP_FINAL_SYNC.into());
+            ready_to_stop = false;
+            summary = format!("final sync of replica {replica} (replica stopped)");
+            continue;
+        }
+        if !replica_running {
+            // The replica is stopped: the final pass copies what changed since the warm one.
+            let warm = ctx.mover(&row, Pass::Warm);
+            if observed.movers.contains_key(&warm) {
+                actions.push(ResizeAction::DeleteMover { pod: warm });
+            }
+            actions.push(ResizeAction::StartMover {
+                pod: ctx.mover(&row, Pass::Final),
+                source: row.claim_name.clone(),
+                target: temp,
+                pass: Pass::Final,
+            });
+            status.plan[i].step = Some(STEP_FINAL_SYNC.into());
+            ready_to_stop = false;
+            summary = format!("final sync of replica {replica} (replica stopped)");
+            continue;
+        }
+        if ctx.warm_copy {
+            let warm = ctx.mover(&row, Pass::Warm);
+            match observed.movers.get(&warm).map(|m| &m.phase) {
+                None => {
+                    actions.push(ResizeAction::StartMover {
+                        pod: warm,
+                        source: row.claim_name.clone(),
+                        target: temp,
+                        pass: Pass::Warm,
+                    });
+                    status.plan[i].step = Some(STEP_WARM_COPY.into());
+                    ready_to_stop = false;
+                }
+                Some(MoverPhase::Succeeded) => {
+                    let result = observed.movers.get(&warm).and_then(|m| m.result.as_deref());
+                    absorb_result(&mut status.plan[i], result);
+                }
+                Some(_) => {
+                    status.plan[i].step = Some(STEP_WARM_COPY.into());
+                    ready_to_stop = false;
+                }
+            }
+            if !ready_to_stop {
+                summary = format!("warm copy of replica {replica} while it serves");
+            }
+        }
+    }
+    if ready_to_stop && replica_running {
+        for &i in &rows {
+            status.plan[i].step = Some(STEP_STOPPING_REPLICA.into());
+        }
+        summary = format!("stopping replica {replica} for the final sync");
+        actions.extend(stop_replica(ctx, &mut status, observed, replica, &rows));
+    }
+    decide(status, actions, &summary)
+}
+
+/// Remembers which PV each side of a row is on, the first time it is seen.
+fn record_volumes(ctx: &CopyContext, status: &mut VolumeResizeStatus, observed: &RunObserved) {
+    for row in status
+        .plan
+        .iter_mut()
+        .filter(|row| is_copy(row) && row.finished_at.is_none())
+    {
+        if row.target_volume.is_none() {
+            row.target_volume = observed
+                .claims
+                .get(&ctx.temp_claim(row))
+                .and_then(|c| c.volume_name.clone());
+        }
+        if row.source_volume.is_none() {
+            let bound = observed
+                .claims
+                .get(&row.claim_name)
+                .and_then(|c| c.volume_name.clone());
+            row.source_volume = bound.filter(|volume| Some(volume) != row.target_volume.as_ref());
+        }
+        if row.original_reclaim_policy.is_none() {
+            row.original_reclaim_policy = row
+                .source_volume
+                .as_ref()
+                .and_then(|v| observed.volumes.get(v))
+                .map(|v| v.reclaim_policy.clone());
+        }
+    }
+}
+
+/// The original claim name is bound to the new volume.
+fn swapped(row: &VolumePlan, observed: &RunObserved) -> bool {
+    let claim = observed.claims.get(&row.claim_name);
+    row.target_volume.is_some() && claim.and_then(|c| c.volume_name.as_ref()) == row.target_volume.as_ref()
+}
+
+/// The swap has started (the original claim is gone or going) but not finished.
+fn mid_swap(row: &VolumePlan, observed: &RunObserved) -> bool {
+    match observed.claims.get(&row.claim_name) {
+        None => row.source_volume.is_some(),
+        Some(claim) => claim.deleting,
+    }
+}
+
+/// Next actions of the PV re-binding swap for one row, in safe order: both volumes retained, movers
+/// gone, both claims deleted, the new volume reserved for the original name, the claim re-created.
+fn swap(ctx: &CopyContext, row: &VolumePlan, observed: &RunObserved) -> Vec<ResizeAction> {
+    let (Some(source), Some(target)) = (row.source_volume.clone(), row.target_volume.clone()) else {
+        return vec![];
+    };
+    let not_retained: Vec<ResizeAction> = [&source, &target]
+        .into_iter()
+        .filter(|v| {
+            observed
+                .volumes
+                .get(*v)
+                .is_some_and(|v| v.reclaim_policy != RETAIN)
+        })
+        .map(|v| ResizeAction::SetReclaimPolicy {
+            volume: v.clone(),
+            policy: RETAIN.into(),
+        })
+        .collect();
+    if !not_retained.is_empty() {
+        return not_retained;
+    }
+    let movers: Vec<ResizeAction> = [Pass::Warm, Pass::Final]
+        .into_iter()
+        .map(|pass| ctx.mover(row, pass))
+        .filter(|pod| observed.movers.contains_key(pod))
+        .map(|pod| ResizeAction::DeleteMover { pod })
+        .collect();
+    if !movers.is_empty() {
+        return movers;
+    }
+    let mut deletes = Vec::new();
+    for name in [ctx.temp_claim(row), row.claim_name.clone()] {
+        if let Some(claim) = observed.claims.get(&name) {
+            if !claim.deleting {
+                deletes.push(ResizeAction::DeleteClaim {
+                    claim: name,
+                    uid: claim.uid.clone(),
+                });
+            }
+        }
+    }
+    if observed.claims.contains_key(&ctx.temp_claim(row)) || observed.claims.contains_key(&row.claim_name) {
+        return deletes;
+    }
+    let reserved = observed
+        .volumes
+        .get(&target)
+        .is_some_and(|v| v.claim_name.as_deref() == Some(row.claim_name.as_str()) && v.claim_uid.is_none());
+    if !reserved {
+        return vec![ResizeAction::ReserveVolume {
+            volume: target,
+            claim: row.claim_name.clone(),
+        }];
+    }
+    vec![ResizeAction::BindClaim {
+        claim: row.claim_name.clone(),
+        volume: target,
+        bytes: parse_bytes(&row.target_size).unwrap_or(0),
+        storage_class: row.target_storage_class.clone(),
+    }]
+}
+
+fn stop_replica(
+    ctx: &CopyContext,
+    status: &mut VolumeResizeStatus,
+    observed: &RunObserved,
+    replica: i32,
+    rows: &[usize],
+) -> Vec<ResizeAction> {
+    match &observed.stateful_set {
+        Some(sts) if sts.deleting => vec![],
+        Some(_) => vec![ResizeAction::OrphanDeleteStatefulSet],
+        None => {
+            let pod_name = ctx.pod(replica);
+            match observed.pods.get(&pod_name) {
+                Some(pod) if !pod.deleting => {
+                    for &i in rows {
+                        status.plan[i].restarted_pod = Some(pod.uid.clone());
+                    }
+                    vec![ResizeAction::RestartPod {
+                        pod: pod_name,
+                        uid: pod.uid.clone(),
+                    }]
+                }
+                _ => vec![],
+            }
+        }
+    }
+}
+
+fn start_replica(
+    ctx: &CopyContext,
+    mut status: VolumeResizeStatus,
+    observed: &RunObserved,
+    replica: i32,
+    rows: &[usize],
+    now: &Time,
+) -> Decision {
+    for &i in rows {
+        status.plan[i].step = Some(STEP_STARTING_REPLICA.into());
+    }
+    // The new volume gets back the reclaim policy the old one had.
+    let mut actions: Vec<ResizeAction> = rows
+        .iter()
+        .filter_map(|&i| {
+            let row = &status.plan[i];
+            let target = row.target_volume.clone()?;
+            let wanted = row.original_reclaim_policy.clone()?;
+            (observed.volumes.get(&target)?.reclaim_policy != wanted).then_some(
+                ResizeAction::SetReclaimPolicy {
+                    volume: target,
+                    policy: wanted,
+                },
+            )
+        })
+        .collect();
+    match &observed.stateful_set {
+        None => actions.push(ResizeAction::RecreateStatefulSet),
+        Some(sts) if sts.deleting => {}
+        Some(_) => {
+            let pod = observed.pods.get(&ctx.pod(replica));
+            let stopped_uid = status.plan[rows[0]].restarted_pod.clone();
+            let back = pod.is_some_and(|p| p.ready && !p.deleting && Some(&p.uid) != stopped_uid.as_ref());
+            if back && actions.is_empty() {
+                for &i in rows {
+                    let row = &mut status.plan[i];
+                    row.step = Some(STEP_COPIED.into());
+                    row.finished_at = Some(now.clone());
+                    if let Some(source) = &row.source_volume {
+                        if !status.created_objects.retained_volumes.contains(source) {
+                            status.created_objects.retained_volumes.push(source.clone());
+                        }
+                    }
+                }
+                update_progress(&mut status);
+                return decide(
+                    status,
+                    vec![],
+                    &format!("replica {replica} runs on its new volumes"),
+                );
+            }
+        }
+    }
+    decide(
+        status,
+        actions,
+        &format!("starting replica {replica} on its new volumes"),
+    )
+}
+
+/// Undo the copy of the replica in flight: movers and temporary claims go, the StatefulSet comes back
+/// from the backup, and the replica starts again on its old volume.
+fn roll_back(
+    ctx: &CopyContext,
+    mut status: VolumeResizeStatus,
+    observed: &RunObserved,
+    replica: i32,
+    now: &Time,
+) -> Decision {
+    let mut actions = Vec::new();
+    for row in status
+        .plan
+        .iter_mut()
+        .filter(|row| is_copy(row) && row.replica == replica)
+    {
+        row.step = Some(STEP_ROLLED_BACK.into());
+        for pass in [Pass::Warm, Pass::Final] {
+            let pod = ctx.mover(row, pass);
+            if observed.movers.contains_key(&pod) {
+                actions.push(ResizeAction::DeleteMover { pod });
+            }
+        }
+        let temp = ctx.temp_claim(row);
+        if let Some(claim) = observed.claims.get(&temp) {
+            if !claim.deleting {
+                actions.push(ResizeAction::DeleteClaim {
+                    claim: temp,
+                    uid: claim.uid.clone(),
+                });
+            }
+        }
+    }
+    match &observed.stateful_set {
+        None => actions.push(ResizeAction::RestoreStatefulSet),
+        Some(_) if actions.is_empty() => {
+            let leftovers = status
+                .plan
+                .iter()
+                .filter(|row| is_copy(row) && row.replica == replica)
+                .any(|row| observed.claims.contains_key(&ctx.temp_claim(row)));
+            if !leftovers {
+                status.phase = Some(Phase::Failed);
+                status.finished_at.get_or_insert_with(|| now.clone());
+                status.created_objects.temporary_claims.clear();
+                let reason = status.message.clone().unwrap_or_default();
+                let message = if reason.starts_with("rolled back") {
+                    reason
+                } else {
+                    format!("rolled back: {reason}")
+                };
+                status.message = Some(message.clone());
+                return Decision {
+                    status,
+                    actions: vec![],
+                    summary: message,
+                };
+            }
+        }
+        Some(_) => {}
+    }
+    let summary = status
+        .message
+        .clone()
+        .unwrap_or_else(|| format!("rolling back replica {replica}"));
+    Decision {
+        status,
+        actions,
+        summary,
+    }
+}
+
+fn finish(mut status: VolumeResizeStatus, observed: &RunObserved, now: &Time) -> Decision {
+    match &observed.stateful_set {
+        None => decide(
+            status,
+            vec![ResizeAction::RecreateStatefulSet],
+            "re-creating the StatefulSet",
+        ),
+        Some(sts) if sts.deleting || sts.ready_replicas < sts.replicas => {
+            decide(status, vec![], "waiting for every replica to be Ready")
+        }
+        Some(_) => {
+            status.phase = Some(Phase::Succeeded);
+            status.finished_at.get_or_insert_with(|| now.clone());
+            let retained = status.created_objects.retained_volumes.len();
+            let message = format!("every volume copied and swapped; {retained} old volume(s) retained");
+            status.message = Some(message.clone());
+            status.created_objects.temporary_claims.clear();
+            Decision {
+                status,
+                actions: vec![],
+                summary: message,
+            }
+        }
+    }
+}
+
+/// Takes files and bytes from a mover's result JSON into the row.
+fn absorb_result(row: &mut VolumePlan, result: Option<&str>) {
+    let Some(value) = result.and_then(|text| serde_json::from_str::<serde_json::Value>(text).ok()) else {
+        return;
+    };
+    let field = |name: &str| value.get(name).and_then(serde_json::Value::as_u64);
+    if let (Some(files), Some(bytes)) = (field("files"), field("bytes")) {
+        row.files_done = Some(files);
+        row.files_total = Some(files);
+        row.bytes_done = Some(bytes);
+        row.bytes_total = Some(bytes);
+        let seconds = value
+            .get("seconds")
+            .and_then(serde_json::Value::as_f64)
+            .unwrap_or(0.0);
+        if seconds > 0.0 {
+            row.bytes_per_second = Some((bytes as f64 / seconds) as u64);
+        }
+    }
+}
+
+fn decide(mut status: VolumeResizeStatus, actions: Vec<ResizeAction>, summary: &str) -> Decision {
+    if !summary.is_empty() && status.phase != Some(Phase::RollingBack) {
+        status.message = Some(summary.to_string());
+    }
+    Decision {
+        status,
+        actions,
+        summary: summary.to_string(),
+    }
+}
+
+fn update_progress(status: &mut VolumeResizeStatus) {
+    let total = status.plan.iter().filter(|row| row.strategy.is_some()).count();
+    let done = status
+        .plan
+        .iter()
+        .filter(|row| row.strategy.is_some() && row.finished_at.is_some())
+        .count();
+    status.progress = Some(format!("{done}/{total}"));
+}
+
+#[cfg(test)]
+mod tests;
