@@ -94,7 +94,7 @@ pub fn format_bytes(bytes: u64) -> String {
     for (index, unit) in UNITS.iter().enumerate() {
         let power = 6 - index as u32;
         let scale = 1u64 << (10 * power);
-        if bytes >= scale && bytes % scale == 0 {
+        if bytes >= scale && bytes.is_multiple_of(scale) {
             return format!("{}{unit}", bytes / scale);
         }
     }

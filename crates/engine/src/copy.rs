@@ -293,13 +293,13 @@ fn swap(ctx: &CopyContext, row: &VolumePlan, observed: &RunObserved) -> Vec<Resi
     }
     let mut deletes = Vec::new();
     for name in [ctx.temp_claim(row), row.claim_name.clone()] {
-        if let Some(claim) = observed.claims.get(&name) {
-            if !claim.deleting {
-                deletes.push(ResizeAction::DeleteClaim {
-                    claim: name,
-                    uid: claim.uid.clone(),
-                });
-            }
+        if let Some(claim) = observed.claims.get(&name)
+            && !claim.deleting
+        {
+            deletes.push(ResizeAction::DeleteClaim {
+                claim: name,
+                uid: claim.uid.clone(),
+            });
         }
     }
     if observed.claims.contains_key(&ctx.temp_claim(row)) || observed.claims.contains_key(&row.claim_name) {
@@ -389,10 +389,10 @@ fn start_replica(
                     let row = &mut status.plan[i];
                     row.step = Some(STEP_COPIED.into());
                     row.finished_at = Some(now.clone());
-                    if let Some(source) = &row.source_volume {
-                        if !status.created_objects.retained_volumes.contains(source) {
-                            status.created_objects.retained_volumes.push(source.clone());
-                        }
+                    if let Some(source) = &row.source_volume
+                        && !status.created_objects.retained_volumes.contains(source)
+                    {
+                        status.created_objects.retained_volumes.push(source.clone());
                     }
                 }
                 update_progress(&mut status);
@@ -434,13 +434,13 @@ fn roll_back(
             }
         }
         let temp = ctx.temp_claim(row);
-        if let Some(claim) = observed.claims.get(&temp) {
-            if !claim.deleting {
-                actions.push(ResizeAction::DeleteClaim {
-                    claim: temp,
-                    uid: claim.uid.clone(),
-                });
-            }
+        if let Some(claim) = observed.claims.get(&temp)
+            && !claim.deleting
+        {
+            actions.push(ResizeAction::DeleteClaim {
+                claim: temp,
+                uid: claim.uid.clone(),
+            });
         }
     }
     match &observed.stateful_set {

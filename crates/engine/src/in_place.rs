@@ -98,22 +98,21 @@ pub fn plan_in_place(
             .stateful_set
             .as_ref()
             .is_some_and(|sts| sts.ready_replicas < sts.replicas);
-    if !disruption_in_flight {
-        if let Some((replica, pod_name)) = waiting_restart.first() {
-            if let Some(pod) = observed.pods.get(pod_name) {
-                actions.push(ResizeAction::RestartPod {
-                    pod: pod_name.clone(),
-                    uid: pod.uid.clone(),
-                });
-                let restarted = status
-                    .plan
-                    .iter_mut()
-                    .filter(|r| r.replica == *replica && r.strategy == Some(ChosenStrategy::InPlace));
-                for row in restarted {
-                    row.step = Some(STEP_RESTARTING_POD.into());
-                    row.restarted_pod = Some(pod.uid.clone());
-                }
-            }
+    if !disruption_in_flight
+        && let Some((replica, pod_name)) = waiting_restart.first()
+        && let Some(pod) = observed.pods.get(pod_name)
+    {
+        actions.push(ResizeAction::RestartPod {
+            pod: pod_name.clone(),
+            uid: pod.uid.clone(),
+        });
+        let restarted = status
+            .plan
+            .iter_mut()
+            .filter(|r| r.replica == *replica && r.strategy == Some(ChosenStrategy::InPlace));
+        for row in restarted {
+            row.step = Some(STEP_RESTARTING_POD.into());
+            row.restarted_pod = Some(pod.uid.clone());
         }
     }
     update_progress(&mut status);

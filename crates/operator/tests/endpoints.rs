@@ -1,5 +1,7 @@
 //! The operator's /healthz, /readyz and /metrics, served while it reconciles.
 
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 mod support;
 
 use ferry_operator::{Settings, run};

@@ -142,10 +142,10 @@ async fn reconcile(pod: Arc<Pod>, executor: Arc<Executor>) -> Result<Action, Err
         .await?;
         return Ok(Action::await_change());
     }
-    if argv[0] == "ferry-mover" || argv[0].ends_with("/ferry-mover") {
-        if let Some(bin) = &executor.mover_bin {
-            argv[0] = bin.display().to_string();
-        }
+    if (argv[0] == "ferry-mover" || argv[0].ends_with("/ferry-mover"))
+        && let Some(bin) = &executor.mover_bin
+    {
+        argv[0] = bin.display().to_string();
     }
     let mut command = tokio::process::Command::new(&argv[0]);
     command

@@ -357,10 +357,10 @@ async fn reconcile_volume(volume: Arc<PersistentVolume>, driver: Arc<Driver>) ->
         .as_ref()
         .and_then(|s| s.host_path.as_ref())
         .map(|h| PathBuf::from(&h.path))
+        && path.starts_with(&driver.volumes_dir)
+        && path.exists()
     {
-        if path.starts_with(&driver.volumes_dir) && path.exists() {
-            std::fs::remove_dir_all(&path).map_err(|e| Error::io(path.display(), e))?;
-        }
+        std::fs::remove_dir_all(&path).map_err(|e| Error::io(path.display(), e))?;
     }
     match Api::<PersistentVolume>::all(driver.client.clone())
         .delete(&volume.name_any(), &DeleteParams::default())

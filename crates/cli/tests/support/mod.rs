@@ -57,6 +57,7 @@ impl Env {
         let settings = Settings {
             namespace: Some(self.ns.name.clone()),
             http_addr: None,
+            mover_image: None,
         };
         let client = self.client.clone();
         self.operator = Some(tokio::spawn(async move {

@@ -99,15 +99,14 @@ pub fn rewrite(text: &str, mounts: &[(String, PathBuf)]) -> String {
         if at_boundary {
             for (inside, outside) in &sorted {
                 let path = inside.trim_end_matches('/');
-                if let Some(after) = rest.strip_prefix(path) {
-                    if after.is_empty()
+                if let Some(after) = rest.strip_prefix(path)
+                    && (after.is_empty()
                         || after.starts_with('/')
-                        || after.starts_with(|c: char| !is_path_char(c))
-                    {
-                        out.push_str(&outside.display().to_string());
-                        index += path.len();
-                        continue 'scan;
-                    }
+                        || after.starts_with(|c: char| !is_path_char(c)))
+                {
+                    out.push_str(&outside.display().to_string());
+                    index += path.len();
+                    continue 'scan;
                 }
             }
         }
