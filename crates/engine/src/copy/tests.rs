@@ -1,1 +1,374 @@
+//! The copy planner against a small simulated cluster: a clean run, a mover failure (rollback), and
+//! the operator killed after every single action — each time it must converge with the data intact
+//! and nothing leaked.
 
+use super::*;
+use crate::run_state::{RunClaim, RunMover, RunPod, RunStatefulSet, RunVolume};
+use k8s_openapi::jiff::Timestamp;
+use std::collections::BTreeMap;
+
+const REPLICAS: i32 = 3;
+
+/// Kubernetes as far as the copy needs it; `data` maps a volume to what is stored on it.
+#[derive(Clone)]
+struct Cluster {
+    observed: RunObserved,
+    data: BTreeMap<String, String>,
+    next_id: u32,
+    fail_final_of: Option<String>,
+}
+
+impl Cluster {
+    fn new() -> Self {
+        let mut cluster = Cluster {
+            observed: RunObserved {
+                backup_exists: false,
+                ..RunObserved::default()
+            },
+            data: BTreeMap::new(),
+            next_id: 0,
+            fail_final_of: None,
+        };
+        cluster.observed.stateful_set = Some(RunStatefulSet {
+            deleting: false,
+            template_sizes: [("data".to_string(), 1 << 30)].into(),
+            replicas: REPLICAS,
+            ready_replicas: REPLICAS,
+        });
+        for replica in 0..REPLICAS {
+            let claim = format!("data-db-{replica}");
+            let volume = format!("pv-old-{replica}");
+            cluster.bind(&claim, &volume, "Delete");
+            cluster.data.insert(volume, format!("payload-{replica}"));
+        }
+        cluster.settle();
+        cluster
+    }
+
+    fn id(&mut self) -> String {
+        self.next_id += 1;
+        format!("uid-{}", self.next_id)
+    }
+
+    fn bind(&mut self, claim: &str, volume: &str, policy: &str) {
+        let uid = self.id();
+        self.observed.claims.insert(
+            claim.into(),
+            RunClaim {
+                uid: uid.clone(),
+                volume_name: Some(volume.into()),
+                ..RunClaim::default()
+            },
+        );
+        self.observed.volumes.insert(
+            volume.into(),
+            RunVolume {
+                reclaim_policy: policy.into(),
+                claim_name: Some(claim.into()),
+                claim_uid: Some(uid),
+            },
+        );
+    }
+
+    /// What the StatefulSet controller does: re-create missing pods while the StatefulSet exists.
+    fn settle(&mut self) {
+        if self.observed.stateful_set.is_some() {
+            for replica in 0..REPLICAS {
+                let name = format!("db-{replica}");
+                if !self.observed.pods.contains_key(&name) {
+                    let uid = self.id();
+                    self.observed.pods.insert(
+                        name,
+                        RunPod {
+                            uid,
+                            ready: true,
+                            deleting: false,
+                        },
+                    );
+                }
+            }
+        }
+        let ready = self.observed.pods.values().filter(|p| p.ready).count() as i32;
+        if let Some(sts) = self.observed.stateful_set.as_mut() {
+            sts.ready_replicas = ready;
+        }
+    }
+
+    fn apply(&mut self, action: &ResizeAction) {
+        match action {
+            ResizeAction::BackupStatefulSet => self.observed.backup_exists = true,
+            ResizeAction::CreateTargetClaim { claim, .. } => {
+                if !self.observed.claims.contains_key(claim) {
+                    // WaitForFirstConsumer in real life; bound at once here.
+                    let volume = format!("pv-{claim}");
+                    self.bind(claim, &volume, "Delete");
+                    self.data.insert(volume, String::new());
+                }
+            }
+            ResizeAction::StartMover {
+                pod,
+                source,
+                target,
+                pass,
+            } => {
+                let fails = *pass == Pass::Final && self.fail_final_of.as_deref() == Some(source.as_str());
+                let volume_of =
+                    |name: &str| self.observed.claims.get(name).and_then(|c| c.volume_name.clone());
+                let phase = if fails {
+                    MoverPhase::Failed {
+                        exit_code: 3,
+                        message: "verify mismatch".into(),
+                    }
+                } else {
+                    if let (Some(from), Some(to)) = (volume_of(source), volume_of(target)) {
+                        let copied = self.data.get(&from).cloned().unwrap_or_default();
+                        self.data.insert(to, copied);
+                    }
+                    MoverPhase::Succeeded
+                };
+                let result = Some(r#"{"files":10,"bytes":1000,"seconds":0.5}"#.to_string());
+                self.observed
+                    .movers
+                    .entry(pod.clone())
+                    .or_insert(RunMover { phase, result });
+            }
+            ResizeAction::DeleteMover { pod } => {
+                self.observed.movers.remove(pod);
+            }
+            ResizeAction::SetReclaimPolicy { volume, policy } => {
+                if let Some(v) = self.observed.volumes.get_mut(volume) {
+                    v.reclaim_policy = policy.clone();
+                }
+            }
+            ResizeAction::DeleteClaim { claim, uid } => {
+                let matches = self.observed.claims.get(claim).is_some_and(|c| &c.uid == uid);
+                if matches {
+                    let volume = self.observed.claims.remove(claim).and_then(|c| c.volume_name);
+                    // A released volume with policy Delete is deleted by its provisioner, data and all.
+                    if let Some(volume) = volume {
+                        if self
+                            .observed
+                            .volumes
+                            .get(&volume)
+                            .is_some_and(|v| v.reclaim_policy == "Delete")
+                        {
+                            self.observed.volumes.remove(&volume);
+                            self.data.remove(&volume);
+                        }
+                    }
+                }
+            }
+            ResizeAction::ReserveVolume { volume, claim } => {
+                if let Some(v) = self.observed.volumes.get_mut(volume) {
+                    v.claim_name = Some(claim.clone());
+                    v.claim_uid = None;
+                }
+            }
+            ResizeAction::BindClaim { claim, volume, .. } => {
+                let reserved = self.observed.volumes.get(volume).is_some_and(|v| {
+                    v.claim_name.as_deref() == Some(claim.as_str()) && v.claim_uid.is_none()
+                });
+                if reserved && !self.observed.claims.contains_key(claim) {
+                    let policy = self.observed.volumes[volume].reclaim_policy.clone();
+                    self.bind(claim, volume, &policy);
+                }
+            }
+            ResizeAction::OrphanDeleteStatefulSet => self.observed.stateful_set = None,
+            ResizeAction::RecreateStatefulSet | ResizeAction::RestoreStatefulSet => {
+                if self.observed.stateful_set.is_none() {
+                    self.observed.stateful_set = Some(RunStatefulSet {
+                        deleting: false,
+                        template_sizes: [("data".to_string(), 2 << 30)].into(),
+                        replicas: REPLICAS,
+                        ready_replicas: 0,
+                    });
+                }
+            }
+            ResizeAction::RestartPod { pod, uid } => {
+                if self.observed.pods.get(pod).is_some_and(|p| &p.uid == uid) {
+                    self.observed.pods.remove(pod);
+                }
+            }
+            ResizeAction::ExpandClaim { .. } => {}
+        }
+    }
+}
+
+fn planned() -> VolumeResizeStatus {
+    VolumeResizeStatus {
+        phase: Some(Phase::Planning),
+        plan: (0..REPLICAS)
+            .map(|replica| VolumePlan {
+                replica,
+                volume: "data".into(),
+                claim_name: format!("data-db-{replica}"),
+                strategy: Some(ChosenStrategy::Copy),
+                target_size: "2Gi".into(),
+                target_storage_class: Some("fast".into()),
+                ..VolumePlan::default()
+            })
+            .collect(),
+        ..VolumeResizeStatus::default()
+    }
+}
+
+fn context() -> CopyContext<'static> {
+    CopyContext {
+        sts_name: "db",
+        backup_name: "ferry-r-backup",
+        suffix: "abcd1234",
+        warm_copy: true,
+    }
+}
+
+/// Runs reconciles until a terminal phase. `crash_at` kills the operator after that many actions in
+/// total: the rest of that reconcile's actions never happen, and the next reconcile starts from the
+/// persisted status and a fresh observation.
+fn run(cluster: &mut Cluster, crash_at: Option<usize>) -> (VolumeResizeStatus, usize) {
+    let now = Time(Timestamp::from_second(1).unwrap());
+    let mut status = planned();
+    let mut executed = 0;
+    for _ in 0..500 {
+        let decision = plan_copy(&context(), &status, &cluster.observed, &now);
+        status = decision.status; // written before acting
+        if status.phase.is_some_and(Phase::is_terminal) {
+            return (status, executed);
+        }
+        for action in &decision.actions {
+            if crash_at == Some(executed) {
+                executed += 1;
+                break;
+            }
+            cluster.apply(action);
+            executed += 1;
+        }
+        cluster.settle();
+    }
+    panic!("did not converge; last status: {status:?}");
+}
+
+fn assert_copied(cluster: &Cluster, status: &VolumeResizeStatus) {
+    assert_eq!(status.phase, Some(Phase::Succeeded), "{:?}", status.message);
+    for replica in 0..REPLICAS {
+        let claim = &cluster.observed.claims[&format!("data-db-{replica}")];
+        let volume = claim.volume_name.clone().unwrap();
+        assert_eq!(
+            volume,
+            format!("pv-data-db-{replica}-ferry-abcd1234"),
+            "claim on its new volume"
+        );
+        assert_eq!(cluster.data[&volume], format!("payload-{replica}"), "data copied");
+        assert_eq!(
+            cluster.observed.volumes[&volume].reclaim_policy, "Delete",
+            "policy restored"
+        );
+        let old = format!("pv-old-{replica}");
+        assert_eq!(
+            cluster.data[&old],
+            format!("payload-{replica}"),
+            "old volume retained with its data"
+        );
+        assert_eq!(cluster.observed.volumes[&old].reclaim_policy, "Retain");
+    }
+    assert_eq!(
+        cluster.observed.claims.len(),
+        REPLICAS as usize,
+        "no temporary claim leaked"
+    );
+    assert!(cluster.observed.movers.is_empty(), "no mover pod leaked");
+    assert!(cluster.observed.stateful_set.is_some());
+    assert_eq!(status.created_objects.retained_volumes.len(), REPLICAS as usize);
+    assert!(status.created_objects.temporary_claims.is_empty());
+}
+
+#[test]
+fn a_clean_run_copies_every_replica_once() {
+    let mut cluster = Cluster::new();
+    let original_pods: Vec<String> = (0..REPLICAS)
+        .map(|r| cluster.observed.pods[&format!("db-{r}")].uid.clone())
+        .collect();
+    let (status, _) = run(&mut cluster, None);
+    assert_copied(&cluster, &status);
+    for row in &status.plan {
+        assert_eq!(
+            row.restarted_pod.as_ref(),
+            Some(&original_pods[row.replica as usize]),
+            "stopped once"
+        );
+        assert_eq!(row.step.as_deref(), Some(STEP_COPIED));
+        assert_eq!(row.bytes_done, Some(1000));
+    }
+}
+
+#[test]
+fn killed_after_any_action_the_copy_still_completes_with_data_intact() {
+    let (_, total) = run(&mut Cluster::new(), None);
+    assert!(total > 30, "a copy of 3 replicas takes many actions ({total})");
+    for crash_at in 0..total {
+        let mut cluster = Cluster::new();
+        let (status, _) = run(&mut cluster, Some(crash_at));
+        assert_copied(&cluster, &status);
+    }
+}
+
+#[test]
+fn a_failed_final_sync_rolls_the_replica_back() {
+    let mut cluster = Cluster::new();
+    cluster.fail_final_of = Some("data-db-1".into());
+    let (status, _) = run(&mut cluster, None);
+    assert_eq!(status.phase, Some(Phase::Failed));
+    let message = status.message.clone().unwrap();
+    assert!(
+        message.starts_with("rolled back")
+            && message.contains("data-db-1")
+            && message.contains("exit code 3"),
+        "{message}"
+    );
+    // Replica 0 finished before the failure and stays on its new volume; replica 1 is back on its old one.
+    assert_eq!(
+        cluster.observed.claims["data-db-0"].volume_name.as_deref(),
+        Some("pv-data-db-0-ferry-abcd1234")
+    );
+    assert_eq!(
+        cluster.observed.claims["data-db-1"].volume_name.as_deref(),
+        Some("pv-old-1")
+    );
+    assert_eq!(cluster.data["pv-old-1"], "payload-1");
+    assert!(
+        !cluster.observed.claims.contains_key("data-db-1-ferry-abcd1234"),
+        "temporary claim removed"
+    );
+    assert!(cluster.observed.movers.is_empty());
+    assert!(cluster.observed.stateful_set.is_some(), "StatefulSet restored");
+    assert!(cluster.observed.pods.contains_key("db-1"), "replica 1 runs again");
+}
+
+#[test]
+fn without_warm_copy_no_warm_mover_runs() {
+    let mut cluster = Cluster::new();
+    let ctx = CopyContext {
+        warm_copy: false,
+        ..context()
+    };
+    let now = Time(Timestamp::from_second(1).unwrap());
+    let mut status = planned();
+    for _ in 0..200 {
+        let decision = plan_copy(&ctx, &status, &cluster.observed, &now);
+        status = decision.status;
+        assert!(
+            !decision
+                .actions
+                .iter()
+                .any(|a| matches!(a, ResizeAction::StartMover { pass: Pass::Warm, .. })),
+            "warm copy disabled"
+        );
+        if status.phase.is_some_and(Phase::is_terminal) {
+            break;
+        }
+        for action in &decision.actions {
+            cluster.apply(action);
+        }
+        cluster.settle();
+    }
+    assert_copied(&cluster, &status);
+}
