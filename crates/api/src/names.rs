@@ -11,6 +11,8 @@ pub const FINALIZER: &str = "ferry.dev/cleanup";
 pub const LABEL_VOLUME_RESIZE: &str = "ferry.dev/volume-resize";
 /// Label marking a pod as a mover pod (copies data between volumes).
 pub const LABEL_MOVER: &str = "ferry.dev/mover";
+/// Label on a mover pod saying which pass it makes: `warm` or `final`.
+pub const LABEL_MOVER_PASS: &str = "ferry.dev/mover-pass";
 /// Label with the managed-by convention value.
 pub const LABEL_MANAGED_BY: &str = "app.kubernetes.io/managed-by";
 pub const MANAGED_BY_VALUE: &str = "ferry";

@@ -12,7 +12,7 @@ mod status;
 
 use crate::{Error, MOVER_LABEL};
 use futures::StreamExt;
-use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::core::v1::{Namespace, Pod};
 use kube::runtime::controller::Action;
 use kube::runtime::{Controller, watcher};
 use kube::{Api, Client, ResourceExt};
@@ -25,6 +25,8 @@ use std::time::Duration;
 use tokio::sync::oneshot;
 
 const DEFAULT_TERMINATION_PATH: &str = "/dev/termination-log";
+/// Namespace annotation whose `K=V,...` pairs are added to mover processes (fault injection).
+pub const MOVER_ENV_ANNOTATION: &str = "testenv.ferry.dev/mover-env";
 /// The kubelet keeps at most this much of a termination message.
 const TERMINATION_MESSAGE_LIMIT: usize = 4096;
 
@@ -64,6 +66,23 @@ pub async fn run(client: Client, work_dir: PathBuf, mover_bin: Option<PathBuf>) 
     })
     .await;
     Ok(())
+}
+
+/// `testenv.ferry.dev/mover-env: "K=V,K2=V2"` on the pod's namespace.
+async fn injected_environment(client: &Client, pod: &Pod) -> Result<Vec<(String, String)>, Error> {
+    let namespace = Api::<Namespace>::all(client.clone())
+        .get(&pod.namespace().unwrap_or_default())
+        .await?;
+    let pairs = namespace
+        .annotations()
+        .get(MOVER_ENV_ANNOTATION)
+        .cloned()
+        .unwrap_or_default();
+    Ok(pairs
+        .split(',')
+        .filter_map(|pair| pair.split_once('='))
+        .map(|(name, value)| (name.trim().to_string(), value.trim().to_string()))
+        .collect())
 }
 
 fn is_running(executor: &Executor, uid: &str) -> bool {
@@ -166,6 +185,10 @@ async fn reconcile(pod: Arc<Pod>, executor: Arc<Executor>) -> Result<Action, Err
         )
         .stdin(Stdio::null())
         .kill_on_drop(true);
+    // Fault injection for tests: the namespace can add environment to every mover process in it.
+    for (name, value) in injected_environment(&executor.client, &pod).await? {
+        command.env(name, value);
+    }
     for (name, value) in mounts::environment(&pod, &container) {
         command.env(name, rewrite(&value, &mounts));
     }

@@ -145,16 +145,15 @@ impl Cluster {
                 if matches {
                     let volume = self.observed.claims.remove(claim).and_then(|c| c.volume_name);
                     // A released volume with policy Delete is deleted by its provisioner, data and all.
-                    if let Some(volume) = volume {
-                        if self
+                    if let Some(volume) = volume
+                        && self
                             .observed
                             .volumes
                             .get(&volume)
                             .is_some_and(|v| v.reclaim_policy == "Delete")
-                        {
-                            self.observed.volumes.remove(&volume);
-                            self.data.remove(&volume);
-                        }
+                    {
+                        self.observed.volumes.remove(&volume);
+                        self.data.remove(&volume);
                     }
                 }
             }

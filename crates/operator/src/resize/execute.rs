@@ -5,7 +5,9 @@ use super::run_observe::backup_name;
 use crate::Error;
 use crate::context::Context;
 use ferry_api::VolumeResize;
-use ferry_api::names::{LABEL_MANAGED_BY, LABEL_MOVER, LABEL_VOLUME_RESIZE, MANAGED_BY_VALUE};
+use ferry_api::names::{
+    LABEL_MANAGED_BY, LABEL_MOVER, LABEL_MOVER_PASS, LABEL_VOLUME_RESIZE, MANAGED_BY_VALUE,
+};
 use ferry_engine::run_state::{Pass, ResizeAction};
 use k8s_openapi::api::apps::v1::StatefulSet;
 use k8s_openapi::api::core::v1::{ConfigMap, PersistentVolume, PersistentVolumeClaim, Pod};
@@ -232,11 +234,14 @@ fn mover_pod(
     pass: Pass,
 ) -> Result<Pod, Error> {
     let settings = resize.spec.mover.clone().unwrap_or_default();
-    let verify = match (pass, resize.spec.verify) {
-        (Pass::Warm, _) | (_, ferry_api::Verify::None) => "none",
-        (Pass::Final, ferry_api::Verify::Metadata) => "metadata",
-        (Pass::Final, ferry_api::Verify::Checksum) => "checksum",
+    // Both passes verify what they write: the final pass skips files the warm pass already copied,
+    // so those are checked when they land (while the replica still serves, at no downtime cost).
+    let verify = match resize.spec.verify {
+        ferry_api::Verify::None => "none",
+        ferry_api::Verify::Metadata => "metadata",
+        ferry_api::Verify::Checksum => "checksum",
     };
+
     let mut command = vec![
         "ferry-mover",
         "sync",
@@ -258,6 +263,10 @@ fn mover_pod(
     }
     let mut metadata = owned_metadata(resize, name);
     metadata["labels"][LABEL_MOVER] = json!("true");
+    metadata["labels"][LABEL_MOVER_PASS] = json!(match pass {
+        Pass::Warm => "warm",
+        Pass::Final => "final",
+    });
     from_json(json!({
         "metadata": metadata,
         "spec": {
