@@ -38,6 +38,22 @@ impl Precheck {
 /// Runs every precheck in order; the first failure decides. Order matters: problems with the request
 /// itself (permanent) are reported before conditions that may clear (queue, readiness).
 pub fn precheck(spec: &VolumeResizeSpec, observed: &Observed) -> Precheck {
+    // While another resize holds the StatefulSet it may be mid-replacement (briefly absent, templates
+    // changing): judge nothing until it is done.
+    if !spec.dry_run {
+        if let Some(holder) = observed.peers.iter().find(|peer| peer.holds_stateful_set) {
+            return Precheck {
+                verdict: Verdict::Wait {
+                    reason: REASON_WAITING_FOR_OTHER,
+                    message: format!(
+                        "VolumeResize {:?} is working on StatefulSet {:?}; this one waits its turn",
+                        holder.name, spec.stateful_set_name
+                    ),
+                },
+                plan: Vec::new(),
+            };
+        }
+    }
     let Some(sts) = &observed.stateful_set else {
         return Precheck::reject(
             REASON_STATEFUL_SET_NOT_FOUND,
@@ -196,18 +212,14 @@ pub fn precheck(spec: &VolumeResizeSpec, observed: &Observed) -> Precheck {
     }
 }
 
-/// The VolumeResize this one must wait for: one already holding the StatefulSet, else an older one
-/// still waiting (first come, first served).
+/// An older VolumeResize still waiting goes first (first come, first served).
 fn queue_blocker(observed: &Observed) -> Option<String> {
-    let holder = observed.peers.iter().find(|peer| peer.holds_stateful_set);
-    let older_waiting = || {
-        observed
-            .peers
-            .iter()
-            .filter(|peer| peer.queue_key < observed.queue_key)
-            .min_by(|a, b| a.queue_key.cmp(&b.queue_key))
-    };
-    holder.or_else(older_waiting).map(|peer| peer.name.clone())
+    observed
+        .peers
+        .iter()
+        .filter(|peer| peer.queue_key < observed.queue_key)
+        .min_by(|a, b| a.queue_key.cmp(&b.queue_key))
+        .map(|peer| peer.name.clone())
 }
 
 #[cfg(test)]

@@ -56,8 +56,9 @@ async fn health_readiness_and_metrics_are_served() {
     api.create(&Default::default(), &resize).await.unwrap();
     let metrics = ferry_testenv::wait_until("reconcile metrics", 30, || async {
         let (code, body) = get(&format!("{base}/metrics")).await;
-        (code == 200 && body.contains("ferry_prechecks_total{reason=\"StatefulSetNotFound\"} 1"))
-            .then_some(body)
+        let counted = body.contains("ferry_prechecks_total{reason=\"StatefulSetNotFound\"} 1")
+            && body.contains("ferry_volume_resize_reconciles_total{outcome=\"ok\"}");
+        (code == 200 && counted).then_some(body)
     })
     .await
     .unwrap();

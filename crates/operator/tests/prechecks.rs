@@ -161,38 +161,6 @@ async fn passing_prechecks_plan_every_replica() {
     let harness = Harness::start("pre-pass").await;
     healthy_stateful_set(&harness, "db", 3, CLASS_EXPANDABLE).await;
     let before = harness.snapshot().await;
-    harness
-        .create_resize(
-            "grow",
-            json!({"statefulSetName": "db", "volumes": [{"name": "data", "size": "2Gi"}]}),
-        )
-        .await;
-    let resize = harness
-        .wait_resize("grow", "prechecks to pass", |r| r.phase() == Phase::Planning)
-        .await;
-    let prechecked = condition(&resize, PRECHECKED).unwrap();
-    assert_eq!(
-        (prechecked.status.as_str(), prechecked.reason.as_str()),
-        ("True", REASON_PASSED)
-    );
-    let status = resize.status.unwrap();
-    assert_eq!(status.observed_generation, resize.metadata.generation);
-    assert_eq!(status.progress.as_deref(), Some("0/3"));
-    let claims: Vec<_> = status.plan.iter().map(|row| row.claim_name.as_str()).collect();
-    assert_eq!(claims, ["data-db-0", "data-db-1", "data-db-2"]);
-    for row in &status.plan {
-        assert_eq!(
-            row.strategy,
-            Some(ChosenStrategy::InPlace),
-            "grow on an expandable class is in place"
-        );
-        assert_eq!(
-            (row.current_size.as_deref(), row.target_size.as_str()),
-            (Some("1Gi"), "2Gi")
-        );
-        assert_eq!(row.current_storage_class.as_deref(), Some(CLASS_EXPANDABLE));
-    }
-    assert_eq!(harness.snapshot().await, before, "prechecks alone change nothing");
 
     // A dry run of a shrink plans a copy per replica, succeeds, and changes nothing.
     let dry =
@@ -201,20 +169,50 @@ async fn passing_prechecks_plan_every_replica() {
     let resize = harness
         .wait_resize("dry", "the dry run to finish", |r| r.phase() == Phase::Succeeded)
         .await;
+    let prechecked = condition(&resize, PRECHECKED).unwrap();
+    assert_eq!(
+        (prechecked.status.as_str(), prechecked.reason.as_str()),
+        ("True", REASON_PASSED)
+    );
     let status = resize.status.unwrap();
+    assert_eq!(status.observed_generation, resize.metadata.generation);
     assert!(
         status.message.as_deref().unwrap().starts_with("dry run"),
         "{:?}",
         status.message
     );
-    assert_eq!(status.plan.len(), 3);
+    let claims: Vec<_> = status.plan.iter().map(|row| row.claim_name.as_str()).collect();
+    assert_eq!(claims, ["data-db-0", "data-db-1", "data-db-2"]);
+    for row in &status.plan {
+        assert_eq!(
+            row.strategy,
+            Some(ChosenStrategy::Copy),
+            "shrinking means copying"
+        );
+        assert_eq!(
+            (row.current_size.as_deref(), row.target_size.as_str()),
+            (Some("1Gi"), "512Mi")
+        );
+        assert_eq!(row.current_storage_class.as_deref(), Some(CLASS_EXPANDABLE));
+    }
+
+    // Growing on an expandable class is planned in place for every replica.
+    let grow = json!({"statefulSetName": "db", "dryRun": true, "volumes": [{"name": "data", "size": "2Gi"}]});
+    harness.create_resize("dry-grow", grow).await;
+    let resize = harness
+        .wait_resize("dry-grow", "the dry run to finish", |r| {
+            r.phase() == Phase::Succeeded
+        })
+        .await;
+    let status = resize.status.unwrap();
+    assert_eq!(status.progress.as_deref(), Some("0/3"));
     assert!(
         status
             .plan
             .iter()
-            .all(|row| row.strategy == Some(ChosenStrategy::Copy) && row.target_size == "512Mi")
+            .all(|row| row.strategy == Some(ChosenStrategy::InPlace))
     );
-    assert_eq!(harness.snapshot().await, before, "a dry run changes nothing");
+    assert_eq!(harness.snapshot().await, before, "dry runs change nothing");
 
     // On a class that cannot expand, growing means copying.
     let sets: Api<StatefulSet> = harness.ns.api();
@@ -225,15 +223,12 @@ async fn passing_prechecks_plan_every_replica() {
     .await
     .unwrap();
     wait_ready(&sets, "fixed", 1, 120).await.unwrap();
-    harness
-        .create_resize(
-            "grow-fixed",
-            json!({"statefulSetName": "fixed", "volumes": [{"name": "data", "size": "2Gi"}]}),
-        )
-        .await;
+    let grow_fixed =
+        json!({"statefulSetName": "fixed", "dryRun": true, "volumes": [{"name": "data", "size": "2Gi"}]});
+    harness.create_resize("grow-fixed", grow_fixed).await;
     let resize = harness
-        .wait_resize("grow-fixed", "prechecks to pass", |r| {
-            r.phase() == Phase::Planning
+        .wait_resize("grow-fixed", "the dry run to finish", |r| {
+            r.phase() == Phase::Succeeded
         })
         .await;
     assert!(
@@ -250,7 +245,8 @@ async fn passing_prechecks_plan_every_replica() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn second_resize_on_the_same_stateful_set_waits_its_turn() {
     let harness = Harness::start("pre-queue").await;
-    healthy_stateful_set(&harness, "db", 1, CLASS_EXPANDABLE).await;
+    // A copy of three replicas holds the StatefulSet for several seconds.
+    healthy_stateful_set(&harness, "db", 3, CLASS_FIXED).await;
     harness
         .create_resize(
             "first",
@@ -258,12 +254,11 @@ async fn second_resize_on_the_same_stateful_set_waits_its_turn() {
         )
         .await;
     harness
-        .wait_resize("first", "the first resize to hold the StatefulSet", |r| {
-            r.phase() == Phase::Planning
+        .wait_resize("first", "the first resize to start", |r| {
+            r.phase() == Phase::Running
         })
         .await;
 
-    let before = harness.snapshot().await;
     harness
         .create_resize(
             "second",
@@ -291,24 +286,42 @@ async fn second_resize_on_the_same_stateful_set_waits_its_turn() {
             .any(|(_, reason, _)| reason == REASON_WAITING_FOR_OTHER),
         "{events:?}"
     );
-    assert_eq!(
-        harness.snapshot().await,
-        before,
-        "a queued resize changes nothing"
-    );
 
-    // A waiting resize is looked at again every 10 s; with nothing changed, nothing is written.
-    let version = second.metadata.resource_version.clone();
-    tokio::time::sleep(std::time::Duration::from_secs(12)).await;
-    let again = harness
-        .ns
-        .api::<ferry_api::VolumeResize>()
-        .get("second")
+    // When the first is done, the second takes its turn and finishes too.
+    let api = harness.ns.api::<ferry_api::VolumeResize>();
+    for name in ["first", "second"] {
+        let done = ferry_testenv::wait_until(&format!("{name} to finish"), 240, || async {
+            let resize = api.get_opt(name).await.ok().flatten()?;
+            resize.phase().is_terminal().then_some(resize)
+        })
         .await
         .unwrap();
-    assert_eq!(
-        again.metadata.resource_version, version,
-        "a no-op reconcile must not write"
+        assert_eq!(
+            done.phase(),
+            Phase::Succeeded,
+            "{name}: {:?}",
+            done.status.and_then(|s| s.message)
+        );
+    }
+    let first = api
+        .get("first")
+        .await
+        .unwrap()
+        .status
+        .unwrap()
+        .finished_at
+        .unwrap();
+    let second = api
+        .get("second")
+        .await
+        .unwrap()
+        .status
+        .unwrap()
+        .started_at
+        .unwrap();
+    assert!(
+        second.0 >= first.0,
+        "the second started only after the first finished"
     );
     harness.finish().await;
 }
@@ -370,6 +383,20 @@ async fn unhealthy_stateful_set_waits_then_proceeds_when_ready() {
     );
     assert_eq!(harness.snapshot().await, before, "waiting changes nothing");
 
+    // A waiting resize is looked at again every 10 s; with nothing changed, nothing is written.
+    let version = resize.metadata.resource_version.clone();
+    tokio::time::sleep(std::time::Duration::from_secs(12)).await;
+    let again = harness
+        .ns
+        .api::<ferry_api::VolumeResize>()
+        .get("grow")
+        .await
+        .unwrap();
+    assert_eq!(
+        again.metadata.resource_version, version,
+        "a no-op reconcile must not write"
+    );
+
     // Once the replica can run and is Ready, the same VolumeResize proceeds by itself.
     let patch = json!({"spec": {"template": {"spec": {"nodeSelector": null}}}});
     sets.patch("db", &PatchParams::default(), &Patch::Merge(patch))
@@ -378,8 +405,8 @@ async fn unhealthy_stateful_set_waits_then_proceeds_when_ready() {
     let _ = pods.delete("db-0", &Default::default()).await;
     wait_ready(&sets, "db", 1, 120).await.unwrap();
     harness
-        .wait_resize("grow", "prechecks to pass once Ready", |r| {
-            r.phase() == Phase::Planning
+        .wait_resize("grow", "the resize to go ahead once Ready", |r| {
+            r.phase() != Phase::Pending
         })
         .await;
     harness.finish().await;

@@ -1,0 +1,134 @@
+//! A mover failure during a copy rolls the replica back automatically: the StatefulSet is restored
+//! from its backup, the replica runs on its old volume with its data, and nothing is left behind.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod support;
+
+use ferry_api::Phase;
+use ferry_testenv::executor::MOVER_ENV_ANNOTATION;
+use ferry_testenv::fixtures::{claim_directory, stateful_set, tree_checksum, wait_ready, write_sample_data};
+use ferry_testenv::quantity::bytes;
+use ferry_testenv::{CLASS_FIXED, MOVER_LABEL};
+use k8s_openapi::api::apps::v1::StatefulSet;
+use k8s_openapi::api::core::v1::{Namespace, PersistentVolume, PersistentVolumeClaim, Pod};
+use kube::api::{ListParams, Patch, PatchParams, PostParams};
+use kube::{Api, ResourceExt};
+use serde_json::json;
+use support::Harness;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn failed_verification_rolls_the_replica_back_with_data_intact() {
+    let harness = Harness::start("copy-rollback").await;
+    // Every mover in this namespace corrupts d0/f0 after writing it, before verifying it.
+    let corrupt =
+        json!({"metadata": {"annotations": {MOVER_ENV_ANNOTATION: "FERRY_MOVER_TEST_CORRUPT=d0/f0"}}});
+    Api::<Namespace>::all(harness.client.clone())
+        .patch(&harness.ns.name, &PatchParams::default(), &Patch::Merge(corrupt))
+        .await
+        .unwrap();
+
+    let sets: Api<StatefulSet> = harness.ns.api();
+    sets.create(
+        &PostParams::default(),
+        &stateful_set("db", 3, CLASS_FIXED, "256Mi"),
+    )
+    .await
+    .unwrap();
+    wait_ready(&sets, "db", 3, 120).await.unwrap();
+    let claims: Api<PersistentVolumeClaim> = harness.ns.api();
+    let volumes: Api<PersistentVolume> = Api::all(harness.client.clone());
+    let mut before = Vec::new();
+    for replica in 0..3 {
+        let claim = format!("data-db-{replica}");
+        let dir = claim_directory(&claims, &volumes, &claim).await.unwrap();
+        write_sample_data(&dir, 40).unwrap();
+        let volume = claims
+            .get(&claim)
+            .await
+            .unwrap()
+            .spec
+            .unwrap()
+            .volume_name
+            .unwrap();
+        before.push((claim, volume, tree_checksum(&dir).unwrap()));
+    }
+
+    // No warm copy: the failure comes in the final pass, with the replica stopped and the
+    // StatefulSet deleted — the hardest point to roll back from.
+    let spec =
+        json!({"statefulSetName": "db", "warmCopy": false, "volumes": [{"name": "data", "size": "512Mi"}]});
+    harness.create_resize("copy", spec).await;
+    let api = harness.ns.api::<ferry_api::VolumeResize>();
+    let resize = ferry_testenv::wait_until("the copy to fail and roll back", 120, || async {
+        let resize = api.get_opt("copy").await.ok().flatten()?;
+        resize.phase().is_terminal().then_some(resize)
+    })
+    .await
+    .unwrap();
+    let status = resize.status.clone().unwrap();
+    assert_eq!(resize.phase(), Phase::Failed);
+    let message = status.message.clone().unwrap();
+    assert!(
+        message.starts_with("rolled back")
+            && message.contains("data-db-0")
+            && message.contains("exit code 3"),
+        "{message}"
+    );
+    assert_eq!(status.plan[0].step.as_deref(), Some("RolledBack"));
+
+    // The StatefulSet is back as it was, every replica Ready on its original volume and data.
+    let sts = wait_ready(&sets, "db", 3, 60).await.unwrap();
+    let template = &sts.spec.unwrap().volume_claim_templates.unwrap()[0];
+    let requested = template
+        .spec
+        .as_ref()
+        .unwrap()
+        .resources
+        .as_ref()
+        .unwrap()
+        .requests
+        .as_ref()
+        .unwrap();
+    assert_eq!(
+        bytes(requested.get("storage").unwrap()),
+        Some(256 << 20),
+        "original template restored"
+    );
+    for (claim, volume, sum) in &before {
+        let current = claims.get(claim).await.unwrap();
+        assert_eq!(
+            current.spec.unwrap().volume_name.as_ref(),
+            Some(volume),
+            "{claim} on its original volume"
+        );
+        let dir = claim_directory(&claims, &volumes, claim).await.unwrap();
+        assert_eq!(&tree_checksum(&dir).unwrap(), sum, "{claim}: data intact");
+        let pv = volumes.get(volume).await.unwrap();
+        assert_eq!(
+            pv.spec.unwrap().persistent_volume_reclaim_policy.as_deref(),
+            Some("Delete"),
+            "untouched policy"
+        );
+    }
+    // Nothing leaked: no temporary claim, no mover pod.
+    let names: Vec<String> = claims
+        .list(&ListParams::default())
+        .await
+        .unwrap()
+        .items
+        .iter()
+        .map(|c| c.name_any())
+        .collect();
+    assert_eq!(names.len(), 3, "{names:?}");
+    let movers = harness
+        .ns
+        .api::<Pod>()
+        .list(&ListParams::default().labels(MOVER_LABEL))
+        .await
+        .unwrap();
+    assert!(movers.items.is_empty(), "mover pods removed");
+    harness.wait_event("VolumeResize", "copy", "RollingBack").await;
+    harness.wait_event("VolumeResize", "copy", "RolledBack").await;
+    harness.finish().await;
+}
