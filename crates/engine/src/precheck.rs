@@ -40,19 +40,19 @@ impl Precheck {
 pub fn precheck(spec: &VolumeResizeSpec, observed: &Observed) -> Precheck {
     // While another resize holds the StatefulSet it may be mid-replacement (briefly absent, templates
     // changing): judge nothing until it is done.
-    if !spec.dry_run {
-        if let Some(holder) = observed.peers.iter().find(|peer| peer.holds_stateful_set) {
-            return Precheck {
-                verdict: Verdict::Wait {
-                    reason: REASON_WAITING_FOR_OTHER,
-                    message: format!(
-                        "VolumeResize {:?} is working on StatefulSet {:?}; this one waits its turn",
-                        holder.name, spec.stateful_set_name
-                    ),
-                },
-                plan: Vec::new(),
-            };
-        }
+    if !spec.dry_run
+        && let Some(holder) = observed.peers.iter().find(|peer| peer.holds_stateful_set)
+    {
+        return Precheck {
+            verdict: Verdict::Wait {
+                reason: REASON_WAITING_FOR_OTHER,
+                message: format!(
+                    "VolumeResize {:?} is working on StatefulSet {:?}; this one waits its turn",
+                    holder.name, spec.stateful_set_name
+                ),
+            },
+            plan: Vec::new(),
+        };
     }
     let Some(sts) = &observed.stateful_set else {
         return Precheck::reject(

@@ -216,18 +216,28 @@ fn queue_holder_or_older_peer_blocks_younger_does_not() {
 }
 
 #[test]
-fn permanent_problems_are_reported_before_waiting() {
+fn permanent_problems_are_reported_before_waiting_for_readiness() {
     let mut o = observed();
     o.stateful_set.as_mut().unwrap().ready_replicas = 0;
+    assert_eq!(
+        reason(&precheck(&spec(&[("data", "20Gi", Some("gold"))]), &o)),
+        REASON_STORAGE_CLASS_NOT_FOUND
+    );
+}
+
+#[test]
+fn while_another_resize_holds_the_stateful_set_nothing_is_judged() {
+    // The holder may have the StatefulSet orphan-deleted for a moment: that is no reason to fail.
+    let mut o = observed();
+    o.stateful_set = None;
     o.peers = vec![PeerResize {
         name: "holder".into(),
         queue_key: (1, "h".into()),
         holds_stateful_set: true,
     }];
-    assert_eq!(
-        reason(&precheck(&spec(&[("data", "20Gi", Some("gold"))]), &o)),
-        REASON_STORAGE_CLASS_NOT_FOUND
-    );
+    let check = precheck(&spec(&[("data", "20Gi", None)]), &o);
+    assert_eq!(reason(&check), REASON_WAITING_FOR_OTHER);
+    assert!(matches!(&check.verdict, Verdict::Wait { message, .. } if message.contains("\"holder\"")));
 }
 
 #[test]
