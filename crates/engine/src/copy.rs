@@ -25,19 +25,32 @@ pub struct CopyContext<'a> {
     /// Short, stable suffix from the VolumeResize's UID, so names never collide with an older one.
     pub suffix: &'a str,
     pub warm_copy: bool,
+    /// The VolumeResize is being deleted: finish a replica whose swap has begun, roll back one that
+    /// is only partly copied, start no other.
+    pub stopping: bool,
+}
+
+/// Name of the temporary claim a row copies to.
+pub fn temp_claim_name(row: &VolumePlan, suffix: &str) -> String {
+    format!("{}-ferry-{suffix}", row.claim_name)
+}
+
+/// Name of the mover pod making one pass of a row's copy.
+pub fn mover_name(row: &VolumePlan, suffix: &str, pass: Pass) -> String {
+    let pass = match pass {
+        Pass::Warm => "warm",
+        Pass::Final => "final",
+    };
+    format!("{}-ferry-{suffix}-{pass}", row.claim_name)
 }
 
 impl CopyContext<'_> {
     pub fn temp_claim(&self, row: &VolumePlan) -> String {
-        format!("{}-ferry-{}", row.claim_name, self.suffix)
+        temp_claim_name(row, self.suffix)
     }
 
     pub fn mover(&self, row: &VolumePlan, pass: Pass) -> String {
-        let pass = match pass {
-            Pass::Warm => "warm",
-            Pass::Final => "final",
-        };
-        format!("{}-ferry-{}-{pass}", row.claim_name, self.suffix)
+        mover_name(row, self.suffix, pass)
     }
 
     fn pod(&self, replica: i32) -> String {
@@ -94,6 +107,43 @@ pub fn plan_copy(
         .collect();
     for &i in &rows {
         status.plan[i].started_at.get_or_insert_with(|| now.clone());
+    }
+
+    if ctx.stopping {
+        let committed = rows.iter().any(|&i| {
+            let row = &status.plan[i];
+            swapped(row, observed)
+                || mid_swap(row, observed)
+                || matches!(
+                    row.step.as_deref(),
+                    Some(STEP_SWAPPING) | Some(STEP_STARTING_REPLICA)
+                )
+        });
+        if !committed {
+            let untouched = rows.iter().all(|&i| {
+                let row = &status.plan[i];
+                row.step.is_none() && !observed.claims.contains_key(&ctx.temp_claim(row))
+            }) && observed.stateful_set.as_ref().is_some_and(|sts| !sts.deleting)
+                && observed.movers.is_empty();
+            if untouched {
+                status.phase = Some(Phase::Failed);
+                status.finished_at.get_or_insert_with(|| now.clone());
+                let message = format!(
+                    "stopped because the VolumeResize was deleted; replica {replica} was not started"
+                );
+                status.message = Some(message.clone());
+                return Decision {
+                    status,
+                    actions: vec![],
+                    summary: message,
+                };
+            }
+            status.phase = Some(Phase::RollingBack);
+            status.message = Some(format!(
+                "the VolumeResize was deleted; rolling back replica {replica}"
+            ));
+            return roll_back(ctx, status, observed, replica, now);
+        }
     }
 
     // The replica runs on its new volumes: wait for it to be Ready, then the rows are done.

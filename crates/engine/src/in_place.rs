@@ -21,6 +21,7 @@ pub struct Decision {
 
 /// `backup_name` is the deterministic name of the backup ConfigMap; `sts_name` the StatefulSet's.
 pub fn plan_in_place(
+    stopping: bool,
     previous: &VolumeResizeStatus,
     observed: &RunObserved,
     sts_name: &str,
@@ -31,6 +32,32 @@ pub fn plan_in_place(
     status.phase = Some(Phase::Running);
     status.started_at.get_or_insert_with(|| now.clone());
     status.created_objects.backup_config_map = Some(backup_name.to_string());
+
+    // Deleted while running: requested expansions stay (they are harmless); only make sure the
+    // StatefulSet exists again before letting go.
+    if stopping {
+        return match &observed.stateful_set {
+            None if observed.backup_exists => decide(
+                status,
+                vec![ResizeAction::RecreateStatefulSet],
+                "re-creating the StatefulSet before stopping",
+            ),
+            Some(sts) if sts.deleting => {
+                decide(status, vec![], "waiting for the StatefulSet before stopping")
+            }
+            _ => {
+                status.phase = Some(Phase::Failed);
+                status.finished_at.get_or_insert_with(|| now.clone());
+                let message = "stopped because the VolumeResize was deleted".to_string();
+                status.message = Some(message.clone());
+                Decision {
+                    status,
+                    actions: vec![],
+                    summary: message,
+                }
+            }
+        };
+    }
 
     // Nothing is touched before the StatefulSet's spec is safe in the backup.
     if !observed.backup_exists {

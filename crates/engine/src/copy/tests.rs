@@ -217,6 +217,7 @@ fn context() -> CopyContext<'static> {
         backup_name: "ferry-r-backup",
         suffix: "abcd1234",
         warm_copy: true,
+        stopping: false,
     }
 }
 
@@ -370,4 +371,61 @@ fn without_warm_copy_no_warm_mover_runs() {
         cluster.settle();
     }
     assert_copied(&cluster, &status);
+}
+
+/// Deleting the VolumeResize after any number of actions stops at a safe point: each replica is
+/// either fully on its new volume or fully back on its old one, with its data, and the StatefulSet
+/// exists.
+#[test]
+fn deleted_after_any_action_it_stops_at_a_safe_point() {
+    let (_, total) = run(&mut Cluster::new(), None);
+    for deleted_after in 0..total {
+        let mut cluster = Cluster::new();
+        let now = Time(Timestamp::from_second(1).unwrap());
+        let mut status = planned();
+        let mut executed = 0;
+        let mut converged = false;
+        for _ in 0..500 {
+            let ctx = CopyContext {
+                stopping: executed >= deleted_after,
+                ..context()
+            };
+            let decision = plan_copy(&ctx, &status, &cluster.observed, &now);
+            status = decision.status;
+            if status.phase.is_some_and(Phase::is_terminal) {
+                converged = true;
+                break;
+            }
+            for action in &decision.actions {
+                cluster.apply(action);
+                executed += 1;
+            }
+            cluster.settle();
+        }
+        assert!(converged, "deleted after {deleted_after}: did not stop");
+        assert!(
+            cluster.observed.stateful_set.is_some(),
+            "deleted after {deleted_after}: StatefulSet exists"
+        );
+        assert!(
+            cluster.observed.movers.is_empty(),
+            "deleted after {deleted_after}: movers removed"
+        );
+        for replica in 0..REPLICAS {
+            let claim = &cluster.observed.claims[&format!("data-db-{replica}")];
+            let volume = claim.volume_name.clone().unwrap();
+            assert_eq!(
+                cluster.data[&volume],
+                format!("payload-{replica}"),
+                "deleted after {deleted_after}: data"
+            );
+            assert!(
+                !cluster
+                    .observed
+                    .claims
+                    .contains_key(&format!("data-db-{replica}-ferry-abcd1234")),
+                "deleted after {deleted_after}: temporary claim of replica {replica} removed"
+            );
+        }
+    }
 }

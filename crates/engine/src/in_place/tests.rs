@@ -66,7 +66,7 @@ fn cluster(replicas: i32, requested: u64, capacity: u64, pending: bool) -> RunOb
 }
 
 fn plan(status: &VolumeResizeStatus, observed: &RunObserved) -> Decision {
-    plan_in_place(status, observed, "db", "ferry-grow-backup", &now())
+    plan_in_place(false, status, observed, "db", "ferry-grow-backup", &now())
 }
 
 #[test]
@@ -195,4 +195,22 @@ fn same_observation_gives_the_same_decision() {
     let first = plan(&planned(3), &observed);
     let second = plan(&first.status, &observed);
     assert_eq!(first.status, second.status, "a repeated reconcile writes nothing");
+}
+
+#[test]
+fn deleted_while_replacing_the_stateful_set_re_creates_it_before_stopping() {
+    let mut gone = cluster(2, 2 * GI, 2 * GI, false);
+    gone.stateful_set = None;
+    let decision = plan_in_place(true, &planned(2), &gone, "db", "ferry-grow-backup", &now());
+    assert_eq!(decision.actions, vec![ResizeAction::RecreateStatefulSet]);
+    let stopped = plan_in_place(
+        true,
+        &planned(2),
+        &cluster(2, 2 * GI, GI, false),
+        "db",
+        "b",
+        &now(),
+    );
+    assert_eq!(stopped.status.phase, Some(Phase::Failed));
+    assert!(stopped.actions.is_empty());
 }

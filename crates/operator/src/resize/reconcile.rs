@@ -9,6 +9,7 @@ use crate::events::{Notice, publish};
 use crate::metrics::{CategoryLabels, OutcomeLabels, ReasonLabels};
 use ferry_api::ChosenStrategy;
 use ferry_api::names::FIELD_MANAGER;
+use ferry_api::names::FINALIZER;
 use ferry_api::quantity::format_bytes;
 use ferry_api::{Phase, VolumeResize, VolumeResizeStatus, condition::PRECHECKED};
 use ferry_engine::copy::{CopyContext, plan_copy};
@@ -50,6 +51,9 @@ async fn reconcile_inner(resize: &VolumeResize, ctx: &Context) -> Result<Action,
         kind: "VolumeResize",
         name: resize.name_any(),
     })?;
+    if resize.metadata.deletion_timestamp.is_some() {
+        return stop_for_deletion(ctx, resize, &namespace).await;
+    }
     let generation = resize.metadata.generation;
     let previous = resize.status.as_ref();
     let current_generation = previous.and_then(|s| s.observed_generation) == generation;
@@ -57,7 +61,7 @@ async fn reconcile_inner(resize: &VolumeResize, ctx: &Context) -> Result<Action,
     if current_generation && resize.phase() != Phase::Pending {
         return match (resize.phase(), previous) {
             (Phase::Planning | Phase::Running | Phase::RollingBack, Some(status)) => {
-                run_step(ctx, resize, &namespace, status).await
+                run_step(ctx, resize, &namespace, status, false).await
             }
             _ => Ok(Action::await_change()),
         };
@@ -78,6 +82,49 @@ async fn reconcile_inner(resize: &VolumeResize, ctx: &Context) -> Result<Action,
     })
 }
 
+fn has_finalizer(resize: &VolumeResize) -> bool {
+    resize.finalizers().iter().any(|f| f == FINALIZER)
+}
+
+async fn set_finalizer(
+    ctx: &Context,
+    resize: &VolumeResize,
+    namespace: &str,
+    present: bool,
+) -> Result<(), Error> {
+    let mut finalizers: Vec<String> = resize
+        .finalizers()
+        .iter()
+        .filter(|f| *f != FINALIZER)
+        .cloned()
+        .collect();
+    if present {
+        finalizers.push(FINALIZER.to_string());
+    }
+    // The resourceVersion makes this a compare-and-swap: never drop someone else's finalizer.
+    let patch = json!({"metadata": {"finalizers": finalizers, "resourceVersion": resize.resource_version()}});
+    Api::<VolumeResize>::namespaced(ctx.client.clone(), namespace)
+        .patch(&resize.name_any(), &PatchParams::default(), &Patch::Merge(patch))
+        .await?;
+    Ok(())
+}
+
+/// A deleted VolumeResize stops at the next safe point (a replica entirely on its new volume or
+/// entirely back on its old one, the StatefulSet present), then lets go.
+async fn stop_for_deletion(ctx: &Context, resize: &VolumeResize, namespace: &str) -> Result<Action, Error> {
+    if !has_finalizer(resize) {
+        return Ok(Action::await_change());
+    }
+    if let Some(status) = resize.status.as_ref()
+        && matches!(resize.phase(), Phase::Running | Phase::RollingBack)
+    {
+        // Terminal once safe; the status write wakes this reconcile again to let go.
+        return run_step(ctx, resize, namespace, status, true).await;
+    }
+    set_finalizer(ctx, resize, namespace, false).await?;
+    Ok(Action::await_change())
+}
+
 fn all_in_place(status: &VolumeResizeStatus) -> bool {
     status
         .plan
@@ -91,12 +138,20 @@ async fn run_step(
     resize: &VolumeResize,
     namespace: &str,
     status: &VolumeResizeStatus,
+    stopping: bool,
 ) -> Result<Action, Error> {
     let (observed, stateful_set) = observe_run(ctx, resize, namespace).await?;
     let now = Time(k8s_openapi::jiff::Timestamp::now());
     let backup = backup_name(resize);
     let decision = if all_in_place(status) {
-        plan_in_place(status, &observed, &resize.spec.stateful_set_name, &backup, &now)
+        plan_in_place(
+            stopping,
+            status,
+            &observed,
+            &resize.spec.stateful_set_name,
+            &backup,
+            &now,
+        )
     } else {
         let suffix = uid_suffix(resize);
         let copy = CopyContext {
@@ -104,6 +159,7 @@ async fn run_step(
             backup_name: &backup,
             suffix: &suffix,
             warm_copy: resize.spec.warm_copy,
+            stopping,
         };
         plan_copy(&copy, status, &observed, &now)
     };
@@ -122,6 +178,10 @@ async fn run_step(
             .chain(sts_ref.clone())
             .collect();
         publish(ctx, &notice, &objects).await;
+    }
+    // Before the first change to the cluster, make sure deletion waits for a safe point.
+    if !decision.actions.is_empty() && !has_finalizer(resize) {
+        set_finalizer(ctx, resize, namespace, true).await?;
     }
     for action in &decision.actions {
         execute(ctx, resize, namespace, stateful_set.as_ref(), action).await?;

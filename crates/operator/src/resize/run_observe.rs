@@ -3,7 +3,7 @@
 use crate::Error;
 use crate::context::Context;
 use ferry_api::{VolumeResize, parse_bytes};
-use ferry_engine::copy::CopyContext;
+use ferry_engine::copy::{mover_name, temp_claim_name};
 use ferry_engine::run_state::{
     MoverPhase, Pass, RunClaim, RunMover, RunObserved, RunPod, RunStatefulSet, RunVolume,
 };
@@ -36,10 +36,10 @@ pub async fn observe_run(
         .as_ref()
         .map(|s| s.plan.as_slice())
         .unwrap_or_default();
-    let copy = copy_context_names(resize);
+    let suffix = uid_suffix(resize);
     let claim_names: Vec<String> = plan
         .iter()
-        .flat_map(|row| [row.claim_name.clone(), copy.temp_claim(row)])
+        .flat_map(|row| [row.claim_name.clone(), temp_claim_name(row, &suffix)])
         .collect();
     let claims: BTreeMap<String, RunClaim> =
         Api::<PersistentVolumeClaim>::namespaced(ctx.client.clone(), namespace)
@@ -56,7 +56,12 @@ pub async fn observe_run(
         .collect();
     let mover_names: Vec<String> = plan
         .iter()
-        .flat_map(|row| [copy.mover(row, Pass::Warm), copy.mover(row, Pass::Final)])
+        .flat_map(|row| {
+            [
+                mover_name(row, &suffix, Pass::Warm),
+                mover_name(row, &suffix, Pass::Final),
+            ]
+        })
         .collect();
     let mut pods = BTreeMap::new();
     let mut movers = BTreeMap::new();
@@ -109,36 +114,6 @@ fn storage(
 /// Short stable suffix of a resize's UID, used in the names of what it creates.
 pub fn uid_suffix(resize: &VolumeResize) -> String {
     resize.uid().unwrap_or_default().chars().take(8).collect()
-}
-
-/// Names a copy uses (target claims, mover pods), without the other copy settings.
-fn copy_context_names(resize: &VolumeResize) -> NameOnly {
-    NameOnly {
-        suffix: uid_suffix(resize),
-        sts: resize.spec.stateful_set_name.clone(),
-    }
-}
-
-struct NameOnly {
-    suffix: String,
-    sts: String,
-}
-
-impl NameOnly {
-    fn context(&self) -> CopyContext<'_> {
-        CopyContext {
-            sts_name: &self.sts,
-            backup_name: "",
-            suffix: &self.suffix,
-            warm_copy: true,
-        }
-    }
-    fn temp_claim(&self, row: &ferry_api::VolumePlan) -> String {
-        self.context().temp_claim(row)
-    }
-    fn mover(&self, row: &ferry_api::VolumePlan, pass: Pass) -> String {
-        self.context().mover(row, pass)
-    }
 }
 
 fn run_volume(volume: &PersistentVolume) -> RunVolume {
