@@ -231,6 +231,9 @@ pub struct VolumePlan {
     pub source_volume: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub target_volume: Option<String>,
+    /// Bytes in use on the current volume, measured by a mover pod before anything is touched.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub used_bytes: Option<u64>,
     /// Reclaim policy the source volume had before Ferry set it to Retain; restored on the new volume.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub original_reclaim_policy: Option<String>,

@@ -35,6 +35,15 @@ pub fn temp_claim_name(row: &VolumePlan, suffix: &str) -> String {
     format!("{}-ferry-{suffix}", row.claim_name)
 }
 
+/// Name of the pod measuring the data in use on a row's claim.
+pub fn usage_pod_name(row: &VolumePlan, suffix: &str) -> String {
+    format!("{}-ferry-{suffix}-usage", row.claim_name)
+}
+
+/// A shrink must leave this much room over the data in use (file-system overhead, growth during
+/// the copy).
+pub const SHRINK_HEADROOM: f64 = 1.1;
+
 /// Name of the mover pod making one pass of a row's copy.
 pub fn mover_name(row: &VolumePlan, suffix: &str, pass: Pass) -> String {
     let pass = match pass {
@@ -70,10 +79,27 @@ pub fn plan_copy(
 ) -> Decision {
     let mut status = previous.clone();
     status.started_at.get_or_insert_with(|| now.clone());
-    status.created_objects.backup_config_map = Some(ctx.backup_name.to_string());
     if status.phase != Some(Phase::RollingBack) {
         status.phase = Some(Phase::Running);
     }
+    if ctx.stopping {
+        // Measuring pods go first; with no backup yet, nothing else was touched.
+        let measuring = usage_leftovers(ctx, &status, observed);
+        if !measuring.is_empty() {
+            return decide(status, measuring, "removing the measuring pods before stopping");
+        }
+        if !observed.backup_exists {
+            let message = "stopped because the VolumeResize was deleted; nothing was changed".to_string();
+            return fail(status, vec![], message, now);
+        }
+    }
+    // Before anything is touched: measure the data in use, and refuse a target that cannot hold it.
+    if !ctx.stopping
+        && let Some(decision) = measure_usage(ctx, &mut status, observed, now)
+    {
+        return decision;
+    }
+    status.created_objects.backup_config_map = Some(ctx.backup_name.to_string());
     if !observed.backup_exists {
         return decide(
             status,
@@ -264,6 +290,118 @@ pub fn plan_copy(
         actions.extend(stop_replica(ctx, &mut status, observed, replica, &rows));
     }
     decide(status, actions, &summary)
+}
+
+/// The usage stage: one read-only pod per claim still unmeasured; when all are measured, their pods
+/// are removed and every target is checked against the data it must hold. `None` when done.
+fn measure_usage(
+    ctx: &CopyContext,
+    status: &mut VolumeResizeStatus,
+    observed: &RunObserved,
+    now: &Time,
+) -> Option<Decision> {
+    let mut actions = Vec::new();
+    for row in status
+        .plan
+        .iter_mut()
+        .filter(|row| is_copy(row) && row.finished_at.is_none())
+    {
+        if row.used_bytes.is_some() {
+            continue;
+        }
+        let pod = usage_pod_name(row, ctx.suffix);
+        match observed.movers.get(&pod) {
+            None => actions.push(ResizeAction::MeasureUsage {
+                pod,
+                claim: row.claim_name.clone(),
+            }),
+            Some(mover) => match &mover.phase {
+                MoverPhase::Succeeded => {
+                    let value = mover
+                        .result
+                        .as_deref()
+                        .and_then(|r| serde_json::from_str::<serde_json::Value>(r).ok());
+                    row.used_bytes = value.and_then(|v| v.get("bytes").and_then(serde_json::Value::as_u64));
+                    row.bytes_total = row.used_bytes;
+                }
+                MoverPhase::Failed { exit_code, message } => {
+                    let text = format!(
+                        "could not measure the data in use on {} (exit code {exit_code}): {}",
+                        row.claim_name,
+                        message.trim()
+                    );
+                    return Some(fail(
+                        status.clone(),
+                        vec![ResizeAction::DeleteMover { pod }],
+                        text,
+                        now,
+                    ));
+                }
+                _ => {}
+            },
+        }
+    }
+    let unmeasured = status
+        .plan
+        .iter()
+        .any(|row| is_copy(row) && row.finished_at.is_none() && row.used_bytes.is_none());
+    if unmeasured {
+        return Some(decide(status.clone(), actions, "measuring the data in use"));
+    }
+    let leftovers = usage_leftovers(ctx, status, observed);
+    let too_small: Vec<String> = status
+        .plan
+        .iter()
+        .filter(|row| is_copy(row) && row.finished_at.is_none())
+        .filter_map(|row| {
+            let used = row.used_bytes?;
+            let target = parse_bytes(&row.target_size).ok()?;
+            let needed = (used as f64 * SHRINK_HEADROOM).ceil() as u64;
+            (target < needed).then(|| {
+                format!(
+                    "{} holds {} of data; {} leaves no room (at least {} needed with {:.0}% headroom)",
+                    row.claim_name,
+                    ferry_api::quantity::human_bytes(used),
+                    row.target_size,
+                    ferry_api::quantity::human_bytes(needed),
+                    (SHRINK_HEADROOM - 1.0) * 100.0
+                )
+            })
+        })
+        .collect();
+    if !too_small.is_empty() {
+        return Some(fail(status.clone(), leftovers, too_small.join("; "), now));
+    }
+    (!leftovers.is_empty()).then(|| decide(status.clone(), leftovers, "data in use measured"))
+}
+
+/// Deletions of the measuring pods that still exist.
+fn usage_leftovers(
+    ctx: &CopyContext,
+    status: &VolumeResizeStatus,
+    observed: &RunObserved,
+) -> Vec<ResizeAction> {
+    status
+        .plan
+        .iter()
+        .map(|row| usage_pod_name(row, ctx.suffix))
+        .filter(|pod| observed.movers.contains_key(pod))
+        .map(|pod| ResizeAction::DeleteMover { pod })
+        .collect()
+}
+
+/// Ends the resize as Failed before anything was changed (only Ferry's own pods are removed).
+fn fail(mut status: VolumeResizeStatus, actions: Vec<ResizeAction>, message: String, now: &Time) -> Decision {
+    if actions.is_empty() {
+        status.phase = Some(Phase::Failed);
+        status.finished_at.get_or_insert_with(|| now.clone());
+    }
+    status.message = Some(message.clone());
+    Decision {
+        status,
+        actions,
+        summary: message,
+    }
 }
 
 /// Remembers which PV each side of a row is on, the first time it is seen.
@@ -470,7 +608,7 @@ fn roll_back(
     replica: i32,
     now: &Time,
 ) -> Decision {
-    let mut actions = Vec::new();
+    let mut actions = usage_leftovers(ctx, &status, observed);
     for row in status
         .plan
         .iter_mut()

@@ -109,6 +109,8 @@ pub enum ResizeAction {
         target: String,
         pass: Pass,
     },
+    /// Start a pod that measures the bytes in use on a claim (read-only).
+    MeasureUsage { pod: String, claim: String },
     /// Delete a mover pod (it has finished, or the copy is abandoned).
     DeleteMover { pod: String },
     /// Keep a volume's data when its claim goes away.

@@ -43,6 +43,10 @@ enum Cmd {
     Usage {
         /// Tree to measure.
         dir: PathBuf,
+        /// Also write the JSON here (default as for `sync`: $FERRY_RESULT_FILE, else
+        /// /dev/termination-log in a pod), so a pod reports it as its termination message.
+        #[arg(long)]
+        result_file: Option<PathBuf>,
     },
 }
 
@@ -100,7 +104,18 @@ fn main() -> ExitCode {
     let code = match cli.cmd {
         Cmd::Sync(args) => run_sync(args),
         Cmd::Digest { dir, json } => report(ferry_mover::digest(&dir).and_then(|m| print_manifest(&m, json))),
-        Cmd::Usage { dir } => report(ferry_mover::usage(&dir).and_then(|u| print_json(&u))),
+        Cmd::Usage { dir, result_file } => report(ferry_mover::usage(&dir).and_then(|u| {
+            print_json(&u)?;
+            if let Some(path) = result_file.or_else(default_result_file)
+                && let Err(e) = std::fs::write(&path, serde_json::to_string(&u).unwrap_or_default())
+            {
+                eprintln!(
+                    "ferry-mover: warning: cannot write result file {}: {e}",
+                    path.display()
+                );
+            }
+            Ok(())
+        })),
     };
     ExitCode::from(u8::try_from(code).unwrap_or(1))
 }

@@ -16,6 +16,8 @@ struct Cluster {
     data: BTreeMap<String, String>,
     next_id: u32,
     fail_final_of: Option<String>,
+    /// How many bytes of use each character of `data` stands for.
+    bytes_per_char: u64,
 }
 
 impl Cluster {
@@ -28,6 +30,7 @@ impl Cluster {
             data: BTreeMap::new(),
             next_id: 0,
             fail_final_of: None,
+            bytes_per_char: 1 << 20,
         };
         cluster.observed.stateful_set = Some(RunStatefulSet {
             deleting: false,
@@ -131,6 +134,22 @@ impl Cluster {
                     .movers
                     .entry(pod.clone())
                     .or_insert(RunMover { phase, result });
+            }
+            ResizeAction::MeasureUsage { pod, claim } => {
+                let volume = self
+                    .observed
+                    .claims
+                    .get(claim)
+                    .and_then(|c| c.volume_name.clone());
+                let used = volume
+                    .and_then(|v| self.data.get(&v))
+                    .map(|d| d.len() as u64 * self.bytes_per_char)
+                    .unwrap_or(0);
+                let result = Some(format!(r#"{{"bytes":{used},"inodes":3}}"#));
+                self.observed.movers.entry(pod.clone()).or_insert(RunMover {
+                    phase: MoverPhase::Succeeded,
+                    result,
+                });
             }
             ResizeAction::DeleteMover { pod } => {
                 self.observed.movers.remove(pod);
@@ -428,4 +447,26 @@ fn deleted_after_any_action_it_stops_at_a_safe_point() {
             );
         }
     }
+}
+
+#[test]
+fn a_target_smaller_than_the_data_fails_before_anything_is_touched() {
+    let mut cluster = Cluster::new();
+    // "payload-N" is 9 characters: 9 GiB of data each, more than the 2Gi target.
+    cluster.bytes_per_char = 1 << 30;
+    let before_claims = cluster.observed.claims.clone();
+    let (status, _) = run(&mut cluster, None);
+    assert_eq!(status.phase, Some(Phase::Failed));
+    let message = status.message.clone().unwrap();
+    assert!(
+        message.contains("data-db-0 holds 9.0 GiB of data; 2Gi leaves no room"),
+        "{message}"
+    );
+    assert!(
+        !cluster.observed.backup_exists,
+        "nothing touched, not even the backup"
+    );
+    assert_eq!(cluster.observed.claims, before_claims, "claims untouched");
+    assert!(cluster.observed.movers.is_empty(), "measuring pods removed");
+    assert!(status.plan.iter().all(|row| row.used_bytes == Some(9 << 30)));
 }

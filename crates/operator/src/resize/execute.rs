@@ -137,6 +137,14 @@ pub async fn execute(
                     .await,
             )
         }
+        ResizeAction::MeasureUsage { pod, claim } => {
+            let measure = usage_pod(ctx, resize, pod, claim)?;
+            ignore_conflict(
+                Api::<Pod>::namespaced(client, namespace)
+                    .create(&PostParams::default(), &measure)
+                    .await,
+            )
+        }
         ResizeAction::DeleteMover { pod } => ignore_gone(
             Api::<Pod>::namespaced(client, namespace)
                 .delete(pod, &DeleteParams::default())
@@ -296,6 +304,39 @@ fn mover_pod(
                 {"name": "source", "persistentVolumeClaim": {"claimName": source, "readOnly": true}},
                 {"name": "target", "persistentVolumeClaim": {"claimName": target}},
             ],
+        },
+    }))
+}
+
+/// A pod that measures the data in use on `claim` (mounted read-only) and reports it as its
+/// termination message.
+fn usage_pod(ctx: &Context, resize: &VolumeResize, name: &str, claim: &str) -> Result<Pod, Error> {
+    let settings = resize.spec.mover.clone().unwrap_or_default();
+    let mut metadata = owned_metadata(resize, name);
+    metadata["labels"][LABEL_MOVER] = json!("true");
+    metadata["labels"][LABEL_MOVER_PASS] = json!("usage");
+    from_json(json!({
+        "metadata": metadata,
+        "spec": {
+            "restartPolicy": "Never",
+            "automountServiceAccountToken": false,
+            "enableServiceLinks": false,
+            "nodeSelector": settings.node_selector,
+            "tolerations": settings.tolerations,
+            "securityContext": {"runAsUser": 0, "runAsGroup": 0},
+            "containers": [{
+                "name": "usage",
+                "image": settings.image.unwrap_or_else(|| ctx.mover_image.clone()),
+                "command": ["ferry-mover", "usage", "/source"],
+                "terminationMessagePolicy": "File",
+                "securityContext": {
+                    "allowPrivilegeEscalation": false,
+                    "readOnlyRootFilesystem": true,
+                    "capabilities": {"drop": ["ALL"], "add": ["DAC_READ_SEARCH"]},
+                },
+                "volumeMounts": [{"name": "source", "mountPath": "/source", "readOnly": true}],
+            }],
+            "volumes": [{"name": "source", "persistentVolumeClaim": {"claimName": claim, "readOnly": true}}],
         },
     }))
 }

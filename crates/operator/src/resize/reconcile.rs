@@ -237,6 +237,7 @@ fn action_reason(action: &ResizeAction) -> &'static str {
         ResizeAction::RestoreStatefulSet => "RestoringStatefulSet",
         ResizeAction::CreateTargetClaim { .. } => "CreatingVolume",
         ResizeAction::StartMover { .. } => "Copying",
+        ResizeAction::MeasureUsage { .. } => "MeasuringUsage",
         ResizeAction::DeleteMover { .. } => "MoverRemoved",
         ResizeAction::SetReclaimPolicy { .. } => "ReclaimPolicySet",
         ResizeAction::DeleteClaim { .. } => "SwappingVolume",
@@ -277,6 +278,9 @@ fn describe(action: &ResizeAction) -> String {
             pass,
         } => {
             format!("{pass:?} copy of PVC {source} to {target} in mover pod {pod}")
+        }
+        ResizeAction::MeasureUsage { pod, claim } => {
+            format!("measuring the data in use on PVC {claim} in pod {pod}")
         }
         ResizeAction::DeleteMover { pod } => format!("removed mover pod {pod}"),
         ResizeAction::SetReclaimPolicy { volume, policy } => format!("PV {volume}: reclaim policy {policy}"),

@@ -3,7 +3,7 @@
 use crate::Error;
 use crate::context::Context;
 use ferry_api::{VolumeResize, parse_bytes};
-use ferry_engine::copy::{mover_name, temp_claim_name};
+use ferry_engine::copy::{mover_name, temp_claim_name, usage_pod_name};
 use ferry_engine::run_state::{
     MoverPhase, Pass, RunClaim, RunMover, RunObserved, RunPod, RunStatefulSet, RunVolume,
 };
@@ -60,6 +60,7 @@ pub async fn observe_run(
             [
                 mover_name(row, &suffix, Pass::Warm),
                 mover_name(row, &suffix, Pass::Final),
+                usage_pod_name(row, &suffix),
             ]
         })
         .collect();
