@@ -6,6 +6,7 @@ pub mod copy;
 pub mod in_place;
 pub mod observed;
 pub mod precheck;
+pub mod retention;
 pub mod run_state;
 pub mod status;
 pub mod strategy;

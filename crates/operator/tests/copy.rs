@@ -229,8 +229,41 @@ async fn grow_by_copy_on_a_fixed_class_rolling() {
 async fn shrink_and_move_to_another_class() {
     let harness = Harness::start("copy-shrink").await;
     let before = populated(&harness, CLASS_EXPANDABLE, "1Gi").await;
-    let spec = json!({"statefulSetName": "db", "volumes": [{"name": "data", "size": "256Mi", "storageClassName": CLASS_FIXED}]});
+    let spec = json!({
+        "statefulSetName": "db",
+        "retainOldVolumes": "20s",
+        "volumes": [{"name": "data", "size": "256Mi", "storageClassName": CLASS_FIXED}],
+    });
     run_copy(&harness, &before, spec).await;
     assert_copied(&harness, &before, 256 * MI, CLASS_FIXED).await;
+
+    // After retainOldVolumes the old volumes go back to their provisioner, which deletes them.
+    let volumes: Api<PersistentVolume> = Api::all(harness.client.clone());
+    let mut directories = Vec::new();
+    for old in before.volumes.values() {
+        let pv = volumes.get(old).await.unwrap();
+        directories.push(std::path::PathBuf::from(pv.spec.unwrap().host_path.unwrap().path));
+    }
+    for old in before.volumes.values() {
+        ferry_testenv::wait_until(&format!("old volume {old} to be deleted"), 90, || async {
+            volumes.get_opt(old).await.ok()?.is_none().then_some(())
+        })
+        .await
+        .unwrap();
+    }
+    assert!(
+        directories.iter().all(|dir| !dir.exists()),
+        "their data is deleted too"
+    );
+    let api = harness.ns.api::<ferry_api::VolumeResize>();
+    ferry_testenv::wait_until("the status to forget the deleted volumes", 30, || async {
+        let status = api.get_opt("copy").await.ok().flatten()?.status?;
+        status.created_objects.retained_volumes.is_empty().then_some(())
+    })
+    .await
+    .unwrap();
+    harness
+        .wait_event("VolumeResize", "copy", "ReleasingOldVolumes")
+        .await;
     harness.finish().await;
 }

@@ -17,7 +17,7 @@ use kube::runtime::controller::Action;
 use kube::runtime::{Controller, watcher};
 use kube::{Api, Client, ResourceExt};
 pub use mounts::rewrite;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 use std::process::Stdio;
 use std::sync::{Arc, Mutex};
@@ -36,6 +36,9 @@ struct Executor {
     mover_bin: Option<PathBuf>,
     /// Running processes by pod UID; sending on the channel kills the process.
     running: Mutex<HashMap<String, oneshot::Sender<()>>>,
+    /// Pods whose process this executor ran to the end: never started again, never declared lost
+    /// (a watch event may still show them Running from before their end was recorded).
+    finished: Mutex<HashSet<String>>,
 }
 
 /// Runs the executor until the watch stream ends.
@@ -46,6 +49,7 @@ pub async fn run(client: Client, work_dir: PathBuf, mover_bin: Option<PathBuf>) 
         work_dir,
         mover_bin,
         running: Mutex::default(),
+        finished: Mutex::default(),
     });
     Controller::new(
         Api::<Pod>::all(client),
@@ -85,12 +89,19 @@ async fn injected_environment(client: &Client, pod: &Pod) -> Result<Vec<(String,
         .collect())
 }
 
-fn is_running(executor: &Executor, uid: &str) -> bool {
-    executor
+/// This executor started the pod's process (it runs, or ran to its end).
+fn is_known(executor: &Executor, uid: &str) -> bool {
+    let running = executor
         .running
         .lock()
         .map(|running| running.contains_key(uid))
-        .unwrap_or(false)
+        .unwrap_or(false);
+    running
+        || executor
+            .finished
+            .lock()
+            .map(|finished| finished.contains(uid))
+            .unwrap_or(false)
 }
 
 async fn reconcile(pod: Arc<Pod>, executor: Arc<Executor>) -> Result<Action, Error> {
@@ -112,7 +123,7 @@ async fn reconcile(pod: Arc<Pod>, executor: Arc<Executor>) -> Result<Action, Err
         .and_then(|s| s.phase.clone())
         .unwrap_or_default();
     let scheduled = pod.spec.as_ref().and_then(|s| s.node_name.clone()).is_some();
-    if phase == "Succeeded" || phase == "Failed" || !scheduled || is_running(&executor, &uid) {
+    if phase == "Succeeded" || phase == "Failed" || !scheduled || is_known(&executor, &uid) {
         return Ok(Action::await_change());
     }
     let pods: Api<Pod> = Api::namespaced(executor.client.clone(), &pod.namespace().unwrap_or_default());
@@ -231,6 +242,9 @@ async fn reconcile(pod: Arc<Pod>, executor: Arc<Executor>) -> Result<Action, Err
             tracing::warn!(%error, pod = %pod.name_any(), "could not record the mover pod's end");
         }
         tracing::info!(pod = %pod.name_any(), code, "mover pod finished");
+        if let Ok(mut finished) = executor.finished.lock() {
+            finished.insert(uid.clone());
+        }
         if let Ok(mut running) = executor.running.lock() {
             running.remove(&uid);
         }

@@ -14,14 +14,17 @@ use ferry_api::quantity::format_bytes;
 use ferry_api::{Phase, VolumeResize, VolumeResizeStatus, condition::PRECHECKED};
 use ferry_engine::copy::{CopyContext, plan_copy};
 use ferry_engine::in_place::plan_in_place;
+use ferry_engine::retention::plan_retention;
 use ferry_engine::run_state::ResizeAction;
 use ferry_engine::{Verdict, precheck, status::after_precheck};
 use k8s_openapi::api::core::v1::ObjectReference;
+use k8s_openapi::api::core::v1::PersistentVolume;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::api::{Patch, PatchParams};
 use kube::runtime::controller::Action;
 use kube::{Api, Resource, ResourceExt};
 use serde_json::json;
+use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -63,6 +66,9 @@ async fn reconcile_inner(resize: &VolumeResize, ctx: &Context) -> Result<Action,
             (Phase::Planning | Phase::Running | Phase::RollingBack, Some(status)) => {
                 run_step(ctx, resize, &namespace, status, false).await
             }
+            (Phase::Succeeded, Some(status)) if !status.created_objects.retained_volumes.is_empty() => {
+                expire_retained(ctx, resize, &namespace, status).await
+            }
             _ => Ok(Action::await_change()),
         };
     }
@@ -79,6 +85,53 @@ async fn reconcile_inner(resize: &VolumeResize, ctx: &Context) -> Result<Action,
     Ok(match check.verdict {
         Verdict::Wait { .. } => Action::requeue(WAIT_RECHECK),
         Verdict::Passed | Verdict::NothingToDo | Verdict::Reject { .. } => Action::await_change(),
+    })
+}
+
+/// Old volumes kept after a copy are released to their provisioner when `retainOldVolumes` is up.
+async fn expire_retained(
+    ctx: &Context,
+    resize: &VolumeResize,
+    namespace: &str,
+    status: &VolumeResizeStatus,
+) -> Result<Action, Error> {
+    let volumes = Api::<PersistentVolume>::all(ctx.client.clone());
+    let mut existing = BTreeSet::new();
+    let mut releasing = BTreeSet::new();
+    for name in &status.created_objects.retained_volumes {
+        if let Some(volume) = volumes.get_opt(name).await? {
+            let policy = volume.spec.and_then(|s| s.persistent_volume_reclaim_policy);
+            if policy.as_deref() == Some("Delete") {
+                releasing.insert(name.clone());
+            }
+            existing.insert(name.clone());
+        }
+    }
+    let now = Time(k8s_openapi::jiff::Timestamp::now());
+    let retain = resize.spec.retain_old_volumes.as_deref();
+    let decision = plan_retention(status, retain, &existing, &releasing, &now);
+    if &decision.status != status {
+        write_status(ctx, resize, namespace, &decision.status).await?;
+    }
+    for action in &decision.actions {
+        execute(ctx, resize, namespace, None, action).await?;
+    }
+    if !decision.actions.is_empty() {
+        let note = format!(
+            "retention is up: releasing old volumes {}",
+            status.created_objects.retained_volumes.join(", ")
+        );
+        let notice = Notice {
+            warning: false,
+            reason: "ReleasingOldVolumes",
+            action: "Retention",
+            note,
+        };
+        publish(ctx, &notice, &[resize.object_ref(&())]).await;
+    }
+    Ok(match decision.recheck_in {
+        Some(seconds) => Action::requeue(Duration::from_secs(seconds.clamp(1, 3600) as u64)),
+        None => Action::await_change(),
     })
 }
 

@@ -1,0 +1,187 @@
+//! Expiry of the old volumes a copy retained (`retainOldVolumes`, default 24h): when the time is up,
+//! their reclaim policy goes back to Delete, so their provisioner deletes them as it would have.
+
+use crate::run_state::ResizeAction;
+use ferry_api::VolumeResizeStatus;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use std::collections::BTreeSet;
+
+/// Default retention of old volumes.
+pub const DEFAULT_RETENTION_SECONDS: i64 = 24 * 3600;
+
+/// `Forever` → `None`; `24h`, `90m`, `1h30m`, `7d`, `45s` → seconds. Unparseable text (the API server
+/// rejects it already) counts as the default.
+pub fn retention_seconds(spec: Option<&str>) -> Option<i64> {
+    let Some(text) = spec else {
+        return Some(DEFAULT_RETENTION_SECONDS);
+    };
+    if text == "Forever" {
+        return None;
+    }
+    let mut total: i64 = 0;
+    let mut number = String::new();
+    for c in text.chars() {
+        if c.is_ascii_digit() {
+            number.push(c);
+            continue;
+        }
+        let unit = match c {
+            's' => 1,
+            'm' => 60,
+            'h' => 3600,
+            'd' => 86_400,
+            _ => return Some(DEFAULT_RETENTION_SECONDS),
+        };
+        let Ok(value) = number.parse::<i64>() else {
+            return Some(DEFAULT_RETENTION_SECONDS);
+        };
+        total = total.saturating_add(value.saturating_mul(unit));
+        number.clear();
+    }
+    if number.is_empty() {
+        Some(total)
+    } else {
+        Some(DEFAULT_RETENTION_SECONDS)
+    }
+}
+
+/// What to do about retained volumes now.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RetentionDecision {
+    pub status: VolumeResizeStatus,
+    pub actions: Vec<ResizeAction>,
+    /// Seconds until the next look, when something is still retained.
+    pub recheck_in: Option<i64>,
+}
+
+/// `existing` holds the names of the retained volumes that still exist.
+pub fn plan_retention(
+    previous: &VolumeResizeStatus,
+    retain: Option<&str>,
+    existing: &BTreeSet<String>,
+    deleting_policy_set: &BTreeSet<String>,
+    now: &Time,
+) -> RetentionDecision {
+    let mut status = previous.clone();
+    // Volumes already gone are no longer retained.
+    status
+        .created_objects
+        .retained_volumes
+        .retain(|volume| existing.contains(volume));
+    let (Some(seconds), Some(finished)) = (retention_seconds(retain), status.finished_at.clone()) else {
+        return RetentionDecision {
+            status,
+            actions: vec![],
+            recheck_in: None,
+        };
+    };
+    if status.created_objects.retained_volumes.is_empty() {
+        return RetentionDecision {
+            status,
+            actions: vec![],
+            recheck_in: None,
+        };
+    }
+    let remaining = finished.0.as_second() + seconds - now.0.as_second();
+    if remaining > 0 {
+        return RetentionDecision {
+            status,
+            actions: vec![],
+            recheck_in: Some(remaining),
+        };
+    }
+    let actions = status
+        .created_objects
+        .retained_volumes
+        .iter()
+        .filter(|volume| !deleting_policy_set.contains(*volume))
+        .map(|volume| ResizeAction::SetReclaimPolicy {
+            volume: volume.clone(),
+            policy: "Delete".into(),
+        })
+        .collect();
+    // Look again soon: the volumes disappear once their provisioner has deleted them.
+    RetentionDecision {
+        status,
+        actions,
+        recheck_in: Some(5),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::jiff::Timestamp;
+
+    fn at(seconds: i64) -> Time {
+        Time(Timestamp::from_second(seconds).unwrap())
+    }
+
+    #[test]
+    fn durations() {
+        assert_eq!(retention_seconds(None), Some(86_400));
+        assert_eq!(retention_seconds(Some("Forever")), None);
+        assert_eq!(retention_seconds(Some("90m")), Some(5400));
+        assert_eq!(retention_seconds(Some("1h30m")), Some(5400));
+        assert_eq!(retention_seconds(Some("7d")), Some(7 * 86_400));
+        assert_eq!(retention_seconds(Some("45s")), Some(45));
+    }
+
+    fn finished_with(volumes: &[&str]) -> VolumeResizeStatus {
+        let mut status = VolumeResizeStatus {
+            finished_at: Some(at(1000)),
+            ..Default::default()
+        };
+        status.created_objects.retained_volumes = volumes.iter().map(|v| v.to_string()).collect();
+        status
+    }
+
+    #[test]
+    fn waits_until_expiry_then_releases_each_volume_once() {
+        let status = finished_with(&["old-0", "old-1"]);
+        let existing: BTreeSet<String> = ["old-0".into(), "old-1".into()].into();
+        let early = plan_retention(&status, Some("60s"), &existing, &BTreeSet::new(), &at(1030));
+        assert!(early.actions.is_empty());
+        assert_eq!(early.recheck_in, Some(30));
+
+        let due = plan_retention(
+            &status,
+            Some("60s"),
+            &existing,
+            &["old-1".to_string()].into(),
+            &at(1060),
+        );
+        assert_eq!(
+            due.actions,
+            vec![ResizeAction::SetReclaimPolicy {
+                volume: "old-0".into(),
+                policy: "Delete".into()
+            }]
+        );
+
+        let gone = plan_retention(
+            &status,
+            Some("60s"),
+            &BTreeSet::new(),
+            &BTreeSet::new(),
+            &at(1070),
+        );
+        assert!(gone.status.created_objects.retained_volumes.is_empty());
+        assert_eq!(gone.recheck_in, None);
+    }
+
+    #[test]
+    fn forever_keeps_them() {
+        let status = finished_with(&["old-0"]);
+        let existing: BTreeSet<String> = ["old-0".into()].into();
+        let decision = plan_retention(
+            &status,
+            Some("Forever"),
+            &existing,
+            &BTreeSet::new(),
+            &at(1_000_000),
+        );
+        assert!(decision.actions.is_empty());
+        assert_eq!(decision.recheck_in, None);
+    }
+}
