@@ -20,9 +20,8 @@ pub use args::Cli;
 pub use exit::{CliError, ExitCode};
 
 /// Annotation asking the operator to roll a VolumeResize back (re-bind the retained old volumes and
-/// restore the StatefulSet from its backup). Defined here, not in `ferry-api`, because the operator
-/// side does not exist yet: the operator will honour it once rollback-on-request is implemented.
-pub const ANNOTATION_ROLLBACK_REQUESTED: &str = "ferry.dev/rollback-requested";
+/// restore the StatefulSet from its backup).
+pub use ferry_api::names::ANNOTATION_ROLLBACK_REQUESTED;
 
 /// Field manager the CLI uses for its writes.
 pub const FIELD_MANAGER: &str = "kubectl-ferry";

@@ -448,12 +448,36 @@ fn mid_swap(row: &VolumePlan, observed: &RunObserved) -> bool {
     }
 }
 
-/// Next actions of the PV re-binding swap for one row, in safe order: both volumes retained, movers
-/// gone, both claims deleted, the new volume reserved for the original name, the claim re-created.
+/// Next actions of the PV re-binding swap for one row: its claim moves from the old to the new volume.
 fn swap(ctx: &CopyContext, row: &VolumePlan, observed: &RunObserved) -> Vec<ResizeAction> {
     let (Some(source), Some(target)) = (row.source_volume.clone(), row.target_volume.clone()) else {
         return vec![];
     };
+    swap_claim_to(
+        ctx,
+        row,
+        &source,
+        &target,
+        &row.target_size,
+        row.target_storage_class.clone(),
+        observed,
+    )
+}
+
+/// Moves a row's claim from volume `from` to volume `to` by PV re-binding, in safe order: both
+/// volumes retained, mover pods gone, the claims deleted, `to` reserved for the claim's name, the
+/// claim re-created bound to it with `size` and `class`. Used forwards by the copy and backwards by
+/// a rollback on request.
+pub fn swap_claim_to(
+    ctx: &CopyContext,
+    row: &VolumePlan,
+    from: &str,
+    to: &str,
+    size: &str,
+    class: Option<String>,
+    observed: &RunObserved,
+) -> Vec<ResizeAction> {
+    let (source, target) = (from.to_string(), to.to_string());
     let not_retained: Vec<ResizeAction> = [&source, &target]
         .into_iter()
         .filter(|v| {
@@ -506,8 +530,8 @@ fn swap(ctx: &CopyContext, row: &VolumePlan, observed: &RunObserved) -> Vec<Resi
     vec![ResizeAction::BindClaim {
         claim: row.claim_name.clone(),
         volume: target,
-        bytes: parse_bytes(&row.target_size).unwrap_or(0),
-        storage_class: row.target_storage_class.clone(),
+        bytes: parse_bytes(size).unwrap_or(0),
+        storage_class: class,
     }]
 }
 

@@ -7,6 +7,7 @@ pub mod in_place;
 pub mod observed;
 pub mod precheck;
 pub mod retention;
+pub mod revert;
 pub mod run_state;
 pub mod status;
 pub mod strategy;

@@ -132,3 +132,123 @@ async fn failed_verification_rolls_the_replica_back_with_data_intact() {
     harness.wait_event("VolumeResize", "copy", "RolledBack").await;
     harness.finish().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rollback_on_request_puts_replicas_back_on_their_old_volumes() {
+    let harness = Harness::start("copy-revert").await;
+    let sets: Api<StatefulSet> = harness.ns.api();
+    sets.create(
+        &PostParams::default(),
+        &stateful_set("db", 2, CLASS_FIXED, "256Mi"),
+    )
+    .await
+    .unwrap();
+    wait_ready(&sets, "db", 2, 120).await.unwrap();
+    let claims: Api<PersistentVolumeClaim> = harness.ns.api();
+    let volumes: Api<PersistentVolume> = Api::all(harness.client.clone());
+    let mut before = Vec::new();
+    for replica in 0..2 {
+        let claim = format!("data-db-{replica}");
+        let dir = claim_directory(&claims, &volumes, &claim).await.unwrap();
+        write_sample_data(&dir, 30).unwrap();
+        let volume = claims
+            .get(&claim)
+            .await
+            .unwrap()
+            .spec
+            .unwrap()
+            .volume_name
+            .unwrap();
+        before.push((claim, volume, tree_checksum(&dir).unwrap()));
+    }
+    harness
+        .create_resize(
+            "copy",
+            json!({"statefulSetName": "db", "volumes": [{"name": "data", "size": "512Mi"}]}),
+        )
+        .await;
+    let api = harness.ns.api::<ferry_api::VolumeResize>();
+    let done = ferry_testenv::wait_until("the copy to succeed", 120, || async {
+        let resize = api.get_opt("copy").await.ok().flatten()?;
+        resize.phase().is_terminal().then_some(resize)
+    })
+    .await
+    .unwrap();
+    assert_eq!(done.phase(), Phase::Succeeded);
+    // A write after the swap lands on the new volume only.
+    let new_dir = claim_directory(&claims, &volumes, "data-db-0").await.unwrap();
+    std::fs::write(new_dir.join("written-after-swap"), "new").unwrap();
+    let new_volumes: Vec<String> = done
+        .status
+        .as_ref()
+        .unwrap()
+        .plan
+        .iter()
+        .map(|row| row.target_volume.clone().unwrap())
+        .collect();
+
+    // What `kubectl ferry rollback copy` does.
+    let request =
+        json!({"metadata": {"annotations": {ferry_api::names::ANNOTATION_ROLLBACK_REQUESTED: "true"}}});
+    api.patch("copy", &PatchParams::default(), &Patch::Merge(request))
+        .await
+        .unwrap();
+    let reverted = ferry_testenv::wait_until("the rollback to finish", 120, || async {
+        let resize = api.get_opt("copy").await.ok().flatten()?;
+        let message = resize.status.as_ref()?.message.clone()?;
+        message.starts_with("rolled back on request").then_some(resize)
+    })
+    .await
+    .unwrap();
+    assert_eq!(reverted.phase(), Phase::Failed);
+
+    let sts = wait_ready(&sets, "db", 2, 60).await.unwrap();
+    let template = &sts.spec.unwrap().volume_claim_templates.unwrap()[0];
+    let requested = template
+        .spec
+        .as_ref()
+        .unwrap()
+        .resources
+        .as_ref()
+        .unwrap()
+        .requests
+        .as_ref()
+        .unwrap();
+    assert_eq!(
+        bytes(requested.get("storage").unwrap()),
+        Some(256 << 20),
+        "original template restored"
+    );
+    for (claim, volume, sum) in &before {
+        let current = claims.get(claim).await.unwrap();
+        assert_eq!(
+            current.spec.unwrap().volume_name.as_ref(),
+            Some(volume),
+            "{claim} back on its old volume"
+        );
+        let dir = claim_directory(&claims, &volumes, claim).await.unwrap();
+        assert_eq!(
+            &tree_checksum(&dir).unwrap(),
+            sum,
+            "{claim}: data as before the resize"
+        );
+    }
+    // The new volumes are kept (with the later write) and listed as retained.
+    for new in &new_volumes {
+        let pv = volumes.get(new).await.unwrap();
+        assert_eq!(
+            pv.spec.unwrap().persistent_volume_reclaim_policy.as_deref(),
+            Some("Retain")
+        );
+    }
+    assert!(
+        new_dir.join("written-after-swap").exists(),
+        "the later write is still on the new volume"
+    );
+    let mut retained = reverted.status.unwrap().created_objects.retained_volumes;
+    retained.sort();
+    let mut expected = new_volumes.clone();
+    expected.sort();
+    assert_eq!(retained, expected);
+    harness.finish().await;
+}

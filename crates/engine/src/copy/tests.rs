@@ -470,3 +470,108 @@ fn a_target_smaller_than_the_data_fails_before_anything_is_touched() {
     assert!(cluster.observed.movers.is_empty(), "measuring pods removed");
     assert!(status.plan.iter().all(|row| row.used_bytes == Some(9 << 30)));
 }
+
+/// Rollback on request after a clean copy, with the operator killed after action `crash_at`.
+fn revert(cluster: &mut Cluster, copied: VolumeResizeStatus, crash_at: Option<usize>) -> VolumeResizeStatus {
+    let now = Time(Timestamp::from_second(2).unwrap());
+    let mut status = copied;
+    let mut executed = 0;
+    for _ in 0..500 {
+        if status.phase.is_some_and(Phase::is_terminal)
+            && !crate::revert::revertible(&status, &cluster.observed)
+        {
+            return status;
+        }
+        let decision = crate::revert::plan_revert(&context(), &status, &cluster.observed, &now);
+        status = decision.status;
+        for action in &decision.actions {
+            if crash_at == Some(executed) {
+                executed += 1;
+                break;
+            }
+            cluster.apply(action);
+            executed += 1;
+        }
+        cluster.settle();
+    }
+    panic!("rollback did not converge: {status:?}");
+}
+
+fn assert_reverted(cluster: &Cluster, status: &VolumeResizeStatus) {
+    assert_eq!(status.phase, Some(Phase::Failed));
+    assert!(
+        status
+            .message
+            .as_deref()
+            .unwrap()
+            .starts_with("rolled back on request"),
+        "{:?}",
+        status.message
+    );
+    for replica in 0..REPLICAS {
+        let claim = &cluster.observed.claims[&format!("data-db-{replica}")];
+        let old = format!("pv-old-{replica}");
+        assert_eq!(
+            claim.volume_name.as_deref(),
+            Some(old.as_str()),
+            "replica {replica} back on its old volume"
+        );
+        assert_eq!(cluster.data[&old], format!("payload-{replica}"));
+        assert_eq!(
+            cluster.observed.volumes[&old].reclaim_policy, "Delete",
+            "old policy back"
+        );
+        let new = format!("pv-data-db-{replica}-ferry-abcd1234");
+        assert_eq!(
+            cluster.observed.volumes[&new].reclaim_policy, "Retain",
+            "new volume kept"
+        );
+        assert_eq!(cluster.data[&new], format!("payload-{replica}"));
+    }
+    let mut retained = status.created_objects.retained_volumes.clone();
+    retained.sort();
+    let expected: Vec<String> = (0..REPLICAS)
+        .map(|r| format!("pv-data-db-{r}-ferry-abcd1234"))
+        .collect();
+    assert_eq!(retained, expected, "the new volumes are the retained ones now");
+    assert!(cluster.observed.stateful_set.is_some());
+    assert_eq!(cluster.observed.claims.len(), REPLICAS as usize);
+}
+
+#[test]
+fn rollback_on_request_puts_every_replica_back_on_its_old_volume() {
+    let mut cluster = Cluster::new();
+    let (copied, _) = run(&mut cluster, None);
+    let status = revert(&mut cluster, copied, None);
+    assert_reverted(&cluster, &status);
+}
+
+#[test]
+fn rollback_on_request_survives_the_operator_killed_after_any_action() {
+    let mut probe = Cluster::new();
+    let (copied, _) = run(&mut probe, None);
+    let total = {
+        let mut counting = probe.clone();
+        let now = Time(Timestamp::from_second(2).unwrap());
+        let mut status = copied.clone();
+        let mut count = 0;
+        while !status.phase.is_some_and(Phase::is_terminal)
+            || crate::revert::revertible(&status, &counting.observed)
+        {
+            let decision = crate::revert::plan_revert(&context(), &status, &counting.observed, &now);
+            status = decision.status;
+            for action in &decision.actions {
+                counting.apply(action);
+                count += 1;
+            }
+            counting.settle();
+        }
+        count
+    };
+    assert!(total > 15, "{total} actions");
+    for crash_at in 0..total {
+        let mut cluster = probe.clone();
+        let status = revert(&mut cluster, copied.clone(), Some(crash_at));
+        assert_reverted(&cluster, &status);
+    }
+}

@@ -8,13 +8,15 @@ use crate::context::Context;
 use crate::events::{Notice, publish};
 use crate::metrics::{CategoryLabels, OutcomeLabels, ReasonLabels};
 use ferry_api::ChosenStrategy;
+use ferry_api::names::ANNOTATION_ROLLBACK_REQUESTED;
 use ferry_api::names::FIELD_MANAGER;
 use ferry_api::names::FINALIZER;
 use ferry_api::quantity::format_bytes;
 use ferry_api::{Phase, VolumeResize, VolumeResizeStatus, condition::PRECHECKED};
-use ferry_engine::copy::{CopyContext, plan_copy};
+use ferry_engine::copy::{CopyContext, STEP_COPIED, plan_copy};
 use ferry_engine::in_place::plan_in_place;
 use ferry_engine::retention::plan_retention;
+use ferry_engine::revert::{STEP_REVERTED, STEP_REVERTING, plan_revert};
 use ferry_engine::run_state::ResizeAction;
 use ferry_engine::{Verdict, precheck, status::after_precheck};
 use k8s_openapi::api::core::v1::ObjectReference;
@@ -63,10 +65,15 @@ async fn reconcile_inner(resize: &VolumeResize, ctx: &Context) -> Result<Action,
     // Past its prechecks for this spec, a resize holds the StatefulSet and carries out its plan.
     if current_generation && resize.phase() != Phase::Pending {
         return match (resize.phase(), previous) {
-            (Phase::Planning | Phase::Running | Phase::RollingBack, Some(status)) => {
-                run_step(ctx, resize, &namespace, status, false).await
+            (_, Some(status)) if reverting(resize, status) => {
+                run_step(ctx, resize, &namespace, status, Mode::Revert).await
             }
-            (Phase::Succeeded, Some(status)) if !status.created_objects.retained_volumes.is_empty() => {
+            (Phase::Planning | Phase::Running | Phase::RollingBack, Some(status)) => {
+                run_step(ctx, resize, &namespace, status, Mode::Forward).await
+            }
+            (Phase::Succeeded | Phase::Failed, Some(status))
+                if !status.created_objects.retained_volumes.is_empty() =>
+            {
                 expire_retained(ctx, resize, &namespace, status).await
             }
             _ => Ok(Action::await_change()),
@@ -172,7 +179,13 @@ async fn stop_for_deletion(ctx: &Context, resize: &VolumeResize, namespace: &str
         && matches!(resize.phase(), Phase::Running | Phase::RollingBack)
     {
         // Terminal once safe; the status write wakes this reconcile again to let go.
-        return run_step(ctx, resize, namespace, status, true).await;
+        // A requested rollback is finished rather than cut short: each of its steps is safe.
+        let mode = if reverting(resize, status) {
+            Mode::Revert
+        } else {
+            Mode::Stopping
+        };
+        return run_step(ctx, resize, namespace, status, mode).await;
     }
     set_finalizer(ctx, resize, namespace, false).await?;
     Ok(Action::await_change())
@@ -186,17 +199,58 @@ fn all_in_place(status: &VolumeResizeStatus) -> bool {
 }
 
 /// One step of a running resize: observe, decide (pure), record the intent, act.
+/// Which way a running resize goes.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    Forward,
+    /// Deleted: stop at the next safe point.
+    Stopping,
+    /// `ferry.dev/rollback-requested`: put copied replicas back on their old volumes.
+    Revert,
+}
+
+/// A rollback was asked for (`kubectl ferry rollback`) and has replicas left to put back. Not while
+/// the copy itself still runs or rolls back on its own.
+fn reverting(resize: &VolumeResize, status: &VolumeResizeStatus) -> bool {
+    let requested = resize
+        .annotations()
+        .get(ANNOTATION_ROLLBACK_REQUESTED)
+        .map(String::as_str)
+        == Some("true");
+    let step_is = |steps: &[&str]| {
+        status
+            .plan
+            .iter()
+            .any(|row| row.step.as_deref().is_some_and(|s| steps.contains(&s)))
+    };
+    let start = matches!(resize.phase(), Phase::Succeeded | Phase::Failed) && step_is(&[STEP_COPIED]);
+    // Under way until plan_revert itself ends it (phase Failed, "rolled back on request").
+    let under_way = resize.phase() == Phase::RollingBack && step_is(&[STEP_REVERTING, STEP_REVERTED]);
+    requested && (start || under_way)
+}
+
 async fn run_step(
     ctx: &Context,
     resize: &VolumeResize,
     namespace: &str,
     status: &VolumeResizeStatus,
-    stopping: bool,
+    mode: Mode,
 ) -> Result<Action, Error> {
+    let stopping = mode == Mode::Stopping;
     let (observed, stateful_set) = observe_run(ctx, resize, namespace).await?;
     let now = Time(k8s_openapi::jiff::Timestamp::now());
     let backup = backup_name(resize);
-    let decision = if all_in_place(status) {
+    let suffix = uid_suffix(resize);
+    let copy = CopyContext {
+        sts_name: &resize.spec.stateful_set_name,
+        backup_name: &backup,
+        suffix: &suffix,
+        warm_copy: resize.spec.warm_copy,
+        stopping,
+    };
+    let decision = if mode == Mode::Revert {
+        plan_revert(&copy, status, &observed, &now)
+    } else if all_in_place(status) {
         plan_in_place(
             stopping,
             status,
@@ -206,14 +260,6 @@ async fn run_step(
             &now,
         )
     } else {
-        let suffix = uid_suffix(resize);
-        let copy = CopyContext {
-            sts_name: &resize.spec.stateful_set_name,
-            backup_name: &backup,
-            suffix: &suffix,
-            warm_copy: resize.spec.warm_copy,
-            stopping,
-        };
         plan_copy(&copy, status, &observed, &now)
     };
     if &decision.status != status {

@@ -1,0 +1,214 @@
+//! Rollback on request (`kubectl ferry rollback`): after a copy, put each replica back on its old
+//! volume, still retained, with the same PV re-binding swap in reverse. Writes made since the swap
+//! stay on the new volume, which is kept (retained) rather than deleted.
+
+use crate::copy::{CopyContext, STEP_COPIED, swap_claim_to};
+use crate::in_place::Decision;
+use crate::run_state::{ResizeAction, RunObserved};
+use ferry_api::{Phase, VolumePlan, VolumeResizeStatus};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+
+pub const STEP_REVERTING: &str = "Reverting";
+pub const STEP_REVERTED: &str = "Reverted";
+
+fn to_revert(row: &VolumePlan) -> bool {
+    matches!(row.step.as_deref(), Some(STEP_COPIED) | Some(STEP_REVERTING))
+}
+
+/// The claim name is bound to the row's old volume again.
+fn back_on_old(row: &VolumePlan, observed: &RunObserved) -> bool {
+    let claim = observed.claims.get(&row.claim_name);
+    row.source_volume.is_some() && claim.and_then(|c| c.volume_name.as_ref()) == row.source_volume.as_ref()
+}
+
+/// Rows that can be reverted: copied, with their old volume still there.
+pub fn revertible(status: &VolumeResizeStatus, observed: &RunObserved) -> bool {
+    status.plan.iter().any(|row| {
+        to_revert(row)
+            && row
+                .source_volume
+                .as_ref()
+                .is_some_and(|v| observed.volumes.contains_key(v))
+    })
+}
+
+pub fn plan_revert(
+    ctx: &CopyContext,
+    previous: &VolumeResizeStatus,
+    observed: &RunObserved,
+    now: &Time,
+) -> Decision {
+    let mut status = previous.clone();
+    status.phase = Some(Phase::RollingBack);
+    // Rows whose old volume is gone cannot come back; they stay on the new one.
+    let Some(replica) = status
+        .plan
+        .iter()
+        .filter(|row| {
+            to_revert(row)
+                && row
+                    .source_volume
+                    .as_ref()
+                    .is_some_and(|v| observed.volumes.contains_key(v))
+        })
+        .map(|row| row.replica)
+        .min()
+    else {
+        return finish(status, observed, now);
+    };
+    let rows: Vec<usize> = (0..status.plan.len())
+        .filter(|&i| to_revert(&status.plan[i]) && status.plan[i].replica == replica)
+        .collect();
+    let pod_name = format!("{}-{replica}", ctx.sts_name);
+    let message = format!(
+        "rolling back replica {replica} to its old volume on request; writes since the swap stay on the new volume"
+    );
+    status.message = Some(message.clone());
+
+    if rows.iter().all(|&i| back_on_old(&status.plan[i], observed)) {
+        // Its old volume is back: the old policy returns to it, the new volume is kept for a while.
+        let mut actions = Vec::new();
+        for &i in &rows {
+            let row = &status.plan[i];
+            if let (Some(old), Some(policy)) = (&row.source_volume, &row.original_reclaim_policy)
+                && observed
+                    .volumes
+                    .get(old)
+                    .is_some_and(|v| &v.reclaim_policy != policy)
+            {
+                actions.push(ResizeAction::SetReclaimPolicy {
+                    volume: old.clone(),
+                    policy: policy.clone(),
+                });
+            }
+        }
+        if observed.stateful_set.is_none() {
+            actions.push(ResizeAction::RestoreStatefulSet);
+        }
+        if !actions.is_empty() {
+            return Decision {
+                status,
+                actions,
+                summary: message,
+            };
+        }
+        let stopped = status.plan[rows[0]].restarted_pod.clone();
+        let back = observed
+            .pods
+            .get(&pod_name)
+            .is_some_and(|p| p.ready && !p.deleting && Some(&p.uid) != stopped.as_ref());
+        if back && observed.stateful_set.as_ref().is_some_and(|s| !s.deleting) {
+            for &i in &rows {
+                let row = &mut status.plan[i];
+                row.step = Some(STEP_REVERTED.into());
+                let (old, new) = (row.source_volume.clone(), row.target_volume.clone());
+                let retained = &mut status.created_objects.retained_volumes;
+                retained.retain(|v| Some(v) != old.as_ref());
+                if let Some(new) = new
+                    && !retained.contains(&new)
+                {
+                    retained.push(new);
+                }
+            }
+        }
+        return Decision {
+            status,
+            actions: vec![],
+            summary: message,
+        };
+    }
+
+    for &i in &rows {
+        status.plan[i].step = Some(STEP_REVERTING.into());
+    }
+    // Stop the replica: orphan-delete the StatefulSet, then delete the pod (once, by UID).
+    if let Some(sts) = &observed.stateful_set {
+        let actions = if sts.deleting {
+            vec![]
+        } else {
+            vec![ResizeAction::OrphanDeleteStatefulSet]
+        };
+        return Decision {
+            status,
+            actions,
+            summary: message,
+        };
+    }
+    if let Some(pod) = observed.pods.get(&pod_name) {
+        if pod.deleting {
+            return Decision {
+                status,
+                actions: vec![],
+                summary: message,
+            };
+        }
+        for &i in &rows {
+            status.plan[i].restarted_pod = Some(pod.uid.clone());
+        }
+        let actions = vec![ResizeAction::RestartPod {
+            pod: pod_name,
+            uid: pod.uid.clone(),
+        }];
+        return Decision {
+            status,
+            actions,
+            summary: message,
+        };
+    }
+    // The replica is stopped: re-bind each claim to its old volume.
+    let mut actions = Vec::new();
+    for &i in &rows {
+        let row = &status.plan[i];
+        if back_on_old(row, observed) {
+            continue;
+        }
+        let (Some(old), Some(new)) = (row.source_volume.clone(), row.target_volume.clone()) else {
+            continue;
+        };
+        let size = row
+            .current_size
+            .clone()
+            .unwrap_or_else(|| row.target_size.clone());
+        actions.extend(swap_claim_to(
+            ctx,
+            row,
+            &new,
+            &old,
+            &size,
+            row.current_storage_class.clone(),
+            observed,
+        ));
+    }
+    Decision {
+        status,
+        actions,
+        summary: message,
+    }
+}
+
+fn finish(mut status: VolumeResizeStatus, observed: &RunObserved, now: &Time) -> Decision {
+    if observed.stateful_set.is_none() {
+        let actions = vec![ResizeAction::RestoreStatefulSet];
+        return Decision {
+            status,
+            actions,
+            summary: "restoring the StatefulSet".into(),
+        };
+    }
+    let reverted = status
+        .plan
+        .iter()
+        .filter(|row| row.step.as_deref() == Some(STEP_REVERTED))
+        .count();
+    status.phase = Some(Phase::Failed);
+    status.finished_at = Some(now.clone());
+    let message = format!(
+        "rolled back on request: {reverted} volume(s) back on their old volumes; the new volumes are retained with any writes made after the swap"
+    );
+    status.message = Some(message.clone());
+    Decision {
+        status,
+        actions: vec![],
+        summary: message,
+    }
+}
