@@ -286,7 +286,12 @@ pub fn plan_copy(
         for &i in &rows {
             status.plan[i].step = Some(STEP_STOPPING_REPLICA.into());
         }
-        summary = format!("stopping replica {replica} for the final sync");
+        summary =
+            if observed.stateful_set.as_ref().is_some_and(|sts| !sts.deleting) && observed.budget_blocks() {
+                format!("replica {replica}: {}", crate::run_state::WAITING_FOR_BUDGET)
+            } else {
+                format!("stopping replica {replica} for the final sync")
+            };
         actions.extend(stop_replica(ctx, &mut status, observed, replica, &rows));
     }
     decide(status, actions, &summary)
@@ -544,6 +549,8 @@ fn stop_replica(
 ) -> Vec<ResizeAction> {
     match &observed.stateful_set {
         Some(sts) if sts.deleting => vec![],
+        // Taking the replica down starts here: respect PodDisruptionBudgets.
+        Some(_) if observed.budget_blocks() => vec![],
         Some(_) => vec![ResizeAction::OrphanDeleteStatefulSet],
         None => {
             let pod_name = ctx.pod(replica);

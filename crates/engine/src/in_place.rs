@@ -120,7 +120,8 @@ pub fn plan_in_place(
     }
 
     // Offline-only drivers: restart one pod at a time, and only while every other pod is Ready.
-    let disruption_in_flight = observed.pods.values().any(|pod| pod.deleting || !pod.ready)
+    let disruption_in_flight = observed.budget_blocks()
+        || observed.pods.values().any(|pod| pod.deleting || !pod.ready)
         || observed
             .stateful_set
             .as_ref()

@@ -16,7 +16,20 @@ pub struct RunObserved {
     pub volumes: BTreeMap<String, RunVolume>,
     /// This resize's mover pods, by name.
     pub movers: BTreeMap<String, RunMover>,
+    /// The fewest disruptions any PodDisruptionBudget covering the StatefulSet's pods allows now
+    /// (`None` when no budget covers them).
+    pub disruptions_allowed: Option<i32>,
 }
+
+impl RunObserved {
+    /// A PodDisruptionBudget forbids taking a replica down right now.
+    pub fn budget_blocks(&self) -> bool {
+        self.disruptions_allowed.is_some_and(|allowed| allowed < 1)
+    }
+}
+
+/// What a step says while a PodDisruptionBudget holds it.
+pub const WAITING_FOR_BUDGET: &str = "waiting for the PodDisruptionBudget to allow a disruption";
 
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct RunStatefulSet {

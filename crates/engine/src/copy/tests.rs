@@ -575,3 +575,51 @@ fn rollback_on_request_survives_the_operator_killed_after_any_action() {
         assert_reverted(&cluster, &status);
     }
 }
+
+#[test]
+fn a_pod_disruption_budget_holds_the_replica_stop_until_it_allows_one() {
+    let mut cluster = Cluster::new();
+    cluster.observed.disruptions_allowed = Some(0);
+    let now = Time(Timestamp::from_second(1).unwrap());
+    let mut status = planned();
+    for _ in 0..50 {
+        let decision = plan_copy(&context(), &status, &cluster.observed, &now);
+        status = decision.status;
+        assert!(
+            !decision.actions.iter().any(|a| matches!(
+                a,
+                ResizeAction::OrphanDeleteStatefulSet | ResizeAction::RestartPod { .. }
+            )),
+            "no replica is taken down while the budget allows no disruption"
+        );
+        for action in &decision.actions {
+            cluster.apply(action);
+        }
+        cluster.settle();
+    }
+    assert!(
+        status.message.as_deref().unwrap().contains("PodDisruptionBudget"),
+        "{:?}",
+        status.message
+    );
+    assert!(cluster.observed.pods.len() == REPLICAS as usize && cluster.observed.stateful_set.is_some());
+    cluster.observed.disruptions_allowed = Some(1);
+    let (done, _) = {
+        let mut status = status;
+        let mut executed = 0;
+        for _ in 0..500 {
+            let decision = plan_copy(&context(), &status, &cluster.observed, &now);
+            status = decision.status;
+            if status.phase.is_some_and(Phase::is_terminal) {
+                break;
+            }
+            for action in &decision.actions {
+                cluster.apply(action);
+                executed += 1;
+            }
+            cluster.settle();
+        }
+        (status, executed)
+    };
+    assert_copied(&cluster, &done);
+}

@@ -9,6 +9,7 @@ use ferry_engine::run_state::{
 };
 use k8s_openapi::api::apps::v1::StatefulSet;
 use k8s_openapi::api::core::v1::{ConfigMap, PersistentVolume, PersistentVolumeClaim, Pod};
+use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use kube::api::ListParams;
 use kube::{Api, ResourceExt};
 use std::collections::BTreeMap;
@@ -65,6 +66,7 @@ pub async fn observe_run(
         })
         .collect();
     let mut pods = BTreeMap::new();
+    let mut pod_labels = BTreeMap::new();
     let mut movers = BTreeMap::new();
     for pod in Api::<Pod>::namespaced(ctx.client.clone(), namespace)
         .list(&ListParams::default())
@@ -73,11 +75,24 @@ pub async fn observe_run(
     {
         let name = pod.name_any();
         if pod_names.contains(&name) {
+            pod_labels = pod.labels().clone();
             pods.insert(name, run_pod(&pod));
         } else if mover_names.contains(&name) {
             movers.insert(name, run_mover(&pod));
         }
     }
+    let disruptions_allowed = if pod_labels.is_empty() {
+        None
+    } else {
+        Api::<PodDisruptionBudget>::namespaced(ctx.client.clone(), namespace)
+            .list(&ListParams::default())
+            .await?
+            .items
+            .iter()
+            .filter(|budget| budget_selects(budget, &pod_labels))
+            .map(|budget| budget.status.as_ref().map(|s| s.disruptions_allowed).unwrap_or(0))
+            .min()
+    };
     let mut volume_names: Vec<String> = plan
         .iter()
         .flat_map(|row| [row.source_volume.clone(), row.target_volume.clone()])
@@ -100,6 +115,7 @@ pub async fn observe_run(
         pods,
         volumes,
         movers,
+        disruptions_allowed,
     };
     Ok((observed, stateful_set))
 }
@@ -115,6 +131,31 @@ fn storage(
 /// Short stable suffix of a resize's UID, used in the names of what it creates.
 pub fn uid_suffix(resize: &VolumeResize) -> String {
     resize.uid().unwrap_or_default().chars().take(8).collect()
+}
+
+/// Whether a PodDisruptionBudget's selector picks pods with these labels. An empty selector picks
+/// every pod of the namespace, as in the disruption controller.
+fn budget_selects(budget: &PodDisruptionBudget, labels: &BTreeMap<String, String>) -> bool {
+    let Some(selector) = budget.spec.as_ref().and_then(|s| s.selector.as_ref()) else {
+        return false;
+    };
+    let labels_match = selector
+        .match_labels
+        .iter()
+        .flatten()
+        .all(|(key, value)| labels.get(key) == Some(value));
+    let expressions_match = selector.match_expressions.iter().flatten().all(|expression| {
+        let value = labels.get(&expression.key);
+        let values = expression.values.clone().unwrap_or_default();
+        match expression.operator.as_str() {
+            "In" => value.is_some_and(|v| values.contains(v)),
+            "NotIn" => value.is_none_or(|v| !values.contains(v)),
+            "Exists" => value.is_some(),
+            "DoesNotExist" => value.is_none(),
+            _ => true,
+        }
+    });
+    labels_match && expressions_match
 }
 
 fn run_volume(volume: &PersistentVolume) -> RunVolume {
