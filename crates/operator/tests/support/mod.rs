@@ -23,18 +23,15 @@ impl Harness {
         let client = client().await.unwrap();
         install_crd(&client).await;
         let ns = TestNamespace::create(&client, prefix).await.unwrap();
-        let settings = Settings {
-            namespace: Some(ns.name.clone()),
-            http_addr: None,
-            mover_image: None,
-        };
-        let operator_client = client.clone();
-        let operator = tokio::spawn(async move {
-            if let Err(error) = run(operator_client, settings).await {
-                eprintln!("operator stopped: {error}");
-            }
-        });
+        let operator = spawn_operator(&client, &ns.name);
         Harness { client, ns, operator }
+    }
+
+    /// Kills the operator wherever it is (mid-request included) and starts a fresh one, which
+    /// knows nothing but what the cluster and the VolumeResize status say.
+    pub fn restart_operator(&mut self) {
+        self.operator.abort();
+        self.operator = spawn_operator(&self.client, &self.ns.name);
     }
 
     pub async fn finish(self) {
@@ -145,6 +142,20 @@ impl Harness {
         out.sort();
         out
     }
+}
+
+fn spawn_operator(client: &Client, namespace: &str) -> JoinHandle<()> {
+    let settings = Settings {
+        namespace: Some(namespace.to_string()),
+        http_addr: None,
+        mover_image: None,
+    };
+    let client = client.clone();
+    tokio::spawn(async move {
+        if let Err(error) = run(client, settings).await {
+            eprintln!("operator stopped: {error}");
+        }
+    })
 }
 
 /// Installs (server-side apply) the VolumeResize CRD and waits until it is established.

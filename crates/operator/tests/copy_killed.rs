@@ -1,0 +1,117 @@
+//! The operator killed during a copy, at several kinds of step, and started afresh each time: the
+//! resize completes with the data intact and nothing leaked. (Every single action is covered by the
+//! planner simulation in ferry-engine; this is the representative set on the real control plane.)
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod support;
+
+use ferry_api::Phase;
+use ferry_testenv::fixtures::{claim_directory, stateful_set, tree_checksum, wait_ready, write_sample_data};
+use ferry_testenv::{CLASS_FIXED, MOVER_LABEL, wait_until};
+use k8s_openapi::api::apps::v1::StatefulSet;
+use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim, Pod};
+use kube::api::{ListParams, PostParams};
+use kube::{Api, ResourceExt};
+use serde_json::json;
+use std::time::{Duration, Instant};
+use support::Harness;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn copy_completes_after_the_operator_is_killed_at_each_kind_of_step() {
+    let mut harness = Harness::start("copy-killed").await;
+    let sets: Api<StatefulSet> = harness.ns.api();
+    sets.create(
+        &PostParams::default(),
+        &stateful_set("db", 2, CLASS_FIXED, "256Mi"),
+    )
+    .await
+    .unwrap();
+    wait_ready(&sets, "db", 2, 120).await.unwrap();
+    let claims: Api<PersistentVolumeClaim> = harness.ns.api();
+    let volumes: Api<PersistentVolume> = Api::all(harness.client.clone());
+    let mut sums = Vec::new();
+    for replica in 0..2 {
+        let claim = format!("data-db-{replica}");
+        let dir = claim_directory(&claims, &volumes, &claim).await.unwrap();
+        write_sample_data(&dir, 40).unwrap();
+        sums.push((claim, tree_checksum(&dir).unwrap()));
+    }
+
+    harness
+        .create_resize(
+            "copy",
+            json!({"statefulSetName": "db", "volumes": [{"name": "data", "size": "512Mi"}]}),
+        )
+        .await;
+    let api = harness.ns.api::<ferry_api::VolumeResize>();
+    // Kill the operator the first time each of these steps shows up in the status.
+    let mut to_kill_at = vec![
+        "CreatingTarget",
+        "WarmCopy",
+        "StoppingReplica",
+        "FinalSync",
+        "Swapping",
+        "StartingReplica",
+    ];
+    let mut killed_at = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(240);
+    let resize = loop {
+        assert!(
+            Instant::now() < deadline,
+            "the copy did not finish; killed at {killed_at:?}"
+        );
+        let resize = api.get("copy").await.unwrap();
+        if resize.phase().is_terminal() {
+            break resize;
+        }
+        let steps: Vec<String> = resize
+            .status
+            .iter()
+            .flat_map(|s| s.plan.iter())
+            .filter_map(|row| row.step.clone())
+            .collect();
+        if let Some(position) = to_kill_at.iter().position(|step| steps.iter().any(|s| s == step)) {
+            killed_at.push(to_kill_at.remove(position));
+            harness.restart_operator();
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert_eq!(
+        resize.phase(),
+        Phase::Succeeded,
+        "{:?}",
+        resize.status.and_then(|s| s.message)
+    );
+    assert!(
+        killed_at.len() >= 4,
+        "the operator was killed at several kinds of step: {killed_at:?}"
+    );
+
+    wait_ready(&sets, "db", 2, 60).await.unwrap();
+    for (claim, sum) in &sums {
+        let dir = claim_directory(&claims, &volumes, claim).await.unwrap();
+        assert_eq!(&tree_checksum(&dir).unwrap(), sum, "{claim}: data intact");
+    }
+    let names: Vec<String> = claims
+        .list(&ListParams::default())
+        .await
+        .unwrap()
+        .items
+        .iter()
+        .map(|c| c.name_any())
+        .collect();
+    assert_eq!(names.len(), 2, "no temporary claim leaked: {names:?}");
+    wait_until("mover pods to be gone", 30, || async {
+        let movers = harness
+            .ns
+            .api::<Pod>()
+            .list(&ListParams::default().labels(MOVER_LABEL))
+            .await
+            .ok()?;
+        movers.items.is_empty().then_some(())
+    })
+    .await
+    .unwrap();
+    harness.finish().await;
+}
