@@ -28,6 +28,10 @@ pub struct CopyContext<'a> {
     /// The VolumeResize is being deleted: finish a replica whose swap has begun, roll back one that
     /// is only partly copied, start no other.
     pub stopping: bool,
+    /// Offline mode: every replica at once, the StatefulSet down, instead of one at a time.
+    pub offline: bool,
+    /// Mover pods that may run at once.
+    pub concurrency: usize,
 }
 
 /// Name of the temporary claim a row copies to.
@@ -116,20 +120,33 @@ pub fn plan_copy(
         .collect();
     update_progress(&mut status);
 
-    let Some(replica) = status
+    // The replicas handled now: the first unfinished one (Rolling) or all unfinished ones (Offline).
+    let mut batch: Vec<i32> = status
         .plan
         .iter()
         .filter(|row| is_copy(row) && row.finished_at.is_none())
         .map(|row| row.replica)
-        .min()
-    else {
+        .collect();
+    batch.sort_unstable();
+    batch.dedup();
+    if !ctx.offline {
+        batch.truncate(1);
+    }
+    if batch.is_empty() {
         return finish(status, observed, now);
+    }
+    let who = match batch.as_slice() {
+        [one] => format!("replica {one}"),
+        many => format!(
+            "replicas {}",
+            many.iter().map(i32::to_string).collect::<Vec<_>>().join(", ")
+        ),
     };
     if status.phase == Some(Phase::RollingBack) {
-        return roll_back(ctx, status, observed, replica, now);
+        return roll_back(ctx, status, observed, &batch, now);
     }
     let rows: Vec<usize> = (0..status.plan.len())
-        .filter(|&i| is_copy(&status.plan[i]) && status.plan[i].replica == replica)
+        .filter(|&i| is_copy(&status.plan[i]) && batch.contains(&status.plan[i].replica))
         .collect();
     for &i in &rows {
         status.plan[i].started_at.get_or_insert_with(|| now.clone());
@@ -154,9 +171,7 @@ pub fn plan_copy(
             if untouched {
                 status.phase = Some(Phase::Failed);
                 status.finished_at.get_or_insert_with(|| now.clone());
-                let message = format!(
-                    "stopped because the VolumeResize was deleted; replica {replica} was not started"
-                );
+                let message = format!("stopped because the VolumeResize was deleted; {who} not started");
                 status.message = Some(message.clone());
                 return Decision {
                     status,
@@ -165,16 +180,14 @@ pub fn plan_copy(
                 };
             }
             status.phase = Some(Phase::RollingBack);
-            status.message = Some(format!(
-                "the VolumeResize was deleted; rolling back replica {replica}"
-            ));
-            return roll_back(ctx, status, observed, replica, now);
+            status.message = Some(format!("the VolumeResize was deleted; rolling back {who}"));
+            return roll_back(ctx, status, observed, &batch, now);
         }
     }
 
     // The replica runs on its new volumes: wait for it to be Ready, then the rows are done.
     if rows.iter().all(|&i| swapped(&status.plan[i], observed)) {
-        return start_replica(ctx, status, observed, replica, &rows, now);
+        return start_replica(ctx, status, observed, &batch, &rows, now);
     }
 
     // A failed mover before the swap: undo this replica's copy.
@@ -187,25 +200,44 @@ pub fn plan_copy(
             {
                 let row = &mut status.plan[i];
                 let reason = format!(
-                    "mover for {} failed (exit code {exit_code}): {}; rolling back replica {replica}",
+                    "mover for {} failed (exit code {exit_code}): {}; rolling back {who}",
                     row.claim_name,
                     message.trim()
                 );
                 row.message = Some(reason.clone());
                 status.phase = Some(Phase::RollingBack);
                 status.message = Some(reason);
-                return roll_back(ctx, status, observed, replica, now);
+                return roll_back(ctx, status, observed, &batch, now);
             }
         }
     }
 
-    let pod_name = ctx.pod(replica);
-    let replica_running = observed.pods.get(&pod_name).is_some_and(|pod| !pod.deleting);
+    let pod_running = |replica: i32| {
+        observed
+            .pods
+            .get(&ctx.pod(replica))
+            .is_some_and(|pod| !pod.deleting)
+    };
+    let replica_running = batch.iter().any(|&replica| pod_running(replica));
+    // Mover pods already at work count against the concurrency limit.
+    let mut mover_slots = ctx.concurrency.saturating_sub(
+        observed
+            .movers
+            .values()
+            .filter(|m| matches!(m.phase, MoverPhase::Waiting | MoverPhase::Running))
+            .count(),
+    );
     let mut actions = Vec::new();
+    // The running replicas can be stopped once all their rows have a target and a finished warm copy
+    // (rows of replicas already stopped do not hold this back).
     let mut ready_to_stop = true;
     let mut summary = String::new();
     for &i in &rows {
         let row = status.plan[i].clone();
+        // Already on its new volume; the batch waits for its other rows.
+        if swapped(&row, observed) {
+            continue;
+        }
         let temp = ctx.temp_claim(&row);
         let final_mover = observed.movers.get(&ctx.mover(&row, Pass::Final));
         let final_done = final_mover.is_some_and(|m| m.phase == MoverPhase::Succeeded);
@@ -213,11 +245,10 @@ pub fn plan_copy(
         // pods it removes no longer show that the final sync succeeded.
         let swapping = row.step.as_deref() == Some(STEP_SWAPPING);
         if final_done || swapping || mid_swap(&row, observed) {
-            ready_to_stop = false;
             absorb_result(&mut status.plan[i], final_mover.and_then(|m| m.result.as_deref()));
             status.plan[i].step = Some(STEP_SWAPPING.into());
             actions.extend(swap(ctx, &status.plan[i], observed));
-            summary = format!("swapping volumes of replica {replica}");
+            summary = format!("swapping volumes of {who}");
             continue;
         }
         if !observed.claims.contains_key(&temp) {
@@ -229,16 +260,19 @@ pub fn plan_copy(
             });
             status.plan[i].step = Some(STEP_CREATING_TARGET.into());
             ready_to_stop = false;
-            summary = format!("creating the new volumes of replica {replica}");
+            summary = format!("creating the new volumes of {who}");
             continue;
         }
         if final_mover.is_some() {
             status.plan[i].step = Some(STEP_FINAL_SYNC.into());
-            ready_to_stop = false;
-            summary = format!("final sync of replica {replica} (replica stopped)");
+            summary = format!("final sync of {who} (stopped)");
             continue;
         }
-        if !replica_running {
+        if !pod_running(row.replica) {
+            if mover_slots == 0 {
+                continue;
+            }
+            mover_slots -= 1;
             // The replica is stopped: the final pass copies what changed since the warm one.
             let warm = ctx.mover(&row, Pass::Warm);
             if observed.movers.contains_key(&warm) {
@@ -251,14 +285,15 @@ pub fn plan_copy(
                 pass: Pass::Final,
             });
             status.plan[i].step = Some(STEP_FINAL_SYNC.into());
-            ready_to_stop = false;
-            summary = format!("final sync of replica {replica} (replica stopped)");
+            summary = format!("final sync of {who} (stopped)");
             continue;
         }
         if ctx.warm_copy {
             let warm = ctx.mover(&row, Pass::Warm);
             match observed.movers.get(&warm).map(|m| &m.phase) {
+                None if mover_slots == 0 => ready_to_stop = false,
                 None => {
+                    mover_slots -= 1;
                     actions.push(ResizeAction::StartMover {
                         pod: warm,
                         source: row.claim_name.clone(),
@@ -278,7 +313,7 @@ pub fn plan_copy(
                 }
             }
             if !ready_to_stop {
-                summary = format!("warm copy of replica {replica} while it serves");
+                summary = format!("warm copy of {who} while serving");
             }
         }
     }
@@ -286,13 +321,15 @@ pub fn plan_copy(
         for &i in &rows {
             status.plan[i].step = Some(STEP_STOPPING_REPLICA.into());
         }
-        summary =
-            if observed.stateful_set.as_ref().is_some_and(|sts| !sts.deleting) && observed.budget_blocks() {
-                format!("replica {replica}: {}", crate::run_state::WAITING_FOR_BUDGET)
-            } else {
-                format!("stopping replica {replica} for the final sync")
-            };
-        actions.extend(stop_replica(ctx, &mut status, observed, replica, &rows));
+        summary = if !ctx.offline
+            && observed.stateful_set.as_ref().is_some_and(|sts| !sts.deleting)
+            && observed.budget_blocks()
+        {
+            format!("{who}: {}", crate::run_state::WAITING_FOR_BUDGET)
+        } else {
+            format!("stopping {who} for the final sync")
+        };
+        actions.extend(stop_replica(ctx, &mut status, observed, &batch, &rows));
     }
     decide(status, actions, &summary)
 }
@@ -483,6 +520,15 @@ pub fn swap_claim_to(
     observed: &RunObserved,
 ) -> Vec<ResizeAction> {
     let (source, target) = (from.to_string(), to.to_string());
+    // Done: the claim is bound to `to` (deleting it again would undo the swap).
+    if observed
+        .claims
+        .get(&row.claim_name)
+        .and_then(|c| c.volume_name.as_deref())
+        == Some(to)
+    {
+        return vec![];
+    }
     let not_retained: Vec<ResizeAction> = [&source, &target]
         .into_iter()
         .filter(|v| {
@@ -544,28 +590,32 @@ fn stop_replica(
     ctx: &CopyContext,
     status: &mut VolumeResizeStatus,
     observed: &RunObserved,
-    replica: i32,
+    batch: &[i32],
     rows: &[usize],
 ) -> Vec<ResizeAction> {
     match &observed.stateful_set {
         Some(sts) if sts.deleting => vec![],
-        // Taking the replica down starts here: respect PodDisruptionBudgets.
-        Some(_) if observed.budget_blocks() => vec![],
+        // Taking a replica down starts here: Rolling respects PodDisruptionBudgets (Offline takes
+        // every replica down by design).
+        Some(_) if !ctx.offline && observed.budget_blocks() => vec![],
         Some(_) => vec![ResizeAction::OrphanDeleteStatefulSet],
         None => {
-            let pod_name = ctx.pod(replica);
-            match observed.pods.get(&pod_name) {
-                Some(pod) if !pod.deleting => {
+            let mut actions = Vec::new();
+            for &replica in batch {
+                let pod_name = ctx.pod(replica);
+                if let Some(pod) = observed.pods.get(&pod_name).filter(|pod| !pod.deleting) {
                     for &i in rows {
-                        status.plan[i].restarted_pod = Some(pod.uid.clone());
+                        if status.plan[i].replica == replica {
+                            status.plan[i].restarted_pod = Some(pod.uid.clone());
+                        }
                     }
-                    vec![ResizeAction::RestartPod {
+                    actions.push(ResizeAction::RestartPod {
                         pod: pod_name,
                         uid: pod.uid.clone(),
-                    }]
+                    });
                 }
-                _ => vec![],
             }
+            actions
         }
     }
 }
@@ -574,10 +624,11 @@ fn start_replica(
     ctx: &CopyContext,
     mut status: VolumeResizeStatus,
     observed: &RunObserved,
-    replica: i32,
+    batch: &[i32],
     rows: &[usize],
     now: &Time,
 ) -> Decision {
+    let who = batch.iter().map(i32::to_string).collect::<Vec<_>>().join(", ");
     for &i in rows {
         status.plan[i].step = Some(STEP_STARTING_REPLICA.into());
     }
@@ -600,9 +651,17 @@ fn start_replica(
         None => actions.push(ResizeAction::RecreateStatefulSet),
         Some(sts) if sts.deleting => {}
         Some(_) => {
-            let pod = observed.pods.get(&ctx.pod(replica));
-            let stopped_uid = status.plan[rows[0]].restarted_pod.clone();
-            let back = pod.is_some_and(|p| p.ready && !p.deleting && Some(&p.uid) != stopped_uid.as_ref());
+            // Every replica of the batch is back: a new pod (not the one stopped), Ready.
+            let back = batch.iter().all(|&replica| {
+                let stopped = rows
+                    .iter()
+                    .find(|&&i| status.plan[i].replica == replica)
+                    .and_then(|&i| status.plan[i].restarted_pod.clone());
+                observed
+                    .pods
+                    .get(&ctx.pod(replica))
+                    .is_some_and(|p| p.ready && !p.deleting && Some(&p.uid) != stopped.as_ref())
+            });
             if back && actions.is_empty() {
                 for &i in rows {
                     let row = &mut status.plan[i];
@@ -618,7 +677,7 @@ fn start_replica(
                 return decide(
                     status,
                     vec![],
-                    &format!("replica {replica} runs on its new volumes"),
+                    &format!("replica(s) {who} run on their new volumes"),
                 );
             }
         }
@@ -626,7 +685,7 @@ fn start_replica(
     decide(
         status,
         actions,
-        &format!("starting replica {replica} on its new volumes"),
+        &format!("starting replica(s) {who} on their new volumes"),
     )
 }
 
@@ -636,14 +695,14 @@ fn roll_back(
     ctx: &CopyContext,
     mut status: VolumeResizeStatus,
     observed: &RunObserved,
-    replica: i32,
+    batch: &[i32],
     now: &Time,
 ) -> Decision {
     let mut actions = usage_leftovers(ctx, &status, observed);
     for row in status
         .plan
         .iter_mut()
-        .filter(|row| is_copy(row) && row.replica == replica)
+        .filter(|row| is_copy(row) && batch.contains(&row.replica))
     {
         row.step = Some(STEP_ROLLED_BACK.into());
         for pass in [Pass::Warm, Pass::Final] {
@@ -668,7 +727,7 @@ fn roll_back(
             let leftovers = status
                 .plan
                 .iter()
-                .filter(|row| is_copy(row) && row.replica == replica)
+                .filter(|row| is_copy(row) && batch.contains(&row.replica))
                 .any(|row| observed.claims.contains_key(&ctx.temp_claim(row)));
             if !leftovers {
                 status.phase = Some(Phase::Failed);
@@ -693,7 +752,7 @@ fn roll_back(
     let summary = status
         .message
         .clone()
-        .unwrap_or_else(|| format!("rolling back replica {replica}"));
+        .unwrap_or_else(|| format!("rolling back replicas {batch:?}"));
     Decision {
         status,
         actions,

@@ -18,6 +18,8 @@ struct Cluster {
     fail_final_of: Option<String>,
     /// How many bytes of use each character of `data` stands for.
     bytes_per_char: u64,
+    /// Mover pods that end (with this phase) at the next tick.
+    finishing: BTreeMap<String, MoverPhase>,
 }
 
 impl Cluster {
@@ -31,6 +33,7 @@ impl Cluster {
             next_id: 0,
             fail_final_of: None,
             bytes_per_char: 1 << 20,
+            finishing: BTreeMap::new(),
         };
         cluster.observed.stateful_set = Some(RunStatefulSet {
             deleting: false,
@@ -73,8 +76,14 @@ impl Cluster {
         );
     }
 
-    /// What the StatefulSet controller does: re-create missing pods while the StatefulSet exists.
+    /// What the StatefulSet controller does: re-create missing pods while the StatefulSet exists;
+    /// and mover pods end.
     fn settle(&mut self) {
+        for (pod, phase) in std::mem::take(&mut self.finishing) {
+            if let Some(mover) = self.observed.movers.get_mut(&pod) {
+                mover.phase = phase;
+            }
+        }
         if self.observed.stateful_set.is_some() {
             for replica in 0..REPLICAS {
                 let name = format!("db-{replica}");
@@ -130,10 +139,15 @@ impl Cluster {
                     MoverPhase::Succeeded
                 };
                 let result = Some(r#"{"files":10,"bytes":1000,"seconds":0.5}"#.to_string());
-                self.observed
-                    .movers
-                    .entry(pod.clone())
-                    .or_insert(RunMover { phase, result });
+                // Runs until the next tick of the simulated cluster.
+                if !self.observed.movers.contains_key(pod) {
+                    self.finishing.insert(pod.clone(), phase);
+                    let running = RunMover {
+                        phase: MoverPhase::Running,
+                        result,
+                    };
+                    self.observed.movers.insert(pod.clone(), running);
+                }
             }
             ResizeAction::MeasureUsage { pod, claim } => {
                 let volume = self
@@ -237,6 +251,8 @@ fn context() -> CopyContext<'static> {
         suffix: "abcd1234",
         warm_copy: true,
         stopping: false,
+        offline: false,
+        concurrency: 4,
     }
 }
 
@@ -622,4 +638,86 @@ fn a_pod_disruption_budget_holds_the_replica_stop_until_it_allows_one() {
         (status, executed)
     };
     assert_copied(&cluster, &done);
+}
+
+fn offline() -> CopyContext<'static> {
+    CopyContext {
+        offline: true,
+        concurrency: 2,
+        ..context()
+    }
+}
+
+#[test]
+fn offline_stops_every_replica_at_once_and_limits_movers() {
+    let mut cluster = Cluster::new();
+    let now = Time(Timestamp::from_second(1).unwrap());
+    let mut status = planned();
+    let (mut most_down, mut most_movers) = (0, 0);
+    for _ in 0..500 {
+        let decision = plan_copy(&offline(), &status, &cluster.observed, &now);
+        status = decision.status;
+        if status.phase.is_some_and(Phase::is_terminal) {
+            break;
+        }
+        for action in &decision.actions {
+            cluster.apply(action);
+        }
+        let running = cluster
+            .observed
+            .movers
+            .values()
+            .filter(|m| m.phase == MoverPhase::Running)
+            .count();
+        most_movers = most_movers.max(running);
+        most_down = most_down.max(REPLICAS as usize - cluster.observed.pods.len());
+        cluster.settle();
+    }
+    assert_copied(&cluster, &status);
+    assert_eq!(
+        most_down, REPLICAS as usize,
+        "offline: all replicas down together"
+    );
+    assert_eq!(most_movers, 2, "never more movers than the concurrency limit");
+    assert!(status.plan.iter().all(|row| row.restarted_pod.is_some()));
+}
+
+#[test]
+fn offline_killed_after_any_action_still_completes() {
+    let run_offline = |cluster: &mut Cluster, crash_at: Option<usize>| {
+        let now = Time(Timestamp::from_second(1).unwrap());
+        let mut status = planned();
+        let mut executed = 0;
+        for _ in 0..500 {
+            let decision = plan_copy(&offline(), &status, &cluster.observed, &now);
+            status = decision.status;
+            if status.phase.is_some_and(Phase::is_terminal) {
+                return (status, executed);
+            }
+            for action in &decision.actions {
+                if crash_at == Some(executed) {
+                    executed += 1;
+                    break;
+                }
+                cluster.apply(action);
+                executed += 1;
+            }
+            cluster.settle();
+        }
+        panic!(
+            "offline copy did not converge (crash at {crash_at:?}): {:?} {:?}",
+            status.message,
+            status
+                .plan
+                .iter()
+                .map(|r| (r.step.clone(), r.restarted_pod.clone()))
+                .collect::<Vec<_>>()
+        );
+    };
+    let (_, total) = run_offline(&mut Cluster::new(), None);
+    for crash_at in 0..total {
+        let mut cluster = Cluster::new();
+        let (status, _) = run_offline(&mut cluster, Some(crash_at));
+        assert_copied(&cluster, &status);
+    }
 }

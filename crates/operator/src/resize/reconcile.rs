@@ -32,6 +32,8 @@ use std::time::{Duration, Instant};
 
 /// How often a waiting VolumeResize looks again (changes to its StatefulSet also wake it).
 const WAIT_RECHECK: Duration = Duration::from_secs(10);
+/// Mover pods that may run at once unless `spec.mover.concurrency` says otherwise.
+const DEFAULT_CONCURRENCY: usize = 4;
 /// How often a running resize looks at the claims and pods it waits for.
 const RUN_RECHECK: Duration = Duration::from_secs(2);
 
@@ -247,6 +249,13 @@ async fn run_step(
         suffix: &suffix,
         warm_copy: resize.spec.warm_copy,
         stopping,
+        offline: resize.spec.mode == ferry_api::Mode::Offline,
+        concurrency: resize
+            .spec
+            .mover
+            .as_ref()
+            .and_then(|m| m.concurrency)
+            .map_or(DEFAULT_CONCURRENCY, |n| n.max(1) as usize),
     };
     let decision = if mode == Mode::Revert {
         plan_revert(&copy, status, &observed, &now)
