@@ -6,18 +6,18 @@
 mod support;
 
 use ferry_api::{ChosenStrategy, Phase};
-use ferry_testenv::fixtures::{claim_directory, stateful_set, tree_checksum, wait_ready, write_sample_data};
+use ferry_testenv::fixtures::{claim_directory, stateful_set, tree_checksum};
 use ferry_testenv::quantity::bytes;
 use ferry_testenv::{CLASS_EXPANDABLE, CLASS_FIXED, MOVER_LABEL};
 use k8s_openapi::api::apps::v1::StatefulSet;
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim, Pod};
-use kube::api::{ListParams, PostParams};
+use kube::api::ListParams;
 use kube::{Api, ResourceExt};
 use serde_json::json;
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use support::Harness;
+use std::sync::atomic::{AtomicBool, Ordering};
+use support::{Harness, watch_unavailable};
 
 const MI: u64 = 1 << 20;
 
@@ -28,36 +28,20 @@ struct Before {
 }
 
 async fn populated(harness: &Harness, class: &str, size: &str) -> Before {
-    let sets: Api<StatefulSet> = harness.ns.api();
-    sets.create(&PostParams::default(), &stateful_set("db", 3, class, size))
-        .await
-        .unwrap();
-    wait_ready(&sets, "db", 3, 120).await.unwrap();
-    let claims: Api<PersistentVolumeClaim> = harness.ns.api();
-    let volumes: Api<PersistentVolume> = Api::all(harness.client.clone());
-    let mut before = Before {
-        sums: BTreeMap::new(),
-        volumes: BTreeMap::new(),
+    let seeded = harness
+        .seeded(stateful_set("db", 3, class, size), &["data"], 80)
+        .await;
+    Before {
+        sums: seeded
+            .iter()
+            .map(|s| (s.claim.clone(), s.checksum.clone()))
+            .collect(),
+        volumes: seeded
+            .iter()
+            .map(|s| (s.claim.clone(), s.volume.clone()))
+            .collect(),
         pods: pod_uids(harness).await,
-    };
-    for replica in 0..3 {
-        let claim = format!("data-db-{replica}");
-        let dir = claim_directory(&claims, &volumes, &claim).await.unwrap();
-        write_sample_data(&dir, 80).unwrap();
-        before.sums.insert(claim.clone(), tree_checksum(&dir).unwrap());
-        before.volumes.insert(
-            claim.clone(),
-            claims
-                .get(&claim)
-                .await
-                .unwrap()
-                .spec
-                .unwrap()
-                .volume_name
-                .unwrap(),
-        );
     }
-    before
 }
 
 async fn pod_uids(harness: &Harness) -> BTreeMap<String, String> {
@@ -67,31 +51,6 @@ async fn pod_uids(harness: &Harness) -> BTreeMap<String, String> {
         .iter()
         .map(|pod| (pod.name_any(), pod.uid().unwrap()))
         .collect()
-}
-
-fn watch_unavailable(pods: Api<Pod>, stop: Arc<AtomicBool>) -> tokio::task::JoinHandle<usize> {
-    tokio::spawn(async move {
-        let most = AtomicUsize::new(0);
-        while !stop.load(Ordering::Relaxed) {
-            if let Ok(list) = pods.list(&ListParams::default().labels("app=db")).await {
-                let ready = list
-                    .items
-                    .iter()
-                    .filter(|pod| {
-                        pod.metadata.deletion_timestamp.is_none()
-                            && pod
-                                .status
-                                .as_ref()
-                                .and_then(|s| s.conditions.as_ref())
-                                .is_some_and(|c| c.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
-                    })
-                    .count();
-                most.fetch_max(3usize.saturating_sub(ready), Ordering::Relaxed);
-            }
-            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-        }
-        most.load(Ordering::Relaxed)
-    })
 }
 
 /// Every claim is on a new volume of the wanted size and class with the same data; the old volumes
@@ -170,7 +129,7 @@ async fn assert_copied(harness: &Harness, before: &Before, size: u64, class: &st
 
 async fn run_copy(harness: &Harness, before: &Before, spec: serde_json::Value) -> ferry_api::VolumeResize {
     let stop = Arc::new(AtomicBool::new(false));
-    let sampler = watch_unavailable(harness.ns.api(), stop.clone());
+    let sampler = watch_unavailable(harness.ns.api(), "db", 3, stop.clone());
     harness.create_resize("copy", spec).await;
     let api = harness.ns.api::<ferry_api::VolumeResize>();
     let resize = ferry_testenv::wait_until("the copy to finish", 180, || async {

@@ -7,12 +7,12 @@
 mod support;
 
 use ferry_api::Phase;
-use ferry_testenv::fixtures::{claim_directory, stateful_set, tree_checksum, wait_ready, write_sample_data};
+use ferry_testenv::fixtures::{stateful_set, wait_ready};
 use ferry_testenv::{CLASS_FIXED, MOVER_LABEL, wait_until};
 use k8s_openapi::api::apps::v1::StatefulSet;
-use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim, Pod};
-use kube::api::{ListParams, PostParams};
-use kube::{Api, ResourceExt};
+use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod};
+use kube::ResourceExt;
+use kube::api::ListParams;
 use serde_json::json;
 use std::time::{Duration, Instant};
 use support::Harness;
@@ -20,23 +20,9 @@ use support::Harness;
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn copy_completes_after_the_operator_is_killed_at_each_kind_of_step() {
     let mut harness = Harness::start("copy-killed").await;
-    let sets: Api<StatefulSet> = harness.ns.api();
-    sets.create(
-        &PostParams::default(),
-        &stateful_set("db", 2, CLASS_FIXED, "256Mi"),
-    )
-    .await
-    .unwrap();
-    wait_ready(&sets, "db", 2, 120).await.unwrap();
-    let claims: Api<PersistentVolumeClaim> = harness.ns.api();
-    let volumes: Api<PersistentVolume> = Api::all(harness.client.clone());
-    let mut sums = Vec::new();
-    for replica in 0..2 {
-        let claim = format!("data-db-{replica}");
-        let dir = claim_directory(&claims, &volumes, &claim).await.unwrap();
-        write_sample_data(&dir, 40).unwrap();
-        sums.push((claim, tree_checksum(&dir).unwrap()));
-    }
+    let seeded = harness
+        .seeded(stateful_set("db", 2, CLASS_FIXED, "256Mi"), &["data"], 40)
+        .await;
 
     harness
         .create_resize(
@@ -88,19 +74,17 @@ async fn copy_completes_after_the_operator_is_killed_at_each_kind_of_step() {
         "the operator was killed at several kinds of step: {killed_at:?}"
     );
 
-    wait_ready(&sets, "db", 2, 60).await.unwrap();
-    for (claim, sum) in &sums {
-        let dir = claim_directory(&claims, &volumes, claim).await.unwrap();
-        assert_eq!(&tree_checksum(&dir).unwrap(), sum, "{claim}: data intact");
-    }
-    let names: Vec<String> = claims
+    wait_ready(&harness.ns.api::<StatefulSet>(), "db", 2, 60)
+        .await
+        .unwrap();
+    harness.assert_data_intact(&seeded).await;
+    let claims = harness
+        .ns
+        .api::<PersistentVolumeClaim>()
         .list(&ListParams::default())
         .await
-        .unwrap()
-        .items
-        .iter()
-        .map(|c| c.name_any())
-        .collect();
+        .unwrap();
+    let names: Vec<String> = claims.items.iter().map(|c| c.name_any()).collect();
     assert_eq!(names.len(), 2, "no temporary claim leaked: {names:?}");
     wait_until("mover pods to be gone", 30, || async {
         let movers = harness

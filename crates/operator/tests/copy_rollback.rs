@@ -7,12 +7,12 @@ mod support;
 
 use ferry_api::Phase;
 use ferry_testenv::executor::MOVER_ENV_ANNOTATION;
-use ferry_testenv::fixtures::{claim_directory, stateful_set, tree_checksum, wait_ready, write_sample_data};
+use ferry_testenv::fixtures::{claim_directory, stateful_set, tree_checksum, wait_ready};
 use ferry_testenv::quantity::bytes;
 use ferry_testenv::{CLASS_FIXED, MOVER_LABEL};
 use k8s_openapi::api::apps::v1::StatefulSet;
 use k8s_openapi::api::core::v1::{Namespace, PersistentVolume, PersistentVolumeClaim, Pod};
-use kube::api::{ListParams, Patch, PatchParams, PostParams};
+use kube::api::{ListParams, Patch, PatchParams};
 use kube::{Api, ResourceExt};
 use serde_json::json;
 use support::Harness;
@@ -28,31 +28,12 @@ async fn failed_verification_rolls_the_replica_back_with_data_intact() {
         .await
         .unwrap();
 
+    let before = harness
+        .seeded(stateful_set("db", 3, CLASS_FIXED, "256Mi"), &["data"], 40)
+        .await;
     let sets: Api<StatefulSet> = harness.ns.api();
-    sets.create(
-        &PostParams::default(),
-        &stateful_set("db", 3, CLASS_FIXED, "256Mi"),
-    )
-    .await
-    .unwrap();
-    wait_ready(&sets, "db", 3, 120).await.unwrap();
     let claims: Api<PersistentVolumeClaim> = harness.ns.api();
     let volumes: Api<PersistentVolume> = Api::all(harness.client.clone());
-    let mut before = Vec::new();
-    for replica in 0..3 {
-        let claim = format!("data-db-{replica}");
-        let dir = claim_directory(&claims, &volumes, &claim).await.unwrap();
-        write_sample_data(&dir, 40).unwrap();
-        let volume = claims
-            .get(&claim)
-            .await
-            .unwrap()
-            .spec
-            .unwrap()
-            .volume_name
-            .unwrap();
-        before.push((claim, volume, tree_checksum(&dir).unwrap()));
-    }
 
     // No warm copy: the failure comes in the final pass, with the replica stopped and the
     // StatefulSet deleted — the hardest point to roll back from.
@@ -95,7 +76,8 @@ async fn failed_verification_rolls_the_replica_back_with_data_intact() {
         Some(256 << 20),
         "original template restored"
     );
-    for (claim, volume, sum) in &before {
+    for entry in &before {
+        let (claim, volume) = (&entry.claim, &entry.volume);
         let current = claims.get(claim).await.unwrap();
         assert_eq!(
             current.spec.unwrap().volume_name.as_ref(),
@@ -103,7 +85,11 @@ async fn failed_verification_rolls_the_replica_back_with_data_intact() {
             "{claim} on its original volume"
         );
         let dir = claim_directory(&claims, &volumes, claim).await.unwrap();
-        assert_eq!(&tree_checksum(&dir).unwrap(), sum, "{claim}: data intact");
+        assert_eq!(
+            tree_checksum(&dir).unwrap(),
+            entry.checksum,
+            "{claim}: data intact"
+        );
         let pv = volumes.get(volume).await.unwrap();
         assert_eq!(
             pv.spec.unwrap().persistent_volume_reclaim_policy.as_deref(),
@@ -136,31 +122,12 @@ async fn failed_verification_rolls_the_replica_back_with_data_intact() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn rollback_on_request_puts_replicas_back_on_their_old_volumes() {
     let harness = Harness::start("copy-revert").await;
+    let before = harness
+        .seeded(stateful_set("db", 2, CLASS_FIXED, "256Mi"), &["data"], 30)
+        .await;
     let sets: Api<StatefulSet> = harness.ns.api();
-    sets.create(
-        &PostParams::default(),
-        &stateful_set("db", 2, CLASS_FIXED, "256Mi"),
-    )
-    .await
-    .unwrap();
-    wait_ready(&sets, "db", 2, 120).await.unwrap();
     let claims: Api<PersistentVolumeClaim> = harness.ns.api();
     let volumes: Api<PersistentVolume> = Api::all(harness.client.clone());
-    let mut before = Vec::new();
-    for replica in 0..2 {
-        let claim = format!("data-db-{replica}");
-        let dir = claim_directory(&claims, &volumes, &claim).await.unwrap();
-        write_sample_data(&dir, 30).unwrap();
-        let volume = claims
-            .get(&claim)
-            .await
-            .unwrap()
-            .spec
-            .unwrap()
-            .volume_name
-            .unwrap();
-        before.push((claim, volume, tree_checksum(&dir).unwrap()));
-    }
     harness
         .create_resize(
             "copy",
@@ -219,7 +186,8 @@ async fn rollback_on_request_puts_replicas_back_on_their_old_volumes() {
         Some(256 << 20),
         "original template restored"
     );
-    for (claim, volume, sum) in &before {
+    for entry in &before {
+        let (claim, volume) = (&entry.claim, &entry.volume);
         let current = claims.get(claim).await.unwrap();
         assert_eq!(
             current.spec.unwrap().volume_name.as_ref(),
@@ -228,8 +196,8 @@ async fn rollback_on_request_puts_replicas_back_on_their_old_volumes() {
         );
         let dir = claim_directory(&claims, &volumes, claim).await.unwrap();
         assert_eq!(
-            &tree_checksum(&dir).unwrap(),
-            sum,
+            tree_checksum(&dir).unwrap(),
+            entry.checksum,
             "{claim}: data as before the resize"
         );
     }

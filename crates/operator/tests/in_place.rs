@@ -5,51 +5,20 @@
 mod support;
 
 use ferry_api::{ChosenStrategy, Phase};
-use ferry_testenv::fixtures::{claim_directory, stateful_set, tree_checksum, wait_ready, write_sample_data};
+use ferry_testenv::fixtures::stateful_set;
 use ferry_testenv::quantity::bytes;
 use ferry_testenv::{CLASS_EXPANDABLE, CLASS_OFFLINE_EXPAND, MOVER_LABEL};
 use k8s_openapi::api::apps::v1::StatefulSet;
-use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim, Pod};
-use kube::api::{ListParams, PostParams};
+use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod};
+use kube::api::ListParams;
 use kube::{Api, ResourceExt};
 use serde_json::json;
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use support::Harness;
+use std::sync::atomic::{AtomicBool, Ordering};
+use support::{Harness, watch_unavailable};
 
 const GI: u64 = 1 << 30;
-
-/// A 3-replica StatefulSet on `class` with sample data in every volume; returns checksums by claim.
-async fn populated(harness: &Harness, class: &str) -> BTreeMap<String, String> {
-    let sets: Api<StatefulSet> = harness.ns.api();
-    sets.create(&PostParams::default(), &stateful_set("db", 3, class, "1Gi"))
-        .await
-        .unwrap();
-    wait_ready(&sets, "db", 3, 120).await.unwrap();
-    let claims: Api<PersistentVolumeClaim> = harness.ns.api();
-    let volumes: Api<PersistentVolume> = Api::all(harness.client.clone());
-    let mut sums = BTreeMap::new();
-    for replica in 0..3 {
-        let claim = format!("data-db-{replica}");
-        let dir = claim_directory(&claims, &volumes, &claim).await.unwrap();
-        write_sample_data(&dir, 60).unwrap();
-        sums.insert(claim, tree_checksum(&dir).unwrap());
-    }
-    sums
-}
-
-async fn checksums(harness: &Harness) -> BTreeMap<String, String> {
-    let claims: Api<PersistentVolumeClaim> = harness.ns.api();
-    let volumes: Api<PersistentVolume> = Api::all(harness.client.clone());
-    let mut sums = BTreeMap::new();
-    for replica in 0..3 {
-        let claim = format!("data-db-{replica}");
-        let dir = claim_directory(&claims, &volumes, &claim).await.unwrap();
-        sums.insert(claim, tree_checksum(&dir).unwrap());
-    }
-    sums
-}
 
 async fn pod_uids(pods: &Api<Pod>) -> BTreeMap<String, String> {
     pods.list(&ListParams::default().labels("app=db"))
@@ -59,32 +28,6 @@ async fn pod_uids(pods: &Api<Pod>) -> BTreeMap<String, String> {
         .iter()
         .map(|pod| (pod.name_any(), pod.uid().unwrap()))
         .collect()
-}
-
-/// Samples the pods until stopped; returns the most pods that were not Ready at one moment.
-fn watch_unavailable(pods: Api<Pod>, stop: Arc<AtomicBool>) -> tokio::task::JoinHandle<usize> {
-    tokio::spawn(async move {
-        let most = AtomicUsize::new(0);
-        while !stop.load(Ordering::Relaxed) {
-            if let Ok(list) = pods.list(&ListParams::default().labels("app=db")).await {
-                let ready = list
-                    .items
-                    .iter()
-                    .filter(|pod| {
-                        pod.metadata.deletion_timestamp.is_none()
-                            && pod
-                                .status
-                                .as_ref()
-                                .and_then(|s| s.conditions.as_ref())
-                                .is_some_and(|c| c.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
-                    })
-                    .count();
-                most.fetch_max(3usize.saturating_sub(ready), Ordering::Relaxed);
-            }
-            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-        }
-        most.load(Ordering::Relaxed)
-    })
 }
 
 async fn assert_grown(harness: &Harness, size: u64) {
@@ -125,7 +68,9 @@ async fn assert_grown(harness: &Harness, size: u64) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn grow_in_place_online_restarts_nothing_and_keeps_data() {
     let harness = Harness::start("inplace-online").await;
-    let before = populated(&harness, CLASS_EXPANDABLE).await;
+    let seeded = harness
+        .seeded(stateful_set("db", 3, CLASS_EXPANDABLE, "1Gi"), &["data"], 60)
+        .await;
     let pods: Api<Pod> = harness.ns.api();
     let uids = pod_uids(&pods).await;
 
@@ -150,7 +95,7 @@ async fn grow_in_place_online_restarts_nothing_and_keeps_data() {
 
     assert_grown(&harness, 2 * GI).await;
     assert_eq!(pod_uids(&pods).await, uids, "no pod was restarted");
-    assert_eq!(checksums(&harness).await, before, "data unchanged");
+    harness.assert_data_intact(&seeded).await;
     let backup = status.created_objects.backup_config_map.unwrap();
     assert!(
         harness
@@ -168,11 +113,13 @@ async fn grow_in_place_online_restarts_nothing_and_keeps_data() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn grow_in_place_offline_only_restarts_pods_one_at_a_time() {
     let harness = Harness::start("inplace-offline").await;
-    let before = populated(&harness, CLASS_OFFLINE_EXPAND).await;
+    let seeded = harness
+        .seeded(stateful_set("db", 3, CLASS_OFFLINE_EXPAND, "1Gi"), &["data"], 60)
+        .await;
     let pods: Api<Pod> = harness.ns.api();
     let uids = pod_uids(&pods).await;
     let stop = Arc::new(AtomicBool::new(false));
-    let sampler = watch_unavailable(pods.clone(), stop.clone());
+    let sampler = watch_unavailable(pods.clone(), "db", 3, stop.clone());
 
     harness
         .create_resize(
@@ -214,6 +161,6 @@ async fn grow_in_place_offline_only_restarts_pods_one_at_a_time() {
             "{pod} restarted once, from its original"
         );
     }
-    assert_eq!(checksums(&harness).await, before, "data unchanged");
+    harness.assert_data_intact(&seeded).await;
     harness.finish().await;
 }

@@ -183,3 +183,108 @@ pub fn condition<'a>(
 ) -> Option<&'a k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition> {
     resize.condition(type_)
 }
+
+/// One claim seeded with sample data: where it was and what it held.
+pub struct Seeded {
+    pub claim: String,
+    pub volume: String,
+    pub checksum: String,
+}
+
+impl Harness {
+    /// Creates the StatefulSet, waits until all its replicas are Ready, and writes `files` sample
+    /// files into every claim of the given templates; returns what each claim held.
+    pub async fn seeded(
+        &self,
+        sts: k8s_openapi::api::apps::v1::StatefulSet,
+        templates: &[&str],
+        files: usize,
+    ) -> Vec<Seeded> {
+        use ferry_testenv::fixtures::{claim_directory, tree_checksum, wait_ready, write_sample_data};
+        let name = sts.name_any();
+        let replicas = sts.spec.as_ref().and_then(|s| s.replicas).unwrap_or(1);
+        let sets = self.ns.api::<k8s_openapi::api::apps::v1::StatefulSet>();
+        sets.create(&PostParams::default(), &sts).await.unwrap();
+        wait_ready(&sets, &name, replicas, 120).await.unwrap();
+        let claims = self.ns.api::<k8s_openapi::api::core::v1::PersistentVolumeClaim>();
+        let volumes: Api<k8s_openapi::api::core::v1::PersistentVolume> = Api::all(self.client.clone());
+        let mut seeded = Vec::new();
+        for template in templates {
+            for replica in 0..replicas {
+                let claim = format!("{template}-{name}-{replica}");
+                let dir = claim_directory(&claims, &volumes, &claim).await.unwrap();
+                write_sample_data(&dir, files).unwrap();
+                let volume = claims
+                    .get(&claim)
+                    .await
+                    .unwrap()
+                    .spec
+                    .unwrap()
+                    .volume_name
+                    .unwrap();
+                seeded.push(Seeded {
+                    checksum: tree_checksum(&dir).unwrap(),
+                    claim,
+                    volume,
+                });
+            }
+        }
+        seeded
+    }
+
+    /// Checksum of what the claim's volume holds now.
+    pub async fn checksum(&self, claim: &str) -> String {
+        use ferry_testenv::fixtures::{claim_directory, tree_checksum};
+        let claims = self.ns.api::<k8s_openapi::api::core::v1::PersistentVolumeClaim>();
+        let volumes: Api<k8s_openapi::api::core::v1::PersistentVolume> = Api::all(self.client.clone());
+        tree_checksum(&claim_directory(&claims, &volumes, claim).await.unwrap()).unwrap()
+    }
+
+    /// Every seeded claim still holds exactly its data (on whichever volume it is bound to now).
+    pub async fn assert_data_intact(&self, seeded: &[Seeded]) {
+        for entry in seeded {
+            assert_eq!(
+                self.checksum(&entry.claim).await,
+                entry.checksum,
+                "{}: data intact",
+                entry.claim
+            );
+        }
+    }
+}
+
+/// Samples pods labelled `app=<app>` until `stop`; returns the most that were not Ready at once.
+pub fn watch_unavailable(
+    pods: Api<k8s_openapi::api::core::v1::Pod>,
+    app: &str,
+    total: usize,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+) -> JoinHandle<usize> {
+    use std::sync::atomic::Ordering;
+    let selector = format!("app={app}");
+    tokio::spawn(async move {
+        let mut most = 0;
+        while !stop.load(Ordering::Relaxed) {
+            if let Ok(list) = pods
+                .list(&kube::api::ListParams::default().labels(&selector))
+                .await
+            {
+                let ready = list
+                    .items
+                    .iter()
+                    .filter(|pod| {
+                        pod.metadata.deletion_timestamp.is_none()
+                            && pod
+                                .status
+                                .as_ref()
+                                .and_then(|s| s.conditions.as_ref())
+                                .is_some_and(|c| c.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
+                    })
+                    .count();
+                most = most.max(total.saturating_sub(ready));
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        }
+        most
+    })
+}
