@@ -237,6 +237,12 @@ pub struct VolumePlan {
     /// Reclaim policy the source volume had before Ferry set it to Retain; restored on the new volume.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub original_reclaim_policy: Option<String>,
+    /// When Ferry took the replica down for this row (copy), to measure its downtime.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stopped_at: Option<Time>,
+    /// Seconds the replica was down for this row: from `stoppedAt` until a new pod was Ready.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub downtime_seconds: Option<i64>,
     /// UID of the pod Ferry deleted to let the kubelet finish a file-system resize, so a restart
     /// happens once even if the operator restarts.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -329,7 +329,7 @@ pub fn plan_copy(
         } else {
             format!("stopping {who} for the final sync")
         };
-        actions.extend(stop_replica(ctx, &mut status, observed, &batch, &rows));
+        actions.extend(stop_replica(ctx, &mut status, observed, &batch, &rows, now));
     }
     decide(status, actions, &summary)
 }
@@ -592,6 +592,7 @@ fn stop_replica(
     observed: &RunObserved,
     batch: &[i32],
     rows: &[usize],
+    now: &Time,
 ) -> Vec<ResizeAction> {
     match &observed.stateful_set {
         Some(sts) if sts.deleting => vec![],
@@ -607,6 +608,7 @@ fn stop_replica(
                     for &i in rows {
                         if status.plan[i].replica == replica {
                             status.plan[i].restarted_pod = Some(pod.uid.clone());
+                            status.plan[i].stopped_at.get_or_insert_with(|| now.clone());
                         }
                     }
                     actions.push(ResizeAction::RestartPod {
@@ -667,6 +669,10 @@ fn start_replica(
                     let row = &mut status.plan[i];
                     row.step = Some(STEP_COPIED.into());
                     row.finished_at = Some(now.clone());
+                    row.downtime_seconds = row
+                        .stopped_at
+                        .as_ref()
+                        .map(|t| now.0.as_second() - t.0.as_second());
                     if let Some(source) = &row.source_volume
                         && !status.created_objects.retained_volumes.contains(source)
                     {

@@ -23,6 +23,12 @@ pub struct ReasonLabels {
 
 pub struct Metrics {
     pub registry: Registry,
+    /// Finished VolumeResizes by outcome (succeeded, failed).
+    pub resizes: Family<OutcomeLabels, Counter>,
+    /// Bytes of data moved to new volumes by copies.
+    pub copied_bytes: Counter,
+    /// How long each replica was down during a copy.
+    pub replica_downtime: Histogram,
     pub reconciles: Family<OutcomeLabels, Counter>,
     pub errors: Family<CategoryLabels, Counter>,
     pub prechecks: Family<ReasonLabels, Counter>,
@@ -36,6 +42,24 @@ impl Default for Metrics {
         let errors = Family::<CategoryLabels, Counter>::default();
         let prechecks = Family::<ReasonLabels, Counter>::default();
         let reconcile_duration = Histogram::new(exponential_buckets(0.005, 2.0, 12));
+        let resizes = Family::<OutcomeLabels, Counter>::default();
+        let copied_bytes = Counter::default();
+        let replica_downtime = Histogram::new(exponential_buckets(1.0, 2.0, 12));
+        registry.register(
+            "volume_resizes",
+            "Finished VolumeResizes by outcome",
+            resizes.clone(),
+        );
+        registry.register(
+            "copied_bytes",
+            "Bytes of data moved to new volumes by copies",
+            copied_bytes.clone(),
+        );
+        registry.register(
+            "replica_downtime_seconds",
+            "How long a replica was down during a copy, from its stop until a new pod was Ready",
+            replica_downtime.clone(),
+        );
         registry.register(
             "volume_resize_reconciles",
             "VolumeResize reconciles by outcome",
@@ -54,6 +78,9 @@ impl Default for Metrics {
         );
         Metrics {
             registry,
+            resizes,
+            copied_bytes,
+            replica_downtime,
             reconciles,
             errors,
             prechecks,

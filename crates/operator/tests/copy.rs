@@ -166,6 +166,9 @@ async fn run_copy(harness: &Harness, before: &Before, spec: serde_json::Value) -
             before.pods.get(&format!("db-{}", row.replica))
         );
         assert!(row.bytes_done.unwrap_or(0) > 0, "mover result recorded: {row:?}");
+        let downtime = row.downtime_seconds.expect("replica downtime recorded");
+        assert!((0..120).contains(&downtime), "downtime {downtime}s: {row:?}");
+        assert!(row.stopped_at.is_some());
     }
     resize
 }

@@ -144,6 +144,38 @@ async fn expire_retained(
     })
 }
 
+/// Metrics for what a status change finished: copied rows (bytes, downtime) and whole resizes.
+fn count_progress(ctx: &Context, before: &VolumeResizeStatus, after: &VolumeResizeStatus) {
+    for row in &after.plan {
+        let was_done = before
+            .plan
+            .iter()
+            .any(|old| old.claim_name == row.claim_name && old.finished_at.is_some());
+        if was_done || row.finished_at.is_none() || row.strategy != Some(ChosenStrategy::Copy) {
+            continue;
+        }
+        ctx.metrics.copied_bytes.inc_by(row.bytes_done.unwrap_or(0));
+        if let Some(seconds) = row.downtime_seconds {
+            ctx.metrics.replica_downtime.observe(seconds as f64);
+        }
+    }
+    if after.phase != before.phase
+        && let Some(phase) = after.phase.filter(|p| p.is_terminal())
+    {
+        let outcome = if phase == Phase::Succeeded {
+            "succeeded"
+        } else {
+            "failed"
+        };
+        ctx.metrics
+            .resizes
+            .get_or_create(&OutcomeLabels {
+                outcome: outcome.into(),
+            })
+            .inc();
+    }
+}
+
 fn has_finalizer(resize: &VolumeResize) -> bool {
     resize.finalizers().iter().any(|f| f == FINALIZER)
 }
@@ -273,6 +305,7 @@ async fn run_step(
     };
     if &decision.status != status {
         write_status(ctx, resize, namespace, &decision.status).await?;
+        count_progress(ctx, status, &decision.status);
     }
     let sts_ref = stateful_set.as_ref().map(|sts| sts.object_ref(&()));
     if decision.status.phase == Some(Phase::RollingBack) && status.phase != Some(Phase::RollingBack) {
