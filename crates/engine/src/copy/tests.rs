@@ -256,18 +256,25 @@ fn context() -> CopyContext<'static> {
     }
 }
 
-/// Runs reconciles until a terminal phase. `crash_at` kills the operator after that many actions in
-/// total: the rest of that reconcile's actions never happen, and the next reconcile starts from the
-/// persisted status and a fresh observation.
-fn run(cluster: &mut Cluster, crash_at: Option<usize>) -> (VolumeResizeStatus, usize) {
+/// Reconciles from `status` until a terminal phase or `max` reconciles: plan, record the status
+/// (written before acting), act. `crash_at` kills the operator after that many actions in total: the
+/// rest of that reconcile's actions never happen, and the next reconcile starts from the persisted
+/// status and a fresh observation. `inspect` sees each decision and the cluster after it acted.
+fn drive(
+    ctx: &CopyContext,
+    cluster: &mut Cluster,
+    mut status: VolumeResizeStatus,
+    crash_at: Option<usize>,
+    max: usize,
+    inspect: &mut dyn FnMut(&Decision, &Cluster),
+) -> (VolumeResizeStatus, usize) {
     let now = Time(Timestamp::from_second(1).unwrap());
-    let mut status = planned();
     let mut executed = 0;
-    for _ in 0..500 {
-        let decision = plan_copy(&context(), &status, &cluster.observed, &now);
-        status = decision.status; // written before acting
+    for _ in 0..max {
+        let decision = plan_copy(ctx, &status, &cluster.observed, &now);
+        status = decision.status.clone();
         if status.phase.is_some_and(Phase::is_terminal) {
-            return (status, executed);
+            break;
         }
         for action in &decision.actions {
             if crash_at == Some(executed) {
@@ -277,9 +284,28 @@ fn run(cluster: &mut Cluster, crash_at: Option<usize>) -> (VolumeResizeStatus, u
             cluster.apply(action);
             executed += 1;
         }
+        inspect(&decision, cluster);
         cluster.settle();
     }
-    panic!("did not converge; last status: {status:?}");
+    (status, executed)
+}
+
+/// A whole copy from the plan, which must end.
+fn run_with(
+    ctx: &CopyContext,
+    cluster: &mut Cluster,
+    crash_at: Option<usize>,
+) -> (VolumeResizeStatus, usize) {
+    let (status, executed) = drive(ctx, cluster, planned(), crash_at, 500, &mut |_, _| {});
+    assert!(
+        status.phase.is_some_and(Phase::is_terminal),
+        "did not converge (crash at {crash_at:?}): {status:?}"
+    );
+    (status, executed)
+}
+
+fn run(cluster: &mut Cluster, crash_at: Option<usize>) -> (VolumeResizeStatus, usize) {
+    run_with(&context(), cluster, crash_at)
 }
 
 fn assert_copied(cluster: &Cluster, status: &VolumeResizeStatus) {
@@ -385,26 +411,14 @@ fn without_warm_copy_no_warm_mover_runs() {
         warm_copy: false,
         ..context()
     };
-    let now = Time(Timestamp::from_second(1).unwrap());
-    let mut status = planned();
-    for _ in 0..200 {
-        let decision = plan_copy(&ctx, &status, &cluster.observed, &now);
-        status = decision.status;
-        assert!(
-            !decision
-                .actions
-                .iter()
-                .any(|a| matches!(a, ResizeAction::StartMover { pass: Pass::Warm, .. })),
-            "warm copy disabled"
-        );
-        if status.phase.is_some_and(Phase::is_terminal) {
-            break;
-        }
-        for action in &decision.actions {
-            cluster.apply(action);
-        }
-        cluster.settle();
-    }
+    let no_warm = &mut |decision: &Decision, _: &Cluster| {
+        let warm = decision
+            .actions
+            .iter()
+            .any(|a| matches!(a, ResizeAction::StartMover { pass: Pass::Warm, .. }));
+        assert!(!warm, "warm copy disabled");
+    };
+    let (status, _) = drive(&ctx, &mut cluster, planned(), None, 200, no_warm);
     assert_copied(&cluster, &status);
 }
 
@@ -596,47 +610,27 @@ fn rollback_on_request_survives_the_operator_killed_after_any_action() {
 fn a_pod_disruption_budget_holds_the_replica_stop_until_it_allows_one() {
     let mut cluster = Cluster::new();
     cluster.observed.disruptions_allowed = Some(0);
-    let now = Time(Timestamp::from_second(1).unwrap());
-    let mut status = planned();
-    for _ in 0..50 {
-        let decision = plan_copy(&context(), &status, &cluster.observed, &now);
-        status = decision.status;
-        assert!(
-            !decision.actions.iter().any(|a| matches!(
+    let nothing_down = &mut |decision: &Decision, _: &Cluster| {
+        let down = decision.actions.iter().any(|a| {
+            matches!(
                 a,
                 ResizeAction::OrphanDeleteStatefulSet | ResizeAction::RestartPod { .. }
-            )),
+            )
+        });
+        assert!(
+            !down,
             "no replica is taken down while the budget allows no disruption"
         );
-        for action in &decision.actions {
-            cluster.apply(action);
-        }
-        cluster.settle();
-    }
+    };
+    let (held, _) = drive(&context(), &mut cluster, planned(), None, 50, nothing_down);
     assert!(
-        status.message.as_deref().unwrap().contains("PodDisruptionBudget"),
+        held.message.as_deref().unwrap().contains("PodDisruptionBudget"),
         "{:?}",
-        status.message
+        held.message
     );
     assert!(cluster.observed.pods.len() == REPLICAS as usize && cluster.observed.stateful_set.is_some());
     cluster.observed.disruptions_allowed = Some(1);
-    let (done, _) = {
-        let mut status = status;
-        let mut executed = 0;
-        for _ in 0..500 {
-            let decision = plan_copy(&context(), &status, &cluster.observed, &now);
-            status = decision.status;
-            if status.phase.is_some_and(Phase::is_terminal) {
-                break;
-            }
-            for action in &decision.actions {
-                cluster.apply(action);
-                executed += 1;
-            }
-            cluster.settle();
-        }
-        (status, executed)
-    };
+    let (done, _) = drive(&context(), &mut cluster, held, None, 500, &mut |_, _| {});
     assert_copied(&cluster, &done);
 }
 
@@ -651,18 +645,8 @@ fn offline() -> CopyContext<'static> {
 #[test]
 fn offline_stops_every_replica_at_once_and_limits_movers() {
     let mut cluster = Cluster::new();
-    let now = Time(Timestamp::from_second(1).unwrap());
-    let mut status = planned();
     let (mut most_down, mut most_movers) = (0, 0);
-    for _ in 0..500 {
-        let decision = plan_copy(&offline(), &status, &cluster.observed, &now);
-        status = decision.status;
-        if status.phase.is_some_and(Phase::is_terminal) {
-            break;
-        }
-        for action in &decision.actions {
-            cluster.apply(action);
-        }
+    let sample = &mut |_: &Decision, cluster: &Cluster| {
         let running = cluster
             .observed
             .movers
@@ -671,8 +655,8 @@ fn offline_stops_every_replica_at_once_and_limits_movers() {
             .count();
         most_movers = most_movers.max(running);
         most_down = most_down.max(REPLICAS as usize - cluster.observed.pods.len());
-        cluster.settle();
-    }
+    };
+    let (status, _) = drive(&offline(), &mut cluster, planned(), None, 500, sample);
     assert_copied(&cluster, &status);
     assert_eq!(
         most_down, REPLICAS as usize,
@@ -684,40 +668,10 @@ fn offline_stops_every_replica_at_once_and_limits_movers() {
 
 #[test]
 fn offline_killed_after_any_action_still_completes() {
-    let run_offline = |cluster: &mut Cluster, crash_at: Option<usize>| {
-        let now = Time(Timestamp::from_second(1).unwrap());
-        let mut status = planned();
-        let mut executed = 0;
-        for _ in 0..500 {
-            let decision = plan_copy(&offline(), &status, &cluster.observed, &now);
-            status = decision.status;
-            if status.phase.is_some_and(Phase::is_terminal) {
-                return (status, executed);
-            }
-            for action in &decision.actions {
-                if crash_at == Some(executed) {
-                    executed += 1;
-                    break;
-                }
-                cluster.apply(action);
-                executed += 1;
-            }
-            cluster.settle();
-        }
-        panic!(
-            "offline copy did not converge (crash at {crash_at:?}): {:?} {:?}",
-            status.message,
-            status
-                .plan
-                .iter()
-                .map(|r| (r.step.clone(), r.restarted_pod.clone()))
-                .collect::<Vec<_>>()
-        );
-    };
-    let (_, total) = run_offline(&mut Cluster::new(), None);
+    let (_, total) = run_with(&offline(), &mut Cluster::new(), None);
     for crash_at in 0..total {
         let mut cluster = Cluster::new();
-        let (status, _) = run_offline(&mut cluster, Some(crash_at));
+        let (status, _) = run_with(&offline(), &mut cluster, Some(crash_at));
         assert_copied(&cluster, &status);
     }
 }

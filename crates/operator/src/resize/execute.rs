@@ -49,19 +49,7 @@ pub async fn execute(
             Ok(())
         }
         ResizeAction::RestartPod { pod, uid } => {
-            let params = DeleteParams {
-                preconditions: Some(Preconditions {
-                    uid: Some(uid.clone()),
-                    resource_version: None,
-                }),
-                ..DeleteParams::default()
-            };
-            ignore_gone(
-                Api::<Pod>::namespaced(client, namespace)
-                    .delete(pod, &params)
-                    .await
-                    .map(|_| ()),
-            )
+            delete_if_same(&Api::<Pod>::namespaced(client, namespace), pod, Some(uid.clone())).await
         }
         ResizeAction::OrphanDeleteStatefulSet => {
             let Some(sts) = stateful_set else { return Ok(()) };
@@ -159,19 +147,8 @@ pub async fn execute(
             Ok(())
         }
         ResizeAction::DeleteClaim { claim, uid } => {
-            let params = DeleteParams {
-                preconditions: Some(Preconditions {
-                    uid: Some(uid.clone()),
-                    resource_version: None,
-                }),
-                ..DeleteParams::default()
-            };
-            ignore_gone(
-                Api::<PersistentVolumeClaim>::namespaced(client, namespace)
-                    .delete(claim, &params)
-                    .await
-                    .map(|_| ()),
-            )
+            let claims = Api::<PersistentVolumeClaim>::namespaced(client, namespace);
+            delete_if_same(&claims, claim, Some(uid.clone())).await
         }
         ResizeAction::ReserveVolume { volume, claim } => {
             let patch = json!({"spec": {"claimRef": {
@@ -466,6 +443,22 @@ fn ignore_conflict<T>(result: Result<T, kube::Error>) -> Result<(), Error> {
         Err(kube::Error::Api(status)) if status.code == 409 => Ok(()),
         Err(error) => Err(error.into()),
     }
+}
+
+/// Deletes the object only if it still has `uid` (it may have been replaced under the same name);
+/// already gone counts as done.
+async fn delete_if_same<K>(api: &Api<K>, name: &str, uid: Option<String>) -> Result<(), Error>
+where
+    K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+{
+    let params = DeleteParams {
+        preconditions: Some(Preconditions {
+            uid,
+            resource_version: None,
+        }),
+        ..DeleteParams::default()
+    };
+    ignore_gone(api.delete(name, &params).await.map(|_| ()))
 }
 
 fn ignore_gone(result: Result<(), kube::Error>) -> Result<(), Error> {
