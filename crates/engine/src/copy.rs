@@ -5,6 +5,7 @@
 
 use crate::in_place::Decision;
 use crate::run_state::{MoverPhase, Pass, ResizeAction, RunObserved};
+use crate::status::update_progress;
 use ferry_api::{ChosenStrategy, Phase, VolumePlan, VolumeResizeStatus, parse_bytes};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
@@ -822,16 +823,6 @@ fn decide(mut status: VolumeResizeStatus, actions: Vec<ResizeAction>, summary: &
         actions,
         summary: summary.to_string(),
     }
-}
-
-fn update_progress(status: &mut VolumeResizeStatus) {
-    let total = status.plan.iter().filter(|row| row.strategy.is_some()).count();
-    let done = status
-        .plan
-        .iter()
-        .filter(|row| row.strategy.is_some() && row.finished_at.is_some())
-        .count();
-    status.progress = Some(format!("{done}/{total}"));
 }
 
 #[cfg(test)]

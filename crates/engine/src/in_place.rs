@@ -3,6 +3,7 @@
 //! template so future replicas get the new size. No data is copied and no pod restarts otherwise.
 
 use crate::run_state::{ResizeAction, RunObserved};
+use crate::status::update_progress;
 use ferry_api::{ChosenStrategy, Phase, VolumeResizeStatus, parse_bytes};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
@@ -207,16 +208,6 @@ fn decide(mut status: VolumeResizeStatus, actions: Vec<ResizeAction>, summary: &
         actions,
         summary: summary.to_string(),
     }
-}
-
-fn update_progress(status: &mut VolumeResizeStatus) {
-    let total = status.plan.iter().filter(|row| row.strategy.is_some()).count();
-    let done = status
-        .plan
-        .iter()
-        .filter(|row| row.strategy.is_some() && row.finished_at.is_some())
-        .count();
-    status.progress = Some(format!("{done}/{total}"));
 }
 
 #[cfg(test)]

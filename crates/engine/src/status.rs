@@ -65,6 +65,12 @@ pub fn after_precheck(
     }
     status.phase = Some(phase);
     status.message = Some(message);
+    update_progress(&mut status);
+    status
+}
+
+/// `status.progress` for `kubectl get`: planned changes finished out of all planned (`1/3`).
+pub fn update_progress(status: &mut VolumeResizeStatus) {
     let total = status.plan.iter().filter(|row| row.strategy.is_some()).count();
     let done = status
         .plan
@@ -72,7 +78,6 @@ pub fn after_precheck(
         .filter(|row| row.strategy.is_some() && row.finished_at.is_some())
         .count();
     status.progress = Some(format!("{done}/{total}"));
-    status
 }
 
 /// Keeps progress already recorded for rows that are still planned the same way.

@@ -8,7 +8,7 @@ mod support;
 use ferry_api::{ChosenStrategy, Phase};
 use ferry_testenv::fixtures::{claim_directory, stateful_set, tree_checksum};
 use ferry_testenv::quantity::bytes;
-use ferry_testenv::{CLASS_EXPANDABLE, CLASS_FIXED, MOVER_LABEL};
+use ferry_testenv::{CLASS_EXPANDABLE, CLASS_FIXED};
 use k8s_openapi::api::apps::v1::StatefulSet;
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim, Pod};
 use kube::api::ListParams;
@@ -92,22 +92,7 @@ async fn assert_copied(harness: &Harness, before: &Before, size: u64, class: &st
             "old PV retained"
         );
     }
-    let leftovers: Vec<String> = claims
-        .list(&ListParams::default())
-        .await
-        .unwrap()
-        .items
-        .iter()
-        .map(|c| c.name_any())
-        .collect();
-    assert_eq!(leftovers.len(), 3, "no temporary claim left: {leftovers:?}");
-    let movers = harness
-        .ns
-        .api::<Pod>()
-        .list(&ListParams::default().labels(MOVER_LABEL))
-        .await
-        .unwrap();
-    assert!(movers.items.is_empty(), "no mover pod left");
+    harness.assert_nothing_leaked(3).await;
     let sts: StatefulSet = harness.ns.api::<StatefulSet>().get("db").await.unwrap();
     let template = &sts.spec.unwrap().volume_claim_templates.unwrap()[0];
     let requested = template

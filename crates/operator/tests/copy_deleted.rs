@@ -7,11 +7,10 @@ mod support;
 
 use ferry_api::names::FINALIZER;
 use ferry_testenv::fixtures::{stateful_set, wait_ready};
-use ferry_testenv::{CLASS_FIXED, MOVER_LABEL, wait_until};
+use ferry_testenv::{CLASS_FIXED, wait_until};
 use k8s_openapi::api::apps::v1::StatefulSet;
-use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod};
 use kube::ResourceExt;
-use kube::api::{DeleteParams, ListParams};
+use kube::api::DeleteParams;
 use serde_json::json;
 use support::Harness;
 
@@ -57,20 +56,6 @@ async fn deleting_a_running_copy_stops_at_a_safe_point() {
         .await
         .unwrap();
     harness.assert_data_intact(&seeded).await;
-    let claims = harness
-        .ns
-        .api::<PersistentVolumeClaim>()
-        .list(&ListParams::default())
-        .await
-        .unwrap();
-    let names: Vec<String> = claims.items.iter().map(|c| c.name_any()).collect();
-    assert_eq!(names.len(), 3, "no temporary claim left: {names:?}");
-    let movers = harness
-        .ns
-        .api::<Pod>()
-        .list(&ListParams::default().labels(MOVER_LABEL))
-        .await
-        .unwrap();
-    assert!(movers.items.is_empty(), "no mover pod left");
+    harness.assert_nothing_leaked(3).await;
     harness.finish().await;
 }

@@ -6,14 +6,14 @@
 mod support;
 
 use ferry_api::Phase;
+use ferry_testenv::CLASS_FIXED;
 use ferry_testenv::executor::MOVER_ENV_ANNOTATION;
 use ferry_testenv::fixtures::{claim_directory, stateful_set, tree_checksum, wait_ready};
 use ferry_testenv::quantity::bytes;
-use ferry_testenv::{CLASS_FIXED, MOVER_LABEL};
 use k8s_openapi::api::apps::v1::StatefulSet;
-use k8s_openapi::api::core::v1::{Namespace, PersistentVolume, PersistentVolumeClaim, Pod};
-use kube::api::{ListParams, Patch, PatchParams};
-use kube::{Api, ResourceExt};
+use k8s_openapi::api::core::v1::{Namespace, PersistentVolume, PersistentVolumeClaim};
+use kube::Api;
+use kube::api::{Patch, PatchParams};
 use serde_json::json;
 use support::Harness;
 
@@ -98,22 +98,7 @@ async fn failed_verification_rolls_the_replica_back_with_data_intact() {
         );
     }
     // Nothing leaked: no temporary claim, no mover pod.
-    let names: Vec<String> = claims
-        .list(&ListParams::default())
-        .await
-        .unwrap()
-        .items
-        .iter()
-        .map(|c| c.name_any())
-        .collect();
-    assert_eq!(names.len(), 3, "{names:?}");
-    let movers = harness
-        .ns
-        .api::<Pod>()
-        .list(&ListParams::default().labels(MOVER_LABEL))
-        .await
-        .unwrap();
-    assert!(movers.items.is_empty(), "mover pods removed");
+    harness.assert_nothing_leaked(3).await;
     harness.wait_event("VolumeResize", "copy", "RollingBack").await;
     harness.wait_event("VolumeResize", "copy", "RolledBack").await;
     harness.finish().await;

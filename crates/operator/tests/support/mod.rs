@@ -240,6 +240,25 @@ impl Harness {
         tree_checksum(&claim_directory(&claims, &volumes, claim).await.unwrap()).unwrap()
     }
 
+    /// Nothing temporary is left: exactly `claims` PVCs (the StatefulSet's own) and no mover pod.
+    pub async fn assert_nothing_leaked(&self, claims: usize) {
+        let list = self
+            .ns
+            .api::<k8s_openapi::api::core::v1::PersistentVolumeClaim>()
+            .list(&Default::default())
+            .await
+            .unwrap();
+        let names: Vec<String> = list.items.iter().map(|c| c.name_any()).collect();
+        assert_eq!(names.len(), claims, "no temporary claim left: {names:?}");
+        let movers = self
+            .ns
+            .api::<k8s_openapi::api::core::v1::Pod>()
+            .list(&kube::api::ListParams::default().labels(ferry_testenv::MOVER_LABEL))
+            .await
+            .unwrap();
+        assert!(movers.items.is_empty(), "no mover pod left");
+    }
+
     /// Every seeded claim still holds exactly its data (on whichever volume it is bound to now).
     pub async fn assert_data_intact(&self, seeded: &[Seeded]) {
         for entry in seeded {
