@@ -19,6 +19,7 @@ use crate::error::{MoverError, errno};
 use crate::meta::{self, EntryMeta, Kind};
 use crate::plan::TEMP_PREFIX;
 use crate::progress::{Progress, Warnings};
+use crate::throttle::{LIMITED_CHUNK, Throttle};
 
 /// Bytes per unit of work; files with more than one chunk are copied by several threads.
 const CHUNK: u64 = 32 << 20;
@@ -37,6 +38,32 @@ pub struct CopyCtx<'a> {
     pub warnings: &'a Warnings,
     /// Set once `copy_file_range` proved unusable (EXDEV, ENOSYS, ...), to stop trying it.
     pub no_copy_range: AtomicBool,
+    /// Bandwidth limit shared by all copy threads (`--bwlimit`).
+    pub throttle: Option<&'a Throttle>,
+}
+
+impl CopyCtx<'_> {
+    /// Waits until the bandwidth limit allows writing `bytes` more.
+    fn before_writing(&self, bytes: u64) {
+        if let Some(throttle) = self.throttle {
+            throttle.pace(bytes);
+        }
+    }
+
+    /// Counts `bytes` written.
+    fn wrote(&self, bytes: u64) {
+        self.progress.bytes_copied.fetch_add(bytes, Ordering::Relaxed);
+        self.progress.bytes_done.fetch_add(bytes, Ordering::Relaxed);
+    }
+
+    /// Largest piece to copy in one call: small under a bandwidth limit, so it paces evenly.
+    fn chunk_limit(&self, limit: u64) -> u64 {
+        if self.throttle.is_some() {
+            limit.min(LIMITED_CHUNK)
+        } else {
+            limit
+        }
+    }
 }
 
 /// Result of copying one regular file.
@@ -262,13 +289,14 @@ fn copy_range(ctx: &CopyCtx, sf: &File, tf: &File, off: u64, len: u64) -> io::Re
     while done < len {
         let mut off_in = off + done;
         let mut off_out = off + done;
-        let want = usize::try_from(len - done).unwrap_or(usize::MAX).min(1 << 30);
+        let want = ctx.chunk_limit((len - done).min(1 << 30));
+        ctx.before_writing(want);
+        let want = usize::try_from(want).unwrap_or(usize::MAX);
         match rustix::fs::copy_file_range(sf, Some(&mut off_in), tf, Some(&mut off_out), want) {
             Ok(0) => break, // source shrank
             Ok(n) => {
                 done += n as u64;
-                ctx.progress.bytes_copied.fetch_add(n as u64, Ordering::Relaxed);
-                ctx.progress.bytes_done.fetch_add(n as u64, Ordering::Relaxed);
+                ctx.wrote(n as u64);
             }
             Err(Errno::XDEV | Errno::NOSYS | Errno::OPNOTSUPP | Errno::INVAL) if done == 0 => {
                 ctx.no_copy_range.store(true, Ordering::Relaxed);
@@ -304,11 +332,11 @@ fn read_write(
         if ctx.hash {
             hasher.update(&buf[..n]);
         }
+        ctx.before_writing(n as u64);
         tf.write_all_at(&buf[..n], off + done)
             .map_err(|e| MoverError::io("writing", tmp, e))?;
         done += n as u64;
-        ctx.progress.bytes_copied.fetch_add(n as u64, Ordering::Relaxed);
-        ctx.progress.bytes_done.fetch_add(n as u64, Ordering::Relaxed);
+        ctx.wrote(n as u64);
     }
     Ok((done, if ctx.hash { hasher.digest128() } else { 0 }))
 }

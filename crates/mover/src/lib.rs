@@ -16,6 +16,7 @@
 //! ```text
 //! ferry-mover sync --source DIR --target DIR [--delete] [--verify none|metadata|checksum]
 //!                  [--checksum-compare] [--threads N] [--progress json|human|none] [--result-file PATH]
+//!                  [--bwlimit BYTES_PER_SECOND]
 //! ferry-mover digest DIR [--json]
 //! ferry-mover usage DIR            # prints {"bytes":N,"inodes":N}
 //! ```
@@ -57,6 +58,7 @@ mod options;
 mod plan;
 mod progress;
 mod sync;
+mod throttle;
 mod usage;
 mod verify;
 mod walk;

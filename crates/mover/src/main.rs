@@ -70,6 +70,9 @@ struct SyncArgs {
     /// Worker threads (default: 8 x cores, between 8 and 64).
     #[arg(long)]
     threads: Option<usize>,
+    /// Most bytes per second written, all threads together (default: no limit).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+    bwlimit: Option<u64>,
     /// Progress output: JSON lines on stdout, a bar on stderr, or nothing
     /// (default: human on a terminal, json otherwise).
     #[arg(long, value_enum)]
@@ -195,6 +198,7 @@ fn run_sync(args: SyncArgs) -> i32 {
         checksum_compare: args.checksum_compare,
         threads: args.threads,
         progress,
+        bwlimit: args.bwlimit,
         print_warnings: true,
         corrupt_after_write: std::env::var_os(CORRUPT_ENV).map(PathBuf::from),
         after_scan: None,

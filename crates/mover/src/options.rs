@@ -49,6 +49,8 @@ pub struct SyncOptions {
     pub threads: Option<usize>,
     /// Progress output.
     pub progress: ProgressMode,
+    /// Most bytes per second the copy writes (all threads together); `None` for no limit.
+    pub bwlimit: Option<u64>,
     /// Print warnings to stderr as they happen.
     pub print_warnings: bool,
     /// Test hook: corrupt this source-relative path after writing it and before verifying it.

@@ -11,6 +11,7 @@ use rayon::prelude::*;
 use crate::copy::{self, Copied, CopyCtx};
 use crate::digest::metadata_digest;
 use crate::error::MoverError;
+use crate::throttle::Throttle;
 use crate::meta::{self, Kind};
 use crate::options::{SyncOptions, SyncReport, VerifyMode};
 use crate::plan::{self, Op, PlanOptions, Removal};
@@ -233,12 +234,14 @@ impl Run<'_> {
             }
         }
         let corrupt = self.opts.corrupt_after_write.as_deref();
+        let throttle = self.opts.bwlimit.map(Throttle::new);
         let ctx = CopyCtx {
             hash: self.opts.verify == VerifyMode::Checksum,
             corrupt,
             progress: self.progress,
             warnings: self.warnings,
             no_copy_range: AtomicBool::new(false),
+            throttle: throttle.as_ref(),
         };
         let work: Vec<usize> = (0..ops.len())
             .filter(|&i| !matches!(ops[i], Op::Skip | Op::Mkdir | Op::HardLink(_)))
