@@ -104,6 +104,11 @@ fn is_known(executor: &Executor, uid: &str) -> bool {
             .unwrap_or(false)
 }
 
+/// Where a pod's process output (its container log) goes.
+pub fn output_log(work_dir: &std::path::Path, uid: &str) -> PathBuf {
+    work_dir.join(uid).join("output.log")
+}
+
 async fn reconcile(pod: Arc<Pod>, executor: Arc<Executor>) -> Result<Action, Error> {
     let uid = pod.uid().unwrap_or_default();
     if pod.metadata.deletion_timestamp.is_some() {
@@ -203,7 +208,7 @@ async fn reconcile(pod: Arc<Pod>, executor: Arc<Executor>) -> Result<Action, Err
     for (name, value) in mounts::environment(&pod, &container) {
         command.env(name, rewrite(&value, &mounts));
     }
-    let log_path = pod_dir.join("output.log");
+    let log_path = output_log(&executor.work_dir, &uid);
     let log = std::fs::File::create(&log_path).map_err(|e| Error::io(log_path.display(), e))?;
     let log_err = log.try_clone().map_err(|e| Error::io(log_path.display(), e))?;
     command.stdout(log).stderr(log_err);

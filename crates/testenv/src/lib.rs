@@ -1,7 +1,8 @@
 //! Test support for Ferry: the local control plane (`scripts/testenv`), a fresh namespace per test,
 //! and the stand-ins for what a kubelet and a CSI driver would do on fake nodes:
 //! - [`storage`]: a hostPath dynamic provisioner and resizer for three test StorageClasses;
-//! - [`executor`]: runs pods labelled as Ferry mover pods as real local processes.
+//! - [`executor`]: runs pods labelled as Ferry mover pods as real local processes;
+//! - [`kubelet`]: serves those pods' logs to the API server (`kubectl logs`, `pods/log`).
 //!
 //! Tests use [`cluster::client`] and [`namespace::TestNamespace`]; the agent binary runs the rest.
 
@@ -9,6 +10,7 @@ pub mod cluster;
 pub mod error;
 pub mod executor;
 pub mod fixtures;
+pub mod kubelet;
 pub mod namespace;
 pub mod paths;
 pub mod quantity;

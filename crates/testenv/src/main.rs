@@ -1,8 +1,9 @@
 //! `ferry-testenv`: the test agent that `scripts/testenv up` runs next to the control plane.
 
 use clap::{Parser, Subcommand};
-use ferry_testenv::{Error, executor, storage};
+use ferry_testenv::{Error, executor, kubelet, storage};
 use kube::config::{KubeConfigOptions, Kubeconfig};
+use std::net::SocketAddr;
 use std::path::PathBuf;
 
 #[derive(Parser)]
@@ -29,6 +30,13 @@ enum Command {
         /// The ferry-mover binary to run for mover pods whose command is `ferry-mover`.
         #[arg(long, env = "FERRY_MOVER_BIN")]
         mover_bin: Option<PathBuf>,
+        /// Serve the pods' logs here, as the fake nodes' kubelet (needs the two TLS files).
+        #[arg(long, requires_all = ["tls_cert_file", "tls_key_file"])]
+        kubelet_address: Option<SocketAddr>,
+        #[arg(long)]
+        tls_cert_file: Option<PathBuf>,
+        #[arg(long)]
+        tls_key_file: Option<PathBuf>,
     },
 }
 
@@ -58,6 +66,9 @@ async fn run(cli: Cli) -> Result<(), Error> {
             volumes_dir,
             work_dir,
             mover_bin,
+            kubelet_address,
+            tls_cert_file,
+            tls_key_file,
         } => {
             let config = kube::Config::from_custom_kubeconfig(
                 Kubeconfig::read_from(&kubeconfig)?,
@@ -65,11 +76,21 @@ async fn run(cli: Cli) -> Result<(), Error> {
             )
             .await?;
             let client = kube::Client::try_from(config)?;
-            let (storage, executor) = tokio::join!(
+            let logs = async {
+                match (kubelet_address, tls_cert_file, tls_key_file) {
+                    (Some(address), Some(cert), Some(key)) => {
+                        kubelet::serve(client.clone(), work_dir.clone(), address, cert, key).await
+                    }
+                    _ => Ok(()),
+                }
+            };
+            // The first part to fail ends the agent, so `scripts/testenv` sees it.
+            tokio::try_join!(
                 storage::run(client.clone(), volumes_dir),
-                executor::run(client, work_dir, mover_bin)
-            );
-            storage.and(executor)
+                executor::run(client.clone(), work_dir.clone(), mover_bin),
+                logs
+            )
+            .map(|_| ())
         }
     }
 }
