@@ -11,11 +11,11 @@ use rayon::prelude::*;
 use crate::copy::{self, Copied, CopyCtx};
 use crate::digest::metadata_digest;
 use crate::error::MoverError;
-use crate::throttle::Throttle;
 use crate::meta::{self, Kind};
 use crate::options::{SyncOptions, SyncReport, VerifyMode};
 use crate::plan::{self, Op, PlanOptions, Removal};
 use crate::progress::{Phase, Progress, Reporter, Warnings, lock};
+use crate::throttle::Throttle;
 use crate::verify::metadata_mismatch;
 use crate::walk::{self, Tree};
 

@@ -76,6 +76,10 @@ mod tests {
             }
         });
         // 4 MiB at 4 MiB/s: about one second, whatever the number of threads.
-        assert!(started.elapsed() >= Duration::from_millis(950), "{:?}", started.elapsed());
+        assert!(
+            started.elapsed() >= Duration::from_millis(950),
+            "{:?}",
+            started.elapsed()
+        );
     }
 }
