@@ -1,7 +1,7 @@
 //! The `VolumeResize` custom resource: one request to change the volumes of one StatefulSet, and its
 //! status, the single durable record of progress.
 
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, MicroTime, Time};
 use kube::{CustomResource, KubeSchema};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -126,7 +126,7 @@ pub enum Verify {
 }
 
 /// Overrides for the mover pods a copy runs.
-#[derive(Deserialize, Serialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[derive(Deserialize, Serialize, Clone, Debug, Default, PartialEq, KubeSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct MoverSettings {
     /// Mover image; defaults to the operator's own image.
@@ -149,6 +149,12 @@ pub struct MoverSettings {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 1))]
     pub threads: Option<i32>,
+    /// Most bytes per second one mover pod writes, a quantity such as `50Mi` (default: no limit).
+    /// Keeps a warm copy from starving the replica that still serves from the same disk.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 64))]
+    #[x_kube(validation = Rule::new("isQuantity(self) && quantity(self).isGreaterThan(quantity('0'))").message("bandwidthLimit must be a positive quantity of bytes per second such as 50Mi"))]
+    pub bandwidth_limit: Option<String>,
 }
 
 /// Where a VolumeResize is in its life.
@@ -237,6 +243,9 @@ pub struct VolumePlan {
     /// Reclaim policy the source volume had before Ferry set it to Retain; restored on the new volume.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub original_reclaim_policy: Option<String>,
+    /// When the row entered its current `step` (for step-duration metrics).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub step_started_at: Option<MicroTime>,
     /// When Ferry took the replica down for this row (copy), to measure its downtime.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stopped_at: Option<Time>,

@@ -4,7 +4,7 @@
 //! replica back. Every stage is derived from what is observed, so a restarted operator resumes.
 
 use crate::in_place::Decision;
-use crate::run_state::{MoverPhase, Pass, ResizeAction, RunObserved};
+use crate::run_state::{MoverPhase, Pass, ResizeAction, RunMover, RunObserved};
 use crate::status::update_progress;
 use ferry_api::{ChosenStrategy, Phase, VolumePlan, VolumeResizeStatus, parse_bytes};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
@@ -264,7 +264,8 @@ pub fn plan_copy(
             summary = format!("creating the new volumes of {who}");
             continue;
         }
-        if final_mover.is_some() {
+        if let Some(mover) = final_mover {
+            absorb_progress(&mut status.plan[i], mover);
             status.plan[i].step = Some(STEP_FINAL_SYNC.into());
             summary = format!("final sync of {who} (stopped)");
             continue;
@@ -309,6 +310,9 @@ pub fn plan_copy(
                     absorb_result(&mut status.plan[i], result);
                 }
                 Some(_) => {
+                    if let Some(mover) = observed.movers.get(&warm) {
+                        absorb_progress(&mut status.plan[i], mover);
+                    }
                     status.plan[i].step = Some(STEP_WARM_COPY.into());
                     ready_to_stop = false;
                 }
@@ -790,6 +794,28 @@ fn finish(mut status: VolumeResizeStatus, observed: &RunObserved, now: &Time) ->
                 summary: message,
             }
         }
+    }
+}
+
+/// Takes a running mover's last progress line into the row (live bytes, files and rate).
+fn absorb_progress(row: &mut VolumePlan, mover: &RunMover) {
+    if mover.phase != MoverPhase::Running {
+        return;
+    }
+    let Some(value) = mover
+        .progress
+        .as_deref()
+        .and_then(|text| serde_json::from_str::<serde_json::Value>(text).ok())
+    else {
+        return;
+    };
+    let field = |name: &str| value.get(name).and_then(serde_json::Value::as_u64);
+    if let (Some(bytes_done), Some(bytes_total)) = (field("bytesDone"), field("bytesTotal")) {
+        row.bytes_done = Some(bytes_done);
+        row.bytes_total = Some(bytes_total);
+        row.files_done = field("filesDone").or(row.files_done);
+        row.files_total = field("filesTotal").or(row.files_total);
+        row.bytes_per_second = field("bytesPerSecond").or(row.bytes_per_second);
     }
 }
 

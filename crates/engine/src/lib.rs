@@ -10,6 +10,7 @@ pub mod retention;
 pub mod revert;
 pub mod run_state;
 pub mod status;
+pub mod step_timing;
 pub mod strategy;
 
 pub use observed::{ClaimView, Observed, PeerResize, StatefulSetView, StorageClassView, TemplateView};

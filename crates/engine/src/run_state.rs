@@ -69,19 +69,25 @@ pub struct RunVolume {
     pub claim_uid: Option<String>,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub enum MoverPhase {
+    #[default]
     Waiting,
     Running,
     Succeeded,
-    Failed { exit_code: i32, message: String },
+    Failed {
+        exit_code: i32,
+        message: String,
+    },
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct RunMover {
     pub phase: MoverPhase,
     /// The result JSON the mover wrote as its termination message.
     pub result: Option<String>,
+    /// The last progress line (JSON) the mover printed while running, read from its log.
+    pub progress: Option<String>,
 }
 
 /// Which pass of a copy a mover pod makes.

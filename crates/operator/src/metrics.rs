@@ -21,6 +21,11 @@ pub struct ReasonLabels {
     pub reason: String,
 }
 
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct StepLabels {
+    pub step: String,
+}
+
 pub struct Metrics {
     pub registry: Registry,
     /// Finished VolumeResizes by outcome (succeeded, failed).
@@ -29,6 +34,8 @@ pub struct Metrics {
     pub copied_bytes: Counter,
     /// How long each replica was down during a copy.
     pub replica_downtime: Histogram,
+    /// How long rows spent in each step of a resize.
+    pub step_duration: Family<StepLabels, Histogram>,
     pub reconciles: Family<OutcomeLabels, Counter>,
     pub errors: Family<CategoryLabels, Counter>,
     pub prechecks: Family<ReasonLabels, Counter>,
@@ -45,6 +52,8 @@ impl Default for Metrics {
         let resizes = Family::<OutcomeLabels, Counter>::default();
         let copied_bytes = Counter::default();
         let replica_downtime = Histogram::new(exponential_buckets(1.0, 2.0, 12));
+        let step_duration =
+            Family::<StepLabels, Histogram>::new_with_constructor(step_buckets as fn() -> Histogram);
         registry.register(
             "volume_resizes",
             "Finished VolumeResizes by outcome",
@@ -59,6 +68,11 @@ impl Default for Metrics {
             "replica_downtime_seconds",
             "How long a replica was down during a copy, from its stop until a new pod was Ready",
             replica_downtime.clone(),
+        );
+        registry.register(
+            "step_duration_seconds",
+            "How long a volume spent in one step of a resize (CreatingTarget, WarmCopy, FinalSync, ...)",
+            step_duration.clone(),
         );
         registry.register(
             "volume_resize_reconciles",
@@ -81,12 +95,18 @@ impl Default for Metrics {
             resizes,
             copied_bytes,
             replica_downtime,
+            step_duration,
             reconciles,
             errors,
             prechecks,
             reconcile_duration,
         }
     }
+}
+
+/// 0.25 s to about 2 hours.
+fn step_buckets() -> Histogram {
+    Histogram::new(exponential_buckets(0.25, 2.0, 16))
 }
 
 impl Metrics {

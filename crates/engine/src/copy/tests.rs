@@ -145,6 +145,7 @@ impl Cluster {
                     let running = RunMover {
                         phase: MoverPhase::Running,
                         result,
+                        progress: None,
                     };
                     self.observed.movers.insert(pod.clone(), running);
                 }
@@ -163,6 +164,7 @@ impl Cluster {
                 self.observed.movers.entry(pod.clone()).or_insert(RunMover {
                     phase: MoverPhase::Succeeded,
                     result,
+                    progress: None,
                 });
             }
             ResizeAction::DeleteMover { pod } => {
@@ -674,4 +676,49 @@ fn offline_killed_after_any_action_still_completes() {
         let (status, _) = run_with(&offline(), &mut cluster, Some(crash_at));
         assert_copied(&cluster, &status);
     }
+}
+
+#[test]
+fn a_running_mover_shows_its_live_progress_in_the_row() {
+    let mut cluster = Cluster::new();
+    let now = Time(Timestamp::from_second(1).unwrap());
+    let ctx = context();
+    let mut status = planned();
+    let warm = mover_name(&status.plan[0], ctx.suffix, Pass::Warm);
+    for _ in 0..50 {
+        if cluster.observed.movers.contains_key(&warm) {
+            break;
+        }
+        let decision = plan_copy(&ctx, &status, &cluster.observed, &now);
+        status = decision.status;
+        for action in &decision.actions {
+            cluster.apply(action);
+        }
+        if !cluster.observed.movers.contains_key(&warm) {
+            cluster.settle();
+        }
+    }
+    let mover = cluster.observed.movers.get_mut(&warm).unwrap();
+    assert_eq!(mover.phase, MoverPhase::Running);
+    mover.progress = Some(
+        r#"{"phase":"copy","filesDone":40,"filesTotal":87,"bytesDone":1048576,"bytesTotal":4194304,"bytesPerSecond":524288,"elapsedSeconds":2.0}"#
+            .into(),
+    );
+    let decision = plan_copy(&ctx, &status, &cluster.observed, &now);
+    let row = &decision.status.plan[0];
+    assert_eq!(row.step.as_deref(), Some(STEP_WARM_COPY));
+    assert_eq!(
+        (
+            row.bytes_done,
+            row.bytes_total,
+            row.files_done,
+            row.files_total,
+            row.bytes_per_second
+        ),
+        (Some(1 << 20), Some(4 << 20), Some(40), Some(87), Some(512 << 10))
+    );
+    // A line that is not progress (or no line yet) leaves the row as it was.
+    cluster.observed.movers.get_mut(&warm).unwrap().progress = Some("not json".into());
+    let unchanged = plan_copy(&ctx, &decision.status, &cluster.observed, &now);
+    assert_eq!(unchanged.status.plan[0].bytes_done, Some(1 << 20));
 }

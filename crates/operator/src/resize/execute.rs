@@ -4,10 +4,10 @@
 use super::run_observe::backup_name;
 use crate::Error;
 use crate::context::Context;
-use ferry_api::VolumeResize;
 use ferry_api::names::{
     LABEL_MANAGED_BY, LABEL_MOVER, LABEL_MOVER_PASS, LABEL_VOLUME_RESIZE, MANAGED_BY_VALUE,
 };
+use ferry_api::{VolumeResize, parse_bytes};
 use ferry_engine::run_state::{Pass, ResizeAction};
 use k8s_openapi::api::apps::v1::StatefulSet;
 use k8s_openapi::api::core::v1::{ConfigMap, PersistentVolume, PersistentVolumeClaim, Pod};
@@ -16,6 +16,9 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::{DeleteParams, Patch, PatchParams, PostParams, Preconditions, PropagationPolicy};
 use kube::{Api, Resource, ResourceExt};
 use serde_json::json;
+
+/// Name of the container in mover pods (its log carries the progress lines).
+pub const MOVER_CONTAINER: &str = "mover";
 
 const BACKUP_KEY: &str = "statefulset.json";
 
@@ -246,6 +249,14 @@ fn mover_pod(
     if let Some(threads) = settings.threads {
         command.extend(["--threads".to_string(), threads.to_string()]);
     }
+    // The API server checked it is a positive quantity.
+    if let Some(limit) = settings
+        .bandwidth_limit
+        .as_deref()
+        .and_then(|q| parse_bytes(q).ok())
+    {
+        command.extend(["--bwlimit".to_string(), limit.max(1).to_string()]);
+    }
     let mut metadata = owned_metadata(resize, name);
     metadata["labels"][LABEL_MOVER] = json!("true");
     metadata["labels"][LABEL_MOVER_PASS] = json!(match pass {
@@ -262,7 +273,7 @@ fn mover_pod(
             "tolerations": settings.tolerations,
             "securityContext": {"runAsUser": 0, "runAsGroup": 0},
             "containers": [{
-                "name": "mover",
+                "name": MOVER_CONTAINER,
                 "image": settings.image.unwrap_or_else(|| ctx.mover_image.clone()),
                 "command": command,
                 "resources": settings.resources,

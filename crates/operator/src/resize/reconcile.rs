@@ -6,7 +6,7 @@ use super::run_observe::{backup_name, observe_run, uid_suffix};
 use crate::Error;
 use crate::context::Context;
 use crate::events::{Notice, publish};
-use crate::metrics::{CategoryLabels, OutcomeLabels, ReasonLabels};
+use crate::metrics::{CategoryLabels, OutcomeLabels, ReasonLabels, StepLabels};
 use ferry_api::ChosenStrategy;
 use ferry_api::names::ANNOTATION_ROLLBACK_REQUESTED;
 use ferry_api::names::FIELD_MANAGER;
@@ -18,10 +18,11 @@ use ferry_engine::in_place::plan_in_place;
 use ferry_engine::retention::plan_retention;
 use ferry_engine::revert::{STEP_REVERTED, STEP_REVERTING, plan_revert};
 use ferry_engine::run_state::ResizeAction;
+use ferry_engine::step_timing::stamp_steps;
 use ferry_engine::{Verdict, precheck, status::after_precheck};
 use k8s_openapi::api::core::v1::ObjectReference;
 use k8s_openapi::api::core::v1::PersistentVolume;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, Time};
 use kube::api::{Patch, PatchParams};
 use kube::runtime::controller::Action;
 use kube::{Api, Resource, ResourceExt};
@@ -289,7 +290,7 @@ async fn run_step(
             .and_then(|m| m.concurrency)
             .map_or(DEFAULT_CONCURRENCY, |n| n.max(1) as usize),
     };
-    let decision = if mode == Mode::Revert {
+    let mut decision = if mode == Mode::Revert {
         plan_revert(&copy, status, &observed, &now)
     } else if all_in_place(status) {
         plan_in_place(
@@ -303,9 +304,16 @@ async fn run_step(
     } else {
         plan_copy(&copy, status, &observed, &now)
     };
+    let finished_steps = stamp_steps(status, &mut decision.status, &MicroTime(now.0));
     if &decision.status != status {
         write_status(ctx, resize, namespace, &decision.status).await?;
         count_progress(ctx, status, &decision.status);
+        for step in finished_steps {
+            ctx.metrics
+                .step_duration
+                .get_or_create(&StepLabels { step: step.step })
+                .observe(step.seconds);
+        }
     }
     let sts_ref = stateful_set.as_ref().map(|sts| sts.object_ref(&()));
     if decision.status.phase == Some(Phase::RollingBack) && status.phase != Some(Phase::RollingBack) {

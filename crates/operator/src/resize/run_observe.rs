@@ -2,6 +2,7 @@
 
 use crate::Error;
 use crate::context::Context;
+use crate::resize::execute::MOVER_CONTAINER;
 use ferry_api::{VolumeResize, parse_bytes};
 use ferry_engine::copy::{mover_name, temp_claim_name, usage_pod_name};
 use ferry_engine::run_state::{
@@ -10,7 +11,7 @@ use ferry_engine::run_state::{
 use k8s_openapi::api::apps::v1::StatefulSet;
 use k8s_openapi::api::core::v1::{ConfigMap, PersistentVolume, PersistentVolumeClaim, Pod};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
-use kube::api::ListParams;
+use kube::api::{ListParams, LogParams};
 use kube::{Api, ResourceExt};
 use std::collections::BTreeMap;
 
@@ -65,6 +66,7 @@ pub async fn observe_run(
             ]
         })
         .collect();
+    let usage_names: Vec<String> = plan.iter().map(|row| usage_pod_name(row, &suffix)).collect();
     let mut pods = BTreeMap::new();
     let mut pod_labels = BTreeMap::new();
     let mut movers = BTreeMap::new();
@@ -79,6 +81,12 @@ pub async fn observe_run(
             pods.insert(name, run_pod(&pod));
         } else if mover_names.contains(&name) {
             movers.insert(name, run_mover(&pod));
+        }
+    }
+    let pods_api = Api::<Pod>::namespaced(ctx.client.clone(), namespace);
+    for (name, mover) in movers.iter_mut() {
+        if mover.phase == MoverPhase::Running && !usage_names.contains(name) {
+            mover.progress = last_progress_line(&pods_api, name).await;
         }
     }
     let disruptions_allowed = if pod_labels.is_empty() {
@@ -170,6 +178,25 @@ fn run_volume(volume: &PersistentVolume) -> RunVolume {
     }
 }
 
+/// The last line a running mover printed (its latest progress), from the pod's log. Progress is
+/// only shown, never acted on, so a log that cannot be read yet (container starting, a kubelet that
+/// does not serve logs) just leaves the last figures in status.
+async fn last_progress_line(pods: &Api<Pod>, name: &str) -> Option<String> {
+    let params = LogParams {
+        container: Some(MOVER_CONTAINER.to_string()),
+        tail_lines: Some(1),
+        limit_bytes: Some(4096),
+        ..LogParams::default()
+    };
+    match pods.logs(name, &params).await {
+        Ok(text) => text.lines().last().map(str::to_string),
+        Err(error) => {
+            tracing::debug!(pod = name, %error, "mover progress not readable yet");
+            None
+        }
+    }
+}
+
 fn run_mover(pod: &Pod) -> RunMover {
     let status = pod.status.as_ref();
     let terminated = status
@@ -190,6 +217,7 @@ fn run_mover(pod: &Pod) -> RunMover {
     RunMover {
         phase,
         result: message,
+        progress: None,
     }
 }
 

@@ -16,6 +16,8 @@ pub struct Harness {
     pub client: Client,
     pub ns: TestNamespace,
     operator: JoinHandle<()>,
+    /// Where the running operator serves /metrics.
+    metrics_url: String,
 }
 
 impl Harness {
@@ -23,15 +25,38 @@ impl Harness {
         let client = client().await.unwrap();
         install_crd(&client).await;
         let ns = TestNamespace::create(&client, prefix).await.unwrap();
-        let operator = spawn_operator(&client, &ns.name);
-        Harness { client, ns, operator }
+        let (operator, metrics_url) = spawn_operator(&client, &ns.name);
+        Harness {
+            client,
+            ns,
+            operator,
+            metrics_url,
+        }
     }
 
     /// Kills the operator wherever it is (mid-request included) and starts a fresh one, which
     /// knows nothing but what the cluster and the VolumeResize status say.
     pub fn restart_operator(&mut self) {
         self.operator.abort();
-        self.operator = spawn_operator(&self.client, &self.ns.name);
+        (self.operator, self.metrics_url) = spawn_operator(&self.client, &self.ns.name);
+    }
+
+    /// The operator's metrics as served on /metrics now.
+    pub async fn metrics(&self) -> String {
+        let url = self.metrics_url.clone();
+        wait_until("the operator's /metrics", 30, || async {
+            let output = tokio::process::Command::new("curl")
+                .args(["-sf", &url])
+                .output()
+                .await
+                .ok()?;
+            output
+                .status
+                .success()
+                .then(|| String::from_utf8_lossy(&output.stdout).into_owned())
+        })
+        .await
+        .unwrap()
     }
 
     pub async fn finish(self) {
@@ -144,18 +169,25 @@ impl Harness {
     }
 }
 
-fn spawn_operator(client: &Client, namespace: &str) -> JoinHandle<()> {
+/// Runs the operator in this process, serving its endpoints on a free port; returns the task and
+/// its /metrics URL.
+fn spawn_operator(client: &Client, namespace: &str) -> (JoinHandle<()>, String) {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|listener| listener.local_addr())
+        .map(|address| address.port())
+        .unwrap();
     let settings = Settings {
         namespace: Some(namespace.to_string()),
-        http_addr: None,
+        http_addr: Some(([127, 0, 0, 1], port).into()),
         mover_image: None,
     };
     let client = client.clone();
-    tokio::spawn(async move {
+    let task = tokio::spawn(async move {
         if let Err(error) = run(client, settings).await {
             eprintln!("operator stopped: {error}");
         }
-    })
+    });
+    (task, format!("http://127.0.0.1:{port}/metrics"))
 }
 
 /// Installs (server-side apply) the VolumeResize CRD and waits until it is established.

@@ -1,0 +1,93 @@
+//! When each row entered its step, and how long the steps it left took (for the step-duration
+//! metric). Pure: the operator stamps the planner's new status with it before writing.
+
+use ferry_api::VolumeResizeStatus;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime;
+
+/// A step a row has just left, and how long it was in it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FinishedStep {
+    pub step: String,
+    pub seconds: f64,
+}
+
+/// Sets `stepStartedAt` to `now` on rows of `next` whose step differs from `previous`, and returns
+/// the steps those rows left with their durations. Rows whose step is unchanged keep their stamp, so
+/// a reconcile that changes nothing writes nothing.
+pub fn stamp_steps(
+    previous: &VolumeResizeStatus,
+    next: &mut VolumeResizeStatus,
+    now: &MicroTime,
+) -> Vec<FinishedStep> {
+    let mut finished = Vec::new();
+    for row in &mut next.plan {
+        let before = previous.plan.iter().find(|old| old.claim_name == row.claim_name);
+        let old_step = before.and_then(|old| old.step.clone());
+        if old_step == row.step {
+            continue;
+        }
+        if let (Some(step), Some(since)) = (old_step, before.and_then(|old| old.step_started_at.as_ref())) {
+            let seconds = now.0.duration_since(since.0).as_secs_f64();
+            finished.push(FinishedStep {
+                step,
+                seconds: seconds.max(0.0),
+            });
+        }
+        row.step_started_at = row.step.as_ref().map(|_| now.clone());
+    }
+    finished
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ferry_api::VolumePlan;
+    use k8s_openapi::jiff::Timestamp;
+
+    fn at(millis: i64) -> MicroTime {
+        MicroTime(Timestamp::from_millisecond(millis).unwrap())
+    }
+
+    fn status(step: Option<&str>, since: Option<MicroTime>) -> VolumeResizeStatus {
+        VolumeResizeStatus {
+            plan: vec![VolumePlan {
+                claim_name: "data-db-0".into(),
+                step: step.map(String::from),
+                step_started_at: since,
+                ..Default::default()
+            }],
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn a_new_step_is_stamped_and_the_old_one_timed() {
+        let previous = status(Some("WarmCopy"), Some(at(1_000)));
+        let mut next = status(Some("StoppingReplica"), Some(at(1_000)));
+        let finished = stamp_steps(&previous, &mut next, &at(3_500));
+        assert_eq!(
+            finished,
+            vec![FinishedStep {
+                step: "WarmCopy".into(),
+                seconds: 2.5
+            }]
+        );
+        assert_eq!(next.plan[0].step_started_at, Some(at(3_500)));
+    }
+
+    #[test]
+    fn an_unchanged_step_keeps_its_stamp_so_nothing_is_written() {
+        let previous = status(Some("WarmCopy"), Some(at(1_000)));
+        let mut next = previous.clone();
+        assert!(stamp_steps(&previous, &mut next, &at(9_000)).is_empty());
+        assert_eq!(next, previous);
+    }
+
+    #[test]
+    fn the_first_step_is_stamped_without_a_duration() {
+        let previous = status(None, None);
+        let mut next = status(Some("CreatingTarget"), None);
+        assert!(stamp_steps(&previous, &mut next, &at(5_000)).is_empty());
+        assert_eq!(next.plan[0].step_started_at, Some(at(5_000)));
+    }
+}
