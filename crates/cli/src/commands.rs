@@ -152,7 +152,7 @@ fn print_data<T: serde::Serialize>(value: &T, format: DataFormat) -> Result<(), 
             serde_yaml::to_string(value).map_err(|e| CliError::Failed(format!("cannot render YAML: {e}")))?
         }
     };
-    print!("{text}");
+    crate::out!("{text}");
     Ok(())
 }
 
@@ -163,7 +163,7 @@ async fn resize(cluster: &Cluster, args: ResizeArgs, style: Style) -> Result<Exi
     if let Some(format) = args.output {
         print_data(&created, format)?;
     } else {
-        println!(
+        crate::outln!(
             "volumeresize.ferry.dev/{name} created{}",
             if args.dry_run { " (dry run)" } else { "" }
         );
@@ -180,9 +180,9 @@ async fn resize(cluster: &Cluster, args: ResizeArgs, style: Style) -> Result<Exi
                     .unwrap_or_else(|| "(default)".into());
                 line.push_str(&format!(", StorageClass {old} -> {class}"));
             }
-            println!("{line}");
+            crate::outln!("{line}");
         }
-        println!(
+        crate::outln!(
             "  mode {}, strategy {}, verify {}, warm copy {}",
             render::mode_name(created.spec.mode),
             render::strategy_name(created.spec.strategy),
@@ -190,7 +190,7 @@ async fn resize(cluster: &Cluster, args: ResizeArgs, style: Style) -> Result<Exi
             if created.spec.warm_copy { "on" } else { "off" }
         );
         if !args.watch {
-            println!(
+            crate::outln!(
                 "Follow it with: kubectl ferry watch {name} -n {}",
                 cluster.namespace
             );
@@ -247,9 +247,9 @@ async fn plan(cluster: &Cluster, args: PlanArgs, style: Style) -> Result<ExitCod
     match args.output {
         Some(format) => print_data(&resize, format)?,
         None => {
-            print!("{}", render::plan_text(&resize, rate, style));
+            crate::out!("{}", render::plan_text(&resize, rate, style));
             if args.keep {
-                println!("Kept the dry-run VolumeResize {name}.");
+                crate::outln!("Kept the dry-run VolumeResize {name}.");
             }
         }
     }
@@ -292,7 +292,7 @@ async fn list(cluster: &Cluster, args: ListArgs, style: Style) -> Result<ExitCod
                     eprintln!("No VolumeResizes found in namespace {}.", cluster.namespace);
                 }
             } else {
-                print!(
+                crate::out!(
                     "{}",
                     render::list_table(
                         &items,
@@ -312,7 +312,7 @@ async fn describe(cluster: &Cluster, args: NameArgs, style: Style) -> Result<Exi
     let resize = cluster.get_resize(&args.name).await?;
     let now = jiff::Timestamp::now();
     let events = cluster.events(&args.name, now).await;
-    print!("{}", render::describe_text(&resize, &events, now, style));
+    crate::out!("{}", render::describe_text(&resize, &events, now, style));
     Ok(ExitCode::Ok)
 }
 
@@ -328,7 +328,7 @@ pub fn phase_exit(phase: Phase) -> ExitCode {
 async fn status(cluster: &Cluster, args: StatusArgs, style: Style) -> Result<ExitCode, CliError> {
     let mut resize = cluster.get_resize(&args.name).await?;
     if !args.follow {
-        print!("{}", render::status_text(&resize, style));
+        crate::out!("{}", render::status_text(&resize, style));
         return Ok(phase_exit(resize.phase()));
     }
     let interval = seconds(args.interval)?;
@@ -337,7 +337,7 @@ async fn status(cluster: &Cluster, args: StatusArgs, style: Style) -> Result<Exi
     loop {
         let headline = render::headline(&resize, style);
         if headline != last {
-            println!("{headline}");
+            crate::outln!("{headline}");
             last = headline;
         }
         if resize.phase().is_terminal() {
@@ -356,7 +356,7 @@ async fn status(cluster: &Cluster, args: StatusArgs, style: Style) -> Result<Exi
     }
     if let Some(status) = &resize.status {
         for row in &status.plan {
-            println!("  {}", render::row_line(row));
+            crate::outln!("  {}", render::row_line(row));
         }
     }
     Ok(phase_exit(resize.phase()))
@@ -408,7 +408,7 @@ async fn rollback(cluster: &Cluster, args: RollbackArgs, style: Style) -> Result
         return Err(CliError::Failed(refusal));
     }
     if resize.phase() == ferry_api::Phase::RollingBack {
-        println!("volumeresize.ferry.dev/{} is already rolling back", args.name);
+        crate::outln!("volumeresize.ferry.dev/{} is already rolling back", args.name);
         return Ok(ExitCode::Ok);
     }
     let already = resize
@@ -439,7 +439,7 @@ async fn rollback(cluster: &Cluster, args: RollbackArgs, style: Style) -> Result
         )
         .paint(YELLOW, "warning:")
     );
-    println!(
+    crate::outln!(
         "volumeresize.ferry.dev/{} rollback {}requested",
         args.name,
         if already { "already " } else { "" }
@@ -458,7 +458,7 @@ async fn delete(cluster: &Cluster, args: NameArgs) -> Result<ExitCode, CliError>
             .explain(error, Action::named("delete", RESIZES, &args.name))
             .await);
     }
-    println!("volumeresize.ferry.dev \"{}\" deleted", args.name);
+    crate::outln!("volumeresize.ferry.dev \"{}\" deleted", args.name);
     if matches!(
         resize.phase(),
         Phase::Running | Phase::Paused | Phase::RollingBack
@@ -477,10 +477,7 @@ fn completion(args: &CompletionArgs) -> Result<ExitCode, CliError> {
     let mut command = Cli::command().bin_name("kubectl-ferry");
     let mut script = Vec::new();
     clap_complete::generate(args.shell, &mut command, "kubectl-ferry", &mut script);
-    use std::io::Write;
-    std::io::stdout()
-        .write_all(&script)
-        .map_err(|e| CliError::Failed(format!("cannot write the completion script: {e}")))?;
+    crate::out!("{}", String::from_utf8_lossy(&script));
     Ok(ExitCode::Ok)
 }
 

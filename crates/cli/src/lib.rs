@@ -10,6 +10,7 @@ pub mod commands;
 pub mod exit;
 pub mod format;
 pub mod kube_io;
+pub mod output;
 pub mod render;
 pub mod request;
 pub mod style;

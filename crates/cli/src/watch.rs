@@ -75,7 +75,7 @@ async fn watch_plain(
     loop {
         let resize = cluster.get_resize(name).await?;
         for line in changed_lines(&resize, &mut seen, style) {
-            println!("{line}");
+            crate::outln!("{line}");
         }
         if resize.phase().is_terminal() {
             return Ok(phase_exit(resize.phase()));
@@ -135,7 +135,7 @@ async fn watch_bars(
     }
     header.finish_and_clear();
     let resize = result?;
-    println!("{}", render::headline(&resize, style));
+    crate::outln!("{}", render::headline(&resize, style));
     Ok(phase_exit(resize.phase()))
 }
 

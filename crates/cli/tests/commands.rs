@@ -538,6 +538,19 @@ async fn completion_scripts() {
         assert!(text.contains(marker), "{shell}: {text}");
         assert!(text.contains("resize") && text.contains("rollback"), "{shell}");
     }
+    // A reader that went away (`| head`): the plugin stops quietly instead of panicking.
+    let (reader, writer) = std::io::pipe().unwrap();
+    drop(reader);
+    let output = std::process::Command::new(support::BIN)
+        .args(["completion", "bash"])
+        .stdout(writer)
+        .stderr(Stdio::piped())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    assert!(stderr.is_empty(), "{stderr}");
+
     let output = tokio::process::Command::new(support::BIN)
         .args(["completion", "tcsh"])
         .output()
