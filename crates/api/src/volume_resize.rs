@@ -21,7 +21,9 @@ use std::collections::BTreeMap;
     printcolumn = r#"{"name":"Phase","type":"string","jsonPath":".status.phase"}"#,
     printcolumn = r#"{"name":"Progress","type":"string","jsonPath":".status.progress"}"#,
     printcolumn = r#"{"name":"Age","type":"date","jsonPath":".metadata.creationTimestamp"}"#,
-    printcolumn = r#"{"name":"Message","type":"string","jsonPath":".status.message","priority":1}"#
+    printcolumn = r#"{"name":"Message","type":"string","jsonPath":".status.message","priority":1}"#,
+    // The name labels every object the resize creates, and label values hold at most 63 characters.
+    validation = Rule::new("self.metadata.name.size() <= 63").message("VolumeResize names must be at most 63 characters (the name labels the objects Ferry creates)")
 )]
 #[serde(rename_all = "camelCase")]
 pub struct VolumeResizeSpec {

@@ -273,7 +273,8 @@ pub fn build_spec(args: &RequestArgs, volumes: Vec<VolumeChange>, dry_run: bool)
 
 /// `generateName` prefix for a VolumeResize of this StatefulSet (names stay within 253 chars).
 pub fn generate_name(stateful_set: &str, plan: bool) -> String {
-    let stem: String = stateful_set.chars().take(200).collect();
+    // The API server appends 5 characters; the whole name must fit a label value (63).
+    let stem: String = stateful_set.chars().take(50).collect();
     if plan {
         format!("{stem}-plan-")
     } else {
@@ -467,5 +468,14 @@ mod tests {
     fn generated_names() {
         assert_eq!(generate_name("db", false), "db-resize-");
         assert_eq!(generate_name("db", true), "db-plan-");
+    }
+
+    #[test]
+    fn generated_names_fit_a_label_value() {
+        let long = "s".repeat(253);
+        for plan in [false, true] {
+            assert!(generate_name(&long, plan).len() + 5 <= 63);
+        }
+        assert_eq!(generate_name("db", false), "db-resize-");
     }
 }

@@ -8,12 +8,16 @@ use serde_json::json;
 use support::install_crd;
 
 async fn rejection(spec: serde_json::Value) -> String {
+    rejection_of(json!({"generateName": "invalid-"}), spec).await
+}
+
+async fn rejection_of(metadata: serde_json::Value, spec: serde_json::Value) -> String {
     let client = ferry_testenv::client().await.unwrap();
     install_crd(&client).await;
     let api: kube::Api<ferry_api::VolumeResize> = kube::Api::namespaced(client, "default");
     let object = json!({
         "apiVersion": "ferry.dev/v1alpha1", "kind": "VolumeResize",
-        "metadata": {"generateName": "invalid-"}, "spec": spec,
+        "metadata": metadata, "spec": spec,
     });
     let data = serde_json::to_vec(&object).unwrap();
     let request = api.resource_url().to_string();
@@ -100,4 +104,11 @@ async fn missing_or_empty_fields_and_bad_durations_are_rejected() {
         message.contains("retainOldVolumes must be a duration"),
         "{message}"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn names_too_long_for_a_label_are_rejected() {
+    let spec = json!({"statefulSetName": "db", "volumes": [{"name": "data", "size": "1Gi"}]});
+    let message = rejection_of(json!({"name": "r".repeat(64)}), spec).await;
+    assert!(message.contains("at most 63 characters"), "{message}");
 }
