@@ -98,6 +98,9 @@ pub struct RequestArgs {
     /// How long old volumes are kept after a copy: e.g. 24h, 7d, or Forever.
     #[arg(long, value_name = "DURATION")]
     pub retain_old_volumes: Option<String>,
+    /// Most bytes per second each mover pod writes, e.g. 50Mi (default: no limit).
+    #[arg(long, value_name = "QUANTITY")]
+    pub bandwidth_limit: Option<String>,
     /// Proceed even when the StatefulSet is not fully Ready.
     #[arg(long)]
     pub force: bool,

@@ -93,6 +93,7 @@ fn request_error(error: RequestError) -> CliError {
 }
 
 fn pair(args: &RequestArgs) -> Result<Vec<request::VolumeRequest>, CliError> {
+    request::check_bandwidth_limit(args.bandwidth_limit.as_deref()).map_err(request_error)?;
     request::pair_volumes(&args.volumes, &args.sizes, &args.storage_classes).map_err(request_error)
 }
 

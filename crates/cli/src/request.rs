@@ -13,7 +13,7 @@
 //! - a volume with a StorageClass but no size keeps its current template size.
 
 use crate::args::{ModeArg, RequestArgs, StrategyArg, VerifyArg};
-use ferry_api::{Mode, Strategy, Verify, VolumeChange, VolumeResizeSpec, parse_bytes};
+use ferry_api::{Mode, MoverSettings, Strategy, Verify, VolumeChange, VolumeResizeSpec, parse_bytes};
 use thiserror::Error;
 
 #[derive(Debug, Error, PartialEq, Eq)]
@@ -243,6 +243,17 @@ pub fn resolve(
     Ok(changes)
 }
 
+/// Checks `--bandwidth-limit`: a positive quantity of bytes per second.
+pub fn check_bandwidth_limit(limit: Option<&str>) -> Result<(), RequestError> {
+    match limit.map(parse_bytes) {
+        None | Some(Ok(1..)) => Ok(()),
+        Some(Ok(0)) => Err(RequestError::Usage(
+            "--bandwidth-limit must be more than 0 bytes per second".into(),
+        )),
+        Some(Err(e)) => Err(RequestError::Usage(format!("--bandwidth-limit: {e}"))),
+    }
+}
+
 /// The spec for the request (volumes already resolved).
 pub fn build_spec(args: &RequestArgs, volumes: Vec<VolumeChange>, dry_run: bool) -> VolumeResizeSpec {
     VolumeResizeSpec {
@@ -266,7 +277,10 @@ pub fn build_spec(args: &RequestArgs, volumes: Vec<VolumeChange>, dry_run: bool)
         retain_old_volumes: args.retain_old_volumes.clone(),
         dry_run,
         force: args.force,
-        mover: None,
+        mover: args.bandwidth_limit.clone().map(|limit| MoverSettings {
+            bandwidth_limit: Some(limit),
+            ..MoverSettings::default()
+        }),
         timeout_seconds: None,
     }
 }
@@ -445,10 +459,15 @@ mod tests {
             no_warm_copy: true,
             verify: Some(VerifyArg::Metadata),
             retain_old_volumes: Some("7d".into()),
+            bandwidth_limit: Some("50Mi".into()),
             force: true,
             ..Default::default()
         };
         let spec = build_spec(&args, vec![], true);
+        assert_eq!(
+            spec.mover.and_then(|m| m.bandwidth_limit).as_deref(),
+            Some("50Mi")
+        );
         assert_eq!(spec.stateful_set_name, "db");
         assert_eq!(
             (spec.mode, spec.strategy, spec.verify),
@@ -477,5 +496,15 @@ mod tests {
             assert!(generate_name(&long, plan).len() + 5 <= 63);
         }
         assert_eq!(generate_name("db", false), "db-resize-");
+    }
+
+    #[test]
+    fn bandwidth_limit_must_be_a_positive_quantity() {
+        assert!(check_bandwidth_limit(None).is_ok());
+        assert!(check_bandwidth_limit(Some("50Mi")).is_ok());
+        for bad in ["0", "fast", "50MB/s"] {
+            let error = check_bandwidth_limit(Some(bad)).unwrap_err().to_string();
+            assert!(error.contains("--bandwidth-limit"), "{bad}: {error}");
+        }
     }
 }
