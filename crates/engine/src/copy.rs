@@ -834,8 +834,10 @@ fn absorb_result(row: &mut VolumePlan, result: Option<&str>) {
             .get("seconds")
             .and_then(serde_json::Value::as_f64)
             .unwrap_or(0.0);
-        if seconds > 0.0 {
-            row.bytes_per_second = Some((bytes as f64 / seconds) as u64);
+        // The rate of what this pass wrote (a final pass that found little to do is not "fast").
+        let copied = field("bytesCopied").unwrap_or(bytes);
+        if seconds > 0.0 && copied > 0 {
+            row.bytes_per_second = Some((copied as f64 / seconds) as u64);
         }
     }
 }

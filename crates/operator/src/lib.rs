@@ -9,6 +9,7 @@ pub mod http;
 pub mod metrics;
 pub mod resize;
 pub mod run;
+pub mod triggers;
 
 pub use error::Error;
 pub use run::{Settings, run};

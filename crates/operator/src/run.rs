@@ -2,10 +2,11 @@
 
 use crate::context::Context;
 use crate::metrics::Metrics;
-use crate::{Error, http, resize};
+use crate::{Error, http, resize, triggers};
 use ferry_api::VolumeResize;
 use futures::StreamExt;
 use k8s_openapi::api::apps::v1::StatefulSet;
+use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim, Pod};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::runtime::reflector::ObjectRef;
 use kube::runtime::wait::{await_condition, conditions};
@@ -39,13 +40,21 @@ pub async fn run(client: Client, settings: Settings) -> Result<(), Error> {
         .map(|addr| tokio::spawn(http::serve(addr, metrics.clone(), ready.clone())));
 
     wait_for_crd(&client).await?;
-    let (resizes, stateful_sets) = match &settings.namespace {
+    let (resizes, stateful_sets, pods, claims) = match &settings.namespace {
         Some(ns) => (
             Api::<VolumeResize>::namespaced(client.clone(), ns),
             Api::<StatefulSet>::namespaced(client.clone(), ns),
+            Api::<Pod>::namespaced(client.clone(), ns),
+            Api::<PersistentVolumeClaim>::namespaced(client.clone(), ns),
         ),
-        None => (Api::all(client.clone()), Api::all(client.clone())),
+        None => (
+            Api::all(client.clone()),
+            Api::all(client.clone()),
+            Api::all(client.clone()),
+            Api::all(client.clone()),
+        ),
     };
+    let client_for_volumes = client.clone();
     let controller = Controller::new(resizes, watcher::Config::default().any_semantic());
     let store = controller.store();
     let ctx = Arc::new(Context::new(
@@ -73,6 +82,35 @@ pub async fn run(client: Client, settings: Settings) -> Result<(), Error> {
                     })
                     .map(|resize| ObjectRef::from_obj(resize.as_ref()))
                     .collect::<Vec<_>>()
+            },
+        )
+        // Pods and claims a running resize waits for wake it at once (no store is kept for them).
+        .watches(pods, watcher::Config::default().any_semantic(), {
+            let store = store.clone();
+            move |pod: Pod| {
+                let namespace = pod.namespace();
+                triggers::for_pod(
+                    &store.state(),
+                    namespace.as_deref(),
+                    &pod.name_any(),
+                    triggers::mover_owner(pod.labels()),
+                )
+            }
+        })
+        .watches(claims, watcher::Config::default().any_semantic(), {
+            let store = store.clone();
+            move |claim: PersistentVolumeClaim| {
+                let namespace = claim.namespace();
+                triggers::for_claim(&store.state(), namespace.as_deref(), &claim.name_any())
+            }
+        })
+        // Volumes are cluster-scoped: the swap waits for one to be reserved for its claim.
+        .watches(
+            Api::<PersistentVolume>::all(client_for_volumes),
+            watcher::Config::default().any_semantic(),
+            {
+                let store = store.clone();
+                move |volume: PersistentVolume| triggers::for_volume(&store.state(), &volume.name_any())
             },
         )
         .shutdown_on_signal();
