@@ -333,6 +333,7 @@ async fn run_step(
         set_finalizer(ctx, resize, namespace, true).await?;
     }
     for action in &decision.actions {
+        tracing::info!(name = %resize.name_any(), namespace, reason = action_reason(action), "{}", describe(action));
         execute(ctx, resize, namespace, stateful_set.as_ref(), action).await?;
     }
     // One Event per kind of action (the recorder folds same-reason Events into one series anyway).
@@ -402,7 +403,7 @@ fn describe(action: &ResizeAction) -> String {
             format!("requested {} for PVC {claim}", format_bytes(*bytes))
         }
         ResizeAction::RestartPod { pod, .. } => {
-            format!("restarting pod {pod} to finish its file-system resize")
+            format!("deleting pod {pod}; it comes back on its resized or new volume")
         }
         ResizeAction::OrphanDeleteStatefulSet => {
             "deleting the StatefulSet with orphan propagation; pods keep running".into()
