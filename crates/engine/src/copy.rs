@@ -481,10 +481,11 @@ fn record_volumes(ctx: &CopyContext, status: &mut VolumeResizeStatus, observed: 
     }
 }
 
-/// The original claim name is bound to the new volume.
+/// The original claim name is bound to the new volume (both sides of the binding done).
 fn swapped(row: &VolumePlan, observed: &RunObserved) -> bool {
-    let claim = observed.claims.get(&row.claim_name);
-    row.target_volume.is_some() && claim.and_then(|c| c.volume_name.as_ref()) == row.target_volume.as_ref()
+    row.target_volume
+        .as_deref()
+        .is_some_and(|target| observed.bound_to(&row.claim_name, target))
 }
 
 /// The swap has started (the original claim is gone or going) but not finished.

@@ -15,10 +15,11 @@ fn to_revert(row: &VolumePlan) -> bool {
     matches!(row.step.as_deref(), Some(STEP_COPIED) | Some(STEP_REVERTING))
 }
 
-/// The claim name is bound to the row's old volume again.
+/// The claim name is bound to the row's old volume again (both sides of the binding done).
 fn back_on_old(row: &VolumePlan, observed: &RunObserved) -> bool {
-    let claim = observed.claims.get(&row.claim_name);
-    row.source_volume.is_some() && claim.and_then(|c| c.volume_name.as_ref()) == row.source_volume.as_ref()
+    row.source_volume
+        .as_deref()
+        .is_some_and(|old| observed.bound_to(&row.claim_name, old))
 }
 
 /// Rows that can be reverted: copied, with their old volume still there.

@@ -22,6 +22,20 @@ pub struct RunObserved {
 }
 
 impl RunObserved {
+    /// The claim is bound to `volume` on both sides: the claim names it and is Bound, and the volume's
+    /// claimRef carries the claim's UID. Until then the volume may still look Released to its
+    /// provisioner, so its reclaim policy must not go back to Delete.
+    pub fn bound_to(&self, claim: &str, volume: &str) -> bool {
+        self.claims.get(claim).is_some_and(|c| {
+            c.bound
+                && c.volume_name.as_deref() == Some(volume)
+                && self
+                    .volumes
+                    .get(volume)
+                    .is_some_and(|v| v.claim_uid.as_deref() == Some(c.uid.as_str()))
+        })
+    }
+
     /// A PodDisruptionBudget forbids taking a replica down right now.
     pub fn budget_blocks(&self) -> bool {
         self.disruptions_allowed.is_some_and(|allowed| allowed < 1)
@@ -51,6 +65,9 @@ pub struct RunClaim {
     pub capacity_bytes: u64,
     /// The driver grew the volume; the file system grows when the pod restarts.
     pub file_system_resize_pending: bool,
+    /// Its status says Bound (a claim created with `volumeName` is Pending until the PV controller
+    /// binds the volume to it).
+    pub bound: bool,
 }
 
 #[derive(Debug, Clone, Default, PartialEq)]

@@ -20,6 +20,9 @@ struct Cluster {
     bytes_per_char: u64,
     /// Mover pods that end (with this phase) at the next tick.
     finishing: BTreeMap<String, MoverPhase>,
+    /// Claims created onto a reserved volume, bound by the PV controller a tick later (the planner
+    /// sees them Pending once).
+    binding: Vec<String>,
 }
 
 impl Cluster {
@@ -34,6 +37,7 @@ impl Cluster {
             fail_final_of: None,
             bytes_per_char: 1 << 20,
             finishing: BTreeMap::new(),
+            binding: Vec::new(),
         };
         cluster.observed.stateful_set = Some(RunStatefulSet {
             deleting: false,
@@ -63,6 +67,7 @@ impl Cluster {
             RunClaim {
                 uid: uid.clone(),
                 volume_name: Some(volume.into()),
+                bound: true,
                 ..RunClaim::default()
             },
         );
@@ -79,6 +84,45 @@ impl Cluster {
     /// What the StatefulSet controller does: re-create missing pods while the StatefulSet exists;
     /// and mover pods end.
     fn settle(&mut self) {
+        // The provisioner deletes a volume with policy Delete that no claim holds (Released), data
+        // and all: a reclaim policy set back too early loses the copy.
+        let held = |volume: &RunVolume, claims: &BTreeMap<String, RunClaim>| {
+            let claim = volume.claim_name.as_ref().and_then(|name| claims.get(name));
+            claim.is_some_and(|c| Some(&c.uid) == volume.claim_uid.as_ref())
+        };
+        let released: Vec<String> = self
+            .observed
+            .volumes
+            .iter()
+            .filter(|(_, v)| v.reclaim_policy == "Delete" && !held(v, &self.observed.claims))
+            .map(|(name, _)| name.clone())
+            .collect();
+        for volume in released {
+            self.observed.volumes.remove(&volume);
+            self.data.remove(&volume);
+        }
+        // The PV controller binds claims created onto a reserved volume at the tick after.
+        for claim in std::mem::take(&mut self.binding) {
+            let Some(c) = self.observed.claims.get_mut(&claim) else {
+                continue;
+            };
+            let volume = c
+                .volume_name
+                .clone()
+                .and_then(|v| self.observed.volumes.get_mut(&v));
+            if let Some(volume) = volume
+                && volume.claim_name.as_deref() == Some(claim.as_str())
+                && volume.claim_uid.is_none()
+            {
+                volume.claim_uid = Some(c.uid.clone());
+                c.bound = true;
+            }
+        }
+        for (claim, c) in &self.observed.claims {
+            if !c.bound {
+                self.binding.push(claim.clone());
+            }
+        }
         for (pod, phase) in std::mem::take(&mut self.finishing) {
             if let Some(mover) = self.observed.movers.get_mut(&pod) {
                 mover.phase = phase;
@@ -203,8 +247,17 @@ impl Cluster {
                     v.claim_name.as_deref() == Some(claim.as_str()) && v.claim_uid.is_none()
                 });
                 if reserved && !self.observed.claims.contains_key(claim) {
-                    let policy = self.observed.volumes[volume].reclaim_policy.clone();
-                    self.bind(claim, volume, &policy);
+                    // Created Pending, naming its volume; bound two ticks later.
+                    let uid = self.id();
+                    self.observed.claims.insert(
+                        claim.clone(),
+                        RunClaim {
+                            uid,
+                            volume_name: Some(volume.clone()),
+                            bound: false,
+                            ..RunClaim::default()
+                        },
+                    );
                 }
             }
             ResizeAction::OrphanDeleteStatefulSet => self.observed.stateful_set = None,

@@ -235,6 +235,7 @@ fn run_claim(claim: &PersistentVolumeClaim) -> RunClaim {
                 .and_then(|r| r.requests.as_ref()),
         ),
         capacity_bytes: storage(status.and_then(|s| s.capacity.as_ref())),
+        bound: status.and_then(|s| s.phase.as_deref()) == Some("Bound"),
         file_system_resize_pending: status
             .and_then(|s| s.conditions.as_ref())
             .is_some_and(|conditions| {
