@@ -227,6 +227,10 @@ pub struct VolumePlan {
     pub target_storage_class: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bytes_done: Option<u64>,
+    /// Bytes the mover passes wrote to the new volume: the warm pass, plus what changed before the
+    /// final one (copy). `bytesCopied / bytesTotal` is the bytes copied per byte of data.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bytes_copied: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bytes_total: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -18,6 +18,7 @@ pub const STEP_STARTING_REPLICA: &str = "StartingReplica";
 pub const STEP_COPIED: &str = "Copied";
 pub const STEP_ROLLED_BACK: &str = "RolledBack";
 const RETAIN: &str = "Retain";
+const PHASE_AVAILABLE: &str = "Available";
 
 /// What the copy needs besides status and observation.
 pub struct CopyContext<'a> {
@@ -246,7 +247,13 @@ pub fn plan_copy(
         // pods it removes no longer show that the final sync succeeded.
         let swapping = row.step.as_deref() == Some(STEP_SWAPPING);
         if final_done || swapping || mid_swap(&row, observed) {
-            absorb_result(&mut status.plan[i], final_mover.and_then(|m| m.result.as_deref()));
+            let result = final_mover.and_then(|m| m.result.as_deref());
+            absorb_result(&mut status.plan[i], result);
+            // Counted once, when the swap begins (the step is recorded before acting).
+            if !swapping && let Some(copied) = copied_by(result) {
+                let row = &mut status.plan[i];
+                row.bytes_copied = Some(row.bytes_copied.unwrap_or(0) + copied);
+            }
             status.plan[i].step = Some(STEP_SWAPPING.into());
             actions.extend(swap(ctx, &status.plan[i], observed));
             summary = format!("swapping volumes of {who}");
@@ -308,6 +315,7 @@ pub fn plan_copy(
                 Some(MoverPhase::Succeeded) => {
                     let result = observed.movers.get(&warm).and_then(|m| m.result.as_deref());
                     absorb_result(&mut status.plan[i], result);
+                    status.plan[i].bytes_copied = copied_by(result);
                 }
                 Some(_) => {
                     if let Some(mover) = observed.movers.get(&warm) {
@@ -574,15 +582,22 @@ pub fn swap_claim_to(
     if observed.claims.contains_key(&ctx.temp_claim(row)) || observed.claims.contains_key(&row.claim_name) {
         return deletes;
     }
-    let reserved = observed
-        .volumes
-        .get(&target)
-        .is_some_and(|v| v.claim_name.as_deref() == Some(row.claim_name.as_str()) && v.claim_uid.is_none());
+    let Some(volume) = observed.volumes.get(&target) else {
+        return vec![];
+    };
+    let reserved =
+        volume.claim_name.as_deref() == Some(row.claim_name.as_str()) && volume.claim_uid.is_none();
     if !reserved {
         return vec![ResizeAction::ReserveVolume {
             volume: target,
             claim: row.claim_name.clone(),
         }];
+    }
+    // The PV controller marks a reserved volume Available once it has seen the reservation; a
+    // claim created before that finds the old claimRef in its cache, fails to bind and waits for
+    // the controller's next resync (15 s by default).
+    if volume.phase != PHASE_AVAILABLE {
+        return vec![];
     }
     vec![ResizeAction::BindClaim {
         claim: row.claim_name.clone(),
@@ -818,6 +833,12 @@ fn absorb_progress(row: &mut VolumePlan, mover: &RunMover) {
         row.files_total = field("filesTotal").or(row.files_total);
         row.bytes_per_second = field("bytesPerSecond").or(row.bytes_per_second);
     }
+}
+
+/// The bytes a mover pass wrote, from its result JSON.
+fn copied_by(result: Option<&str>) -> Option<u64> {
+    let value = serde_json::from_str::<serde_json::Value>(result?).ok()?;
+    value.get("bytesCopied").and_then(serde_json::Value::as_u64)
 }
 
 /// Takes files and bytes from a mover's result JSON into the row.

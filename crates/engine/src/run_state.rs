@@ -84,6 +84,8 @@ pub struct RunVolume {
     pub claim_name: Option<String>,
     /// UID in its claimRef; `None` when reserved by name only.
     pub claim_uid: Option<String>,
+    /// `status.phase` (Available, Bound, Released, …), written by the PV controller.
+    pub phase: String,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

@@ -30,7 +30,7 @@ pub struct Metrics {
     pub registry: Registry,
     /// Finished VolumeResizes by outcome (succeeded, failed).
     pub resizes: Family<OutcomeLabels, Counter>,
-    /// Bytes of data moved to new volumes by copies.
+    /// Bytes the mover passes of copies wrote to new volumes.
     pub copied_bytes: Counter,
     /// How long each replica was down during a copy.
     pub replica_downtime: Histogram,
@@ -61,7 +61,7 @@ impl Default for Metrics {
         );
         registry.register(
             "copied_bytes",
-            "Bytes of data moved to new volumes by copies",
+            "Bytes the mover passes of copies wrote to new volumes",
             copied_bytes.clone(),
         );
         registry.register(

@@ -77,6 +77,7 @@ impl Cluster {
                 reclaim_policy: policy.into(),
                 claim_name: Some(claim.into()),
                 claim_uid: Some(uid),
+                phase: "Bound".into(),
             },
         );
     }
@@ -101,7 +102,13 @@ impl Cluster {
             self.observed.volumes.remove(&volume);
             self.data.remove(&volume);
         }
-        // The PV controller binds claims created onto a reserved volume at the tick after.
+        // The PV controller sees a reservation (Available) a tick after it was made, and binds
+        // claims created onto a reserved volume at the tick after that.
+        for volume in self.observed.volumes.values_mut() {
+            if volume.claim_uid.is_none() && volume.claim_name.is_some() {
+                volume.phase = "Available".into();
+            }
+        }
         for claim in std::mem::take(&mut self.binding) {
             let Some(c) = self.observed.claims.get_mut(&claim) else {
                 continue;
@@ -115,6 +122,7 @@ impl Cluster {
                 && volume.claim_uid.is_none()
             {
                 volume.claim_uid = Some(c.uid.clone());
+                volume.phase = "Bound".into();
                 c.bound = true;
             }
         }
@@ -182,7 +190,10 @@ impl Cluster {
                     }
                     MoverPhase::Succeeded
                 };
-                let result = Some(r#"{"files":10,"bytes":1000,"seconds":0.5}"#.to_string());
+                let copied = if *pass == Pass::Warm { 1000 } else { 10 };
+                let result = Some(format!(
+                    r#"{{"files":10,"bytes":1000,"bytesCopied":{copied},"seconds":0.5}}"#
+                ));
                 // Runs until the next tick of the simulated cluster.
                 if !self.observed.movers.contains_key(pod) {
                     self.finishing.insert(pod.clone(), phase);
@@ -240,12 +251,20 @@ impl Cluster {
                 if let Some(v) = self.observed.volumes.get_mut(volume) {
                     v.claim_name = Some(claim.clone());
                     v.claim_uid = None;
+                    v.phase = "Released".into();
                 }
             }
             ResizeAction::BindClaim { claim, volume, .. } => {
+                // A claim created before the PV controller saw the reservation would not bind.
                 let reserved = self.observed.volumes.get(volume).is_some_and(|v| {
-                    v.claim_name.as_deref() == Some(claim.as_str()) && v.claim_uid.is_none()
+                    v.claim_name.as_deref() == Some(claim.as_str())
+                        && v.claim_uid.is_none()
+                        && v.phase == "Available"
                 });
+                assert!(
+                    reserved,
+                    "{claim} created onto {volume} before the reservation was seen"
+                );
                 if reserved && !self.observed.claims.contains_key(claim) {
                     // Created Pending, naming its volume; bound two ticks later.
                     let uid = self.id();
@@ -394,6 +413,15 @@ fn assert_copied(cluster: &Cluster, status: &VolumeResizeStatus) {
     assert!(cluster.observed.movers.is_empty(), "no mover pod leaked");
     assert!(cluster.observed.stateful_set.is_some());
     assert_eq!(status.created_objects.retained_volumes.len(), REPLICAS as usize);
+    for row in &status.plan {
+        // Each pass counted once (warm 1000, final 10), whatever crashed in between.
+        assert!(
+            matches!(row.bytes_copied, Some(1010) | Some(10)),
+            "{}: bytes copied {:?}",
+            row.claim_name,
+            row.bytes_copied
+        );
+    }
     assert!(status.created_objects.temporary_claims.is_empty());
 }
 
@@ -413,6 +441,7 @@ fn a_clean_run_copies_every_replica_once() {
         );
         assert_eq!(row.step.as_deref(), Some(STEP_COPIED));
         assert_eq!(row.bytes_done, Some(1000));
+        assert_eq!(row.bytes_copied, Some(1010), "warm pass and the changes");
     }
 }
 
@@ -475,6 +504,7 @@ fn without_warm_copy_no_warm_mover_runs() {
     };
     let (status, _) = drive(&ctx, &mut cluster, planned(), None, 200, no_warm);
     assert_copied(&cluster, &status);
+    assert!(status.plan.iter().all(|row| row.bytes_copied == Some(10)));
 }
 
 /// Deleting the VolumeResize after any number of actions stops at a safe point: each replica is

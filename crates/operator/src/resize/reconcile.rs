@@ -155,7 +155,9 @@ fn count_progress(ctx: &Context, before: &VolumeResizeStatus, after: &VolumeResi
         if was_done || row.finished_at.is_none() || row.strategy != Some(ChosenStrategy::Copy) {
             continue;
         }
-        ctx.metrics.copied_bytes.inc_by(row.bytes_done.unwrap_or(0));
+        ctx.metrics
+            .copied_bytes
+            .inc_by(row.bytes_copied.or(row.bytes_done).unwrap_or(0));
         if let Some(seconds) = row.downtime_seconds {
             ctx.metrics.replica_downtime.observe(seconds as f64);
         }

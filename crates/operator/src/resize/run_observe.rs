@@ -175,6 +175,11 @@ fn run_volume(volume: &PersistentVolume) -> RunVolume {
             .unwrap_or_default(),
         claim_name: claim.and_then(|c| c.name.clone()),
         claim_uid: claim.and_then(|c| c.uid.clone()),
+        phase: volume
+            .status
+            .as_ref()
+            .and_then(|s| s.phase.clone())
+            .unwrap_or_default(),
     }
 }
 
