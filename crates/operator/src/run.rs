@@ -7,6 +7,7 @@ use ferry_api::VolumeResize;
 use futures::StreamExt;
 use k8s_openapi::api::apps::v1::StatefulSet;
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim, Pod};
+use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::runtime::reflector::ObjectRef;
 use kube::runtime::wait::{await_condition, conditions};
@@ -40,14 +41,16 @@ pub async fn run(client: Client, settings: Settings) -> Result<(), Error> {
         .map(|addr| tokio::spawn(http::serve(addr, metrics.clone(), ready.clone())));
 
     wait_for_crd(&client).await?;
-    let (resizes, stateful_sets, pods, claims) = match &settings.namespace {
+    let (resizes, stateful_sets, pods, claims, budgets) = match &settings.namespace {
         Some(ns) => (
             Api::<VolumeResize>::namespaced(client.clone(), ns),
             Api::<StatefulSet>::namespaced(client.clone(), ns),
             Api::<Pod>::namespaced(client.clone(), ns),
             Api::<PersistentVolumeClaim>::namespaced(client.clone(), ns),
+            Api::<PodDisruptionBudget>::namespaced(client.clone(), ns),
         ),
         None => (
+            Api::all(client.clone()),
             Api::all(client.clone()),
             Api::all(client.clone()),
             Api::all(client.clone()),
@@ -102,6 +105,13 @@ pub async fn run(client: Client, settings: Settings) -> Result<(), Error> {
             move |claim: PersistentVolumeClaim| {
                 let namespace = claim.namespace();
                 triggers::for_claim(&store.state(), namespace.as_deref(), &claim.name_any())
+            }
+        })
+        .watches(budgets, watcher::Config::default().any_semantic(), {
+            let store = store.clone();
+            move |budget: PodDisruptionBudget| {
+                let namespace = budget.namespace();
+                triggers::for_budget(&store.state(), namespace.as_deref())
             }
         })
         // Volumes are cluster-scoped: the swap waits for one to be reserved for its claim.

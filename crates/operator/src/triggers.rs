@@ -82,6 +82,16 @@ pub fn for_volume(resizes: &[Arc<VolumeResize>], name: &str) -> Vec<ObjectRef<Vo
         .collect()
 }
 
+/// The active resizes of a namespace, for a PodDisruptionBudget change there (a resize holding a
+/// replica stop for a budget goes on as soon as the budget allows it).
+pub fn for_budget(resizes: &[Arc<VolumeResize>], namespace: Option<&str>) -> Vec<ObjectRef<VolumeResize>> {
+    resizes
+        .iter()
+        .filter(|resize| same_namespace(resize, namespace) && active(resize) && resize.status.is_some())
+        .map(|resize| ObjectRef::from_obj(resize.as_ref()))
+        .collect()
+}
+
 /// The VolumeResize a pod's labels say it works for (mover and usage pods).
 pub fn mover_owner(labels: &std::collections::BTreeMap<String, String>) -> Option<&str> {
     labels.get(LABEL_VOLUME_RESIZE).map(String::as_str)
@@ -154,6 +164,16 @@ mod tests {
         );
         assert!(for_claim(&resizes, Some("ns"), "data-db-10").is_empty());
         assert!(for_claim(&resizes, Some("ns"), "data-web-0").is_empty());
+    }
+
+    #[test]
+    fn budgets_wake_the_running_resizes_of_their_namespace() {
+        let resizes = [
+            resize("grow", "db", Phase::Running, &["data-db-0"]),
+            resize("done", "web", Phase::Succeeded, &["data-web-0"]),
+        ];
+        assert_eq!(names(for_budget(&resizes, Some("ns"))), ["grow"]);
+        assert!(for_budget(&resizes, Some("elsewhere")).is_empty());
     }
 
     #[test]
