@@ -26,3 +26,6 @@ pub const ANNOTATION_STORAGE_CLASS_PREFIX: &str = "ferry.dev/storage-class.";
 pub const ANNOTATION_ROLLBACK_REQUESTED: &str = "ferry.dev/rollback-requested";
 /// `ferry.dev/sync-claims: "true"`: resize existing PVCs to match a re-created StatefulSet's template.
 pub const ANNOTATION_SYNC_CLAIMS: &str = "ferry.dev/sync-claims";
+/// Set once on a claim Ferry re-created onto a volume when its binding stalls, so the PV controller
+/// syncs it again at once instead of at its next resync.
+pub const ANNOTATION_BIND_NUDGE: &str = "ferry.dev/bind-nudge";

@@ -255,7 +255,7 @@ pub fn plan_copy(
                 row.bytes_copied = Some(row.bytes_copied.unwrap_or(0) + copied);
             }
             status.plan[i].step = Some(STEP_SWAPPING.into());
-            actions.extend(swap(ctx, &status.plan[i], observed));
+            actions.extend(swap(ctx, &status.plan[i], observed, now));
             summary = format!("swapping volumes of {who}");
             continue;
         }
@@ -505,11 +505,11 @@ fn mid_swap(row: &VolumePlan, observed: &RunObserved) -> bool {
 }
 
 /// Next actions of the PV re-binding swap for one row: its claim moves from the old to the new volume.
-fn swap(ctx: &CopyContext, row: &VolumePlan, observed: &RunObserved) -> Vec<ResizeAction> {
+fn swap(ctx: &CopyContext, row: &VolumePlan, observed: &RunObserved, now: &Time) -> Vec<ResizeAction> {
     let (Some(source), Some(target)) = (row.source_volume.clone(), row.target_volume.clone()) else {
         return vec![];
     };
-    swap_claim_to(
+    let actions = swap_claim_to(
         ctx,
         row,
         &source,
@@ -517,7 +517,38 @@ fn swap(ctx: &CopyContext, row: &VolumePlan, observed: &RunObserved) -> Vec<Resi
         &row.target_size,
         row.target_storage_class.clone(),
         observed,
-    )
+    );
+    if actions.is_empty() {
+        return nudge_stalled_binding(row, &target, observed, now)
+            .into_iter()
+            .collect();
+    }
+    actions
+}
+
+/// How long a re-created claim may stay Pending before Ferry nudges the PV controller. Its binding
+/// takes milliseconds, but a conflict between the controller's own workers (or a stale cache) leaves
+/// the claim to the controller's periodic resync: 15 s by default.
+pub const BIND_NUDGE_AFTER_SECONDS: i64 = 2;
+
+/// One nudge for a claim re-created onto `volume` that is still not Bound a while later.
+pub fn nudge_stalled_binding(
+    row: &VolumePlan,
+    volume: &str,
+    observed: &RunObserved,
+    now: &Time,
+) -> Option<ResizeAction> {
+    let claim = observed.claims.get(&row.claim_name)?;
+    let waited = now.0.as_second() - claim.created.as_ref()?.0.as_second();
+    (claim.volume_name.as_deref() == Some(volume)
+        && !claim.bound
+        && !claim.deleting
+        && !claim.nudged
+        && waited >= BIND_NUDGE_AFTER_SECONDS)
+        .then(|| ResizeAction::NudgeClaim {
+            claim: row.claim_name.clone(),
+            uid: claim.uid.clone(),
+        })
 }
 
 /// Moves a row's claim from volume `from` to volume `to` by PV re-binding, in safe order: both

@@ -2,7 +2,7 @@
 //! volume, still retained, with the same PV re-binding swap in reverse. Writes made since the swap
 //! stay on the new volume, which is kept (retained) rather than deleted.
 
-use crate::copy::{CopyContext, STEP_COPIED, swap_claim_to};
+use crate::copy::{CopyContext, STEP_COPIED, nudge_stalled_binding, swap_claim_to};
 use crate::in_place::Decision;
 use crate::run_state::{ResizeAction, RunObserved};
 use ferry_api::{Phase, VolumePlan, VolumeResizeStatus};
@@ -170,7 +170,7 @@ pub fn plan_revert(
             .current_size
             .clone()
             .unwrap_or_else(|| row.target_size.clone());
-        actions.extend(swap_claim_to(
+        let swap = swap_claim_to(
             ctx,
             row,
             &new,
@@ -178,7 +178,11 @@ pub fn plan_revert(
             &size,
             row.current_storage_class.clone(),
             observed,
-        ));
+        );
+        if swap.is_empty() {
+            actions.extend(nudge_stalled_binding(row, &old, observed, now));
+        }
+        actions.extend(swap);
     }
     Decision {
         status,

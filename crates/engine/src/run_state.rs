@@ -1,6 +1,7 @@
 //! What the planner sees while a resize runs: the StatefulSet, its claims and pods, and Ferry's own
 //! objects — all by value, read fresh every reconcile (nothing remembered between them).
 
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use std::collections::BTreeMap;
 
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -68,6 +69,10 @@ pub struct RunClaim {
     /// Its status says Bound (a claim created with `volumeName` is Pending until the PV controller
     /// binds the volume to it).
     pub bound: bool,
+    /// When the claim was created (whole seconds).
+    pub created: Option<Time>,
+    /// Ferry already asked the PV controller to look at this claim again (annotation).
+    pub nudged: bool,
 }
 
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -157,6 +162,8 @@ pub enum ResizeAction {
     DeleteClaim { claim: String, uid: String },
     /// Reserve a released volume for a claim name (clears the old claim's UID).
     ReserveVolume { volume: String, claim: String },
+    /// Touch a claim whose binding stalled (an annotation), so the PV controller syncs it now.
+    NudgeClaim { claim: String, uid: String },
     /// Create a claim bound to a given volume, under the original claim's name.
     BindClaim {
         claim: String,

@@ -23,6 +23,11 @@ struct Cluster {
     /// Claims created onto a reserved volume, bound by the PV controller a tick later (the planner
     /// sees them Pending once).
     binding: Vec<String>,
+    /// The PV controller's claim worker loses a conflict to its volume worker: the volume gets
+    /// bound, the claim stays Pending until something touches it.
+    stall_binding: bool,
+    /// Seconds on the simulated clock (advanced by `drive`).
+    clock: i64,
 }
 
 impl Cluster {
@@ -38,6 +43,8 @@ impl Cluster {
             bytes_per_char: 1 << 20,
             finishing: BTreeMap::new(),
             binding: Vec::new(),
+            stall_binding: false,
+            clock: 1,
         };
         cluster.observed.stateful_set = Some(RunStatefulSet {
             deleting: false,
@@ -119,11 +126,11 @@ impl Cluster {
                 .and_then(|v| self.observed.volumes.get_mut(&v));
             if let Some(volume) = volume
                 && volume.claim_name.as_deref() == Some(claim.as_str())
-                && volume.claim_uid.is_none()
+                && volume.claim_uid.as_ref().is_none_or(|uid| uid == &c.uid)
             {
                 volume.claim_uid = Some(c.uid.clone());
                 volume.phase = "Bound".into();
-                c.bound = true;
+                c.bound = !self.stall_binding || c.nudged;
             }
         }
         for (claim, c) in &self.observed.claims {
@@ -274,9 +281,17 @@ impl Cluster {
                             uid,
                             volume_name: Some(volume.clone()),
                             bound: false,
+                            created: Some(Time(Timestamp::from_second(self.clock).unwrap())),
                             ..RunClaim::default()
                         },
                     );
+                }
+            }
+            ResizeAction::NudgeClaim { claim, uid } => {
+                if let Some(c) = self.observed.claims.get_mut(claim)
+                    && &c.uid == uid
+                {
+                    c.nudged = true;
                 }
             }
             ResizeAction::OrphanDeleteStatefulSet => self.observed.stateful_set = None,
@@ -342,9 +357,11 @@ fn drive(
     max: usize,
     inspect: &mut dyn FnMut(&Decision, &Cluster),
 ) -> (VolumeResizeStatus, usize) {
-    let now = Time(Timestamp::from_second(1).unwrap());
     let mut executed = 0;
     for _ in 0..max {
+        // One second per reconcile on the simulated clock.
+        cluster.clock += 1;
+        let now = Time(Timestamp::from_second(cluster.clock).unwrap());
         let decision = plan_copy(ctx, &status, &cluster.observed, &now);
         status = decision.status.clone();
         if status.phase.is_some_and(Phase::is_terminal) {
@@ -804,4 +821,38 @@ fn a_running_mover_shows_its_live_progress_in_the_row() {
     cluster.observed.movers.get_mut(&warm).unwrap().progress = Some("not json".into());
     let unchanged = plan_copy(&ctx, &decision.status, &cluster.observed, &now);
     assert_eq!(unchanged.status.plan[0].bytes_done, Some(1 << 20));
+}
+
+/// Runs a whole copy; returns the claims it nudged.
+fn nudged_claims(cluster: &mut Cluster) -> Vec<String> {
+    let mut nudges = Vec::new();
+    let mut count = |decision: &Decision, _: &Cluster| {
+        for action in &decision.actions {
+            if let ResizeAction::NudgeClaim { claim, .. } = action {
+                nudges.push(claim.clone());
+            }
+        }
+    };
+    let (status, _) = drive(&context(), cluster, planned(), None, 500, &mut count);
+    assert_copied(cluster, &status);
+    nudges.sort();
+    nudges
+}
+
+#[test]
+fn a_stalled_claim_binding_is_nudged_once_and_the_copy_completes() {
+    let mut normal = Cluster::new();
+    let nudges = nudged_claims(&mut normal);
+    assert!(
+        nudges.is_empty(),
+        "a binding that completes is left alone: {nudges:?}"
+    );
+
+    let mut stalled = Cluster::new();
+    stalled.stall_binding = true;
+    assert_eq!(
+        nudged_claims(&mut stalled),
+        ["data-db-0", "data-db-1", "data-db-2"],
+        "one nudge per stalled claim"
+    );
 }

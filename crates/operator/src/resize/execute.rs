@@ -5,7 +5,8 @@ use super::run_observe::backup_name;
 use crate::Error;
 use crate::context::Context;
 use ferry_api::names::{
-    LABEL_MANAGED_BY, LABEL_MOVER, LABEL_MOVER_PASS, LABEL_VOLUME_RESIZE, MANAGED_BY_VALUE,
+    ANNOTATION_BIND_NUDGE, LABEL_MANAGED_BY, LABEL_MOVER, LABEL_MOVER_PASS, LABEL_VOLUME_RESIZE,
+    MANAGED_BY_VALUE,
 };
 use ferry_api::{VolumeResize, parse_bytes};
 use ferry_engine::run_state::{Pass, ResizeAction};
@@ -179,6 +180,14 @@ pub async fn execute(
                     .create(&PostParams::default(), &bound)
                     .await,
             )
+        }
+        ResizeAction::NudgeClaim { claim, uid } => {
+            // The UID in the patch makes it fail rather than touch a claim of the same name.
+            let patch = json!({"metadata": {"uid": uid, "annotations": {ANNOTATION_BIND_NUDGE: "true"}}});
+            Api::<PersistentVolumeClaim>::namespaced(client, namespace)
+                .patch(claim, &PatchParams::default(), &Patch::Merge(&patch))
+                .await?;
+            Ok(())
         }
         ResizeAction::RecreateStatefulSet => {
             let backup = Api::<ConfigMap>::namespaced(client.clone(), namespace)

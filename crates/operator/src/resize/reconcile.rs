@@ -395,6 +395,7 @@ fn action_reason(action: &ResizeAction) -> &'static str {
         ResizeAction::DeleteClaim { .. } => "SwappingVolume",
         ResizeAction::ReserveVolume { .. } => "SwappingVolume",
         ResizeAction::BindClaim { .. } => "SwappingVolume",
+        ResizeAction::NudgeClaim { .. } => "SwappingVolume",
     }
 }
 
@@ -438,6 +439,9 @@ fn describe(action: &ResizeAction) -> String {
         ResizeAction::SetReclaimPolicy { volume, policy } => format!("PV {volume}: reclaim policy {policy}"),
         ResizeAction::DeleteClaim { claim, .. } => format!("deleting PVC {claim} (its PV is retained)"),
         ResizeAction::ReserveVolume { volume, claim } => format!("reserving PV {volume} for PVC {claim}"),
+        ResizeAction::NudgeClaim { claim, .. } => {
+            format!("PVC {claim} is still not bound; asking the PV controller to look at it again")
+        }
         ResizeAction::BindClaim { claim, volume, .. } => {
             format!("re-creating PVC {claim} bound to PV {volume}")
         }

@@ -3,6 +3,7 @@
 use crate::Error;
 use crate::context::Context;
 use crate::resize::execute::MOVER_CONTAINER;
+use ferry_api::names::ANNOTATION_BIND_NUDGE;
 use ferry_api::{VolumeResize, parse_bytes};
 use ferry_engine::copy::{mover_name, temp_claim_name, usage_pod_name};
 use ferry_engine::run_state::{
@@ -241,6 +242,8 @@ fn run_claim(claim: &PersistentVolumeClaim) -> RunClaim {
         ),
         capacity_bytes: storage(status.and_then(|s| s.capacity.as_ref())),
         bound: status.and_then(|s| s.phase.as_deref()) == Some("Bound"),
+        created: claim.metadata.creation_timestamp.clone(),
+        nudged: claim.annotations().contains_key(ANNOTATION_BIND_NUDGE),
         file_system_resize_pending: status
             .and_then(|s| s.conditions.as_ref())
             .is_some_and(|conditions| {
