@@ -266,52 +266,67 @@ fn mover_pod(
     {
         command.extend(["--bwlimit".to_string(), limit.max(1).to_string()]);
     }
-    let mut metadata = owned_metadata(resize, name);
-    metadata["labels"][LABEL_MOVER] = json!("true");
-    metadata["labels"][LABEL_MOVER_PASS] = json!(match pass {
+    let pass = match pass {
         Pass::Warm => "warm",
         Pass::Final => "final",
-    });
-    from_json(json!({
-        "metadata": metadata,
-        "spec": {
-            "restartPolicy": "Never",
-            "automountServiceAccountToken": false,
-            "enableServiceLinks": false,
-            "nodeSelector": settings.node_selector,
-            "tolerations": settings.tolerations,
-            "securityContext": {"runAsUser": 0, "runAsGroup": 0},
-            "containers": [{
-                "name": MOVER_CONTAINER,
-                "image": settings.image.unwrap_or_else(|| ctx.mover_image.clone()),
-                "command": command,
-                "resources": settings.resources,
-                "terminationMessagePolicy": "File",
-                "securityContext": {
-                    "allowPrivilegeEscalation": false,
-                    "readOnlyRootFilesystem": true,
-                    "capabilities": {"drop": ["ALL"], "add": ["CHOWN", "FOWNER", "DAC_OVERRIDE", "FSETID", "MKNOD", "SETFCAP"]},
-                },
-                "volumeMounts": [
-                    {"name": "source", "mountPath": "/source", "readOnly": true},
-                    {"name": "target", "mountPath": "/target"},
-                ],
-            }],
-            "volumes": [
-                {"name": "source", "persistentVolumeClaim": {"claimName": source, "readOnly": true}},
-                {"name": "target", "persistentVolumeClaim": {"claimName": target}},
-            ],
+    };
+    let container = json!({
+        "name": MOVER_CONTAINER,
+        "command": command,
+        "resources": settings.resources,
+        "securityContext": {
+            "allowPrivilegeEscalation": false,
+            "readOnlyRootFilesystem": true,
+            "capabilities": {"drop": ["ALL"], "add": ["CHOWN", "FOWNER", "DAC_OVERRIDE", "FSETID", "MKNOD", "SETFCAP"]},
         },
-    }))
+        "volumeMounts": [
+            {"name": "source", "mountPath": "/source", "readOnly": true},
+            {"name": "target", "mountPath": "/target"},
+        ],
+    });
+    let volumes = json!([
+        {"name": "source", "persistentVolumeClaim": {"claimName": source, "readOnly": true}},
+        {"name": "target", "persistentVolumeClaim": {"claimName": target}},
+    ]);
+    ferry_pod(ctx, resize, name, pass, container, volumes)
 }
 
 /// A pod that measures the data in use on `claim` (mounted read-only) and reports it as its
 /// termination message.
 fn usage_pod(ctx: &Context, resize: &VolumeResize, name: &str, claim: &str) -> Result<Pod, Error> {
+    let container = json!({
+        "name": "usage",
+        "command": ["ferry-mover", "usage", "/source"],
+        "securityContext": {
+            "allowPrivilegeEscalation": false,
+            "readOnlyRootFilesystem": true,
+            "capabilities": {"drop": ["ALL"], "add": ["DAC_READ_SEARCH"]},
+        },
+        "volumeMounts": [{"name": "source", "mountPath": "/source", "readOnly": true}],
+    });
+    let volumes =
+        json!([{"name": "source", "persistentVolumeClaim": {"claimName": claim, "readOnly": true}}]);
+    ferry_pod(ctx, resize, name, "usage", container, volumes)
+}
+
+/// What every pod Ferry runs has in common: owned by the resize and labelled as a mover pod of
+/// `pass`; run once, as root (to keep ownership) but with no service-account token or service
+/// links; the mover image and the placement settings of `spec.mover`; the result as the
+/// termination message. `container` adds its name, command, resources, security context and mounts.
+fn ferry_pod(
+    ctx: &Context,
+    resize: &VolumeResize,
+    name: &str,
+    pass: &str,
+    mut container: serde_json::Value,
+    volumes: serde_json::Value,
+) -> Result<Pod, Error> {
     let settings = resize.spec.mover.clone().unwrap_or_default();
     let mut metadata = owned_metadata(resize, name);
     metadata["labels"][LABEL_MOVER] = json!("true");
-    metadata["labels"][LABEL_MOVER_PASS] = json!("usage");
+    metadata["labels"][LABEL_MOVER_PASS] = json!(pass);
+    container["image"] = json!(settings.image.unwrap_or_else(|| ctx.mover_image.clone()));
+    container["terminationMessagePolicy"] = json!("File");
     from_json(json!({
         "metadata": metadata,
         "spec": {
@@ -321,19 +336,8 @@ fn usage_pod(ctx: &Context, resize: &VolumeResize, name: &str, claim: &str) -> R
             "nodeSelector": settings.node_selector,
             "tolerations": settings.tolerations,
             "securityContext": {"runAsUser": 0, "runAsGroup": 0},
-            "containers": [{
-                "name": "usage",
-                "image": settings.image.unwrap_or_else(|| ctx.mover_image.clone()),
-                "command": ["ferry-mover", "usage", "/source"],
-                "terminationMessagePolicy": "File",
-                "securityContext": {
-                    "allowPrivilegeEscalation": false,
-                    "readOnlyRootFilesystem": true,
-                    "capabilities": {"drop": ["ALL"], "add": ["DAC_READ_SEARCH"]},
-                },
-                "volumeMounts": [{"name": "source", "mountPath": "/source", "readOnly": true}],
-            }],
-            "volumes": [{"name": "source", "persistentVolumeClaim": {"claimName": claim, "readOnly": true}}],
+            "containers": [container],
+            "volumes": volumes,
         },
     }))
 }
