@@ -247,10 +247,9 @@ pub fn plan_copy(
         // pods it removes no longer show that the final sync succeeded.
         let swapping = row.step.as_deref() == Some(STEP_SWAPPING);
         if final_done || swapping || mid_swap(&row, observed) {
-            let result = final_mover.and_then(|m| m.result.as_deref());
-            absorb_result(&mut status.plan[i], result);
+            let copied = absorb_result(&mut status.plan[i], final_mover.and_then(|m| m.result.as_deref()));
             // Counted once, when the swap begins (the step is recorded before acting).
-            if !swapping && let Some(copied) = copied_by(result) {
+            if !swapping && let Some(copied) = copied {
                 let row = &mut status.plan[i];
                 row.bytes_copied = Some(row.bytes_copied.unwrap_or(0) + copied);
             }
@@ -314,8 +313,8 @@ pub fn plan_copy(
                 }
                 Some(MoverPhase::Succeeded) => {
                     let result = observed.movers.get(&warm).and_then(|m| m.result.as_deref());
-                    absorb_result(&mut status.plan[i], result);
-                    status.plan[i].bytes_copied = copied_by(result);
+                    let copied = absorb_result(&mut status.plan[i], result);
+                    status.plan[i].bytes_copied = copied;
                 }
                 Some(_) => {
                     if let Some(mover) = observed.movers.get(&warm) {
@@ -866,17 +865,9 @@ fn absorb_progress(row: &mut VolumePlan, mover: &RunMover) {
     }
 }
 
-/// The bytes a mover pass wrote, from its result JSON.
-fn copied_by(result: Option<&str>) -> Option<u64> {
-    let value = serde_json::from_str::<serde_json::Value>(result?).ok()?;
-    value.get("bytesCopied").and_then(serde_json::Value::as_u64)
-}
-
-/// Takes files and bytes from a mover's result JSON into the row.
-fn absorb_result(row: &mut VolumePlan, result: Option<&str>) {
-    let Some(value) = result.and_then(|text| serde_json::from_str::<serde_json::Value>(text).ok()) else {
-        return;
-    };
+/// Takes files and bytes from a mover's result JSON into the row; returns the bytes the pass wrote.
+fn absorb_result(row: &mut VolumePlan, result: Option<&str>) -> Option<u64> {
+    let value = result.and_then(|text| serde_json::from_str::<serde_json::Value>(text).ok())?;
     let field = |name: &str| value.get(name).and_then(serde_json::Value::as_u64);
     if let (Some(files), Some(bytes)) = (field("files"), field("bytes")) {
         row.files_done = Some(files);
@@ -893,6 +884,7 @@ fn absorb_result(row: &mut VolumePlan, result: Option<&str>) {
             row.bytes_per_second = Some((copied as f64 / seconds) as u64);
         }
     }
+    field("bytesCopied")
 }
 
 fn decide(mut status: VolumeResizeStatus, actions: Vec<ResizeAction>, summary: &str) -> Decision {

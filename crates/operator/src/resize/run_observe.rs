@@ -71,11 +71,8 @@ pub async fn observe_run(
     let mut pods = BTreeMap::new();
     let mut pod_labels = BTreeMap::new();
     let mut movers = BTreeMap::new();
-    for pod in Api::<Pod>::namespaced(ctx.client.clone(), namespace)
-        .list(&ListParams::default())
-        .await?
-        .items
-    {
+    let pods_api = Api::<Pod>::namespaced(ctx.client.clone(), namespace);
+    for pod in pods_api.list(&ListParams::default()).await?.items {
         let name = pod.name_any();
         if pod_names.contains(&name) {
             pod_labels = pod.labels().clone();
@@ -84,7 +81,6 @@ pub async fn observe_run(
             movers.insert(name, run_mover(&pod));
         }
     }
-    let pods_api = Api::<Pod>::namespaced(ctx.client.clone(), namespace);
     for (name, mover) in movers.iter_mut() {
         if mover.phase == MoverPhase::Running && !usage_names.contains(name) {
             mover.progress = last_progress_line(&pods_api, name).await;
