@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds kube-apiserver, kube-controller-manager, kube-scheduler, kubectl (from the checked-in Go
+# Builds kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, kubelet (from the checked-in Go
 # module) and kwok into a cache outside the repository, keyed by version and the go.sum hash.
 # Prints the bin directory. A second run with the same inputs does nothing.
 set -euo pipefail
@@ -11,7 +11,7 @@ cache_root="${FERRY_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/ferry}"
 bin="$cache_root/testenv/$key/bin"
 mkdir -p "$bin"
 
-wanted=(kube-apiserver kube-controller-manager kube-scheduler kubectl)
+wanted=(kube-apiserver kube-controller-manager kube-scheduler kubectl kubelet)
 missing=0
 for b in "${wanted[@]}"; do [ -x "$bin/$b" ] || missing=1; done
 if [ "$missing" = 1 ]; then
@@ -25,7 +25,7 @@ if [ "$missing" = 1 ]; then
   done
   (cd "$here" && CGO_ENABLED=0 go build -trimpath -ldflags "$ldflags" -o "$bin/" \
     k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager \
-    k8s.io/kubernetes/cmd/kube-scheduler k8s.io/kubernetes/cmd/kubectl)
+    k8s.io/kubernetes/cmd/kube-scheduler k8s.io/kubernetes/cmd/kubectl k8s.io/kubernetes/cmd/kubelet)
 fi
 if [ ! -x "$bin/kwok" ]; then
   echo "building kwok ${kwok_version}" >&2

@@ -29,5 +29,6 @@ GOFLAGS=-mod=mod go get \
   "k8s.io/kubernetes/cmd/kube-apiserver@${version}" \
   "k8s.io/kubernetes/cmd/kube-controller-manager@${version}" \
   "k8s.io/kubernetes/cmd/kube-scheduler@${version}" \
-  "k8s.io/kubernetes/cmd/kubectl@${version}"
+  "k8s.io/kubernetes/cmd/kubectl@${version}" \
+  "k8s.io/kubernetes/cmd/kubelet@${version}"
 echo "go.mod regenerated for ${version} (${#staging[@]} staging modules replaced)"
