@@ -10,7 +10,7 @@
 mod mounts;
 mod status;
 
-use crate::{Error, MOVER_LABEL};
+use crate::{Error, MOVER_LABEL, REAL_NODE};
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::{Namespace, Pod};
 use kube::runtime::controller::Action;
@@ -127,7 +127,9 @@ async fn reconcile(pod: Arc<Pod>, executor: Arc<Executor>) -> Result<Action, Err
         .as_ref()
         .and_then(|s| s.phase.clone())
         .unwrap_or_default();
-    let scheduled = pod.spec.as_ref().and_then(|s| s.node_name.clone()).is_some();
+    let node = pod.spec.as_ref().and_then(|s| s.node_name.clone());
+    // The real node's kubelet runs its own pods; this stands in for the kwok nodes' kubelet only.
+    let scheduled = node.as_ref().is_some_and(|node| node != REAL_NODE);
     if phase == "Succeeded" || phase == "Failed" || !scheduled || is_known(&executor, &uid) {
         return Ok(Action::await_change());
     }

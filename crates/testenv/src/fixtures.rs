@@ -70,7 +70,8 @@ pub async fn wait_ready(
     .await
 }
 
-/// The hostPath directory behind a bound PVC.
+/// The directory behind a bound PVC on this machine: a hostPath directory (kwok nodes) or the
+/// mounted file system of a `local` PV (the real node).
 pub async fn claim_directory(
     claims: &Api<PersistentVolumeClaim>,
     volumes: &Api<PersistentVolume>,
@@ -81,11 +82,12 @@ pub async fn claim_directory(
     })
     .await?;
     let volume = volumes.get(&volume_name).await?;
-    volume
-        .spec
-        .and_then(|s| s.host_path)
-        .map(|h| std::path::PathBuf::from(h.path))
-        .ok_or_else(|| Error::Setup(format!("PV {volume_name} has no hostPath")))
+    let spec = volume.spec.unwrap_or_default();
+    spec.host_path
+        .map(|h| h.path)
+        .or(spec.local.map(|l| l.path))
+        .map(std::path::PathBuf::from)
+        .ok_or_else(|| Error::Setup(format!("PV {volume_name} has neither hostPath nor local")))
 }
 
 /// Fills a directory with `files` files of varied sizes (real random bytes) in a small tree.

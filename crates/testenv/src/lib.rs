@@ -1,11 +1,14 @@
 //! Test support for Ferry: the local control plane (`scripts/testenv`), a fresh namespace per test,
-//! and the stand-ins for what a kubelet and a CSI driver would do on fake nodes:
-//! - [`storage`]: a hostPath dynamic provisioner and resizer for three test StorageClasses;
-//! - [`executor`]: runs pods labelled as Ferry mover pods as real local processes;
+//! and the stand-ins for what a kubelet and a CSI driver would do:
+//! - [`storage`]: a dynamic provisioner and resizer for the test StorageClasses (hostPath
+//!   directories for the kwok nodes, real file systems of the requested size ([`block`]) for the
+//!   real node);
+//! - [`executor`]: runs pods labelled as Ferry mover pods on kwok nodes as real local processes;
 //! - [`kubelet`]: serves those pods' logs to the API server (`kubectl logs`, `pods/log`).
 //!
 //! Tests use [`cluster::client`] and [`namespace::TestNamespace`]; the agent binary runs the rest.
 
+pub mod block;
 pub mod cluster;
 pub mod error;
 pub mod executor;
@@ -16,6 +19,7 @@ pub mod paths;
 pub mod quantity;
 pub mod storage;
 pub mod wait;
+pub mod workload;
 
 pub use cluster::{client, kubectl};
 pub use error::Error;
@@ -30,5 +34,15 @@ pub const CLASS_FIXED: &str = "ferry-fixed";
 pub const CLASS_EXPANDABLE: &str = "ferry-expandable";
 /// StorageClass that expands only when the pod restarts (`FileSystemResizePending`).
 pub const CLASS_OFFLINE_EXPAND: &str = "ferry-offline-expand";
+/// Provisioner name of the real node's StorageClasses (real file systems of the requested size).
+pub const BLOCK_PROVISIONER: &str = "testenv.ferry.dev/block";
+/// Real-node StorageClass that expands online (disk and file system grow while mounted).
+pub const CLASS_BLOCK: &str = "ferry-block";
+/// Real-node StorageClass that cannot be expanded.
+pub const CLASS_BLOCK_FIXED: &str = "ferry-block-fixed";
+/// The node run by a real kubelet and containerd (tainted `ferry.dev/real-node=true:NoSchedule`).
+pub const REAL_NODE: &str = "node-real";
+/// Label and taint key of the real node.
+pub const REAL_NODE_KEY: &str = "ferry.dev/real-node";
 /// Label that marks mover pods; kwok leaves them to the executor.
 pub const MOVER_LABEL: &str = "ferry.dev/mover";

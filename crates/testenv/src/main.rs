@@ -24,6 +24,9 @@ enum Command {
         /// Directory under which PV directories are made.
         #[arg(long)]
         volumes_dir: PathBuf,
+        /// Directory under which the real node's disks (loop-mounted ext4) are made and mounted.
+        #[arg(long)]
+        disks_dir: PathBuf,
         /// Scratch space for mover pods (termination logs, output, emptyDirs).
         #[arg(long)]
         work_dir: PathBuf,
@@ -64,6 +67,7 @@ async fn run(cli: Cli) -> Result<(), Error> {
         Command::Agent {
             kubeconfig,
             volumes_dir,
+            disks_dir,
             work_dir,
             mover_bin,
             kubelet_address,
@@ -86,7 +90,7 @@ async fn run(cli: Cli) -> Result<(), Error> {
             };
             // The first part to fail ends the agent, so `scripts/testenv` sees it.
             tokio::try_join!(
-                storage::run(client.clone(), volumes_dir),
+                storage::run(client.clone(), volumes_dir, disks_dir),
                 executor::run(client.clone(), work_dir.clone(), mover_bin),
                 logs
             )

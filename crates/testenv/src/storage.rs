@@ -1,16 +1,24 @@
-//! The hostPath storage driver for the test StorageClasses, acting as a CSI external-provisioner and
+//! The storage driver for the test StorageClasses, acting as a CSI external-provisioner and
 //! external-resizer (and the kubelet's node-side expansion) would:
-//! - provisions a directory-backed hostPath PV for each PVC of a test class once the PV controller
-//!   hands it over (and, with WaitForFirstConsumer, the scheduler picked a node), pinned to that node;
-//! - deletes released PVs with reclaim policy Delete, and their directories;
-//! - expands PVs and PVCs: online for `ferry-expandable`; for `ferry-offline-expand` the PVC sits at
-//!   `FileSystemResizePending` until a pod that mounts it starts after the resize.
+//! - provisions a PV for each PVC of a test class once the PV controller hands it over (and, with
+//!   WaitForFirstConsumer, the scheduler picked a node), pinned to that node: a directory-backed
+//!   hostPath PV for the kwok nodes' classes, a `local` PV on a real file system of the requested
+//!   size ([`crate::block`]) for the real node's classes;
+//! - deletes released PVs with reclaim policy Delete, and their directories or disks;
+//! - expands PVs and PVCs: online for `ferry-expandable` and `ferry-block` (the latter grows the disk
+//!   and its file system); for `ferry-offline-expand` the PVC sits at `FileSystemResizePending` until
+//!   a pod that mounts it starts after the resize.
 
+use crate::block::{BlockVolume, FileSystem};
 use crate::quantity::bytes;
-use crate::{CLASS_EXPANDABLE, CLASS_FIXED, CLASS_OFFLINE_EXPAND, Error, PROVISIONER};
+use crate::{
+    BLOCK_PROVISIONER, CLASS_BLOCK, CLASS_BLOCK_FIXED, CLASS_EXPANDABLE, CLASS_FIXED, CLASS_OFFLINE_EXPAND,
+    Error, PROVISIONER, REAL_NODE,
+};
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim, Pod};
 use k8s_openapi::api::storage::v1::StorageClass;
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
 use kube::runtime::controller::Action;
@@ -37,24 +45,51 @@ enum Expansion {
     Offline,
 }
 
-fn expansion_of(class: &str) -> Option<Expansion> {
+/// What is behind a test class's volumes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Backing {
+    /// A directory on a kwok node (no size limit).
+    Directory,
+    /// A real file system of the requested size on the real node.
+    Disk,
+}
+
+fn class_of(class: &str) -> Option<(Expansion, Backing)> {
     match class {
-        CLASS_FIXED => Some(Expansion::None),
-        CLASS_EXPANDABLE => Some(Expansion::Online),
-        CLASS_OFFLINE_EXPAND => Some(Expansion::Offline),
+        CLASS_FIXED => Some((Expansion::None, Backing::Directory)),
+        CLASS_EXPANDABLE => Some((Expansion::Online, Backing::Directory)),
+        CLASS_OFFLINE_EXPAND => Some((Expansion::Offline, Backing::Directory)),
+        CLASS_BLOCK => Some((Expansion::Online, Backing::Disk)),
+        CLASS_BLOCK_FIXED => Some((Expansion::None, Backing::Disk)),
         _ => None,
     }
 }
 
-/// The three test StorageClasses; `ferry-expandable` is the cluster default.
+fn provisioner_of(backing: Backing) -> &'static str {
+    match backing {
+        Backing::Directory => PROVISIONER,
+        Backing::Disk => BLOCK_PROVISIONER,
+    }
+}
+
+/// The test StorageClasses; `ferry-expandable` is the cluster default. The real node's classes
+/// are limited to it by topology, so the scheduler never puts their claims on a kwok node.
 pub fn storage_classes() -> Vec<StorageClass> {
     [
-        (CLASS_FIXED, false, "none"),
-        (CLASS_EXPANDABLE, true, "online"),
-        (CLASS_OFFLINE_EXPAND, true, "offline"),
+        (CLASS_FIXED, false, "none", Backing::Directory),
+        (CLASS_EXPANDABLE, true, "online", Backing::Directory),
+        (CLASS_OFFLINE_EXPAND, true, "offline", Backing::Directory),
+        (CLASS_BLOCK, true, "online", Backing::Disk),
+        (CLASS_BLOCK_FIXED, false, "none", Backing::Disk),
     ]
     .into_iter()
-    .filter_map(|(name, expandable, mode)| {
+    .filter_map(|(name, expandable, mode, backing)| {
+        let topology = match backing {
+            Backing::Directory => json!(null),
+            Backing::Disk => json!([{"matchLabelExpressions": [
+                {"key": "kubernetes.io/hostname", "values": [REAL_NODE]}
+            ]}]),
+        };
         serde_json::from_value(json!({
             "apiVersion": "storage.k8s.io/v1",
             "kind": "StorageClass",
@@ -64,11 +99,12 @@ pub fn storage_classes() -> Vec<StorageClass> {
                     json!({"storageclass.kubernetes.io/is-default-class": "true"})
                 } else { json!({}) },
             },
-            "provisioner": PROVISIONER,
+            "provisioner": provisioner_of(backing),
             "parameters": { "expansion": mode },
             "reclaimPolicy": "Delete",
             "allowVolumeExpansion": expandable,
             "volumeBindingMode": "WaitForFirstConsumer",
+            "allowedTopologies": topology,
         }))
         .ok()
     })
@@ -78,11 +114,14 @@ pub fn storage_classes() -> Vec<StorageClass> {
 struct Driver {
     client: Client,
     volumes_dir: PathBuf,
+    disks_dir: PathBuf,
 }
 
-/// Runs the driver until the watch streams end.
-pub async fn run(client: Client, volumes_dir: PathBuf) -> Result<(), Error> {
+/// Runs the driver until the watch streams end: directories under `volumes_dir`, disks (and their
+/// mounts) under `disks_dir`.
+pub async fn run(client: Client, volumes_dir: PathBuf, disks_dir: PathBuf) -> Result<(), Error> {
     std::fs::create_dir_all(&volumes_dir).map_err(|e| Error::io(volumes_dir.display(), e))?;
+    std::fs::create_dir_all(&disks_dir).map_err(|e| Error::io(disks_dir.display(), e))?;
     let classes: Api<StorageClass> = Api::all(client.clone());
     for class in storage_classes() {
         let name = class.name_any();
@@ -97,6 +136,7 @@ pub async fn run(client: Client, volumes_dir: PathBuf) -> Result<(), Error> {
     let driver = Arc::new(Driver {
         client: client.clone(),
         volumes_dir,
+        disks_dir,
     });
 
     let claims = Controller::new(
@@ -153,21 +193,27 @@ async fn reconcile_claim(claim: Arc<PersistentVolumeClaim>, driver: Arc<Driver>)
     let Some(class) = claim.spec.as_ref().and_then(|s| s.storage_class_name.clone()) else {
         return Ok(Action::await_change());
     };
-    let Some(expansion) = expansion_of(&class) else {
+    let Some((expansion, backing)) = class_of(&class) else {
         return Ok(Action::await_change());
     };
     if claim.metadata.deletion_timestamp.is_some() {
         return Ok(Action::await_change());
     }
     match claim.spec.as_ref().and_then(|s| s.volume_name.clone()) {
-        None => provision(&claim, &class, &driver).await,
-        Some(volume) => expand(&claim, &volume, expansion, &driver).await,
+        None => provision(&claim, &class, backing, &driver).await,
+        Some(volume) => expand(&claim, &volume, expansion, backing, &driver).await,
     }
 }
 
-async fn provision(claim: &PersistentVolumeClaim, class: &str, driver: &Driver) -> Result<Action, Error> {
+async fn provision(
+    claim: &PersistentVolumeClaim,
+    class: &str,
+    backing: Backing,
+    driver: &Driver,
+) -> Result<Action, Error> {
     let annotations = claim.annotations();
-    if annotations.get(ANN_PROVISIONER).map(String::as_str) != Some(PROVISIONER) {
+    let provisioner = provisioner_of(backing);
+    if annotations.get(ANN_PROVISIONER).map(String::as_str) != Some(provisioner) {
         return Ok(Action::await_change());
     }
     let Some(node) = annotations.get(ANN_SELECTED_NODE) else {
@@ -175,8 +221,6 @@ async fn provision(claim: &PersistentVolumeClaim, class: &str, driver: &Driver) 
     };
     let uid = claim.uid().unwrap_or_default();
     let name = format!("pvc-{uid}");
-    let path = driver.volumes_dir.join(&name);
-    std::fs::create_dir_all(&path).map_err(|e| Error::io(path.display(), e))?;
     let spec = claim.spec.clone().unwrap_or_default();
     let size = spec
         .resources
@@ -184,15 +228,39 @@ async fn provision(claim: &PersistentVolumeClaim, class: &str, driver: &Driver) 
         .and_then(|r| r.requests.as_ref())
         .and_then(|r| r.get("storage"))
         .cloned();
-    let volume: PersistentVolume = serde_json::from_value(json!({
-        "metadata": { "name": name, "annotations": { ANN_PROVISIONED_BY: PROVISIONER } },
-        "spec": {
-            "capacity": { "storage": size },
+    let mut capacity = size.clone();
+    let source = match backing {
+        Backing::Directory => {
+            let path = driver.volumes_dir.join(&name);
+            std::fs::create_dir_all(&path).map_err(|e| Error::io(path.display(), e))?;
+            json!({"hostPath": { "path": path.display().to_string(), "type": "Directory" }})
+        }
+        Backing::Disk => {
+            if spec.volume_mode.as_deref() == Some("Block") {
+                tracing::warn!(claim = %claim.name_any(), "raw block claims are not provisioned");
+                return Ok(Action::await_change());
+            }
+            let Some(size_bytes) = size.as_ref().and_then(bytes) else {
+                return Ok(Action::await_change());
+            };
+            let file_system = if class == CLASS_BLOCK {
+                FileSystem::Xfs
+            } else {
+                FileSystem::Ext4
+            };
+            let disk = BlockVolume::new(&driver.disks_dir, &name);
+            disk.ensure(size_bytes, file_system)?;
+            // Like a cloud disk with a minimum size, the PV says what was really made.
+            capacity = Some(Quantity(file_system.disk_bytes(size_bytes).to_string()));
+            json!({"local": { "path": disk.mount.display().to_string() }})
+        }
+    };
+    let mut pv_spec = json!({
+            "capacity": { "storage": capacity },
             "accessModes": spec.access_modes,
             "volumeMode": spec.volume_mode,
             "storageClassName": class,
             "persistentVolumeReclaimPolicy": "Delete",
-            "hostPath": { "path": path.display().to_string(), "type": "Directory" },
             "claimRef": {
                 "apiVersion": "v1", "kind": "PersistentVolumeClaim",
                 "namespace": claim.namespace(), "name": claim.name_any(), "uid": uid,
@@ -200,7 +268,13 @@ async fn provision(claim: &PersistentVolumeClaim, class: &str, driver: &Driver) 
             "nodeAffinity": { "required": { "nodeSelectorTerms": [ { "matchExpressions": [
                 { "key": "kubernetes.io/hostname", "operator": "In", "values": [node] }
             ] } ] } },
-        }
+    });
+    if let (Some(pv_spec), Some(source)) = (pv_spec.as_object_mut(), source.as_object()) {
+        pv_spec.extend(source.clone());
+    }
+    let volume: PersistentVolume = serde_json::from_value(json!({
+        "metadata": { "name": name, "annotations": { ANN_PROVISIONED_BY: provisioner } },
+        "spec": pv_spec,
     }))
     .map_err(|e| Error::Setup(e.to_string()))?;
     match Api::<PersistentVolume>::all(driver.client.clone())
@@ -218,6 +292,7 @@ async fn expand(
     claim: &PersistentVolumeClaim,
     volume_name: &str,
     expansion: Expansion,
+    backing: Backing,
     driver: &Driver,
 ) -> Result<Action, Error> {
     let requested = claim
@@ -241,6 +316,11 @@ async fn expand(
     };
     if requested_bytes <= capacity_bytes || expansion == Expansion::None {
         return Ok(Action::await_change());
+    }
+    // Node side for a real disk: grow it and its file system first, as a cloud disk plus the
+    // kubelet would, so the capacity reported below exists.
+    if backing == Backing::Disk {
+        BlockVolume::new(&driver.disks_dir, volume_name).grow(requested_bytes)?;
     }
     // Controller side: grow the PV.
     let volumes: Api<PersistentVolume> = Api::all(driver.client.clone());
@@ -342,7 +422,8 @@ async fn remounted(claim: &PersistentVolumeClaim, driver: &Driver) -> Result<boo
 }
 
 async fn reconcile_volume(volume: Arc<PersistentVolume>, driver: Arc<Driver>) -> Result<Action, Error> {
-    let ours = volume.annotations().get(ANN_PROVISIONED_BY).map(String::as_str) == Some(PROVISIONER);
+    let provisioned_by = volume.annotations().get(ANN_PROVISIONED_BY).map(String::as_str);
+    let ours = provisioned_by == Some(PROVISIONER) || provisioned_by == Some(BLOCK_PROVISIONER);
     let released = volume.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Released");
     let delete_policy = volume
         .spec
@@ -361,6 +442,9 @@ async fn reconcile_volume(volume: Arc<PersistentVolume>, driver: Arc<Driver>) ->
         && path.exists()
     {
         std::fs::remove_dir_all(&path).map_err(|e| Error::io(path.display(), e))?;
+    }
+    if provisioned_by == Some(BLOCK_PROVISIONER) {
+        BlockVolume::new(&driver.disks_dir, &volume.name_any()).remove()?;
     }
     match Api::<PersistentVolume>::all(driver.client.clone())
         .delete(&volume.name_any(), &DeleteParams::default())

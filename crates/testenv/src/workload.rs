@@ -1,0 +1,137 @@
+//! Workloads that run for real on the real node: a StatefulSet whose pods keep writing numbered
+//! records to their volume, acknowledge each one outside it, and on SIGTERM go on writing for a
+//! second (a database's checkpoint) before they exit. After a resize, every acknowledged record must
+//! be on the volume the replica ends up with.
+
+use crate::{Error, REAL_NODE_KEY, paths};
+use k8s_openapi::api::apps::v1::StatefulSet;
+use serde_json::json;
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+/// Images imported into the real node's containerd by `scripts/images`.
+pub const BUSYBOX_IMAGE: &str = "ferry.local/busybox:dev";
+pub const FERRY_IMAGE: &str = "ferry.local/ferry:dev";
+pub const POSTGRES_IMAGE: &str = "ferry.local/postgres:dev";
+
+/// The file, on the first template's volume, that the writer appends its records to.
+pub const RECORDS_FILE: &str = "records";
+
+/// Where the writers of a namespace acknowledge their records on this machine: a hostPath
+/// directory, so the acknowledgements survive whatever happens to the volumes.
+pub fn acks_dir(namespace: &str) -> PathBuf {
+    paths::state_dir().join("acks").join(namespace)
+}
+
+/// The writer script: numbering goes on from the last acknowledgement, so a restarted replica
+/// continues the same sequence.
+const WRITER: &str = r#"
+acked="/acks/$(hostname)"
+i=$(tail -n 1 "$acked" 2>/dev/null || true)
+i=${i:-0}
+stopping=0
+trap 'stopping=1' TERM
+write() { i=$((i + 1)); echo "record $i" >> "/$VOLUME/records" && echo "$i" >> "$acked"; }
+while [ "$stopping" = 0 ]; do
+  write
+  sleep 0.05 & wait $!
+done
+# Graceful shutdown: like a database checkpoint, keep writing for a second after SIGTERM.
+n=0
+while [ "$n" -lt 20 ]; do write; n=$((n + 1)); sleep 0.05; done
+exit 0
+"#;
+
+/// A StatefulSet on the real node (node selector and toleration for its taint) running the writer
+/// on the first of `templates` ((name, class, size)); every template is mounted at `/<name>`.
+pub fn writer_stateful_set(
+    name: &str,
+    replicas: i32,
+    templates: &[(&str, &str, &str)],
+    namespace: &str,
+) -> Result<StatefulSet, Error> {
+    let acks = acks_dir(namespace);
+    std::fs::create_dir_all(&acks).map_err(|e| Error::io(acks.display(), e))?;
+    let claim_templates: Vec<_> = templates
+        .iter()
+        .map(|(template, class, size)| {
+            json!({
+                "metadata": {"name": template},
+                "spec": {
+                    "accessModes": ["ReadWriteOnce"],
+                    "storageClassName": class,
+                    "resources": {"requests": {"storage": size}},
+                },
+            })
+        })
+        .collect();
+    let mut mounts: Vec<_> = templates
+        .iter()
+        .map(|(template, _, _)| json!({"name": template, "mountPath": format!("/{template}")}))
+        .collect();
+    mounts.push(json!({"name": "acks", "mountPath": "/acks"}));
+    let first = templates
+        .first()
+        .map(|(template, _, _)| *template)
+        .unwrap_or("data");
+    serde_json::from_value(json!({
+        "apiVersion": "apps/v1",
+        "kind": "StatefulSet",
+        "metadata": {"name": name},
+        "spec": {
+            "replicas": replicas,
+            "serviceName": name,
+            "selector": {"matchLabels": {"app": name}},
+            "template": {
+                "metadata": {"labels": {"app": name}},
+                "spec": {
+                    "nodeSelector": {REAL_NODE_KEY: "true"},
+                    "tolerations": [{"key": REAL_NODE_KEY, "operator": "Exists", "effect": "NoSchedule"}],
+                    "terminationGracePeriodSeconds": 30,
+                    "containers": [{
+                        "name": "writer",
+                        "image": BUSYBOX_IMAGE,
+                        "imagePullPolicy": "Never",
+                        "command": ["sh", "-c", WRITER],
+                        "env": [{"name": "VOLUME", "value": first}],
+                        "volumeMounts": mounts,
+                        "readinessProbe": {
+                            "exec": {"command": ["test", "-s", format!("/{first}/{RECORDS_FILE}")]},
+                            "periodSeconds": 1,
+                        },
+                    }],
+                    "volumes": [{"name": "acks", "hostPath": {"path": acks.display().to_string(), "type": "Directory"}}],
+                },
+            },
+            "volumeClaimTemplates": claim_templates,
+        },
+    }))
+    .map_err(|e| Error::Setup(format!("writer StatefulSet: {e}")))
+}
+
+/// The acknowledged record numbers of a replica (pod name) of the namespace.
+pub fn acknowledged(namespace: &str, pod: &str) -> Result<BTreeSet<u64>, Error> {
+    let path = acks_dir(namespace).join(pod);
+    let text = std::fs::read_to_string(&path).map_err(|e| Error::io(path.display(), e))?;
+    Ok(text.lines().filter_map(|line| line.trim().parse().ok()).collect())
+}
+
+/// The record numbers in a records file (on a volume's directory on this machine).
+pub fn records(volume_dir: &Path) -> Result<BTreeSet<u64>, Error> {
+    let path = volume_dir.join(RECORDS_FILE);
+    let text = std::fs::read_to_string(&path).map_err(|e| Error::io(path.display(), e))?;
+    Ok(text
+        .lines()
+        .filter_map(|line| line.strip_prefix("record "))
+        .filter_map(|number| number.trim().parse().ok())
+        .collect())
+}
+
+/// Acknowledged records missing from the volume: empty when nothing acknowledged was lost.
+pub fn lost_records(namespace: &str, pod: &str, volume_dir: &Path) -> Result<Vec<u64>, Error> {
+    let on_volume = records(volume_dir)?;
+    Ok(acknowledged(namespace, pod)?
+        .into_iter()
+        .filter(|number| !on_volume.contains(number))
+        .collect())
+}

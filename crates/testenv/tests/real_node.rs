@@ -1,0 +1,230 @@
+//! The real node of the local control plane: a real kubelet and containerd run the pods, its volumes
+//! are real file systems of the requested size, and logs, exec and the stats summary work through
+//! the API server as on a cluster.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use ferry_testenv::fixtures::claim_directory;
+use ferry_testenv::quantity::bytes;
+use ferry_testenv::workload::{BUSYBOX_IMAGE, acknowledged, records, writer_stateful_set};
+use ferry_testenv::{
+    CLASS_BLOCK, CLASS_BLOCK_FIXED, REAL_NODE, REAL_NODE_KEY, TestNamespace, client, kubectl, wait_until,
+};
+use k8s_openapi::api::apps::v1::StatefulSet;
+use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim, Pod};
+use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
+use kube::{Api, Client};
+use serde_json::json;
+
+const MI: u64 = 1 << 20;
+
+/// A claim of `class` and a busybox pod on the real node mounting it at /data, running `script`.
+async fn pod_with_claim(ns: &TestNamespace, name: &str, class: &str, size: &str, script: &str) {
+    let claims: Api<PersistentVolumeClaim> = ns.api();
+    let claim = serde_json::from_value(json!({
+        "metadata": {"name": name},
+        "spec": {"accessModes": ["ReadWriteOnce"], "storageClassName": class,
+                 "resources": {"requests": {"storage": size}}},
+    }))
+    .unwrap();
+    claims.create(&PostParams::default(), &claim).await.unwrap();
+    let pod = serde_json::from_value(json!({
+        "metadata": {"name": name},
+        "spec": {
+            "nodeSelector": {REAL_NODE_KEY: "true"},
+            "tolerations": [{"key": REAL_NODE_KEY, "operator": "Exists", "effect": "NoSchedule"}],
+            "terminationGracePeriodSeconds": 1,
+            "containers": [{"name": "main", "image": BUSYBOX_IMAGE, "imagePullPolicy": "Never",
+                            "command": ["sh", "-c", script],
+                            "volumeMounts": [{"name": "data", "mountPath": "/data"}]}],
+            "volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": name}}],
+        },
+    }))
+    .unwrap();
+    ns.api::<Pod>()
+        .create(&PostParams::default(), &pod)
+        .await
+        .unwrap();
+}
+
+async fn wait_running(pods: &Api<Pod>, name: &str) -> Pod {
+    wait_until(&format!("pod {name} Running"), 120, || async {
+        let pod = pods.get_opt(name).await.ok().flatten()?;
+        (pod.status.as_ref()?.phase.as_deref() == Some("Running")).then_some(pod)
+    })
+    .await
+    .unwrap()
+}
+
+/// `kubectl` in the namespace, returning stdout; panics with stderr when it fails.
+async fn kubectl_ok(ns: &TestNamespace, args: &[&str]) -> String {
+    let mut all = vec!["-n", ns.name.as_str()];
+    all.extend_from_slice(args);
+    let (code, stdout, stderr) = kubectl(&all).await.unwrap();
+    assert_eq!(code, 0, "kubectl {args:?}: {stderr}");
+    stdout
+}
+
+/// The size `df` reports in the pod for /data, in bytes.
+async fn df_size(ns: &TestNamespace, pod: &str) -> u64 {
+    let out = kubectl_ok(ns, &["exec", pod, "--", "df", "-k", "/data"]).await;
+    let line = out.lines().last().unwrap();
+    line.split_whitespace().nth(1).unwrap().parse::<u64>().unwrap() * 1024
+}
+
+/// The claim's volume entry in the real node's stats summary, read through the API server.
+async fn volume_stats(client: &Client, namespace: &str, claim: &str) -> Option<serde_json::Value> {
+    let request = http::Request::get(format!("/api/v1/nodes/{REAL_NODE}/proxy/stats/summary"))
+        .body(Vec::new())
+        .ok()?;
+    let summary: serde_json::Value = client.request(request).await.ok()?;
+    summary["pods"]
+        .as_array()?
+        .iter()
+        .flat_map(|pod| pod["volume"].as_array().cloned().unwrap_or_default())
+        .find(|volume| volume["pvcRef"]["name"] == claim && volume["pvcRef"]["namespace"] == namespace)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn real_disk_fills_up_and_reports_usage_logs_and_exec() {
+    let client = client().await.unwrap();
+    let ns = TestNamespace::create(&client, "real-enospc").await.unwrap();
+    let script = "dd if=/dev/zero of=/data/fill bs=1M 2>&1; echo dd-exit=$?; df -k /data; sleep 3600";
+    pod_with_claim(&ns, "filler", CLASS_BLOCK_FIXED, "64Mi", script).await;
+    let pods: Api<Pod> = ns.api();
+    let pod = wait_running(&pods, "filler").await;
+    assert_eq!(pod.spec.as_ref().unwrap().node_name.as_deref(), Some(REAL_NODE));
+    let container_id = pod.status.as_ref().unwrap().container_statuses.as_ref().unwrap()[0]
+        .container_id
+        .clone()
+        .unwrap_or_default();
+    assert!(container_id.starts_with("containerd://"), "{container_id}");
+
+    // `kubectl logs` through the API server: dd stopped at the disk's end.
+    let logs = wait_until("dd to hit the end of the disk", 60, || async {
+        let (_, text, _) = kubectl(&["-n", &ns.name, "logs", "filler"]).await.ok()?;
+        text.contains("dd-exit=").then_some(text)
+    })
+    .await
+    .unwrap();
+    assert!(logs.contains("No space left on device"), "{logs}");
+    assert!(logs.contains("dd-exit=1"), "{logs}");
+    // `kubectl exec`: the file system is the requested size (less ext4's own metadata).
+    let size = df_size(&ns, "filler").await;
+    assert!((50 * MI..=64 * MI).contains(&size), "df size {size}");
+    let filled = kubectl_ok(&ns, &["exec", "filler", "--", "stat", "-c", "%s", "/data/fill"]).await;
+    let filled: u64 = filled.trim().parse().unwrap();
+    assert!(filled > 50 * MI && filled <= 64 * MI, "filled {filled}");
+
+    // The kubelet's stats summary, through the API server's node proxy, sees the same.
+    let stats = wait_until("the claim in the stats summary", 90, || async {
+        let stats = volume_stats(&client, &ns.name, "filler").await?;
+        (stats["usedBytes"].as_u64()? > 50 * MI).then_some(stats)
+    })
+    .await
+    .unwrap();
+    let capacity = stats["capacityBytes"].as_u64().unwrap();
+    assert!((50 * MI..=64 * MI).contains(&capacity), "{stats}");
+    assert!(stats["inodesUsed"].as_u64().unwrap() >= 2, "{stats}");
+    ns.cleanup().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn real_disk_expands_online_and_is_freed_when_released() {
+    let client = client().await.unwrap();
+    let ns = TestNamespace::create(&client, "real-expand").await.unwrap();
+    // XFS (ext4 cannot grow online here), whose minimum size is 300Mi.
+    pod_with_claim(&ns, "grower", CLASS_BLOCK, "320Mi", "sleep 3600").await;
+    let pods: Api<Pod> = ns.api();
+    wait_running(&pods, "grower").await;
+    assert!(df_size(&ns, "grower").await <= 320 * MI);
+
+    let claims: Api<PersistentVolumeClaim> = ns.api();
+    let volumes: Api<PersistentVolume> = Api::all(client.clone());
+    let disk = claim_directory(&claims, &volumes, "grower").await.unwrap();
+    let volume_name = claims
+        .get("grower")
+        .await
+        .unwrap()
+        .spec
+        .unwrap()
+        .volume_name
+        .unwrap();
+    let patch = json!({"spec": {"resources": {"requests": {"storage": "480Mi"}}}});
+    claims
+        .patch("grower", &PatchParams::default(), &Patch::Merge(patch))
+        .await
+        .unwrap();
+    wait_until("the claim's capacity to reach 480Mi", 60, || async {
+        let claim = claims.get_opt("grower").await.ok().flatten()?;
+        let capacity = bytes(claim.status?.capacity?.get("storage")?)?;
+        (capacity == 480 * MI).then_some(())
+    })
+    .await
+    .unwrap();
+    // Online: the running pod sees the bigger file system without a restart.
+    let size = df_size(&ns, "grower").await;
+    assert!(
+        size > 400 * MI && size <= 480 * MI,
+        "df size after expansion {size}"
+    );
+
+    // Released with reclaim policy Delete: the PV goes, and so do its mount and its disk.
+    pods.delete("grower", &DeleteParams::default()).await.unwrap();
+    claims.delete("grower", &DeleteParams::default()).await.unwrap();
+    wait_until("the released PV to be deleted", 90, || async {
+        volumes.get_opt(&volume_name).await.ok()?.is_none().then_some(())
+    })
+    .await
+    .unwrap();
+    assert!(!disk.exists(), "mount point {disk:?} removed");
+    let image = disk
+        .parent()
+        .unwrap()
+        .parent()
+        .unwrap()
+        .join(format!("{volume_name}.img"));
+    assert!(!image.exists(), "disk image {image:?} deleted");
+    ns.cleanup().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deleted_pod_terminates_gracefully_while_its_writer_finishes() {
+    let client = client().await.unwrap();
+    let ns = TestNamespace::create(&client, "real-graceful").await.unwrap();
+    let sets: Api<StatefulSet> = ns.api();
+    let set = writer_stateful_set("w", 1, &[("data", CLASS_BLOCK_FIXED, "64Mi")], &ns.name).unwrap();
+    sets.create(&PostParams::default(), &set).await.unwrap();
+    ferry_testenv::fixtures::wait_ready(&sets, "w", 1, 120)
+        .await
+        .unwrap();
+    let pods: Api<Pod> = ns.api();
+    let uid = pods.get("w-0").await.unwrap().metadata.uid.unwrap();
+    let before = acknowledged(&ns.name, "w-0").unwrap().len();
+    pods.delete("w-0", &DeleteParams::default()).await.unwrap();
+
+    // Unlike a kwok node, the pod stays Terminating while the application shuts down, and it
+    // goes on writing in that time.
+    let terminating = pods.get("w-0").await.unwrap();
+    assert_eq!(terminating.metadata.uid.as_deref(), Some(uid.as_str()));
+    assert!(terminating.metadata.deletion_timestamp.is_some());
+    wait_until("the old pod to be gone", 60, || async {
+        let pod = pods.get_opt("w-0").await.ok()?;
+        (pod.and_then(|p| p.metadata.uid) != Some(uid.clone())).then_some(())
+    })
+    .await
+    .unwrap();
+    let acked = acknowledged(&ns.name, "w-0").unwrap();
+    assert!(
+        acked.len() >= before + 20,
+        "records written during the grace period"
+    );
+
+    // Everything acknowledged is on the volume.
+    let claims: Api<PersistentVolumeClaim> = ns.api();
+    let volumes: Api<PersistentVolume> = Api::all(client.clone());
+    let dir = claim_directory(&claims, &volumes, "data-w-0").await.unwrap();
+    let on_volume = records(&dir).unwrap();
+    assert!(acked.iter().all(|n| on_volume.contains(n)));
+    ns.cleanup().await.unwrap();
+}
