@@ -277,6 +277,13 @@ pub fn plan_copy(
             continue;
         }
         if !pod_running(row.replica) {
+            // A Terminating pod's application may still write during its grace period (a
+            // checkpoint, a flush): the final pass starts only once the pod is gone.
+            if observed.pods.contains_key(&ctx.pod(row.replica)) {
+                status.plan[i].step = Some(STEP_STOPPING_REPLICA.into());
+                summary = format!("waiting for {who} to stop before the final sync");
+                continue;
+            }
             if mover_slots == 0 {
                 continue;
             }
