@@ -191,9 +191,15 @@ real_node_ready() {
   [ "$(kctl get node "$real_node" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}')" = True ]
 }
 
+import_images() {
+  log "importing images into the node's containerd (built when their inputs changed)"
+  "$repo/scripts/images" import --address "$containerd_sock" >&2
+}
+
 start_real_node() {
   if running kubelet && running containerd && real_node_ready; then
     log "real node already running"
+    import_images
     return 0
   fi
   log "starting the real node ($real_node: containerd, kubelet)"
@@ -208,8 +214,7 @@ start_real_node() {
   start api-forwarder socat "TCP-LISTEN:${api_port},bind=${host_ip},fork,reuseaddr" "TCP:127.0.0.1:${api_port}"
   start containerd nsenter --net="/run/netns/$node_netns" containerd --config "$node_dir/containerd.toml"
   wait_for containerd 60 containerd_ready
-  log "importing images into the node's containerd"
-  "$repo/scripts/images" import --address "$containerd_sock" >&2
+  import_images
   start kubelet nsenter --net="/run/netns/$node_netns" "$bin/kubelet" --config "$node_dir/kubelet.yaml" \
     --kubeconfig "$node_dir/kubeconfig" --hostname-override "$real_node" --node-ip "$node_ip" \
     --root-dir "$node_dir/kubelet" --volume-plugin-dir "$node_dir/volume-plugins" \

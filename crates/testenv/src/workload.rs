@@ -26,6 +26,8 @@ pub fn acks_dir(namespace: &str) -> PathBuf {
 /// The writer script: numbering goes on from the last acknowledgement, so a restarted replica
 /// continues the same sequence.
 const WRITER: &str = r#"
+# A first start seeds the volume with some bulk data, so there is something to copy.
+[ -f "/$VOLUME/seed" ] || head -c "$((SEED_KIB * 1024))" /dev/urandom > "/$VOLUME/seed"
 acked="/acks/$(hostname)"
 i=$(tail -n 1 "$acked" 2>/dev/null || true)
 i=${i:-0}
@@ -43,12 +45,14 @@ exit 0
 "#;
 
 /// A StatefulSet on the real node (node selector and toleration for its taint) running the writer
-/// on the first of `templates` ((name, class, size)); every template is mounted at `/<name>`.
+/// on the first of `templates` ((name, class, size)), which it first seeds with `seed_kib` KiB of
+/// random data (file `seed`); every template is mounted at `/<name>`.
 pub fn writer_stateful_set(
     name: &str,
     replicas: i32,
     templates: &[(&str, &str, &str)],
     namespace: &str,
+    seed_kib: u64,
 ) -> Result<StatefulSet, Error> {
     let acks = acks_dir(namespace);
     std::fs::create_dir_all(&acks).map_err(|e| Error::io(acks.display(), e))?;
@@ -93,7 +97,10 @@ pub fn writer_stateful_set(
                         "image": BUSYBOX_IMAGE,
                         "imagePullPolicy": "Never",
                         "command": ["sh", "-c", WRITER],
-                        "env": [{"name": "VOLUME", "value": first}],
+                        "env": [
+                            {"name": "VOLUME", "value": first},
+                            {"name": "SEED_KIB", "value": seed_kib.to_string()},
+                        ],
                         "volumeMounts": mounts,
                         "readinessProbe": {
                             "exec": {"command": ["test", "-s", format!("/{first}/{RECORDS_FILE}")]},

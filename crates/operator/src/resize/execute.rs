@@ -11,7 +11,7 @@ use ferry_api::names::{
 use ferry_api::{VolumeResize, parse_bytes};
 use ferry_engine::run_state::{Pass, ResizeAction};
 use k8s_openapi::api::apps::v1::StatefulSet;
-use k8s_openapi::api::core::v1::{ConfigMap, PersistentVolume, PersistentVolumeClaim, Pod};
+use k8s_openapi::api::core::v1::{ConfigMap, PersistentVolume, PersistentVolumeClaim, Pod, Toleration};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::{DeleteParams, Patch, PatchParams, PostParams, Preconditions, PropagationPolicy};
@@ -122,7 +122,8 @@ pub async fn execute(
             target,
             pass,
         } => {
-            let mover = mover_pod(ctx, resize, pod, source, target, *pass)?;
+            let tolerations = replica_tolerations(ctx, resize, namespace).await?;
+            let mover = mover_pod(ctx, resize, pod, source, target, *pass, tolerations)?;
             ignore_conflict(
                 Api::<Pod>::namespaced(client, namespace)
                     .create(&PostParams::default(), &mover)
@@ -130,7 +131,8 @@ pub async fn execute(
             )
         }
         ResizeAction::MeasureUsage { pod, claim } => {
-            let measure = usage_pod(ctx, resize, pod, claim)?;
+            let tolerations = replica_tolerations(ctx, resize, namespace).await?;
+            let measure = usage_pod(ctx, resize, pod, claim, tolerations)?;
             ignore_conflict(
                 Api::<Pod>::namespaced(client, namespace)
                     .create(&PostParams::default(), &measure)
@@ -229,6 +231,7 @@ fn mover_pod(
     source: &str,
     target: &str,
     pass: Pass,
+    tolerations: Vec<Toleration>,
 ) -> Result<Pod, Error> {
     let settings = resize.spec.mover.clone().unwrap_or_default();
     // Both passes verify what they write: the final pass skips files the warm pass already copied,
@@ -288,12 +291,43 @@ fn mover_pod(
         {"name": "source", "persistentVolumeClaim": {"claimName": source, "readOnly": true}},
         {"name": "target", "persistentVolumeClaim": {"claimName": target}},
     ]);
-    ferry_pod(ctx, resize, name, pass, container, volumes)
+    ferry_pod(ctx, resize, name, pass, container, volumes, tolerations)
+}
+
+/// The tolerations of the StatefulSet's pods (live, else as backed up while it is orphan-deleted):
+/// a mover must run on its replica's node, which may be tainted for the database alone.
+async fn replica_tolerations(
+    ctx: &Context,
+    resize: &VolumeResize,
+    namespace: &str,
+) -> Result<Vec<Toleration>, Error> {
+    let live = Api::<StatefulSet>::namespaced(ctx.client.clone(), namespace)
+        .get_opt(&resize.spec.stateful_set_name)
+        .await?;
+    let sts = match live {
+        Some(sts) => Some(sts),
+        None => Api::<ConfigMap>::namespaced(ctx.client.clone(), namespace)
+            .get_opt(&backup_name(resize))
+            .await?
+            .map(|backup| restore(&backup))
+            .transpose()?,
+    };
+    Ok(sts
+        .and_then(|sts| sts.spec)
+        .and_then(|spec| spec.template.spec)
+        .and_then(|pod| pod.tolerations)
+        .unwrap_or_default())
 }
 
 /// A pod that measures the data in use on `claim` (mounted read-only) and reports it as its
 /// termination message.
-fn usage_pod(ctx: &Context, resize: &VolumeResize, name: &str, claim: &str) -> Result<Pod, Error> {
+fn usage_pod(
+    ctx: &Context,
+    resize: &VolumeResize,
+    name: &str,
+    claim: &str,
+    tolerations: Vec<Toleration>,
+) -> Result<Pod, Error> {
     let container = json!({
         "name": "usage",
         "command": ["ferry-mover", "usage", "/source"],
@@ -306,13 +340,14 @@ fn usage_pod(ctx: &Context, resize: &VolumeResize, name: &str, claim: &str) -> R
     });
     let volumes =
         json!([{"name": "source", "persistentVolumeClaim": {"claimName": claim, "readOnly": true}}]);
-    ferry_pod(ctx, resize, name, "usage", container, volumes)
+    ferry_pod(ctx, resize, name, "usage", container, volumes, tolerations)
 }
 
 /// What every pod Ferry runs has in common: owned by the resize and labelled as a mover pod of
 /// `pass`; run once, as root (to keep ownership) but with no service-account token or service
 /// links; the mover image and the placement settings of `spec.mover`; the result as the
-/// termination message. `container` adds its name, command, resources, security context and mounts.
+/// termination message. `container` adds its name, command, resources, security context and mounts;
+/// `tolerations` (the replica's) join those of `spec.mover`.
 fn ferry_pod(
     ctx: &Context,
     resize: &VolumeResize,
@@ -320,8 +355,15 @@ fn ferry_pod(
     pass: &str,
     mut container: serde_json::Value,
     volumes: serde_json::Value,
+    tolerations: Vec<Toleration>,
 ) -> Result<Pod, Error> {
     let settings = resize.spec.mover.clone().unwrap_or_default();
+    let mut all_tolerations = settings.tolerations.clone().unwrap_or_default();
+    for toleration in tolerations {
+        if !all_tolerations.contains(&toleration) {
+            all_tolerations.push(toleration);
+        }
+    }
     let mut metadata = owned_metadata(resize, name);
     metadata["labels"][LABEL_MOVER] = json!("true");
     metadata["labels"][LABEL_MOVER_PASS] = json!(pass);
@@ -334,7 +376,7 @@ fn ferry_pod(
             "automountServiceAccountToken": false,
             "enableServiceLinks": false,
             "nodeSelector": settings.node_selector,
-            "tolerations": settings.tolerations,
+            "tolerations": all_tolerations,
             "securityContext": {"runAsUser": 0, "runAsGroup": 0},
             "containers": [container],
             "volumes": volumes,
