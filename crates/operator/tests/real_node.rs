@@ -23,10 +23,31 @@ use support::Harness;
 
 const MI: u64 = 1 << 20;
 
-/// A writer StatefulSet of `replicas` on the real node, Ready; returns the seed's checksum per claim.
+/// A writer StatefulSet of `replicas` on the real node (8 MiB of seed data, no shutdown
+/// checkpoint), Ready; returns the seed's checksum per claim.
 async fn writer(harness: &Harness, replicas: i32, class: &str, size: &str) -> BTreeMap<String, String> {
+    writer_with(harness, replicas, class, size, 8 << 10, 0).await
+}
+
+async fn writer_with(
+    harness: &Harness,
+    replicas: i32,
+    class: &str,
+    size: &str,
+    seed_kib: u64,
+    checkpoint_kib: u64,
+) -> BTreeMap<String, String> {
     let sets: Api<StatefulSet> = harness.ns.api();
-    let set = writer_stateful_set("db", replicas, &[("data", class, size)], &harness.ns.name, 8 << 10).unwrap();
+    let templates = [("data", class, size)];
+    let set = writer_stateful_set(
+        "db",
+        replicas,
+        &templates,
+        &harness.ns.name,
+        seed_kib,
+        checkpoint_kib,
+    )
+    .unwrap();
     sets.create(&PostParams::default(), &set).await.unwrap();
     wait_ready(&sets, "db", replicas, 180).await.unwrap();
     let mut sums = BTreeMap::new();
@@ -76,7 +97,11 @@ fn watch_mover_containers(harness: &Harness) -> Arc<Mutex<BTreeMap<String, Strin
         loop {
             if let Ok(list) = pods.list(&ListParams::default().labels(MOVER_LABEL)).await {
                 for pod in list.items {
-                    let node = pod.spec.as_ref().and_then(|s| s.node_name.clone()).unwrap_or_default();
+                    let node = pod
+                        .spec
+                        .as_ref()
+                        .and_then(|s| s.node_name.clone())
+                        .unwrap_or_default();
                     let id = pod
                         .status
                         .as_ref()
@@ -156,5 +181,190 @@ async fn rolling_shrink_onto_another_class_loses_no_acknowledged_write() {
             "{name}: {placed}"
         );
     }
+    harness.finish().await;
+}
+
+async fn pod_uids(harness: &Harness) -> BTreeMap<String, String> {
+    let pods: Api<Pod> = harness.ns.api();
+    let list = pods.list(&ListParams::default().labels("app=db")).await.unwrap();
+    list.items
+        .iter()
+        .map(|pod| (pod.name_any(), pod.uid().unwrap()))
+        .collect()
+}
+
+/// The size `df` reports for /data in the pod, in bytes.
+async fn df_size(harness: &Harness, pod: &str) -> u64 {
+    let (code, out, err) =
+        ferry_testenv::kubectl(&["-n", &harness.ns.name, "exec", pod, "--", "df", "-k", "/data"])
+            .await
+            .unwrap();
+    assert_eq!(code, 0, "{err}");
+    let line = out.lines().last().unwrap();
+    line.split_whitespace().nth(1).unwrap().parse::<u64>().unwrap() * 1024
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn in_place_online_growth_keeps_every_replica_running() {
+    let harness = Harness::start("real-inplace").await;
+    let seeds = writer(&harness, 2, CLASS_BLOCK, "320Mi").await;
+    let before = pod_uids(&harness).await;
+    harness
+        .create_resize(
+            "grow",
+            json!({"statefulSetName": "db", "volumes": [{"name": "data", "size": "480Mi"}]}),
+        )
+        .await;
+    let resize = wait_phase(&harness, "grow", 180).await;
+    let status = resize.status.unwrap();
+    assert_eq!(status.phase, Some(Phase::Succeeded), "{:?}", status.message);
+    assert!(
+        status
+            .plan
+            .iter()
+            .all(|row| row.strategy == Some(ferry_api::ChosenStrategy::InPlace))
+    );
+    // Online: the same pods see the bigger file system, nobody restarted.
+    assert_eq!(pod_uids(&harness).await, before);
+    for replica in 0..2 {
+        let size = df_size(&harness, &format!("db-{replica}")).await;
+        assert!(
+            size > 400 * MI && size <= 480 * MI,
+            "db-{replica}: df size {size}"
+        );
+    }
+    assert_nothing_lost(&harness, 2, &seeds).await;
+    harness.finish().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn offline_copy_grows_onto_a_fixed_class_losing_nothing() {
+    let harness = Harness::start("real-offline").await;
+    let seeds = writer(&harness, 2, CLASS_BLOCK_FIXED, "64Mi").await;
+    harness
+        .create_resize(
+            "offline",
+            json!({"statefulSetName": "db", "mode": "Offline", "volumes": [{"name": "data", "size": "128Mi"}]}),
+        )
+        .await;
+    let resize = wait_phase(&harness, "offline", 300).await;
+    let status = resize.status.unwrap();
+    assert_eq!(status.phase, Some(Phase::Succeeded), "{:?}", status.message);
+    for replica in 0..2 {
+        let size = df_size(&harness, &format!("db-{replica}")).await;
+        assert!(
+            size > 100 * MI && size <= 128 * MI,
+            "db-{replica}: df size {size}"
+        );
+    }
+    assert_nothing_lost(&harness, 2, &seeds).await;
+    harness.finish().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_target_filled_by_the_shutdown_checkpoint_rolls_back_losing_nothing() {
+    let harness = Harness::start("real-enospc").await;
+    // 40 MiB in use passes the shrink check for 64Mi (ext4 leaves about 54 MiB of it), but the
+    // 20 MiB checkpoint the application writes when it stops does not fit: the final pass meets a
+    // real ENOSPC.
+    let seeds = writer_with(&harness, 1, CLASS_BLOCK_FIXED, "256Mi", 40 << 10, 20 << 10).await;
+    let claims: Api<PersistentVolumeClaim> = harness.ns.api();
+    let original = claims
+        .get("data-db-0")
+        .await
+        .unwrap()
+        .spec
+        .unwrap()
+        .volume_name
+        .unwrap();
+    harness
+        .create_resize(
+            "shrink",
+            json!({"statefulSetName": "db", "volumes": [{"name": "data", "size": "64Mi"}]}),
+        )
+        .await;
+    let resize = wait_phase(&harness, "shrink", 300).await;
+    let status = resize.status.unwrap();
+    assert_eq!(status.phase, Some(Phase::Failed), "{:?}", status.message);
+    let message = status.message.clone().unwrap_or_default();
+    assert!(
+        message.starts_with("rolled back") && message.contains("No space left on device"),
+        "{message}"
+    );
+    // Back on its original volume, with every write, the checkpoint included.
+    wait_ready(&harness.ns.api::<StatefulSet>(), "db", 1, 120)
+        .await
+        .unwrap();
+    let claim = claims.get("data-db-0").await.unwrap();
+    assert_eq!(claim.spec.unwrap().volume_name, Some(original));
+    assert_nothing_lost(&harness, 1, &seeds).await;
+    let volumes: Api<PersistentVolume> = Api::all(harness.client.clone());
+    let dir = claim_directory(&claims, &volumes, "data-db-0").await.unwrap();
+    let checkpoints = std::fs::read_dir(&dir)
+        .unwrap()
+        .filter(|entry| {
+            entry
+                .as_ref()
+                .unwrap()
+                .file_name()
+                .to_string_lossy()
+                .starts_with("checkpoint-")
+        })
+        .count();
+    assert!(
+        checkpoints >= 1,
+        "the shutdown checkpoint is on the original volume"
+    );
+    harness.finish().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn copy_completes_after_the_operator_is_killed_at_each_step_on_the_real_node() {
+    let mut harness = Harness::start("real-killed").await;
+    let seeds = writer(&harness, 2, CLASS_BLOCK_FIXED, "64Mi").await;
+    harness
+        .create_resize(
+            "copy",
+            json!({"statefulSetName": "db", "volumes": [{"name": "data", "size": "96Mi"}]}),
+        )
+        .await;
+    let api = harness.ns.api::<VolumeResize>();
+    let mut to_kill_at = vec![
+        "WarmCopy",
+        "StoppingReplica",
+        "FinalSync",
+        "Swapping",
+        "StartingReplica",
+    ];
+    let mut killed_at = Vec::new();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(300);
+    let resize = loop {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "did not finish; killed at {killed_at:?}"
+        );
+        let resize = api.get("copy").await.unwrap();
+        if resize.phase().is_terminal() {
+            break resize;
+        }
+        let steps: Vec<String> = resize
+            .status
+            .iter()
+            .flat_map(|s| s.plan.iter())
+            .filter_map(|row| row.step.clone())
+            .collect();
+        if let Some(position) = to_kill_at.iter().position(|step| steps.iter().any(|s| s == step)) {
+            killed_at.push(to_kill_at.remove(position));
+            harness.restart_operator();
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    };
+    let status = resize.status.unwrap();
+    assert_eq!(status.phase, Some(Phase::Succeeded), "{:?}", status.message);
+    assert!(
+        killed_at.len() >= 4,
+        "killed at several kinds of step: {killed_at:?}"
+    );
+    assert_nothing_lost(&harness, 2, &seeds).await;
     harness.finish().await;
 }

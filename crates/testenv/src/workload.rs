@@ -38,7 +38,9 @@ while [ "$stopping" = 0 ]; do
   write
   sleep 0.05 & wait $!
 done
-# Graceful shutdown: like a database checkpoint, keep writing for a second after SIGTERM.
+# Graceful shutdown: like a database checkpoint, write CHECKPOINT_KIB at once, then keep writing
+# records for a second after SIGTERM.
+[ "$CHECKPOINT_KIB" -gt 0 ] && head -c "$((CHECKPOINT_KIB * 1024))" /dev/urandom > "/$VOLUME/checkpoint-$i"
 n=0
 while [ "$n" -lt 20 ]; do write; n=$((n + 1)); sleep 0.05; done
 exit 0
@@ -46,13 +48,15 @@ exit 0
 
 /// A StatefulSet on the real node (node selector and toleration for its taint) running the writer
 /// on the first of `templates` ((name, class, size)), which it first seeds with `seed_kib` KiB of
-/// random data (file `seed`); every template is mounted at `/<name>`.
+/// random data (file `seed`) and to which it writes `checkpoint_kib` KiB when told to stop; every
+/// template is mounted at `/<name>`.
 pub fn writer_stateful_set(
     name: &str,
     replicas: i32,
     templates: &[(&str, &str, &str)],
     namespace: &str,
     seed_kib: u64,
+    checkpoint_kib: u64,
 ) -> Result<StatefulSet, Error> {
     let acks = acks_dir(namespace);
     std::fs::create_dir_all(&acks).map_err(|e| Error::io(acks.display(), e))?;
@@ -100,6 +104,7 @@ pub fn writer_stateful_set(
                         "env": [
                             {"name": "VOLUME", "value": first},
                             {"name": "SEED_KIB", "value": seed_kib.to_string()},
+                            {"name": "CHECKPOINT_KIB", "value": checkpoint_kib.to_string()},
                         ],
                         "volumeMounts": mounts,
                         "readinessProbe": {

@@ -193,7 +193,7 @@ async fn deleted_pod_terminates_gracefully_while_its_writer_finishes() {
     let client = client().await.unwrap();
     let ns = TestNamespace::create(&client, "real-graceful").await.unwrap();
     let sets: Api<StatefulSet> = ns.api();
-    let set = writer_stateful_set("w", 1, &[("data", CLASS_BLOCK_FIXED, "64Mi")], &ns.name, 64).unwrap();
+    let set = writer_stateful_set("w", 1, &[("data", CLASS_BLOCK_FIXED, "64Mi")], &ns.name, 64, 0).unwrap();
     sets.create(&PostParams::default(), &set).await.unwrap();
     ferry_testenv::fixtures::wait_ready(&sets, "w", 1, 120)
         .await
