@@ -362,6 +362,14 @@ fn measure_usage(
     now: &Time,
 ) -> Option<Decision> {
     let mut actions = Vec::new();
+    // Measuring pods are mover pods too: no more at once than `mover.concurrency`.
+    let mut slots = ctx.concurrency.saturating_sub(
+        observed
+            .movers
+            .values()
+            .filter(|m| matches!(m.phase, MoverPhase::Waiting | MoverPhase::Running))
+            .count(),
+    );
     for row in status
         .plan
         .iter_mut()
@@ -372,10 +380,14 @@ fn measure_usage(
         }
         let pod = usage_pod_name(row, ctx.suffix);
         match observed.movers.get(&pod) {
-            None => actions.push(ResizeAction::MeasureUsage {
-                pod,
-                claim: row.claim_name.clone(),
-            }),
+            None if slots == 0 => {}
+            None => {
+                slots -= 1;
+                actions.push(ResizeAction::MeasureUsage {
+                    pod,
+                    claim: row.claim_name.clone(),
+                });
+            }
             Some(mover) => match &mover.phase {
                 MoverPhase::Succeeded => {
                     let value = mover

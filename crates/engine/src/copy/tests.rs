@@ -247,11 +247,16 @@ impl Cluster {
                     .map(|d| d.len() as u64 * self.bytes_per_char)
                     .unwrap_or(0);
                 let result = Some(format!(r#"{{"bytes":{used},"inodes":3}}"#));
-                self.observed.movers.entry(pod.clone()).or_insert(RunMover {
-                    phase: MoverPhase::Succeeded,
-                    result,
-                    progress: None,
-                });
+                // Runs until the next tick, like a mover.
+                if !self.observed.movers.contains_key(pod) {
+                    self.finishing.insert(pod.clone(), MoverPhase::Succeeded);
+                    let running = RunMover {
+                        phase: MoverPhase::Running,
+                        result,
+                        progress: None,
+                    };
+                    self.observed.movers.insert(pod.clone(), running);
+                }
             }
             ResizeAction::DeleteMover { pod } => {
                 self.observed.movers.remove(pod);
