@@ -368,3 +368,35 @@ async fn copy_completes_after_the_operator_is_killed_at_each_step_on_the_real_no
     assert_nothing_lost(&harness, 2, &seeds).await;
     harness.finish().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_shrink_below_the_data_in_use_is_refused_and_changes_nothing() {
+    let harness = Harness::start("real-refused").await;
+    let seeds = writer_with(&harness, 1, CLASS_BLOCK_FIXED, "128Mi", 40 << 10, 0).await;
+    let before = pod_uids(&harness).await;
+    let claims: Api<PersistentVolumeClaim> = harness.ns.api();
+    let original = claims.get("data-db-0").await.unwrap().spec.unwrap().volume_name;
+    harness
+        .create_resize(
+            "shrink",
+            json!({"statefulSetName": "db", "volumes": [{"name": "data", "size": "32Mi"}]}),
+        )
+        .await;
+    let resize = wait_phase(&harness, "shrink", 120).await;
+    let status = resize.status.unwrap();
+    assert_eq!(status.phase, Some(Phase::Failed));
+    let message = status.message.unwrap_or_default();
+    assert!(
+        message.contains("data-db-0 holds") && message.contains("leaves no room"),
+        "{message}"
+    );
+    // Nothing was touched: same pod, same volume, no temporary claim.
+    assert_eq!(pod_uids(&harness).await, before);
+    assert_eq!(
+        claims.get("data-db-0").await.unwrap().spec.unwrap().volume_name,
+        original
+    );
+    assert_eq!(claims.list(&ListParams::default()).await.unwrap().items.len(), 1);
+    assert_nothing_lost(&harness, 1, &seeds).await;
+    harness.finish().await;
+}

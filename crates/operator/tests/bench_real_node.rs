@@ -1,0 +1,603 @@
+//! Benchmark, not a test (`#[ignore]`, never run by `scripts/test`; run it with
+//! `scripts/bench-real-node`): replica downtime on the real node (real kubelet, containerd, ext4 on
+//! loop devices) with a writer that really writes, for a warm and a cold copy resize, against the
+//! physical floor: a plain `kubectl delete pod` restart of the same replica. It prints numbers and
+//! asserts only that the data is intact.
+//!
+//! One run, in a fresh namespace: the writer StatefulSet `db` (one replica, `ferry-block-fixed`
+//! 1536Mi; 4 MiB checkpoint and 1 s of writes on SIGTERM, in every measurement alike) with ~1 GiB
+//! written from the host onto its volume, then
+//! 1. plain restart ×3: timed from the `delete pod db-0` call to a db-0 of another UID Ready;
+//! 2. warm copy onto `ferry-block-fixed` 1280Mi (a shrink by copy): a PodDisruptionBudget
+//!    (`maxUnavailable: 0`) holds the resize at `StoppingReplica` after the warm pass; 1% of the
+//!    files change, `sync`, the budget goes;
+//! 3. cold copy (`warmCopy: false`) back onto 1536Mi, gated the same way.
+//!
+//! A resize's downtime runs from the first watch event showing the original pod deleting or not
+//! Ready to the first showing a pod of another UID Ready; every milestone is a watch event,
+//! timestamped as it arrives. After each resize the new volume must hold what the retained old one
+//! holds (the records file aside, which must start with the old one's) and no acknowledged record
+//! may be lost. One `BENCH_REAL_NODE {json}` line per measurement. Settings (environment):
+//! `FERRY_BENCH_RUNS` (default 2), `FERRY_BENCH_FILES` (default 4750, ~1 GiB).
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod support;
+
+use ferry_api::{Phase, VolumeResize};
+use ferry_testenv::fixtures::{claim_directory, wait_ready};
+use ferry_testenv::workload::{RECORDS_FILE, acknowledged, lost_records, writer_stateful_set};
+use ferry_testenv::{CLASS_BLOCK_FIXED, wait_until};
+use futures::StreamExt;
+use k8s_openapi::api::apps::v1::StatefulSet;
+use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim, Pod};
+use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
+use kube::runtime::watcher::{self, Event};
+use kube::{Api, Resource, ResourceExt};
+use serde_json::{Value, json};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use support::Harness;
+
+const POD: &str = "db-0";
+const CLAIM: &str = "data-db-0";
+const SOURCE_SIZE: &str = "1536Mi";
+const WARM_TARGET: &str = "1280Mi";
+const RESTARTS: usize = 3;
+const KIB: u64 = 1024;
+
+// ---------------------------------------------------------------------------------------------
+// The dataset: deterministic (SplitMix64), the file sizes of bench_downtime's, written from the host.
+
+fn splitmix(state: &mut u64) -> u64 {
+    *state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    let mut z = *state;
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+fn random_bytes(seed: u64, len: usize) -> Vec<u8> {
+    let mut state = seed;
+    let mut buf: Vec<u8> = (0..len.div_ceil(8))
+        .flat_map(|_| splitmix(&mut state).to_le_bytes())
+        .collect();
+    buf.truncate(len);
+    buf
+}
+
+/// File `index`: 48 directories; 90% of the files 64–384 KiB, 8% 1–16 KiB, 2% 0.5–1.5 MiB.
+fn file_spec(index: usize) -> (PathBuf, u64) {
+    let mut state = index as u64 ^ 0x5eed_fe44;
+    let mut between = |low: u64, high: u64| low + splitmix(&mut state) % (high - low + 1);
+    let size = match between(0, 99) {
+        0..=7 => between(KIB, 16 * KIB),
+        8..=9 => between(512 * KIB, 1536 * KIB),
+        _ => between(64 * KIB, 384 * KIB),
+    };
+    let path = format!("t{}/s{}/f{index:05}.bin", index % 6, (index / 6) % 8);
+    (PathBuf::from(path), size)
+}
+
+fn write_dataset(root: &Path, files: usize) -> u64 {
+    let mut total = 0;
+    for index in 0..files {
+        let (relative, size) = file_spec(index);
+        let path = root.join(relative);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, random_bytes(0xda7a_0000 + index as u64, size as usize)).unwrap();
+        total += size;
+    }
+    sync_disks();
+    total
+}
+
+/// Changes every hundredth file: a quarter rewritten whole, the rest appended 8 KiB; then `sync`.
+/// Returns (files, bytes written).
+fn change_one_percent(root: &Path, files: usize, seed: u64) -> (usize, u64) {
+    let (mut changed, mut written) = (0, 0);
+    for (nth, index) in (37..files).step_by(100).enumerate() {
+        let (relative, size) = file_spec(index);
+        let path = root.join(relative);
+        let seed = seed ^ ((index as u64) << 20);
+        if nth % 4 == 0 {
+            std::fs::write(&path, random_bytes(seed, size as usize)).unwrap();
+            written += size;
+        } else {
+            use std::io::Write;
+            let mut file = std::fs::OpenOptions::new().append(true).open(&path).unwrap();
+            file.write_all(&random_bytes(seed, 8 * KIB as usize)).unwrap();
+            written += 8 * KIB;
+        }
+        changed += 1;
+    }
+    sync_disks();
+    (changed, written)
+}
+
+fn sync_disks() {
+    assert!(std::process::Command::new("sync").status().unwrap().success());
+}
+
+/// `sync` and drop the page, dentry and inode caches when allowed; whether they were dropped.
+fn drop_caches() -> bool {
+    sync_disks();
+    std::fs::write("/proc/sys/vm/drop_caches", b"3\n").is_ok()
+}
+
+/// A checksum of every file's path and content under `dir` but the writer's records file (the new
+/// replica appends to it), by `find` and `sha256sum`.
+fn checksum_without_records(dir: &Path) -> String {
+    let script = format!(
+        "find . -type f ! -path ./{RECORDS_FILE} -print0 | LC_ALL=C sort -z | xargs -0 -r sha256sum | sha256sum"
+    );
+    let out = std::process::Command::new("sh")
+        .args(["-c", &script])
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "checksum of {}", dir.display());
+    String::from_utf8_lossy(&out.stdout)[..64].to_string()
+}
+
+// ---------------------------------------------------------------------------------------------
+// What the watchers see (pods, claims, StatefulSets, VolumeResizes), timestamped as it arrives.
+
+#[derive(Clone, Default)]
+struct Seen {
+    at: Option<Instant>,
+    kind: &'static str,
+    name: String,
+    uid: String,
+    gone: bool,
+    deleting: bool,
+    ready: bool,
+    /// Pod phase, claim phase, or the VolumeResize's first row's step.
+    phase: String,
+    /// A pod's termination message (a mover's result).
+    message: Option<String>,
+}
+
+fn seen<K: Resource>(kind: &'static str, object: &K) -> Seen {
+    let meta = object.meta();
+    Seen {
+        kind,
+        name: meta.name.clone().unwrap_or_default(),
+        uid: meta.uid.clone().unwrap_or_default(),
+        deleting: meta.deletion_timestamp.is_some(),
+        ..Seen::default()
+    }
+}
+
+fn seen_pod(pod: &Pod) -> Seen {
+    let status = pod.status.clone().unwrap_or_default();
+    Seen {
+        phase: status.phase.clone().unwrap_or_default(),
+        ready: (status.conditions.iter().flatten()).any(|c| c.type_ == "Ready" && c.status == "True"),
+        message: (status.container_statuses.iter().flatten().next())
+            .and_then(|c| c.state.as_ref()?.terminated.as_ref()?.message.clone()),
+        ..seen("pod", pod)
+    }
+}
+
+type Log = Arc<Mutex<Vec<Seen>>>;
+
+fn spawn_watch<K>(api: Api<K>, log: Log, map: fn(&K) -> Seen) -> tokio::task::JoinHandle<()>
+where
+    K: Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug + Send + Sync + 'static,
+{
+    tokio::spawn(async move {
+        let mut stream = std::pin::pin!(watcher::watcher(api, watcher::Config::default()));
+        while let Some(event) = stream.next().await {
+            let at = Some(Instant::now());
+            let (gone, object) = match event {
+                Ok(Event::Apply(object) | Event::InitApply(object)) => (false, object),
+                Ok(Event::Delete(object)) => (true, object),
+                Ok(_) => continue,
+                Err(error) => {
+                    eprintln!("watch error (the watcher retries): {error}");
+                    tokio::time::sleep(Duration::from_millis(200)).await;
+                    continue;
+                }
+            };
+            log.lock().unwrap().push(Seen {
+                at,
+                gone,
+                ..map(&object)
+            });
+        }
+    })
+}
+
+struct Watches {
+    log: Log,
+    tasks: Vec<tokio::task::JoinHandle<()>>,
+}
+
+impl Watches {
+    fn start(harness: &Harness) -> Watches {
+        let log = Log::default();
+        let tasks = vec![
+            spawn_watch::<Pod>(harness.ns.api(), log.clone(), seen_pod),
+            spawn_watch::<StatefulSet>(harness.ns.api(), log.clone(), |s| seen("set", s)),
+            spawn_watch::<PersistentVolumeClaim>(harness.ns.api(), log.clone(), |c| Seen {
+                phase: c
+                    .status
+                    .as_ref()
+                    .and_then(|s| s.phase.clone())
+                    .unwrap_or_default(),
+                ..seen("claim", c)
+            }),
+            spawn_watch::<VolumeResize>(harness.ns.api(), log.clone(), |r| Seen {
+                phase: (r.status.as_ref().and_then(|s| s.plan.first()))
+                    .and_then(|row| row.step.clone())
+                    .unwrap_or_default(),
+                ..seen("resize", r)
+            }),
+        ];
+        Watches { log, tasks }
+    }
+
+    fn snapshot(&self) -> Vec<Seen> {
+        self.log.lock().unwrap().clone()
+    }
+
+    /// Waits until a db-0 of another UID than `old` is seen Ready after `after`; the log then.
+    async fn new_pod_ready(&self, old: &str, after: Instant) -> Vec<Seen> {
+        wait_until("a new db-0 Ready", 300, || async {
+            let log = self.snapshot();
+            replica(&log, old, after)[3].map(|_| log)
+        })
+        .await
+        .unwrap()
+    }
+}
+
+impl Drop for Watches {
+    fn drop(&mut self) {
+        self.tasks.iter().for_each(|task| task.abort());
+    }
+}
+
+fn first(log: &[Seen], after: Instant, test: impl Fn(&Seen) -> bool) -> Option<Instant> {
+    log.iter()
+        .filter(|s| s.at >= Some(after) && test(s))
+        .find_map(|s| s.at)
+}
+
+fn is_pod(s: &Seen, name: &str) -> bool {
+    s.kind == "pod" && s.name == name
+}
+
+/// The replica's milestones after `after`: pod `old` gone, a pod of another UID created, Running,
+/// Ready.
+fn replica(log: &[Seen], old: &str, after: Instant) -> [Option<Instant>; 4] {
+    let new = |s: &Seen| is_pod(s, POD) && s.uid != old && !s.gone && !s.deleting;
+    [
+        first(log, after, |s| is_pod(s, POD) && s.uid == old && s.gone),
+        first(log, after, new),
+        first(log, after, |s| new(s) && s.phase == "Running"),
+        first(log, after, |s| new(s) && s.ready),
+    ]
+}
+
+fn ms(from: Option<Instant>, to: Option<Instant>) -> Option<u64> {
+    Some(to?.checked_duration_since(from?)?.as_millis() as u64)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Measurements.
+
+fn emit(line: Value) -> Value {
+    println!("BENCH_REAL_NODE {line}");
+    line
+}
+
+async fn plain_restart(harness: &Harness, watches: &Watches, run: usize, nth: usize) -> Value {
+    let pods: Api<Pod> = harness.ns.api();
+    let old = pods.get(POD).await.unwrap().uid().unwrap();
+    let start = Instant::now();
+    pods.delete(POD, &DeleteParams::default()).await.unwrap();
+    let log = watches.new_pod_ready(&old, start).await;
+    let [gone, created, running, ready] = replica(&log, &old, start);
+    emit(json!({
+        "run": run, "kind": "restart", "nth": nth,
+        "downtimeMs": ms(Some(start), ready),
+        "stagesMs": {"stopToGone": ms(Some(start), gone), "toPodCreated": ms(gone, created),
+                     "toRunning": ms(created, running), "toReady": ms(running, ready)},
+    }))
+}
+
+async fn resize(
+    harness: &Harness,
+    watches: &Watches,
+    run: usize,
+    warm: bool,
+    size: &str,
+    files: usize,
+) -> Value {
+    let kind = if warm { "warm" } else { "cold" };
+    let claims: Api<PersistentVolumeClaim> = harness.ns.api();
+    let volumes: Api<PersistentVolume> = Api::all(harness.client.clone());
+    let (pods, sets) = (harness.ns.api::<Pod>(), harness.ns.api::<StatefulSet>());
+    let (budgets, resizes) = (
+        harness.ns.api::<PodDisruptionBudget>(),
+        harness.ns.api::<VolumeResize>(),
+    );
+    let claim = claims.get(CLAIM).await.unwrap();
+    let (old_claim, old_volume) = (claim.uid().unwrap(), claim.spec.unwrap().volume_name.unwrap());
+    let old_dir = claim_directory(&claims, &volumes, CLAIM).await.unwrap();
+    let old_pod = pods.get(POD).await.unwrap().uid().unwrap();
+    let old_set = sets.get("db").await.unwrap().uid().unwrap();
+
+    let gate = json!({"metadata": {"name": "gate"},
+                      "spec": {"maxUnavailable": 0, "selector": {"matchLabels": {"app": "db"}}}});
+    budgets
+        .create(&PostParams::default(), &serde_json::from_value(gate).unwrap())
+        .await
+        .unwrap();
+    wait_until("the budget to count the replica", 60, || async {
+        let status = budgets.get_opt("gate").await.ok().flatten()?.status?;
+        (status.current_healthy == 1 && status.disruptions_allowed == 0).then_some(())
+    })
+    .await
+    .unwrap();
+    let dropped = tokio::task::spawn_blocking(drop_caches).await.unwrap();
+    let started = Instant::now();
+    let volume = json!({"name": "data", "size": size, "storageClassName": CLASS_BLOCK_FIXED});
+    harness
+        .create_resize(
+            kind,
+            json!({"statefulSetName": "db", "warmCopy": warm,
+                                    "retainOldVolumes": "Forever", "volumes": [volume]}),
+        )
+        .await;
+    wait_until("the resize to be held by the budget", 900, || async {
+        let status = resizes.get_opt(kind).await.ok().flatten()?.status?;
+        assert!(
+            !status.phase.is_some_and(Phase::is_terminal),
+            "ended early: {status:?}"
+        );
+        let held = status
+            .message
+            .as_deref()
+            .unwrap_or_default()
+            .contains("PodDisruptionBudget");
+        (status.plan.first()?.step.as_deref() == Some("StoppingReplica") && held).then_some(())
+    })
+    .await
+    .unwrap();
+    let held = Instant::now();
+    let dir = old_dir.clone();
+    let seed = 0xc4a9_0000 + run as u64 * 2 + u64::from(warm);
+    let (changed, changed_bytes) = tokio::task::spawn_blocking(move || change_one_percent(&dir, files, seed))
+        .await
+        .unwrap();
+    budgets.delete("gate", &DeleteParams::default()).await.unwrap();
+    let release = Instant::now();
+
+    let done = wait_until("the resize to finish", 900, || async {
+        let resize = resizes.get_opt(kind).await.ok().flatten()?;
+        resize.phase().is_terminal().then_some(resize)
+    })
+    .await
+    .unwrap();
+    let row = done.status.clone().unwrap().plan.remove(0);
+    assert_eq!(done.phase(), Phase::Succeeded, "{:?}", done.status);
+    watches.new_pod_ready(&old_pod, release).await;
+    // The replica writes on, on its new volume.
+    let acked = acknowledged(&harness.ns.name, POD).unwrap().len();
+    wait_until("db-0 to write on", 60, || async {
+        (acknowledged(&harness.ns.name, POD).ok()?.len() > acked + 10).then_some(())
+    })
+    .await
+    .unwrap();
+    let log = watches.snapshot();
+
+    let down = first(&log, release, |s| {
+        is_pod(s, POD) && s.uid == old_pod && (s.gone || s.deleting || !s.ready)
+    });
+    let [gone, created, running, ready] = replica(&log, &old_pod, release);
+    let mover = |phase: &'static str| {
+        move |s: &Seen| {
+            s.kind == "pod" && s.name.ends_with("-final") && (phase.is_empty() || s.phase == phase)
+        }
+    };
+    let (mover_created, mover_running) = (
+        first(&log, release, mover("")),
+        first(&log, release, mover("Running")),
+    );
+    let mover_done = first(&log, release, mover("Succeeded"));
+    let result: Value = (log.iter())
+        .filter(|s| s.at >= Some(release) && mover("Succeeded")(s))
+        .find_map(|s| serde_json::from_str(s.message.as_deref()?).ok())
+        .unwrap_or_default();
+    let sync_ms = result["seconds"].as_f64().map(|s| (s * 1000.0).round() as u64);
+    let claim_bound = first(&log, release, |s| {
+        s.kind == "claim" && s.name == CLAIM && s.uid != old_claim && s.phase == "Bound"
+    });
+    let set_back = first(&log, release, |s| s.kind == "set" && s.uid != old_set && !s.gone);
+    let step = |name: &'static str| {
+        first(&log, started, move |s| {
+            s.kind == "resize" && s.name == kind && s.phase == name
+        })
+    };
+    let offset = |at: Option<Instant>| {
+        let (at, base) = (at?, down?);
+        Some(
+            at.saturating_duration_since(base).as_millis() as i64
+                - base.saturating_duration_since(at).as_millis() as i64,
+        )
+    };
+    let timeline: Vec<(&str, Option<i64>)> = [
+        (
+            "step StoppingReplica (held by the budget)",
+            step("StoppingReplica"),
+        ),
+        ("budget deleted", Some(release)),
+        ("old pod deleting/not Ready (downtime starts)", down),
+        ("old pod gone", gone),
+        ("final mover created", mover_created),
+        ("final mover Running", mover_running),
+        ("final mover Succeeded", mover_done),
+        ("step Swapping", step("Swapping")),
+        ("re-created claim Bound", claim_bound),
+        ("StatefulSet re-created", set_back),
+        ("step StartingReplica", step("StartingReplica")),
+        ("new pod created", created),
+        ("new pod Running", running),
+        ("new pod Ready (downtime ends)", ready),
+        ("step Copied", step("Copied")),
+    ]
+    .into_iter()
+    .map(|(name, at)| (name, offset(at)))
+    .collect();
+    eprintln!("[run {run} {kind}] timeline (ms from the old pod stopping):");
+    for (name, at) in &timeline {
+        eprintln!("    {:>7}  {name}", at.map_or("-".into(), |ms| ms.to_string()));
+    }
+
+    // The data: the new volume holds what the retained old one holds, and every acknowledged record.
+    let new_dir = claim_directory(&claims, &volumes, CLAIM).await.unwrap();
+    let (old, new) = (old_dir.clone(), new_dir.clone());
+    let (old_sum, new_sum, records_kept) = tokio::task::spawn_blocking(move || {
+        let read = |dir: &Path| std::fs::read(dir.join(RECORDS_FILE)).unwrap();
+        let kept = read(&new).starts_with(&read(&old));
+        (
+            checksum_without_records(&old),
+            checksum_without_records(&new),
+            kept,
+        )
+    })
+    .await
+    .unwrap();
+    let lost = lost_records(&harness.ns.name, POD, &new_dir).unwrap();
+
+    // The old volume and the resize go (the new volume stays for the next measurement).
+    let _ = resizes.delete(kind, &DeleteParams::default()).await;
+    wait_until("the resize to be deleted", 60, || async {
+        resizes.get_opt(kind).await.ok()?.is_none().then_some(())
+    })
+    .await
+    .unwrap();
+    let delete = json!({"spec": {"persistentVolumeReclaimPolicy": "Delete"}});
+    volumes
+        .patch(&old_volume, &PatchParams::default(), &Patch::Merge(delete))
+        .await
+        .unwrap();
+    if wait_until("the old volume to be deleted", 180, || async {
+        (!old_dir.exists()).then_some(())
+    })
+    .await
+    .is_err()
+    {
+        eprintln!("warning: the old volume {old_volume} is still there");
+    }
+
+    let line = emit(json!({
+        "run": run, "kind": kind, "targetSize": size, "files": files,
+        "changedFiles": changed, "changedBytes": changed_bytes, "cachesDropped": dropped,
+        "downtimeMs": ms(down, ready), "downtimeSecondsStatus": row.downtime_seconds,
+        "heldMs": ms(Some(held), Some(release)), "releaseToStopMs": ms(Some(release), down),
+        "finalPass": {"seconds": result["seconds"], "bytes": result["bytes"], "files": result["files"],
+                      "bytesCopied": result["bytesCopied"], "filesCopied": result["filesCopied"]},
+        "stagesMs": {
+            "stopToGone": ms(down, gone),
+            "goneToMoverCreated": ms(gone, mover_created),
+            "moverCreatedToRunning": ms(mover_created, mover_running),
+            // The mover pod's own overhead: created → seen Succeeded, minus its sync time.
+            "moverOverhead": ms(mover_created, mover_done).zip(sync_ms).map(|(all, sync)| all.saturating_sub(sync)),
+            "finalSync": sync_ms,
+            "moverDoneToClaimBound": ms(mover_done, claim_bound),
+            "moverDoneToSetRecreated": ms(mover_done, set_back),
+            "toPodCreated": ms(mover_done, created),
+            "toRunning": ms(created, running),
+            "toReady": ms(running, ready),
+        },
+        "timelineMs": timeline.iter().map(|(name, at)| json!([name, at])).collect::<Vec<_>>(),
+        "dataOk": old_sum == new_sum && records_kept, "lostRecords": lost.len(),
+    }));
+    assert_eq!(
+        old_sum, new_sum,
+        "{kind}: the new volume differs from the old one"
+    );
+    assert!(
+        records_kept,
+        "{kind}: the records file does not start with the old one's"
+    );
+    assert!(lost.is_empty(), "{kind}: acknowledged records lost: {lost:?}");
+    line
+}
+
+async fn run_once(run: usize, files: usize) -> Vec<Value> {
+    let harness = Harness::start("bench-real").await;
+    let watches = Watches::start(&harness);
+    let sets: Api<StatefulSet> = harness.ns.api();
+    let templates = [("data", CLASS_BLOCK_FIXED, SOURCE_SIZE)];
+    let set = writer_stateful_set("db", 1, &templates, &harness.ns.name, 1024, 4096).unwrap();
+    sets.create(&PostParams::default(), &set).await.unwrap();
+    wait_ready(&sets, "db", 1, 180).await.unwrap();
+    let claims: Api<PersistentVolumeClaim> = harness.ns.api();
+    let volumes: Api<PersistentVolume> = Api::all(harness.client.clone());
+    let dir = claim_directory(&claims, &volumes, CLAIM).await.unwrap();
+    let written = Instant::now();
+    let bytes = tokio::task::spawn_blocking(move || write_dataset(&dir, files))
+        .await
+        .unwrap();
+    eprintln!(
+        "[run {run}] dataset: {files} files, {:.2} GiB written in {:.1}s",
+        bytes as f64 / f64::from(1 << 30),
+        written.elapsed().as_secs_f64()
+    );
+    let mut out = vec![emit(
+        json!({"run": run, "kind": "dataset", "files": files, "bytes": bytes}),
+    )];
+    for nth in 1..=RESTARTS {
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        out.push(plain_restart(&harness, &watches, run, nth).await);
+    }
+    let pod = harness.ns.api::<Pod>().get(POD).await.unwrap();
+    let dir = claim_directory(&claims, &volumes, CLAIM).await.unwrap();
+    assert!(
+        lost_records(&harness.ns.name, POD, &dir).unwrap().is_empty(),
+        "{pod:?}: lost records"
+    );
+    out.push(resize(&harness, &watches, run, true, WARM_TARGET, files).await);
+    out.push(resize(&harness, &watches, run, false, SOURCE_SIZE, files).await);
+    drop(watches);
+    let acks = ferry_testenv::workload::acks_dir(&harness.ns.name);
+    harness.finish().await;
+    let _ = std::fs::remove_dir_all(acks);
+    out
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "benchmark: minutes of real I/O on the real node; run with scripts/bench-real-node"]
+async fn replica_downtime_on_the_real_node() {
+    let setting = |name: &str, default: usize| {
+        std::env::var(name)
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(default)
+    };
+    let (runs, files) = (
+        setting("FERRY_BENCH_RUNS", 2).max(1),
+        setting("FERRY_BENCH_FILES", 4750).max(100),
+    );
+    for run in 1..=runs {
+        for line in run_once(run, files).await {
+            if let Some(ms) = line["downtimeMs"].as_u64() {
+                let sync = line["finalPass"]["seconds"]
+                    .as_f64()
+                    .map_or(String::new(), |s| format!(", final sync {s:.2} s"));
+                eprintln!(
+                    "[run {run}] {}: down {:.2} s{sync}",
+                    line["kind"],
+                    ms as f64 / 1000.0
+                );
+            }
+        }
+    }
+}
