@@ -446,12 +446,29 @@ pub fn create_node(dst: &Path, meta: &EntryMeta) -> Result<(), MoverError> {
 
 /// Makes `dst` a hard link to `leader` (both target paths). Returns false if the leader is
 /// missing (it vanished from the source during the copy).
-pub fn hard_link(leader: &Path, dst: &Path) -> Result<bool, MoverError> {
+/// What [`hard_link`] found or did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Linked {
+    /// `dst` is now a new link to the leader.
+    Made,
+    /// `dst` already was a link to the leader's inode (its leader kept its inode).
+    Already,
+    /// The leader is not there (it vanished from the source).
+    LeaderMissing,
+}
+
+pub fn hard_link(leader: &Path, dst: &Path) -> Result<Linked, MoverError> {
+    use std::os::unix::fs::MetadataExt;
+    if let (Ok(a), Ok(b)) = (std::fs::symlink_metadata(leader), std::fs::symlink_metadata(dst))
+        && (a.dev(), a.ino()) == (b.dev(), b.ino())
+    {
+        return Ok(Linked::Already);
+    }
     // Not via temp + rename: rename between two links of one inode is a no-op by POSIX.
     remove_if_exists(dst)?;
     match std::fs::hard_link(leader, dst) {
-        Ok(()) => Ok(true),
-        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
+        Ok(()) => Ok(Linked::Made),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(Linked::LeaderMissing),
         Err(e) => Err(MoverError::io("linking", dst, e)),
     }
 }

@@ -49,6 +49,14 @@
 //! per 32 MiB chunk, with a re-read of what landed before the file is renamed into place; then
 //! every target entry's metadata is compared with the source scan. `metadata` does only the
 //! second part. Files skipped by the quick check are not re-hashed (use `checksum_compare`).
+//!
+//! # Racy files
+//! The quick check (same size and mtime) cannot see a write that lands in the same clock tick as
+//! the copy of the file: file times are coarse (a tick of a few milliseconds, a second on some file
+//! systems), so a database page rewritten in place right after it was copied keeps both. A source
+//! file modified no earlier than one second before its copy's inode last changed (the target's
+//! ctime, which only the kernel sets) is therefore compared by content, as git does with racily
+//! clean index entries. It costs a read of the few files written just before they were copied.
 
 mod copy;
 mod digest;

@@ -73,6 +73,9 @@ impl Kind {
 /// One extended attribute (name, value); POSIX ACLs are the `system.posix_acl_*` ones.
 pub type Xattr = (Vec<u8>, Vec<u8>);
 
+/// The coarsest file-time granularity among the file systems the mover meets (one second).
+pub const RACY_WINDOW_NS: i128 = 1_000_000_000;
+
 /// Everything the mover preserves about one entry.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct EntryMeta {
@@ -90,6 +93,11 @@ pub struct EntryMeta {
     pub mtime: i64,
     /// Modification time, nanoseconds.
     pub mtime_nsec: i64,
+    /// Status change time, seconds: when the inode last changed (set by the kernel, never by us),
+    /// which on a target file is when its copy was made.
+    pub ctime: i64,
+    /// Status change time, nanoseconds.
+    pub ctime_nsec: i64,
     /// Access time, seconds (applied, never compared).
     pub atime: i64,
     /// Access time, nanoseconds.
@@ -121,6 +129,8 @@ impl EntryMeta {
             size: md.size(),
             mtime: md.mtime(),
             mtime_nsec: md.mtime_nsec(),
+            ctime: md.ctime(),
+            ctime_nsec: md.ctime_nsec(),
             atime: md.atime(),
             atime_nsec: md.atime_nsec(),
             rdev: md.rdev(),
@@ -136,6 +146,16 @@ impl EntryMeta {
     /// Whether mtimes are equal to the nanosecond.
     pub fn same_mtime(&self, other: &EntryMeta) -> bool {
         self.mtime == other.mtime && self.mtime_nsec == other.mtime_nsec
+    }
+
+    /// Whether this source entry may have changed after `copy` of it was made without its size or
+    /// mtime showing it: file times are coarse (a clock tick, up to a second on some file systems),
+    /// so a write in the tick of the copy leaves both alone. Such a source was modified no earlier
+    /// than [`RACY_WINDOW_NS`] before the copy's inode last changed (git's racy-file rule).
+    pub fn racy_against(&self, copy: &EntryMeta) -> bool {
+        let modified = i128::from(self.mtime) * 1_000_000_000 + i128::from(self.mtime_nsec);
+        let copied = i128::from(copy.ctime) * 1_000_000_000 + i128::from(copy.ctime_nsec);
+        modified >= copied - RACY_WINDOW_NS
     }
 
     /// Whether ownership, permissions and xattrs match (what a metadata fix would change,
@@ -311,6 +331,8 @@ mod tests {
             size: 10,
             mtime: 100,
             mtime_nsec: 5,
+            ctime: 0,
+            ctime_nsec: 0,
             atime: 0,
             atime_nsec: 0,
             rdev: 0,

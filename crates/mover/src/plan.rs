@@ -124,7 +124,7 @@ pub fn decide(src: &EntryMeta, dst: Option<&EntryMeta>, checksum_compare: bool) 
         Kind::File => {
             if src.size != dst.size {
                 Op::CopyData
-            } else if checksum_compare {
+            } else if checksum_compare || (src.same_mtime(dst) && src.racy_against(dst)) {
                 Op::Compare { fix: !attrs_ok }
             } else if !src.same_mtime(dst) {
                 Op::CopyData
@@ -265,6 +265,8 @@ mod tests {
             size: if kind == Kind::File { 10 } else { 0 },
             mtime: 1000,
             mtime_nsec: 1,
+            ctime: 5000,
+            ctime_nsec: 0,
             atime: 0,
             atime_nsec: 0,
             rdev: 0,

@@ -304,12 +304,18 @@ impl Run<'_> {
                 let leader = &src.entries[*l];
                 if out.vanished[*l].load(Ordering::Relaxed) {
                     out.vanished[i].store(true, Ordering::Relaxed);
-                } else if copy::hard_link(&self.target.join(&leader.rel), &d)? {
-                    out.files_copied.fetch_add(1, Ordering::Relaxed);
                 } else {
-                    self.warnings
-                        .warn(format!("hard link leader missing for {}", e.rel.display()));
-                    out.vanished[i].store(true, Ordering::Relaxed);
+                    match copy::hard_link(&self.target.join(&leader.rel), &d)? {
+                        copy::Linked::Made => {
+                            out.files_copied.fetch_add(1, Ordering::Relaxed);
+                        }
+                        copy::Linked::Already => {}
+                        copy::Linked::LeaderMissing => {
+                            self.warnings
+                                .warn(format!("hard link leader missing for {}", e.rel.display()));
+                            out.vanished[i].store(true, Ordering::Relaxed);
+                        }
+                    }
                 }
                 self.progress.done(size);
             }

@@ -56,6 +56,8 @@ mod tests {
             size: 3,
             mtime: 1,
             mtime_nsec: 2,
+            ctime: 0,
+            ctime_nsec: 0,
             atime: 0,
             atime_nsec: 0,
             rdev: 0,

@@ -121,3 +121,28 @@ fn hard_link_group_changes_are_followed() {
     assert_eq!(code, 0, "{err}");
     assert_same_tree(&src, &dst);
 }
+
+/// A file rewritten in the same clock tick as the copy of it keeps its size and mtime (file times
+/// are coarse): a quick check would keep the stale copy. Files modified no earlier than just before
+/// their copy was made are compared by content (git's racy-file rule).
+#[test]
+fn a_file_changed_within_the_tick_of_its_copy_is_recopied() {
+    use std::os::unix::fs::MetadataExt;
+    let tmp = tempfile::tempdir().unwrap();
+    let (src, dst) = (tmp.path().join("src"), tmp.path().join("dst"));
+    write(&src.join("page.db"), b"page version 1");
+    write(&src.join("old.db"), b"old contents 1");
+    // A file last modified long ago is not racy: it is trusted by size and mtime.
+    set_mtime(&src.join("old.db"), 1_600_000_000, 0);
+    let (code, _, _, err) = sync_cli(&src, &dst, &[]);
+    assert_eq!(code, 0, "{err}");
+
+    // Same size, same mtime (as when the write lands in the same tick): only the content differs.
+    let md = fs::metadata(src.join("page.db")).unwrap();
+    write(&src.join("page.db"), b"page version 2");
+    set_mtime(&src.join("page.db"), md.mtime(), md.mtime_nsec());
+    let (code, res, _, err) = sync_cli(&src, &dst, &[]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(fs::read(dst.join("page.db")).unwrap(), b"page version 2", "{res}");
+    assert_eq!(res["filesCopied"], 1, "only the racy file: {res}");
+}
