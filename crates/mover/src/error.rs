@@ -15,6 +15,8 @@ pub const EXIT_VERIFY_MISMATCH: i32 = 3;
 pub const EXIT_TARGET_FULL: i32 = 4;
 /// Exit code: permission denied (EACCES / EPERM).
 pub const EXIT_PERMISSION: i32 = 5;
+/// A strict pass saw its source change (something still writes to it).
+pub const EXIT_SOURCE_CHANGED: i32 = 6;
 
 /// Everything that can make a mover operation fail.
 #[derive(Debug, thiserror::Error)]
@@ -65,6 +67,14 @@ pub enum MoverError {
         source: io::Error,
     },
 
+    /// A strict pass (the final sync, source stopped) saw entries change or vanish under it:
+    /// something still writes to the source, so the copy cannot be trusted.
+    #[error("the source changed during a pass that needs it stopped ({count} entr{}); is something still writing to it?", if *count == 1 { "y" } else { "ies" })]
+    SourceChanged {
+        /// How many entries changed or vanished.
+        count: u64,
+    },
+
     /// A failure that is not tied to one path (thread pool, output, ...).
     #[error("{0}")]
     Other(String),
@@ -98,6 +108,7 @@ impl MoverError {
             MoverError::VerifyMismatch { .. } => EXIT_VERIFY_MISMATCH,
             MoverError::TargetFull { .. } => EXIT_TARGET_FULL,
             MoverError::Permission { .. } => EXIT_PERMISSION,
+            MoverError::SourceChanged { .. } => EXIT_SOURCE_CHANGED,
             MoverError::Io { .. } | MoverError::Other(_) => EXIT_OTHER,
         }
     }
@@ -109,6 +120,7 @@ impl MoverError {
             MoverError::VerifyMismatch { .. } => "verifyMismatch",
             MoverError::TargetFull { .. } => "targetFull",
             MoverError::Permission { .. } => "permission",
+            MoverError::SourceChanged { .. } => "sourceChanged",
             MoverError::Io { .. } => "io",
             MoverError::Other(_) => "other",
         }

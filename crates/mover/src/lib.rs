@@ -43,6 +43,7 @@
 //! | 3 | verification mismatch (the paths are named in the message and the result file) |
 //! | 4 | target full (ENOSPC / EDQUOT) |
 //! | 5 | permission denied (EACCES / EPERM) |
+//! | 6 | `--strict` (a final sync): the source changed or lost entries during the pass |
 //!
 //! # Verification
 //! `checksum` hashes (xxh3-128) what is read from the source while copying and compares it,
@@ -73,7 +74,8 @@ mod walk;
 
 pub use digest::{Manifest, ManifestEntry, acl_text, digest};
 pub use error::{
-    EXIT_BAD_INPUT, EXIT_OK, EXIT_OTHER, EXIT_PERMISSION, EXIT_TARGET_FULL, EXIT_VERIFY_MISMATCH, MoverError,
+    EXIT_BAD_INPUT, EXIT_OK, EXIT_OTHER, EXIT_PERMISSION, EXIT_SOURCE_CHANGED, EXIT_TARGET_FULL,
+    EXIT_VERIFY_MISMATCH, MoverError,
 };
 pub use meta::Kind;
 pub use options::{Hook, SyncOptions, SyncReport, VerifyMode};

@@ -14,7 +14,8 @@ Exit codes:
   2  bad arguments or bad input (missing source, target inside source, ...)
   3  verification mismatch (paths named on stderr and in the result file)
   4  target full (ENOSPC)
-  5  permission denied";
+  5  permission denied
+  6  --strict: the source changed during the pass";
 
 /// Ferry's copy/sync/verify engine: full-fidelity parallel directory sync.
 #[derive(Parser, Debug)]
@@ -67,6 +68,10 @@ struct SyncArgs {
     /// Compare contents of same-size files instead of trusting size + mtime.
     #[arg(long)]
     checksum_compare: bool,
+    /// The source must be quiet (a final sync): an entry that changes or vanishes during the pass
+    /// fails it (exit code 6) instead of being a warning.
+    #[arg(long)]
+    strict: bool,
     /// Worker threads (default: 8 x cores, between 8 and 64).
     #[arg(long)]
     threads: Option<usize>,
@@ -200,6 +205,7 @@ fn run_sync(args: SyncArgs) -> i32 {
         progress,
         bwlimit: args.bwlimit,
         print_warnings: true,
+        strict: args.strict,
         corrupt_after_write: std::env::var_os(CORRUPT_ENV).map(PathBuf::from),
         after_scan: None,
     };

@@ -53,6 +53,9 @@ pub struct SyncOptions {
     pub bwlimit: Option<u64>,
     /// Print warnings to stderr as they happen.
     pub print_warnings: bool,
+    /// Fail (instead of warning) when an entry changes or vanishes during the pass: for a final
+    /// sync, whose source must be quiet.
+    pub strict: bool,
     /// Test hook: corrupt this source-relative path after writing it and before verifying it.
     #[doc(hidden)]
     pub corrupt_after_write: Option<PathBuf>,

@@ -183,6 +183,11 @@ impl Run<'_> {
             mismatches.extend(self.verify_phase(&src, &out, &bad)?);
         }
         self.sync_target()?;
+        if self.opts.strict && self.warnings.count() > 0 {
+            return Err(MoverError::SourceChanged {
+                count: self.warnings.count(),
+            });
+        }
         if !mismatches.is_empty() {
             mismatches.sort();
             let (paths, reasons) = mismatches.into_iter().unzip();

@@ -1,5 +1,5 @@
 //! Warm copies of a live source: entries that vanish or change during the copy are warnings,
-//! and a final run on a quiet source ends exact.
+//! and a final run on a quiet source ends exact. A strict (final) pass fails instead.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test helpers outside #[test] fns
 
@@ -63,4 +63,36 @@ fn vanishing_and_changing_files_are_warnings_then_final_sync_is_exact() {
             ferry_mover::digest(&target).unwrap().metadata_digest
         );
     }
+}
+
+#[test]
+fn a_strict_pass_fails_when_its_source_changes_under_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let src = tmp.path().join("src");
+    let dst = tmp.path().join("dst");
+    write(&src.join("db/page"), &pattern(8192, 1));
+    write(&src.join("db/wal"), b"record 1\n");
+    let s = src.clone();
+    // A writer that was not stopped: it appends after the scan.
+    let hook = Hook(Arc::new(move || append(&s.join("db/wal"), b"record 2\n")));
+    let strict = SyncOptions {
+        source: src.clone(),
+        target: dst.clone(),
+        delete: true,
+        verify: VerifyMode::Checksum,
+        strict: true,
+        after_scan: Some(hook),
+        ..Default::default()
+    };
+    let error = ferry_mover::sync(&strict).unwrap_err();
+    assert_eq!(error.exit_code(), ferry_mover::EXIT_SOURCE_CHANGED, "{error}");
+    assert!(error.to_string().contains("source changed"), "{error}");
+    // Quiet again, the same strict pass succeeds and is exact.
+    let quiet = SyncOptions {
+        after_scan: None,
+        ..strict
+    };
+    let report = ferry_mover::sync(&quiet).unwrap();
+    assert_eq!(report.warnings, 0);
+    assert_same_tree(&src, &dst);
 }

@@ -269,6 +269,11 @@ fn mover_pod(
     {
         command.extend(["--bwlimit".to_string(), limit.max(1).to_string()]);
     }
+    // The final pass runs with the replica stopped: a source that still changes means something
+    // still writes to it, and that pass must fail rather than swap in a stale copy.
+    if pass == Pass::Final {
+        command.push("--strict".to_string());
+    }
     let pass = match pass {
         Pass::Warm => "warm",
         Pass::Final => "final",
