@@ -158,7 +158,6 @@ pub fn plan_copy(
         let committed = rows.iter().any(|&i| {
             let row = &status.plan[i];
             swapped(row, observed)
-                || mid_swap(row, observed)
                 || matches!(
                     row.step.as_deref(),
                     Some(STEP_SWAPPING) | Some(STEP_STARTING_REPLICA)
@@ -214,6 +213,22 @@ pub fn plan_copy(
         }
     }
 
+    // A claim deleted by someone else mid-copy (`kubectl delete pvc`, a retention policy): never
+    // bind its name to a partial copy; stop and undo this replica's copy.
+    if let Some(claim) = rows
+        .iter()
+        .map(|&i| &status.plan[i])
+        .find(|row| deleted_by_someone_else(row, observed))
+        .map(|row| row.claim_name.clone())
+    {
+        let reason = format!(
+            "claim {claim} was deleted by someone else during the copy; stopped without swapping, rolling back {who}"
+        );
+        status.phase = Some(Phase::RollingBack);
+        status.message = Some(reason);
+        return roll_back(ctx, status, observed, &batch, now);
+    }
+
     let pod_running = |replica: i32| {
         observed
             .pods
@@ -246,7 +261,7 @@ pub fn plan_copy(
         // Once the swap has begun (recorded in status before acting) it only goes forward: the mover
         // pods it removes no longer show that the final sync succeeded.
         let swapping = row.step.as_deref() == Some(STEP_SWAPPING);
-        if final_done || swapping || mid_swap(&row, observed) {
+        if final_done || swapping {
             let copied = absorb_result(&mut status.plan[i], final_mover.and_then(|m| m.result.as_deref()));
             // Counted once, when the swap begins (the step is recorded before acting).
             if !swapping && let Some(copied) = copied {
@@ -514,8 +529,16 @@ fn swapped(row: &VolumePlan, observed: &RunObserved) -> bool {
         .is_some_and(|target| observed.bound_to(&row.claim_name, target))
 }
 
-/// The swap has started (the original claim is gone or going) but not finished.
-fn mid_swap(row: &VolumePlan, observed: &RunObserved) -> bool {
+/// The original claim is gone or going although Ferry has not begun its swap: someone else deleted
+/// it. Only Ferry's own recorded intent (step `Swapping`) may start a swap.
+fn deleted_by_someone_else(row: &VolumePlan, observed: &RunObserved) -> bool {
+    if matches!(
+        row.step.as_deref(),
+        Some(STEP_SWAPPING) | Some(STEP_STARTING_REPLICA)
+    ) || swapped(row, observed)
+    {
+        return false;
+    }
     match observed.claims.get(&row.claim_name) {
         None => row.source_volume.is_some(),
         Some(claim) => claim.deleting,

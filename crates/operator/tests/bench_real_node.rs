@@ -154,6 +154,8 @@ struct Seen {
     gone: bool,
     deleting: bool,
     ready: bool,
+    /// A pod's first container has terminated (before the pod's phase says so).
+    exited: bool,
     /// Pod phase, claim phase, or the VolumeResize's first row's step.
     phase: String,
     /// A pod's termination message (a mover's result).
@@ -173,11 +175,13 @@ fn seen<K: Resource>(kind: &'static str, object: &K) -> Seen {
 
 fn seen_pod(pod: &Pod) -> Seen {
     let status = pod.status.clone().unwrap_or_default();
+    let terminated =
+        (status.container_statuses.iter().flatten().next()).and_then(|c| c.state.clone()?.terminated);
     Seen {
-        phase: status.phase.clone().unwrap_or_default(),
+        phase: status.phase.unwrap_or_default(),
         ready: (status.conditions.iter().flatten()).any(|c| c.type_ == "Ready" && c.status == "True"),
-        message: (status.container_statuses.iter().flatten().next())
-            .and_then(|c| c.state.as_ref()?.terminated.as_ref()?.message.clone()),
+        exited: terminated.is_some(),
+        message: terminated.and_then(|t| t.message),
         ..seen("pod", pod)
     }
 }
@@ -410,6 +414,7 @@ async fn resize(
         first(&log, release, mover("Running")),
     );
     let mover_done = first(&log, release, mover("Succeeded"));
+    let mover_exited = first(&log, release, |s| mover("")(s) && s.exited);
     let result: Value = (log.iter())
         .filter(|s| s.at >= Some(release) && mover("Succeeded")(s))
         .find_map(|s| serde_json::from_str(s.message.as_deref()?).ok())
@@ -441,6 +446,7 @@ async fn resize(
         ("old pod gone", gone),
         ("final mover created", mover_created),
         ("final mover Running", mover_running),
+        ("final mover's container seen terminated", mover_exited),
         ("final mover Succeeded", mover_done),
         ("step Swapping", step("Swapping")),
         ("re-created claim Bound", claim_bound),
@@ -510,6 +516,7 @@ async fn resize(
             // The mover pod's own overhead: created → seen Succeeded, minus its sync time.
             "moverOverhead": ms(mover_created, mover_done).zip(sync_ms).map(|(all, sync)| all.saturating_sub(sync)),
             "finalSync": sync_ms,
+            "moverExitedToSucceeded": ms(mover_exited, mover_done),
             "moverDoneToClaimBound": ms(mover_done, claim_bound),
             "moverDoneToSetRecreated": ms(mover_done, set_back),
             "toPodCreated": ms(mover_done, created),

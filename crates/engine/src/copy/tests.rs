@@ -899,3 +899,47 @@ fn a_stalled_claim_binding_is_nudged_once_and_the_copy_completes() {
         "one nudge per stalled claim"
     );
 }
+
+#[test]
+fn a_claim_deleted_by_someone_else_stops_the_copy_without_swapping() {
+    let mut cluster = Cluster::new();
+    let ctx = context();
+    let mut status = planned();
+    // Reconcile until replica 0 is in its warm copy, then someone else deletes its claim.
+    for _ in 0..50 {
+        (status, _) = drive(&ctx, &mut cluster, status, None, 1, &mut |_, _| {});
+        if status.plan[0].step.as_deref() == Some(STEP_WARM_COPY) {
+            break;
+        }
+    }
+    assert_eq!(status.plan[0].step.as_deref(), Some(STEP_WARM_COPY));
+    if let Some(claim) = cluster.observed.claims.get_mut("data-db-0") {
+        claim.deleting = true;
+    }
+    let (status, _) = drive(&ctx, &mut cluster, status, None, 200, &mut |_, _| {});
+    assert_eq!(status.phase, Some(Phase::Failed), "{:?}", status.message);
+    let message = status.message.clone().unwrap_or_default();
+    assert!(
+        message.contains("data-db-0") && message.contains("deleted by someone else"),
+        "{message}"
+    );
+    // Never swapped: the claim still names its old volume, the copy is not reserved for it.
+    assert_eq!(
+        cluster.observed.claims["data-db-0"].volume_name.as_deref(),
+        Some("pv-old-0")
+    );
+    assert!(
+        cluster
+            .observed
+            .volumes
+            .values()
+            .all(|v| v.claim_name.as_deref() != Some("data-db-0") || v.claim_uid.is_some()),
+        "no volume reserved for the deleted claim"
+    );
+    assert!(
+        !cluster.observed.claims.contains_key("data-db-0-ferry-abcd1234"),
+        "temporary claim removed"
+    );
+    assert!(cluster.observed.movers.is_empty());
+    assert!(cluster.observed.stateful_set.is_some(), "StatefulSet restored");
+}
