@@ -1,5 +1,6 @@
 //! A PodDisruptionBudget that allows no disruption holds a copy before it takes a replica down; the
-//! copy goes on by itself once the budget allows one.
+//! copy goes on by itself once the budget allows one. Edits made to the StatefulSet while the copy
+//! waits survive its re-creation, and so do its owner references.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -9,7 +10,7 @@ use ferry_api::Phase;
 use ferry_testenv::fixtures::{stateful_set, wait_ready};
 use ferry_testenv::{CLASS_FIXED, wait_until};
 use k8s_openapi::api::apps::v1::StatefulSet;
-use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::core::v1::{ConfigMap, Pod};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use kube::api::{ListParams, Patch, PatchParams, PostParams};
 use kube::{Api, ResourceExt};
@@ -21,12 +22,20 @@ use support::Harness;
 async fn copy_waits_while_the_budget_allows_no_disruption() {
     let harness = Harness::start("copy-budget").await;
     let sets: Api<StatefulSet> = harness.ns.api();
-    sets.create(
-        &PostParams::default(),
-        &stateful_set("db", 2, CLASS_FIXED, "256Mi"),
-    )
-    .await
-    .unwrap();
+    // A parent owns the StatefulSet (a GitOps tool or an operator would).
+    let parents: Api<ConfigMap> = harness.ns.api();
+    let parent = parents
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({"metadata": {"name": "parent"}})).unwrap(),
+        )
+        .await
+        .unwrap();
+    let owner =
+        json!([{"apiVersion": "v1", "kind": "ConfigMap", "name": "parent", "uid": parent.uid().unwrap()}]);
+    let mut set = stateful_set("db", 2, CLASS_FIXED, "256Mi");
+    set.metadata.owner_references = Some(serde_json::from_value(owner.clone()).unwrap());
+    sets.create(&PostParams::default(), &set).await.unwrap();
     wait_ready(&sets, "db", 2, 120).await.unwrap();
     let budgets: Api<PodDisruptionBudget> = harness.ns.api();
     let budget = serde_json::from_value(json!({
@@ -85,6 +94,14 @@ async fn copy_waits_while_the_budget_allows_no_disruption() {
         "the StatefulSet was not touched"
     );
 
+    // An edit made while the copy waits (an image upgrade) must survive the re-create.
+    let upgrade = json!({"spec": {"template": {"spec": {"containers": [
+        {"name": "app", "image": "registry.k8s.io/pause:3.11"}
+    ]}}}});
+    sets.patch("db", &PatchParams::default(), &Patch::Strategic(upgrade))
+        .await
+        .unwrap();
+
     let relax = json!({"spec": {"minAvailable": 1}});
     budgets
         .patch("db", &PatchParams::default(), &Patch::Merge(relax))
@@ -101,6 +118,28 @@ async fn copy_waits_while_the_budget_allows_no_disruption() {
         Phase::Succeeded,
         "{:?}",
         done.status.and_then(|s| s.message)
+    );
+    let sts = sets.get("db").await.unwrap();
+    let image = sts
+        .spec
+        .as_ref()
+        .unwrap()
+        .template
+        .spec
+        .as_ref()
+        .unwrap()
+        .containers[0]
+        .image
+        .clone();
+    assert_eq!(
+        image.as_deref(),
+        Some("registry.k8s.io/pause:3.11"),
+        "the edit made during the copy is kept"
+    );
+    assert_eq!(
+        serde_json::to_value(&sts.metadata.owner_references).unwrap(),
+        owner,
+        "owner references kept"
     );
     harness.finish().await;
 }

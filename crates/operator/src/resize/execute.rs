@@ -22,6 +22,9 @@ use serde_json::json;
 pub const MOVER_CONTAINER: &str = "mover";
 
 const BACKUP_KEY: &str = "statefulset.json";
+/// The StatefulSet as it was when Ferry last orphan-deleted it: edits made during the resize (an
+/// image upgrade, a replica count) that a re-create must keep.
+const LIVE_KEY: &str = "live.json";
 
 pub async fn execute(
     ctx: &Context,
@@ -57,6 +60,15 @@ pub async fn execute(
         }
         ResizeAction::OrphanDeleteStatefulSet => {
             let Some(sts) = stateful_set else { return Ok(()) };
+            // Keep the live spec first: the re-create starts from it, not from the older backup.
+            let live = serialize_kept(sts)?;
+            Api::<ConfigMap>::namespaced(client.clone(), namespace)
+                .patch(
+                    &backup_name(resize),
+                    &PatchParams::default(),
+                    &Patch::Merge(json!({"data": {LIVE_KEY: live}})),
+                )
+                .await?;
             let params = DeleteParams {
                 propagation_policy: Some(PropagationPolicy::Orphan),
                 preconditions: Some(Preconditions {
@@ -195,7 +207,7 @@ pub async fn execute(
             let backup = Api::<ConfigMap>::namespaced(client.clone(), namespace)
                 .get(&backup_name(resize))
                 .await?;
-            let sts = with_new_templates(resize, restore(&backup)?);
+            let sts = with_new_templates(resize, last_live(&backup)?);
             ignore_conflict(
                 Api::<StatefulSet>::namespaced(client, namespace)
                     .create(&PostParams::default(), &sts)
@@ -426,8 +438,9 @@ fn claim_for_volume(
     }))
 }
 
-/// The ConfigMap keeping the StatefulSet as it was, owned by the VolumeResize.
-fn backup_config_map(resize: &VolumeResize, sts: &StatefulSet) -> Result<ConfigMap, Error> {
+/// A StatefulSet as it can be created again: its spec and the metadata that is the user's (labels,
+/// annotations, owner references — a parent operator or GitOps tool keeps owning it).
+fn serialize_kept(sts: &StatefulSet) -> Result<String, Error> {
     let mut kept = sts.clone();
     kept.status = None;
     kept.metadata = ObjectMeta {
@@ -435,12 +448,18 @@ fn backup_config_map(resize: &VolumeResize, sts: &StatefulSet) -> Result<ConfigM
         namespace: sts.metadata.namespace.clone(),
         labels: sts.metadata.labels.clone(),
         annotations: sts.metadata.annotations.clone(),
+        owner_references: sts.metadata.owner_references.clone(),
         ..ObjectMeta::default()
     };
-    let text = serde_json::to_string(&kept).map_err(|source| Error::Serialize {
+    serde_json::to_string(&kept).map_err(|source| Error::Serialize {
         what: "StatefulSet backup",
         source,
-    })?;
+    })
+}
+
+/// The ConfigMap keeping the StatefulSet as it was, owned by the VolumeResize.
+fn backup_config_map(resize: &VolumeResize, sts: &StatefulSet) -> Result<ConfigMap, Error> {
+    let text = serialize_kept(sts)?;
     Ok(ConfigMap {
         metadata: ObjectMeta {
             name: Some(backup_name(resize)),
@@ -460,22 +479,47 @@ fn backup_config_map(resize: &VolumeResize, sts: &StatefulSet) -> Result<ConfigM
     })
 }
 
-/// The StatefulSet stored in a backup ConfigMap.
-pub fn restore(backup: &ConfigMap) -> Result<StatefulSet, Error> {
-    let text = backup
+fn backed_up(backup: &ConfigMap, key: &str) -> Result<Option<StatefulSet>, Error> {
+    backup
         .data
         .as_ref()
-        .and_then(|d| d.get(BACKUP_KEY))
-        .ok_or_else(|| {
-            Error::Invariant(format!(
-                "backup ConfigMap {} has no {BACKUP_KEY}",
-                backup.name_any()
-            ))
-        })?;
-    serde_json::from_str(text).map_err(|source| Error::Serialize {
-        what: "StatefulSet backup",
-        source,
+        .and_then(|d| d.get(key))
+        .map(|text| {
+            serde_json::from_str(text).map_err(|source| Error::Serialize {
+                what: "StatefulSet backup",
+                source,
+            })
+        })
+        .transpose()
+}
+
+/// The StatefulSet as first backed up (its original volume claim templates).
+fn original(backup: &ConfigMap) -> Result<StatefulSet, Error> {
+    backed_up(backup, BACKUP_KEY)?.ok_or_else(|| {
+        Error::Invariant(format!(
+            "backup ConfigMap {} has no {BACKUP_KEY}",
+            backup.name_any()
+        ))
     })
+}
+
+/// The StatefulSet as Ferry last deleted it (else as first backed up).
+fn last_live(backup: &ConfigMap) -> Result<StatefulSet, Error> {
+    match backed_up(backup, LIVE_KEY)? {
+        Some(live) => Ok(live),
+        None => original(backup),
+    }
+}
+
+/// The StatefulSet to bring back on rollback: the live spec as last seen, with the original
+/// volume claim templates.
+pub fn restore(backup: &ConfigMap) -> Result<StatefulSet, Error> {
+    let original = original(backup)?;
+    let mut sts = last_live(backup)?;
+    if let (Some(spec), Some(original_spec)) = (sts.spec.as_mut(), original.spec) {
+        spec.volume_claim_templates = original_spec.volume_claim_templates;
+    }
+    Ok(sts)
 }
 
 /// The backed-up StatefulSet with each changed template at its new size (and class).
