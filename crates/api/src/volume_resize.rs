@@ -62,6 +62,7 @@ pub struct VolumeResizeSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(max = 32))]
     #[x_kube(validation = Rule::new("self == 'Forever' || self.matches('^([0-9]+(s|m|h|d))+$')").message("retainOldVolumes must be a duration such as 24h, 90m or 7d, or Forever"))]
+    #[x_kube(validation = Rule::new("!self.matches('^(0+(s|m|h|d))+$')").message("retainOldVolumes must be longer than zero (the old volumes are the way back); use 1m for the shortest"))]
     pub retain_old_volumes: Option<String>,
 
     /// Only plan: fill in status.plan and change nothing.
@@ -97,6 +98,7 @@ pub struct VolumeChange {
     /// The new size, a Kubernetes quantity such as `20Gi`.
     #[schemars(length(max = 64))]
     #[x_kube(validation = Rule::new("isQuantity(self) && quantity(self).isGreaterThan(quantity('0'))").message("size must be a positive Kubernetes quantity such as 10Gi or 500Mi"))]
+    #[x_kube(validation = Rule::new("!isQuantity(self) || quantity(self).isInteger()").message("size must be a whole number of bytes (not a fraction such as 1500m)"))]
     pub size: String,
     /// Move the data to this StorageClass (copy); unset keeps the current class.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -143,13 +145,13 @@ pub struct MoverSettings {
     /// Tolerations for mover pods.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tolerations: Option<Vec<k8s_openapi::api::core::v1::Toleration>>,
-    /// How many volumes are copied at once in Offline mode (default 4).
+    /// How many volumes are copied at once in Offline mode (default 4, at most 64).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(range(min = 1))]
+    #[schemars(range(min = 1, max = 64))]
     pub concurrency: Option<i32>,
-    /// Copy threads inside one mover pod.
+    /// Copy threads inside one mover pod (at most 256).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(range(min = 1))]
+    #[schemars(range(min = 1, max = 256))]
     pub threads: Option<i32>,
     /// Most bytes per second one mover pod writes, a quantity such as `50Mi` (default: no limit).
     /// Keeps a warm copy from starving the replica that still serves from the same disk.

@@ -112,3 +112,27 @@ async fn names_too_long_for_a_label_are_rejected() {
     let message = rejection_of(json!({"name": "r".repeat(64)}), spec).await;
     assert!(message.contains("at most 63 characters"), "{message}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fractional_sizes_zero_retention_and_unbounded_counts_are_rejected() {
+    let message =
+        rejection(json!({"statefulSetName": "db", "volumes": [{"name": "data", "size": "1500m"}]})).await;
+    assert!(message.contains("whole number of bytes"), "{message}");
+    let message = rejection(json!({
+        "statefulSetName": "db", "retainOldVolumes": "0s",
+        "volumes": [{"name": "data", "size": "1Gi"}],
+    }))
+    .await;
+    assert!(message.contains("longer than zero"), "{message}");
+    for (field, value) in [("concurrency", 65), ("threads", 257), ("concurrency", 0)] {
+        let message = rejection(json!({
+            "statefulSetName": "db", "mover": {field: value},
+            "volumes": [{"name": "data", "size": "1Gi"}],
+        }))
+        .await;
+        assert!(
+            message.contains(&format!("spec.mover.{field}")),
+            "{field}={value}: {message}"
+        );
+    }
+}
