@@ -10,8 +10,8 @@ use ferry_testenv::fixtures::{claim_directory, stateful_set, tree_checksum};
 use ferry_testenv::quantity::bytes;
 use ferry_testenv::{CLASS_EXPANDABLE, CLASS_FIXED};
 use k8s_openapi::api::apps::v1::StatefulSet;
-use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim, Pod};
-use kube::api::ListParams;
+use k8s_openapi::api::core::v1::{Namespace, PersistentVolume, PersistentVolumeClaim, Pod};
+use kube::api::{ListParams, Patch, PatchParams};
 use kube::{Api, ResourceExt};
 use serde_json::json;
 use std::collections::BTreeMap;
@@ -163,6 +163,12 @@ async fn run_copy(harness: &Harness, before: &Before, spec: serde_json::Value) -
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn grow_by_copy_on_a_fixed_class_rolling() {
     let harness = Harness::start("copy-grow").await;
+    // Mover and measuring pods are admitted by Pod Security `baseline`.
+    let baseline = json!({"metadata": {"labels": {"pod-security.kubernetes.io/enforce": "baseline"}}});
+    Api::<Namespace>::all(harness.client.clone())
+        .patch(&harness.ns.name, &PatchParams::default(), &Patch::Merge(baseline))
+        .await
+        .unwrap();
     let before = populated(&harness, CLASS_FIXED, "256Mi").await;
     run_copy(
         &harness,

@@ -351,7 +351,9 @@ fn usage_pod(
         "securityContext": {
             "allowPrivilegeEscalation": false,
             "readOnlyRootFilesystem": true,
-            "capabilities": {"drop": ["ALL"], "add": ["DAC_READ_SEARCH"]},
+            // DAC_OVERRIDE rather than DAC_READ_SEARCH: Pod Security `baseline` allows only the
+            // former, and the mount is read-only anyway.
+            "capabilities": {"drop": ["ALL"], "add": ["DAC_OVERRIDE"]},
         },
         "volumeMounts": [{"name": "source", "mountPath": "/source", "readOnly": true}],
     });
@@ -362,7 +364,8 @@ fn usage_pod(
 
 /// What every pod Ferry runs has in common: owned by the resize and labelled as a mover pod of
 /// `pass`; run once, as root (to keep ownership) but with no service-account token or service
-/// links; the mover image and the placement settings of `spec.mover`; the result as the
+/// links, the runtime's default seccomp profile and only capabilities Pod Security `baseline`
+/// allows (root is why `restricted` cannot admit them); the mover image and the placement settings of `spec.mover`; the result as the
 /// termination message. `container` adds its name, command, resources, security context and mounts;
 /// `tolerations` (the replica's) join those of `spec.mover`.
 fn ferry_pod(
@@ -394,7 +397,7 @@ fn ferry_pod(
             "enableServiceLinks": false,
             "nodeSelector": settings.node_selector,
             "tolerations": all_tolerations,
-            "securityContext": {"runAsUser": 0, "runAsGroup": 0},
+            "securityContext": {"runAsUser": 0, "runAsGroup": 0, "seccompProfile": {"type": "RuntimeDefault"}},
             "containers": [container],
             "volumes": volumes,
         },
