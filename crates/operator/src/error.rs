@@ -38,6 +38,17 @@ impl Error {
         }
     }
 
+    /// The API server's refusal (403 Forbidden — RBAC, Pod Security, quota — or 422 Invalid), as
+    /// its message, when that is what this error is.
+    pub fn refusal(&self) -> Option<String> {
+        match self {
+            Error::Kube(kube::Error::Api(status)) if status.code == 403 || status.code == 422 => {
+                Some(status.message.clone())
+            }
+            _ => None,
+        }
+    }
+
     /// Retrying cannot fix a permanent error; only a change to the object can.
     pub fn is_permanent(&self) -> bool {
         matches!(self, Error::NotNamespaced { .. } | Error::Serialize { .. })

@@ -9,9 +9,9 @@ use ferry_api::Phase;
 use ferry_testenv::fixtures::{claim_directory, stateful_set, wait_ready};
 use ferry_testenv::{CLASS_FIXED, wait_until};
 use k8s_openapi::api::apps::v1::StatefulSet;
-use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
+use k8s_openapi::api::core::v1::{Namespace, PersistentVolume, PersistentVolumeClaim};
 use kube::Api;
-use kube::api::PostParams;
+use kube::api::{Patch, PatchParams, PostParams};
 use serde_json::json;
 use support::Harness;
 
@@ -78,5 +78,59 @@ async fn shrinking_below_the_data_in_use_fails_and_changes_nothing() {
     })
     .await
     .unwrap();
+    harness.finish().await;
+}
+
+/// The API server refusing what Ferry asks (here Pod Security `restricted` refuses the measuring
+/// pods, which run as root) is shown in the status and as a Warning Event, not retried in silence.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_request_is_reported_in_status_and_events() {
+    let harness = Harness::start("copy-forbidden").await;
+    let sets: Api<StatefulSet> = harness.ns.api();
+    sets.create(
+        &PostParams::default(),
+        &stateful_set("db", 1, CLASS_FIXED, "256Mi"),
+    )
+    .await
+    .unwrap();
+    wait_ready(&sets, "db", 1, 120).await.unwrap();
+    let restricted = json!({"metadata": {"labels": {"pod-security.kubernetes.io/enforce": "restricted"}}});
+    Api::<Namespace>::all(harness.client.clone())
+        .patch(
+            &harness.ns.name,
+            &PatchParams::default(),
+            &Patch::Merge(restricted),
+        )
+        .await
+        .unwrap();
+    harness
+        .create_resize(
+            "copy",
+            json!({"statefulSetName": "db", "volumes": [{"name": "data", "size": "512Mi"}]}),
+        )
+        .await;
+    let message = harness
+        .wait_resize("copy", "the refusal in the status", |r| {
+            r.status
+                .as_ref()
+                .and_then(|s| s.message.as_deref())
+                .is_some_and(|m| m.contains("refused"))
+        })
+        .await
+        .status
+        .unwrap()
+        .message
+        .unwrap();
+    assert!(
+        message.contains("forbidden") && message.contains("PodSecurity"),
+        "{message}"
+    );
+    let events = harness.wait_event("VolumeResize", "copy", "RequestRefused").await;
+    assert!(
+        events.iter().any(|(kind, reason, note)| kind == "Warning"
+            && reason == "RequestRefused"
+            && note.contains("forbidden")),
+        "{events:?}"
+    );
     harness.finish().await;
 }

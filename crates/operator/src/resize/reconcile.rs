@@ -518,9 +518,41 @@ pub fn error_policy(resize: Arc<VolumeResize>, error: &Error, ctx: Arc<Context>)
             category: error.category().into(),
         })
         .inc();
+    if let Some(refusal) = error.refusal() {
+        // The API server said no (Pod Security, a quota, RBAC, validation): retrying as fast as
+        // for a passing fault only spams it; say so where the user looks, and retry slowly.
+        let note = format!("the API server refused a request; retrying every 30 s: {refusal}");
+        tokio::spawn(report_refusal(resize, ctx, note));
+        return Action::requeue(Duration::from_secs(30));
+    }
     if error.is_permanent() {
         Action::await_change()
     } else {
         Action::requeue(Duration::from_secs(5))
+    }
+}
+
+/// A Warning Event `RequestRefused` on the VolumeResize and the refusal in its status message.
+async fn report_refusal(resize: Arc<VolumeResize>, ctx: Arc<Context>, note: String) {
+    let notice = Notice {
+        warning: true,
+        reason: "RequestRefused",
+        action: "Reconcile",
+        note: note.clone(),
+    };
+    publish(&ctx, &notice, &[resize.object_ref(&())]).await;
+    let Some(namespace) = resize.namespace() else {
+        return;
+    };
+    let patch = json!({"status": {"message": note}});
+    if let Err(error) = Api::<VolumeResize>::namespaced(ctx.client.clone(), &namespace)
+        .patch_status(
+            &resize.name_any(),
+            &PatchParams::apply(FIELD_MANAGER),
+            &Patch::Merge(&patch),
+        )
+        .await
+    {
+        tracing::warn!(%error, "could not report the refusal in the status");
     }
 }
