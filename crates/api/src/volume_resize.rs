@@ -312,6 +312,7 @@ pub mod condition {
     pub const REASON_STORAGE_CLASS_NOT_FOUND: &str = "StorageClassNotFound";
     pub const REASON_NOT_EXPANDABLE: &str = "StorageClassNotExpandable";
     pub const REASON_INVALID_SIZE: &str = "InvalidSize";
+    pub const REASON_UNSUPPORTED_VOLUME: &str = "VolumeCannotBeCopied";
     pub const REASON_NOTHING_TO_DO: &str = "NothingToChange";
     pub const REASON_NOT_READY: &str = "StatefulSetNotReady";
     pub const REASON_WAITING_FOR_OTHER: &str = "WaitingForOtherResize";

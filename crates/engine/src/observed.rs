@@ -32,6 +32,10 @@ pub struct TemplateView {
     pub size_bytes: Option<u64>,
     /// The class named in the template; `None` means the cluster default.
     pub storage_class: Option<String>,
+    /// `volumeMode: Block`: a raw device, no file system to copy.
+    pub raw_block: bool,
+    /// `ReadWriteOncePod`: no second pod may mount it while the replica runs.
+    pub read_write_once_pod: bool,
 }
 
 #[derive(Debug, Clone, Default, PartialEq)]

@@ -172,6 +172,32 @@ pub fn precheck(spec: &VolumeResizeSpec, observed: &Observed) -> Precheck {
         };
     }
 
+    // A copy mounts the claim in a second pod (to measure it and copy it while the replica runs)
+    // and copies a file system: say plainly what cannot be copied instead of hanging on it.
+    let copying: std::collections::BTreeSet<&str> = plan
+        .iter()
+        .filter(|row| row.strategy == Some(ferry_api::ChosenStrategy::Copy))
+        .map(|row| row.volume.as_str())
+        .collect();
+    for name in copying {
+        let Some(template) = sts.templates.get(name) else {
+            continue;
+        };
+        let why = if template.raw_block {
+            "uses volumeMode Block: a raw device has no file system for the mover to copy"
+        } else if template.read_write_once_pod {
+            "is ReadWriteOncePod: no second pod may mount it while the replica runs, so it can be neither measured nor warm-copied"
+        } else {
+            continue;
+        };
+        return Precheck::reject(
+            REASON_UNSUPPORTED_VOLUME,
+            format!(
+                "volume claim template {name:?} {why}; only in-place expansion (a grow on a class that allows it) can change it"
+            ),
+        );
+    }
+
     // A dry run changes nothing, so it never waits for the StatefulSet to be free or Ready.
     if spec.dry_run {
         return Precheck {

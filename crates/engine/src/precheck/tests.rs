@@ -40,6 +40,7 @@ fn observed() -> Observed {
                 TemplateView {
                     size_bytes: Some(10 * GI),
                     storage_class: None,
+                    ..TemplateView::default()
                 },
             )]
             .into(),
@@ -252,4 +253,37 @@ fn dry_run_neither_queues_nor_waits_for_readiness() {
     let mut s = spec(&[("data", "20Gi", None)]);
     s.dry_run = true;
     assert_eq!(precheck(&s, &o).verdict, Verdict::Passed);
+}
+
+#[test]
+fn raw_block_and_read_write_once_pod_volumes_are_refused_for_copy_but_expand_in_place() {
+    for (block, rwop, words) in [
+        (true, false, "volumeMode Block"),
+        (false, true, "ReadWriteOncePod"),
+    ] {
+        let mut o = observed();
+        if let Some(template) = o
+            .stateful_set
+            .as_mut()
+            .and_then(|sts| sts.templates.get_mut("data"))
+        {
+            template.raw_block = block;
+            template.read_write_once_pod = rwop;
+        }
+        // A shrink needs a copy: refused, saying why.
+        let result = precheck(&spec(&[("data", "5Gi", None)]), &o);
+        match result.verdict {
+            Verdict::Reject { reason, message } => {
+                assert_eq!(reason, REASON_UNSUPPORTED_VOLUME);
+                assert!(
+                    message.contains(words) && message.contains("\"data\""),
+                    "{message}"
+                );
+            }
+            other => panic!("expected a refusal, got {other:?}"),
+        }
+        // A grow on an expandable class is done in place: fine.
+        let result = precheck(&spec(&[("data", "20Gi", None)]), &o);
+        assert_eq!(result.verdict, Verdict::Passed);
+    }
 }

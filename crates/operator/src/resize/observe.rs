@@ -83,6 +83,10 @@ fn stateful_set_view(sts: &StatefulSet) -> StatefulSetView {
             let view = TemplateView {
                 size_bytes: bytes(size.and_then(|r| r.get("storage"))),
                 storage_class: claim_spec.and_then(|s| s.storage_class_name.clone()),
+                raw_block: claim_spec.and_then(|s| s.volume_mode.as_deref()) == Some("Block"),
+                read_write_once_pod: claim_spec
+                    .and_then(|s| s.access_modes.as_ref())
+                    .is_some_and(|modes| modes.iter().any(|m| m == "ReadWriteOncePod")),
             };
             (template.name_any(), view)
         })
