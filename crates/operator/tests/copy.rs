@@ -177,6 +177,13 @@ async fn grow_by_copy_on_a_fixed_class_rolling() {
     )
     .await;
     assert_copied(&harness, &before, 512 * MI, CLASS_FIXED).await;
+    // Not one reconcile failed on the way (no conflict on the first action's finalizer either).
+    let metrics = harness.metrics().await;
+    let failed: Vec<&str> = metrics
+        .lines()
+        .filter(|line| line.starts_with("ferry_reconcile_errors_total{"))
+        .collect();
+    assert!(failed.is_empty(), "{failed:?}");
     harness.finish().await;
 }
 

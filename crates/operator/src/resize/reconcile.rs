@@ -307,8 +307,11 @@ async fn run_step(
         plan_copy(&copy, status, &observed, &now)
     };
     let finished_steps = stamp_steps(status, &mut decision.status, &MicroTime(now.0));
+    // The object as the finalizer patch must see it: after the status write, not before (else
+    // that compare-and-swap fails with a conflict on every first action).
+    let mut current = resize.clone();
     if &decision.status != status {
-        write_status(ctx, resize, namespace, &decision.status).await?;
+        current.metadata.resource_version = write_status(ctx, resize, namespace, &decision.status).await?;
         count_progress(ctx, status, &decision.status);
         for step in finished_steps {
             ctx.metrics
@@ -332,7 +335,7 @@ async fn run_step(
     }
     // Before the first change to the cluster, make sure deletion waits for a safe point.
     if !decision.actions.is_empty() && !has_finalizer(resize) {
-        set_finalizer(ctx, resize, namespace, true).await?;
+        set_finalizer(ctx, &current, namespace, true).await?;
     }
     for action in &decision.actions {
         tracing::info!(name = %resize.name_any(), namespace, reason = action_reason(action), "{}", describe(action));
@@ -448,25 +451,27 @@ fn describe(action: &ResizeAction) -> String {
     }
 }
 
+/// Writes the status; returns the resourceVersion the object has after it.
 async fn write_status(
     ctx: &Context,
     resize: &VolumeResize,
     namespace: &str,
     status: &VolumeResizeStatus,
-) -> Result<(), Error> {
+) -> Result<Option<String>, Error> {
     let api: Api<VolumeResize> = Api::namespaced(ctx.client.clone(), namespace);
     let patch = json!({
         "apiVersion": VolumeResize::api_version(&()),
         "kind": VolumeResize::kind(&()),
         "status": status,
     });
-    api.patch_status(
-        &resize.name_any(),
-        &PatchParams::apply(FIELD_MANAGER).force(),
-        &Patch::Apply(&patch),
-    )
-    .await?;
-    Ok(())
+    let written = api
+        .patch_status(
+            &resize.name_any(),
+            &PatchParams::apply(FIELD_MANAGER).force(),
+            &Patch::Apply(&patch),
+        )
+        .await?;
+    Ok(written.resource_version())
 }
 
 /// An Event on the VolumeResize, and on the StatefulSet when it exists, when the precheck verdict
