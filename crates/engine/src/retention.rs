@@ -1,5 +1,6 @@
 //! Expiry of the old volumes a copy retained (`retainOldVolumes`, default 24h): when the time is up,
-//! their reclaim policy goes back to Delete, so their provisioner deletes them as it would have.
+//! their reclaim policy goes back to Delete, so their provisioner deletes them as it would have —
+//! unless it was Retain before the resize: then it stays so, and Ferry lets go of it.
 
 use crate::run_state::ResizeAction;
 use ferry_api::VolumeResizeStatus;
@@ -90,7 +91,25 @@ pub fn plan_retention(
             recheck_in: Some(remaining),
         };
     }
-    let actions = status
+    // A volume whose policy was Retain before the resize stays as its owner wanted it: Ferry
+    // stops tracking it instead of having it deleted.
+    let originally_retained: Vec<String> = status
+        .created_objects
+        .retained_volumes
+        .iter()
+        .filter(|volume| {
+            status.plan.iter().any(|row| {
+                row.source_volume.as_deref() == Some(volume.as_str())
+                    && row.original_reclaim_policy.as_deref() == Some("Retain")
+            })
+        })
+        .cloned()
+        .collect();
+    status
+        .created_objects
+        .retained_volumes
+        .retain(|volume| !originally_retained.contains(volume));
+    let actions: Vec<ResizeAction> = status
         .created_objects
         .retained_volumes
         .iter()
@@ -100,6 +119,13 @@ pub fn plan_retention(
             policy: "Delete".into(),
         })
         .collect();
+    if status.created_objects.retained_volumes.is_empty() {
+        return RetentionDecision {
+            status,
+            actions,
+            recheck_in: None,
+        };
+    }
     // Look again soon: the volumes disappear once their provisioner has deleted them.
     RetentionDecision {
         status,
@@ -168,6 +194,31 @@ mod tests {
         );
         assert!(gone.status.created_objects.retained_volumes.is_empty());
         assert_eq!(gone.recheck_in, None);
+    }
+
+    #[test]
+    fn a_volume_that_was_retain_before_is_never_set_to_delete() {
+        let mut status = finished_with(&["old-0", "old-1"]);
+        for (volume, policy) in [("old-0", "Retain"), ("old-1", "Delete")] {
+            status.plan.push(ferry_api::VolumePlan {
+                source_volume: Some(volume.into()),
+                original_reclaim_policy: Some(policy.into()),
+                ..Default::default()
+            });
+        }
+        let existing: BTreeSet<String> = ["old-0".into(), "old-1".into()].into();
+        let due = plan_retention(&status, Some("60s"), &existing, &BTreeSet::new(), &at(1060));
+        assert_eq!(
+            due.actions,
+            vec![ResizeAction::SetReclaimPolicy {
+                volume: "old-1".into(),
+                policy: "Delete".into()
+            }]
+        );
+        assert_eq!(
+            due.status.created_objects.retained_volumes,
+            vec!["old-1".to_string()]
+        );
     }
 
     #[test]
