@@ -10,9 +10,9 @@ use ferry_testenv::fixtures::{claim_directory, stateful_set, tree_checksum};
 use ferry_testenv::quantity::bytes;
 use ferry_testenv::{CLASS_EXPANDABLE, CLASS_FIXED};
 use k8s_openapi::api::apps::v1::StatefulSet;
-use k8s_openapi::api::core::v1::{Namespace, PersistentVolume, PersistentVolumeClaim, Pod};
-use kube::api::{ListParams, Patch, PatchParams};
-use kube::{Api, ResourceExt};
+use k8s_openapi::api::core::v1::{Namespace, PersistentVolume, PersistentVolumeClaim};
+use kube::api::{Patch, PatchParams};
+use kube::Api;
 use serde_json::json;
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -40,17 +40,8 @@ async fn populated(harness: &Harness, class: &str, size: &str) -> Before {
             .iter()
             .map(|s| (s.claim.clone(), s.volume.clone()))
             .collect(),
-        pods: pod_uids(harness).await,
+        pods: harness.pod_uids("db").await,
     }
-}
-
-async fn pod_uids(harness: &Harness) -> BTreeMap<String, String> {
-    let pods: Api<Pod> = harness.ns.api();
-    let list = pods.list(&ListParams::default().labels("app=db")).await.unwrap();
-    list.items
-        .iter()
-        .map(|pod| (pod.name_any(), pod.uid().unwrap()))
-        .collect()
 }
 
 /// Every claim is on a new volume of the wanted size and class with the same data; the old volumes
@@ -132,7 +123,7 @@ async fn run_copy(harness: &Harness, before: &Before, spec: serde_json::Value) -
         resize.status.as_ref().and_then(|s| s.message.clone())
     );
     assert!(most <= 1, "at most one replica unavailable at a time, saw {most}");
-    let after = pod_uids(harness).await;
+    let after = harness.pod_uids("db").await;
     for (pod, uid) in &before.pods {
         assert_ne!(after.get(pod), Some(uid), "{pod} restarted onto its new volume");
     }

@@ -13,7 +13,6 @@ use k8s_openapi::api::apps::v1::StatefulSet;
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::ListParams;
 use serde_json::json;
-use std::time::{Duration, Instant};
 use support::Harness;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -29,9 +28,8 @@ async fn copy_completes_after_the_operator_is_killed_at_each_kind_of_step() {
             json!({"statefulSetName": "db", "volumes": [{"name": "data", "size": "512Mi"}]}),
         )
         .await;
-    let api = harness.ns.api::<ferry_api::VolumeResize>();
     // Kill the operator the first time each of these steps shows up in the status.
-    let mut to_kill_at = vec![
+    let steps = [
         "CreatingTarget",
         "WarmCopy",
         "StoppingReplica",
@@ -39,29 +37,7 @@ async fn copy_completes_after_the_operator_is_killed_at_each_kind_of_step() {
         "Swapping",
         "StartingReplica",
     ];
-    let mut killed_at = Vec::new();
-    let deadline = Instant::now() + Duration::from_secs(240);
-    let resize = loop {
-        assert!(
-            Instant::now() < deadline,
-            "the copy did not finish; killed at {killed_at:?}"
-        );
-        let resize = api.get("copy").await.unwrap();
-        if resize.phase().is_terminal() {
-            break resize;
-        }
-        let steps: Vec<String> = resize
-            .status
-            .iter()
-            .flat_map(|s| s.plan.iter())
-            .filter_map(|row| row.step.clone())
-            .collect();
-        if let Some(position) = to_kill_at.iter().position(|step| steps.iter().any(|s| s == step)) {
-            killed_at.push(to_kill_at.remove(position));
-            harness.restart_operator();
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    };
+    let (resize, killed_at) = harness.finish_killing_at_each_step("copy", &steps, 240).await;
     assert_eq!(
         resize.phase(),
         Phase::Succeeded,

@@ -10,7 +10,7 @@ mod support;
 use ferry_api::{Phase, VolumeResize};
 use ferry_testenv::fixtures::{claim_directory, wait_ready};
 use ferry_testenv::quantity::bytes;
-use ferry_testenv::workload::{acknowledged, lost_records, writer_stateful_set};
+use ferry_testenv::workload::{acknowledged, df_bytes, lost_records, writer_stateful_set};
 use ferry_testenv::{CLASS_BLOCK, CLASS_BLOCK_FIXED, MOVER_LABEL, REAL_NODE, wait_until};
 use k8s_openapi::api::apps::v1::StatefulSet;
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim, Pod};
@@ -197,31 +197,11 @@ async fn rolling_shrink_onto_another_class_loses_no_acknowledged_write() {
     harness.finish().await;
 }
 
-async fn pod_uids(harness: &Harness) -> BTreeMap<String, String> {
-    let pods: Api<Pod> = harness.ns.api();
-    let list = pods.list(&ListParams::default().labels("app=db")).await.unwrap();
-    list.items
-        .iter()
-        .map(|pod| (pod.name_any(), pod.uid().unwrap()))
-        .collect()
-}
-
-/// The size `df` reports for /data in the pod, in bytes.
-async fn df_size(harness: &Harness, pod: &str) -> u64 {
-    let (code, out, err) =
-        ferry_testenv::kubectl(&["-n", &harness.ns.name, "exec", pod, "--", "df", "-k", "/data"])
-            .await
-            .unwrap();
-    assert_eq!(code, 0, "{err}");
-    let line = out.lines().last().unwrap();
-    line.split_whitespace().nth(1).unwrap().parse::<u64>().unwrap() * 1024
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn in_place_online_growth_keeps_every_replica_running() {
     let harness = Harness::start("real-inplace").await;
     let seeds = writer(&harness, 2, CLASS_BLOCK, "320Mi").await;
-    let before = pod_uids(&harness).await;
+    let before = harness.pod_uids("db").await;
     harness
         .create_resize(
             "grow",
@@ -238,9 +218,11 @@ async fn in_place_online_growth_keeps_every_replica_running() {
             .all(|row| row.strategy == Some(ferry_api::ChosenStrategy::InPlace))
     );
     // Online: the same pods see the bigger file system, nobody restarted.
-    assert_eq!(pod_uids(&harness).await, before);
+    assert_eq!(harness.pod_uids("db").await, before);
     for replica in 0..2 {
-        let size = df_size(&harness, &format!("db-{replica}")).await;
+        let size = df_bytes(&harness.ns.name, &format!("db-{replica}"), "/data")
+            .await
+            .unwrap();
         assert!(
             size > 400 * MI && size <= 480 * MI,
             "db-{replica}: df size {size}"
@@ -264,7 +246,9 @@ async fn offline_copy_grows_onto_a_fixed_class_losing_nothing() {
     let status = resize.status.unwrap();
     assert_eq!(status.phase, Some(Phase::Succeeded), "{:?}", status.message);
     for replica in 0..2 {
-        let size = df_size(&harness, &format!("db-{replica}")).await;
+        let size = df_bytes(&harness.ns.name, &format!("db-{replica}"), "/data")
+            .await
+            .unwrap();
         assert!(
             size > 100 * MI && size <= 128 * MI,
             "db-{replica}: df size {size}"
@@ -341,37 +325,14 @@ async fn copy_completes_after_the_operator_is_killed_at_each_step_on_the_real_no
             json!({"statefulSetName": "db", "volumes": [{"name": "data", "size": "96Mi"}]}),
         )
         .await;
-    let api = harness.ns.api::<VolumeResize>();
-    let mut to_kill_at = vec![
+    let steps = [
         "WarmCopy",
         "StoppingReplica",
         "FinalSync",
         "Swapping",
         "StartingReplica",
     ];
-    let mut killed_at = Vec::new();
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(300);
-    let resize = loop {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "did not finish; killed at {killed_at:?}"
-        );
-        let resize = api.get("copy").await.unwrap();
-        if resize.phase().is_terminal() {
-            break resize;
-        }
-        let steps: Vec<String> = resize
-            .status
-            .iter()
-            .flat_map(|s| s.plan.iter())
-            .filter_map(|row| row.step.clone())
-            .collect();
-        if let Some(position) = to_kill_at.iter().position(|step| steps.iter().any(|s| s == step)) {
-            killed_at.push(to_kill_at.remove(position));
-            harness.restart_operator();
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-    };
+    let (resize, killed_at) = harness.finish_killing_at_each_step("copy", &steps, 300).await;
     let status = resize.status.unwrap();
     assert_eq!(status.phase, Some(Phase::Succeeded), "{:?}", status.message);
     assert!(
@@ -386,7 +347,7 @@ async fn copy_completes_after_the_operator_is_killed_at_each_step_on_the_real_no
 async fn a_shrink_below_the_data_in_use_is_refused_and_changes_nothing() {
     let harness = Harness::start("real-refused").await;
     let seeds = writer_with(&harness, 1, CLASS_BLOCK_FIXED, "128Mi", 40 << 10, 0).await;
-    let before = pod_uids(&harness).await;
+    let before = harness.pod_uids("db").await;
     let claims: Api<PersistentVolumeClaim> = harness.ns.api();
     let original = claims.get("data-db-0").await.unwrap().spec.unwrap().volume_name;
     harness
@@ -404,7 +365,7 @@ async fn a_shrink_below_the_data_in_use_is_refused_and_changes_nothing() {
         "{message}"
     );
     // Nothing was touched: same pod, same volume, no temporary claim.
-    assert_eq!(pod_uids(&harness).await, before);
+    assert_eq!(harness.pod_uids("db").await, before);
     assert_eq!(
         claims.get("data-db-0").await.unwrap().spec.unwrap().volume_name,
         original

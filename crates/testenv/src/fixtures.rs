@@ -12,9 +12,9 @@ pub fn stateful_set(name: &str, replicas: i32, class: &str, size: &str) -> State
     stateful_set_with(name, replicas, &[("data", class, size)])
 }
 
-/// Like [`stateful_set`] with several templates: (template name, class, size).
-pub fn stateful_set_with(name: &str, replicas: i32, templates: &[(&str, &str, &str)]) -> StatefulSet {
-    let templates: Vec<_> = templates
+/// Volume claim templates (ReadWriteOnce) from (template name, class, size).
+pub fn claim_templates(templates: &[(&str, &str, &str)]) -> Vec<serde_json::Value> {
+    templates
         .iter()
         .map(|(template, class, size)| {
             json!({
@@ -26,7 +26,12 @@ pub fn stateful_set_with(name: &str, replicas: i32, templates: &[(&str, &str, &s
                 },
             })
         })
-        .collect();
+        .collect()
+}
+
+/// Like [`stateful_set`] with several templates: (template name, class, size).
+pub fn stateful_set_with(name: &str, replicas: i32, templates: &[(&str, &str, &str)]) -> StatefulSet {
+    let templates = claim_templates(templates);
     let mounts: Vec<_> = templates
         .iter()
         .map(|t| json!({"name": t["metadata"]["name"], "mountPath": format!("/{}", t["metadata"]["name"].as_str().unwrap_or("data"))}))

@@ -60,19 +60,7 @@ pub fn writer_stateful_set(
 ) -> Result<StatefulSet, Error> {
     let acks = acks_dir(namespace);
     std::fs::create_dir_all(&acks).map_err(|e| Error::io(acks.display(), e))?;
-    let claim_templates: Vec<_> = templates
-        .iter()
-        .map(|(template, class, size)| {
-            json!({
-                "metadata": {"name": template},
-                "spec": {
-                    "accessModes": ["ReadWriteOnce"],
-                    "storageClassName": class,
-                    "resources": {"requests": {"storage": size}},
-                },
-            })
-        })
-        .collect();
+    let claim_templates = crate::fixtures::claim_templates(templates);
     let mut mounts: Vec<_> = templates
         .iter()
         .map(|(template, _, _)| json!({"name": template, "mountPath": format!("/{template}")}))
@@ -146,4 +134,18 @@ pub fn lost_records(namespace: &str, pod: &str, volume_dir: &Path) -> Result<Vec
         .into_iter()
         .filter(|number| !on_volume.contains(number))
         .collect())
+}
+
+/// The size `df` reports for `path` in a pod (through `kubectl exec`), in bytes.
+pub async fn df_bytes(namespace: &str, pod: &str, path: &str) -> Result<u64, Error> {
+    let (code, out, err) = crate::kubectl(&["-n", namespace, "exec", pod, "--", "df", "-k", path]).await?;
+    if code != 0 {
+        return Err(Error::Setup(format!("df in {pod}: {err}")));
+    }
+    out.lines()
+        .last()
+        .and_then(|line| line.split_whitespace().nth(1))
+        .and_then(|kib| kib.parse::<u64>().ok())
+        .map(|kib| kib * 1024)
+        .ok_or_else(|| Error::Setup(format!("df in {pod} printed {out:?}")))
 }

@@ -6,7 +6,7 @@
 
 use ferry_testenv::fixtures::claim_directory;
 use ferry_testenv::quantity::bytes;
-use ferry_testenv::workload::{BUSYBOX_IMAGE, acknowledged, records, writer_stateful_set};
+use ferry_testenv::workload::{BUSYBOX_IMAGE, acknowledged, df_bytes, records, writer_stateful_set};
 use ferry_testenv::{
     CLASS_BLOCK, CLASS_BLOCK_FIXED, REAL_NODE, REAL_NODE_KEY, TestNamespace, client, kubectl, wait_until,
 };
@@ -65,13 +65,6 @@ async fn kubectl_ok(ns: &TestNamespace, args: &[&str]) -> String {
     stdout
 }
 
-/// The size `df` reports in the pod for /data, in bytes.
-async fn df_size(ns: &TestNamespace, pod: &str) -> u64 {
-    let out = kubectl_ok(ns, &["exec", pod, "--", "df", "-k", "/data"]).await;
-    let line = out.lines().last().unwrap();
-    line.split_whitespace().nth(1).unwrap().parse::<u64>().unwrap() * 1024
-}
-
 /// The claim's volume entry in the real node's stats summary, read through the API server.
 async fn volume_stats(client: &Client, namespace: &str, claim: &str) -> Option<serde_json::Value> {
     let request = http::Request::get(format!("/api/v1/nodes/{REAL_NODE}/proxy/stats/summary"))
@@ -110,7 +103,7 @@ async fn real_disk_fills_up_and_reports_usage_logs_and_exec() {
     assert!(logs.contains("No space left on device"), "{logs}");
     assert!(logs.contains("dd-exit=1"), "{logs}");
     // `kubectl exec`: the file system is the requested size (less ext4's own metadata).
-    let size = df_size(&ns, "filler").await;
+    let size = df_bytes(&ns.name, "filler", "/data").await.unwrap();
     assert!((50 * MI..=64 * MI).contains(&size), "df size {size}");
     let filled = kubectl_ok(&ns, &["exec", "filler", "--", "stat", "-c", "%s", "/data/fill"]).await;
     let filled: u64 = filled.trim().parse().unwrap();
@@ -137,7 +130,7 @@ async fn real_disk_expands_online_and_is_freed_when_released() {
     pod_with_claim(&ns, "grower", CLASS_BLOCK, "320Mi", "sleep 3600").await;
     let pods: Api<Pod> = ns.api();
     wait_running(&pods, "grower").await;
-    assert!(df_size(&ns, "grower").await <= 320 * MI);
+    assert!(df_bytes(&ns.name, "grower", "/data").await.unwrap() <= 320 * MI);
 
     let claims: Api<PersistentVolumeClaim> = ns.api();
     let volumes: Api<PersistentVolume> = Api::all(client.clone());
@@ -163,7 +156,7 @@ async fn real_disk_expands_online_and_is_freed_when_released() {
     .await
     .unwrap();
     // Online: the running pod sees the bigger file system without a restart.
-    let size = df_size(&ns, "grower").await;
+    let size = df_bytes(&ns.name, "grower", "/data").await.unwrap();
     assert!(
         size > 400 * MI && size <= 480 * MI,
         "df size after expansion {size}"

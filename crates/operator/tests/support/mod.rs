@@ -41,6 +41,54 @@ impl Harness {
         (self.operator, self.metrics_url) = spawn_operator(&self.client, &self.ns.name);
     }
 
+    /// Waits for the VolumeResize `name` to finish, killing the operator (and starting a fresh one)
+    /// the first time each of `steps` shows in its rows; returns it and the steps it was killed at.
+    pub async fn finish_killing_at_each_step(
+        &mut self,
+        name: &str,
+        steps: &[&'static str],
+        seconds: u64,
+    ) -> (VolumeResize, Vec<&'static str>) {
+        let api = self.ns.api::<VolumeResize>();
+        let mut to_kill_at = steps.to_vec();
+        let mut killed_at = Vec::new();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(seconds);
+        loop {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "{name} did not finish; killed at {killed_at:?}"
+            );
+            let resize = api.get(name).await.unwrap();
+            if resize.phase().is_terminal() {
+                return (resize, killed_at);
+            }
+            let steps: Vec<String> = resize
+                .status
+                .iter()
+                .flat_map(|s| s.plan.iter())
+                .filter_map(|row| row.step.clone())
+                .collect();
+            if let Some(position) = to_kill_at.iter().position(|step| steps.iter().any(|s| s == step)) {
+                killed_at.push(to_kill_at.remove(position));
+                self.restart_operator();
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+    }
+
+    /// The UIDs of the pods labelled `app=<app>`, by name.
+    pub async fn pod_uids(&self, app: &str) -> std::collections::BTreeMap<String, String> {
+        let pods: Api<k8s_openapi::api::core::v1::Pod> = self.ns.api();
+        let list = pods
+            .list(&kube::api::ListParams::default().labels(&format!("app={app}")))
+            .await
+            .unwrap();
+        list.items
+            .iter()
+            .map(|pod| (pod.name_any(), pod.uid().unwrap()))
+            .collect()
+    }
+
     /// The operator's metrics as served on /metrics now.
     pub async fn metrics(&self) -> String {
         let url = self.metrics_url.clone();
