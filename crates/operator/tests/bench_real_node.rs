@@ -314,6 +314,20 @@ async fn plain_restart(harness: &Harness, watches: &Watches, run: usize, nth: us
     }))
 }
 
+/// Creates the budget that holds a copy at `StoppingReplica` until the test lets it go.
+async fn create_gate(budgets: &Api<PodDisruptionBudget>) {
+    let gate = json!({"metadata": {"name": "gate"},
+                      "spec": {"maxUnavailable": 0, "selector": {"matchLabels": {"app": "db"}}}});
+    let gate = serde_json::from_value(gate).unwrap();
+    budgets.create(&PostParams::default(), &gate).await.unwrap();
+    wait_until("the budget to count the replica", 60, || async {
+        let status = budgets.get_opt("gate").await.ok().flatten()?.status?;
+        (status.current_healthy == 1 && status.disruptions_allowed == 0).then_some(())
+    })
+    .await
+    .unwrap();
+}
+
 async fn resize(
     harness: &Harness,
     watches: &Watches,
@@ -325,39 +339,19 @@ async fn resize(
     let kind = if warm { "warm" } else { "cold" };
     let claims: Api<PersistentVolumeClaim> = harness.ns.api();
     let volumes: Api<PersistentVolume> = Api::all(harness.client.clone());
-    let (pods, sets) = (harness.ns.api::<Pod>(), harness.ns.api::<StatefulSet>());
-    let (budgets, resizes) = (
-        harness.ns.api::<PodDisruptionBudget>(),
-        harness.ns.api::<VolumeResize>(),
-    );
+    let (budgets, resizes) = (harness.ns.api(), harness.ns.api::<VolumeResize>());
     let claim = claims.get(CLAIM).await.unwrap();
     let (old_claim, old_volume) = (claim.uid().unwrap(), claim.spec.unwrap().volume_name.unwrap());
     let old_dir = claim_directory(&claims, &volumes, CLAIM).await.unwrap();
-    let old_pod = pods.get(POD).await.unwrap().uid().unwrap();
+    let old_pod = harness.ns.api::<Pod>().get(POD).await.unwrap().uid().unwrap();
+    let sets: Api<StatefulSet> = harness.ns.api();
     let old_set = sets.get("db").await.unwrap().uid().unwrap();
 
-    let gate = json!({"metadata": {"name": "gate"},
-                      "spec": {"maxUnavailable": 0, "selector": {"matchLabels": {"app": "db"}}}});
-    budgets
-        .create(&PostParams::default(), &serde_json::from_value(gate).unwrap())
-        .await
-        .unwrap();
-    wait_until("the budget to count the replica", 60, || async {
-        let status = budgets.get_opt("gate").await.ok().flatten()?.status?;
-        (status.current_healthy == 1 && status.disruptions_allowed == 0).then_some(())
-    })
-    .await
-    .unwrap();
+    create_gate(&budgets).await;
     let dropped = tokio::task::spawn_blocking(drop_caches).await.unwrap();
-    let started = Instant::now();
     let volume = json!({"name": "data", "size": size, "storageClassName": CLASS_BLOCK_FIXED});
-    harness
-        .create_resize(
-            kind,
-            json!({"statefulSetName": "db", "warmCopy": warm,
-                                    "retainOldVolumes": "Forever", "volumes": [volume]}),
-        )
-        .await;
+    let spec = json!({"statefulSetName": "db", "warmCopy": warm, "retainOldVolumes": "Forever", "volumes": [volume]});
+    harness.create_resize(kind, spec).await;
     wait_until("the resize to be held by the budget", 900, || async {
         let status = resizes.get_opt(kind).await.ok().flatten()?.status?;
         assert!(
@@ -373,12 +367,9 @@ async fn resize(
     })
     .await
     .unwrap();
-    let held = Instant::now();
-    let dir = old_dir.clone();
-    let seed = 0xc4a9_0000 + run as u64 * 2 + u64::from(warm);
-    let (changed, changed_bytes) = tokio::task::spawn_blocking(move || change_one_percent(&dir, files, seed))
-        .await
-        .unwrap();
+    let (dir, seed) = (old_dir.clone(), 0xc4a9_0000 + run as u64 * 2 + u64::from(warm));
+    let changed = tokio::task::spawn_blocking(move || change_one_percent(&dir, files, seed));
+    let (changed, changed_bytes) = changed.await.unwrap();
     budgets.delete("gate", &DeleteParams::default()).await.unwrap();
     let release = Instant::now();
 
@@ -388,148 +379,125 @@ async fn resize(
     })
     .await
     .unwrap();
-    let row = done.status.clone().unwrap().plan.remove(0);
     assert_eq!(done.phase(), Phase::Succeeded, "{:?}", done.status);
     watches.new_pod_ready(&old_pod, release).await;
-    // The replica writes on, on its new volume.
     let acked = acknowledged(&harness.ns.name, POD).unwrap().len();
-    wait_until("db-0 to write on", 60, || async {
+    wait_until("db-0 to write on, on its new volume", 60, || async {
         (acknowledged(&harness.ns.name, POD).ok()?.len() > acked + 10).then_some(())
     })
     .await
     .unwrap();
-    let log = watches.snapshot();
 
-    let down = first(&log, release, |s| {
-        is_pod(s, POD) && s.uid == old_pod && (s.gone || s.deleting || !s.ready)
-    });
+    // Milestones, from the watch log.
+    let log = watches.snapshot();
+    let at = |test: &dyn Fn(&Seen) -> bool| first(&log, release, test);
+    let mover = |s: &Seen| s.kind == "pod" && s.name.ends_with("-final");
+    let step = |name: &str| at(&|s| s.kind == "resize" && s.name == kind && s.phase == name);
     let [gone, created, running, ready] = replica(&log, &old_pod, release);
-    let mover = |phase: &'static str| {
-        move |s: &Seen| {
-            s.kind == "pod" && s.name.ends_with("-final") && (phase.is_empty() || s.phase == phase)
-        }
-    };
-    let (mover_created, mover_running) = (
-        first(&log, release, mover("")),
-        first(&log, release, mover("Running")),
-    );
-    let mover_done = first(&log, release, mover("Succeeded"));
-    let mover_exited = first(&log, release, |s| mover("")(s) && s.exited);
-    let result: Value = (log.iter())
-        .filter(|s| s.at >= Some(release) && mover("Succeeded")(s))
-        .find_map(|s| serde_json::from_str(s.message.as_deref()?).ok())
-        .unwrap_or_default();
-    let sync_ms = result["seconds"].as_f64().map(|s| (s * 1000.0).round() as u64);
-    let claim_bound = first(&log, release, |s| {
-        s.kind == "claim" && s.name == CLAIM && s.uid != old_claim && s.phase == "Bound"
-    });
-    let set_back = first(&log, release, |s| s.kind == "set" && s.uid != old_set && !s.gone);
-    let step = |name: &'static str| {
-        first(&log, started, move |s| {
-            s.kind == "resize" && s.name == kind && s.phase == name
-        })
-    };
-    let offset = |at: Option<Instant>| {
-        let (at, base) = (at?, down?);
-        Some(
-            at.saturating_duration_since(base).as_millis() as i64
-                - base.saturating_duration_since(at).as_millis() as i64,
-        )
-    };
-    let timeline: Vec<(&str, Option<i64>)> = [
+    let marks = [
+        ("budgetDeleted", Some(release)),
         (
-            "step StoppingReplica (held by the budget)",
-            step("StoppingReplica"),
+            "down",
+            at(&|s| is_pod(s, POD) && s.uid == old_pod && (s.gone || s.deleting || !s.ready)),
         ),
-        ("budget deleted", Some(release)),
-        ("old pod deleting/not Ready (downtime starts)", down),
-        ("old pod gone", gone),
-        ("final mover created", mover_created),
-        ("final mover Running", mover_running),
-        ("final mover's container seen terminated", mover_exited),
-        ("final mover Succeeded", mover_done),
-        ("step Swapping", step("Swapping")),
-        ("re-created claim Bound", claim_bound),
-        ("StatefulSet re-created", set_back),
-        ("step StartingReplica", step("StartingReplica")),
-        ("new pod created", created),
-        ("new pod Running", running),
-        ("new pod Ready (downtime ends)", ready),
-        ("step Copied", step("Copied")),
+        ("gone", gone),
+        ("moverCreated", at(&mover)),
+        ("moverRunning", at(&|s| mover(s) && s.phase == "Running")),
+        ("moverExited", at(&|s| mover(s) && s.exited)),
+        ("moverSucceeded", at(&|s| mover(s) && s.phase == "Succeeded")),
+        ("stepSwapping", step("Swapping")),
+        (
+            "claimBound",
+            at(&|s| s.kind == "claim" && s.uid != old_claim && s.name == CLAIM && s.phase == "Bound"),
+        ),
+        (
+            "setRecreated",
+            at(&|s| s.kind == "set" && s.uid != old_set && !s.gone),
+        ),
+        ("stepStartingReplica", step("StartingReplica")),
+        ("podCreated", created),
+        ("podRunning", running),
+        ("podReady", ready),
+        ("stepCopied", step("Copied")),
+    ];
+    let mark = |name: &str| marks.iter().find(|(n, _)| *n == name).and_then(|(_, at)| *at);
+    let result: Value = (log
+        .iter()
+        .filter(|s| s.at >= Some(release) && mover(s) && s.phase == "Succeeded"))
+    .find_map(|s| serde_json::from_str(s.message.as_deref()?).ok())
+    .unwrap_or_default();
+    let sync_ms = result["seconds"].as_f64().map(|s| (s * 1000.0).round() as u64);
+    let mut stages: serde_json::Map<String, Value> = [
+        ("stopToGone", "down", "gone"),
+        ("goneToMoverCreated", "gone", "moverCreated"),
+        ("moverCreatedToRunning", "moverCreated", "moverRunning"),
+        ("moverExitedToSucceeded", "moverExited", "moverSucceeded"),
+        ("toPodCreated", "moverSucceeded", "podCreated"),
+        ("moverDoneToClaimBound", "moverSucceeded", "claimBound"),
+        ("moverDoneToSetRecreated", "moverSucceeded", "setRecreated"),
+        ("toRunning", "podCreated", "podRunning"),
+        ("toReady", "podRunning", "podReady"),
     ]
     .into_iter()
-    .map(|(name, at)| (name, offset(at)))
+    .map(|(key, from, to)| (key.to_string(), json!(ms(mark(from), mark(to)))))
     .collect();
-    eprintln!("[run {run} {kind}] timeline (ms from the old pod stopping):");
-    for (name, at) in &timeline {
-        eprintln!("    {:>7}  {name}", at.map_or("-".into(), |ms| ms.to_string()));
-    }
+    // The mover pod's own overhead: created → seen Succeeded, minus its sync time.
+    let mover_pod = ms(mark("moverCreated"), mark("moverSucceeded"));
+    stages.insert(
+        "moverOverhead".into(),
+        json!(mover_pod.zip(sync_ms).map(|(a, b)| a.saturating_sub(b))),
+    );
+    stages.insert("finalSync".into(), json!(sync_ms));
+    let down = mark("down").unwrap();
+    let offset = |at: Instant| match at.checked_duration_since(down) {
+        Some(after) => after.as_millis() as i64,
+        None => -(down.duration_since(at).as_millis() as i64),
+    };
+    let timeline: Vec<_> = (marks.iter()).map(|(name, at)| (*name, at.map(offset))).collect();
+    eprintln!("[run {run} {kind}] ms from the old pod deleting: {timeline:?}");
 
     // The data: the new volume holds what the retained old one holds, and every acknowledged record.
     let new_dir = claim_directory(&claims, &volumes, CLAIM).await.unwrap();
     let (old, new) = (old_dir.clone(), new_dir.clone());
-    let (old_sum, new_sum, records_kept) = tokio::task::spawn_blocking(move || {
-        let read = |dir: &Path| std::fs::read(dir.join(RECORDS_FILE)).unwrap();
-        let kept = read(&new).starts_with(&read(&old));
-        (
-            checksum_without_records(&old),
-            checksum_without_records(&new),
-            kept,
-        )
+    let (same, records_kept) = tokio::task::spawn_blocking(move || {
+        let records = |dir: &Path| std::fs::read(dir.join(RECORDS_FILE)).unwrap();
+        let same = checksum_without_records(&old) == checksum_without_records(&new);
+        (same, records(&new).starts_with(&records(&old)))
     })
     .await
     .unwrap();
     let lost = lost_records(&harness.ns.name, POD, &new_dir).unwrap();
 
-    // The old volume and the resize go (the new volume stays for the next measurement).
+    // The resize and the old volume go; the new volume serves the next measurement.
     let _ = resizes.delete(kind, &DeleteParams::default()).await;
     wait_until("the resize to be deleted", 60, || async {
         resizes.get_opt(kind).await.ok()?.is_none().then_some(())
     })
     .await
     .unwrap();
-    let delete = json!({"spec": {"persistentVolumeReclaimPolicy": "Delete"}});
+    let delete = Patch::Merge(json!({"spec": {"persistentVolumeReclaimPolicy": "Delete"}}));
     volumes
-        .patch(&old_volume, &PatchParams::default(), &Patch::Merge(delete))
+        .patch(&old_volume, &PatchParams::default(), &delete)
         .await
         .unwrap();
-    if wait_until("the old volume to be deleted", 180, || async {
+    let old_gone = wait_until("the old volume to be deleted", 180, || async {
         (!old_dir.exists()).then_some(())
-    })
-    .await
-    .is_err()
-    {
+    });
+    if old_gone.await.is_err() {
         eprintln!("warning: the old volume {old_volume} is still there");
     }
 
     let line = emit(json!({
         "run": run, "kind": kind, "targetSize": size, "files": files,
         "changedFiles": changed, "changedBytes": changed_bytes, "cachesDropped": dropped,
-        "downtimeMs": ms(down, ready), "downtimeSecondsStatus": row.downtime_seconds,
-        "heldMs": ms(Some(held), Some(release)), "releaseToStopMs": ms(Some(release), down),
+        "downtimeMs": ms(Some(down), ready),
+        "downtimeSecondsStatus": done.status.as_ref().and_then(|s| s.plan.first()?.downtime_seconds),
         "finalPass": {"seconds": result["seconds"], "bytes": result["bytes"], "files": result["files"],
                       "bytesCopied": result["bytesCopied"], "filesCopied": result["filesCopied"]},
-        "stagesMs": {
-            "stopToGone": ms(down, gone),
-            "goneToMoverCreated": ms(gone, mover_created),
-            "moverCreatedToRunning": ms(mover_created, mover_running),
-            // The mover pod's own overhead: created → seen Succeeded, minus its sync time.
-            "moverOverhead": ms(mover_created, mover_done).zip(sync_ms).map(|(all, sync)| all.saturating_sub(sync)),
-            "finalSync": sync_ms,
-            "moverExitedToSucceeded": ms(mover_exited, mover_done),
-            "moverDoneToClaimBound": ms(mover_done, claim_bound),
-            "moverDoneToSetRecreated": ms(mover_done, set_back),
-            "toPodCreated": ms(mover_done, created),
-            "toRunning": ms(created, running),
-            "toReady": ms(running, ready),
-        },
-        "timelineMs": timeline.iter().map(|(name, at)| json!([name, at])).collect::<Vec<_>>(),
-        "dataOk": old_sum == new_sum && records_kept, "lostRecords": lost.len(),
+        "stagesMs": stages, "timelineMs": timeline,
+        "dataOk": same && records_kept, "lostRecords": lost.len(),
     }));
-    assert_eq!(
-        old_sum, new_sum,
-        "{kind}: the new volume differs from the old one"
-    );
+    assert!(same, "{kind}: the new volume differs from the old one");
     assert!(
         records_kept,
         "{kind}: the records file does not start with the old one's"
@@ -565,12 +533,9 @@ async fn run_once(run: usize, files: usize) -> Vec<Value> {
         tokio::time::sleep(Duration::from_secs(2)).await;
         out.push(plain_restart(&harness, &watches, run, nth).await);
     }
-    let pod = harness.ns.api::<Pod>().get(POD).await.unwrap();
     let dir = claim_directory(&claims, &volumes, CLAIM).await.unwrap();
-    assert!(
-        lost_records(&harness.ns.name, POD, &dir).unwrap().is_empty(),
-        "{pod:?}: lost records"
-    );
+    let lost = lost_records(&harness.ns.name, POD, &dir).unwrap();
+    assert!(lost.is_empty(), "restarts: acknowledged records lost: {lost:?}");
     out.push(resize(&harness, &watches, run, true, WARM_TARGET, files).await);
     out.push(resize(&harness, &watches, run, false, SOURCE_SIZE, files).await);
     drop(watches);
