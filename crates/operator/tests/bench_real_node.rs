@@ -7,7 +7,7 @@
 //! One run, in a fresh namespace: the writer StatefulSet `db` (one replica, `ferry-block-fixed`
 //! 1536Mi; 4 MiB checkpoint and 1 s of writes on SIGTERM, in every measurement alike) with ~1 GiB
 //! written from the host onto its volume, then
-//! 1. plain restart ×3: timed from the `delete pod db-0` call to a db-0 of another UID Ready;
+//! 1. plain restart ×3, 5 s apart: from the `delete pod db-0` call to a db-0 of another UID Ready;
 //! 2. warm copy onto `ferry-block-fixed` 1280Mi (a shrink by copy): a PodDisruptionBudget
 //!    (`maxUnavailable: 0`) holds the resize at `StoppingReplica` after the warm pass; 1% of the
 //!    files change, `sync`, the budget goes;
@@ -530,7 +530,8 @@ async fn run_once(run: usize, files: usize) -> Vec<Value> {
         json!({"run": run, "kind": "dataset", "files": files, "bytes": bytes}),
     )];
     for nth in 1..=RESTARTS {
-        tokio::time::sleep(Duration::from_secs(2)).await;
+        // A settled replica, as the one a resize stops.
+        tokio::time::sleep(Duration::from_secs(5)).await;
         out.push(plain_restart(&harness, &watches, run, nth).await);
     }
     let dir = claim_directory(&claims, &volumes, CLAIM).await.unwrap();
