@@ -134,7 +134,7 @@ pub fn plan_copy(
     if !ctx.offline {
         batch.truncate(1);
     }
-    if batch.is_empty() {
+    if batch.is_empty() && status.phase != Some(Phase::RollingBack) {
         return finish(status, observed, now);
     }
     let who = match batch.as_slice() {
@@ -788,8 +788,19 @@ fn start_replica(
     )
 }
 
-/// Undo the copy of the replica in flight: movers and temporary claims go, the StatefulSet comes back
-/// from the backup, and the replica starts again on its old volume.
+/// Whether Ferry recorded its intent to swap this row (or the swap is done): from then on the row
+/// only goes forward, so a rollback of its batch never leaves its claim missing or half-bound.
+fn swap_begun(row: &VolumePlan, observed: &RunObserved) -> bool {
+    matches!(
+        row.step.as_deref(),
+        Some(STEP_SWAPPING) | Some(STEP_STARTING_REPLICA) | Some(STEP_COPIED)
+    ) || swapped(row, observed)
+}
+
+/// Undo the copy of the replicas in flight, row by row and exactly: a row whose swap has begun
+/// finishes it (its old volume retained and listed), every other row loses its movers and temporary
+/// claim. Only when every claim is whole again does the StatefulSet come back from the backup, so
+/// its controller never provisions an empty claim in place of one mid-swap.
 fn roll_back(
     ctx: &CopyContext,
     mut status: VolumeResizeStatus,
@@ -798,11 +809,18 @@ fn roll_back(
     now: &Time,
 ) -> Decision {
     let mut actions = usage_leftovers(ctx, &status, observed);
-    for row in status
-        .plan
-        .iter_mut()
-        .filter(|row| is_copy(row) && batch.contains(&row.replica))
-    {
+    let mut swaps_pending = false;
+    let rows: Vec<usize> = (0..status.plan.len())
+        .filter(|&i| is_copy(&status.plan[i]) && batch.contains(&status.plan[i].replica))
+        .collect();
+    for &i in &rows {
+        if swap_begun(&status.plan[i], observed) {
+            let forward = finish_swap_in_rollback(ctx, &mut status, i, observed, now);
+            swaps_pending |= !forward.is_empty() || !swapped(&status.plan[i], observed);
+            actions.extend(forward);
+            continue;
+        }
+        let row = &mut status.plan[i];
         row.step = Some(STEP_ROLLED_BACK.into());
         for pass in [Pass::Warm, Pass::Final] {
             let pod = ctx.mover(row, pass);
@@ -821,29 +839,14 @@ fn roll_back(
         }
     }
     match &observed.stateful_set {
-        None => actions.push(ResizeAction::RestoreStatefulSet),
+        None if !swaps_pending => actions.push(ResizeAction::RestoreStatefulSet),
+        None => {}
         Some(_) if actions.is_empty() => {
-            let leftovers = status
-                .plan
+            let leftovers = rows
                 .iter()
-                .filter(|row| is_copy(row) && batch.contains(&row.replica))
-                .any(|row| observed.claims.contains_key(&ctx.temp_claim(row)));
+                .any(|&i| observed.claims.contains_key(&ctx.temp_claim(&status.plan[i])));
             if !leftovers {
-                status.phase = Some(Phase::Failed);
-                status.finished_at.get_or_insert_with(|| now.clone());
-                status.created_objects.temporary_claims.clear();
-                let reason = status.message.clone().unwrap_or_default();
-                let message = if reason.starts_with("rolled back") {
-                    reason
-                } else {
-                    format!("rolled back: {reason}")
-                };
-                status.message = Some(message.clone());
-                return Decision {
-                    status,
-                    actions: vec![],
-                    summary: message,
-                };
+                return rolled_back(status, now);
             }
         }
         Some(_) => {}
@@ -856,6 +859,74 @@ fn roll_back(
         status,
         actions,
         summary,
+    }
+}
+
+/// A row of a batch being rolled back whose swap had begun: the swap goes on until the claim is
+/// bound to its new volume, which then gets back the old volume's reclaim policy; the row is then
+/// done, and its old volume retained like any other copied row's.
+fn finish_swap_in_rollback(
+    ctx: &CopyContext,
+    status: &mut VolumeResizeStatus,
+    i: usize,
+    observed: &RunObserved,
+    now: &Time,
+) -> Vec<ResizeAction> {
+    if !swapped(&status.plan[i], observed) {
+        status.plan[i].step = Some(STEP_SWAPPING.into());
+        return swap(ctx, &status.plan[i], observed, now);
+    }
+    let row = &mut status.plan[i];
+    if let (Some(target), Some(wanted)) = (&row.target_volume, &row.original_reclaim_policy)
+        && observed
+            .volumes
+            .get(target)
+            .is_some_and(|v| &v.reclaim_policy != wanted)
+    {
+        return vec![ResizeAction::SetReclaimPolicy {
+            volume: target.clone(),
+            policy: wanted.clone(),
+        }];
+    }
+    if row.step.as_deref() != Some(STEP_COPIED) {
+        row.step = Some(STEP_COPIED.into());
+        row.finished_at = Some(now.clone());
+    }
+    if let Some(source) = &row.source_volume
+        && !status.created_objects.retained_volumes.contains(source)
+    {
+        status.created_objects.retained_volumes.push(source.clone());
+    }
+    vec![]
+}
+
+/// The rollback is over: Failed, saying why, and which claims stayed on their new volumes.
+fn rolled_back(mut status: VolumeResizeStatus, now: &Time) -> Decision {
+    status.phase = Some(Phase::Failed);
+    status.finished_at.get_or_insert_with(|| now.clone());
+    status.created_objects.temporary_claims.clear();
+    update_progress(&mut status);
+    let reason = status.message.clone().unwrap_or_default();
+    let mut message = if reason.starts_with("rolled back") {
+        reason
+    } else {
+        format!("rolled back: {reason}")
+    };
+    let kept: Vec<&str> = status
+        .plan
+        .iter()
+        .filter(|row| is_copy(row) && row.step.as_deref() == Some(STEP_COPIED))
+        .map(|row| row.claim_name.as_str())
+        .collect();
+    let note = "already on their new volumes stay there";
+    if !kept.is_empty() && !message.contains(note) {
+        message = format!("{message}; {} {note} (old volumes retained)", kept.join(", "));
+    }
+    status.message = Some(message.clone());
+    Decision {
+        status,
+        actions: vec![],
+        summary: message,
     }
 }
 

@@ -18,8 +18,10 @@ struct Cluster {
     fail_final_of: Option<String>,
     /// How many bytes of use each character of `data` stands for.
     bytes_per_char: u64,
-    /// Mover pods that end (with this phase) at the next tick.
-    finishing: BTreeMap<String, MoverPhase>,
+    /// Mover pods that end (with this phase) after the given number of further ticks.
+    finishing: BTreeMap<String, (u32, MoverPhase)>,
+    /// Extra ticks the failing final mover (`fail_final_of`) runs before it fails.
+    fail_final_delay: u32,
     /// Claims created onto a reserved volume, bound by the PV controller a tick later (the planner
     /// sees them Pending once).
     binding: Vec<String>,
@@ -47,6 +49,7 @@ impl Cluster {
             fail_final_of: None,
             bytes_per_char: 1 << 20,
             finishing: BTreeMap::new(),
+            fail_final_delay: 0,
             binding: Vec::new(),
             stall_binding: false,
             clock: 1,
@@ -145,8 +148,10 @@ impl Cluster {
                 self.binding.push(claim.clone());
             }
         }
-        for (pod, phase) in std::mem::take(&mut self.finishing) {
-            if let Some(mover) = self.observed.movers.get_mut(&pod) {
+        for (pod, (left, phase)) in std::mem::take(&mut self.finishing) {
+            if left > 0 {
+                self.finishing.insert(pod, (left - 1, phase));
+            } else if let Some(mover) = self.observed.movers.get_mut(&pod) {
                 mover.phase = phase;
             }
         }
@@ -171,6 +176,14 @@ impl Cluster {
             for replica in 0..REPLICAS {
                 let name = format!("db-{replica}");
                 if !self.observed.pods.contains_key(&name) {
+                    // A missing claim is provisioned afresh, empty, before the pod: the replica
+                    // would then serve nothing.
+                    let claim = format!("data-db-{replica}");
+                    if !self.observed.claims.contains_key(&claim) {
+                        let volume = format!("pv-fresh-{claim}");
+                        self.bind(&claim, &volume, "Delete");
+                        self.data.insert(volume, String::new());
+                    }
                     let uid = self.id();
                     self.observed.pods.insert(
                         name,
@@ -227,7 +240,8 @@ impl Cluster {
                 ));
                 // Runs until the next tick of the simulated cluster.
                 if !self.observed.movers.contains_key(pod) {
-                    self.finishing.insert(pod.clone(), phase);
+                    let delay = if fails { self.fail_final_delay } else { 0 };
+                    self.finishing.insert(pod.clone(), (delay, phase));
                     let running = RunMover {
                         phase: MoverPhase::Running,
                         result,
@@ -249,7 +263,7 @@ impl Cluster {
                 let result = Some(format!(r#"{{"bytes":{used},"inodes":3}}"#));
                 // Runs until the next tick, like a mover.
                 if !self.observed.movers.contains_key(pod) {
-                    self.finishing.insert(pod.clone(), MoverPhase::Succeeded);
+                    self.finishing.insert(pod.clone(), (0, MoverPhase::Succeeded));
                     let running = RunMover {
                         phase: MoverPhase::Running,
                         result,
@@ -942,4 +956,93 @@ fn a_claim_deleted_by_someone_else_stops_the_copy_without_swapping() {
     );
     assert!(cluster.observed.movers.is_empty());
     assert!(cluster.observed.stateful_set.is_some(), "StatefulSet restored");
+}
+
+/// Offline, one mover at a time: replicas 0 and 1 are already swapping (or swapped) when replica 2's
+/// final sync fails, however long it takes to fail, and whenever the operator is killed. Each row
+/// ends exactly on one side: the swapped ones on their new volume (old one retained and listed), the
+/// others back on their old one; no claim is ever provisioned afresh, no retained volume unlisted.
+#[test]
+fn a_failure_after_part_of_a_batch_swapped_ends_every_row_exactly_on_one_side() {
+    let ctx = CopyContext {
+        offline: true,
+        concurrency: 1,
+        ..context()
+    };
+    let mut forwarded = 0;
+    for delay in 0..10 {
+        let failing = || {
+            let mut cluster = Cluster::new();
+            cluster.fail_final_of = Some("data-db-2".into());
+            cluster.fail_final_delay = delay;
+            cluster
+        };
+        let (_, total) = run_with(&ctx, &mut failing(), None);
+        for crash_at in std::iter::once(None).chain((0..total).map(Some)) {
+            let mut cluster = failing();
+            let (status, _) = run_with(&ctx, &mut cluster, crash_at);
+            let case = format!("delay {delay}, crash at {crash_at:?}");
+            assert_eq!(status.phase, Some(Phase::Failed), "{case}");
+            let message = status.message.clone().unwrap_or_default();
+            assert!(
+                message.contains("data-db-2") && message.contains("exit code 3"),
+                "{case}: {message}"
+            );
+            assert!(
+                cluster.observed.stateful_set.is_some(),
+                "{case}: StatefulSet back"
+            );
+            assert!(cluster.observed.movers.is_empty(), "{case}: movers removed");
+            for replica in 0..REPLICAS {
+                let claim = format!("data-db-{replica}");
+                let row = status.plan.iter().find(|r| r.claim_name == claim).unwrap();
+                let volume = cluster.observed.claims[&claim].volume_name.clone().unwrap();
+                let old = format!("pv-old-{replica}");
+                let new = format!("pv-{claim}-ferry-abcd1234");
+                assert!(
+                    cluster.data[&old].starts_with(&format!("payload-{replica}")),
+                    "{case}"
+                );
+                assert_eq!(
+                    cluster.data[&volume], cluster.data[&old],
+                    "{case}: {claim} serves its data"
+                );
+                assert!(
+                    !cluster
+                        .observed
+                        .claims
+                        .contains_key(&format!("{claim}-ferry-abcd1234")),
+                    "{case}: temporary claim of {claim} removed"
+                );
+                let retained = &status.created_objects.retained_volumes;
+                if volume == new {
+                    forwarded += 1;
+                    assert_eq!(row.step.as_deref(), Some(STEP_COPIED), "{case}: {claim}");
+                    assert!(retained.contains(&old), "{case}: old volume of {claim} listed");
+                    assert_eq!(cluster.observed.volumes[&new].reclaim_policy, "Delete", "{case}");
+                } else {
+                    assert_eq!(volume, old, "{case}: {claim} back on its old volume");
+                    assert_eq!(row.step.as_deref(), Some(STEP_ROLLED_BACK), "{case}: {claim}");
+                }
+            }
+            assert_eq!(
+                cluster.observed.volumes["pv-old-2"].claim_name.as_deref(),
+                Some("data-db-2"),
+                "{case}"
+            );
+            // Every volume no claim holds is one the status lists as retained.
+            for (name, volume) in &cluster.observed.volumes {
+                let held = volume
+                    .claim_name
+                    .as_ref()
+                    .and_then(|c| cluster.observed.claims.get(c))
+                    .is_some_and(|c| Some(&c.uid) == volume.claim_uid.as_ref());
+                assert!(
+                    held || status.created_objects.retained_volumes.contains(name),
+                    "{case}: volume {name} left behind unlisted"
+                );
+            }
+        }
+    }
+    assert!(forwarded > 0, "some runs had rows swapped before the failure");
 }
