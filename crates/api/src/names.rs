@@ -29,3 +29,8 @@ pub const ANNOTATION_SYNC_CLAIMS: &str = "ferry.dev/sync-claims";
 /// Set once on a claim Ferry re-created onto a volume when its binding stalls, so the PV controller
 /// syncs it again at once instead of at its next resync.
 pub const ANNOTATION_BIND_NUDGE: &str = "ferry.dev/bind-nudge";
+/// On a resize's backup ConfigMap: the UID of the StatefulSet it backed up, so a StatefulSet
+/// re-created by someone else under the same name is told apart.
+pub const ANNOTATION_BACKED_UP_UID: &str = "ferry.dev/stateful-set-uid";
+/// On a StatefulSet Ferry created again (re-create or restore): the UID of the VolumeResize that did.
+pub const ANNOTATION_RECREATED_BY: &str = "ferry.dev/recreated-by";

@@ -305,6 +305,10 @@ pub mod condition {
     pub const PRECHECKED: &str = "Prechecked";
     /// Waiting behind another VolumeResize on the same StatefulSet.
     pub const QUEUED: &str = "Queued";
+    /// The spec was edited while the resize ran: the run goes on with the spec it was prechecked
+    /// with; the newer one is prechecked when the run has ended.
+    pub const SPEC_CHANGE_DEFERRED: &str = "SpecChangeDeferred";
+    pub const REASON_RUN_IN_PROGRESS: &str = "RunInProgress";
 
     pub const REASON_PASSED: &str = "PrechecksPassed";
     pub const REASON_STATEFUL_SET_NOT_FOUND: &str = "StatefulSetNotFound";

@@ -4,7 +4,7 @@
 //! replica back. Every stage is derived from what is observed, so a restarted operator resumes.
 
 use crate::in_place::Decision;
-use crate::run_state::{MoverPhase, Pass, ResizeAction, RunMover, RunObserved};
+use crate::run_state::{MoverPhase, Pass, ResizeAction, RunMover, RunObserved, RunStatefulSet};
 use crate::status::update_progress;
 use ferry_api::{ChosenStrategy, Phase, VolumePlan, VolumeResizeStatus, parse_bytes};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
@@ -186,6 +186,36 @@ pub fn plan_copy(
         }
     }
 
+    let stale = undo_stale_swaps(ctx, &mut status, observed, &rows);
+    if !stale.is_empty() {
+        return decide(
+            status,
+            stale,
+            &format!("{who} started again before its swap; its final sync must run again"),
+        );
+    }
+    // Someone else re-created the StatefulSet while the replica was out: it serves from the old
+    // claims with the old templates, so the replica's copy is undone (unless its swap began).
+    let foreign = observed
+        .stateful_set
+        .as_ref()
+        .is_some_and(|sts| sts.foreign && !sts.deleting);
+    if foreign && !rows.iter().any(|&i| swap_begun(&status.plan[i], observed)) {
+        status.phase = Some(Phase::RollingBack);
+        status.message = Some(format!(
+            "StatefulSet {} was re-created by someone else (a GitOps tool or a parent operator?) with its old volume claim templates while Ferry was resizing; rolling back {who}",
+            ctx.sts_name
+        ));
+        return roll_back(ctx, status, observed, &batch, now);
+    }
+    if let Some(actions) = clear_for_swap(ctx, &status, observed, &rows) {
+        return decide(
+            status,
+            actions,
+            &format!("keeping the claims of {who} free for their swap"),
+        );
+    }
+
     // The replica runs on its new volumes: wait for it to be Ready, then the rows are done.
     if rows.iter().all(|&i| swapped(&status.plan[i], observed)) {
         return start_replica(ctx, status, observed, &batch, &rows, now);
@@ -261,7 +291,9 @@ pub fn plan_copy(
         // Once the swap has begun (recorded in status before acting) it only goes forward: the mover
         // pods it removes no longer show that the final sync succeeded.
         let swapping = row.step.as_deref() == Some(STEP_SWAPPING);
-        if final_done || swapping {
+        // A pod that started on the old claim after the final sync would write what the copy lacks.
+        let replica_absent = !observed.pods.contains_key(&ctx.pod(row.replica));
+        if (final_done && replica_absent) || swapping {
             let copied = absorb_result(&mut status.plan[i], final_mover.and_then(|m| m.result.as_deref()));
             // Counted once, when the swap begins (the step is recorded before acting).
             if !swapping && let Some(copied) = copied {
@@ -353,7 +385,9 @@ pub fn plan_copy(
     }
     if ready_to_stop && replica_running {
         for &i in &rows {
-            status.plan[i].step = Some(STEP_STOPPING_REPLICA.into());
+            if !swap_begun(&status.plan[i], observed) {
+                status.plan[i].step = Some(STEP_STOPPING_REPLICA.into());
+            }
         }
         summary = if !ctx.offline
             && observed.stateful_set.as_ref().is_some_and(|sts| !sts.deleting)
@@ -631,16 +665,14 @@ pub fn swap_claim_to(
     if !not_retained.is_empty() {
         return not_retained;
     }
-    let movers: Vec<ResizeAction> = [Pass::Warm, Pass::Final]
+    // Movers and both claims go in one step: the claim name is free for as short a time as can be,
+    // and a Terminating claim keeps any new pod off the old volume.
+    let mut deletes: Vec<ResizeAction> = [Pass::Warm, Pass::Final]
         .into_iter()
         .map(|pass| ctx.mover(row, pass))
         .filter(|pod| observed.movers.contains_key(pod))
         .map(|pod| ResizeAction::DeleteMover { pod })
         .collect();
-    if !movers.is_empty() {
-        return movers;
-    }
-    let mut deletes = Vec::new();
     for name in [ctx.temp_claim(row), row.claim_name.clone()] {
         if let Some(claim) = observed.claims.get(&name)
             && !claim.deleting
@@ -651,7 +683,10 @@ pub fn swap_claim_to(
             });
         }
     }
-    if observed.claims.contains_key(&ctx.temp_claim(row)) || observed.claims.contains_key(&row.claim_name) {
+    if observed.claims.contains_key(&ctx.temp_claim(row))
+        || observed.claims.contains_key(&row.claim_name)
+        || !deletes.is_empty()
+    {
         return deletes;
     }
     let Some(volume) = observed.volumes.get(&target) else {
@@ -745,6 +780,7 @@ fn start_replica(
     match &observed.stateful_set {
         None => actions.push(ResizeAction::RecreateStatefulSet),
         Some(sts) if sts.deleting => {}
+        Some(sts) if needs_replacing(sts, &status) => actions.push(ResizeAction::OrphanDeleteStatefulSet),
         Some(_) => {
             // Every replica of the batch is back: a new pod (not the one stopped), Ready.
             let back = batch.iter().all(|&replica| {
@@ -797,6 +833,91 @@ fn swap_begun(row: &VolumePlan, observed: &RunObserved) -> bool {
     ) || swapped(row, observed)
 }
 
+/// A pod started on the old claim after the final sync (someone else's StatefulSet) while the claim
+/// is still whole: its writes are not in the copy, so the swap has not begun after all. The row
+/// steps back and its movers go, so a new final sync runs once the replica is stopped again.
+fn undo_stale_swaps(
+    ctx: &CopyContext,
+    status: &mut VolumeResizeStatus,
+    observed: &RunObserved,
+    rows: &[usize],
+) -> Vec<ResizeAction> {
+    let mut actions = Vec::new();
+    for &i in rows {
+        let row = &status.plan[i];
+        let claim_whole = observed
+            .claims
+            .get(&row.claim_name)
+            .is_some_and(|claim| !claim.deleting && claim.volume_name == row.source_volume);
+        let pod_back = observed.pods.contains_key(&ctx.pod(row.replica));
+        if row.step.as_deref() != Some(STEP_SWAPPING) || !claim_whole || !pod_back {
+            continue;
+        }
+        for pass in [Pass::Warm, Pass::Final] {
+            let pod = ctx.mover(row, pass);
+            if observed.movers.contains_key(&pod) {
+                actions.push(ResizeAction::DeleteMover { pod });
+            }
+        }
+        status.plan[i].step = Some(STEP_STOPPING_REPLICA.into());
+    }
+    actions
+}
+
+/// Before and during a swap nothing may use the claim: a StatefulSet that appeared meanwhile (its
+/// controller would provision an empty claim under the name being swapped) is orphan-deleted again,
+/// and a pod it started is deleted. `None` when the way is clear (or no swap is under way).
+fn clear_for_swap(
+    ctx: &CopyContext,
+    status: &VolumeResizeStatus,
+    observed: &RunObserved,
+    rows: &[usize],
+) -> Option<Vec<ResizeAction>> {
+    let mid_swap: Vec<&VolumePlan> = rows
+        .iter()
+        .map(|&i| &status.plan[i])
+        .filter(|row| swap_begun(row, observed) && !swapped(row, observed))
+        .collect();
+    if mid_swap.is_empty() {
+        return None;
+    }
+    match &observed.stateful_set {
+        Some(sts) if sts.deleting => return Some(vec![]),
+        Some(_) => return Some(vec![ResizeAction::OrphanDeleteStatefulSet]),
+        None => {}
+    }
+    let mut waiting = false;
+    let mut actions = Vec::new();
+    for row in mid_swap {
+        let name = ctx.pod(row.replica);
+        match observed.pods.get(&name) {
+            Some(pod) if pod.deleting => waiting = true,
+            Some(pod) => actions.push(ResizeAction::RestartPod {
+                pod: name,
+                uid: pod.uid.clone(),
+            }),
+            None => {}
+        }
+    }
+    actions.dedup();
+    (waiting || !actions.is_empty()).then_some(actions)
+}
+
+/// The StatefulSet is not the one a finished copy must leave: someone else's, or one whose templates
+/// lack the new size or class of a copied volume.
+fn needs_replacing(sts: &RunStatefulSet, status: &VolumeResizeStatus) -> bool {
+    sts.foreign
+        || status.plan.iter().filter(|row| is_copy(row)).any(|row| {
+            let size_differs = parse_bytes(&row.target_size)
+                .is_ok_and(|bytes| sts.template_sizes.get(&row.volume) != Some(&bytes));
+            let class_differs = row
+                .target_storage_class
+                .as_ref()
+                .is_some_and(|class| sts.template_classes.get(&row.volume) != Some(&Some(class.clone())));
+            size_differs || class_differs
+        })
+}
+
 /// Undo the copy of the replicas in flight, row by row and exactly: a row whose swap has begun
 /// finishes it (its old volume retained and listed), every other row loses its movers and temporary
 /// claim. Only when every claim is whole again does the StatefulSet come back from the backup, so
@@ -813,6 +934,15 @@ fn roll_back(
     let rows: Vec<usize> = (0..status.plan.len())
         .filter(|&i| is_copy(&status.plan[i]) && batch.contains(&status.plan[i].replica))
         .collect();
+    if let Some(clearing) = clear_for_swap(ctx, &status, observed, &rows) {
+        actions.extend(clearing);
+        let summary = status.message.clone().unwrap_or_default();
+        return Decision {
+            status,
+            actions,
+            summary,
+        };
+    }
     for &i in &rows {
         if swap_begun(&status.plan[i], observed) {
             let forward = finish_swap_in_rollback(ctx, &mut status, i, observed, now);
@@ -822,6 +952,19 @@ fn roll_back(
         }
         let row = &mut status.plan[i];
         row.step = Some(STEP_ROLLED_BACK.into());
+        // A swap undone before its claim was deleted may have set the old volume to Retain.
+        if let (Some(source), Some(policy)) = (&row.source_volume, &row.original_reclaim_policy)
+            && observed.bound_to(&row.claim_name, source)
+            && observed
+                .volumes
+                .get(source)
+                .is_some_and(|v| &v.reclaim_policy != policy)
+        {
+            actions.push(ResizeAction::SetReclaimPolicy {
+                volume: source.clone(),
+                policy: policy.clone(),
+            });
+        }
         for pass in [Pass::Warm, Pass::Final] {
             let pod = ctx.mover(row, pass);
             if observed.movers.contains_key(&pod) {
@@ -937,7 +1080,14 @@ fn finish(mut status: VolumeResizeStatus, observed: &RunObserved, now: &Time) ->
             vec![ResizeAction::RecreateStatefulSet],
             "re-creating the StatefulSet",
         ),
-        Some(sts) if sts.deleting || sts.ready_replicas < sts.replicas => {
+        Some(sts) if sts.deleting => decide(status, vec![], "waiting for the StatefulSet to be released"),
+        // Never Succeeded while the StatefulSet is someone else's or has other templates.
+        Some(sts) if needs_replacing(sts, &status) => decide(
+            status,
+            vec![ResizeAction::OrphanDeleteStatefulSet],
+            "replacing a StatefulSet that lacks the new volume claim templates (pods keep running)",
+        ),
+        Some(sts) if sts.ready_replicas < sts.replicas => {
             decide(status, vec![], "waiting for every replica to be Ready")
         }
         Some(_) => {

@@ -50,8 +50,13 @@ pub const WAITING_FOR_BUDGET: &str = "waiting for the PodDisruptionBudget to all
 pub struct RunStatefulSet {
     /// Being deleted (an orphan delete waits for the orphan finalizer).
     pub deleting: bool,
+    /// Created by someone else while the resize ran (a GitOps tool's self-heal, Helm, a parent
+    /// operator): its UID is neither the one Ferry backed up nor one of Ferry's own re-creates.
+    pub foreign: bool,
     /// Size in bytes per volume claim template.
     pub template_sizes: BTreeMap<String, u64>,
+    /// StorageClass per volume claim template (`None`: the cluster's default).
+    pub template_classes: BTreeMap<String, Option<String>>,
     pub replicas: i32,
     pub ready_replicas: i32,
 }

@@ -17,6 +17,7 @@ pub fn after_precheck(
 ) -> VolumeResizeStatus {
     let mut status = previous.cloned().unwrap_or_default();
     status.observed_generation = generation;
+    crate::conditions::remove_condition(&mut status.conditions, ferry_api::condition::SPEC_CHANGE_DEFERRED);
     status.plan = merge_plan(&status.plan, &check.plan);
     let (phase, passed, reason, message, queued) = match &check.verdict {
         Verdict::Passed if dry_run => {
@@ -96,6 +97,33 @@ fn merge_plan(
                 .unwrap_or_else(|| row.clone())
         })
         .collect()
+}
+
+/// A running resize never goes back to its prechecks (its StatefulSet may be orphan-deleted right
+/// now): an edited spec waits until the run has ended, and a condition says so. Prechecks of the
+/// new generation replace it.
+pub fn defer_spec_change(status: &mut VolumeResizeStatus, generation: Option<i64>, now: &Time) {
+    use ferry_api::condition::{REASON_RUN_IN_PROGRESS, SPEC_CHANGE_DEFERRED};
+    let (Some(new), Some(running)) = (generation, status.observed_generation) else {
+        return;
+    };
+    if new == running {
+        return;
+    }
+    let message = format!(
+        "spec generation {new} is prechecked and carried out when this run (generation {running}) has ended"
+    );
+    crate::conditions::set_condition(
+        &mut status.conditions,
+        crate::conditions::condition(
+            SPEC_CHANGE_DEFERRED,
+            true,
+            REASON_RUN_IN_PROGRESS,
+            &message,
+            Some(new),
+            now,
+        ),
+    );
 }
 
 #[cfg(test)]
@@ -180,5 +208,29 @@ mod tests {
         assert_eq!(status.plan.len(), 1);
         assert!(status.message.unwrap().starts_with("dry run"));
         assert_eq!(status.finished_at, Some(t(1)));
+    }
+
+    #[test]
+    fn an_edit_while_running_is_deferred_once_and_cleared_by_the_next_precheck() {
+        use ferry_api::condition::SPEC_CHANGE_DEFERRED;
+        let mut status = VolumeResizeStatus {
+            observed_generation: Some(1),
+            ..VolumeResizeStatus::default()
+        };
+        defer_spec_change(&mut status, Some(1), &t(1));
+        assert!(status.conditions.is_empty(), "same generation: nothing to say");
+        defer_spec_change(&mut status, Some(2), &t(2));
+        let again = {
+            let mut again = status.clone();
+            defer_spec_change(&mut again, Some(2), &t(3));
+            again
+        };
+        assert_eq!(again, status, "said once: no new status write every reconcile");
+        assert_eq!(status.conditions[0].type_, SPEC_CHANGE_DEFERRED);
+        assert_eq!(
+            status.observed_generation,
+            Some(1),
+            "the run keeps its generation"
+        );
     }
 }

@@ -35,6 +35,23 @@ struct Cluster {
     grace_ticks: u32,
     /// Replica pods Terminating, with the ticks they have left.
     terminating: BTreeMap<String, u32>,
+    /// A GitOps tool's self-heal: after the StatefulSet has been missing for this many ticks, it is
+    /// created again from Git, with the old templates (someone else's StatefulSet to Ferry).
+    gitops_after: Option<u32>,
+    /// Ticks the StatefulSet has been missing.
+    absent_ticks: u32,
+}
+
+/// The StatefulSet as it is before the resize (old size and class), as Git has it too.
+fn old_stateful_set() -> RunStatefulSet {
+    RunStatefulSet {
+        deleting: false,
+        foreign: false,
+        template_sizes: [("data".to_string(), 1 << 30)].into(),
+        template_classes: [("data".to_string(), Some("standard".to_string()))].into(),
+        replicas: REPLICAS,
+        ready_replicas: 0,
+    }
 }
 
 impl Cluster {
@@ -55,12 +72,12 @@ impl Cluster {
             clock: 1,
             grace_ticks: 2,
             terminating: BTreeMap::new(),
+            gitops_after: None,
+            absent_ticks: 0,
         };
         cluster.observed.stateful_set = Some(RunStatefulSet {
-            deleting: false,
-            template_sizes: [("data".to_string(), 1 << 30)].into(),
-            replicas: REPLICAS,
             ready_replicas: REPLICAS,
+            ..old_stateful_set()
         });
         for replica in 0..REPLICAS {
             let claim = format!("data-db-{replica}");
@@ -170,6 +187,18 @@ impl Cluster {
                 self.observed.pods.remove(&pod);
             } else {
                 self.terminating.insert(pod, left - 1);
+            }
+        }
+        if self.observed.stateful_set.is_some() {
+            self.absent_ticks = 0;
+        } else if let Some(after) = self.gitops_after {
+            self.absent_ticks += 1;
+            if self.absent_ticks > after {
+                self.absent_ticks = 0;
+                self.observed.stateful_set = Some(RunStatefulSet {
+                    foreign: true,
+                    ..old_stateful_set()
+                });
             }
         }
         if self.observed.stateful_set.is_some() {
@@ -338,14 +367,18 @@ impl Cluster {
                 }
             }
             ResizeAction::OrphanDeleteStatefulSet => self.observed.stateful_set = None,
-            ResizeAction::RecreateStatefulSet | ResizeAction::RestoreStatefulSet => {
+            ResizeAction::RecreateStatefulSet => {
                 if self.observed.stateful_set.is_none() {
                     self.observed.stateful_set = Some(RunStatefulSet {
-                        deleting: false,
                         template_sizes: [("data".to_string(), 2 << 30)].into(),
-                        replicas: REPLICAS,
-                        ready_replicas: 0,
+                        template_classes: [("data".to_string(), Some("fast".to_string()))].into(),
+                        ..old_stateful_set()
                     });
+                }
+            }
+            ResizeAction::RestoreStatefulSet => {
+                if self.observed.stateful_set.is_none() {
+                    self.observed.stateful_set = Some(old_stateful_set());
                 }
             }
             ResizeAction::RestartPod { pod, uid } => {
@@ -1045,4 +1078,88 @@ fn a_failure_after_part_of_a_batch_swapped_ends_every_row_exactly_on_one_side() 
         }
     }
     assert!(forwarded > 0, "some runs had rows swapped before the failure");
+}
+
+/// A GitOps tool re-creates the StatefulSet from Git (old templates) whenever it has been missing
+/// for `after` ticks, and the operator may be killed after any action. Whatever the timing: no
+/// replica ever serves an empty or stale claim, every row ends exactly on one side, and Succeeded
+/// only with Ferry's own StatefulSet carrying the new templates.
+#[test]
+fn a_stateful_set_re_created_by_someone_else_never_serves_an_empty_claim() {
+    let mut outcomes: BTreeMap<String, u32> = BTreeMap::new();
+    for offline in [false, true] {
+        let ctx = CopyContext { offline, ..context() };
+        for after in 1..8 {
+            let gitops = || {
+                let mut cluster = Cluster::new();
+                cluster.gitops_after = Some(after);
+                cluster
+            };
+            let (_, total) = run_with(&ctx, &mut gitops(), None);
+            for crash_at in std::iter::once(None).chain((0..total).map(Some)) {
+                let mut cluster = gitops();
+                let (status, _) = run_with(&ctx, &mut cluster, crash_at);
+                let case = format!("offline {offline}, after {after}, crash at {crash_at:?}");
+                let sts = cluster
+                    .observed
+                    .stateful_set
+                    .clone()
+                    .expect("a StatefulSet exists");
+                *outcomes.entry(format!("{:?}", status.phase)).or_insert(0) += 1;
+                match status.phase {
+                    Some(Phase::Succeeded) => {
+                        assert!(!sts.foreign, "{case}: Succeeded with someone else's StatefulSet");
+                        assert_eq!(sts.template_sizes["data"], 2 << 30, "{case}: new template");
+                    }
+                    Some(Phase::Failed) => {
+                        let message = status.message.clone().unwrap_or_default();
+                        assert!(
+                            message.contains("re-created by someone else"),
+                            "{case}: {message}"
+                        );
+                    }
+                    other => panic!("{case}: ended {other:?}"),
+                }
+                assert!(cluster.observed.movers.is_empty(), "{case}: movers removed");
+                for replica in 0..REPLICAS {
+                    let claim = format!("data-db-{replica}");
+                    let volume = cluster.observed.claims[&claim].volume_name.clone().unwrap();
+                    let old = format!("pv-old-{replica}");
+                    assert!(
+                        cluster.data[&old].starts_with(&format!("payload-{replica}")),
+                        "{case}"
+                    );
+                    // Everything written before the swap, and after it only on the new volume.
+                    assert!(
+                        cluster.data[&volume].starts_with(&cluster.data[&old]),
+                        "{case}: {claim} serves its data: {} vs old {}",
+                        cluster.data[&volume],
+                        cluster.data[&old]
+                    );
+                    let row = status.plan.iter().find(|r| r.claim_name == claim).unwrap();
+                    // On its old volume: rolled back, or never started.
+                    let expected: &[Option<&str>] = if volume == old {
+                        &[Some(STEP_ROLLED_BACK), None]
+                    } else {
+                        &[Some(STEP_COPIED)]
+                    };
+                    assert!(
+                        expected.contains(&row.step.as_deref()),
+                        "{case}: {claim} on {volume}: {:?}",
+                        row.step
+                    );
+                    assert!(
+                        !cluster
+                            .observed
+                            .claims
+                            .contains_key(&format!("{claim}-ferry-abcd1234")),
+                        "{case}: temporary claim of {claim} removed"
+                    );
+                }
+            }
+        }
+    }
+    // Both ends are reached: a late re-create is replaced, an early one stops the resize.
+    assert!(outcomes.contains_key("Some(Succeeded)"), "{outcomes:?}");
+    assert!(outcomes.contains_key("Some(Failed)"), "{outcomes:?}");
 }

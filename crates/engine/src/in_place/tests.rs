@@ -34,6 +34,7 @@ fn cluster(replicas: i32, requested: u64, capacity: u64, pending: bool) -> RunOb
             template_sizes: [("data".to_string(), GI)].into(),
             replicas,
             ready_replicas: replicas,
+            ..RunStatefulSet::default()
         }),
         backup_exists: true,
         claims: (0..replicas)

@@ -5,8 +5,8 @@ use super::run_observe::backup_name;
 use crate::Error;
 use crate::context::Context;
 use ferry_api::names::{
-    ANNOTATION_BIND_NUDGE, LABEL_MANAGED_BY, LABEL_MOVER, LABEL_MOVER_PASS, LABEL_VOLUME_RESIZE,
-    MANAGED_BY_VALUE,
+    ANNOTATION_BACKED_UP_UID, ANNOTATION_BIND_NUDGE, ANNOTATION_RECREATED_BY, LABEL_MANAGED_BY, LABEL_MOVER,
+    LABEL_MOVER_PASS, LABEL_VOLUME_RESIZE, MANAGED_BY_VALUE,
 };
 use ferry_api::{VolumeResize, parse_bytes};
 use ferry_engine::run_state::{Pass, ResizeAction};
@@ -90,7 +90,7 @@ pub async fn execute(
                 .await?;
             ignore_conflict(
                 Api::<StatefulSet>::namespaced(client, namespace)
-                    .create(&PostParams::default(), &restore(&backup)?)
+                    .create(&PostParams::default(), &recreated_by(resize, restore(&backup)?))
                     .await,
             )
         }
@@ -207,7 +207,7 @@ pub async fn execute(
             let backup = Api::<ConfigMap>::namespaced(client.clone(), namespace)
                 .get(&backup_name(resize))
                 .await?;
-            let sts = with_new_templates(resize, last_live(&backup)?);
+            let sts = recreated_by(resize, with_new_templates(resize, last_live(&backup)?));
             ignore_conflict(
                 Api::<StatefulSet>::namespaced(client, namespace)
                     .create(&PostParams::default(), &sts)
@@ -460,6 +460,13 @@ fn serialize_kept(sts: &StatefulSet) -> Result<String, Error> {
     })
 }
 
+/// Marks a StatefulSet Ferry creates as this resize's own, so it is not taken for someone else's.
+fn recreated_by(resize: &VolumeResize, mut sts: StatefulSet) -> StatefulSet {
+    sts.annotations_mut()
+        .insert(ANNOTATION_RECREATED_BY.into(), resize.uid().unwrap_or_default());
+    sts
+}
+
 /// The ConfigMap keeping the StatefulSet as it was, owned by the VolumeResize.
 fn backup_config_map(resize: &VolumeResize, sts: &StatefulSet) -> Result<ConfigMap, Error> {
     let text = serialize_kept(sts)?;
@@ -467,6 +474,13 @@ fn backup_config_map(resize: &VolumeResize, sts: &StatefulSet) -> Result<ConfigM
         metadata: ObjectMeta {
             name: Some(backup_name(resize)),
             namespace: resize.namespace(),
+            annotations: Some(
+                [(
+                    ANNOTATION_BACKED_UP_UID.to_string(),
+                    sts.uid().unwrap_or_default(),
+                )]
+                .into(),
+            ),
             labels: Some(
                 [
                     (LABEL_VOLUME_RESIZE.to_string(), resize.name_any()),

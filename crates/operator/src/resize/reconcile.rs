@@ -18,8 +18,9 @@ use ferry_engine::in_place::plan_in_place;
 use ferry_engine::retention::plan_retention;
 use ferry_engine::revert::{STEP_REVERTED, STEP_REVERTING, plan_revert};
 use ferry_engine::run_state::ResizeAction;
+use ferry_engine::status::{after_precheck, defer_spec_change};
 use ferry_engine::step_timing::stamp_steps;
-use ferry_engine::{Verdict, precheck, status::after_precheck};
+use ferry_engine::{Verdict, precheck};
 use k8s_openapi::api::core::v1::ObjectReference;
 use k8s_openapi::api::core::v1::PersistentVolume;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, Time};
@@ -65,8 +66,10 @@ async fn reconcile_inner(resize: &VolumeResize, ctx: &Context) -> Result<Action,
     let generation = resize.metadata.generation;
     let previous = resize.status.as_ref();
     let current_generation = previous.and_then(|s| s.observed_generation) == generation;
-    // Past its prechecks for this spec, a resize holds the StatefulSet and carries out its plan.
-    if current_generation && resize.phase() != Phase::Pending {
+    // Past its prechecks for this spec, a resize holds the StatefulSet and carries out its plan. A
+    // run under way never goes back to prechecks, whatever the spec says now.
+    let under_way = matches!(resize.phase(), Phase::Running | Phase::RollingBack);
+    if (current_generation && resize.phase() != Phase::Pending) || under_way {
         return match (resize.phase(), previous) {
             (_, Some(status)) if reverting(resize, status) => {
                 run_step(ctx, resize, &namespace, status, Mode::Revert).await
@@ -307,6 +310,7 @@ async fn run_step(
         plan_copy(&copy, status, &observed, &now)
     };
     let finished_steps = stamp_steps(status, &mut decision.status, &MicroTime(now.0));
+    defer_spec_change(&mut decision.status, resize.metadata.generation, &now);
     // The object as the finalizer patch must see it: after the status write, not before (else
     // that compare-and-swap fails with a conflict on every first action).
     let mut current = resize.clone();

@@ -3,7 +3,7 @@
 use crate::Error;
 use crate::context::Context;
 use crate::resize::execute::MOVER_CONTAINER;
-use ferry_api::names::ANNOTATION_BIND_NUDGE;
+use ferry_api::names::{ANNOTATION_BACKED_UP_UID, ANNOTATION_BIND_NUDGE, ANNOTATION_RECREATED_BY};
 use ferry_api::{VolumeResize, parse_bytes};
 use ferry_engine::copy::{mover_name, temp_claim_name, usage_pod_name};
 use ferry_engine::run_state::{
@@ -30,10 +30,13 @@ pub async fn observe_run(
     let stateful_set = Api::<StatefulSet>::namespaced(ctx.client.clone(), namespace)
         .get_opt(sts_name)
         .await?;
-    let backup_exists = Api::<ConfigMap>::namespaced(ctx.client.clone(), namespace)
+    let backup = Api::<ConfigMap>::namespaced(ctx.client.clone(), namespace)
         .get_opt(&backup_name(resize))
-        .await?
-        .is_some();
+        .await?;
+    let backup_exists = backup.is_some();
+    let backed_up_uid = backup
+        .as_ref()
+        .and_then(|b| b.annotations().get(ANNOTATION_BACKED_UP_UID).cloned());
     let plan = resize
         .status
         .as_ref()
@@ -114,7 +117,9 @@ pub async fn observe_run(
         }
     }
     let observed = RunObserved {
-        stateful_set: stateful_set.as_ref().map(run_stateful_set),
+        stateful_set: stateful_set
+            .as_ref()
+            .map(|sts| run_stateful_set(sts, backed_up_uid.as_deref(), resize.uid().as_deref())),
         backup_exists,
         claims,
         pods,
@@ -267,14 +272,34 @@ fn run_pod(pod: &Pod) -> RunPod {
     }
 }
 
-fn run_stateful_set(sts: &StatefulSet) -> RunStatefulSet {
+/// `backed_up_uid`: the UID of the StatefulSet the resize backed up (none before the backup).
+fn run_stateful_set(
+    sts: &StatefulSet,
+    backed_up_uid: Option<&str>,
+    resize_uid: Option<&str>,
+) -> RunStatefulSet {
     let spec = sts.spec.as_ref();
+    let recreated_by = sts.annotations().get(ANNOTATION_RECREATED_BY).map(String::as_str);
+    let foreign = backed_up_uid.is_some_and(|original| {
+        sts.uid().as_deref() != Some(original) && (recreated_by.is_none() || recreated_by != resize_uid)
+    });
+    let templates = spec
+        .and_then(|s| s.volume_claim_templates.as_ref())
+        .into_iter()
+        .flatten();
     RunStatefulSet {
         deleting: sts.metadata.deletion_timestamp.is_some(),
-        template_sizes: spec
-            .and_then(|s| s.volume_claim_templates.as_ref())
-            .into_iter()
-            .flatten()
+        foreign,
+        template_classes: templates
+            .clone()
+            .map(|t| {
+                (
+                    t.name_any(),
+                    t.spec.as_ref().and_then(|s| s.storage_class_name.clone()),
+                )
+            })
+            .collect(),
+        template_sizes: templates
             .map(|t| {
                 (
                     t.name_any(),
