@@ -243,8 +243,14 @@ pub struct VolumePlan {
     pub bytes_per_second: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub source_volume: Option<String>,
+    /// UID of `sourceVolume` when first seen: a PV of the same name but another UID is not touched.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source_volume_uid: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub target_volume: Option<String>,
+    /// UID of `targetVolume` when first seen.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target_volume_uid: Option<String>,
     /// Bytes in use on the current volume, measured by a mover pod before anything is touched.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub used_bytes: Option<u64>,

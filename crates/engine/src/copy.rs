@@ -83,6 +83,7 @@ pub fn plan_copy(
     observed: &RunObserved,
     now: &Time,
 ) -> Decision {
+    let observed = &observed.pinned_to(&previous.plan);
     let mut status = previous.clone();
     status.started_at.get_or_insert_with(|| now.clone());
     if status.phase != Some(Phase::RollingBack) {
@@ -533,11 +534,14 @@ fn record_volumes(ctx: &CopyContext, status: &mut VolumeResizeStatus, observed: 
         .iter_mut()
         .filter(|row| is_copy(row) && row.finished_at.is_none())
     {
-        if row.target_volume.is_none() {
-            row.target_volume = observed
-                .claims
-                .get(&ctx.temp_claim(row))
-                .and_then(|c| c.volume_name.clone());
+        // Until the swap begins, the target is whatever the temporary claim is bound to now.
+        let temp_bound = observed
+            .claims
+            .get(&ctx.temp_claim(row))
+            .and_then(|c| c.volume_name.clone());
+        if temp_bound.is_some() && temp_bound != row.target_volume && !swap_begun(row, observed) {
+            row.target_volume = temp_bound;
+            row.target_volume_uid = None;
         }
         if row.source_volume.is_none() {
             let bound = observed
@@ -545,6 +549,14 @@ fn record_volumes(ctx: &CopyContext, status: &mut VolumeResizeStatus, observed: 
                 .get(&row.claim_name)
                 .and_then(|c| c.volume_name.clone());
             row.source_volume = bound.filter(|volume| Some(volume) != row.target_volume.as_ref());
+        }
+        for (name, uid) in [
+            (&row.source_volume, &mut row.source_volume_uid),
+            (&row.target_volume, &mut row.target_volume_uid),
+        ] {
+            if uid.is_none() {
+                *uid = name.as_deref().and_then(|v| observed.volume_uid(v));
+            }
         }
         if row.original_reclaim_policy.is_none() {
             row.original_reclaim_policy = row
@@ -659,6 +671,7 @@ pub fn swap_claim_to(
         })
         .map(|v| ResizeAction::SetReclaimPolicy {
             volume: v.clone(),
+            uid: observed.volume_uid(v),
             policy: RETAIN.into(),
         })
         .collect();
@@ -696,6 +709,7 @@ pub fn swap_claim_to(
         volume.claim_name.as_deref() == Some(row.claim_name.as_str()) && volume.claim_uid.is_none();
     if !reserved {
         return vec![ResizeAction::ReserveVolume {
+            uid: observed.volume_uid(&target),
             volume: target,
             claim: row.claim_name.clone(),
         }];
@@ -771,6 +785,7 @@ fn start_replica(
             let wanted = row.original_reclaim_policy.clone()?;
             (observed.volumes.get(&target)?.reclaim_policy != wanted).then_some(
                 ResizeAction::SetReclaimPolicy {
+                    uid: observed.volume_uid(&target),
                     volume: target,
                     policy: wanted,
                 },
@@ -858,6 +873,18 @@ fn undo_stale_swaps(
             if observed.movers.contains_key(&pod) {
                 actions.push(ResizeAction::DeleteMover { pod });
             }
+        }
+        // Its temporary claim already went with the swap: the copy it held (set to Retain for
+        // the swap) is listed as retained, and the next temporary claim gets a volume of its own.
+        if !observed.claims.contains_key(&ctx.temp_claim(row)) {
+            let row = &mut status.plan[i];
+            if let Some(old_target) = row.target_volume.take()
+                && observed.volumes.contains_key(&old_target)
+                && !status.created_objects.retained_volumes.contains(&old_target)
+            {
+                status.created_objects.retained_volumes.push(old_target);
+            }
+            status.plan[i].target_volume_uid = None;
         }
         status.plan[i].step = Some(STEP_STOPPING_REPLICA.into());
     }
@@ -962,6 +989,7 @@ fn roll_back(
         {
             actions.push(ResizeAction::SetReclaimPolicy {
                 volume: source.clone(),
+                uid: observed.volume_uid(source),
                 policy: policy.clone(),
             });
         }
@@ -1028,6 +1056,7 @@ fn finish_swap_in_rollback(
     {
         return vec![ResizeAction::SetReclaimPolicy {
             volume: target.clone(),
+            uid: observed.volume_uid(target),
             policy: wanted.clone(),
         }];
     }

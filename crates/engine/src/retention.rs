@@ -46,6 +46,19 @@ pub fn retention_seconds(spec: Option<&str>) -> Option<i64> {
     }
 }
 
+/// The UID recorded for a volume the plan names (old or new side of a row).
+fn recorded_uid(status: &VolumeResizeStatus, volume: &str) -> Option<String> {
+    status.plan.iter().find_map(|row| {
+        if row.source_volume.as_deref() == Some(volume) {
+            row.source_volume_uid.clone()
+        } else if row.target_volume.as_deref() == Some(volume) {
+            row.target_volume_uid.clone()
+        } else {
+            None
+        }
+    })
+}
+
 /// What to do about retained volumes now.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RetentionDecision {
@@ -116,6 +129,7 @@ pub fn plan_retention(
         .filter(|volume| !deleting_policy_set.contains(*volume))
         .map(|volume| ResizeAction::SetReclaimPolicy {
             volume: volume.clone(),
+            uid: recorded_uid(&status, volume),
             policy: "Delete".into(),
         })
         .collect();
@@ -181,6 +195,7 @@ mod tests {
             due.actions,
             vec![ResizeAction::SetReclaimPolicy {
                 volume: "old-0".into(),
+                uid: None,
                 policy: "Delete".into()
             }]
         );
@@ -212,6 +227,7 @@ mod tests {
             due.actions,
             vec![ResizeAction::SetReclaimPolicy {
                 volume: "old-1".into(),
+                uid: None,
                 policy: "Delete".into()
             }]
         );

@@ -24,6 +24,7 @@ fn back_on_old(row: &VolumePlan, observed: &RunObserved) -> bool {
 
 /// Rows that can be reverted: copied, with their old volume still there.
 pub fn revertible(status: &VolumeResizeStatus, observed: &RunObserved) -> bool {
+    let observed = &observed.pinned_to(&status.plan);
     status.plan.iter().any(|row| {
         to_revert(row)
             && row
@@ -39,6 +40,7 @@ pub fn plan_revert(
     observed: &RunObserved,
     now: &Time,
 ) -> Decision {
+    let observed = &observed.pinned_to(&previous.plan);
     let mut status = previous.clone();
     status.phase = Some(Phase::RollingBack);
     // Rows whose old volume is gone cannot come back; they stay on the new one.
@@ -78,6 +80,7 @@ pub fn plan_revert(
                     .is_some_and(|v| &v.reclaim_policy != policy)
             {
                 actions.push(ResizeAction::SetReclaimPolicy {
+                    uid: observed.volume_uid(old),
                     volume: old.clone(),
                     policy: policy.clone(),
                 });

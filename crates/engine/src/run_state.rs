@@ -23,6 +23,31 @@ pub struct RunObserved {
 }
 
 impl RunObserved {
+    /// UID of an observed volume.
+    pub fn volume_uid(&self, volume: &str) -> Option<String> {
+        self.volumes.get(volume).map(|v| v.uid.clone())
+    }
+
+    /// The observation as a plan with recorded volume UIDs sees it: a volume whose UID is not the one
+    /// recorded for its name (deleted and created again meanwhile) counts as gone, so it is never
+    /// acted on as if it were the row's.
+    pub fn pinned_to(&self, plan: &[ferry_api::VolumePlan]) -> RunObserved {
+        let mut pinned = self.clone();
+        for row in plan {
+            for (name, uid) in [
+                (&row.source_volume, &row.source_volume_uid),
+                (&row.target_volume, &row.target_volume_uid),
+            ] {
+                if let (Some(name), Some(uid)) = (name, uid)
+                    && pinned.volumes.get(name).is_some_and(|v| &v.uid != uid)
+                {
+                    pinned.volumes.remove(name);
+                }
+            }
+        }
+        pinned
+    }
+
     /// The claim is bound to `volume` on both sides: the claim names it and is Bound, and the volume's
     /// claimRef carries the claim's UID. Until then the volume may still look Released to its
     /// provisioner, so its reclaim policy must not go back to Delete.
@@ -89,6 +114,7 @@ pub struct RunPod {
 
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct RunVolume {
+    pub uid: String,
     pub reclaim_policy: String,
     /// Name of the claim it is bound or reserved to, if any.
     pub claim_name: Option<String>,
@@ -162,11 +188,20 @@ pub enum ResizeAction {
     /// Delete a mover pod (it has finished, or the copy is abandoned).
     DeleteMover { pod: String },
     /// Keep a volume's data when its claim goes away.
-    SetReclaimPolicy { volume: String, policy: String },
+    /// `uid`: only if the volume still has it (a PV re-created under the same name is not touched).
+    SetReclaimPolicy {
+        volume: String,
+        uid: Option<String>,
+        policy: String,
+    },
     /// Delete a claim, only if it still has this UID.
     DeleteClaim { claim: String, uid: String },
     /// Reserve a released volume for a claim name (clears the old claim's UID).
-    ReserveVolume { volume: String, claim: String },
+    ReserveVolume {
+        volume: String,
+        uid: Option<String>,
+        claim: String,
+    },
     /// Touch a claim whose binding stalled (an annotation), so the PV controller syncs it now.
     NudgeClaim { claim: String, uid: String },
     /// Create a claim bound to a given volume, under the original claim's name.

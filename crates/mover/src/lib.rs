@@ -31,7 +31,7 @@
 //! (the Kubernetes termination-message limit). The result file is `--result-file`, else
 //! `$FERRY_RESULT_FILE`, else `/dev/termination-log` when running in a pod (the file exists or
 //! `KUBERNETES_SERVICE_HOST` is set) and `/dev` is writable, else none.
-//! Test hook: `FERRY_MOVER_TEST_CORRUPT=rel/path` corrupts that file after writing it and
+//! Test hook (built only with the `test-hooks` feature): `FERRY_MOVER_TEST_CORRUPT=rel/path` corrupts that file after writing it and
 //! before verifying it.
 //!
 //! # Exit codes of the `ferry-mover` binary ([`MoverError::exit_code`])

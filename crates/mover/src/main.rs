@@ -102,8 +102,18 @@ enum ProgressArg {
     None,
 }
 
-/// Test hook: names a source-relative file to corrupt after writing, before verifying.
-const CORRUPT_ENV: &str = "FERRY_MOVER_TEST_CORRUPT";
+/// Test hook (feature `test-hooks` only): names a source-relative file to corrupt after writing,
+/// before verifying.
+#[cfg(feature = "test-hooks")]
+fn corrupt_after_write() -> Option<PathBuf> {
+    std::env::var_os("FERRY_MOVER_TEST_CORRUPT").map(PathBuf::from)
+}
+
+/// Builds without `test-hooks` (every release) ignore the variable: nothing can corrupt a copy.
+#[cfg(not(feature = "test-hooks"))]
+fn corrupt_after_write() -> Option<PathBuf> {
+    None
+}
 /// Kubernetes reads at most 4096 bytes of termination message.
 const RESULT_LIMIT: usize = 4000;
 
@@ -206,7 +216,7 @@ fn run_sync(args: SyncArgs) -> i32 {
         bwlimit: args.bwlimit,
         print_warnings: true,
         strict: args.strict,
-        corrupt_after_write: std::env::var_os(CORRUPT_ENV).map(PathBuf::from),
+        corrupt_after_write: corrupt_after_write(),
         after_scan: None,
     };
     let result_file = args.result_file.or_else(default_result_file);

@@ -83,6 +83,10 @@ fn bad_input_exits_2() {
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "test-hooks"),
+    ignore = "needs --features ferry-mover/test-hooks"
+)]
 fn corrupted_copy_is_detected_exit_3_and_named() {
     let tmp = tempfile::tempdir().unwrap();
     let src = tmp.path().join("src");
@@ -182,4 +186,42 @@ fn full_target_exits_4_with_a_clear_message() {
         assert!(!dst.join("big.bin").exists());
         fs::remove_dir_all(&dst).unwrap();
     }
+}
+
+/// The mover in the image (a release build, without `test-hooks`) ignores the corruption variable:
+/// nothing in a shipped binary can damage a copy on purpose. Built by `scripts/images build`;
+/// `scripts/test` requires it (`FERRY_REQUIRE_RELEASE_MOVER=1`), a bare `cargo test` skips it.
+#[test]
+fn the_release_mover_has_no_corruption_hook() {
+    let debug = std::path::Path::new(bin());
+    let target_dir = debug.parent().and_then(|d| d.parent()).unwrap();
+    let release = target_dir.join("x86_64-unknown-linux-musl/release/ferry-mover");
+    if !release.exists() {
+        assert!(
+            std::env::var_os("FERRY_REQUIRE_RELEASE_MOVER").is_none(),
+            "{} missing: scripts/images build makes it",
+            release.display()
+        );
+        eprintln!("skipped: no release mover at {}", release.display());
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let (src, dst) = (tmp.path().join("src"), tmp.path().join("dst"));
+    fs::create_dir_all(src.join("dir")).unwrap();
+    fs::write(src.join("dir/victim.bin"), vec![7u8; 4096]).unwrap();
+    let out = std::process::Command::new(&release)
+        .args([
+            "sync",
+            "--source",
+            src.to_str().unwrap(),
+            "--target",
+            dst.to_str().unwrap(),
+        ])
+        .args(["--progress", "none", "--verify", "checksum"])
+        .env("FERRY_MOVER_TEST_CORRUPT", "dir/victim.bin")
+        .env_remove("FERRY_RESULT_FILE")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_same_tree(&src, &dst);
 }

@@ -49,6 +49,12 @@ impl Error {
         }
     }
 
+    /// The object changed since this reconcile read it (a write with its resourceVersion as a
+    /// precondition was refused): read again and decide afresh, never act on the stale copy.
+    pub fn is_stale_read(&self) -> bool {
+        matches!(self, Error::Kube(kube::Error::Api(status)) if status.code == 409)
+    }
+
     /// Retrying cannot fix a permanent error; only a change to the object can.
     pub fn is_permanent(&self) -> bool {
         matches!(self, Error::NotNamespaced { .. } | Error::Serialize { .. })

@@ -10,8 +10,8 @@ use ferry_api::{ChosenStrategy, Phase};
 use ferry_testenv::fixtures::{stateful_set, wait_ready};
 use ferry_testenv::{CLASS_EXPANDABLE, CLASS_FIXED};
 use k8s_openapi::api::apps::v1::StatefulSet;
-use kube::Api;
 use kube::api::{Patch, PatchParams, PostParams};
+use kube::{Api, ResourceExt};
 use serde_json::json;
 use support::{Harness, condition};
 
@@ -287,6 +287,12 @@ async fn second_resize_on_the_same_stateful_set_waits_its_turn() {
         "{events:?}"
     );
 
+    // The first holds the StatefulSet through the API server, not only in the operator's cache.
+    let leases = harness.ns.api::<k8s_openapi::api::coordination::v1::Lease>();
+    let hold = ferry_operator::resize::hold::hold_name("db");
+    let held = leases.get(&hold).await.unwrap();
+    assert_eq!(held.spec.unwrap().holder_identity.as_deref(), Some("first"));
+
     // When the first is done, the second takes its turn and finishes too.
     let api = harness.ns.api::<ferry_api::VolumeResize>();
     for name in ["first", "second"] {
@@ -322,6 +328,10 @@ async fn second_resize_on_the_same_stateful_set_waits_its_turn() {
     assert!(
         second.0 >= first.0,
         "the second started only after the first finished"
+    );
+    assert!(
+        leases.get_opt(&hold).await.unwrap().is_none(),
+        "released when done"
     );
     harness.finish().await;
 }
@@ -409,5 +419,110 @@ async fn unhealthy_stateful_set_waits_then_proceeds_when_ready() {
             r.phase() != Phase::Pending
         })
         .await;
+    harness.finish().await;
+}
+
+/// A Context of Ferry's own, outside the running operator, to call its building blocks directly.
+fn direct_context(harness: &Harness) -> ferry_operator::context::Context {
+    let (store, _writer) = kube::runtime::reflector::store::<ferry_api::VolumeResize>();
+    ferry_operator::context::Context::new(
+        harness.client.clone(),
+        std::sync::Arc::new(ferry_operator::metrics::Metrics::default()),
+        store,
+        "unused".into(),
+    )
+}
+
+/// Two VolumeResizes prechecked at the same moment, each from a cache that does not show the other
+/// yet: the API server lets exactly one take the StatefulSet's hold. The other gets it only once the
+/// first lets go, or once the first no longer exists.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn exactly_one_of_two_racing_resizes_takes_the_hold() {
+    use ferry_operator::resize::hold::{Hold, acquire, hold_name, release};
+    use k8s_openapi::api::coordination::v1::Lease;
+
+    let harness = Harness::start("pre-hold").await;
+    let ctx = direct_context(&harness);
+    let ns = harness.ns.name.clone();
+    // On a StatefulSet that does not exist: the operator rejects both and never holds anything.
+    let spec = json!({"statefulSetName": "absent", "volumes": [{"name": "data", "size": "2Gi"}]});
+    let a = harness.create_resize("a", spec.clone()).await;
+    let b = harness.create_resize("b", spec).await;
+    let (first, second) = tokio::join!(acquire(&ctx, &a, &ns), acquire(&ctx, &b, &ns));
+    let (first, second) = (first.unwrap(), second.unwrap());
+    let (winner, loser) = match (&first, &second) {
+        (Hold::Ours, Hold::Theirs(holder)) => {
+            assert_eq!(holder, "a");
+            (&a, &b)
+        }
+        (Hold::Theirs(holder), Hold::Ours) => {
+            assert_eq!(holder, "b");
+            (&b, &a)
+        }
+        other => panic!("exactly one must hold: {other:?}"),
+    };
+    assert_eq!(
+        acquire(&ctx, winner, &ns).await.unwrap(),
+        Hold::Ours,
+        "idempotent"
+    );
+    release(&ctx, loser, &ns).await.unwrap();
+    let leases = harness.ns.api::<Lease>();
+    assert!(
+        leases.get_opt(&hold_name("absent")).await.unwrap().is_some(),
+        "only the holder lets go"
+    );
+    release(&ctx, winner, &ns).await.unwrap();
+    assert_eq!(acquire(&ctx, loser, &ns).await.unwrap(), Hold::Ours);
+    // A holder that is gone leaves its hold to the next one.
+    harness
+        .ns
+        .api::<ferry_api::VolumeResize>()
+        .delete(&loser.name_any(), &Default::default())
+        .await
+        .unwrap();
+    ferry_testenv::wait_until("the holder to be gone", 30, || async {
+        let api = harness.ns.api::<ferry_api::VolumeResize>();
+        api.get_opt(&loser.name_any()).await.ok()?.is_none().then_some(())
+    })
+    .await
+    .unwrap();
+    assert!(
+        matches!(acquire(&ctx, winner, &ns).await.unwrap(), Hold::Theirs(_)),
+        "taken back first"
+    );
+    assert_eq!(acquire(&ctx, winner, &ns).await.unwrap(), Hold::Ours);
+    harness.finish().await;
+}
+
+/// A status written from a stale copy of the VolumeResize (a lagging cache) is refused instead of
+/// overwriting what a newer reconcile recorded.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_status_write_from_a_stale_copy_is_refused() {
+    use ferry_operator::resize::status_write::write_status;
+
+    let harness = Harness::start("pre-stale").await;
+    let ctx = direct_context(&harness);
+    let ns = harness.ns.name.clone();
+    let spec = json!({"statefulSetName": "absent", "volumes": [{"name": "data", "size": "2Gi"}]});
+    harness.create_resize("r", spec).await;
+    let api = harness.ns.api::<ferry_api::VolumeResize>();
+    // Once the operator has written its verdict, take a copy, then let a newer write land.
+    let stale = harness
+        .wait_resize("r", "the prechecks", |r| r.phase() == Phase::Failed)
+        .await;
+    let newer = ferry_api::VolumeResizeStatus {
+        message: Some("newer intent".into()),
+        ..stale.status.clone().unwrap()
+    };
+    write_status(&ctx, &stale, &ns, &newer).await.unwrap();
+    let older = ferry_api::VolumeResizeStatus {
+        message: Some("from the stale copy".into()),
+        ..stale.status.clone().unwrap()
+    };
+    let refused = write_status(&ctx, &stale, &ns, &older).await.unwrap_err();
+    assert!(refused.is_stale_read(), "{refused}");
+    let now = api.get("r").await.unwrap();
+    assert_eq!(now.status.unwrap().message.as_deref(), Some("newer intent"));
     harness.finish().await;
 }

@@ -108,6 +108,7 @@ impl Cluster {
         self.observed.volumes.insert(
             volume.into(),
             RunVolume {
+                uid: format!("pv-uid-{}", self.next_id),
                 reclaim_policy: policy.into(),
                 claim_name: Some(claim.into()),
                 claim_uid: Some(uid),
@@ -304,8 +305,10 @@ impl Cluster {
             ResizeAction::DeleteMover { pod } => {
                 self.observed.movers.remove(pod);
             }
-            ResizeAction::SetReclaimPolicy { volume, policy } => {
-                if let Some(v) = self.observed.volumes.get_mut(volume) {
+            ResizeAction::SetReclaimPolicy { volume, uid, policy } => {
+                if let Some(v) = self.observed.volumes.get_mut(volume)
+                    && uid.as_ref().is_none_or(|uid| uid == &v.uid)
+                {
                     v.reclaim_policy = policy.clone();
                 }
             }
@@ -326,8 +329,10 @@ impl Cluster {
                     }
                 }
             }
-            ResizeAction::ReserveVolume { volume, claim } => {
-                if let Some(v) = self.observed.volumes.get_mut(volume) {
+            ResizeAction::ReserveVolume { volume, uid, claim } => {
+                if let Some(v) = self.observed.volumes.get_mut(volume)
+                    && uid.as_ref().is_none_or(|uid| uid == &v.uid)
+                {
                     v.claim_name = Some(claim.clone());
                     v.claim_uid = None;
                     v.phase = "Released".into();
@@ -1162,4 +1167,41 @@ fn a_stateful_set_re_created_by_someone_else_never_serves_an_empty_claim() {
     // Both ends are reached: a late re-create is replaced, an early one stops the resize.
     assert!(outcomes.contains_key("Some(Succeeded)"), "{outcomes:?}");
     assert!(outcomes.contains_key("Some(Failed)"), "{outcomes:?}");
+}
+
+/// After the copy, an old volume is deleted and a PV of the same name but another UID appears (an
+/// admin re-creating a static PV). Rollback on request never binds the claim to that stranger, nor
+/// changes its reclaim policy: its row counts as having no old volume left and stays on the new one.
+#[test]
+fn a_volume_replaced_under_the_same_name_is_never_acted_on() {
+    let mut cluster = Cluster::new();
+    let (copied, _) = run(&mut cluster, None);
+    assert!(
+        copied.plan.iter().all(|row| row.source_volume_uid.is_some()),
+        "UIDs recorded"
+    );
+    let stranger = cluster.observed.volumes.get_mut("pv-old-1").unwrap();
+    stranger.uid = "someone-elses".into();
+    stranger.claim_name = Some("other-claim".into());
+    stranger.claim_uid = Some("other-uid".into());
+    cluster.data.insert("pv-old-1".into(), "not ours".into());
+    let before = cluster.observed.volumes["pv-old-1"].clone();
+    let status = revert(&mut cluster, copied, None);
+    assert_eq!(
+        cluster.observed.volumes["pv-old-1"], before,
+        "the stranger's volume is untouched"
+    );
+    assert_eq!(
+        cluster.observed.claims["data-db-1"].volume_name.as_deref(),
+        Some("pv-data-db-1-ferry-abcd1234"),
+        "replica 1 stays on its new volume"
+    );
+    for replica in [0, 2] {
+        assert_eq!(
+            cluster.observed.claims[&format!("data-db-{replica}")].volume_name,
+            Some(format!("pv-old-{replica}")),
+            "replica {replica} back on its old volume"
+        );
+    }
+    assert_eq!(status.phase, Some(Phase::Failed));
 }

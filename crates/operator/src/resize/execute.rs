@@ -157,8 +157,9 @@ pub async fn execute(
                 .await
                 .map(|_| ()),
         ),
-        ResizeAction::SetReclaimPolicy { volume, policy } => {
-            let patch = json!({"spec": {"persistentVolumeReclaimPolicy": policy}});
+        ResizeAction::SetReclaimPolicy { volume, uid, policy } => {
+            let patch =
+                with_uid_precondition(json!({"spec": {"persistentVolumeReclaimPolicy": policy}}), uid);
             Api::<PersistentVolume>::all(client)
                 .patch(volume, &PatchParams::default(), &Patch::Merge(patch))
                 .await?;
@@ -168,11 +169,14 @@ pub async fn execute(
             let claims = Api::<PersistentVolumeClaim>::namespaced(client, namespace);
             delete_if_same(&claims, claim, Some(uid.clone())).await
         }
-        ResizeAction::ReserveVolume { volume, claim } => {
-            let patch = json!({"spec": {"claimRef": {
-                "apiVersion": "v1", "kind": "PersistentVolumeClaim",
-                "namespace": namespace, "name": claim, "uid": null, "resourceVersion": null,
-            }}});
+        ResizeAction::ReserveVolume { volume, uid, claim } => {
+            let patch = with_uid_precondition(
+                json!({"spec": {"claimRef": {
+                    "apiVersion": "v1", "kind": "PersistentVolumeClaim",
+                    "namespace": namespace, "name": claim, "uid": null, "resourceVersion": null,
+                }}}),
+                uid,
+            );
             Api::<PersistentVolume>::all(client)
                 .patch(volume, &PatchParams::default(), &Patch::Merge(patch))
                 .await?;
@@ -215,6 +219,15 @@ pub async fn execute(
             )
         }
     }
+}
+
+/// A UID in a patch is a precondition: the patch fails (409) on an object re-created under the
+/// same name, instead of changing it.
+fn with_uid_precondition(mut patch: serde_json::Value, uid: &Option<String>) -> serde_json::Value {
+    if let Some(uid) = uid {
+        patch["metadata"] = json!({"uid": uid});
+    }
+    patch
 }
 
 fn from_json<T: serde::de::DeserializeOwned>(value: serde_json::Value) -> Result<T, Error> {

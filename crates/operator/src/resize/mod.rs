@@ -1,9 +1,11 @@
 //! The VolumeResize controller: read the cluster, let the engine decide, apply, write status.
 
 mod execute;
+pub mod hold;
 mod observe;
 mod reconcile;
 mod run_observe;
+pub mod status_write;
 
 pub use observe::{Observation, observe};
 pub use reconcile::{error_policy, reconcile};

@@ -137,7 +137,9 @@ fn peers(ctx: &Context, resize: &VolumeResize, namespace: &str) -> Vec<PeerResiz
                 && other.uid() != resize.uid()
                 && other.spec.stateful_set_name == resize.spec.stateful_set_name
                 && !other.phase().is_terminal()
-                && other.metadata.deletion_timestamp.is_none()
+                // One being deleted still holds its place: it stops at a safe point first.
+                && (other.metadata.deletion_timestamp.is_none()
+                    || matches!(other.phase(), Phase::Running | Phase::RollingBack))
         })
         .map(|other| PeerResize {
             name: other.name_any(),

@@ -1,8 +1,10 @@
 //! One reconcile of a VolumeResize: observe → precheck (pure) → write status and Events.
 
 use super::execute::execute;
+use super::hold::{self, Hold};
 use super::observe;
-use super::run_observe::{backup_name, observe_run, uid_suffix};
+use super::run_observe::{backup_name, claimed_in, observe_run, uid_suffix};
+use super::status_write::write_status;
 use crate::Error;
 use crate::context::Context;
 use crate::events::{Notice, publish};
@@ -38,10 +40,20 @@ const WAIT_RECHECK: Duration = Duration::from_secs(10);
 const DEFAULT_CONCURRENCY: usize = 4;
 /// How often a running resize looks at the claims and pods it waits for.
 const RUN_RECHECK: Duration = Duration::from_secs(2);
+/// How soon a reconcile that read a stale VolumeResize tries again (its watch event is on its way).
+const STALE_RETRY: Duration = Duration::from_millis(200);
 
 pub async fn reconcile(resize: Arc<VolumeResize>, ctx: Arc<Context>) -> Result<Action, Error> {
     let started = Instant::now();
-    let result = reconcile_inner(&resize, &ctx).await;
+    let result = match reconcile_inner(&resize, &ctx).await {
+        // Read from a cache that lagged behind the last status write: nothing was done (the status
+        // is written before acting); decide again from the current object.
+        Err(error) if error.is_stale_read() => {
+            tracing::debug!(name = %resize.name_any(), "VolumeResize changed since it was read; reading it again");
+            Ok(Action::requeue(STALE_RETRY))
+        }
+        other => other,
+    };
     ctx.metrics
         .reconcile_duration
         .observe(started.elapsed().as_secs_f64());
@@ -87,7 +99,20 @@ async fn reconcile_inner(resize: &VolumeResize, ctx: &Context) -> Result<Action,
     }
 
     let observation = observe(ctx, resize, &namespace).await?;
-    let check = precheck(&resize.spec, &observation.observed);
+    let mut check = precheck(&resize.spec, &observation.observed);
+    // Passing prechecks is not enough to start: the StatefulSet's hold must be this resize's.
+    if check.verdict == Verdict::Passed
+        && !resize.spec.dry_run
+        && let Hold::Theirs(holder) = hold::acquire(ctx, resize, &namespace).await?
+    {
+        check.verdict = Verdict::Wait {
+            reason: ferry_api::condition::REASON_WAITING_FOR_OTHER,
+            message: format!(
+                "VolumeResize {holder:?} is working on StatefulSet {:?}; this one waits its turn",
+                resize.spec.stateful_set_name
+            ),
+        };
+    }
     let now = Time(k8s_openapi::jiff::Timestamp::now());
     let status = after_precheck(previous, &check, resize.spec.dry_run, generation, &now);
 
@@ -112,7 +137,10 @@ async fn expire_retained(
     let mut existing = BTreeSet::new();
     let mut releasing = BTreeSet::new();
     for name in &status.created_objects.retained_volumes {
-        if let Some(volume) = volumes.get_opt(name).await? {
+        // A name that now belongs to a PV of another namespace counts as gone: never touched.
+        if let Some(volume) = volumes.get_opt(name).await?
+            && claimed_in(&volume, namespace)
+        {
             let policy = volume.spec.and_then(|s| s.persistent_volume_reclaim_policy);
             if policy.as_deref() == Some("Delete") {
                 releasing.insert(name.clone());
@@ -227,6 +255,7 @@ async fn stop_for_deletion(ctx: &Context, resize: &VolumeResize, namespace: &str
         };
         return run_step(ctx, resize, namespace, status, mode).await;
     }
+    hold::release(ctx, resize, namespace).await?;
     set_finalizer(ctx, resize, namespace, false).await?;
     Ok(Action::await_change())
 }
@@ -369,6 +398,7 @@ async fn run_step(
         publish(ctx, &notice, &objects).await;
     }
     if decision.status.phase.is_some_and(Phase::is_terminal) {
+        hold::release(ctx, resize, namespace).await?;
         if status.phase != decision.status.phase {
             let failed = decision.status.phase == Some(Phase::Failed);
             let notice = Notice {
@@ -443,9 +473,11 @@ fn describe(action: &ResizeAction) -> String {
             format!("measuring the data in use on PVC {claim} in pod {pod}")
         }
         ResizeAction::DeleteMover { pod } => format!("removed mover pod {pod}"),
-        ResizeAction::SetReclaimPolicy { volume, policy } => format!("PV {volume}: reclaim policy {policy}"),
+        ResizeAction::SetReclaimPolicy { volume, policy, .. } => {
+            format!("PV {volume}: reclaim policy {policy}")
+        }
         ResizeAction::DeleteClaim { claim, .. } => format!("deleting PVC {claim} (its PV is retained)"),
-        ResizeAction::ReserveVolume { volume, claim } => format!("reserving PV {volume} for PVC {claim}"),
+        ResizeAction::ReserveVolume { volume, claim, .. } => format!("reserving PV {volume} for PVC {claim}"),
         ResizeAction::NudgeClaim { claim, .. } => {
             format!("PVC {claim} is still not bound; asking the PV controller to look at it again")
         }
@@ -453,29 +485,6 @@ fn describe(action: &ResizeAction) -> String {
             format!("re-creating PVC {claim} bound to PV {volume}")
         }
     }
-}
-
-/// Writes the status; returns the resourceVersion the object has after it.
-async fn write_status(
-    ctx: &Context,
-    resize: &VolumeResize,
-    namespace: &str,
-    status: &VolumeResizeStatus,
-) -> Result<Option<String>, Error> {
-    let api: Api<VolumeResize> = Api::namespaced(ctx.client.clone(), namespace);
-    let patch = json!({
-        "apiVersion": VolumeResize::api_version(&()),
-        "kind": VolumeResize::kind(&()),
-        "status": status,
-    });
-    let written = api
-        .patch_status(
-            &resize.name_any(),
-            &PatchParams::apply(FIELD_MANAGER).force(),
-            &Patch::Apply(&patch),
-        )
-        .await?;
-    Ok(written.resource_version())
 }
 
 /// An Event on the VolumeResize, and on the StatefulSet when it exists, when the precheck verdict

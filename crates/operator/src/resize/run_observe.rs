@@ -112,7 +112,11 @@ pub async fn observe_run(
     let volumes_api = Api::<PersistentVolume>::all(ctx.client.clone());
     let mut volumes = BTreeMap::new();
     for name in volume_names {
-        if let Some(volume) = volumes_api.get_opt(&name).await? {
+        // Only a volume bound (or reserved) to a claim of this namespace is this resize's to touch:
+        // a name in status never reaches a PV of someone else's namespace.
+        if let Some(volume) = volumes_api.get_opt(&name).await?
+            && claimed_in(&volume, namespace)
+        {
             volumes.insert(name, run_volume(&volume));
         }
     }
@@ -168,10 +172,21 @@ fn budget_selects(budget: &PodDisruptionBudget, labels: &BTreeMap<String, String
     labels_match && expressions_match
 }
 
+/// The volume's claimRef points into `namespace`.
+pub fn claimed_in(volume: &PersistentVolume, namespace: &str) -> bool {
+    volume
+        .spec
+        .as_ref()
+        .and_then(|s| s.claim_ref.as_ref())
+        .and_then(|c| c.namespace.as_deref())
+        == Some(namespace)
+}
+
 fn run_volume(volume: &PersistentVolume) -> RunVolume {
     let spec = volume.spec.as_ref();
     let claim = spec.and_then(|s| s.claim_ref.as_ref());
     RunVolume {
+        uid: volume.uid().unwrap_or_default(),
         reclaim_policy: spec
             .and_then(|s| s.persistent_volume_reclaim_policy.clone())
             .unwrap_or_default(),
