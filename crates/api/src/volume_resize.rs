@@ -325,6 +325,7 @@ pub mod condition {
     pub const REASON_UNSUPPORTED_VOLUME: &str = "VolumeCannotBeCopied";
     pub const REASON_NOTHING_TO_DO: &str = "NothingToChange";
     pub const REASON_NOT_READY: &str = "StatefulSetNotReady";
+    pub const REASON_NO_REPLICAS: &str = "StatefulSetHasNoReplicas";
     pub const REASON_WAITING_FOR_OTHER: &str = "WaitingForOtherResize";
     pub const REASON_NOT_QUEUED: &str = "First";
 }

@@ -21,6 +21,8 @@ pub struct Observed {
 pub struct StatefulSetView {
     pub name: String,
     pub replicas: i32,
+    /// `spec.ordinals.start`: the replicas are ordinals `first_ordinal..first_ordinal + replicas`.
+    pub first_ordinal: i32,
     pub ready_replicas: i32,
     /// Volume claim templates by name.
     pub templates: BTreeMap<String, TemplateView>,

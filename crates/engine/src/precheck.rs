@@ -64,6 +64,35 @@ pub fn precheck(spec: &VolumeResizeSpec, observed: &Observed) -> Precheck {
         );
     };
 
+    // With no replica there is nothing running to resize with, nor a template swap to ride on:
+    // say so instead of a silent "nothing to do".
+    if sts.replicas <= 0 {
+        let mut idle: Vec<&str> = observed
+            .claims
+            .keys()
+            .filter(|name| {
+                spec.volumes
+                    .iter()
+                    .any(|v| ordinal_of(name, &v.name, &sts.name).is_some())
+            })
+            .map(String::as_str)
+            .collect();
+        idle.sort_unstable();
+        let claims = if idle.is_empty() {
+            "it has no claims yet".to_string()
+        } else {
+            format!("its claims {} keep their size meanwhile", idle.join(", "))
+        };
+        return Precheck::reject(
+            REASON_NO_REPLICAS,
+            format!(
+                "StatefulSet {:?} has 0 replicas: Ferry resizes the volumes of running replicas and changes the template with them; scale it up first ({claims})",
+                sts.name
+            ),
+        );
+    }
+    let ordinals = sts.first_ordinal..sts.first_ordinal.saturating_add(sts.replicas);
+
     let mut plan = Vec::new();
     for change in &spec.volumes {
         let Some(template) = sts.templates.get(&change.name) else {
@@ -112,7 +141,7 @@ pub fn precheck(spec: &VolumeResizeSpec, observed: &Observed) -> Precheck {
             );
         };
 
-        for replica in 0..sts.replicas.max(0) {
+        for replica in ordinals.clone() {
             let claim_name = format!("{}-{}-{replica}", change.name, sts.name);
             let claim = observed.claims.get(&claim_name);
             let current_bytes = claim.and_then(|c| c.size_bytes).or(template.size_bytes);
@@ -153,6 +182,10 @@ pub fn precheck(spec: &VolumeResizeSpec, observed: &Observed) -> Precheck {
             });
         }
     }
+
+    // Claims of ordinals outside the replicas (scaled down, or below `ordinals.start`): no pod
+    // uses them, so nothing resizes them now; listed so nobody is surprised when they come back.
+    plan.extend(scaled_down_rows(spec, observed, &sts.name, &ordinals));
 
     // A plan that copies some volumes copies all changed ones: one replica stop covers them, and the
     // StatefulSet is replaced once with every new template.
@@ -236,6 +269,58 @@ pub fn precheck(spec: &VolumeResizeSpec, observed: &Observed) -> Precheck {
         verdict: Verdict::Passed,
         plan,
     }
+}
+
+/// The ordinal of `claim` if it is `<template>-<sts>-<ordinal>`.
+fn ordinal_of(claim: &str, template: &str, sts: &str) -> Option<i32> {
+    claim
+        .strip_prefix(&format!("{template}-{sts}-"))
+        .and_then(|ordinal| ordinal.parse::<i32>().ok())
+        .filter(|ordinal| *ordinal >= 0)
+}
+
+/// Rows for existing claims of changed templates whose ordinal is not a running replica: reported
+/// with no strategy, and why.
+fn scaled_down_rows(
+    spec: &VolumeResizeSpec,
+    observed: &Observed,
+    sts: &str,
+    ordinals: &std::ops::Range<i32>,
+) -> Vec<VolumePlan> {
+    let mut rows = Vec::new();
+    for change in &spec.volumes {
+        for (name, claim) in &observed.claims {
+            let Some(ordinal) = ordinal_of(name, &change.name, sts).filter(|o| !ordinals.contains(o)) else {
+                continue;
+            };
+            let target = parse_bytes(&change.size).ok();
+            let class_differs = change
+                .storage_class_name
+                .as_ref()
+                .is_some_and(|class| claim.storage_class.as_ref() != Some(class));
+            if claim.size_bytes == target && !class_differs {
+                continue;
+            }
+            rows.push(VolumePlan {
+                replica: ordinal,
+                volume: change.name.clone(),
+                claim_name: name.clone(),
+                strategy: None,
+                current_size: claim.size_bytes.map(format_bytes),
+                target_size: parse_bytes(&change.size).map(format_bytes).unwrap_or_else(|_| change.size.clone()),
+                current_storage_class: claim.storage_class.clone(),
+                target_storage_class: change.storage_class_name.clone(),
+                message: Some(format!(
+                    "not resized: ordinal {ordinal} is not a running replica (replicas are {}..{}); this claim keeps its size and class and is used again only if the StatefulSet scales to it",
+                    ordinals.start,
+                    ordinals.end - 1
+                )),
+                ..VolumePlan::default()
+            });
+        }
+    }
+    rows.sort_by(|a, b| (a.replica, &a.volume).cmp(&(b.replica, &b.volume)));
+    rows
 }
 
 /// An older VolumeResize still waiting goes first (first come, first served).

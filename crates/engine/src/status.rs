@@ -37,7 +37,7 @@ pub fn after_precheck(
             Phase::Succeeded,
             true,
             REASON_NOTHING_TO_DO,
-            "every volume already has the requested size and StorageClass".to_string(),
+            nothing_to_do_message(&check.plan),
             false,
         ),
         Verdict::Wait { reason, message } => (
@@ -97,6 +97,23 @@ fn merge_plan(
                 .unwrap_or_else(|| row.clone())
         })
         .collect()
+}
+
+/// Nothing to do for the running replicas; claims of other ordinals, left as they are, are named.
+fn nothing_to_do_message(plan: &[ferry_api::VolumePlan]) -> String {
+    let idle: Vec<&str> = plan
+        .iter()
+        .filter(|row| row.strategy.is_none() && row.message.is_some())
+        .map(|row| row.claim_name.as_str())
+        .collect();
+    let mut message = "every volume already has the requested size and StorageClass".to_string();
+    if !idle.is_empty() {
+        message.push_str(&format!(
+            "; claims of ordinals that are not running replicas are left as they are: {}",
+            idle.join(", ")
+        ));
+    }
+    message
 }
 
 /// A running resize never goes back to its prechecks (its StatefulSet may be orphan-deleted right

@@ -34,6 +34,7 @@ fn observed() -> Observed {
         stateful_set: Some(StatefulSetView {
             name: "db".into(),
             replicas: 3,
+            first_ordinal: 0,
             ready_replicas: 3,
             templates: [(
                 "data".to_string(),
@@ -286,4 +287,107 @@ fn raw_block_and_read_write_once_pod_volumes_are_refused_for_copy_but_expand_in_
         let result = precheck(&spec(&[("data", "20Gi", None)]), &o);
         assert_eq!(result.verdict, Verdict::Passed);
     }
+}
+
+#[test]
+fn replicas_follow_ordinals_start() {
+    let mut o = observed();
+    o.stateful_set.as_mut().unwrap().first_ordinal = 5;
+    o.claims.clear();
+    for replica in 5..8 {
+        o.claims.insert(
+            format!("data-db-{replica}"),
+            ClaimView {
+                size_bytes: Some(10 * GI),
+                storage_class: Some("standard".into()),
+            },
+        );
+    }
+    let check = precheck(&spec(&[("data", "20Gi", None)]), &o);
+    assert_eq!(check.verdict, Verdict::Passed);
+    let claims: Vec<&str> = check.plan.iter().map(|row| row.claim_name.as_str()).collect();
+    assert_eq!(claims, ["data-db-5", "data-db-6", "data-db-7"]);
+    assert_eq!(
+        check.plan.iter().map(|r| r.replica).collect::<Vec<_>>(),
+        [5, 6, 7]
+    );
+    assert!(check.plan.iter().all(|row| row.strategy.is_some()));
+}
+
+#[test]
+fn claims_of_scaled_down_replicas_are_listed_not_silently_skipped() {
+    let mut o = observed();
+    // Scaled from 5 to 3: data-db-3 and data-db-4 are still there, unused.
+    for replica in 3..5 {
+        o.claims.insert(
+            format!("data-db-{replica}"),
+            ClaimView {
+                size_bytes: Some(10 * GI),
+                storage_class: Some("standard".into()),
+            },
+        );
+    }
+    o.claims.insert("data-other-0".into(), ClaimView::default());
+    let check = precheck(&spec(&[("data", "20Gi", None)]), &o);
+    assert_eq!(check.verdict, Verdict::Passed);
+    let idle: Vec<&VolumePlan> = check.plan.iter().filter(|row| row.strategy.is_none()).collect();
+    assert_eq!(
+        idle.iter().map(|r| r.claim_name.as_str()).collect::<Vec<_>>(),
+        ["data-db-3", "data-db-4"]
+    );
+    assert!(
+        idle[0]
+            .message
+            .as_deref()
+            .unwrap()
+            .contains("ordinal 3 is not a running replica (replicas are 0..2)"),
+        "{:?}",
+        idle[0].message
+    );
+    assert_eq!(check.plan.iter().filter(|row| row.strategy.is_some()).count(), 3);
+
+    // Nothing to do for the running ones: the answer names the claims left as they are.
+    let mut done = o.clone();
+    for replica in 0..3 {
+        done.claims
+            .get_mut(&format!("data-db-{replica}"))
+            .unwrap()
+            .size_bytes = Some(20 * GI);
+    }
+    let nothing = precheck(&spec(&[("data", "20Gi", None)]), &done);
+    assert_eq!(nothing.verdict, Verdict::NothingToDo);
+    let status = crate::status::after_precheck(
+        None,
+        &nothing,
+        false,
+        Some(1),
+        &k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
+            k8s_openapi::jiff::Timestamp::from_second(1).unwrap(),
+        ),
+    );
+    assert!(
+        status
+            .message
+            .as_deref()
+            .unwrap()
+            .contains("left as they are: data-db-3, data-db-4"),
+        "{:?}",
+        status.message
+    );
+}
+
+#[test]
+fn zero_replicas_is_refused_with_the_reason_not_called_done() {
+    let mut o = observed();
+    o.stateful_set.as_mut().unwrap().replicas = 0;
+    o.stateful_set.as_mut().unwrap().ready_replicas = 0;
+    let check = precheck(&spec(&[("data", "20Gi", None)]), &o);
+    assert_eq!(reason(&check), REASON_NO_REPLICAS);
+    let Verdict::Reject { message, .. } = &check.verdict else {
+        panic!("{check:?}")
+    };
+    assert!(
+        message.contains("0 replicas") && message.contains("data-db-0, data-db-1, data-db-2 keep their size"),
+        "{message}"
+    );
 }

@@ -94,6 +94,10 @@ fn stateful_set_view(sts: &StatefulSet) -> StatefulSetView {
     StatefulSetView {
         name: sts.name_any(),
         replicas: spec.and_then(|s| s.replicas).unwrap_or(1),
+        first_ordinal: spec
+            .and_then(|s| s.ordinals.as_ref())
+            .and_then(|o| o.start)
+            .unwrap_or(0),
         ready_replicas: sts.status.as_ref().and_then(|s| s.ready_replicas).unwrap_or(0),
         templates,
     }
