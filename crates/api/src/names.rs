@@ -34,3 +34,8 @@ pub const ANNOTATION_BIND_NUDGE: &str = "ferry.dev/bind-nudge";
 pub const ANNOTATION_BACKED_UP_UID: &str = "ferry.dev/stateful-set-uid";
 /// On a StatefulSet Ferry created again (re-create or restore): the UID of the VolumeResize that did.
 pub const ANNOTATION_RECREATED_BY: &str = "ferry.dev/recreated-by";
+/// Label on an old volume a deleted VolumeResize still retained: Ferry no longer expires it, its
+/// owner decides (`kubectl get pv -l ferry.dev/retained=true`).
+pub const LABEL_RETAINED: &str = "ferry.dev/retained";
+/// Annotation on such a volume: `<namespace>/<VolumeResize>` it was retained by.
+pub const ANNOTATION_RETAINED_FROM: &str = "ferry.dev/retained-from";

@@ -67,7 +67,16 @@ async fn plan_shows_the_operators_plan_and_changes_nothing() {
         "{}",
         run.stdout
     );
-    assert!(row.contains("unknown") || row.contains('~'), "{row}");
+    // A dry run measures nothing: the data column and the estimate both say so, and the footer
+    // explains why there is no estimate.
+    let last_two: Vec<&str> = row.split_whitespace().rev().take(2).collect();
+    assert_eq!(last_two, ["unknown", "unknown"], "{row}");
+    assert!(
+        run.stdout
+            .contains("Estimated copy time: unknown (the operator did not report the data in use)."),
+        "{}",
+        run.stdout
+    );
     assert!(run.stdout.contains("Kept the dry-run VolumeResize shrink-plan."));
     assert_eq!(env.resize_names().await, ["shrink-plan"]);
     let kept = env.resizes().get("shrink-plan").await.unwrap();

@@ -17,6 +17,9 @@ pub const STEP_SWAPPING: &str = "Swapping";
 pub const STEP_STARTING_REPLICA: &str = "StartingReplica";
 pub const STEP_COPIED: &str = "Copied";
 pub const STEP_ROLLED_BACK: &str = "RolledBack";
+/// The data in use could not be measured (its pod failed or could not run): the resize fails
+/// once the measuring pods are gone, and the claim is not measured again.
+pub const STEP_MEASURING_FAILED: &str = "MeasuringFailed";
 const RETAIN: &str = "Retain";
 const PHASE_AVAILABLE: &str = "Available";
 
@@ -34,6 +37,13 @@ pub struct CopyContext<'a> {
     pub offline: bool,
     /// Mover pods that may run at once.
     pub concurrency: usize,
+    /// Seconds a mover pod may be unable to run before it counts as failed.
+    pub stuck_after_seconds: i64,
+    /// `spec.timeoutSeconds`: the longest any step before the swap may take; past it the replica
+    /// is rolled back. (The swap itself only goes forward.)
+    pub step_timeout_seconds: Option<i64>,
+    /// A replica is taken down only while every other one is Ready (Rolling, unless `force`).
+    pub quorum: bool,
 }
 
 /// Name of the temporary claim a row copies to.
@@ -222,26 +232,43 @@ pub fn plan_copy(
         return start_replica(ctx, status, observed, &batch, &rows, now);
     }
 
-    // A failed mover before the swap: undo this replica's copy.
+    // A failed (or hopelessly stuck) mover before the swap: undo this replica's copy.
     for &i in &rows {
         for pass in [Pass::Warm, Pass::Final] {
-            if let Some(MoverPhase::Failed { exit_code, message }) = observed
+            if let Some(failure) = observed
                 .movers
                 .get(&ctx.mover(&status.plan[i], pass))
-                .map(|m| m.phase.clone())
+                .and_then(|m| m.failure(now, ctx.stuck_after_seconds))
             {
                 let row = &mut status.plan[i];
-                let reason = format!(
-                    "mover for {} failed (exit code {exit_code}): {}; rolling back {who}",
-                    row.claim_name,
-                    message.trim()
-                );
+                let reason = format!("mover for {} {failure}; rolling back {who}", row.claim_name);
                 row.message = Some(reason.clone());
                 status.phase = Some(Phase::RollingBack);
                 status.message = Some(reason);
                 return roll_back(ctx, status, observed, &batch, now);
             }
         }
+    }
+
+    // A step before the swap that outlasts `timeoutSeconds` (a mover that never ends, a replica
+    // that never stops, a target that never binds) rolls the replica back.
+    if let Some(limit) = ctx.step_timeout_seconds
+        && let Some((claim, step, took)) = rows
+            .iter()
+            .map(|&i| &status.plan[i])
+            .filter(|row| !swap_begun(row, observed))
+            .find_map(|row| {
+                let started = row.step_started_at.as_ref()?.0.as_second();
+                let took = now.0.as_second() - started;
+                (took > limit).then(|| (row.claim_name.clone(), row.step.clone().unwrap_or_default(), took))
+            })
+    {
+        let reason = format!(
+            "step {step} of {claim} took {took} s, more than timeoutSeconds ({limit} s); rolling back {who}"
+        );
+        status.phase = Some(Phase::RollingBack);
+        status.message = Some(reason);
+        return roll_back(ctx, status, observed, &batch, now);
     }
 
     // A claim deleted by someone else mid-copy (`kubectl delete pvc`, a retention policy): never
@@ -390,17 +417,53 @@ pub fn plan_copy(
                 status.plan[i].step = Some(STEP_STOPPING_REPLICA.into());
             }
         }
-        summary = if !ctx.offline
-            && observed.stateful_set.as_ref().is_some_and(|sts| !sts.deleting)
-            && observed.budget_blocks()
-        {
-            format!("{who}: {}", crate::run_state::WAITING_FOR_BUDGET)
+        // Before the first step down (the StatefulSet still there): the budget, and every other
+        // replica Ready, so a stop never leaves fewer serving than the application expects.
+        let not_yet_down = observed.stateful_set.as_ref().is_some_and(|sts| !sts.deleting);
+        let unready = if ctx.quorum && not_yet_down {
+            unready_others(ctx, &status, observed, &batch)
         } else {
-            format!("stopping {who} for the final sync")
+            Vec::new()
         };
-        actions.extend(stop_replica(ctx, &mut status, observed, &batch, &rows, now));
+        if !unready.is_empty() {
+            summary = format!(
+                "waiting for replica(s) {} to be Ready before stopping {who}",
+                unready.iter().map(i32::to_string).collect::<Vec<_>>().join(", ")
+            );
+        } else {
+            summary = if !ctx.offline && not_yet_down && observed.budget_blocks() {
+                format!("{who}: {}", crate::run_state::WAITING_FOR_BUDGET)
+            } else {
+                format!("stopping {who} for the final sync")
+            };
+            actions.extend(stop_replica(ctx, &mut status, observed, &batch, &rows, now));
+        }
     }
     decide(status, actions, &summary)
+}
+
+/// Replicas other than `batch` whose pod is missing, not Ready or going away.
+pub fn unready_others(
+    ctx: &CopyContext,
+    status: &VolumeResizeStatus,
+    observed: &RunObserved,
+    batch: &[i32],
+) -> Vec<i32> {
+    let mut others: Vec<i32> = status
+        .plan
+        .iter()
+        .filter(|row| is_copy(row) && !batch.contains(&row.replica))
+        .map(|row| row.replica)
+        .collect();
+    others.sort_unstable();
+    others.dedup();
+    others.retain(|&replica| {
+        !observed
+            .pods
+            .get(&ctx.pod(replica))
+            .is_some_and(|pod| pod.ready && !pod.deleting)
+    });
+    others
 }
 
 /// The usage stage: one read-only pod per claim still unmeasured; when all are measured, their pods
@@ -425,7 +488,7 @@ fn measure_usage(
         .iter_mut()
         .filter(|row| is_copy(row) && row.finished_at.is_none())
     {
-        if row.used_bytes.is_some() {
+        if row.used_bytes.is_some() || row.step.as_deref() == Some(STEP_MEASURING_FAILED) {
             continue;
         }
         let pod = usage_pod_name(row, ctx.suffix);
@@ -447,22 +510,29 @@ fn measure_usage(
                     row.used_bytes = value.and_then(|v| v.get("bytes").and_then(serde_json::Value::as_u64));
                     row.bytes_total = row.used_bytes;
                 }
-                MoverPhase::Failed { exit_code, message } => {
-                    let text = format!(
-                        "could not measure the data in use on {} (exit code {exit_code}): {}",
-                        row.claim_name,
-                        message.trim()
-                    );
-                    return Some(fail(
-                        status.clone(),
-                        vec![ResizeAction::DeleteMover { pod }],
-                        text,
-                        now,
-                    ));
+                _ => {
+                    if let Some(failure) = mover.failure(now, ctx.stuck_after_seconds) {
+                        row.step = Some(STEP_MEASURING_FAILED.into());
+                        row.message = Some(format!(
+                            "could not measure the data in use on {}: mover {failure}",
+                            row.claim_name
+                        ));
+                    }
                 }
-                _ => {}
             },
         }
+    }
+    // A claim that could not be measured fails the resize (recorded, so it is not measured again),
+    // once every measuring pod is gone; nothing else was touched.
+    let failures: Vec<String> = status
+        .plan
+        .iter()
+        .filter(|row| row.step.as_deref() == Some(STEP_MEASURING_FAILED))
+        .filter_map(|row| row.message.clone())
+        .collect();
+    if !failures.is_empty() {
+        let leftovers = usage_leftovers(ctx, status, observed);
+        return Some(fail(status.clone(), leftovers, failures.join("; "), now));
     }
     let unmeasured = status
         .plan

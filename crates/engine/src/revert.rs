@@ -125,8 +125,27 @@ pub fn plan_revert(
     for &i in &rows {
         status.plan[i].step = Some(STEP_REVERTING.into());
     }
-    // Stop the replica: orphan-delete the StatefulSet, then delete the pod (once, by UID).
+    // Stop the replica: orphan-delete the StatefulSet, then delete the pod (once, by UID) — only
+    // while the others are Ready and the budget allows a disruption.
     if let Some(sts) = &observed.stateful_set {
+        let unready = if ctx.quorum && !sts.deleting {
+            crate::copy::unready_others(ctx, &status, observed, &[replica])
+        } else {
+            Vec::new()
+        };
+        let waiting = !unready.is_empty() || (!sts.deleting && observed.budget_blocks());
+        if waiting {
+            let why = if unready.is_empty() {
+                crate::run_state::WAITING_FOR_BUDGET.to_string()
+            } else {
+                format!("waiting for replica(s) {unready:?} to be Ready")
+            };
+            return Decision {
+                summary: format!("{message}: {why}"),
+                status,
+                actions: vec![],
+            };
+        }
         let actions = if sts.deleting {
             vec![]
         } else {

@@ -139,10 +139,33 @@ pub enum MoverPhase {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct RunMover {
     pub phase: MoverPhase,
+    /// Why the pod cannot run while it waits: unschedulable (no node fits, a zone the target
+    /// class excludes), an image that cannot be pulled, a container that cannot be created.
+    pub stuck: Option<String>,
+    /// When the pod was created (whole seconds).
+    pub created: Option<Time>,
     /// The result JSON the mover wrote as its termination message.
     pub result: Option<String>,
     /// The last progress line (JSON) the mover printed while running, read from its log.
     pub progress: Option<String>,
+}
+
+/// How long a mover pod may stay unable to run (see [`RunMover::stuck`]) before it counts as
+/// failed; a scheduler or an image registry can recover in that time, a replica must not wait
+/// forever.
+pub const MOVER_STUCK_SECONDS: i64 = 120;
+
+impl RunMover {
+    /// Why this mover counts as failed now, if it does: it failed, or it has been unable to run for
+    /// `stuck_after` seconds.
+    pub fn failure(&self, now: &Time, stuck_after: i64) -> Option<String> {
+        if let MoverPhase::Failed { exit_code, message } = &self.phase {
+            return Some(format!("failed (exit code {exit_code}): {}", message.trim()));
+        }
+        let reason = self.stuck.as_ref()?;
+        let waited = now.0.as_second() - self.created.as_ref()?.0.as_second();
+        (waited >= stuck_after).then(|| format!("cannot run ({reason}) after {waited} s"))
+    }
 }
 
 /// Which pass of a copy a mover pod makes.

@@ -10,8 +10,8 @@ use ferry_testenv::fixtures::{claim_directory, stateful_set, wait_ready};
 use ferry_testenv::{CLASS_FIXED, wait_until};
 use k8s_openapi::api::apps::v1::StatefulSet;
 use k8s_openapi::api::core::v1::{Namespace, PersistentVolume, PersistentVolumeClaim};
-use kube::Api;
 use kube::api::{Patch, PatchParams, PostParams};
+use kube::{Api, ResourceExt};
 use serde_json::json;
 use support::Harness;
 
@@ -132,5 +132,50 @@ async fn a_refused_request_is_reported_in_status_and_events() {
             && note.contains("forbidden")),
         "{events:?}"
     );
+    harness.finish().await;
+}
+
+/// A mover pod no node can take (here a node selector nothing matches; in real life a zone the
+/// target class excludes, a full cluster) does not leave the resize waiting forever: within
+/// `timeoutSeconds` it fails with the scheduler's reason, before anything was touched.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unschedulable_mover_fails_the_resize_with_the_schedulers_reason() {
+    let harness = Harness::start("copy-stuck").await;
+    let sets: Api<StatefulSet> = harness.ns.api();
+    sets.create(
+        &PostParams::default(),
+        &stateful_set("db", 2, CLASS_FIXED, "256Mi"),
+    )
+    .await
+    .unwrap();
+    wait_ready(&sets, "db", 2, 120).await.unwrap();
+    let before = sets.get("db").await.unwrap().uid();
+    harness
+        .create_resize(
+            "copy",
+            json!({
+                "statefulSetName": "db",
+                "volumes": [{"name": "data", "size": "512Mi"}],
+                "timeoutSeconds": 8,
+                "mover": {"nodeSelector": {"ferry.dev/no-such-node": "true"}},
+            }),
+        )
+        .await;
+    let api = harness.ns.api::<ferry_api::VolumeResize>();
+    let done = wait_until("the resize to give up", 90, || async {
+        let resize = api.get_opt("copy").await.ok().flatten()?;
+        resize.phase().is_terminal().then_some(resize)
+    })
+    .await
+    .unwrap();
+    assert_eq!(done.phase(), Phase::Failed);
+    let message = done.status.unwrap().message.unwrap_or_default();
+    assert!(message.contains("cannot run (Unschedulable"), "{message}");
+    assert_eq!(
+        sets.get("db").await.unwrap().uid(),
+        before,
+        "StatefulSet untouched"
+    );
+    harness.assert_nothing_leaked(2).await;
     harness.finish().await;
 }

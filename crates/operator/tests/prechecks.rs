@@ -444,7 +444,23 @@ async fn exactly_one_of_two_racing_resizes_takes_the_hold() {
     let harness = Harness::start("pre-hold").await;
     let ctx = direct_context(&harness);
     let ns = harness.ns.name.clone();
-    // On a StatefulSet that does not exist: the operator rejects both and never holds anything.
+    // On a StatefulSet that never gets Ready: the operator keeps both waiting (Pending, not
+    // finished) and never takes the hold itself.
+    let mut sts = stateful_set("absent", 1, CLASS_EXPANDABLE, "1Gi");
+    sts.spec
+        .as_mut()
+        .unwrap()
+        .template
+        .spec
+        .as_mut()
+        .unwrap()
+        .node_selector = Some([("ferry.dev/no-such-node".to_string(), "true".to_string())].into());
+    harness
+        .ns
+        .api::<StatefulSet>()
+        .create(&PostParams::default(), &sts)
+        .await
+        .unwrap();
     let spec = json!({"statefulSetName": "absent", "volumes": [{"name": "data", "size": "2Gi"}]});
     let a = harness.create_resize("a", spec.clone()).await;
     let b = harness.create_resize("b", spec).await;

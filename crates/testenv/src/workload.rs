@@ -129,8 +129,12 @@ pub fn records(volume_dir: &Path) -> Result<BTreeSet<u64>, Error> {
 
 /// Acknowledged records missing from the volume: empty when nothing acknowledged was lost.
 pub fn lost_records(namespace: &str, pod: &str, volume_dir: &Path) -> Result<Vec<u64>, Error> {
+    // Acknowledgements first: a record acknowledged by then was written before, so it is in the
+    // records read next. (The other order counts a record written and acknowledged in between, by
+    // a replica that writes on, as lost.)
+    let acked = acknowledged(namespace, pod)?;
     let on_volume = records(volume_dir)?;
-    Ok(acknowledged(namespace, pod)?
+    Ok(acked
         .into_iter()
         .filter(|number| !on_volume.contains(number))
         .collect())

@@ -4,6 +4,7 @@
 
 use super::*;
 use crate::run_state::{RunClaim, RunMover, RunPod, RunStatefulSet, RunVolume};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime;
 use k8s_openapi::jiff::Timestamp;
 use std::collections::BTreeMap;
 
@@ -22,6 +23,12 @@ struct Cluster {
     finishing: BTreeMap<String, (u32, MoverPhase)>,
     /// Extra ticks the failing final mover (`fail_final_of`) runs before it fails.
     fail_final_delay: u32,
+    /// Final movers are never scheduled (no node fits them).
+    unschedulable_final: bool,
+    /// Warm movers run forever.
+    endless_warm: bool,
+    /// Measuring pods are never scheduled.
+    unschedulable_usage: bool,
     /// Claims created onto a reserved volume, bound by the PV controller a tick later (the planner
     /// sees them Pending once).
     binding: Vec<String>,
@@ -67,6 +74,9 @@ impl Cluster {
             bytes_per_char: 1 << 20,
             finishing: BTreeMap::new(),
             fail_final_delay: 0,
+            unschedulable_final: false,
+            endless_warm: false,
+            unschedulable_usage: false,
             binding: Vec::new(),
             stall_binding: false,
             clock: 1,
@@ -268,14 +278,28 @@ impl Cluster {
                 let result = Some(format!(
                     r#"{{"files":10,"bytes":1000,"bytesCopied":{copied},"seconds":0.5}}"#
                 ));
+                let created = Some(Time(Timestamp::from_second(self.clock).unwrap()));
+                // A final mover no node can take waits forever, saying why.
+                if *pass == Pass::Final && self.unschedulable_final && !self.observed.movers.contains_key(pod)
+                {
+                    let waiting = RunMover {
+                        stuck: Some("Unschedulable: 0/4 nodes are available".into()),
+                        created: created.clone(),
+                        ..RunMover::default()
+                    };
+                    self.observed.movers.insert(pod.clone(), waiting);
+                }
                 // Runs until the next tick of the simulated cluster.
                 if !self.observed.movers.contains_key(pod) {
                     let delay = if fails { self.fail_final_delay } else { 0 };
-                    self.finishing.insert(pod.clone(), (delay, phase));
+                    if !(*pass == Pass::Warm && self.endless_warm) {
+                        self.finishing.insert(pod.clone(), (delay, phase));
+                    }
                     let running = RunMover {
                         phase: MoverPhase::Running,
                         result,
-                        progress: None,
+                        created,
+                        ..RunMover::default()
                     };
                     self.observed.movers.insert(pod.clone(), running);
                 }
@@ -291,13 +315,21 @@ impl Cluster {
                     .map(|d| d.len() as u64 * self.bytes_per_char)
                     .unwrap_or(0);
                 let result = Some(format!(r#"{{"bytes":{used},"inodes":3}}"#));
+                if self.unschedulable_usage && !self.observed.movers.contains_key(pod) {
+                    let waiting = RunMover {
+                        stuck: Some("Unschedulable: 0/4 nodes are available".into()),
+                        created: Some(Time(Timestamp::from_second(self.clock).unwrap())),
+                        ..RunMover::default()
+                    };
+                    self.observed.movers.insert(pod.clone(), waiting);
+                }
                 // Runs until the next tick, like a mover.
                 if !self.observed.movers.contains_key(pod) {
                     self.finishing.insert(pod.clone(), (0, MoverPhase::Succeeded));
                     let running = RunMover {
                         phase: MoverPhase::Running,
                         result,
-                        progress: None,
+                        ..RunMover::default()
                     };
                     self.observed.movers.insert(pod.clone(), running);
                 }
@@ -432,6 +464,9 @@ fn context() -> CopyContext<'static> {
         stopping: false,
         offline: false,
         concurrency: 4,
+        stuck_after_seconds: crate::run_state::MOVER_STUCK_SECONDS,
+        step_timeout_seconds: None,
+        quorum: true,
     }
 }
 
@@ -452,7 +487,9 @@ fn drive(
         // One second per reconcile on the simulated clock.
         cluster.clock += 1;
         let now = Time(Timestamp::from_second(cluster.clock).unwrap());
-        let decision = plan_copy(ctx, &status, &cluster.observed, &now);
+        let mut decision = plan_copy(ctx, &status, &cluster.observed, &now);
+        // As the operator does: each row's step is timed from when it was entered.
+        crate::step_timing::stamp_steps(&status, &mut decision.status, &MicroTime(now.0));
         status = decision.status.clone();
         if status.phase.is_some_and(Phase::is_terminal) {
             break;
@@ -1204,4 +1241,123 @@ fn a_volume_replaced_under_the_same_name_is_never_acted_on() {
         );
     }
     assert_eq!(status.phase, Some(Phase::Failed));
+}
+
+/// A final mover that no node will take (a node selector nothing matches, a zone the target class
+/// excludes) leaves the replica down only as long as movers may be stuck: then the replica is
+/// rolled back onto its old volume with the scheduler's reason, instead of waiting forever.
+#[test]
+fn an_unschedulable_final_mover_rolls_the_replica_back_instead_of_waiting_forever() {
+    let mut cluster = Cluster::new();
+    cluster.unschedulable_final = true;
+    let ctx = CopyContext {
+        stuck_after_seconds: 20,
+        ..context()
+    };
+    let (status, _) = drive(&ctx, &mut cluster, planned(), None, 200, &mut |_, _| {});
+    assert_eq!(status.phase, Some(Phase::Failed), "{:?}", status.message);
+    let message = status.message.clone().unwrap_or_default();
+    assert!(
+        message.contains("cannot run (Unschedulable") && message.contains("data-db-0"),
+        "{message}"
+    );
+    assert_eq!(
+        cluster.observed.claims["data-db-0"].volume_name.as_deref(),
+        Some("pv-old-0")
+    );
+    assert!(cluster.observed.pods.contains_key("db-0"), "replica 0 runs again");
+    assert!(cluster.observed.movers.is_empty() && cluster.observed.stateful_set.is_some());
+}
+
+/// `timeoutSeconds`: a step before the swap that outlasts it (here a warm copy that never ends)
+/// rolls the replica back and says which step took too long.
+#[test]
+fn a_step_longer_than_timeout_seconds_rolls_the_replica_back() {
+    let mut cluster = Cluster::new();
+    cluster.endless_warm = true;
+    let ctx = CopyContext {
+        step_timeout_seconds: Some(15),
+        ..context()
+    };
+    let (status, _) = drive(&ctx, &mut cluster, planned(), None, 200, &mut |_, _| {});
+    assert_eq!(status.phase, Some(Phase::Failed), "{:?}", status.message);
+    let message = status.message.clone().unwrap_or_default();
+    assert!(
+        message.contains("step WarmCopy of data-db-0 took") && message.contains("timeoutSeconds (15 s)"),
+        "{message}"
+    );
+    assert_eq!(
+        cluster.observed.claims["data-db-0"].volume_name.as_deref(),
+        Some("pv-old-0")
+    );
+    assert!(cluster.observed.movers.is_empty());
+    assert!(!cluster.observed.claims.contains_key("data-db-0-ferry-abcd1234"));
+}
+
+/// Rolling: a replica is never taken down while another one is not Ready (quorum), whatever a
+/// PodDisruptionBudget would allow; once it is Ready again the copy goes on.
+#[test]
+fn no_replica_is_stopped_while_another_is_not_ready() {
+    let mut cluster = Cluster::new();
+    cluster.observed.pods.get_mut("db-2").unwrap().ready = false;
+    let nothing_down = &mut |decision: &Decision, _: &Cluster| {
+        let down = decision.actions.iter().any(|a| {
+            matches!(
+                a,
+                ResizeAction::OrphanDeleteStatefulSet | ResizeAction::RestartPod { .. }
+            )
+        });
+        assert!(
+            !down,
+            "{}: nothing is taken down while db-2 is not Ready",
+            decision.summary
+        );
+    };
+    let (held, _) = drive(&context(), &mut cluster, planned(), None, 40, nothing_down);
+    assert!(
+        held.message
+            .as_deref()
+            .unwrap()
+            .contains("waiting for replica(s) 2 to be Ready"),
+        "{:?}",
+        held.message
+    );
+    cluster.observed.pods.get_mut("db-2").unwrap().ready = true;
+    let (done, _) = drive(&context(), &mut cluster, held, None, 500, &mut |_, _| {});
+    assert_copied(&cluster, &done);
+}
+
+/// Measuring pods that cannot run fail the resize once, for good: the pods are removed, the claims
+/// are not measured again, and nothing else was touched.
+#[test]
+fn unschedulable_measuring_pods_fail_the_resize_once_and_touch_nothing() {
+    let mut cluster = Cluster::new();
+    cluster.unschedulable_usage = true;
+    let before = cluster.observed.claims.clone();
+    let ctx = CopyContext {
+        stuck_after_seconds: 10,
+        ..context()
+    };
+    let mut measured = 0;
+    let count = &mut |decision: &Decision, _: &Cluster| {
+        measured += decision
+            .actions
+            .iter()
+            .filter(|a| matches!(a, ResizeAction::MeasureUsage { .. }))
+            .count();
+    };
+    let (status, _) = drive(&ctx, &mut cluster, planned(), None, 200, count);
+    assert_eq!(status.phase, Some(Phase::Failed), "{:?}", status.message);
+    let message = status.message.clone().unwrap_or_default();
+    assert!(
+        message.contains("could not measure the data in use on data-db-0: mover cannot run (Unschedulable"),
+        "{message}"
+    );
+    assert_eq!(
+        measured, REPLICAS as usize,
+        "each claim's measuring pod is created once"
+    );
+    assert!(cluster.observed.movers.is_empty(), "measuring pods removed");
+    assert_eq!(cluster.observed.claims, before, "nothing touched");
+    assert!(!cluster.observed.backup_exists);
 }

@@ -14,7 +14,9 @@ use k8s_openapi::api::apps::v1::StatefulSet;
 use k8s_openapi::api::core::v1::{ConfigMap, PersistentVolume, PersistentVolumeClaim, Pod, Toleration};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use kube::api::{DeleteParams, Patch, PatchParams, PostParams, Preconditions, PropagationPolicy};
+use kube::api::{
+    DeleteParams, EvictParams, Patch, PatchParams, PostParams, Preconditions, PropagationPolicy,
+};
 use kube::{Api, Resource, ResourceExt};
 use serde_json::json;
 
@@ -56,7 +58,7 @@ pub async fn execute(
             Ok(())
         }
         ResizeAction::RestartPod { pod, uid } => {
-            delete_if_same(&Api::<Pod>::namespaced(client, namespace), pod, Some(uid.clone())).await
+            evict(&Api::<Pod>::namespaced(client, namespace), pod, uid).await
         }
         ResizeAction::OrphanDeleteStatefulSet => {
             let Some(sts) = stateful_set else { return Ok(()) };
@@ -604,6 +606,33 @@ where
         ..DeleteParams::default()
     };
     ignore_gone(api.delete(name, &params).await.map(|_| ()))
+}
+
+/// Takes a pod down through the Eviction API, so the API server enforces PodDisruptionBudgets (and
+/// only this UID). A refusal (429: the budget allows no disruption now) is not an error: the pod
+/// stays, and the next reconcile asks again.
+async fn evict(pods: &Api<Pod>, name: &str, uid: &str) -> Result<(), Error> {
+    let params = EvictParams {
+        delete_options: Some(DeleteParams {
+            preconditions: Some(Preconditions {
+                uid: Some(uid.to_string()),
+                resource_version: None,
+            }),
+            ..DeleteParams::default()
+        }),
+        ..EvictParams::default()
+    };
+    match pods.evict(name, &params).await {
+        Ok(_) => Ok(()),
+        Err(kube::Error::Api(status)) if status.code == 429 => {
+            tracing::info!(
+                pod = name,
+                "eviction refused by a PodDisruptionBudget; asking again later"
+            );
+            Ok(())
+        }
+        other => ignore_gone(other.map(|_| ())),
+    }
 }
 
 fn ignore_gone(result: Result<(), kube::Error>) -> Result<(), Error> {

@@ -10,16 +10,16 @@ use crate::context::Context;
 use crate::events::{Notice, publish};
 use crate::metrics::{CategoryLabels, OutcomeLabels, ReasonLabels, StepLabels};
 use ferry_api::ChosenStrategy;
-use ferry_api::names::ANNOTATION_ROLLBACK_REQUESTED;
 use ferry_api::names::FIELD_MANAGER;
 use ferry_api::names::FINALIZER;
+use ferry_api::names::{ANNOTATION_RETAINED_FROM, ANNOTATION_ROLLBACK_REQUESTED, LABEL_RETAINED};
 use ferry_api::quantity::format_bytes;
 use ferry_api::{Phase, VolumeResize, VolumeResizeStatus, condition::PRECHECKED};
 use ferry_engine::copy::{CopyContext, STEP_COPIED, plan_copy};
 use ferry_engine::in_place::plan_in_place;
 use ferry_engine::retention::plan_retention;
 use ferry_engine::revert::{STEP_REVERTED, STEP_REVERTING, plan_revert};
-use ferry_engine::run_state::ResizeAction;
+use ferry_engine::run_state::{MOVER_STUCK_SECONDS, ResizeAction};
 use ferry_engine::status::{after_precheck, defer_spec_change};
 use ferry_engine::step_timing::stamp_steps;
 use ferry_engine::{Verdict, precheck};
@@ -255,9 +255,53 @@ async fn stop_for_deletion(ctx: &Context, resize: &VolumeResize, namespace: &str
         };
         return run_step(ctx, resize, namespace, status, mode).await;
     }
+    hand_over_retained(ctx, resize, namespace).await?;
     hold::release(ctx, resize, namespace).await?;
     set_finalizer(ctx, resize, namespace, false).await?;
     Ok(Action::await_change())
+}
+
+/// A deleted resize no longer expires the old volumes it retained: they stay (Retain: nothing is
+/// lost), labelled so they can be found, and an Event names them.
+async fn hand_over_retained(ctx: &Context, resize: &VolumeResize, namespace: &str) -> Result<(), Error> {
+    let retained = resize
+        .status
+        .as_ref()
+        .map(|s| s.created_objects.retained_volumes.clone())
+        .unwrap_or_default();
+    let volumes = Api::<PersistentVolume>::all(ctx.client.clone());
+    let mut kept = Vec::new();
+    for name in retained {
+        let Some(volume) = volumes.get_opt(&name).await? else {
+            continue;
+        };
+        if !claimed_in(&volume, namespace) {
+            continue;
+        }
+        let from = format!("{namespace}/{}", resize.name_any());
+        let patch = json!({"metadata": {
+            "uid": volume.uid(),
+            "labels": {LABEL_RETAINED: "true"},
+            "annotations": {ANNOTATION_RETAINED_FROM: from},
+        }});
+        volumes
+            .patch(&name, &PatchParams::default(), &Patch::Merge(patch))
+            .await?;
+        kept.push(name);
+    }
+    if !kept.is_empty() {
+        let notice = Notice {
+            warning: false,
+            reason: "OldVolumesKept",
+            action: "Delete",
+            note: format!(
+                "deleted before its retention was up: old volumes {} stay (reclaim policy Retain, label {LABEL_RETAINED}=true); delete them once they are no longer needed",
+                kept.join(", ")
+            ),
+        };
+        publish(ctx, &notice, &[resize.object_ref(&())]).await;
+    }
+    Ok(())
 }
 
 fn all_in_place(status: &VolumeResizeStatus) -> bool {
@@ -323,6 +367,13 @@ async fn run_step(
             .as_ref()
             .and_then(|m| m.concurrency)
             .map_or(DEFAULT_CONCURRENCY, |n| n.max(1) as usize),
+        // A timeout shorter than the default patience for stuck movers shortens that too.
+        stuck_after_seconds: resize
+            .spec
+            .timeout_seconds
+            .map_or(MOVER_STUCK_SECONDS, |limit| limit.min(MOVER_STUCK_SECONDS)),
+        step_timeout_seconds: resize.spec.timeout_seconds,
+        quorum: resize.spec.mode == ferry_api::Mode::Rolling && !resize.spec.force,
     };
     let mut decision = if mode == Mode::Revert {
         plan_revert(&copy, status, &observed, &now)

@@ -240,7 +240,50 @@ fn run_mover(pod: &Pod) -> RunMover {
         phase,
         result: message,
         progress: None,
+        stuck: stuck_reason(pod),
+        created: pod.metadata.creation_timestamp.clone(),
     }
+}
+
+/// Container states in which a pod waits for something that will not come by itself.
+const HOPELESS_WAITS: [&str; 5] = [
+    "ErrImagePull",
+    "ImagePullBackOff",
+    "InvalidImageName",
+    "CreateContainerConfigError",
+    "CreateContainerError",
+];
+
+/// Why a pending pod cannot run: the scheduler finds no node for it, or its container cannot start.
+fn stuck_reason(pod: &Pod) -> Option<String> {
+    let status = pod.status.as_ref()?;
+    let unschedulable = status.conditions.iter().flatten().find(|c| {
+        c.type_ == "PodScheduled" && c.status == "False" && c.reason.as_deref() == Some("Unschedulable")
+    });
+    if let Some(condition) = unschedulable {
+        return Some(format!(
+            "Unschedulable: {}",
+            condition.message.clone().unwrap_or_default()
+        ));
+    }
+    status
+        .container_statuses
+        .iter()
+        .flatten()
+        .filter_map(|c| c.state.as_ref()?.waiting.as_ref())
+        .find(|waiting| {
+            waiting
+                .reason
+                .as_deref()
+                .is_some_and(|reason| HOPELESS_WAITS.contains(&reason))
+        })
+        .map(|waiting| {
+            format!(
+                "{}: {}",
+                waiting.reason.clone().unwrap_or_default(),
+                waiting.message.clone().unwrap_or_default()
+            )
+        })
 }
 
 fn run_claim(claim: &PersistentVolumeClaim) -> RunClaim {

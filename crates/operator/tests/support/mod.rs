@@ -337,6 +337,57 @@ impl Harness {
             .await
             .unwrap();
         assert!(movers.items.is_empty(), "no mover pod left");
+        // Every volume of this namespace is either bound to one of its claims or listed as retained
+        // by a VolumeResize: nothing is left that nobody knows about.
+        let bound: Vec<String> = list
+            .items
+            .iter()
+            .filter_map(|c| c.spec.as_ref()?.volume_name.clone())
+            .collect();
+        let retained: Vec<String> = self
+            .ns
+            .api::<VolumeResize>()
+            .list(&Default::default())
+            .await
+            .unwrap()
+            .items
+            .into_iter()
+            .flat_map(|r| {
+                r.status
+                    .map(|s| s.created_objects.retained_volumes)
+                    .unwrap_or_default()
+            })
+            .collect();
+        let volumes: Api<k8s_openapi::api::core::v1::PersistentVolume> = Api::all(self.client.clone());
+        for volume in volumes.list(&Default::default()).await.unwrap().items {
+            let claim = volume.spec.as_ref().and_then(|s| s.claim_ref.as_ref());
+            if claim.and_then(|c| c.namespace.as_deref()) != Some(self.ns.name.as_str()) {
+                continue;
+            }
+            let name = volume.name_any();
+            let deleting = volume.metadata.deletion_timestamp.is_some();
+            let released_delete = volume
+                .spec
+                .as_ref()
+                .and_then(|s| s.persistent_volume_reclaim_policy.as_deref())
+                == Some("Delete")
+                && volume.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Released");
+            // A deleted VolumeResize hands its retained volumes over, labelled.
+            let handed_over = volume
+                .labels()
+                .get(ferry_api::names::LABEL_RETAINED)
+                .map(String::as_str)
+                == Some("true");
+            assert!(
+                bound.contains(&name)
+                    || retained.contains(&name)
+                    || handed_over
+                    || deleting
+                    || released_delete,
+                "volume {name} (claim {:?}) is neither bound nor listed as retained",
+                claim.and_then(|c| c.name.clone())
+            );
+        }
     }
 
     /// Every seeded claim still holds exactly its data (on whichever volume it is bound to now).
