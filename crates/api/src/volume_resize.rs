@@ -254,9 +254,14 @@ pub struct VolumePlan {
     /// Bytes in use on the current volume, measured by a mover pod before anything is touched.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub used_bytes: Option<u64>,
-    /// Reclaim policy the source volume had before Ferry set it to Retain; restored on the new volume.
+    /// Reclaim policy the source volume had before Ferry set it to Retain; it gets it back when
+    /// retention is up (never `Delete` on a volume that was `Retain`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub original_reclaim_policy: Option<String>,
+    /// Reclaim policy the new volume got from its StorageClass, before Ferry set it to Retain for
+    /// the swap; it gets it back once the claim is bound to it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target_reclaim_policy: Option<String>,
     /// When the row entered its current `step` (for step-duration metrics).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub step_started_at: Option<MicroTime>,

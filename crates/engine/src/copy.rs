@@ -628,6 +628,15 @@ fn record_volumes(ctx: &CopyContext, status: &mut VolumeResizeStatus, observed: 
                 *uid = name.as_deref().and_then(|v| observed.volume_uid(v));
             }
         }
+        // The new volume's own policy (its class's), as long as Ferry has not set it to Retain.
+        if !swap_begun(row, observed) {
+            row.target_reclaim_policy = row
+                .target_volume
+                .as_ref()
+                .and_then(|v| observed.volumes.get(v))
+                .map(|v| v.reclaim_policy.clone())
+                .or(row.target_reclaim_policy.take());
+        }
         if row.original_reclaim_policy.is_none() {
             row.original_reclaim_policy = row
                 .source_volume
@@ -852,7 +861,10 @@ fn start_replica(
         .filter_map(|&i| {
             let row = &status.plan[i];
             let target = row.target_volume.clone()?;
-            let wanted = row.original_reclaim_policy.clone()?;
+            let wanted = row
+                .target_reclaim_policy
+                .clone()
+                .or_else(|| row.original_reclaim_policy.clone())?;
             (observed.volumes.get(&target)?.reclaim_policy != wanted).then_some(
                 ResizeAction::SetReclaimPolicy {
                     uid: observed.volume_uid(&target),
@@ -1118,7 +1130,11 @@ fn finish_swap_in_rollback(
         return swap(ctx, &status.plan[i], observed, now);
     }
     let row = &mut status.plan[i];
-    if let (Some(target), Some(wanted)) = (&row.target_volume, &row.original_reclaim_policy)
+    let wanted = row
+        .target_reclaim_policy
+        .as_ref()
+        .or(row.original_reclaim_policy.as_ref());
+    if let (Some(target), Some(wanted)) = (&row.target_volume, wanted)
         && observed
             .volumes
             .get(target)

@@ -1361,3 +1361,31 @@ fn unschedulable_measuring_pods_fail_the_resize_once_and_touch_nothing() {
     assert_eq!(cluster.observed.claims, before, "nothing touched");
     assert!(!cluster.observed.backup_exists);
 }
+
+/// Old volumes that were `Retain` (a static or Retain class) and a target class that deletes: the
+/// new volume gets its own class's policy back after the swap, not the old volume's.
+#[test]
+fn the_new_volume_gets_its_own_class_policy_back() {
+    let mut cluster = Cluster::new();
+    for volume in cluster.observed.volumes.values_mut() {
+        volume.reclaim_policy = "Retain".into();
+    }
+    let (status, _) = run(&mut cluster, None);
+    assert_eq!(status.phase, Some(Phase::Succeeded), "{:?}", status.message);
+    for replica in 0..REPLICAS {
+        let new = format!("pv-data-db-{replica}-ferry-abcd1234");
+        assert_eq!(cluster.observed.volumes[&new].reclaim_policy, "Delete", "{new}");
+        assert_eq!(
+            cluster.observed.volumes[&format!("pv-old-{replica}")].reclaim_policy,
+            "Retain"
+        );
+        let row = &status.plan[replica as usize];
+        assert_eq!(
+            (
+                row.original_reclaim_policy.as_deref(),
+                row.target_reclaim_policy.as_deref()
+            ),
+            (Some("Retain"), Some("Delete"))
+        );
+    }
+}

@@ -1,9 +1,7 @@
 //! Deleting a VolumeResize in the middle of a copy stops it at a safe point: the StatefulSet is
 //! whole, every replica runs on a volume with its data (new or old), and nothing is leaked.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-
-mod support;
+use crate::support;
 
 use ferry_api::names::FINALIZER;
 use ferry_testenv::fixtures::{stateful_set, wait_ready};

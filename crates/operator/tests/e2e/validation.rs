@@ -1,8 +1,6 @@
 //! The API server itself rejects malformed VolumeResizes, with a message a person can act on.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-
-mod support;
+use crate::support;
 
 use serde_json::json;
 use support::install_crd;

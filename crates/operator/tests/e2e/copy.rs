@@ -1,9 +1,7 @@
 //! Copy strategy end to end on the real control plane: the real mover in mover pods, swap by PV
 //! re-binding, one replica at a time; data checked by checksum before and after.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-
-mod support;
+use crate::support;
 
 use ferry_api::{ChosenStrategy, Phase};
 use ferry_testenv::fixtures::{claim_directory, stateful_set, tree_checksum};

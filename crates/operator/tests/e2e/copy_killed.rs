@@ -2,9 +2,7 @@
 //! resize completes with the data intact and nothing leaked. (Every single action is covered by the
 //! planner simulation in ferry-engine; this is the representative set on the real control plane.)
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-
-mod support;
+use crate::support;
 
 use ferry_api::Phase;
 use ferry_testenv::fixtures::{stateful_set, wait_ready};

@@ -1,8 +1,6 @@
 //! The operator's /healthz, /readyz and /metrics, served while it reconciles.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-
-mod support;
+use crate::support;
 
 use ferry_operator::{Settings, run};
 use serde_json::json;

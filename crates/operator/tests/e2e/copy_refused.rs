@@ -1,9 +1,7 @@
 //! A shrink below the data in use fails before anything is touched: the data is measured by a
 //! read-only pod running the real mover, and the message says how much room is needed.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-
-mod support;
+use crate::support;
 
 use ferry_api::Phase;
 use ferry_testenv::fixtures::{claim_directory, stateful_set, wait_ready};

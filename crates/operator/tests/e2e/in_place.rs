@@ -1,8 +1,6 @@
 //! In-place expansion end to end on the real control plane, data checked by checksum.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-
-mod support;
+use crate::support;
 
 use ferry_api::{ChosenStrategy, Phase};
 use ferry_testenv::fixtures::stateful_set;

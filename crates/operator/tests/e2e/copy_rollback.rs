@@ -1,9 +1,7 @@
 //! A mover failure during a copy rolls the replica back automatically: the StatefulSet is restored
 //! from its backup, the replica runs on its old volume with its data, and nothing is left behind.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-
-mod support;
+use crate::support;
 
 use ferry_api::Phase;
 use ferry_testenv::CLASS_FIXED;

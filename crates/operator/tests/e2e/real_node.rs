@@ -3,9 +3,7 @@
 //! volumes are real file systems of their size. After every resize, every record the application
 //! acknowledged is on the volume the replica ends up with.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-
-mod support;
+use crate::support;
 
 use ferry_api::{Phase, VolumeResize};
 use ferry_testenv::fixtures::{claim_directory, wait_ready};

@@ -3,9 +3,7 @@
 //! status; a bandwidth limit slows the mover enough to watch it. Afterwards the step durations are
 //! in the metrics.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-
-mod support;
+use crate::support;
 
 use ferry_api::{Phase, VolumeResize};
 use ferry_testenv::CLASS_FIXED;

@@ -2,9 +2,7 @@
 //! copy goes on by itself once the budget allows one. Edits made to the StatefulSet while the copy
 //! waits survive its re-creation, and so do its owner references.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-
-mod support;
+use crate::support;
 
 use ferry_api::Phase;
 use ferry_testenv::fixtures::{stateful_set, wait_ready};

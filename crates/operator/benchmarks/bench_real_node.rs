@@ -22,6 +22,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+#[path = "../tests/e2e/support/mod.rs"]
 mod support;
 
 use ferry_api::{Phase, VolumeResize};

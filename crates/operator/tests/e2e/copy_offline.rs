@@ -1,9 +1,7 @@
 //! Offline mode with two volume claim templates: every replica down together, all volumes copied
 //! (movers limited by the concurrency setting), the StatefulSet back with its replica count.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-
-mod support;
+use crate::support;
 
 use ferry_api::Phase;
 use ferry_testenv::fixtures::{

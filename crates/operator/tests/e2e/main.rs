@@ -1,0 +1,21 @@
+//! The operator end to end on the real local control plane (`scripts/testenv`): kwok nodes, the
+//! real node, the real mover. One test binary for all of it: every binary links kube, tokio and
+//! the operator, so one instead of thirteen saves minutes of linking and gigabytes of disk.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod support;
+
+mod copy;
+mod copy_budget;
+mod copy_deleted;
+mod copy_killed;
+mod copy_offline;
+mod copy_progress;
+mod copy_refused;
+mod copy_rollback;
+mod endpoints;
+mod in_place;
+mod prechecks;
+mod real_node;
+mod validation;
