@@ -4,6 +4,7 @@
 //! replica back. Every stage is derived from what is observed, so a restarted operator resumes.
 
 use crate::in_place::Decision;
+use crate::names;
 use crate::run_state::{MoverPhase, Pass, ResizeAction, RunMover, RunObserved, RunStatefulSet};
 use crate::status::update_progress;
 use ferry_api::{ChosenStrategy, Phase, VolumePlan, VolumeResizeStatus, parse_bytes};
@@ -48,12 +49,12 @@ pub struct CopyContext<'a> {
 
 /// Name of the temporary claim a row copies to.
 pub fn temp_claim_name(row: &VolumePlan, suffix: &str) -> String {
-    format!("{}-ferry-{suffix}", row.claim_name)
+    names::temp_claim(&row.claim_name, suffix)
 }
 
 /// Name of the pod measuring the data in use on a row's claim.
 pub fn usage_pod_name(row: &VolumePlan, suffix: &str) -> String {
-    format!("{}-ferry-{suffix}-usage", row.claim_name)
+    names::usage_pod(&row.claim_name, suffix)
 }
 
 /// A shrink must leave this much room over the data in use (file-system overhead, growth during
@@ -62,11 +63,7 @@ pub const SHRINK_HEADROOM: f64 = 1.1;
 
 /// Name of the mover pod making one pass of a row's copy.
 pub fn mover_name(row: &VolumePlan, suffix: &str, pass: Pass) -> String {
-    let pass = match pass {
-        Pass::Warm => "warm",
-        Pass::Final => "final",
-    };
-    format!("{}-ferry-{suffix}-{pass}", row.claim_name)
+    names::mover(&row.claim_name, suffix, pass)
 }
 
 impl CopyContext<'_> {
@@ -79,7 +76,7 @@ impl CopyContext<'_> {
     }
 
     fn pod(&self, replica: i32) -> String {
-        format!("{}-{replica}", self.sts_name)
+        names::pod(self.sts_name, replica)
     }
 }
 
@@ -337,6 +334,7 @@ pub fn plan_copy(
             let bytes = parse_bytes(&row.target_size).unwrap_or(0);
             actions.push(ResizeAction::CreateTargetClaim {
                 claim: temp,
+                source_claim: row.claim_name.clone(),
                 bytes,
                 storage_class: row.target_storage_class.clone(),
             });
@@ -801,6 +799,7 @@ pub fn swap_claim_to(
     }
     vec![ResizeAction::BindClaim {
         claim: row.claim_name.clone(),
+        template: row.volume.clone(),
         volume: target,
         bytes: parse_bytes(size).unwrap_or(0),
         storage_class: class,

@@ -4,6 +4,7 @@
 pub mod conditions;
 pub mod copy;
 pub mod in_place;
+pub mod names;
 pub mod observed;
 pub mod precheck;
 pub mod retention;

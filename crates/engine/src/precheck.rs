@@ -142,7 +142,7 @@ pub fn precheck(spec: &VolumeResizeSpec, observed: &Observed) -> Precheck {
         };
 
         for replica in ordinals.clone() {
-            let claim_name = format!("{}-{}-{replica}", change.name, sts.name);
+            let claim_name = crate::names::claim(&change.name, &sts.name, replica);
             let claim = observed.claims.get(&claim_name);
             let current_bytes = claim.and_then(|c| c.size_bytes).or(template.size_bytes);
             let claim_class = claim

@@ -62,7 +62,7 @@ pub fn plan_revert(
     let rows: Vec<usize> = (0..status.plan.len())
         .filter(|&i| to_revert(&status.plan[i]) && status.plan[i].replica == replica)
         .collect();
-    let pod_name = format!("{}-{replica}", ctx.sts_name);
+    let pod_name = crate::names::pod(ctx.sts_name, replica);
     let message = format!(
         "rolling back replica {replica} to its old volume on request; writes since the swap stay on the new volume"
     );

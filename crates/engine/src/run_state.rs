@@ -193,9 +193,10 @@ pub enum ResizeAction {
     RecreateStatefulSet,
     /// Create the StatefulSet from the backup exactly as it was (rollback).
     RestoreStatefulSet,
-    /// Create the temporary claim a copy goes to (new size and class).
+    /// Create the temporary claim a copy of `source_claim` goes to (new size and class).
     CreateTargetClaim {
         claim: String,
+        source_claim: String,
         bytes: u64,
         storage_class: Option<String>,
     },
@@ -230,6 +231,8 @@ pub enum ResizeAction {
     /// Create a claim bound to a given volume, under the original claim's name.
     BindClaim {
         claim: String,
+        /// The volume claim template the claim is made from.
+        template: String,
         volume: String,
         bytes: u64,
         storage_class: Option<String>,

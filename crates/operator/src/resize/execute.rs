@@ -98,21 +98,12 @@ pub async fn execute(
         }
         ResizeAction::CreateTargetClaim {
             claim,
+            source_claim,
             bytes,
             storage_class,
         } => {
-            let original = resize
-                .status
-                .as_ref()
-                .and_then(|s| {
-                    s.plan
-                        .iter()
-                        .find(|row| claim.starts_with(&format!("{}-ferry-", row.claim_name)))
-                })
-                .map(|row| row.claim_name.clone())
-                .unwrap_or_default();
             let access_modes = Api::<PersistentVolumeClaim>::namespaced(client.clone(), namespace)
-                .get_opt(&original)
+                .get_opt(source_claim)
                 .await?
                 .and_then(|c| c.spec.and_then(|s| s.access_modes))
                 .unwrap_or_else(|| vec!["ReadWriteOnce".into()]);
@@ -186,6 +177,7 @@ pub async fn execute(
         }
         ResizeAction::BindClaim {
             claim,
+            template,
             volume,
             bytes,
             storage_class,
@@ -194,7 +186,7 @@ pub async fn execute(
                 .get(&backup_name(resize))
                 .await?;
             let sts = restore(&backup)?;
-            let bound = claim_for_volume(&sts, claim, volume, *bytes, storage_class.clone())?;
+            let bound = claim_for_volume(&sts, template, claim, volume, *bytes, storage_class.clone())?;
             ignore_conflict(
                 Api::<PersistentVolumeClaim>::namespaced(client, namespace)
                     .create(&PostParams::default(), &bound)
@@ -422,6 +414,7 @@ fn ferry_pod(
 /// The claim a StatefulSet would make for `claim`, but bound to `volume` and sized as it.
 fn claim_for_volume(
     sts: &StatefulSet,
+    template: &str,
     claim: &str,
     volume: &str,
     bytes: u64,
@@ -432,7 +425,7 @@ fn claim_for_volume(
         .and_then(|s| s.volume_claim_templates.as_ref())
         .into_iter()
         .flatten()
-        .find(|t| claim.starts_with(&format!("{}-", t.name_any())));
+        .find(|t| t.name_any() == template);
     // The StatefulSet controller labels its claims with the pod selector's labels.
     let mut labels = template
         .and_then(|t| t.metadata.labels.clone())
@@ -641,5 +634,38 @@ fn ignore_gone(result: Result<(), kube::Error>) -> Result<(), Error> {
         // 404: already gone; 409: the UID precondition failed, i.e. it was already replaced.
         Err(kube::Error::Api(status)) if status.code == 404 || status.code == 409 => Ok(()),
         Err(error) => Err(error.into()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Templates `data` and `data-log`: the claim `data-log-db-0` is made from `data-log`, never
+    /// from `data` (whose name is a prefix of it).
+    #[test]
+    fn a_bound_claim_is_made_from_its_own_template() {
+        let sts: StatefulSet = serde_json::from_value(json!({
+            "metadata": {"name": "db"},
+            "spec": {
+                "selector": {"matchLabels": {"app": "db"}},
+                "serviceName": "db",
+                "template": {"metadata": {"labels": {"app": "db"}}},
+                "volumeClaimTemplates": [
+                    {"metadata": {"name": "data", "labels": {"kind": "data"}},
+                     "spec": {"accessModes": ["ReadWriteOnce"]}},
+                    {"metadata": {"name": "data-log", "labels": {"kind": "log"}},
+                     "spec": {"accessModes": ["ReadWriteOncePod"]}},
+                ],
+            },
+        }))
+        .unwrap();
+        let claim = claim_for_volume(&sts, "data-log", "data-log-db-0", "pv-1", 1 << 30, None).unwrap();
+        let labels = claim.metadata.labels.unwrap();
+        assert_eq!(labels.get("kind").map(String::as_str), Some("log"));
+        assert_eq!(labels.get("app").map(String::as_str), Some("db"));
+        let spec = claim.spec.unwrap();
+        assert_eq!(spec.access_modes, Some(vec!["ReadWriteOncePod".to_string()]));
+        assert_eq!(spec.volume_name.as_deref(), Some("pv-1"));
     }
 }

@@ -17,7 +17,7 @@ const HOLDER_UID: &str = "ferry.dev/holder-uid";
 
 /// Name of the Lease that holds a StatefulSet for one resize.
 pub fn hold_name(stateful_set: &str) -> String {
-    format!("ferry-hold-{stateful_set}")
+    ferry_engine::names::hold(stateful_set)
 }
 
 /// Who holds the StatefulSet, when it is not this resize.

@@ -507,6 +507,7 @@ fn describe(action: &ResizeAction) -> String {
             claim,
             bytes,
             storage_class,
+            ..
         } => format!(
             "creating PVC {claim} ({}, StorageClass {})",
             format_bytes(*bytes),

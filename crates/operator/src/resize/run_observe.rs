@@ -18,7 +18,7 @@ use std::collections::BTreeMap;
 
 /// Deterministic name of the ConfigMap holding a resize's StatefulSet backup.
 pub fn backup_name(resize: &VolumeResize) -> String {
-    format!("ferry-{}-backup", resize.name_any())
+    ferry_engine::names::backup(&resize.name_any())
 }
 
 pub async fn observe_run(
@@ -144,7 +144,7 @@ fn storage(
 
 /// Short stable suffix of a resize's UID, used in the names of what it creates.
 pub fn uid_suffix(resize: &VolumeResize) -> String {
-    resize.uid().unwrap_or_default().chars().take(8).collect()
+    ferry_engine::names::uid_suffix(&resize.uid().unwrap_or_default())
 }
 
 /// Whether a PodDisruptionBudget's selector picks pods with these labels. An empty selector picks

@@ -1,0 +1,72 @@
+//! Every name Ferry gives or looks up, built here and only here: the planner carries them in its
+//! actions, so the operator never parses a name back (a prefix match would take template `data`
+//! for `data-log`).
+
+use crate::run_state::Pass;
+
+/// Short, stable suffix from a VolumeResize's UID: names never collide with those of an older
+/// VolumeResize of the same name.
+pub fn uid_suffix(uid: &str) -> String {
+    uid.chars().take(8).collect()
+}
+
+/// The claim the StatefulSet controller makes for `template` and `ordinal`.
+pub fn claim(template: &str, stateful_set: &str, ordinal: i32) -> String {
+    format!("{template}-{stateful_set}-{ordinal}")
+}
+
+/// A StatefulSet's pod for `ordinal`.
+pub fn pod(stateful_set: &str, ordinal: i32) -> String {
+    format!("{stateful_set}-{ordinal}")
+}
+
+/// The temporary claim a copy of `claim` goes to.
+pub fn temp_claim(claim: &str, suffix: &str) -> String {
+    format!("{claim}-ferry-{suffix}")
+}
+
+/// The pod measuring the data in use on `claim`.
+pub fn usage_pod(claim: &str, suffix: &str) -> String {
+    format!("{claim}-ferry-{suffix}-usage")
+}
+
+/// The mover pod making one pass of the copy of `claim`.
+pub fn mover(claim: &str, suffix: &str, pass: Pass) -> String {
+    let pass = match pass {
+        Pass::Warm => "warm",
+        Pass::Final => "final",
+    };
+    format!("{claim}-ferry-{suffix}-{pass}")
+}
+
+/// The ConfigMap holding a VolumeResize's StatefulSet backup.
+pub fn backup(resize: &str) -> String {
+    format!("ferry-{resize}-backup")
+}
+
+/// The Lease that holds a StatefulSet for one resize at a time.
+pub fn hold(stateful_set: &str) -> String {
+    format!("ferry-hold-{stateful_set}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_of_a_row() {
+        let suffix = uid_suffix("0123456789abcdef");
+        assert_eq!(suffix, "01234567");
+        let claim = claim("data-log", "db", 2);
+        assert_eq!(claim, "data-log-db-2");
+        assert_eq!(temp_claim(&claim, &suffix), "data-log-db-2-ferry-01234567");
+        assert_eq!(usage_pod(&claim, &suffix), "data-log-db-2-ferry-01234567-usage");
+        assert_eq!(
+            mover(&claim, &suffix, Pass::Final),
+            "data-log-db-2-ferry-01234567-final"
+        );
+        assert_eq!(pod("db", 2), "db-2");
+        assert_eq!(backup("grow"), "ferry-grow-backup");
+        assert_eq!(hold("db"), "ferry-hold-db");
+    }
+}
