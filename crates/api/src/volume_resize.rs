@@ -331,6 +331,7 @@ pub mod condition {
     pub const REASON_NOTHING_TO_DO: &str = "NothingToChange";
     pub const REASON_NOT_READY: &str = "StatefulSetNotReady";
     pub const REASON_NO_REPLICAS: &str = "StatefulSetHasNoReplicas";
+    pub const REASON_TOPOLOGY: &str = "StorageClassTopologyMismatch";
     pub const REASON_WAITING_FOR_OTHER: &str = "WaitingForOtherResize";
     pub const REASON_NOT_QUEUED: &str = "First";
 }

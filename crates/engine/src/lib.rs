@@ -14,5 +14,7 @@ pub mod status;
 pub mod step_timing;
 pub mod strategy;
 
-pub use observed::{ClaimView, Observed, PeerResize, StatefulSetView, StorageClassView, TemplateView};
+pub use observed::{
+    ClaimView, NodeView, Observed, PeerResize, StatefulSetView, StorageClassView, TemplateView,
+};
 pub use precheck::{Precheck, Verdict, precheck};

@@ -15,6 +15,14 @@ pub struct Observed {
     pub peers: Vec<PeerResize>,
     /// This VolumeResize's place in the queue: (creation time in seconds, name).
     pub queue_key: (i64, String),
+    /// The node each running replica is on, by ordinal.
+    pub replica_nodes: BTreeMap<i32, NodeView>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct NodeView {
+    pub name: String,
+    pub labels: BTreeMap<String, String>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -44,6 +52,20 @@ pub struct TemplateView {
 pub struct StorageClassView {
     pub allow_expansion: bool,
     pub is_default: bool,
+    /// `allowedTopologies`: terms (any may match), each a list of (label key, allowed values) that
+    /// must all match. Empty: anywhere.
+    pub allowed_topologies: Vec<Vec<(String, Vec<String>)>>,
+}
+
+impl StorageClassView {
+    /// Whether a volume of this class can be provisioned where a node with `labels` can use it.
+    pub fn reaches(&self, labels: &BTreeMap<String, String>) -> bool {
+        self.allowed_topologies.is_empty()
+            || self.allowed_topologies.iter().any(|term| {
+                term.iter()
+                    .all(|(key, values)| labels.get(key).is_some_and(|value| values.contains(value)))
+            })
+    }
 }
 
 #[derive(Debug, Clone, Default, PartialEq)]

@@ -231,6 +231,46 @@ pub fn precheck(spec: &VolumeResizeSpec, observed: &Observed) -> Precheck {
         );
     }
 
+    // A copy's new volume is provisioned for, and used on, the replica's node: a target class
+    // whose allowedTopologies exclude that node could never bind there. Say so before anything
+    // stops, instead of a mover that waits for a volume that cannot come.
+    for row in plan
+        .iter()
+        .filter(|row| row.strategy == Some(ferry_api::ChosenStrategy::Copy))
+    {
+        let (Some(class_name), Some(node)) = (
+            row.target_storage_class.as_ref(),
+            observed.replica_nodes.get(&row.replica),
+        ) else {
+            continue;
+        };
+        let Some(class) = observed.storage_classes.get(class_name) else {
+            continue;
+        };
+        if !class.reaches(&node.labels) {
+            let allowed: Vec<String> = class
+                .allowed_topologies
+                .iter()
+                .map(|term| {
+                    term.iter()
+                        .map(|(key, values)| format!("{key} in [{}]", values.join(", ")))
+                        .collect::<Vec<_>>()
+                        .join(" and ")
+                })
+                .collect();
+            return Precheck::reject(
+                REASON_TOPOLOGY,
+                format!(
+                    "StorageClass {class_name:?} provisions only where {}; replica {} ({}) runs on node {:?}, which is not among them, so its new volume could not be used there",
+                    allowed.join(", or where "),
+                    row.replica,
+                    row.claim_name,
+                    node.name
+                ),
+            );
+        }
+    }
+
     // A dry run changes nothing, so it never waits for the StatefulSet to be free or Ready.
     if spec.dry_run {
         return Precheck {

@@ -54,6 +54,7 @@ fn observed() -> Observed {
         StorageClassView {
             allow_expansion: true,
             is_default: true,
+            ..StorageClassView::default()
         },
     );
     o.storage_classes.insert(
@@ -61,6 +62,7 @@ fn observed() -> Observed {
         StorageClassView {
             allow_expansion: false,
             is_default: false,
+            ..StorageClassView::default()
         },
     );
     for replica in 0..3 {
@@ -389,5 +391,48 @@ fn zero_replicas_is_refused_with_the_reason_not_called_done() {
     assert!(
         message.contains("0 replicas") && message.contains("data-db-0, data-db-1, data-db-2 keep their size"),
         "{message}"
+    );
+}
+
+#[test]
+fn a_target_class_that_cannot_reach_the_replicas_node_is_refused_before_anything_stops() {
+    use crate::observed::NodeView;
+    let mut o = observed();
+    o.storage_classes.insert(
+        "local-fast".into(),
+        StorageClassView {
+            allow_expansion: false,
+            is_default: false,
+            allowed_topologies: vec![vec![(
+                "topology.kubernetes.io/zone".into(),
+                vec!["zone-a".into(), "zone-b".into()],
+            )]],
+        },
+    );
+    for (replica, zone) in [(0, "zone-a"), (1, "zone-c"), (2, "zone-b")] {
+        o.replica_nodes.insert(
+            replica,
+            NodeView {
+                name: format!("node-{replica}"),
+                labels: [("topology.kubernetes.io/zone".to_string(), zone.to_string())].into(),
+            },
+        );
+    }
+    let check = precheck(&spec(&[("data", "10Gi", Some("local-fast"))]), &o);
+    assert_eq!(reason(&check), REASON_TOPOLOGY);
+    let Verdict::Reject { message, .. } = &check.verdict else {
+        panic!("{check:?}")
+    };
+    assert!(
+        message.contains("topology.kubernetes.io/zone in [zone-a, zone-b]")
+            && message.contains("replica 1 (data-db-1) runs on node \"node-1\""),
+        "{message}"
+    );
+    // Where every replica's node is reachable, the copy is planned.
+    o.replica_nodes.get_mut(&1).unwrap().labels =
+        [("topology.kubernetes.io/zone".to_string(), "zone-b".to_string())].into();
+    assert_eq!(
+        precheck(&spec(&[("data", "10Gi", Some("local-fast"))]), &o).verdict,
+        Verdict::Passed
     );
 }

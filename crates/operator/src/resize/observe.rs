@@ -3,14 +3,18 @@
 use crate::Error;
 use crate::context::Context;
 use ferry_api::{Phase, VolumeResize, parse_bytes};
-use ferry_engine::{ClaimView, Observed, PeerResize, StatefulSetView, StorageClassView, TemplateView};
+use ferry_engine::{
+    ClaimView, NodeView, Observed, PeerResize, StatefulSetView, StorageClassView, TemplateView,
+};
 use k8s_openapi::api::apps::v1::StatefulSet;
 use k8s_openapi::api::core::v1::ObjectReference;
 use k8s_openapi::api::core::v1::PersistentVolumeClaim;
+use k8s_openapi::api::core::v1::{Node, Pod};
 use k8s_openapi::api::storage::v1::StorageClass;
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use kube::api::ListParams;
 use kube::{Api, Resource, ResourceExt};
+use std::collections::BTreeMap;
 
 const DEFAULT_CLASS_ANNOTATION: &str = "storageclass.kubernetes.io/is-default-class";
 
@@ -32,6 +36,18 @@ pub async fn observe(ctx: &Context, resize: &VolumeResize, namespace: &str) -> R
         .into_iter()
         .map(|class| {
             let view = StorageClassView {
+                allowed_topologies: class
+                    .allowed_topologies
+                    .iter()
+                    .flatten()
+                    .map(|term| {
+                        term.match_label_expressions
+                            .iter()
+                            .flatten()
+                            .map(|e| (e.key.clone(), e.values.clone()))
+                            .collect()
+                    })
+                    .collect(),
                 allow_expansion: class.allow_volume_expansion.unwrap_or(false),
                 is_default: class
                     .annotations()
@@ -52,7 +68,12 @@ pub async fn observe(ctx: &Context, resize: &VolumeResize, namespace: &str) -> R
             .collect(),
         None => Default::default(),
     };
+    let replica_nodes = match &stateful_set {
+        Some(sts) => replica_nodes(ctx, sts, namespace).await?,
+        None => Default::default(),
+    };
     let observed = Observed {
+        replica_nodes,
         stateful_set: stateful_set.as_ref().map(stateful_set_view),
         storage_classes,
         claims,
@@ -63,6 +84,42 @@ pub async fn observe(ctx: &Context, resize: &VolumeResize, namespace: &str) -> R
         observed,
         stateful_set: stateful_set.map(|sts| sts.object_ref(&())),
     })
+}
+
+/// The node (name and labels) each of the StatefulSet's pods runs on, by ordinal.
+async fn replica_nodes(
+    ctx: &Context,
+    sts: &StatefulSet,
+    namespace: &str,
+) -> Result<BTreeMap<i32, NodeView>, Error> {
+    let prefix = format!("{}-", sts.name_any());
+    let nodes = Api::<Node>::all(ctx.client.clone());
+    let mut placed = BTreeMap::new();
+    let pods = Api::<Pod>::namespaced(ctx.client.clone(), namespace)
+        .list(&ListParams::default())
+        .await?;
+    for pod in pods.items {
+        let Some(ordinal) = pod
+            .name_any()
+            .strip_prefix(&prefix)
+            .and_then(|o| o.parse::<i32>().ok())
+        else {
+            continue;
+        };
+        let Some(node_name) = pod.spec.as_ref().and_then(|s| s.node_name.clone()) else {
+            continue;
+        };
+        if let Some(node) = nodes.get_opt(&node_name).await? {
+            placed.insert(
+                ordinal,
+                NodeView {
+                    name: node_name,
+                    labels: node.labels().clone(),
+                },
+            );
+        }
+    }
+    Ok(placed)
 }
 
 fn bytes(quantity: Option<&Quantity>) -> Option<u64> {

@@ -548,3 +548,23 @@ async fn a_status_write_from_a_stale_copy_is_refused() {
     assert_eq!(now.status.unwrap().message.as_deref(), Some("newer intent"));
     harness.finish().await;
 }
+
+/// A copy onto a class whose allowedTopologies exclude the replicas' nodes (the real node's disks,
+/// for replicas on kwok nodes) is refused by the prechecks, before anything is stopped or made.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_target_class_out_of_the_replicas_reach_is_refused() {
+    let harness = Harness::start("pre-topo").await;
+    healthy_stateful_set(&harness, "db", 2, CLASS_FIXED).await;
+    let spec = json!({"statefulSetName": "db", "volumes": [
+        {"name": "data", "size": "2Gi", "storageClassName": ferry_testenv::CLASS_BLOCK_FIXED}
+    ]});
+    assert_rejected(
+        &harness,
+        "move-far",
+        spec,
+        REASON_TOPOLOGY,
+        "provisions only where kubernetes.io/hostname in [node-real]; replica 0 (data-db-0) runs on node",
+    )
+    .await;
+    harness.finish().await;
+}
