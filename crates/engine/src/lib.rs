@@ -9,6 +9,7 @@ pub mod observed;
 pub mod precheck;
 pub mod retention;
 pub mod revert;
+pub mod route;
 pub mod run_state;
 pub mod status;
 pub mod step_timing;

@@ -15,10 +15,9 @@ use ferry_api::names::FINALIZER;
 use ferry_api::names::{ANNOTATION_RETAINED_FROM, ANNOTATION_ROLLBACK_REQUESTED, LABEL_RETAINED};
 use ferry_api::quantity::format_bytes;
 use ferry_api::{Phase, VolumeResize, VolumeResizeStatus, condition::PRECHECKED};
-use ferry_engine::copy::{CopyContext, STEP_COPIED, plan_copy};
-use ferry_engine::in_place::plan_in_place;
+use ferry_engine::copy::CopyContext;
 use ferry_engine::retention::plan_retention;
-use ferry_engine::revert::{STEP_REVERTED, STEP_REVERTING, plan_revert};
+use ferry_engine::route::{Facts, Route, Run, plan_run, route};
 use ferry_engine::run_state::{MOVER_STUCK_SECONDS, ResizeAction};
 use ferry_engine::status::{after_precheck, defer_spec_change};
 use ferry_engine::step_timing::stamp_steps;
@@ -72,30 +71,24 @@ async fn reconcile_inner(resize: &VolumeResize, ctx: &Context) -> Result<Action,
         kind: "VolumeResize",
         name: resize.name_any(),
     })?;
-    if resize.metadata.deletion_timestamp.is_some() {
-        return stop_for_deletion(ctx, resize, &namespace).await;
-    }
-    let generation = resize.metadata.generation;
     let previous = resize.status.as_ref();
-    let current_generation = previous.and_then(|s| s.observed_generation) == generation;
-    // Past its prechecks for this spec, a resize holds the StatefulSet and carries out its plan. A
-    // run under way never goes back to prechecks, whatever the spec says now.
-    let under_way = matches!(resize.phase(), Phase::Running | Phase::RollingBack);
-    if (current_generation && resize.phase() != Phase::Pending) || under_way {
-        return match (resize.phase(), previous) {
-            (_, Some(status)) if reverting(resize, status) => {
-                run_step(ctx, resize, &namespace, status, Mode::Revert).await
-            }
-            (Phase::Planning | Phase::Running | Phase::RollingBack, Some(status)) => {
-                run_step(ctx, resize, &namespace, status, Mode::Forward).await
-            }
-            (Phase::Succeeded | Phase::Failed, Some(status))
-                if !status.created_objects.retained_volumes.is_empty() =>
-            {
-                expire_retained(ctx, resize, &namespace, status).await
-            }
-            _ => Ok(Action::await_change()),
-        };
+    let generation = resize.metadata.generation;
+    let facts = Facts {
+        status: previous,
+        generation,
+        deleting: resize.metadata.deletion_timestamp.is_some(),
+        has_finalizer: has_finalizer(resize),
+        rollback_requested: resize
+            .annotations()
+            .get(ANNOTATION_ROLLBACK_REQUESTED)
+            .is_some_and(|v| v == "true"),
+    };
+    match (route(&facts), previous) {
+        (Route::Run(run), Some(status)) => return run_step(ctx, resize, &namespace, status, run).await,
+        (Route::Retention, Some(status)) => return expire_retained(ctx, resize, &namespace, status).await,
+        (Route::LetGo, _) => return let_go(ctx, resize, &namespace).await,
+        (Route::Precheck, _) => {}
+        (Route::Idle | Route::Run(_) | Route::Retention, _) => return Ok(Action::await_change()),
     }
 
     let observation = observe(ctx, resize, &namespace).await?;
@@ -237,24 +230,10 @@ async fn set_finalizer(
     Ok(())
 }
 
-/// A deleted VolumeResize stops at the next safe point (a replica entirely on its new volume or
-/// entirely back on its old one, the StatefulSet present), then lets go.
-async fn stop_for_deletion(ctx: &Context, resize: &VolumeResize, namespace: &str) -> Result<Action, Error> {
-    if !has_finalizer(resize) {
-        return Ok(Action::await_change());
-    }
-    if let Some(status) = resize.status.as_ref()
-        && matches!(resize.phase(), Phase::Running | Phase::RollingBack)
-    {
-        // Terminal once safe; the status write wakes this reconcile again to let go.
-        // A requested rollback is finished rather than cut short: each of its steps is safe.
-        let mode = if reverting(resize, status) {
-            Mode::Revert
-        } else {
-            Mode::Stopping
-        };
-        return run_step(ctx, resize, namespace, status, mode).await;
-    }
+/// A deleted VolumeResize at a safe point (a replica entirely on its new volume or entirely back on
+/// its old one, the StatefulSet present) lets go: what it retained is handed over, its hold and
+/// its finalizer go.
+async fn let_go(ctx: &Context, resize: &VolumeResize, namespace: &str) -> Result<Action, Error> {
     hand_over_retained(ctx, resize, namespace).await?;
     hold::release(ctx, resize, namespace).await?;
     set_finalizer(ctx, resize, namespace, false).await?;
@@ -304,52 +283,14 @@ async fn hand_over_retained(ctx: &Context, resize: &VolumeResize, namespace: &st
     Ok(())
 }
 
-fn all_in_place(status: &VolumeResizeStatus) -> bool {
-    status
-        .plan
-        .iter()
-        .all(|row| row.strategy != Some(ChosenStrategy::Copy))
-}
-
-/// One step of a running resize: observe, decide (pure), record the intent, act.
-/// Which way a running resize goes.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Mode {
-    Forward,
-    /// Deleted: stop at the next safe point.
-    Stopping,
-    /// `ferry.dev/rollback-requested`: put copied replicas back on their old volumes.
-    Revert,
-}
-
-/// A rollback was asked for (`kubectl ferry rollback`) and has replicas left to put back. Not while
-/// the copy itself still runs or rolls back on its own.
-fn reverting(resize: &VolumeResize, status: &VolumeResizeStatus) -> bool {
-    let requested = resize
-        .annotations()
-        .get(ANNOTATION_ROLLBACK_REQUESTED)
-        .map(String::as_str)
-        == Some("true");
-    let step_is = |steps: &[&str]| {
-        status
-            .plan
-            .iter()
-            .any(|row| row.step.as_deref().is_some_and(|s| steps.contains(&s)))
-    };
-    let start = matches!(resize.phase(), Phase::Succeeded | Phase::Failed) && step_is(&[STEP_COPIED]);
-    // Under way until plan_revert itself ends it (phase Failed, "rolled back on request").
-    let under_way = resize.phase() == Phase::RollingBack && step_is(&[STEP_REVERTING, STEP_REVERTED]);
-    requested && (start || under_way)
-}
-
 async fn run_step(
     ctx: &Context,
     resize: &VolumeResize,
     namespace: &str,
     status: &VolumeResizeStatus,
-    mode: Mode,
+    run: Run,
 ) -> Result<Action, Error> {
-    let stopping = mode == Mode::Stopping;
+    let stopping = run == Run::Stopping;
     let (observed, stateful_set) = observe_run(ctx, resize, namespace).await?;
     let now = Time(k8s_openapi::jiff::Timestamp::now());
     let backup = backup_name(resize);
@@ -375,20 +316,7 @@ async fn run_step(
         step_timeout_seconds: resize.spec.timeout_seconds,
         quorum: resize.spec.mode == ferry_api::Mode::Rolling && !resize.spec.force,
     };
-    let mut decision = if mode == Mode::Revert {
-        plan_revert(&copy, status, &observed, &now)
-    } else if all_in_place(status) {
-        plan_in_place(
-            stopping,
-            status,
-            &observed,
-            &resize.spec.stateful_set_name,
-            &backup,
-            &now,
-        )
-    } else {
-        plan_copy(&copy, status, &observed, &now)
-    };
+    let mut decision = plan_run(run, &copy, status, &observed, &now);
     let finished_steps = stamp_steps(status, &mut decision.status, &MicroTime(now.0));
     defer_spec_change(&mut decision.status, resize.metadata.generation, &now);
     // The object as the finalizer patch must see it: after the status write, not before (else
