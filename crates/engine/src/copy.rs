@@ -8,6 +8,7 @@ use crate::names;
 use crate::run_state::{MoverPhase, Pass, ResizeAction, RunMover, RunObserved, RunStatefulSet};
 use crate::status::update_progress;
 use ferry_api::{ChosenStrategy, Phase, VolumePlan, VolumeResizeStatus, parse_bytes};
+use ferry_mover_report::{Progress, SyncResult, UsageResult};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
 pub const STEP_CREATING_TARGET: &str = "CreatingTarget";
@@ -501,11 +502,11 @@ fn measure_usage(
             }
             Some(mover) => match &mover.phase {
                 MoverPhase::Succeeded => {
-                    let value = mover
+                    row.used_bytes = mover
                         .result
                         .as_deref()
-                        .and_then(|r| serde_json::from_str::<serde_json::Value>(r).ok());
-                    row.used_bytes = value.and_then(|v| v.get("bytes").and_then(serde_json::Value::as_u64));
+                        .and_then(|r| serde_json::from_str::<UsageResult>(r).ok())
+                        .map(|usage| usage.bytes);
                     row.bytes_total = row.used_bytes;
                 }
                 _ => {
@@ -1225,43 +1226,33 @@ fn absorb_progress(row: &mut VolumePlan, mover: &RunMover) {
     if mover.phase != MoverPhase::Running {
         return;
     }
-    let Some(value) = mover
+    let Some(progress) = mover
         .progress
         .as_deref()
-        .and_then(|text| serde_json::from_str::<serde_json::Value>(text).ok())
+        .and_then(|text| serde_json::from_str::<Progress>(text).ok())
     else {
         return;
     };
-    let field = |name: &str| value.get(name).and_then(serde_json::Value::as_u64);
-    if let (Some(bytes_done), Some(bytes_total)) = (field("bytesDone"), field("bytesTotal")) {
-        row.bytes_done = Some(bytes_done);
-        row.bytes_total = Some(bytes_total);
-        row.files_done = field("filesDone").or(row.files_done);
-        row.files_total = field("filesTotal").or(row.files_total);
-        row.bytes_per_second = field("bytesPerSecond").or(row.bytes_per_second);
-    }
+    row.bytes_done = Some(progress.bytes_done);
+    row.bytes_total = Some(progress.bytes_total);
+    row.files_done = Some(progress.files_done);
+    row.files_total = Some(progress.files_total);
+    row.bytes_per_second = Some(progress.bytes_per_second);
 }
 
 /// Takes files and bytes from a mover's result JSON into the row; returns the bytes the pass wrote.
 fn absorb_result(row: &mut VolumePlan, result: Option<&str>) -> Option<u64> {
-    let value = result.and_then(|text| serde_json::from_str::<serde_json::Value>(text).ok())?;
-    let field = |name: &str| value.get(name).and_then(serde_json::Value::as_u64);
-    if let (Some(files), Some(bytes)) = (field("files"), field("bytes")) {
-        row.files_done = Some(files);
-        row.files_total = Some(files);
-        row.bytes_done = Some(bytes);
-        row.bytes_total = Some(bytes);
-        let seconds = value
-            .get("seconds")
-            .and_then(serde_json::Value::as_f64)
-            .unwrap_or(0.0);
-        // The rate of what this pass wrote (a final pass that found little to do is not "fast").
-        let copied = field("bytesCopied").unwrap_or(bytes);
-        if seconds > 0.0 && copied > 0 {
-            row.bytes_per_second = Some((copied as f64 / seconds) as u64);
-        }
+    // A failure's result has no files or bytes and does not parse: the row is left as it is.
+    let result = result.and_then(|text| serde_json::from_str::<SyncResult>(text).ok())?;
+    row.files_done = Some(result.files);
+    row.files_total = Some(result.files);
+    row.bytes_done = Some(result.bytes);
+    row.bytes_total = Some(result.bytes);
+    // The rate of what this pass wrote (a final pass that found little to do is not "fast").
+    if result.seconds > 0.0 && result.bytes_copied > 0 {
+        row.bytes_per_second = Some((result.bytes_copied as f64 / result.seconds) as u64);
     }
-    field("bytesCopied")
+    Some(result.bytes_copied)
 }
 
 fn decide(mut status: VolumeResizeStatus, actions: Vec<ResizeAction>, summary: &str) -> Decision {

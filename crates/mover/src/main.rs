@@ -6,6 +6,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand, ValueEnum};
 use ferry_mover::{MoverError, ProgressMode, SyncOptions, VerifyMode};
+use ferry_mover_report::FailureResult;
 
 const EXIT_CODES: &str = "\
 Exit codes:
@@ -254,25 +255,26 @@ fn default_result_file() -> Option<PathBuf> {
 
 /// The result of a failed run, kept under the termination-message limit.
 fn failure_json(e: &MoverError) -> String {
-    let mut message = e.to_string();
-    let mut mismatches: Vec<String> = match e {
-        MoverError::VerifyMismatch { paths, .. } => paths.iter().map(|p| p.display().to_string()).collect(),
-        _ => Vec::new(),
+    let mut failure = FailureResult {
+        error: e.to_string(),
+        exit_code: e.exit_code(),
+        kind: e.kind().to_string(),
+        mismatches: match e {
+            MoverError::VerifyMismatch { paths, .. } => {
+                paths.iter().map(|p| p.display().to_string()).collect()
+            }
+            _ => Vec::new(),
+        },
     };
     loop {
-        let v = serde_json::json!({
-            "error": message,
-            "kind": e.kind(),
-            "exitCode": e.exit_code(),
-            "mismatches": mismatches,
-        });
-        let s = v.to_string();
-        if s.len() <= RESULT_LIMIT || (message.is_empty() && mismatches.is_empty()) {
+        let s = serde_json::to_string(&failure).unwrap_or_default();
+        if s.len() <= RESULT_LIMIT || (failure.error.is_empty() && failure.mismatches.is_empty()) {
             return s;
         }
-        if !mismatches.is_empty() {
-            mismatches.truncate(mismatches.len() / 2);
+        if !failure.mismatches.is_empty() {
+            failure.mismatches.truncate(failure.mismatches.len() / 2);
         } else {
+            let message = &mut failure.error;
             let keep = message.len() / 2;
             let cut = (0..=keep)
                 .rev()

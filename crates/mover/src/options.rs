@@ -74,29 +74,6 @@ impl std::fmt::Debug for Hook {
     }
 }
 
-/// The outcome of a successful sync; serialized as the pod's termination message.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct SyncReport {
-    /// Entries in the source tree (root excluded).
-    pub files: u64,
-    /// Bytes of regular-file data in the source.
-    pub bytes: u64,
-    /// Data bytes written in this run.
-    pub bytes_copied: u64,
-    /// Target entries removed as extraneous (`delete`).
-    pub deleted: u64,
-    /// Metadata digest of the tree as synced (equals `metadataDigest` of `ferry-mover digest`
-    /// on the target when exact).
-    pub digest: String,
-    /// Wall-clock duration.
-    pub seconds: f64,
-    /// Verification level used.
-    pub verify: String,
-    /// Non-fatal problems (entries that vanished or changed during the copy).
-    pub warnings: u64,
-    /// Entries created or whose data was rewritten in this run.
-    pub files_copied: u64,
-    /// Entries whose metadata only was fixed.
-    pub metadata_fixed: u64,
-}
+/// The outcome of a successful sync; serialized as the pod's termination message. It is the wire
+/// type itself, so what the planner reads back cannot drift from what is written.
+pub use ferry_mover_report::SyncResult as SyncReport;

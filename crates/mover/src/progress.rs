@@ -6,7 +6,8 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use serde::Serialize;
+/// One progress line: the wire type the planner reads back.
+pub use ferry_mover_report::Progress as ProgressLine;
 
 /// How progress is shown.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -89,26 +90,6 @@ impl Default for Progress {
     }
 }
 
-/// One progress line; the operator parses exactly these camelCase names.
-#[derive(Debug, Clone, Serialize, PartialEq)]
-#[serde(rename_all = "camelCase")]
-pub struct ProgressLine {
-    /// scan, copy, delete, verify or done.
-    pub phase: &'static str,
-    /// Entries handled.
-    pub files_done: u64,
-    /// Entries in the source.
-    pub files_total: u64,
-    /// Bytes handled.
-    pub bytes_done: u64,
-    /// Bytes in the source.
-    pub bytes_total: u64,
-    /// Average rate of bytes written since the start.
-    pub bytes_per_second: u64,
-    /// Seconds since the start.
-    pub elapsed_seconds: f64,
-}
-
 impl Progress {
     /// Switches the phase.
     pub fn set_phase(&self, phase: Phase) {
@@ -136,7 +117,9 @@ impl Progress {
             0
         };
         ProgressLine {
-            phase: Phase::from_u8(self.phase.load(Ordering::Relaxed)).name(),
+            phase: Phase::from_u8(self.phase.load(Ordering::Relaxed))
+                .name()
+                .to_string(),
             files_done: self.files_done.load(Ordering::Relaxed),
             files_total: self.files_total.load(Ordering::Relaxed),
             bytes_done: self.bytes_done.load(Ordering::Relaxed),

@@ -3,19 +3,11 @@
 use std::collections::HashSet;
 use std::path::Path;
 
-use serde::{Deserialize, Serialize};
-
 use crate::error::MoverError;
 use crate::progress::Warnings;
 
-/// Bytes allocated on disk and inodes in use by a tree.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Usage {
-    /// Allocated bytes (st_blocks × 512; sparse holes are free).
-    pub bytes: u64,
-    /// Distinct inodes, the root included.
-    pub inodes: u64,
-}
+/// Bytes allocated on disk and inodes in use by a tree: the wire type the planner reads back.
+pub use ferry_mover_report::UsageResult as Usage;
 
 /// Measures `dir`.
 pub fn usage(dir: &Path) -> Result<Usage, MoverError> {
