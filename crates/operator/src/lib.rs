@@ -10,6 +10,7 @@ pub mod metrics;
 pub mod resize;
 pub mod run;
 pub mod triggers;
+pub mod writes;
 
 pub use error::Error;
 pub use run::{Settings, run};

@@ -14,9 +14,7 @@ use k8s_openapi::api::apps::v1::StatefulSet;
 use k8s_openapi::api::core::v1::{ConfigMap, PersistentVolume, PersistentVolumeClaim, Pod, Toleration};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use kube::api::{
-    DeleteParams, EvictParams, Patch, PatchParams, PostParams, Preconditions, PropagationPolicy,
-};
+use kube::api::{DeleteParams, EvictParams, Patch, Preconditions, PropagationPolicy};
 use kube::{Api, Resource, ResourceExt};
 use serde_json::json;
 
@@ -46,14 +44,14 @@ pub async fn execute(
             let backup = backup_config_map(resize, sts)?;
             ignore_conflict(
                 Api::<ConfigMap>::namespaced(client, namespace)
-                    .create(&PostParams::default(), &backup)
+                    .create(&crate::writes::create(), &backup)
                     .await,
             )
         }
         ResizeAction::ExpandClaim { claim, bytes } => {
             let patch = json!({"spec": {"resources": {"requests": {"storage": ferry_api::quantity::format_bytes(*bytes)}}}});
             Api::<PersistentVolumeClaim>::namespaced(client, namespace)
-                .patch(claim, &PatchParams::default(), &Patch::Merge(patch))
+                .patch(claim, &crate::writes::patch(), &Patch::Merge(patch))
                 .await?;
             Ok(())
         }
@@ -67,7 +65,7 @@ pub async fn execute(
             Api::<ConfigMap>::namespaced(client.clone(), namespace)
                 .patch(
                     &backup_name(resize),
-                    &PatchParams::default(),
+                    &crate::writes::patch(),
                     &Patch::Merge(json!({"data": {LIVE_KEY: live}})),
                 )
                 .await?;
@@ -92,7 +90,7 @@ pub async fn execute(
                 .await?;
             ignore_conflict(
                 Api::<StatefulSet>::namespaced(client, namespace)
-                    .create(&PostParams::default(), &recreated_by(resize, restore(&backup)?))
+                    .create(&crate::writes::create(), &recreated_by(resize, restore(&backup)?))
                     .await,
             )
         }
@@ -117,7 +115,7 @@ pub async fn execute(
             }))?;
             ignore_conflict(
                 Api::<PersistentVolumeClaim>::namespaced(client, namespace)
-                    .create(&PostParams::default(), &target)
+                    .create(&crate::writes::create(), &target)
                     .await,
             )
         }
@@ -131,7 +129,7 @@ pub async fn execute(
             let mover = mover_pod(ctx, resize, pod, source, target, *pass, tolerations)?;
             ignore_conflict(
                 Api::<Pod>::namespaced(client, namespace)
-                    .create(&PostParams::default(), &mover)
+                    .create(&crate::writes::create(), &mover)
                     .await,
             )
         }
@@ -140,7 +138,7 @@ pub async fn execute(
             let measure = usage_pod(ctx, resize, pod, claim, tolerations)?;
             ignore_conflict(
                 Api::<Pod>::namespaced(client, namespace)
-                    .create(&PostParams::default(), &measure)
+                    .create(&crate::writes::create(), &measure)
                     .await,
             )
         }
@@ -154,7 +152,7 @@ pub async fn execute(
             let patch =
                 with_uid_precondition(json!({"spec": {"persistentVolumeReclaimPolicy": policy}}), uid);
             Api::<PersistentVolume>::all(client)
-                .patch(volume, &PatchParams::default(), &Patch::Merge(patch))
+                .patch(volume, &crate::writes::patch(), &Patch::Merge(patch))
                 .await?;
             Ok(())
         }
@@ -171,7 +169,7 @@ pub async fn execute(
                 uid,
             );
             Api::<PersistentVolume>::all(client)
-                .patch(volume, &PatchParams::default(), &Patch::Merge(patch))
+                .patch(volume, &crate::writes::patch(), &Patch::Merge(patch))
                 .await?;
             Ok(())
         }
@@ -189,7 +187,7 @@ pub async fn execute(
             let bound = claim_for_volume(&sts, template, claim, volume, *bytes, storage_class.clone())?;
             ignore_conflict(
                 Api::<PersistentVolumeClaim>::namespaced(client, namespace)
-                    .create(&PostParams::default(), &bound)
+                    .create(&crate::writes::create(), &bound)
                     .await,
             )
         }
@@ -197,7 +195,7 @@ pub async fn execute(
             // The UID in the patch makes it fail rather than touch a claim of the same name.
             let patch = json!({"metadata": {"uid": uid, "annotations": {ANNOTATION_BIND_NUDGE: "true"}}});
             Api::<PersistentVolumeClaim>::namespaced(client, namespace)
-                .patch(claim, &PatchParams::default(), &Patch::Merge(&patch))
+                .patch(claim, &crate::writes::patch(), &Patch::Merge(&patch))
                 .await?;
             Ok(())
         }
@@ -208,7 +206,7 @@ pub async fn execute(
             let sts = recreated_by(resize, with_new_templates(resize, last_live(&backup)?));
             ignore_conflict(
                 Api::<StatefulSet>::namespaced(client, namespace)
-                    .create(&PostParams::default(), &sts)
+                    .create(&crate::writes::create(), &sts)
                     .await,
             )
         }

@@ -9,7 +9,7 @@ use crate::context::Context;
 use ferry_api::VolumeResize;
 use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use kube::api::{DeleteParams, PostParams, Preconditions};
+use kube::api::{DeleteParams, Preconditions};
 use kube::{Api, Resource, ResourceExt};
 
 /// Annotation on the Lease: the UID of the VolumeResize holding it.
@@ -47,7 +47,7 @@ pub async fn acquire(ctx: &Context, resize: &VolumeResize, namespace: &str) -> R
             ..LeaseSpec::default()
         }),
     };
-    match leases.create(&PostParams::default(), &lease).await {
+    match leases.create(&crate::writes::create(), &lease).await {
         Ok(_) => return Ok(Hold::Ours),
         Err(kube::Error::Api(status)) if status.code == 409 => {}
         Err(error) => return Err(error.into()),

@@ -225,7 +225,7 @@ async fn set_finalizer(
     // The resourceVersion makes this a compare-and-swap: never drop someone else's finalizer.
     let patch = json!({"metadata": {"finalizers": finalizers, "resourceVersion": resize.resource_version()}});
     Api::<VolumeResize>::namespaced(ctx.client.clone(), namespace)
-        .patch(&resize.name_any(), &PatchParams::default(), &Patch::Merge(patch))
+        .patch(&resize.name_any(), &crate::writes::patch(), &Patch::Merge(patch))
         .await?;
     Ok(())
 }
@@ -264,7 +264,7 @@ async fn hand_over_retained(ctx: &Context, resize: &VolumeResize, namespace: &st
             "annotations": {ANNOTATION_RETAINED_FROM: from},
         }});
         volumes
-            .patch(&name, &PatchParams::default(), &Patch::Merge(patch))
+            .patch(&name, &crate::writes::patch(), &Patch::Merge(patch))
             .await?;
         kept.push(name);
     }

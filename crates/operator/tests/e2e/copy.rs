@@ -50,6 +50,18 @@ async fn assert_copied(harness: &Harness, before: &Before, size: u64, class: &st
     for replica in 0..3 {
         let name = format!("data-db-{replica}");
         let claim = claims.get(&name).await.unwrap();
+        // Made by Ferry, and its managedFields say so.
+        let managers: Vec<String> = claim
+            .metadata
+            .managed_fields
+            .iter()
+            .flatten()
+            .filter_map(|f| f.manager.clone())
+            .collect();
+        assert!(
+            managers.iter().any(|m| m == "ferry"),
+            "{name}: managers {managers:?}"
+        );
         let spec = claim.spec.clone().unwrap();
         let new_volume = spec.volume_name.clone().unwrap();
         assert_ne!(
