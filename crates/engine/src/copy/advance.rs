@@ -1,0 +1,170 @@
+//! The copy going forward for the replicas of a batch, row by row: target claim, warm copy while
+//! the replica serves, stopping it (quorum, budgets), the final sync once its pod is gone, and the
+//! swap once that sync has succeeded.
+
+use super::*;
+
+pub(super) fn advance(
+    ctx: &CopyContext,
+    mut status: VolumeResizeStatus,
+    observed: &RunObserved,
+    batch: &[i32],
+    rows: &[usize],
+    who: &str,
+    now: &Time,
+) -> Decision {
+    let pod_running = |replica: i32| {
+        observed
+            .pods
+            .get(&ctx.pod(replica))
+            .is_some_and(|pod| !pod.deleting)
+    };
+    let replica_running = batch.iter().any(|&replica| pod_running(replica));
+    // Mover pods already at work count against the concurrency limit.
+    let mut mover_slots = ctx.concurrency.saturating_sub(
+        observed
+            .movers
+            .values()
+            .filter(|m| matches!(m.phase, MoverPhase::Waiting | MoverPhase::Running))
+            .count(),
+    );
+    let mut actions = Vec::new();
+    // The running replicas can be stopped once all their rows have a target and a finished warm copy
+    // (rows of replicas already stopped do not hold this back).
+    let mut ready_to_stop = true;
+    let mut summary = String::new();
+    for &i in rows {
+        let row = status.plan[i].clone();
+        // Already on its new volume; the batch waits for its other rows.
+        if swapped(&row, observed) {
+            continue;
+        }
+        let temp = ctx.temp_claim(&row);
+        let final_mover = observed.movers.get(&ctx.mover(&row, Pass::Final));
+        let final_done = final_mover.is_some_and(|m| m.phase == MoverPhase::Succeeded);
+        // Once the swap has begun (recorded in status before acting) it only goes forward: the mover
+        // pods it removes no longer show that the final sync succeeded.
+        let swapping = row.step.as_deref() == Some(STEP_SWAPPING);
+        // A pod that started on the old claim after the final sync would write what the copy lacks.
+        let replica_absent = !observed.pods.contains_key(&ctx.pod(row.replica));
+        if (final_done && replica_absent) || swapping {
+            let copied = absorb_result(&mut status.plan[i], final_mover.and_then(|m| m.result.as_deref()));
+            // Counted once, when the swap begins (the step is recorded before acting).
+            if !swapping && let Some(copied) = copied {
+                let row = &mut status.plan[i];
+                row.bytes_copied = Some(row.bytes_copied.unwrap_or(0) + copied);
+            }
+            status.plan[i].step = Some(STEP_SWAPPING.into());
+            actions.extend(swap(ctx, &status.plan[i], observed, now));
+            summary = format!("swapping volumes of {who}");
+            continue;
+        }
+        if !observed.claims.contains_key(&temp) {
+            let bytes = parse_bytes(&row.target_size).unwrap_or(0);
+            actions.push(ResizeAction::CreateTargetClaim {
+                claim: temp,
+                source_claim: row.claim_name.clone(),
+                bytes,
+                storage_class: row.target_storage_class.clone(),
+            });
+            status.plan[i].step = Some(STEP_CREATING_TARGET.into());
+            ready_to_stop = false;
+            summary = format!("creating the new volumes of {who}");
+            continue;
+        }
+        if let Some(mover) = final_mover {
+            absorb_progress(&mut status.plan[i], mover);
+            status.plan[i].step = Some(STEP_FINAL_SYNC.into());
+            summary = format!("final sync of {who} (stopped)");
+            continue;
+        }
+        if !pod_running(row.replica) {
+            // A Terminating pod's application may still write during its grace period (a
+            // checkpoint, a flush): the final pass starts only once the pod is gone.
+            if observed.pods.contains_key(&ctx.pod(row.replica)) {
+                status.plan[i].step = Some(STEP_STOPPING_REPLICA.into());
+                summary = format!("waiting for {who} to stop before the final sync");
+                continue;
+            }
+            if mover_slots == 0 {
+                continue;
+            }
+            mover_slots -= 1;
+            // The replica is stopped: the final pass copies what changed since the warm one.
+            let warm = ctx.mover(&row, Pass::Warm);
+            if observed.movers.contains_key(&warm) {
+                actions.push(ResizeAction::DeleteMover { pod: warm });
+            }
+            actions.push(ResizeAction::StartMover {
+                pod: ctx.mover(&row, Pass::Final),
+                source: row.claim_name.clone(),
+                target: temp,
+                pass: Pass::Final,
+            });
+            status.plan[i].step = Some(STEP_FINAL_SYNC.into());
+            summary = format!("final sync of {who} (stopped)");
+            continue;
+        }
+        if ctx.warm_copy {
+            let warm = ctx.mover(&row, Pass::Warm);
+            match observed.movers.get(&warm).map(|m| &m.phase) {
+                None if mover_slots == 0 => ready_to_stop = false,
+                None => {
+                    mover_slots -= 1;
+                    actions.push(ResizeAction::StartMover {
+                        pod: warm,
+                        source: row.claim_name.clone(),
+                        target: temp,
+                        pass: Pass::Warm,
+                    });
+                    status.plan[i].step = Some(STEP_WARM_COPY.into());
+                    ready_to_stop = false;
+                }
+                Some(MoverPhase::Succeeded) => {
+                    let result = observed.movers.get(&warm).and_then(|m| m.result.as_deref());
+                    let copied = absorb_result(&mut status.plan[i], result);
+                    status.plan[i].bytes_copied = copied;
+                }
+                Some(_) => {
+                    if let Some(mover) = observed.movers.get(&warm) {
+                        absorb_progress(&mut status.plan[i], mover);
+                    }
+                    status.plan[i].step = Some(STEP_WARM_COPY.into());
+                    ready_to_stop = false;
+                }
+            }
+            if !ready_to_stop {
+                summary = format!("warm copy of {who} while serving");
+            }
+        }
+    }
+    if ready_to_stop && replica_running {
+        for &i in rows {
+            if !swap_begun(&status.plan[i], observed) {
+                status.plan[i].step = Some(STEP_STOPPING_REPLICA.into());
+            }
+        }
+        // Before the first step down (the StatefulSet still there): the budget, and every other
+        // replica Ready, so a stop never leaves fewer serving than the application expects.
+        let not_yet_down = observed.stateful_set.as_ref().is_some_and(|sts| !sts.deleting);
+        let unready = if ctx.quorum && not_yet_down {
+            unready_others(ctx, &status, observed, batch)
+        } else {
+            Vec::new()
+        };
+        if !unready.is_empty() {
+            summary = format!(
+                "waiting for replica(s) {} to be Ready before stopping {who}",
+                unready.iter().map(i32::to_string).collect::<Vec<_>>().join(", ")
+            );
+        } else {
+            summary = if !ctx.offline && not_yet_down && observed.budget_blocks() {
+                format!("{who}: {}", crate::run_state::WAITING_FOR_BUDGET)
+            } else {
+                format!("stopping {who} for the final sync")
+            };
+            actions.extend(stop_replica(ctx, &mut status, observed, batch, rows, now));
+        }
+    }
+    decide(status, actions, &summary)
+}

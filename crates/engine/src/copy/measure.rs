@@ -1,0 +1,121 @@
+//! Before anything is touched: the data in use on every claim to copy, measured by read-only pods,
+//! and a target too small for it refused.
+
+use super::*;
+
+/// The usage stage: one read-only pod per claim still unmeasured; when all are measured, their pods
+/// are removed and every target is checked against the data it must hold. `None` when done.
+pub(super) fn measure_usage(
+    ctx: &CopyContext,
+    status: &mut VolumeResizeStatus,
+    observed: &RunObserved,
+    now: &Time,
+) -> Option<Decision> {
+    let mut actions = Vec::new();
+    // Measuring pods are mover pods too: no more at once than `mover.concurrency`.
+    let mut slots = ctx.concurrency.saturating_sub(
+        observed
+            .movers
+            .values()
+            .filter(|m| matches!(m.phase, MoverPhase::Waiting | MoverPhase::Running))
+            .count(),
+    );
+    for row in status
+        .plan
+        .iter_mut()
+        .filter(|row| is_copy(row) && row.finished_at.is_none())
+    {
+        if row.used_bytes.is_some() || row.step.as_deref() == Some(STEP_MEASURING_FAILED) {
+            continue;
+        }
+        let pod = usage_pod_name(row, ctx.suffix);
+        match observed.movers.get(&pod) {
+            None if slots == 0 => {}
+            None => {
+                slots -= 1;
+                actions.push(ResizeAction::MeasureUsage {
+                    pod,
+                    claim: row.claim_name.clone(),
+                });
+            }
+            Some(mover) => match &mover.phase {
+                MoverPhase::Succeeded => {
+                    row.used_bytes = mover
+                        .result
+                        .as_deref()
+                        .and_then(|r| serde_json::from_str::<UsageResult>(r).ok())
+                        .map(|usage| usage.bytes);
+                    row.bytes_total = row.used_bytes;
+                }
+                _ => {
+                    if let Some(failure) = mover.failure(now, ctx.stuck_after_seconds) {
+                        row.step = Some(STEP_MEASURING_FAILED.into());
+                        row.message = Some(format!(
+                            "could not measure the data in use on {}: mover {failure}",
+                            row.claim_name
+                        ));
+                    }
+                }
+            },
+        }
+    }
+    // A claim that could not be measured fails the resize (recorded, so it is not measured again),
+    // once every measuring pod is gone; nothing else was touched.
+    let failures: Vec<String> = status
+        .plan
+        .iter()
+        .filter(|row| row.step.as_deref() == Some(STEP_MEASURING_FAILED))
+        .filter_map(|row| row.message.clone())
+        .collect();
+    if !failures.is_empty() {
+        let leftovers = usage_leftovers(ctx, status, observed);
+        return Some(fail(status.clone(), leftovers, failures.join("; "), now));
+    }
+    let unmeasured = status
+        .plan
+        .iter()
+        .any(|row| is_copy(row) && row.finished_at.is_none() && row.used_bytes.is_none());
+    if unmeasured {
+        return Some(decide(status.clone(), actions, "measuring the data in use"));
+    }
+    let leftovers = usage_leftovers(ctx, status, observed);
+    let too_small: Vec<String> = status
+        .plan
+        .iter()
+        .filter(|row| is_copy(row) && row.finished_at.is_none())
+        .filter_map(|row| {
+            let used = row.used_bytes?;
+            let target = parse_bytes(&row.target_size).ok()?;
+            let needed = (used as f64 * SHRINK_HEADROOM).ceil() as u64;
+            (target < needed).then(|| {
+                format!(
+                    "{} holds {} of data; {} leaves no room (at least {} needed with {:.0}% headroom)",
+                    row.claim_name,
+                    ferry_api::quantity::human_bytes(used),
+                    row.target_size,
+                    ferry_api::quantity::human_bytes(needed),
+                    (SHRINK_HEADROOM - 1.0) * 100.0
+                )
+            })
+        })
+        .collect();
+    if !too_small.is_empty() {
+        return Some(fail(status.clone(), leftovers, too_small.join("; "), now));
+    }
+    (!leftovers.is_empty()).then(|| decide(status.clone(), leftovers, "data in use measured"))
+}
+
+/// Deletions of the measuring pods that still exist.
+pub(super) fn usage_leftovers(
+    ctx: &CopyContext,
+    status: &VolumeResizeStatus,
+    observed: &RunObserved,
+) -> Vec<ResizeAction> {
+    status
+        .plan
+        .iter()
+        .map(|row| usage_pod_name(row, ctx.suffix))
+        .filter(|pod| observed.movers.contains_key(pod))
+        .map(|pod| ResizeAction::DeleteMover { pod })
+        .collect()
+}
