@@ -121,7 +121,15 @@ pub fn plan_in_place(
     }
 
     // Offline-only drivers: restart one pod at a time, and only while every other pod is Ready.
+    // A pod that is gone and not yet re-created counts as down too (the StatefulSet's own status
+    // can lag behind it).
+    let replica_missing = status.plan.iter().any(|row| {
+        !observed
+            .pods
+            .contains_key(&crate::names::pod(sts_name, row.replica))
+    });
     let disruption_in_flight = observed.budget_blocks()
+        || replica_missing
         || observed.pods.values().any(|pod| pod.deleting || !pod.ready)
         || observed
             .stateful_set

@@ -1,7 +1,5 @@
 //! Mover pods run as real local processes that see the PV's files and end like a kubelet reports.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-
 use ferry_testenv::fixtures::claim_directory;
 use ferry_testenv::{CLASS_FIXED, MOVER_LABEL, TestNamespace, client, wait_until};
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim, Pod};

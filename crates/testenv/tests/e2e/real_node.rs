@@ -2,8 +2,6 @@
 //! are real file systems of the requested size, and logs, exec and the stats summary work through
 //! the API server as on a cluster.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-
 use ferry_testenv::fixtures::claim_directory;
 use ferry_testenv::quantity::bytes;
 use ferry_testenv::workload::{BUSYBOX_IMAGE, acknowledged, df_bytes, records, writer_stateful_set};

@@ -3,7 +3,7 @@
 //! VolumeResize must be in a given state, the test writes its status itself (no operator runs in
 //! these namespaces).
 
-mod support;
+use crate::support;
 
 use ferry_testenv::{CLASS_EXPANDABLE, CLASS_FIXED};
 use kube::ResourceExt;

@@ -1,8 +1,6 @@
 //! The test StorageClasses on the real control plane: provisioning through the real StatefulSet
 //! controller, PV binder and scheduler; online and offline-only expansion.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-
 use ferry_testenv::fixtures::{claim_directory, stateful_set, wait_ready};
 use ferry_testenv::quantity::bytes;
 use ferry_testenv::{CLASS_EXPANDABLE, CLASS_FIXED, CLASS_OFFLINE_EXPAND, TestNamespace, client, wait_until};

@@ -1,7 +1,7 @@
 //! `plan` and `status --follow` against a real StatefulSet with the real operator running
 //! in-process for the test's namespace.
 
-mod support;
+use crate::support;
 
 use ferry_testenv::{CLASS_EXPANDABLE, CLASS_FIXED};
 use k8s_openapi::api::apps::v1::StatefulSet;

@@ -1,0 +1,9 @@
+//! The real `kubectl-ferry` binary against the local control plane (`scripts/testenv`): every
+//! command without the operator, and `plan` / `status --follow` with it. One test binary.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod support;
+
+mod commands;
+mod with_operator;

@@ -1,0 +1,8 @@
+//! The test environment itself on the real local control plane: the mover-pod executor, the
+//! StorageClasses of both kinds of node, and the real node. One test binary.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod executor;
+mod real_node;
+mod storage;
