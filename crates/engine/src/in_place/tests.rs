@@ -220,3 +220,172 @@ fn deleted_while_replacing_the_stateful_set_re_creates_it_before_stopping() {
     assert_eq!(stopped.status.phase, Some(Phase::Failed));
     assert!(stopped.actions.is_empty());
 }
+
+/// Kubernetes as far as in-place expansion needs it: claims whose capacity follows their request
+/// (online) or only once a new pod mounts them (offline-only driver), pods re-created a tick after
+/// deletion by the StatefulSet controller, and a StatefulSet replaced by orphan delete + create.
+struct Expansion {
+    observed: RunObserved,
+    offline: bool,
+    next_uid: u32,
+    /// Pods deleted at the last tick, re-created (new UID, Ready) at the next.
+    recreating: Vec<String>,
+    /// Most pods down at once, and restarts per pod.
+    most_down: usize,
+    restarts: std::collections::BTreeMap<String, u32>,
+}
+
+impl Expansion {
+    fn new(offline: bool) -> Self {
+        let mut observed = cluster(3, GI, GI, false);
+        observed.backup_exists = false;
+        Expansion {
+            observed,
+            offline,
+            next_uid: 0,
+            recreating: Vec::new(),
+            most_down: 0,
+            restarts: Default::default(),
+        }
+    }
+
+    fn apply(&mut self, action: &ResizeAction) {
+        match action {
+            ResizeAction::BackupStatefulSet => self.observed.backup_exists = true,
+            ResizeAction::ExpandClaim { claim, bytes } => {
+                if let Some(c) = self.observed.claims.get_mut(claim) {
+                    c.requested_bytes = *bytes;
+                }
+            }
+            ResizeAction::RestartPod { pod, uid } => {
+                if self.observed.pods.get(pod).is_some_and(|p| &p.uid == uid) {
+                    self.observed.pods.remove(pod);
+                    self.recreating.push(pod.clone());
+                    *self.restarts.entry(pod.clone()).or_default() += 1;
+                }
+            }
+            ResizeAction::OrphanDeleteStatefulSet => self.observed.stateful_set = None,
+            ResizeAction::RecreateStatefulSet => {
+                if self.observed.stateful_set.is_none() {
+                    self.observed.stateful_set = Some(RunStatefulSet {
+                        template_sizes: [("data".to_string(), 2 * GI)].into(),
+                        replicas: 3,
+                        ready_replicas: 3,
+                        ..RunStatefulSet::default()
+                    });
+                }
+            }
+            other => panic!("in place never does {other:?}"),
+        }
+    }
+
+    fn settle(&mut self) {
+        // The driver grows each requested claim; online it is done, offline the file system grows
+        // when a new pod mounts it.
+        for claim in self.observed.claims.values_mut() {
+            if claim.requested_bytes > claim.capacity_bytes {
+                if self.offline {
+                    claim.file_system_resize_pending = true;
+                } else {
+                    claim.capacity_bytes = claim.requested_bytes;
+                }
+            }
+        }
+        if self.observed.stateful_set.is_some() {
+            for pod in std::mem::take(&mut self.recreating) {
+                self.next_uid += 1;
+                let claim = format!("data-{pod}");
+                if let Some(c) = self.observed.claims.get_mut(&claim)
+                    && c.file_system_resize_pending
+                {
+                    c.capacity_bytes = c.requested_bytes;
+                    c.file_system_resize_pending = false;
+                }
+                self.observed.pods.insert(
+                    pod,
+                    RunPod {
+                        uid: format!("new-{}", self.next_uid),
+                        ready: true,
+                        deleting: false,
+                    },
+                );
+            }
+        }
+        self.most_down = self.most_down.max(3 - self.observed.pods.len());
+    }
+}
+
+/// Both kinds of driver, with the operator killed after every single action: every claim ends at
+/// its new size, the StatefulSet has the new template, no two replicas are ever down together, and
+/// with an offline-only driver each pod is restarted exactly once.
+#[test]
+fn killed_after_any_action_in_place_still_completes_one_pod_at_a_time() {
+    for offline in [false, true] {
+        let total = {
+            let mut count = Expansion::new(offline);
+            let mut status = planned(3);
+            let mut actions = 0;
+            for _ in 0..100 {
+                let decision = plan(&status, &count.observed);
+                status = decision.status;
+                if status.phase.is_some_and(Phase::is_terminal) {
+                    break;
+                }
+                for action in &decision.actions {
+                    count.apply(action);
+                    actions += 1;
+                }
+                count.settle();
+            }
+            actions
+        };
+        assert!(total > 5, "{total} actions");
+        for crash_at in 0..total {
+            let mut sim = Expansion::new(offline);
+            let mut status = planned(3);
+            let mut executed = 0;
+            for _ in 0..100 {
+                let decision = plan(&status, &sim.observed);
+                status = decision.status;
+                if status.phase.is_some_and(Phase::is_terminal) {
+                    break;
+                }
+                for action in &decision.actions {
+                    let crashed = executed == crash_at;
+                    executed += 1;
+                    if crashed {
+                        break;
+                    }
+                    sim.apply(action);
+                }
+                sim.settle();
+            }
+            let case = format!("offline {offline}, crash at {crash_at}");
+            assert_eq!(
+                status.phase,
+                Some(Phase::Succeeded),
+                "{case}: {:?}",
+                status.message
+            );
+            assert!(
+                sim.observed.claims.values().all(|c| c.capacity_bytes == 2 * GI),
+                "{case}"
+            );
+            let sts = sim.observed.stateful_set.as_ref().expect("StatefulSet present");
+            assert_eq!(sts.template_sizes["data"], 2 * GI, "{case}");
+            assert!(
+                sim.most_down <= 1,
+                "{case}: {} replicas down at once",
+                sim.most_down
+            );
+            let expected = if offline { 1 } else { 0 };
+            for pod in ["db-0", "db-1", "db-2"] {
+                assert_eq!(
+                    sim.restarts.get(pod).copied().unwrap_or(0),
+                    expected,
+                    "{case}: {pod}"
+                );
+            }
+        }
+    }
+}
