@@ -569,6 +569,33 @@ fn assert_copied(cluster: &Cluster, status: &VolumeResizeStatus) {
     assert!(status.created_objects.temporary_claims.is_empty());
 }
 
+/// Replica `replica` is whole after `case`: its old volume still holds its data, the claim serves
+/// everything written before the swap (after it, only the new volume gets writes), and no
+/// temporary claim is left. Returns the volume the claim is on.
+fn assert_replica_whole(cluster: &Cluster, replica: i32, case: &str) -> String {
+    let claim = format!("data-db-{replica}");
+    let volume = cluster.observed.claims[&claim].volume_name.clone().unwrap();
+    let old = format!("pv-old-{replica}");
+    assert!(
+        cluster.data[&old].starts_with(&format!("payload-{replica}")),
+        "{case}: {old}"
+    );
+    assert!(
+        cluster.data[&volume].starts_with(&cluster.data[&old]),
+        "{case}: {claim} serves its data: {} vs old {}",
+        cluster.data[&volume],
+        cluster.data[&old]
+    );
+    assert!(
+        !cluster
+            .observed
+            .claims
+            .contains_key(&format!("{claim}-ferry-abcd1234")),
+        "{case}: temporary claim of {claim} removed"
+    );
+    volume
+}
+
 #[test]
 fn a_clean_run_copies_every_replica_once() {
     let mut cluster = Cluster::new();
@@ -690,25 +717,8 @@ fn deleted_after_any_action_it_stops_at_a_safe_point() {
             "deleted after {deleted_after}: movers removed"
         );
         for replica in 0..REPLICAS {
-            let claim = &cluster.observed.claims[&format!("data-db-{replica}")];
-            let volume = claim.volume_name.clone().unwrap();
             // Whichever volume it ends on holds everything the replica wrote.
-            let old = format!("pv-old-{replica}");
-            assert!(
-                cluster.data[&old].starts_with(&format!("payload-{replica}")),
-                "deleted after {deleted_after}: data"
-            );
-            assert_eq!(
-                cluster.data[&volume], cluster.data[&old],
-                "deleted after {deleted_after}: data"
-            );
-            assert!(
-                !cluster
-                    .observed
-                    .claims
-                    .contains_key(&format!("data-db-{replica}-ferry-abcd1234")),
-                "deleted after {deleted_after}: temporary claim of replica {replica} removed"
-            );
+            assert_replica_whole(&cluster, replica, &format!("deleted after {deleted_after}"));
         }
     }
 }
@@ -1071,24 +1081,9 @@ fn a_failure_after_part_of_a_batch_swapped_ends_every_row_exactly_on_one_side() 
             for replica in 0..REPLICAS {
                 let claim = format!("data-db-{replica}");
                 let row = status.plan.iter().find(|r| r.claim_name == claim).unwrap();
-                let volume = cluster.observed.claims[&claim].volume_name.clone().unwrap();
+                let volume = assert_replica_whole(&cluster, replica, &case);
                 let old = format!("pv-old-{replica}");
                 let new = format!("pv-{claim}-ferry-abcd1234");
-                assert!(
-                    cluster.data[&old].starts_with(&format!("payload-{replica}")),
-                    "{case}"
-                );
-                assert_eq!(
-                    cluster.data[&volume], cluster.data[&old],
-                    "{case}: {claim} serves its data"
-                );
-                assert!(
-                    !cluster
-                        .observed
-                        .claims
-                        .contains_key(&format!("{claim}-ferry-abcd1234")),
-                    "{case}: temporary claim of {claim} removed"
-                );
                 let retained = &status.created_objects.retained_volumes;
                 if volume == new {
                     forwarded += 1;
@@ -1165,19 +1160,8 @@ fn a_stateful_set_re_created_by_someone_else_never_serves_an_empty_claim() {
                 assert!(cluster.observed.movers.is_empty(), "{case}: movers removed");
                 for replica in 0..REPLICAS {
                     let claim = format!("data-db-{replica}");
-                    let volume = cluster.observed.claims[&claim].volume_name.clone().unwrap();
+                    let volume = assert_replica_whole(&cluster, replica, &case);
                     let old = format!("pv-old-{replica}");
-                    assert!(
-                        cluster.data[&old].starts_with(&format!("payload-{replica}")),
-                        "{case}"
-                    );
-                    // Everything written before the swap, and after it only on the new volume.
-                    assert!(
-                        cluster.data[&volume].starts_with(&cluster.data[&old]),
-                        "{case}: {claim} serves its data: {} vs old {}",
-                        cluster.data[&volume],
-                        cluster.data[&old]
-                    );
                     let row = status.plan.iter().find(|r| r.claim_name == claim).unwrap();
                     // On its old volume: rolled back, or never started.
                     let expected: &[Option<&str>] = if volume == old {
@@ -1189,13 +1173,6 @@ fn a_stateful_set_re_created_by_someone_else_never_serves_an_empty_claim() {
                         expected.contains(&row.step.as_deref()),
                         "{case}: {claim} on {volume}: {:?}",
                         row.step
-                    );
-                    assert!(
-                        !cluster
-                            .observed
-                            .claims
-                            .contains_key(&format!("{claim}-ferry-abcd1234")),
-                        "{case}: temporary claim of {claim} removed"
                     );
                 }
             }

@@ -58,6 +58,30 @@ async fn deleting_a_running_copy_stops_at_a_safe_point() {
     harness.finish().await;
 }
 
+/// Two replicas seeded with data, a copy to 512Mi started, and the moment Ferry has orphan-deleted
+/// the StatefulSet to stop replica 0: what someone else may do in that window is what the tests
+/// below do.
+/// Returns the seeded data, the VolumeResize and the original StatefulSet's UID.
+async fn copy_until_orphaned(harness: &Harness) -> (Vec<support::Seeded>, ferry_api::VolumeResize, String) {
+    let seeded = harness
+        .seeded(stateful_set("db", 2, CLASS_FIXED, "256Mi"), &["data"], 40)
+        .await;
+    let sets = harness.ns.api::<StatefulSet>();
+    let original_uid = sets.get("db").await.unwrap().uid().unwrap();
+    let resize = harness
+        .create_resize(
+            "copy",
+            json!({"statefulSetName": "db", "volumes": [{"name": "data", "size": "512Mi"}]}),
+        )
+        .await;
+    wait_until("Ferry to orphan-delete the StatefulSet", 120, || async {
+        sets.get_opt("db").await.ok()?.is_none().then_some(())
+    })
+    .await
+    .unwrap();
+    (seeded, resize, original_uid)
+}
+
 /// A GitOps tool's self-heal (or a parent operator) creates the StatefulSet again from its old
 /// manifest while Ferry has it orphan-deleted. Ferry tells it apart by UID: the resize never ends
 /// Succeeded with the old template, every claim keeps its data, and nothing is leaked.
@@ -68,23 +92,10 @@ async fn a_stateful_set_re_created_by_someone_else_mid_copy_is_never_taken_for_f
     use kube::api::PostParams;
 
     let harness = Harness::start("copy-foreign").await;
-    let manifest = stateful_set("db", 2, CLASS_FIXED, "256Mi");
-    let seeded = harness.seeded(manifest.clone(), &["data"], 40).await;
-    let sets = harness.ns.api::<StatefulSet>();
-    let original_uid = sets.get("db").await.unwrap().uid().unwrap();
-
-    let resize = harness
-        .create_resize(
-            "copy",
-            json!({"statefulSetName": "db", "volumes": [{"name": "data", "size": "512Mi"}]}),
-        )
-        .await;
+    let (seeded, resize, original_uid) = copy_until_orphaned(&harness).await;
     // As soon as Ferry has orphan-deleted it, the "GitOps tool" puts the manifest back.
-    wait_until("Ferry to orphan-delete the StatefulSet", 120, || async {
-        sets.get_opt("db").await.ok()?.is_none().then_some(())
-    })
-    .await
-    .unwrap();
+    let sets = harness.ns.api::<StatefulSet>();
+    let manifest = stateful_set("db", 2, CLASS_FIXED, "256Mi");
     let foreign = sets.create(&PostParams::default(), &manifest).await.unwrap();
     assert_ne!(foreign.uid().unwrap(), original_uid);
 
@@ -147,21 +158,8 @@ async fn a_spec_edited_mid_run_waits_for_the_run_to_end() {
     use kube::api::{Patch, PatchParams};
 
     let harness = Harness::start("copy-edited").await;
-    let seeded = harness
-        .seeded(stateful_set("db", 2, CLASS_FIXED, "256Mi"), &["data"], 40)
-        .await;
-    harness
-        .create_resize(
-            "copy",
-            json!({"statefulSetName": "db", "volumes": [{"name": "data", "size": "512Mi"}]}),
-        )
-        .await;
+    let (seeded, _, _) = copy_until_orphaned(&harness).await;
     let sets = harness.ns.api::<StatefulSet>();
-    wait_until("Ferry to orphan-delete the StatefulSet", 120, || async {
-        sets.get_opt("db").await.ok()?.is_none().then_some(())
-    })
-    .await
-    .unwrap();
     let api = harness.ns.api::<ferry_api::VolumeResize>();
     api.patch(
         "copy",
