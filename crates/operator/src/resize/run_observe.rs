@@ -227,13 +227,23 @@ fn run_mover(pod: &Pod) -> RunMover {
         .and_then(|c| c.state.as_ref())
         .and_then(|state| state.terminated.clone());
     let message = terminated.as_ref().and_then(|t| t.message.clone());
-    let phase = match status.and_then(|s| s.phase.as_deref()) {
-        Some("Succeeded") => MoverPhase::Succeeded,
-        Some("Failed") => MoverPhase::Failed {
-            exit_code: terminated.as_ref().map(|t| t.exit_code).unwrap_or(-1),
+    // The mover's one container has ended: that is the outcome. The pod's phase follows only after
+    // the kubelet's next status sync and its sandbox is stopped (a second or two on a real node,
+    // all of it replica downtime for a final pass).
+    let phase = match (
+        terminated.as_ref().map(|t| t.exit_code),
+        status.and_then(|s| s.phase.as_deref()),
+    ) {
+        (Some(0), _) | (None, Some("Succeeded")) => MoverPhase::Succeeded,
+        (Some(exit_code), _) => MoverPhase::Failed {
+            exit_code,
             message: message.clone().unwrap_or_default(),
         },
-        Some("Running") => MoverPhase::Running,
+        (None, Some("Failed")) => MoverPhase::Failed {
+            exit_code: -1,
+            message: String::new(),
+        },
+        (None, Some("Running")) => MoverPhase::Running,
         _ => MoverPhase::Waiting,
     };
     RunMover {
@@ -372,5 +382,46 @@ fn run_stateful_set(
             .collect(),
         replicas: spec.and_then(|s| s.replicas).unwrap_or(1),
         ready_replicas: sts.status.as_ref().and_then(|s| s.ready_replicas).unwrap_or(0),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn pod(phase: &str, terminated: Option<(i32, &str)>) -> Pod {
+        let state = match terminated {
+            Some((exit_code, message)) => json!({"terminated": {"exitCode": exit_code, "message": message}}),
+            None => json!({"running": {}}),
+        };
+        serde_json::from_value(json!({
+            "metadata": {"name": "m"},
+            "status": {"phase": phase, "containerStatuses": [{
+                "name": "mover", "image": "i", "imageID": "", "ready": false, "restartCount": 0, "state": state,
+            }]},
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn a_mover_is_done_when_its_container_ends_not_when_the_pod_phase_follows() {
+        let done = run_mover(&pod("Running", Some((0, r#"{"files":1}"#))));
+        assert_eq!(done.phase, MoverPhase::Succeeded);
+        assert_eq!(done.result.as_deref(), Some(r#"{"files":1}"#));
+        let failed = run_mover(&pod("Running", Some((3, "verify mismatch"))));
+        assert_eq!(
+            failed.phase,
+            MoverPhase::Failed {
+                exit_code: 3,
+                message: "verify mismatch".into()
+            }
+        );
+        assert_eq!(run_mover(&pod("Running", None)).phase, MoverPhase::Running);
+        assert_eq!(
+            run_mover(&pod("Succeeded", Some((0, "")))).phase,
+            MoverPhase::Succeeded
+        );
+        assert_eq!(run_mover(&pod("Pending", None)).phase, MoverPhase::Waiting);
     }
 }
