@@ -39,3 +39,18 @@ pub const ANNOTATION_RECREATED_BY: &str = "ferry.dev/recreated-by";
 pub const LABEL_RETAINED: &str = "ferry.dev/retained";
 /// Annotation on such a volume: `<namespace>/<VolumeResize>` it was retained by.
 pub const ANNOTATION_RETAINED_FROM: &str = "ferry.dev/retained-from";
+/// On a StatefulSet: the volume claim template change an edit of the StatefulSet asked for, as a
+/// JSON list of `{name, size, storageClassName?}`. Written by Ferry's admission webhook, which puts
+/// the stored templates back so the API server's immutability check passes.
+pub const ANNOTATION_REQUESTED_TEMPLATES: &str = "ferry.dev/requested-templates";
+/// On a StatefulSet: the VolumeResize that serves (or served) its current request.
+pub const ANNOTATION_RESIZE_BY: &str = "ferry.dev/resize-by";
+/// On a StatefulSet: where its requested resize stands (`Running: …`, `Succeeded: …`, `Failed: …`).
+pub const ANNOTATION_RESIZE_STATUS: &str = "ferry.dev/resize-status";
+/// The seed operator's annotation, `resize-statefulset-operator/resize-<template index>: "10Gi"`.
+pub const SEED_ANNOTATION_RESIZE_PREFIX: &str = "resize-statefulset-operator/resize-";
+/// Label on a VolumeResize Ferry created from a trigger: `template-edit`, `annotation`,
+/// `seed-annotation` or `drift`.
+pub const LABEL_TRIGGER: &str = "ferry.dev/trigger";
+/// Label on a VolumeResize Ferry created from a trigger: the StatefulSet it changes.
+pub const LABEL_STATEFUL_SET: &str = "ferry.dev/stateful-set";

@@ -87,8 +87,28 @@ fn default_true() -> bool {
     true
 }
 
+impl VolumeResizeSpec {
+    /// A request with every other field at its default (what `kubectl apply` of just these two
+    /// fields gives).
+    pub fn for_volumes(stateful_set_name: impl Into<String>, volumes: Vec<VolumeChange>) -> Self {
+        VolumeResizeSpec {
+            stateful_set_name: stateful_set_name.into(),
+            volumes,
+            strategy: Strategy::default(),
+            mode: Mode::default(),
+            warm_copy: true,
+            verify: Verify::default(),
+            retain_old_volumes: None,
+            dry_run: false,
+            force: false,
+            mover: None,
+            timeout_seconds: None,
+        }
+    }
+}
+
 /// A change to one volume claim template and every PVC made from it.
-#[derive(Deserialize, Serialize, Clone, Debug, PartialEq, KubeSchema)]
+#[derive(Deserialize, Serialize, Clone, Debug, PartialEq, Eq, KubeSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct VolumeChange {
     /// The volume claim template name (e.g. `data`).

@@ -14,6 +14,7 @@ pub mod run_state;
 pub mod status;
 pub mod step_timing;
 pub mod strategy;
+pub mod trigger;
 
 pub use observed::{
     ClaimView, NodeView, Observed, PeerResize, StatefulSetView, StorageClassView, TemplateView,

@@ -1,0 +1,121 @@
+//! The admission webhook's decision on an update of a StatefulSet: does it change the size or
+//! StorageClass of volume claim templates (which Kubernetes refuses, and Ferry then does as a
+//! VolumeResize), something else in them that nobody can change, or nothing of them at all. Pure.
+
+use super::request::positive_bytes;
+use ferry_api::VolumeChange;
+use k8s_openapi::api::apps::v1::StatefulSet;
+use k8s_openapi::api::core::v1::PersistentVolumeClaim;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TemplateEdit {
+    /// The templates are unchanged (quantities compared by value): nothing to do.
+    Unchanged,
+    /// Sizes or classes changed: put the stored templates back and record these changes.
+    Resize(Vec<VolumeChange>),
+    /// A change nobody can make to a StatefulSet; the message says which and why.
+    Refuse(String),
+}
+
+fn templates(sts: &StatefulSet) -> &[PersistentVolumeClaim] {
+    sts.spec
+        .as_ref()
+        .and_then(|spec| spec.volume_claim_templates.as_deref())
+        .unwrap_or(&[])
+}
+
+fn template_name(template: &PersistentVolumeClaim) -> &str {
+    template.metadata.name.as_deref().unwrap_or("")
+}
+
+fn size_of(template: &PersistentVolumeClaim) -> Option<String> {
+    template
+        .spec
+        .as_ref()?
+        .resources
+        .as_ref()?
+        .requests
+        .as_ref()?
+        .get("storage")
+        .map(|quantity| quantity.0.clone())
+}
+
+fn class_of(template: &PersistentVolumeClaim) -> Option<String> {
+    template.spec.as_ref()?.storage_class_name.clone()
+}
+
+/// The template without what Ferry can change (size, class) and what the API server ignores
+/// (status), to compare the rest.
+fn without_resizable(template: &PersistentVolumeClaim) -> PersistentVolumeClaim {
+    let mut rest = template.clone();
+    rest.status = None;
+    if let Some(spec) = rest.spec.as_mut() {
+        spec.storage_class_name = None;
+        if let Some(requests) = spec.resources.as_mut().and_then(|r| r.requests.as_mut()) {
+            requests.remove("storage");
+        }
+    }
+    rest
+}
+
+/// Compares the stored StatefulSet with the update.
+pub fn template_edit(stored: &StatefulSet, update: &StatefulSet) -> TemplateEdit {
+    let (before, after) = (templates(stored), templates(update));
+    fn names(list: &[PersistentVolumeClaim]) -> Vec<&str> {
+        list.iter().map(template_name).collect()
+    }
+    if names(before) != names(after) {
+        return TemplateEdit::Refuse(format!(
+            "volumeClaimTemplates cannot be added, removed, renamed or reordered (stored: [{}], update: [{}]); Ferry changes the size and storageClassName of existing templates",
+            names(before).join(", "),
+            names(after).join(", ")
+        ));
+    }
+    let mut changes = Vec::new();
+    for (old, new) in before.iter().zip(after) {
+        let name = template_name(old);
+        if without_resizable(old) != without_resizable(new) {
+            return TemplateEdit::Refuse(format!(
+                "volume claim template {name:?}: only its storage size and storageClassName can change (access modes, volume mode, selectors, labels and the rest stay as they are)"
+            ));
+        }
+        let (old_size, new_size) = (size_of(old), size_of(new));
+        let new_bytes = match new_size.as_deref().map(positive_bytes) {
+            Some(Ok(bytes)) => Some(bytes),
+            Some(Err(error)) => {
+                return TemplateEdit::Refuse(format!("volume claim template {name:?}: {error}"));
+            }
+            None => None,
+        };
+        let old_bytes = old_size.as_deref().and_then(|s| positive_bytes(s).ok());
+        let Some(new_size) = new_size else {
+            if old_size.is_some() {
+                return TemplateEdit::Refuse(format!(
+                    "volume claim template {name:?}: the update removes its storage request; give the size it should have"
+                ));
+            }
+            continue;
+        };
+        let (old_class, new_class) = (class_of(old), class_of(new));
+        let class_changes = old_class != new_class;
+        if class_changes && new_class.as_deref().is_none_or(str::is_empty) {
+            return TemplateEdit::Refuse(format!(
+                "volume claim template {name:?}: the update removes storageClassName {}; name the StorageClass the volumes should move to",
+                old_class.as_deref().unwrap_or("")
+            ));
+        }
+        if old_bytes != new_bytes || class_changes {
+            changes.push(VolumeChange {
+                name: name.to_string(),
+                size: new_size,
+                storage_class_name: new_class.filter(|_| class_changes),
+            });
+        }
+    }
+    if changes.is_empty() {
+        TemplateEdit::Unchanged
+    } else {
+        changes.sort_by(|a, b| a.name.cmp(&b.name));
+        TemplateEdit::Resize(changes)
+    }
+}
