@@ -18,6 +18,10 @@ pub enum Error {
     CrdMissing { crd: String, detail: String },
     #[error("HTTP server on {addr}: {source}")]
     Http { addr: String, source: std::io::Error },
+    #[error("webhook TLS: {0}")]
+    Tls(String),
+    #[error("webhook: {0}")]
+    Webhook(String),
     #[error("kubeconfig: {0}")]
     Config(String),
     #[error("unexpected cluster state: {0}")]
@@ -34,6 +38,8 @@ impl Error {
             Error::CrdMissing { .. } => "CrdMissing",
             Error::Http { .. } => "Http",
             Error::Config(_) => "Config",
+            Error::Tls(_) => "Tls",
+            Error::Webhook(_) => "Webhook",
             Error::Invariant(_) => "UnexpectedState",
         }
     }

@@ -7,9 +7,11 @@ pub mod error;
 pub mod events;
 pub mod http;
 pub mod metrics;
+pub mod requests;
 pub mod resize;
 pub mod run;
 pub mod triggers;
+pub mod webhook;
 pub mod writes;
 
 pub use error::Error;

@@ -1,6 +1,7 @@
 //! `ferry`: the Ferry operator binary.
 
 use clap::{Parser, Subcommand, ValueEnum};
+use ferry_operator::webhook::{Certificates, Endpoint, WebhookSettings};
 use ferry_operator::{Error, Settings, crd, run};
 use std::net::SocketAddr;
 use std::process::ExitCode;
@@ -31,6 +32,22 @@ enum Command {
         /// Image for mover pods (default: the operator's own image).
         #[arg(long, env = "FERRY_MOVER_IMAGE")]
         mover_image: Option<String>,
+        /// Serve the admission webhooks and register them with this URL, e.g.
+        /// `https://127.0.0.1:9443` for an operator running outside the cluster.
+        #[arg(long, env = "FERRY_WEBHOOK_URL", conflicts_with = "webhook_service")]
+        webhook_url: Option<String>,
+        /// Serve the admission webhooks and register them with this Service,
+        /// `<namespace>/<name>:<port>` (in a cluster; the chart's way).
+        #[arg(long, env = "FERRY_WEBHOOK_SERVICE")]
+        webhook_service: Option<String>,
+        /// Address the webhook HTTPS server listens on (default: the port of --webhook-url on
+        /// 127.0.0.1, or 0.0.0.0:9443 with --webhook-service).
+        #[arg(long, env = "FERRY_WEBHOOK_LISTEN")]
+        webhook_listen: Option<SocketAddr>,
+        /// Read the serving certificate from tls.crt/tls.key here (cert-manager) instead of
+        /// issuing it from Ferry's own CA.
+        #[arg(long, env = "FERRY_WEBHOOK_CERT_DIR")]
+        webhook_cert_dir: Option<std::path::PathBuf>,
     },
     /// Print the CustomResourceDefinitions as YAML.
     Crd,
@@ -60,8 +77,20 @@ fn main() -> ExitCode {
             http_addr,
             log_format,
             mover_image,
+            webhook_url,
+            webhook_service,
+            webhook_listen,
+            webhook_cert_dir,
         } => {
             init_logging(log_format);
+            let webhook =
+                match webhook_settings(webhook_url, webhook_service, webhook_listen, webhook_cert_dir) {
+                    Ok(webhook) => webhook,
+                    Err(message) => {
+                        eprintln!("ferry: {message}");
+                        return ExitCode::from(2);
+                    }
+                };
             let runtime = match tokio::runtime::Runtime::new() {
                 Ok(runtime) => runtime,
                 Err(error) => {
@@ -73,6 +102,7 @@ fn main() -> ExitCode {
                 namespace,
                 http_addr: Some(http_addr),
                 mover_image,
+                webhook,
             })) {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(error) => {
@@ -83,6 +113,58 @@ fn main() -> ExitCode {
             }
         }
     }
+}
+
+/// The webhook settings the flags describe (none without --webhook-url or --webhook-service).
+fn webhook_settings(
+    url: Option<String>,
+    service: Option<String>,
+    listen: Option<SocketAddr>,
+    cert_dir: Option<std::path::PathBuf>,
+) -> Result<Option<WebhookSettings>, String> {
+    let certificates = cert_dir.map_or(Certificates::SelfSigned, Certificates::Files);
+    let (endpoint, default_listen) = match (url, service) {
+        (None, None) => return Ok(None),
+        (Some(url), _) => {
+            if !url.starts_with("https://") {
+                return Err(format!(
+                    "--webhook-url {url:?}: the API server calls webhooks over https://"
+                ));
+            }
+            let port = url
+                .trim_start_matches("https://")
+                .split('/')
+                .next()
+                .and_then(|authority| authority.rsplit_once(':'))
+                .and_then(|(_, port)| port.parse::<u16>().ok())
+                .unwrap_or(443);
+            (Endpoint::Url(url), SocketAddr::from(([127, 0, 0, 1], port)))
+        }
+        (None, Some(service)) => {
+            let parsed = service.split_once('/').and_then(|(namespace, rest)| {
+                let (name, port) = rest.split_once(':').unwrap_or((rest, "443"));
+                Some((namespace.to_string(), name.to_string(), port.parse::<i32>().ok()?))
+            });
+            let Some((namespace, name, port)) = parsed else {
+                return Err(format!(
+                    "--webhook-service {service:?}: expected <namespace>/<name>:<port>"
+                ));
+            };
+            (
+                Endpoint::Service {
+                    namespace,
+                    name,
+                    port,
+                },
+                SocketAddr::from(([0, 0, 0, 0], 9443)),
+            )
+        }
+    };
+    Ok(Some(WebhookSettings {
+        listen: listen.unwrap_or(default_listen),
+        endpoint,
+        certificates,
+    }))
 }
 
 async fn start(settings: Settings) -> Result<(), Error> {

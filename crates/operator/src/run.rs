@@ -2,7 +2,8 @@
 
 use crate::context::Context;
 use crate::metrics::Metrics;
-use crate::{Error, http, resize, triggers};
+use crate::webhook::{self, WebhookSettings};
+use crate::{Error, http, requests, resize, triggers};
 use ferry_api::VolumeResize;
 use futures::StreamExt;
 use k8s_openapi::api::apps::v1::StatefulSet;
@@ -27,6 +28,8 @@ pub struct Settings {
     pub http_addr: Option<SocketAddr>,
     /// Image for mover pods (default: this operator's own image, tagged with its version).
     pub mover_image: Option<String>,
+    /// Serve and register the admission webhooks (none when `None`).
+    pub webhook: Option<WebhookSettings>,
 }
 
 /// The operator's own image; the mover is a second entry point of the same image.
@@ -58,6 +61,7 @@ pub async fn run(client: Client, settings: Settings) -> Result<(), Error> {
         ),
     };
     let client_for_volumes = client.clone();
+    let client_for_requests = client.clone();
     let controller = Controller::new(resizes, watcher::Config::default().any_semantic());
     let store = controller.store();
     let ctx = Arc::new(Context::new(
@@ -69,6 +73,13 @@ pub async fn run(client: Client, settings: Settings) -> Result<(), Error> {
             .clone()
             .unwrap_or_else(|| DEFAULT_IMAGE.to_string()),
     ));
+    let webhook_task = match &settings.webhook {
+        Some(webhook_settings) => {
+            Some(webhook::start(ctx.clone(), webhook_settings, settings.namespace.as_deref()).await?)
+        }
+        None => None,
+    };
+    let requests_controller = requests_controller(client_for_requests, &settings, ctx.clone());
     // A StatefulSet change wakes the VolumeResizes that name it (e.g. replicas became Ready).
     let mapper_store = store.clone();
     let controller = controller
@@ -126,7 +137,7 @@ pub async fn run(client: Client, settings: Settings) -> Result<(), Error> {
         .shutdown_on_signal();
     ready.store(true, Ordering::Relaxed);
     tracing::info!(namespace = ?settings.namespace, "VolumeResize controller started");
-    controller
+    let resizes_controller = controller
         .run(resize::reconcile, resize::error_policy, ctx)
         .for_each(|result| async move {
             match result {
@@ -135,12 +146,43 @@ pub async fn run(client: Client, settings: Settings) -> Result<(), Error> {
                     tracing::debug!(%error, "reconcile error (already handled by the error policy)")
                 }
             }
-        })
-        .await;
+        });
+    futures::join!(resizes_controller, requests_controller);
     if let Some(server) = server {
         server.abort();
     }
+    if let Some(webhook_task) = webhook_task {
+        webhook_task.abort();
+    }
     Ok(())
+}
+
+/// The StatefulSet controller that turns requests (a template edit, annotations, drift) into
+/// VolumeResizes; a VolumeResize's change wakes the StatefulSet it names.
+fn requests_controller(
+    client: Client,
+    settings: &Settings,
+    ctx: Arc<Context>,
+) -> impl std::future::Future<Output = ()> {
+    let (stateful_sets, resizes) = match &settings.namespace {
+        Some(ns) => (
+            Api::<StatefulSet>::namespaced(client.clone(), ns),
+            Api::<VolumeResize>::namespaced(client, ns),
+        ),
+        None => (Api::all(client.clone()), Api::all(client)),
+    };
+    Controller::new(stateful_sets, watcher::Config::default().any_semantic())
+        .watches(resizes, watcher::Config::default().any_semantic(), |resize: VolumeResize| {
+            let namespace = resize.namespace();
+            Some(ObjectRef::<StatefulSet>::new(&resize.spec.stateful_set_name).within(namespace.as_deref().unwrap_or_default()))
+        })
+        .shutdown_on_signal()
+        .run(requests::reconcile, requests::error_policy, ctx)
+        .for_each(|result| async move {
+            if let Err(error) = result {
+                tracing::debug!(%error, "StatefulSet requests: reconcile error (handled by the error policy)");
+            }
+        })
 }
 
 async fn wait_for_crd(client: &Client) -> Result<(), Error> {

@@ -58,6 +58,7 @@ impl Env {
             namespace: Some(self.ns.name.clone()),
             http_addr: None,
             mover_image: None,
+            webhook: None,
         };
         let client = self.client.clone();
         self.operator = Some(tokio::spawn(async move {

@@ -228,6 +228,7 @@ fn spawn_operator(client: &Client, namespace: &str) -> (JoinHandle<()>, String) 
         namespace: Some(namespace.to_string()),
         http_addr: Some(([127, 0, 0, 1], port).into()),
         mover_image: Some(ferry_testenv::workload::FERRY_IMAGE.to_string()),
+        webhook: None,
     };
     let client = client.clone();
     let task = tokio::spawn(async move {

@@ -1,0 +1,129 @@
+//! The StatefulSet controller for triggers: reads a StatefulSet's request (an edit the webhook
+//! kept aside, annotations, drift), decides with `ferry_engine::trigger::decide`, and writes the
+//! decision: the StatefulSet's annotations first (guarded by its resourceVersion, so a request
+//! changed meanwhile is never overwritten), then the VolumeResize, then the Events.
+
+mod observe;
+
+use crate::context::Context;
+use crate::events::{self, Notice};
+use crate::{Error, writes};
+use ferry_api::VolumeResize;
+use ferry_api::names::{
+    ANNOTATION_REQUESTED_TEMPLATES, ANNOTATION_RESIZE_BY, ANNOTATION_RESIZE_PREFIX, ANNOTATION_RESIZE_STATUS,
+    ANNOTATION_STORAGE_CLASS_PREFIX, ANNOTATION_SYNC_CLAIMS, LABEL_MANAGED_BY, LABEL_STATEFUL_SET,
+    LABEL_TRIGGER, MANAGED_BY_VALUE, SEED_ANNOTATION_RESIZE_PREFIX,
+};
+use ferry_engine::trigger::{Decision, decide};
+use k8s_openapi::api::apps::v1::StatefulSet;
+use k8s_openapi::api::core::v1::PersistentVolumeClaim;
+use kube::api::{ListParams, Patch};
+use kube::runtime::controller::Action;
+use kube::{Api, Resource, ResourceExt};
+pub use observe::templates_of;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Drift has no event of its own when claims change by hand: look again now and then.
+const RECHECK: Duration = Duration::from_secs(300);
+const STALE_RETRY: Duration = Duration::from_millis(200);
+
+/// Whether the StatefulSet carries anything the triggers read or write.
+fn concerns_triggers(sts: &StatefulSet) -> bool {
+    sts.annotations().keys().any(|key| {
+        key == ANNOTATION_REQUESTED_TEMPLATES
+            || key == ANNOTATION_RESIZE_BY
+            || key == ANNOTATION_RESIZE_STATUS
+            || key == ANNOTATION_SYNC_CLAIMS
+            || key.starts_with(ANNOTATION_RESIZE_PREFIX)
+            || key.starts_with(ANNOTATION_STORAGE_CLASS_PREFIX)
+            || key.starts_with(SEED_ANNOTATION_RESIZE_PREFIX)
+    })
+}
+
+pub async fn reconcile(sts: Arc<StatefulSet>, ctx: Arc<Context>) -> Result<Action, Error> {
+    if !concerns_triggers(&sts) || sts.metadata.deletion_timestamp.is_some() {
+        return Ok(Action::await_change());
+    }
+    match reconcile_inner(&sts, &ctx).await {
+        Err(error) if error.is_stale_read() => Ok(Action::requeue(STALE_RETRY)),
+        other => other,
+    }
+}
+
+async fn reconcile_inner(sts: &StatefulSet, ctx: &Context) -> Result<Action, Error> {
+    let namespace = sts.namespace().ok_or_else(|| Error::NotNamespaced {
+        kind: "StatefulSet",
+        name: sts.name_any(),
+    })?;
+    let claims = Api::<PersistentVolumeClaim>::namespaced(ctx.client.clone(), &namespace)
+        .list(&ListParams::default())
+        .await?
+        .items;
+    let subject = observe::subject(sts, &claims);
+    let resizes = observe::resizes_of(&ctx.resizes.state(), &namespace, &subject.name);
+    let decision = decide(&subject, &resizes);
+    apply(ctx, sts, &namespace, &decision).await?;
+    Ok(Action::requeue(RECHECK))
+}
+
+async fn apply(ctx: &Context, sts: &StatefulSet, namespace: &str, decision: &Decision) -> Result<(), Error> {
+    let name = sts.name_any();
+    let stateful_sets = Api::<StatefulSet>::namespaced(ctx.client.clone(), namespace);
+    if !decision.annotations.is_empty() {
+        let patch = serde_json::json!({
+            "metadata": {
+                // Refused (409) if the StatefulSet changed since it was read: decide again.
+                "resourceVersion": sts.resource_version(),
+                "uid": sts.uid(),
+                "annotations": decision.annotations,
+            },
+        });
+        stateful_sets
+            .patch(&name, &writes::patch(), &Patch::Merge(&patch))
+            .await?;
+    }
+    if let Some(create) = &decision.create {
+        let mut resize = VolumeResize::new(&create.name, create.spec.clone());
+        resize.metadata.namespace = Some(namespace.to_string());
+        resize.metadata.labels = Some(
+            [
+                (LABEL_TRIGGER.to_string(), create.trigger.to_string()),
+                (LABEL_STATEFUL_SET.to_string(), name.clone()),
+                (LABEL_MANAGED_BY.to_string(), MANAGED_BY_VALUE.to_string()),
+            ]
+            .into(),
+        );
+        match Api::<VolumeResize>::namespaced(ctx.client.clone(), namespace)
+            .create(&writes::create(), &resize)
+            .await
+        {
+            Ok(_) => {
+                tracing::info!(stateful_set = %name, resize = %create.name, trigger = create.trigger, "VolumeResize created for a request")
+            }
+            // Made by an earlier pass that did not get to record it: the same request, same name.
+            Err(kube::Error::Api(status)) if status.code == 409 => {}
+            Err(error) => return Err(error.into()),
+        }
+    }
+    let reference = sts.object_ref(&());
+    for notice in &decision.notices {
+        events::publish(
+            ctx,
+            &Notice {
+                warning: notice.warning,
+                reason: notice.reason,
+                action: "Resize",
+                note: notice.message.clone(),
+            },
+            std::slice::from_ref(&reference),
+        )
+        .await;
+    }
+    Ok(())
+}
+
+pub fn error_policy(sts: Arc<StatefulSet>, error: &Error, _ctx: Arc<Context>) -> Action {
+    tracing::warn!(stateful_set = %sts.name_any(), %error, "StatefulSet requests: retrying");
+    Action::requeue(Duration::from_secs(5))
+}

@@ -1,0 +1,131 @@
+//! A StatefulSet, its claims and the VolumeResizes naming it, reduced to what the triggers read.
+
+use ferry_api::{Phase, VolumeResize};
+use ferry_engine::trigger::ResizeSummary;
+use ferry_engine::trigger::request::{Claim, Subject, Template};
+use k8s_openapi::api::apps::v1::StatefulSet;
+use k8s_openapi::api::core::v1::PersistentVolumeClaim;
+use kube::ResourceExt;
+use std::sync::Arc;
+
+/// The StatefulSet's volume claim templates, in order.
+pub fn templates_of(sts: &StatefulSet) -> Vec<Template> {
+    sts.spec
+        .iter()
+        .flat_map(|spec| spec.volume_claim_templates.iter().flatten())
+        .map(|template| Template {
+            name: template.name_any(),
+            size: template
+                .spec
+                .as_ref()
+                .and_then(|s| s.resources.as_ref())
+                .and_then(|r| r.requests.as_ref())
+                .and_then(|r| r.get("storage"))
+                .map(|q| q.0.clone()),
+            storage_class: template.spec.as_ref().and_then(|s| s.storage_class_name.clone()),
+        })
+        .collect()
+}
+
+/// `<template>-<sts>-<ordinal>` → (template, ordinal), for the templates given.
+fn claim_of(name: &str, sts: &str, templates: &[Template]) -> Option<(String, i32)> {
+    templates.iter().find_map(|template| {
+        let ordinal = name
+            .strip_prefix(template.name.as_str())?
+            .strip_prefix('-')?
+            .strip_prefix(sts)?
+            .strip_prefix('-')?;
+        if ordinal.is_empty() || !ordinal.bytes().all(|b| b.is_ascii_digit()) {
+            return None;
+        }
+        Some((template.name.clone(), ordinal.parse().ok()?))
+    })
+}
+
+pub fn subject(sts: &StatefulSet, claims: &[PersistentVolumeClaim]) -> Subject {
+    let name = sts.name_any();
+    let templates = templates_of(sts);
+    let claims = claims
+        .iter()
+        .filter(|claim| claim.metadata.deletion_timestamp.is_none())
+        .filter_map(|claim| {
+            let (template, ordinal) = claim_of(&claim.name_any(), &name, &templates)?;
+            let spec = claim.spec.as_ref();
+            Some(Claim {
+                template,
+                ordinal,
+                size: spec
+                    .and_then(|s| s.resources.as_ref())
+                    .and_then(|r| r.requests.as_ref())
+                    .and_then(|r| r.get("storage"))
+                    .map(|q| q.0.clone()),
+                storage_class: spec.and_then(|s| s.storage_class_name.clone()),
+            })
+        })
+        .collect();
+    let spec = sts.spec.as_ref();
+    Subject {
+        name,
+        uid: sts.uid().unwrap_or_default(),
+        annotations: sts.annotations().clone(),
+        templates,
+        claims,
+        replicas: spec.and_then(|s| s.replicas).unwrap_or(1),
+        first_ordinal: spec
+            .and_then(|s| s.ordinals.as_ref())
+            .and_then(|o| o.start)
+            .unwrap_or(0),
+    }
+}
+
+/// The VolumeResizes of `namespace` that name `stateful_set`.
+pub fn resizes_of(resizes: &[Arc<VolumeResize>], namespace: &str, stateful_set: &str) -> Vec<ResizeSummary> {
+    resizes
+        .iter()
+        .filter(|r| r.namespace().as_deref() == Some(namespace) && r.spec.stateful_set_name == stateful_set)
+        .map(|r| ResizeSummary {
+            name: r.name_any(),
+            // Being deleted counts as done: it will not carry the request out.
+            phase: if r.metadata.deletion_timestamp.is_some() && !r.phase().is_terminal() {
+                Phase::Failed
+            } else {
+                r.phase()
+            },
+            volumes: r.spec.volumes.clone(),
+            message: r.status.as_ref().and_then(|s| s.message.clone()),
+            progress: r.status.as_ref().and_then(|s| s.progress.clone()),
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn claims_are_matched_to_their_template_and_ordinal() {
+        let templates = vec![
+            Template {
+                name: "data".into(),
+                size: None,
+                storage_class: None,
+            },
+            Template {
+                name: "data-log".into(),
+                size: None,
+                storage_class: None,
+            },
+        ];
+        assert_eq!(
+            claim_of("data-web-3", "web", &templates),
+            Some(("data".into(), 3))
+        );
+        assert_eq!(
+            claim_of("data-log-web-0", "web", &templates),
+            Some(("data-log".into(), 0))
+        );
+        assert_eq!(claim_of("data-web-x", "web", &templates), None);
+        assert_eq!(claim_of("data-webby-1", "web", &templates), None);
+        assert_eq!(claim_of("data-web-1-ferry-tmp", "web", &templates), None);
+    }
+}

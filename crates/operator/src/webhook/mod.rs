@@ -1,0 +1,135 @@
+//! Ferry's admission webhooks, served over TLS by the operator: the mutating one that turns an
+//! edit of a StatefulSet's volume claim templates into a VolumeResize, and the validating one
+//! that refuses a VolumeResize which names something that does not exist.
+
+pub mod register;
+pub mod review;
+pub mod server;
+pub mod tls;
+
+use crate::Error;
+use crate::context::Context;
+pub use register::Endpoint;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+use tls::{Authority, CurrentCertificate};
+use tokio::task::JoinHandle;
+
+/// Who keeps the serving certificate.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Certificates {
+    /// Ferry's own CA, made at start; renewed before expiry, `caBundle` kept by Ferry.
+    SelfSigned,
+    /// `tls.crt` and `tls.key` in this directory (a cert-manager Secret mounted), re-read when
+    /// they change; `caBundle` kept by cert-manager's CA injector.
+    Files(PathBuf),
+}
+
+#[derive(Debug, Clone)]
+pub struct WebhookSettings {
+    /// Where the HTTPS server listens.
+    pub listen: SocketAddr,
+    pub endpoint: Endpoint,
+    pub certificates: Certificates,
+}
+
+/// How often the certificate is checked for renewal (self-signed) or change (files).
+const CERTIFICATE_CHECK: Duration = Duration::from_secs(60);
+
+fn today() -> jiff::civil::Date {
+    jiff::Zoned::now().date()
+}
+
+/// Starts serving, then registers the webhook configurations; returns the serving task (which
+/// also renews or reloads the certificate).
+pub async fn start(
+    ctx: Arc<Context>,
+    settings: &WebhookSettings,
+    watched: Option<&str>,
+) -> Result<JoinHandle<()>, Error> {
+    let (current, ca_bundle, keeper): (Arc<CurrentCertificate>, Option<String>, JoinHandle<()>) =
+        match &settings.certificates {
+            Certificates::SelfSigned => {
+                let authority = Authority::new(today())?;
+                let hosts = settings.endpoint.hosts();
+                let issued = authority.issue(&hosts, today())?;
+                let current = Arc::new(CurrentCertificate::new(issued.key));
+                let ca = authority.ca_pem();
+                let keeper = tokio::spawn(renew(
+                    authority,
+                    hosts,
+                    issued.issued,
+                    issued.expires,
+                    current.clone(),
+                ));
+                (current, Some(ca), keeper)
+            }
+            Certificates::Files(dir) => {
+                let (key, fingerprint) = tls::load_files(dir)?;
+                let current = Arc::new(CurrentCertificate::new(key));
+                let keeper = tokio::spawn(reload(dir.clone(), fingerprint, current.clone()));
+                (current, None, keeper)
+            }
+        };
+    let config = tls::server_config(current)?;
+    let listener = tokio::net::TcpListener::bind(settings.listen)
+        .await
+        .map_err(|source| Error::Http {
+            addr: settings.listen.to_string(),
+            source,
+        })?;
+    let server = tokio::spawn(server::serve(listener, config, server::router(ctx.clone())));
+    tracing::info!(listen = %settings.listen, endpoint = ?settings.endpoint, "serving admission webhooks");
+    if let Err(error) =
+        register::register(&ctx.client, &settings.endpoint, ca_bundle.as_deref(), watched).await
+    {
+        server.abort();
+        keeper.abort();
+        return Err(error);
+    }
+    Ok(tokio::spawn(async move {
+        let _ = server.await;
+        keeper.abort();
+    }))
+}
+
+async fn renew(
+    authority: Authority,
+    hosts: Vec<String>,
+    mut issued: jiff::civil::Date,
+    mut expires: jiff::civil::Date,
+    current: Arc<CurrentCertificate>,
+) {
+    loop {
+        tokio::time::sleep(CERTIFICATE_CHECK).await;
+        if !tls::renewal_due(issued, expires, today()) {
+            continue;
+        }
+        match authority.issue(&hosts, today()) {
+            Ok(fresh) => {
+                (issued, expires) = (fresh.issued, fresh.expires);
+                current.replace(fresh.key);
+                tracing::info!(%expires, "webhook serving certificate renewed");
+            }
+            Err(error) => tracing::error!(%error, "cannot renew the webhook serving certificate"),
+        }
+    }
+}
+
+async fn reload(dir: PathBuf, mut fingerprint: Vec<u8>, current: Arc<CurrentCertificate>) {
+    loop {
+        tokio::time::sleep(CERTIFICATE_CHECK).await;
+        match tls::load_files(&dir) {
+            Ok((key, seen)) if seen != fingerprint => {
+                fingerprint = seen;
+                current.replace(key);
+                tracing::info!(dir = %dir.display(), "webhook serving certificate reloaded");
+            }
+            Ok(_) => {}
+            // Mid-rotation the files may be briefly inconsistent: keep serving the current one.
+            Err(error) => tracing::warn!(%error, "cannot reload the webhook serving certificate"),
+        }
+    }
+}

@@ -1,0 +1,224 @@
+//! The webhook configurations that make the API server call Ferry, applied (server-side) on every
+//! start so they always point at this operator with its current CA.
+//!
+//! Both are `failurePolicy: Ignore` with a 5 s timeout: Ferry being down must never block
+//! StatefulSet or VolumeResize writes. The StatefulSet webhook is only called when the update
+//! changes `volumeClaimTemplates` (a `matchCondition`), so every other update never reaches it.
+//! When Ferry is down, such an edit fails as it does without Ferry (the API server's
+//! "updates to statefulset spec for fields other than ... are forbidden"), and a VolumeResize
+//! with a wrong name is still refused by the prechecks, only later.
+
+use crate::Error;
+use base64::Engine;
+use k8s_openapi::api::admissionregistration::v1::{
+    MutatingWebhookConfiguration, ValidatingWebhookConfiguration,
+};
+use kube::api::{Patch, PatchParams};
+use kube::{Api, Client};
+use serde_json::{Value, json};
+
+use super::server::{MUTATE_STATEFUL_SETS, VALIDATE_VOLUME_RESIZES};
+
+/// Where the API server reaches the webhook.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Endpoint {
+    /// A URL such as `https://127.0.0.1:9443` (an operator running outside the cluster).
+    Url(String),
+    /// A Service in the cluster (the chart's way).
+    Service {
+        namespace: String,
+        name: String,
+        port: i32,
+    },
+}
+
+impl Endpoint {
+    /// The names the serving certificate must carry.
+    pub fn hosts(&self) -> Vec<String> {
+        match self {
+            Endpoint::Url(url) => {
+                let rest = url.strip_prefix("https://").unwrap_or(url);
+                let authority = rest.split('/').next().unwrap_or(rest);
+                let host = if let Some(bracketed) = authority.strip_prefix('[') {
+                    bracketed.split(']').next().unwrap_or(bracketed)
+                } else {
+                    authority.rsplit_once(':').map_or(authority, |(host, _)| host)
+                };
+                vec![host.to_string()]
+            }
+            Endpoint::Service { namespace, name, .. } => vec![
+                format!("{name}.{namespace}.svc"),
+                format!("{name}.{namespace}.svc.cluster.local"),
+            ],
+        }
+    }
+
+    fn client_config(&self, path: &str, ca_bundle: Option<&str>) -> Value {
+        let mut config = match self {
+            Endpoint::Url(url) => json!({"url": format!("{}{path}", url.trim_end_matches('/'))}),
+            Endpoint::Service {
+                namespace,
+                name,
+                port,
+            } => json!({
+                "service": {"namespace": namespace, "name": name, "path": path, "port": port},
+            }),
+        };
+        if let Some(ca) = ca_bundle {
+            config["caBundle"] = base64::engine::general_purpose::STANDARD
+                .encode(ca.as_bytes())
+                .into();
+        }
+        config
+    }
+}
+
+/// The configurations' name: `ferry`, or `ferry.<namespace>` for an operator watching one
+/// namespace (so operators of different namespaces do not overwrite each other).
+pub fn configuration_name(watched: Option<&str>) -> String {
+    match watched {
+        Some(namespace) => format!("ferry.{namespace}"),
+        None => "ferry".to_string(),
+    }
+}
+
+fn namespace_selector(watched: Option<&str>) -> Value {
+    match watched {
+        Some(namespace) => json!({"matchExpressions": [{
+            "key": "kubernetes.io/metadata.name", "operator": "In", "values": [namespace],
+        }]}),
+        None => json!({}),
+    }
+}
+
+/// The mutating configuration for StatefulSet updates that change volume claim templates.
+pub fn mutating(endpoint: &Endpoint, ca_bundle: Option<&str>, watched: Option<&str>) -> Value {
+    json!({
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "MutatingWebhookConfiguration",
+        "metadata": {"name": configuration_name(watched), "labels": {"app.kubernetes.io/managed-by": "ferry"}},
+        "webhooks": [{
+            "name": "statefulsets.ferry.dev",
+            "admissionReviewVersions": ["v1"],
+            "clientConfig": endpoint.client_config(MUTATE_STATEFUL_SETS, ca_bundle),
+            "rules": [{
+                "apiGroups": ["apps"], "apiVersions": ["v1"], "operations": ["UPDATE"],
+                "resources": ["statefulsets"], "scope": "Namespaced",
+            }],
+            "matchPolicy": "Equivalent",
+            "namespaceSelector": namespace_selector(watched),
+            "matchConditions": [{
+                "name": "volume-claim-templates-change",
+                "expression": "has(object.spec.volumeClaimTemplates) && has(oldObject.spec.volumeClaimTemplates) && object.spec.volumeClaimTemplates != oldObject.spec.volumeClaimTemplates",
+            }],
+            "failurePolicy": "Ignore",
+            "sideEffects": "None",
+            "timeoutSeconds": 5,
+            "reinvocationPolicy": "Never",
+        }],
+    })
+}
+
+/// The validating configuration for new VolumeResizes.
+pub fn validating(endpoint: &Endpoint, ca_bundle: Option<&str>, watched: Option<&str>) -> Value {
+    json!({
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "ValidatingWebhookConfiguration",
+        "metadata": {"name": configuration_name(watched), "labels": {"app.kubernetes.io/managed-by": "ferry"}},
+        "webhooks": [{
+            "name": "volumeresizes.ferry.dev",
+            "admissionReviewVersions": ["v1"],
+            "clientConfig": endpoint.client_config(VALIDATE_VOLUME_RESIZES, ca_bundle),
+            "rules": [{
+                "apiGroups": ["ferry.dev"], "apiVersions": ["v1alpha1"], "operations": ["CREATE"],
+                "resources": ["volumeresizes"], "scope": "Namespaced",
+            }],
+            "matchPolicy": "Equivalent",
+            "namespaceSelector": namespace_selector(watched),
+            "failurePolicy": "Ignore",
+            "sideEffects": "None",
+            "timeoutSeconds": 5,
+        }],
+    })
+}
+
+/// Applies both configurations. `ca_bundle` is `None` when another party (cert-manager's CA
+/// injector) keeps it.
+pub async fn register(
+    client: &Client,
+    endpoint: &Endpoint,
+    ca_bundle: Option<&str>,
+    watched: Option<&str>,
+) -> Result<(), Error> {
+    let name = configuration_name(watched);
+    let params = PatchParams {
+        force: true,
+        ..PatchParams::apply(ferry_api::names::FIELD_MANAGER)
+    };
+    let mutating: MutatingWebhookConfiguration =
+        serde_json::from_value(mutating(endpoint, ca_bundle, watched)).map_err(|source| {
+            Error::Serialize {
+                what: "MutatingWebhookConfiguration",
+                source,
+            }
+        })?;
+    Api::<MutatingWebhookConfiguration>::all(client.clone())
+        .patch(&name, &params, &Patch::Apply(&mutating))
+        .await?;
+    let validating: ValidatingWebhookConfiguration =
+        serde_json::from_value(validating(endpoint, ca_bundle, watched)).map_err(|source| {
+            Error::Serialize {
+                what: "ValidatingWebhookConfiguration",
+                source,
+            }
+        })?;
+    Api::<ValidatingWebhookConfiguration>::all(client.clone())
+        .patch(&name, &params, &Patch::Apply(&validating))
+        .await?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_certificate_names_the_host_the_api_server_dials() {
+        assert_eq!(
+            Endpoint::Url("https://127.0.0.1:9443".into()).hosts(),
+            ["127.0.0.1"]
+        );
+        assert_eq!(Endpoint::Url("https://[::1]:9443/".into()).hosts(), ["::1"]);
+        assert_eq!(
+            Endpoint::Url("https://ferry.example".into()).hosts(),
+            ["ferry.example"]
+        );
+        let service = Endpoint::Service {
+            namespace: "ferry-system".into(),
+            name: "ferry".into(),
+            port: 443,
+        };
+        assert_eq!(service.hosts()[0], "ferry.ferry-system.svc");
+    }
+
+    #[test]
+    fn configurations_parse_as_the_api_types_and_never_block_on_failure() {
+        let endpoint = Endpoint::Url("https://127.0.0.1:9443/".into());
+        let mutating: MutatingWebhookConfiguration =
+            serde_json::from_value(mutating(&endpoint, Some("pem"), Some("apps"))).unwrap();
+        let hook = &mutating.webhooks.unwrap()[0];
+        assert_eq!(hook.failure_policy.as_deref(), Some("Ignore"));
+        assert_eq!(hook.side_effects, "None");
+        assert_eq!(
+            hook.client_config.url.as_deref(),
+            Some("https://127.0.0.1:9443/mutate/statefulsets")
+        );
+        assert_eq!(hook.client_config.ca_bundle.as_ref().unwrap().0, b"pem");
+        assert_eq!(mutating.metadata.name.as_deref(), Some("ferry.apps"));
+        let validating: ValidatingWebhookConfiguration =
+            serde_json::from_value(validating(&endpoint, None, None)).unwrap();
+        let hook = &validating.webhooks.unwrap()[0];
+        assert_eq!(hook.failure_policy.as_deref(), Some("Ignore"));
+        assert!(hook.client_config.ca_bundle.is_none());
+    }
+}

@@ -1,0 +1,162 @@
+//! Admission reviews in and out: reading a request body (anything malformed is a `BadReview`, a
+//! 4xx answer) and the mutating decision on StatefulSet updates. Pure: the VolumeResizes come
+//! from the controller's store.
+
+use ferry_api::VolumeResize;
+use ferry_api::names::ANNOTATION_REQUESTED_TEMPLATES;
+use ferry_engine::trigger::template_edit::{TemplateEdit, template_edit};
+use ferry_engine::trigger::{request, resize_name, same_target};
+use k8s_openapi::api::apps::v1::StatefulSet;
+use kube::ResourceExt;
+use kube::core::DynamicObject;
+use kube::core::admission::{AdmissionRequest, AdmissionResponse, AdmissionReview, Operation};
+use std::sync::Arc;
+
+/// A request body that is not a usable admission review; the message says what is wrong.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BadReview(pub String);
+
+/// Parses an AdmissionReview (admission.k8s.io/v1) carrying a request.
+pub fn parse(body: &[u8]) -> Result<AdmissionRequest<DynamicObject>, BadReview> {
+    let review: AdmissionReview<DynamicObject> = serde_json::from_slice(body).map_err(|error| {
+        BadReview(format!(
+            "the body is not an admission.k8s.io/v1 AdmissionReview: {error}"
+        ))
+    })?;
+    if review.types.kind != "AdmissionReview" {
+        return Err(BadReview(format!(
+            "expected kind AdmissionReview, got {:?}",
+            review.types.kind
+        )));
+    }
+    let request: Result<AdmissionRequest<DynamicObject>, _> = review.try_into();
+    request.map_err(|_| BadReview("the AdmissionReview carries no request".to_string()))
+}
+
+fn expect_kind(request: &AdmissionRequest<DynamicObject>, group: &str, kind: &str) -> Result<(), BadReview> {
+    if request.kind.group == group && request.kind.kind == kind {
+        Ok(())
+    } else {
+        Err(BadReview(format!(
+            "this endpoint reviews {group}/{kind}, not {}/{}",
+            request.kind.group, request.kind.kind
+        )))
+    }
+}
+
+fn typed<T: serde::de::DeserializeOwned>(object: &DynamicObject, what: &str) -> Result<T, BadReview> {
+    serde_json::to_value(object)
+        .and_then(serde_json::from_value)
+        .map_err(|error| BadReview(format!("{what} is not a valid object: {error}")))
+}
+
+/// `~` and `/` escaped for a JSON pointer segment (RFC 6901).
+fn pointer_segment(key: &str) -> String {
+    key.replace('~', "~0").replace('/', "~1")
+}
+
+/// The mutating review of a StatefulSet update: a change to the size or class of its volume
+/// claim templates is taken out of the update (the stored templates go back, so the API server's
+/// immutability check passes) and recorded in an annotation for the operator, with a warning
+/// naming the VolumeResize that will carry it out. Every other update passes untouched.
+pub fn review_stateful_set(
+    request: &AdmissionRequest<DynamicObject>,
+    resizes: &[Arc<VolumeResize>],
+) -> Result<AdmissionResponse, BadReview> {
+    expect_kind(request, "apps", "StatefulSet")?;
+    let response = AdmissionResponse::from(request);
+    if request.operation != Operation::Update {
+        return Ok(response);
+    }
+    let (Some(new_object), Some(old_object)) = (&request.object, &request.old_object) else {
+        return Err(BadReview(
+            "an UPDATE review needs both object and oldObject".to_string(),
+        ));
+    };
+    let stored: StatefulSet = typed(old_object, "oldObject")?;
+    let update: StatefulSet = typed(new_object, "object")?;
+    let changes = match template_edit(&stored, &update) {
+        TemplateEdit::Unchanged => return Ok(response),
+        TemplateEdit::Refuse(message) => return Ok(response.deny(message)),
+        TemplateEdit::Resize(changes) => changes,
+    };
+
+    let name = stored.name_any();
+    let namespace = request.namespace.clone().unwrap_or_default();
+    let on_this = |resize: &&Arc<VolumeResize>| {
+        resize.namespace().as_deref() == Some(namespace.as_str())
+            && resize.spec.stateful_set_name == name
+            && !resize.phase().is_terminal()
+    };
+    let running_same = resizes
+        .iter()
+        .filter(on_this)
+        .find(|r| same_target(&r.spec.volumes, &changes));
+    let running_other = resizes
+        .iter()
+        .filter(on_this)
+        .find(|r| !same_target(&r.spec.volumes, &changes));
+    let resize = running_same
+        .map(|r| r.name_any())
+        .unwrap_or_else(|| resize_name(&name, &stored.uid().unwrap_or_default(), &changes));
+    let templates = crate::requests::templates_of(&stored);
+    let mut warning = format!(
+        "Ferry: volumeClaimTemplates change ({}) kept aside; VolumeResize {resize} carries it out (kubectl get vr {resize} -n {namespace})",
+        request::describe(&changes, &templates)
+    );
+    if let (None, Some(other)) = (running_same, running_other) {
+        warning.push_str(&format!(" after VolumeResize {} is done", other.name_any()));
+    }
+
+    let recorded = serde_json::to_string(&changes)
+        .map_err(|error| BadReview(format!("cannot record the change: {error}")))?;
+    let stored_templates = old_object
+        .data
+        .pointer("/spec/volumeClaimTemplates")
+        .cloned()
+        .unwrap_or(serde_json::Value::Array(Vec::new()));
+    let mut patch = vec![serde_json::json!({
+        "op": "replace", "path": "/spec/volumeClaimTemplates", "value": stored_templates,
+    })];
+    if new_object.metadata.annotations.is_some() {
+        patch.push(serde_json::json!({
+            "op": "add",
+            "path": format!("/metadata/annotations/{}", pointer_segment(ANNOTATION_REQUESTED_TEMPLATES)),
+            "value": recorded,
+        }));
+    } else {
+        patch.push(serde_json::json!({
+            "op": "add", "path": "/metadata/annotations",
+            "value": {ANNOTATION_REQUESTED_TEMPLATES: recorded},
+        }));
+    }
+    let patch: json_patch::Patch = serde_json::from_value(serde_json::Value::Array(patch))
+        .map_err(|error| BadReview(format!("cannot build the patch: {error}")))?;
+    let mut response = response
+        .with_patch(patch)
+        .map_err(|error| BadReview(format!("cannot encode the patch: {error}")))?;
+    response.warnings = Some(vec![warning]);
+    Ok(response)
+}
+
+/// The review of a new VolumeResize: its object, when this is one.
+pub fn volume_resize_to_validate(
+    request: &AdmissionRequest<DynamicObject>,
+) -> Result<Option<VolumeResize>, BadReview> {
+    expect_kind(request, "ferry.dev", "VolumeResize")?;
+    if request.operation != Operation::Create {
+        return Ok(None);
+    }
+    let Some(object) = &request.object else {
+        return Err(BadReview("a CREATE review needs an object".to_string()));
+    };
+    let mut resize: VolumeResize = typed(object, "object")?;
+    if resize.metadata.namespace.is_none() {
+        resize.metadata.namespace = request.namespace.clone();
+    }
+    Ok(Some(resize))
+}
+
+#[cfg(test)]
+#[path = "review_tests.rs"]
+mod tests;

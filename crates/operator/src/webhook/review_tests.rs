@@ -1,0 +1,196 @@
+use super::*;
+use proptest::prelude::*;
+use serde_json::{Value, json};
+
+fn stateful_set(size: &str, annotations: Option<Value>) -> Value {
+    let mut metadata = json!({"name": "web", "namespace": "apps", "uid": "uid-1"});
+    if let Some(annotations) = annotations {
+        metadata["annotations"] = annotations;
+    }
+    json!({
+        "apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": metadata,
+        "spec": {
+            "replicas": 2, "serviceName": "web", "selector": {"matchLabels": {"app": "web"}},
+            "template": {"metadata": {"labels": {"app": "web"}}, "spec": {"containers": [{"name": "c", "image": "i:2"}]}},
+            "volumeClaimTemplates": [{
+                "metadata": {"name": "data"},
+                "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": size}}},
+            }],
+        },
+    })
+}
+
+fn review(kind: Value, operation: &str, object: Option<Value>, old: Option<Value>) -> Vec<u8> {
+    let mut request = json!({
+        "uid": "req-1", "kind": kind,
+        "resource": {"group": "apps", "version": "v1", "resource": "statefulsets"},
+        "name": "web", "namespace": "apps", "operation": operation,
+        "userInfo": {"username": "alice"},
+    });
+    if let Some(object) = object {
+        request["object"] = object;
+    }
+    if let Some(old) = old {
+        request["oldObject"] = old;
+    }
+    serde_json::to_vec(&json!({
+        "apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": request,
+    }))
+    .unwrap()
+}
+
+fn sts_kind() -> Value {
+    json!({"group": "apps", "version": "v1", "kind": "StatefulSet"})
+}
+
+fn mutate(body: &[u8]) -> Result<AdmissionResponse, BadReview> {
+    review_stateful_set(&parse(body)?, &[])
+}
+
+/// The update as the API server stores it after applying the response's patch.
+fn patched(update: &Value, response: &AdmissionResponse) -> Value {
+    let mut object = update.clone();
+    let patch: json_patch::Patch = serde_json::from_slice(response.patch.as_ref().unwrap()).unwrap();
+    json_patch::patch(&mut object, &patch).unwrap();
+    object
+}
+
+#[test]
+fn a_grow_keeps_the_stored_template_and_records_the_request() {
+    for annotations in [None, Some(json!({"team": "db"}))] {
+        let stored = stateful_set("1Gi", annotations.clone());
+        let mut update = stateful_set("2Gi", annotations.clone());
+        update["spec"]["template"]["spec"]["containers"][0]["image"] = "i:3".into();
+        let response = mutate(&review(
+            sts_kind(),
+            "UPDATE",
+            Some(update.clone()),
+            Some(stored.clone()),
+        ))
+        .unwrap();
+        assert!(response.allowed);
+        let result = patched(&update, &response);
+        assert_eq!(
+            result["spec"]["volumeClaimTemplates"],
+            stored["spec"]["volumeClaimTemplates"]
+        );
+        // Everything else in the update stays as the user wrote it.
+        assert_eq!(
+            result["spec"]["template"]["spec"]["containers"][0]["image"],
+            "i:3"
+        );
+        let recorded: Vec<ferry_api::VolumeChange> = serde_json::from_str(
+            result["metadata"]["annotations"][ANNOTATION_REQUESTED_TEMPLATES]
+                .as_str()
+                .unwrap(),
+        )
+        .unwrap();
+        assert_eq!(recorded[0].size, "2Gi");
+        if annotations.is_some() {
+            assert_eq!(result["metadata"]["annotations"]["team"], "db");
+        }
+        let warning = &response.warnings.unwrap()[0];
+        let name = resize_name("web", "uid-1", &recorded);
+        assert!(
+            warning.contains(&name) && warning.contains("data 1Gi → 2Gi"),
+            "{warning}"
+        );
+    }
+}
+
+#[test]
+fn updates_without_a_template_change_pass_untouched() {
+    let stored = stateful_set("1Gi", None);
+    let mut update = stateful_set("1024Mi", None);
+    update["spec"]["replicas"] = 3.into();
+    let response = mutate(&review(sts_kind(), "UPDATE", Some(update), Some(stored.clone()))).unwrap();
+    assert!(response.allowed && response.patch.is_none() && response.warnings.is_none());
+    let create = mutate(&review(sts_kind(), "CREATE", Some(stored), None)).unwrap();
+    assert!(create.allowed && create.patch.is_none());
+}
+
+#[test]
+fn a_change_nobody_can_make_is_denied_with_the_reason() {
+    let stored = stateful_set("1Gi", None);
+    let mut update = stateful_set("2Gi", None);
+    update["spec"]["volumeClaimTemplates"][0]["spec"]["accessModes"] = json!(["ReadWriteMany"]);
+    let response = mutate(&review(sts_kind(), "UPDATE", Some(update), Some(stored))).unwrap();
+    assert!(!response.allowed);
+    assert!(
+        response.result.message.contains("only its storage size"),
+        "{:?}",
+        response.result
+    );
+}
+
+#[test]
+fn malformed_reviews_are_bad_requests_with_a_reason() {
+    let stored = stateful_set("1Gi", None);
+    let pod = json!({"group": "", "version": "v1", "kind": "Pod"});
+    let mut not_a_review: Value = serde_json::from_slice(&review(sts_kind(), "UPDATE", None, None)).unwrap();
+    not_a_review["kind"] = "Pod".into();
+    for (body, expected) in [
+        (b"not json".to_vec(), "not an admission.k8s.io/v1 AdmissionReview"),
+        (b"{}".to_vec(), "AdmissionReview"),
+        (
+            serde_json::to_vec(&not_a_review).unwrap(),
+            "expected kind AdmissionReview",
+        ),
+        (
+            serde_json::to_vec(&json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview"}))
+                .unwrap(),
+            "carries no request",
+        ),
+        (
+            review(pod, "UPDATE", Some(stored.clone()), Some(stored.clone())),
+            "not /Pod",
+        ),
+        (
+            review(sts_kind(), "UPDATE", Some(stored.clone()), None),
+            "needs both object and oldObject",
+        ),
+        (
+            review(
+                sts_kind(),
+                "UPDATE",
+                Some(json!({"spec": {"replicas": "many"}})),
+                Some(stored),
+            ),
+            "object is not a valid object",
+        ),
+    ] {
+        match mutate(&body) {
+            Err(BadReview(message)) => assert!(message.contains(expected), "{message} lacks {expected:?}"),
+            Ok(response) => panic!("expected a bad request ({expected}), got {response:?}"),
+        }
+    }
+}
+
+proptest! {
+    /// Garbage of any shape is answered, never a panic.
+    #[test]
+    fn garbage_never_panics(body in proptest::collection::vec(any::<u8>(), 0..512)) {
+        let _ = mutate(&body);
+    }
+
+    /// Reviews with arbitrary sizes and annotations either pass untouched, are denied, or are
+    /// patched into an object whose templates are exactly the stored ones.
+    #[test]
+    fn a_patched_update_always_carries_the_stored_templates(
+        size in "[0-9]{1,5}(Mi|Gi|k)?|[a-z]{1,3}",
+        annotated in any::<bool>(),
+    ) {
+        let annotations = annotated.then(|| json!({"a/b~c": "x"}));
+        let stored = stateful_set("1Gi", annotations.clone());
+        let update = stateful_set(&size, annotations);
+        if let Ok(response) = mutate(&review(sts_kind(), "UPDATE", Some(update.clone()), Some(stored.clone())))
+            && response.patch.is_some()
+        {
+            let result = patched(&update, &response);
+            prop_assert_eq!(&result["spec"]["volumeClaimTemplates"], &stored["spec"]["volumeClaimTemplates"]);
+            if annotated {
+                prop_assert_eq!(&result["metadata"]["annotations"]["a/b~c"], "x");
+            }
+        }
+    }
+}

@@ -1,0 +1,182 @@
+//! The HTTPS server the API server calls: one task per connection, every step bounded in time
+//! and size, so a slow, garbled or huge request costs that connection only.
+
+use super::review::{self, BadReview};
+use crate::context::Context;
+use crate::resize::observe;
+use axum::Router;
+use axum::body::Body;
+use axum::extract::{Request, State};
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::post;
+use ferry_api::condition::{
+    REASON_INVALID_SIZE, REASON_STATEFUL_SET_NOT_FOUND, REASON_STORAGE_CLASS_NOT_FOUND,
+    REASON_TEMPLATE_NOT_FOUND,
+};
+use ferry_engine::{Verdict, precheck};
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+use hyper_util::service::TowerToHyperService;
+use kube::core::admission::AdmissionResponse;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::net::TcpListener;
+use tokio_rustls::TlsAcceptor;
+use tokio_rustls::rustls::ServerConfig;
+
+/// Paths the webhook configurations point at.
+pub const MUTATE_STATEFUL_SETS: &str = "/mutate/statefulsets";
+pub const VALIDATE_VOLUME_RESIZES: &str = "/validate/volumeresizes";
+
+/// Largest request body read: an AdmissionReview carries the object twice, and etcd stores
+/// objects of at most ~1.5 MiB.
+pub const MAX_BODY_BYTES: usize = 8 * 1024 * 1024;
+/// Time allowed for a TLS handshake, the request headers, and the body.
+const STEP_TIMEOUT: Duration = Duration::from_secs(10);
+
+pub fn router(ctx: Arc<Context>) -> Router {
+    Router::new()
+        .route(MUTATE_STATEFUL_SETS, post(mutate_stateful_set))
+        .route(VALIDATE_VOLUME_RESIZES, post(validate_volume_resize))
+        .with_state(ctx)
+}
+
+/// Accepts connections until the future is dropped.
+pub async fn serve(listener: TcpListener, tls: Arc<ServerConfig>, app: Router) {
+    let acceptor = TlsAcceptor::from(tls);
+    loop {
+        let (stream, peer) = match listener.accept().await {
+            Ok(accepted) => accepted,
+            Err(error) => {
+                // Out of file descriptors and the like: pause instead of spinning.
+                tracing::warn!(%error, "webhook: cannot accept a connection");
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                continue;
+            }
+        };
+        let acceptor = acceptor.clone();
+        let app = app.clone();
+        tokio::spawn(async move {
+            let tls = match tokio::time::timeout(STEP_TIMEOUT, acceptor.accept(stream)).await {
+                Ok(Ok(tls)) => tls,
+                Ok(Err(error)) => {
+                    tracing::debug!(%peer, %error, "webhook: TLS handshake failed");
+                    return;
+                }
+                Err(_) => {
+                    tracing::debug!(%peer, "webhook: TLS handshake timed out");
+                    return;
+                }
+            };
+            let mut builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
+            builder
+                .http1()
+                .timer(TokioTimer::new())
+                .header_read_timeout(STEP_TIMEOUT);
+            builder.http2().timer(TokioTimer::new());
+            if let Err(error) = builder
+                .serve_connection(TokioIo::new(tls), TowerToHyperService::new(app))
+                .await
+            {
+                tracing::debug!(%peer, %error, "webhook: connection ended with an error");
+            }
+        });
+    }
+}
+
+fn refuse(status: StatusCode, message: String) -> Response {
+    tracing::info!(%status, %message, "webhook: refused a request");
+    (status, message).into_response()
+}
+
+/// The body of a well-formed POST: JSON, at most `MAX_BODY_BYTES`, read within `STEP_TIMEOUT`.
+async fn body_of(headers: &HeaderMap, body: Body) -> Result<axum::body::Bytes, Response> {
+    let content_type = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|value| value.to_str().ok())
+        .unwrap_or("");
+    if !content_type.starts_with("application/json") {
+        return Err(refuse(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            format!("expected Content-Type application/json, got {content_type:?}"),
+        ));
+    }
+    match tokio::time::timeout(STEP_TIMEOUT, axum::body::to_bytes(body, MAX_BODY_BYTES)).await {
+        Ok(Ok(bytes)) => Ok(bytes),
+        Ok(Err(error)) => Err(refuse(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            format!("cannot read the body (at most {MAX_BODY_BYTES} bytes): {error}"),
+        )),
+        Err(_) => Err(refuse(
+            StatusCode::REQUEST_TIMEOUT,
+            format!("the body did not arrive within {}s", STEP_TIMEOUT.as_secs()),
+        )),
+    }
+}
+
+fn answer(result: Result<AdmissionResponse, BadReview>) -> Response {
+    match result {
+        Ok(response) => (StatusCode::OK, axum::Json(response.into_review())).into_response(),
+        Err(BadReview(message)) => refuse(StatusCode::BAD_REQUEST, message),
+    }
+}
+
+async fn mutate_stateful_set(State(ctx): State<Arc<Context>>, request: Request) -> Response {
+    let (parts, body) = request.into_parts();
+    let bytes = match body_of(&parts.headers, body).await {
+        Ok(bytes) => bytes,
+        Err(response) => return response,
+    };
+    answer(review::parse(&bytes).and_then(|request| {
+        let response = review::review_stateful_set(&request, &ctx.resizes.state());
+        if let Ok(response) = &response
+            && let Some(warnings) = &response.warnings
+        {
+            tracing::info!(name = %request.name, namespace = ?request.namespace, ?warnings, "StatefulSet template edit kept aside");
+        }
+        response
+    }))
+}
+
+/// Reasons the prechecks give for a request that can never be carried out as written; these are
+/// refused at admission with the prechecks' own words.
+const REFUSED_AT_ADMISSION: [&str; 4] = [
+    REASON_STATEFUL_SET_NOT_FOUND,
+    REASON_TEMPLATE_NOT_FOUND,
+    REASON_STORAGE_CLASS_NOT_FOUND,
+    REASON_INVALID_SIZE,
+];
+
+async fn validate_volume_resize(State(ctx): State<Arc<Context>>, request: Request) -> Response {
+    let (parts, body) = request.into_parts();
+    let bytes = match body_of(&parts.headers, body).await {
+        Ok(bytes) => bytes,
+        Err(response) => return response,
+    };
+    let request = match review::parse(&bytes) {
+        Ok(request) => request,
+        Err(bad) => return answer(Err(bad)),
+    };
+    let resize = match review::volume_resize_to_validate(&request) {
+        Ok(Some(resize)) => resize,
+        Ok(None) => return answer(Ok(AdmissionResponse::from(&request))),
+        Err(bad) => return answer(Err(bad)),
+    };
+    let response = AdmissionResponse::from(&request);
+    let namespace = resize.metadata.namespace.clone().unwrap_or_default();
+    let observation = match observe(&ctx, &resize, &namespace).await {
+        Ok(observation) => observation,
+        Err(error) => {
+            // The engine prechecks again anyway; an unreadable cluster must not block creates.
+            tracing::warn!(%error, "webhook: cannot read the cluster to validate a VolumeResize; allowing it");
+            return answer(Ok(response));
+        }
+    };
+    let verdict = precheck(&resize.spec, &observation.observed).verdict;
+    answer(Ok(match verdict {
+        Verdict::Reject { reason, message } if REFUSED_AT_ADMISSION.contains(&reason) => {
+            response.deny(format!("{reason}: {message}"))
+        }
+        _ => response,
+    }))
+}
