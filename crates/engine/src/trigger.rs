@@ -106,9 +106,20 @@ pub fn decide(subject: &Subject, resizes: &[ResizeSummary]) -> Decision {
             return decision;
         }
         Reading::Nothing => {
-            // Nothing asked (any more): forget the VolumeResize once it is done.
-            if resize_by.is_some() && served.is_none_or(|r| !r.active()) {
-                decision.annotations.insert(ANNOTATION_RESIZE_BY.into(), None);
+            // Nothing asked any more (drift resolved, or the request removed by hand): report how
+            // the VolumeResize ended, then forget it.
+            if resize_by.is_some() {
+                match served {
+                    Some(served) if served.active() => {}
+                    Some(served) => {
+                        let what = request::describe(&served.volumes, &subject.templates);
+                        decision.report_outcome(status_before, served, &what);
+                        decision.annotations.insert(ANNOTATION_RESIZE_BY.into(), None);
+                    }
+                    None => {
+                        decision.annotations.insert(ANNOTATION_RESIZE_BY.into(), None);
+                    }
+                }
             }
             return decision;
         }
@@ -118,33 +129,10 @@ pub fn decide(subject: &Subject, resizes: &[ResizeSummary]) -> Decision {
     let drift_only = request.annotations.is_empty();
 
     if let Some(served) = served.filter(|r| same_target(&r.volumes, &request.changes)) {
-        match served.phase {
-            Phase::Succeeded => {
-                decision.finish(&request, drift_only);
-                let message = format!("VolumeResize {} changed {what}", served.name);
-                decision.set_status(status_before, "Succeeded", &message, false, REASON_SUCCEEDED);
-            }
-            Phase::Failed => {
-                let message = format!(
-                    "VolumeResize {} failed: {}; delete it to try again, or change the request",
-                    served.name,
-                    served.message.as_deref().unwrap_or("no message")
-                );
-                decision.set_status(status_before, "Failed", &message, true, REASON_FAILED);
-            }
-            _ => {
-                let message = format!(
-                    "VolumeResize {} is changing {what}{}",
-                    served.name,
-                    served
-                        .progress
-                        .as_deref()
-                        .map(|p| format!(" ({p} done)"))
-                        .unwrap_or_default()
-                );
-                decision.set_status(status_before, "Running", &message, false, REASON_REQUESTED);
-            }
+        if served.phase == Phase::Succeeded {
+            decision.finish(&request, drift_only);
         }
+        decision.report_outcome(status_before, served, &what);
         return decision;
     }
 
@@ -229,6 +217,36 @@ pub fn decide(subject: &Subject, resizes: &[ResizeSummary]) -> Decision {
 }
 
 impl Decision {
+    /// The status of a VolumeResize that serves the request: running, succeeded or failed.
+    fn report_outcome(&mut self, before: Option<&String>, served: &ResizeSummary, what: &str) {
+        match served.phase {
+            Phase::Succeeded => {
+                let message = format!("VolumeResize {} changed {what}", served.name);
+                self.set_status(before, "Succeeded", &message, false, REASON_SUCCEEDED);
+            }
+            Phase::Failed => {
+                let message = format!(
+                    "VolumeResize {} failed: {}; delete it to try again, or change the request",
+                    served.name,
+                    served.message.as_deref().unwrap_or("no message")
+                );
+                self.set_status(before, "Failed", &message, true, REASON_FAILED);
+            }
+            _ => {
+                let message = format!(
+                    "VolumeResize {} is changing {what}{}",
+                    served.name,
+                    served
+                        .progress
+                        .as_deref()
+                        .map(|p| format!(" ({p} done)"))
+                        .unwrap_or_default()
+                );
+                self.set_status(before, "Running", &message, false, REASON_REQUESTED);
+            }
+        }
+    }
+
     /// The request is done: remove what carried it (drift has nothing to remove, and keeps
     /// `resize-by` so the same drift is not resized twice).
     fn finish(&mut self, request: &Request, drift_only: bool) {

@@ -39,9 +39,10 @@ pub const DEFAULT_IMAGE: &str = concat!("ghcr.io/ferry-dev/ferry:", env!("CARGO_
 pub async fn run(client: Client, settings: Settings) -> Result<(), Error> {
     let metrics = Arc::new(Metrics::default());
     let ready = Arc::new(AtomicBool::new(false));
-    let server = settings
+    // Dropped (and so stopped) with this future, whether it returns or is cancelled.
+    let _server = settings
         .http_addr
-        .map(|addr| tokio::spawn(http::serve(addr, metrics.clone(), ready.clone())));
+        .map(|addr| AbortOnDrop(tokio::spawn(http::serve(addr, metrics.clone(), ready.clone()))));
 
     wait_for_crd(&client).await?;
     let (resizes, stateful_sets, pods, claims, budgets) = match &settings.namespace {
@@ -73,7 +74,7 @@ pub async fn run(client: Client, settings: Settings) -> Result<(), Error> {
             .clone()
             .unwrap_or_else(|| DEFAULT_IMAGE.to_string()),
     ));
-    let webhook_task = match &settings.webhook {
+    let _webhook = match &settings.webhook {
         Some(webhook_settings) => {
             Some(webhook::start(ctx.clone(), webhook_settings, settings.namespace.as_deref()).await?)
         }
@@ -148,13 +149,16 @@ pub async fn run(client: Client, settings: Settings) -> Result<(), Error> {
             }
         });
     futures::join!(resizes_controller, requests_controller);
-    if let Some(server) = server {
-        server.abort();
-    }
-    if let Some(webhook_task) = webhook_task {
-        webhook_task.abort();
-    }
     Ok(())
+}
+
+/// A spawned task that stops when its handle is dropped.
+struct AbortOnDrop<T>(tokio::task::JoinHandle<T>);
+
+impl<T> Drop for AbortOnDrop<T> {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
 }
 
 /// The StatefulSet controller that turns requests (a template edit, annotations, drift) into

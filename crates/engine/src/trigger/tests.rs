@@ -466,3 +466,25 @@ proptest! {
         prop_assert_eq!(decide(&subject, &resizes), Decision::default());
     }
 }
+
+#[test]
+fn resolved_drift_reports_the_outcome_then_forgets_the_resize() {
+    let mut subject = with(web(), ANNOTATION_SYNC_CLAIMS, "true");
+    subject.templates[0] = template("data", "2Gi", Some("standard"));
+    let first = decide(&subject, &[]);
+    let created = first.create.clone().unwrap();
+    let mut after = apply(subject, &first);
+    // The resize grew every claim: no drift is left to read.
+    for claim in after.claims.iter_mut().filter(|c| c.template == "data") {
+        claim.size = Some("2Gi".into());
+    }
+    let done = summary(&created.name, Phase::Succeeded, created.spec.volumes.clone());
+    let decision = decide(&after, std::slice::from_ref(&done));
+    assert!(
+        status(&decision).unwrap().starts_with("Succeeded: "),
+        "{decision:?}"
+    );
+    assert_eq!(decision.annotations.get(ANNOTATION_RESIZE_BY), Some(&None));
+    assert_eq!(decision.notices[0].reason, REASON_SUCCEEDED);
+    assert_eq!(decide(&apply(after, &decision), &[done]), Decision::default());
+}

@@ -42,13 +42,26 @@ fn today() -> jiff::civil::Date {
     jiff::Zoned::now().date()
 }
 
-/// Starts serving, then registers the webhook configurations; returns the serving task (which
-/// also renews or reloads the certificate).
+/// The running webhook server and its certificate keeper; both stop when this is dropped (an
+/// operator stopped mid-flight must not leave a server answering for it).
+pub struct Running {
+    server: JoinHandle<()>,
+    keeper: JoinHandle<()>,
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        self.server.abort();
+        self.keeper.abort();
+    }
+}
+
+/// Starts serving, then registers the webhook configurations.
 pub async fn start(
     ctx: Arc<Context>,
     settings: &WebhookSettings,
     watched: Option<&str>,
-) -> Result<JoinHandle<()>, Error> {
+) -> Result<Running, Error> {
     let (current, ca_bundle, keeper): (Arc<CurrentCertificate>, Option<String>, JoinHandle<()>) =
         match &settings.certificates {
             Certificates::SelfSigned => {
@@ -74,25 +87,23 @@ pub async fn start(
             }
         };
     let config = tls::server_config(current)?;
-    let listener = tokio::net::TcpListener::bind(settings.listen)
-        .await
-        .map_err(|source| Error::Http {
-            addr: settings.listen.to_string(),
-            source,
-        })?;
-    let server = tokio::spawn(server::serve(listener, config, server::router(ctx.clone())));
+    let listener = match tokio::net::TcpListener::bind(settings.listen).await {
+        Ok(listener) => listener,
+        Err(source) => {
+            keeper.abort();
+            return Err(Error::Http {
+                addr: settings.listen.to_string(),
+                source,
+            });
+        }
+    };
+    let running = Running {
+        server: tokio::spawn(server::serve(listener, config, server::router(ctx.clone()))),
+        keeper,
+    };
     tracing::info!(listen = %settings.listen, endpoint = ?settings.endpoint, "serving admission webhooks");
-    if let Err(error) =
-        register::register(&ctx.client, &settings.endpoint, ca_bundle.as_deref(), watched).await
-    {
-        server.abort();
-        keeper.abort();
-        return Err(error);
-    }
-    Ok(tokio::spawn(async move {
-        let _ = server.await;
-        keeper.abort();
-    }))
+    register::register(&ctx.client, &settings.endpoint, ca_bundle.as_deref(), watched).await?;
+    Ok(running)
 }
 
 async fn renew(

@@ -17,7 +17,7 @@ use kube::api::{Patch, PatchParams};
 use kube::{Api, Client};
 use serde_json::{Value, json};
 
-use super::server::{MUTATE_STATEFUL_SETS, VALIDATE_VOLUME_RESIZES};
+use super::server::{MUTATE_STATEFUL_SETS, VALIDATE_STATEFUL_SET_CREATES, VALIDATE_VOLUME_RESIZES};
 
 /// Where the API server reaches the webhook.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -119,7 +119,8 @@ pub fn mutating(endpoint: &Endpoint, ca_bundle: Option<&str>, watched: Option<&s
     })
 }
 
-/// The validating configuration for new VolumeResizes.
+/// The validating configuration for new VolumeResizes, and for StatefulSet creates (refused in
+/// the window where Ferry replaces a StatefulSet of that name).
 pub fn validating(endpoint: &Endpoint, ca_bundle: Option<&str>, watched: Option<&str>) -> Value {
     json!({
         "apiVersion": "admissionregistration.k8s.io/v1",
@@ -132,6 +133,19 @@ pub fn validating(endpoint: &Endpoint, ca_bundle: Option<&str>, watched: Option<
             "rules": [{
                 "apiGroups": ["ferry.dev"], "apiVersions": ["v1alpha1"], "operations": ["CREATE"],
                 "resources": ["volumeresizes"], "scope": "Namespaced",
+            }],
+            "matchPolicy": "Equivalent",
+            "namespaceSelector": namespace_selector(watched),
+            "failurePolicy": "Ignore",
+            "sideEffects": "None",
+            "timeoutSeconds": 5,
+        }, {
+            "name": "statefulset-creates.ferry.dev",
+            "admissionReviewVersions": ["v1"],
+            "clientConfig": endpoint.client_config(VALIDATE_STATEFUL_SET_CREATES, ca_bundle),
+            "rules": [{
+                "apiGroups": ["apps"], "apiVersions": ["v1"], "operations": ["CREATE"],
+                "resources": ["statefulsets"], "scope": "Namespaced",
             }],
             "matchPolicy": "Equivalent",
             "namespaceSelector": namespace_selector(watched),

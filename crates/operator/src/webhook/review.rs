@@ -139,6 +139,50 @@ pub fn review_stateful_set(
     Ok(response)
 }
 
+/// The validating review of a StatefulSet create: refused while a VolumeResize is replacing a
+/// StatefulSet of that name (its orphan window), unless it is that resize's own re-create. A GitOps
+/// tool or parent operator re-creating it there would start pods on volumes being swapped; denied,
+/// it retries, and by then Ferry's StatefulSet (with the new templates) is back.
+pub fn review_stateful_set_create(
+    request: &AdmissionRequest<DynamicObject>,
+    resizes: &[Arc<VolumeResize>],
+) -> Result<AdmissionResponse, BadReview> {
+    expect_kind(request, "apps", "StatefulSet")?;
+    let response = AdmissionResponse::from(request);
+    if request.operation != Operation::Create {
+        return Ok(response);
+    }
+    let Some(object) = &request.object else {
+        return Err(BadReview("a CREATE review needs an object".to_string()));
+    };
+    let name = object
+        .metadata
+        .name
+        .clone()
+        .unwrap_or_else(|| request.name.clone());
+    let namespace = request.namespace.clone().unwrap_or_default();
+    let replacing = resizes.iter().find(|resize| {
+        resize.namespace().as_deref() == Some(namespace.as_str())
+            && resize.spec.stateful_set_name == name
+            && (!resize.phase().is_terminal() || resize.metadata.deletion_timestamp.is_some())
+    });
+    let Some(replacing) = replacing else {
+        return Ok(response);
+    };
+    let recreated_by = object
+        .metadata
+        .annotations
+        .as_ref()
+        .and_then(|a| a.get(ferry_api::names::ANNOTATION_RECREATED_BY));
+    if recreated_by.is_some() && recreated_by == replacing.metadata.uid.as_ref() {
+        return Ok(response);
+    }
+    Ok(response.deny(format!(
+        "Ferry is replacing StatefulSet {name} to change its volumes (VolumeResize {}); it comes back by itself within seconds, with the new volume claim templates. Creating it now would start its pods on volumes being swapped: try again once it is back (kubectl get sts {name} -n {namespace})",
+        replacing.name_any()
+    )))
+}
+
 /// The review of a new VolumeResize: its object, when this is one.
 pub fn volume_resize_to_validate(
     request: &AdmissionRequest<DynamicObject>,

@@ -194,3 +194,46 @@ proptest! {
         }
     }
 }
+
+fn resize(name: &str, uid: &str, phase: Option<ferry_api::Phase>) -> Arc<VolumeResize> {
+    let mut resize: VolumeResize = serde_json::from_value(json!({
+        "apiVersion": "ferry.dev/v1alpha1", "kind": "VolumeResize",
+        "metadata": {"name": name, "namespace": "apps", "uid": uid},
+        "spec": {"statefulSetName": "web", "volumes": [{"name": "data", "size": "2Gi"}]},
+    }))
+    .unwrap();
+    resize.status = phase.map(|phase| ferry_api::VolumeResizeStatus {
+        phase: Some(phase),
+        ..Default::default()
+    });
+    Arc::new(resize)
+}
+
+#[test]
+fn a_create_in_the_orphan_window_is_refused_unless_it_is_ferrys_own() {
+    let running = resize("grow", "vr-uid", Some(ferry_api::Phase::Running));
+    let create = |annotations: Option<Value>| {
+        let body = review(sts_kind(), "CREATE", Some(stateful_set("2Gi", annotations)), None);
+        review_stateful_set_create(&parse(&body).unwrap(), std::slice::from_ref(&running)).unwrap()
+    };
+    let foreign = create(None);
+    assert!(!foreign.allowed);
+    assert!(
+        foreign
+            .result
+            .message
+            .contains("Ferry is replacing StatefulSet web"),
+        "{:?}",
+        foreign.result
+    );
+    assert!(create(Some(json!({"ferry.dev/recreated-by": "vr-uid"}))).allowed);
+    assert!(!create(Some(json!({"ferry.dev/recreated-by": "another"}))).allowed);
+    // No resize under way: any create passes.
+    let done = resize("grow", "vr-uid", Some(ferry_api::Phase::Succeeded));
+    let body = review(sts_kind(), "CREATE", Some(stateful_set("2Gi", None)), None);
+    assert!(
+        review_stateful_set_create(&parse(&body).unwrap(), &[done])
+            .unwrap()
+            .allowed
+    );
+}

@@ -27,6 +27,7 @@ use tokio_rustls::rustls::ServerConfig;
 /// Paths the webhook configurations point at.
 pub const MUTATE_STATEFUL_SETS: &str = "/mutate/statefulsets";
 pub const VALIDATE_VOLUME_RESIZES: &str = "/validate/volumeresizes";
+pub const VALIDATE_STATEFUL_SET_CREATES: &str = "/validate/statefulsets";
 
 /// Largest request body read: an AdmissionReview carries the object twice, and etcd stores
 /// objects of at most ~1.5 MiB.
@@ -38,13 +39,17 @@ pub fn router(ctx: Arc<Context>) -> Router {
     Router::new()
         .route(MUTATE_STATEFUL_SETS, post(mutate_stateful_set))
         .route(VALIDATE_VOLUME_RESIZES, post(validate_volume_resize))
+        .route(VALIDATE_STATEFUL_SET_CREATES, post(validate_stateful_set_create))
         .with_state(ctx)
 }
 
-/// Accepts connections until the future is dropped.
+/// Accepts connections until the future is dropped; dropping it also closes every open connection
+/// (they live in its JoinSet), so a stopped operator stops answering even on kept-alive ones.
 pub async fn serve(listener: TcpListener, tls: Arc<ServerConfig>, app: Router) {
     let acceptor = TlsAcceptor::from(tls);
+    let mut connections = tokio::task::JoinSet::new();
     loop {
+        while connections.try_join_next().is_some() {}
         let (stream, peer) = match listener.accept().await {
             Ok(accepted) => accepted,
             Err(error) => {
@@ -54,33 +59,38 @@ pub async fn serve(listener: TcpListener, tls: Arc<ServerConfig>, app: Router) {
                 continue;
             }
         };
-        let acceptor = acceptor.clone();
-        let app = app.clone();
-        tokio::spawn(async move {
-            let tls = match tokio::time::timeout(STEP_TIMEOUT, acceptor.accept(stream)).await {
-                Ok(Ok(tls)) => tls,
-                Ok(Err(error)) => {
-                    tracing::debug!(%peer, %error, "webhook: TLS handshake failed");
-                    return;
-                }
-                Err(_) => {
-                    tracing::debug!(%peer, "webhook: TLS handshake timed out");
-                    return;
-                }
-            };
-            let mut builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
-            builder
-                .http1()
-                .timer(TokioTimer::new())
-                .header_read_timeout(STEP_TIMEOUT);
-            builder.http2().timer(TokioTimer::new());
-            if let Err(error) = builder
-                .serve_connection(TokioIo::new(tls), TowerToHyperService::new(app))
-                .await
-            {
-                tracing::debug!(%peer, %error, "webhook: connection ended with an error");
-            }
-        });
+        connections.spawn(connection(acceptor.clone(), stream, peer, app.clone()));
+    }
+}
+
+async fn connection(
+    acceptor: TlsAcceptor,
+    stream: tokio::net::TcpStream,
+    peer: std::net::SocketAddr,
+    app: Router,
+) {
+    let tls = match tokio::time::timeout(STEP_TIMEOUT, acceptor.accept(stream)).await {
+        Ok(Ok(tls)) => tls,
+        Ok(Err(error)) => {
+            tracing::debug!(%peer, %error, "webhook: TLS handshake failed");
+            return;
+        }
+        Err(_) => {
+            tracing::debug!(%peer, "webhook: TLS handshake timed out");
+            return;
+        }
+    };
+    let mut builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
+    builder
+        .http1()
+        .timer(TokioTimer::new())
+        .header_read_timeout(STEP_TIMEOUT);
+    builder.http2().timer(TokioTimer::new());
+    if let Err(error) = builder
+        .serve_connection(TokioIo::new(tls), TowerToHyperService::new(app))
+        .await
+    {
+        tracing::debug!(%peer, %error, "webhook: connection ended with an error");
     }
 }
 
@@ -136,6 +146,18 @@ async fn mutate_stateful_set(State(ctx): State<Arc<Context>>, request: Request) 
         }
         response
     }))
+}
+
+async fn validate_stateful_set_create(State(ctx): State<Arc<Context>>, request: Request) -> Response {
+    let (parts, body) = request.into_parts();
+    let bytes = match body_of(&parts.headers, body).await {
+        Ok(bytes) => bytes,
+        Err(response) => return response,
+    };
+    answer(
+        review::parse(&bytes)
+            .and_then(|request| review::review_stateful_set_create(&request, &ctx.resizes.state())),
+    )
 }
 
 /// Reasons the prechecks give for a request that can never be carried out as written; these are

@@ -18,4 +18,5 @@ mod endpoints;
 mod in_place;
 mod prechecks;
 mod real_node;
+mod triggers;
 mod validation;

@@ -18,6 +18,8 @@ pub struct Harness {
     operator: JoinHandle<()>,
     /// Where the running operator serves /metrics.
     metrics_url: String,
+    /// Where the operator serves its admission webhooks, when it does.
+    pub webhook_url: Option<String>,
 }
 
 impl Harness {
@@ -25,20 +27,61 @@ impl Harness {
         let client = client().await.unwrap();
         install_crd(&client).await;
         let ns = TestNamespace::create(&client, prefix).await.unwrap();
-        let (operator, metrics_url) = spawn_operator(&client, &ns.name);
+        let (operator, metrics_url) = spawn_operator(&client, &ns.name, None);
         Harness {
             client,
             ns,
             operator,
             metrics_url,
+            webhook_url: None,
         }
+    }
+
+    /// Like `start`, with the operator serving and registering its admission webhooks at a
+    /// loopback URL (the API server calls it over TLS); returns once they are registered.
+    pub async fn start_with_webhook(prefix: &str) -> Harness {
+        let client = client().await.unwrap();
+        install_crd(&client).await;
+        let ns = TestNamespace::create(&client, prefix).await.unwrap();
+        let url = format!("https://127.0.0.1:{}", free_port());
+        let (operator, metrics_url) = spawn_operator(&client, &ns.name, Some(&url));
+        let harness = Harness {
+            client,
+            ns,
+            operator,
+            metrics_url,
+            webhook_url: Some(url),
+        };
+        harness.wait_webhook_registered().await;
+        harness
+    }
+
+    /// Waits until the webhook configurations point at this operator's URL.
+    pub async fn wait_webhook_registered(&self) {
+        use k8s_openapi::api::admissionregistration::v1::MutatingWebhookConfiguration;
+        let configurations: Api<MutatingWebhookConfiguration> = Api::all(self.client.clone());
+        let name = format!("ferry.{}", self.ns.name);
+        let url = self.webhook_url.clone().unwrap();
+        wait_until("the webhook configurations to be registered", 60, || async {
+            let configuration = configurations.get_opt(&name).await.ok().flatten()?;
+            let hook = configuration.webhooks?.into_iter().next()?;
+            hook.client_config.url?.starts_with(&url).then_some(())
+        })
+        .await
+        .unwrap();
+    }
+
+    /// Stops the operator (and with it the webhook server) without starting another.
+    pub fn stop_operator(&mut self) {
+        self.operator.abort();
     }
 
     /// Kills the operator wherever it is (mid-request included) and starts a fresh one, which
     /// knows nothing but what the cluster and the VolumeResize status say.
     pub fn restart_operator(&mut self) {
         self.operator.abort();
-        (self.operator, self.metrics_url) = spawn_operator(&self.client, &self.ns.name);
+        (self.operator, self.metrics_url) =
+            spawn_operator(&self.client, &self.ns.name, self.webhook_url.as_deref());
     }
 
     /// Waits for the VolumeResize `name` to finish, killing the operator (and starting a fresh one)
@@ -109,6 +152,20 @@ impl Harness {
 
     pub async fn finish(self) {
         self.operator.abort();
+        if self.webhook_url.is_some() {
+            use k8s_openapi::api::admissionregistration::v1::{
+                MutatingWebhookConfiguration, ValidatingWebhookConfiguration,
+            };
+            let name = format!("ferry.{}", self.ns.name);
+            let deleted = Api::<MutatingWebhookConfiguration>::all(self.client.clone())
+                .delete(&name, &Default::default())
+                .await;
+            assert!(deleted.is_ok(), "{deleted:?}");
+            let deleted = Api::<ValidatingWebhookConfiguration>::all(self.client.clone())
+                .delete(&name, &Default::default())
+                .await;
+            assert!(deleted.is_ok(), "{deleted:?}");
+        }
         self.ns.cleanup().await.unwrap();
     }
 
@@ -219,16 +276,21 @@ impl Harness {
 
 /// Runs the operator in this process, serving its endpoints on a free port; returns the task and
 /// its /metrics URL.
-fn spawn_operator(client: &Client, namespace: &str) -> (JoinHandle<()>, String) {
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|listener| listener.local_addr())
-        .map(|address| address.port())
-        .unwrap();
+fn spawn_operator(client: &Client, namespace: &str, webhook_url: Option<&str>) -> (JoinHandle<()>, String) {
+    let port = free_port();
+    let webhook = webhook_url.map(|url| {
+        let webhook_port: u16 = url.rsplit(':').next().unwrap().parse().unwrap();
+        ferry_operator::webhook::WebhookSettings {
+            listen: ([127, 0, 0, 1], webhook_port).into(),
+            endpoint: ferry_operator::webhook::Endpoint::Url(url.to_string()),
+            certificates: ferry_operator::webhook::Certificates::SelfSigned,
+        }
+    });
     let settings = Settings {
         namespace: Some(namespace.to_string()),
         http_addr: Some(([127, 0, 0, 1], port).into()),
         mover_image: Some(ferry_testenv::workload::FERRY_IMAGE.to_string()),
-        webhook: None,
+        webhook,
     };
     let client = client.clone();
     let task = tokio::spawn(async move {
@@ -237,6 +299,14 @@ fn spawn_operator(client: &Client, namespace: &str) -> (JoinHandle<()>, String) 
         }
     });
     (task, format!("http://127.0.0.1:{port}/metrics"))
+}
+
+/// A loopback port nobody listens on right now.
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|listener| listener.local_addr())
+        .map(|address| address.port())
+        .unwrap()
 }
 
 /// Installs (server-side apply) the VolumeResize CRD and waits until it is established.
