@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Builds kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, kubelet (from the checked-in Go
-# module) and kwok into a cache outside the repository, keyed by version and the go.sum hash.
+# module), kwok and helm into a cache outside the repository, keyed by version and the go.sum hash.
 # Prints the bin directory. A second run with the same inputs does nothing.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 k8s_version=$(cat "$here/VERSION")
 kwok_version=v0.7.0
+helm_version=v3.22.0
 key="${k8s_version}-$(sha256sum "$here/go.sum" | cut -c1-12)"
 cache_root="${FERRY_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/ferry}"
 bin="$cache_root/testenv/$key/bin"
@@ -38,5 +39,10 @@ if [ ! -x "$bin/kwok" ]; then
      "$kwok_dir"/kustomize/stage/pod/fast/pod-ready.yaml \
      "$kwok_dir"/kustomize/stage/pod/fast/pod-complete.yaml \
      "$kwok_dir"/kustomize/stage/pod/fast/pod-delete.yaml "$bin/../kwok-stages/"
+fi
+if [ "$("$bin/helm" version --template '{{.Version}}' 2>/dev/null)" != "$helm_version" ]; then
+  echo "building helm ${helm_version} (tests install and upgrade charts with it)" >&2
+  (cd / && CGO_ENABLED=0 GOBIN="$bin" GOFLAGS=-mod=mod go install -trimpath \
+    -ldflags "-s -w -X helm.sh/helm/v3/internal/version.version=${helm_version}" "helm.sh/helm/v3/cmd/helm@${helm_version}")
 fi
 echo "$bin"

@@ -111,6 +111,21 @@ async fn body_of(headers: &HeaderMap, body: Body) -> Result<axum::body::Bytes, R
             format!("expected Content-Type application/json, got {content_type:?}"),
         ));
     }
+    // Announced too big: answered before a byte of it is read (a client that waits for
+    // `100 Continue` then sends nothing).
+    let announced = headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|value| value.to_str().ok())
+        .and_then(|value| value.parse::<u64>().ok());
+    if announced.is_some_and(|length| length > MAX_BODY_BYTES as u64) {
+        return Err(refuse(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            format!(
+                "the body is {} bytes; at most {MAX_BODY_BYTES} are read",
+                announced.unwrap_or_default()
+            ),
+        ));
+    }
     match tokio::time::timeout(STEP_TIMEOUT, axum::body::to_bytes(body, MAX_BODY_BYTES)).await {
         Ok(Ok(bytes)) => Ok(bytes),
         Ok(Err(error)) => Err(refuse(

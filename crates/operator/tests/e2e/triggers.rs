@@ -17,8 +17,8 @@ use ferry_testenv::quantity::bytes;
 use ferry_testenv::{CLASS_EXPANDABLE, CLASS_FIXED, kubectl, wait_until};
 use k8s_openapi::api::apps::v1::StatefulSet;
 use k8s_openapi::api::core::v1::PersistentVolumeClaim;
-use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use kube::ResourceExt;
+use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use serde_json::{Value, json};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -419,7 +419,17 @@ async fn post(url: &str, content_type: &str, body: Vec<u8>) -> (u16, String) {
     let body_path = dir.path().join("body");
     std::fs::write(&body_path, body).unwrap();
     let output = tokio::process::Command::new("curl")
-        .args(["-sk", "--max-time", "30", "-w", "\n%{http_code}", "-H"])
+        // HTTP/1.1: a big body is announced and waits for `100 Continue`, so a refusal arrives
+        // before the upload (over HTTP/2 curl would be cut off mid-upload and see no status).
+        .args([
+            "-sk",
+            "--http1.1",
+            "--max-time",
+            "30",
+            "-w",
+            "\n%{http_code}",
+            "-H",
+        ])
         .arg(format!("Content-Type: {content_type}"))
         .arg("--data-binary")
         .arg(format!("@{}", body_path.display()))
@@ -530,5 +540,97 @@ async fn a_volume_resize_naming_what_does_not_exist_is_refused_at_admission() {
             json!({"statefulSetName": "web", "volumes": [{"name": "data", "size": "2Gi"}], "dryRun": true}),
         )
         .await;
+    harness.finish().await;
+}
+
+/// The control plane's helm (built by `scripts/k8s/build.sh` from the Go module proxy):
+/// (exit code, stdout, stderr).
+async fn helm(args: &[&str]) -> (i32, String, String) {
+    let kubeconfig = ferry_testenv::cluster::kubeconfig_path().await.unwrap();
+    let bin_dir = std::fs::read_to_string(ferry_testenv::paths::state_dir().join("bin-dir")).unwrap();
+    let home = tempfile::tempdir().unwrap();
+    let output = tokio::process::Command::new(std::path::Path::new(bin_dir.trim()).join("helm"))
+        .arg("--kubeconfig")
+        .arg(&kubeconfig)
+        .args(args)
+        // Helm keeps caches and config under these; a test's own keeps runs apart.
+        .env("HELM_CACHE_HOME", home.path().join("cache"))
+        .env("HELM_CONFIG_HOME", home.path().join("config"))
+        .env("HELM_DATA_HOME", home.path().join("data"))
+        .output()
+        .await
+        .unwrap();
+    (
+        output.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+/// A chart with one StatefulSet whose `data` template size is the value `size`.
+fn chart(dir: &std::path::Path, sts: &StatefulSet) {
+    std::fs::create_dir_all(dir.join("templates")).unwrap();
+    std::fs::write(
+        dir.join("Chart.yaml"),
+        "apiVersion: v2\nname: web\nversion: 0.1.0\n",
+    )
+    .unwrap();
+    std::fs::write(dir.join("values.yaml"), "size: 1Gi\n").unwrap();
+    let mut manifest = manifest(sts, "SIZE");
+    manifest["metadata"]["annotations"] = json!({});
+    let text = serde_json::to_string_pretty(&manifest)
+        .unwrap()
+        .replace("\"SIZE\"", "{{ .Values.size | quote }}");
+    std::fs::write(dir.join("templates/statefulset.json"), text).unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn helm_upgrade_with_a_new_size_resizes_and_a_repeat_upgrade_changes_nothing() {
+    let harness = Harness::start_with_webhook("trig-helm").await;
+    let sts = stateful_set("web", 2, CLASS_EXPANDABLE, "1Gi");
+    let dir = tempfile::tempdir().unwrap();
+    chart(dir.path(), &sts);
+    let chart_dir = dir.path().display().to_string();
+    let ns = harness.ns.name.clone();
+
+    let (code, _, stderr) = helm(&[
+        "install",
+        "web",
+        &chart_dir,
+        "-n",
+        &ns,
+        "--wait",
+        "--timeout",
+        "120s",
+    ])
+    .await;
+    assert_eq!(code, 0, "{stderr}");
+    let sets = harness.ns.api::<StatefulSet>();
+    wait_ready(&sets, "web", 2, 120).await.unwrap();
+    let seeded = harness.seed_existing("web", 2, &["data"], 30).await;
+
+    let (code, _, stderr) = helm(&["upgrade", "web", &chart_dir, "-n", &ns, "--set", "size=2Gi"]).await;
+    assert_eq!(code, 0, "helm upgrade is accepted: {stderr}");
+    let sts = wait_request_done(&harness, "web", 180).await;
+    assert_eq!(template_size(&sts), 2 << 30);
+    for replica in 0..2 {
+        assert_eq!(
+            claim_request(&harness, &format!("data-web-{replica}")).await,
+            2 << 30
+        );
+    }
+    harness.assert_data_intact(&seeded).await;
+    let made = trigger_resizes(&harness, "web").await;
+    assert_eq!(made.len(), 1);
+    assert_eq!(made[0].phase(), Phase::Succeeded);
+
+    // The release and the cluster agree: upgrading again with the same value asks for nothing.
+    let (code, _, stderr) = helm(&["upgrade", "web", &chart_dir, "-n", &ns, "--set", "size=2Gi"]).await;
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(trigger_resizes(&harness, "web").await.len(), 1);
+    let live = sets.get("web").await.unwrap();
+    assert!(!live.annotations().contains_key(ANNOTATION_REQUESTED_TEMPLATES));
+    let (code, _, stderr) = helm(&["uninstall", "web", "-n", &ns]).await;
+    assert_eq!(code, 0, "{stderr}");
     harness.finish().await;
 }

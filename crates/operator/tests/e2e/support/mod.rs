@@ -351,12 +351,25 @@ impl Harness {
         templates: &[&str],
         files: usize,
     ) -> Vec<Seeded> {
-        use ferry_testenv::fixtures::{claim_directory, tree_checksum, wait_ready, write_sample_data};
+        use ferry_testenv::fixtures::wait_ready;
         let name = sts.name_any();
         let replicas = sts.spec.as_ref().and_then(|s| s.replicas).unwrap_or(1);
         let sets = self.ns.api::<k8s_openapi::api::apps::v1::StatefulSet>();
         sets.create(&PostParams::default(), &sts).await.unwrap();
         wait_ready(&sets, &name, replicas, 120).await.unwrap();
+        self.seed_existing(&name, replicas, templates, files).await
+    }
+
+    /// Writes `files` sample files into every claim of the given templates of the StatefulSet
+    /// `name` (already running); returns what each claim held.
+    pub async fn seed_existing(
+        &self,
+        name: &str,
+        replicas: i32,
+        templates: &[&str],
+        files: usize,
+    ) -> Vec<Seeded> {
+        use ferry_testenv::fixtures::{claim_directory, tree_checksum, write_sample_data};
         let claims = self.ns.api::<k8s_openapi::api::core::v1::PersistentVolumeClaim>();
         let volumes: Api<k8s_openapi::api::core::v1::PersistentVolume> = Api::all(self.client.clone());
         let mut seeded = Vec::new();
