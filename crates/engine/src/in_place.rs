@@ -123,14 +123,13 @@ pub fn plan_in_place(
     // Offline-only drivers: restart one pod at a time, and only while every other pod is Ready.
     // A pod that is gone and not yet re-created counts as down too (the StatefulSet's own status
     // can lag behind it).
-    let replica_missing = status.plan.iter().any(|row| {
-        !observed
-            .pods
-            .contains_key(&crate::names::pod(sts_name, row.replica))
-    });
+    let serving_replicas = status
+        .plan
+        .iter()
+        .filter(|row| row.strategy.is_some())
+        .map(|row| row.replica);
     let disruption_in_flight = observed.budget_blocks()
-        || replica_missing
-        || observed.pods.values().any(|pod| pod.deleting || !pod.ready)
+        || !observed.replicas_down(sts_name, serving_replicas).is_empty()
         || observed
             .stateful_set
             .as_ref()

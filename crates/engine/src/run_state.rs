@@ -23,6 +23,24 @@ pub struct RunObserved {
 }
 
 impl RunObserved {
+    /// Of `replicas`, those not serving: pod missing (gone and not yet re-created; the
+    /// StatefulSet's own status can lag behind it), deleting, or not Ready. One rule for "may
+    /// another replica go down now" in every strategy.
+    pub fn replicas_down(&self, stateful_set: &str, replicas: impl IntoIterator<Item = i32>) -> Vec<i32> {
+        let mut down: Vec<i32> = replicas
+            .into_iter()
+            .filter(|&replica| {
+                !self
+                    .pods
+                    .get(&crate::names::pod(stateful_set, replica))
+                    .is_some_and(|pod| pod.ready && !pod.deleting)
+            })
+            .collect();
+        down.sort_unstable();
+        down.dedup();
+        down
+    }
+
     /// UID of an observed volume.
     pub fn volume_uid(&self, volume: &str) -> Option<String> {
         self.volumes.get(volume).map(|v| v.uid.clone())

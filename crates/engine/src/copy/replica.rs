@@ -10,21 +10,12 @@ pub fn unready_others(
     observed: &RunObserved,
     batch: &[i32],
 ) -> Vec<i32> {
-    let mut others: Vec<i32> = status
+    let others = status
         .plan
         .iter()
         .filter(|row| is_copy(row) && !batch.contains(&row.replica))
-        .map(|row| row.replica)
-        .collect();
-    others.sort_unstable();
-    others.dedup();
-    others.retain(|&replica| {
-        !observed
-            .pods
-            .get(&ctx.pod(replica))
-            .is_some_and(|pod| pod.ready && !pod.deleting)
-    });
-    others
+        .map(|row| row.replica);
+    observed.replicas_down(ctx.sts_name, others)
 }
 
 pub(super) fn stop_replica(

@@ -1238,12 +1238,19 @@ fn an_unschedulable_final_mover_rolls_the_replica_back_instead_of_waiting_foreve
         message.contains("cannot run (Unschedulable") && message.contains("data-db-0"),
         "{message}"
     );
+    assert_replica_0_rolled_back(&cluster);
+}
+
+/// Replica 0 is back on its old volume and runs again, with no mover, no temporary claim, and the
+/// StatefulSet present.
+fn assert_replica_0_rolled_back(cluster: &Cluster) {
     assert_eq!(
         cluster.observed.claims["data-db-0"].volume_name.as_deref(),
         Some("pv-old-0")
     );
     assert!(cluster.observed.pods.contains_key("db-0"), "replica 0 runs again");
     assert!(cluster.observed.movers.is_empty() && cluster.observed.stateful_set.is_some());
+    assert!(!cluster.observed.claims.contains_key("data-db-0-ferry-abcd1234"));
 }
 
 /// `timeoutSeconds`: a step before the swap that outlasts it (here a warm copy that never ends)
@@ -1263,12 +1270,7 @@ fn a_step_longer_than_timeout_seconds_rolls_the_replica_back() {
         message.contains("step WarmCopy of data-db-0 took") && message.contains("timeoutSeconds (15 s)"),
         "{message}"
     );
-    assert_eq!(
-        cluster.observed.claims["data-db-0"].volume_name.as_deref(),
-        Some("pv-old-0")
-    );
-    assert!(cluster.observed.movers.is_empty());
-    assert!(!cluster.observed.claims.contains_key("data-db-0-ferry-abcd1234"));
+    assert_replica_0_rolled_back(&cluster);
 }
 
 /// Rolling: a replica is never taken down while another one is not Ready (quorum), whatever a

@@ -71,14 +71,16 @@ async fn apply(ctx: &Context, sts: &StatefulSet, namespace: &str, decision: &Dec
     let name = sts.name_any();
     let stateful_sets = Api::<StatefulSet>::namespaced(ctx.client.clone(), namespace);
     if !decision.annotations.is_empty() {
-        let patch = serde_json::json!({
-            "metadata": {
-                // Refused (409) if the StatefulSet changed since it was read: decide again.
-                "resourceVersion": sts.resource_version(),
-                "uid": sts.uid(),
-                "annotations": decision.annotations,
-            },
-        });
+        // Refused (409) if the StatefulSet changed since it was read: decide again.
+        let patch = writes::with_uid_precondition(
+            serde_json::json!({
+                "metadata": {
+                    "resourceVersion": sts.resource_version(),
+                    "annotations": decision.annotations,
+                },
+            }),
+            sts.uid().as_deref(),
+        );
         stateful_sets
             .patch(&name, &writes::patch(), &Patch::Merge(&patch))
             .await?;

@@ -4,6 +4,7 @@
 use super::run_observe::backup_name;
 use crate::Error;
 use crate::context::Context;
+use crate::writes::with_uid_precondition;
 use ferry_api::names::{
     ANNOTATION_BACKED_UP_UID, ANNOTATION_BIND_NUDGE, ANNOTATION_RECREATED_BY, LABEL_MANAGED_BY, LABEL_MOVER,
     LABEL_MOVER_PASS, LABEL_VOLUME_RESIZE, MANAGED_BY_VALUE,
@@ -149,8 +150,10 @@ pub async fn execute(
                 .map(|_| ()),
         ),
         ResizeAction::SetReclaimPolicy { volume, uid, policy } => {
-            let patch =
-                with_uid_precondition(json!({"spec": {"persistentVolumeReclaimPolicy": policy}}), uid);
+            let patch = with_uid_precondition(
+                json!({"spec": {"persistentVolumeReclaimPolicy": policy}}),
+                uid.as_deref(),
+            );
             Api::<PersistentVolume>::all(client)
                 .patch(volume, &crate::writes::patch(), &Patch::Merge(patch))
                 .await?;
@@ -166,7 +169,7 @@ pub async fn execute(
                     "apiVersion": "v1", "kind": "PersistentVolumeClaim",
                     "namespace": namespace, "name": claim, "uid": null, "resourceVersion": null,
                 }}}),
-                uid,
+                uid.as_deref(),
             );
             Api::<PersistentVolume>::all(client)
                 .patch(volume, &crate::writes::patch(), &Patch::Merge(patch))
@@ -193,7 +196,10 @@ pub async fn execute(
         }
         ResizeAction::NudgeClaim { claim, uid } => {
             // The UID in the patch makes it fail rather than touch a claim of the same name.
-            let patch = json!({"metadata": {"uid": uid, "annotations": {ANNOTATION_BIND_NUDGE: "true"}}});
+            let patch = with_uid_precondition(
+                json!({"metadata": {"annotations": {ANNOTATION_BIND_NUDGE: "true"}}}),
+                Some(uid.as_str()),
+            );
             Api::<PersistentVolumeClaim>::namespaced(client, namespace)
                 .patch(claim, &crate::writes::patch(), &Patch::Merge(&patch))
                 .await?;
@@ -211,15 +217,6 @@ pub async fn execute(
             )
         }
     }
-}
-
-/// A UID in a patch is a precondition: the patch fails (409) on an object re-created under the
-/// same name, instead of changing it.
-fn with_uid_precondition(mut patch: serde_json::Value, uid: &Option<String>) -> serde_json::Value {
-    if let Some(uid) = uid {
-        patch["metadata"] = json!({"uid": uid});
-    }
-    patch
 }
 
 fn from_json<T: serde::de::DeserializeOwned>(value: serde_json::Value) -> Result<T, Error> {

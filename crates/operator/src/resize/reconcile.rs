@@ -258,11 +258,13 @@ async fn hand_over_retained(ctx: &Context, resize: &VolumeResize, namespace: &st
             continue;
         }
         let from = format!("{namespace}/{}", resize.name_any());
-        let patch = json!({"metadata": {
-            "uid": volume.uid(),
-            "labels": {LABEL_RETAINED: "true"},
-            "annotations": {ANNOTATION_RETAINED_FROM: from},
-        }});
+        let patch = crate::writes::with_uid_precondition(
+            json!({"metadata": {
+                "labels": {LABEL_RETAINED: "true"},
+                "annotations": {ANNOTATION_RETAINED_FROM: from},
+            }}),
+            volume.uid().as_deref(),
+        );
         volumes
             .patch(&name, &crate::writes::patch(), &Patch::Merge(patch))
             .await?;

@@ -16,14 +16,9 @@ use support::Harness;
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn shrinking_below_the_data_in_use_fails_and_changes_nothing() {
     let harness = Harness::start("copy-refused").await;
-    let sets: Api<StatefulSet> = harness.ns.api();
-    sets.create(
-        &PostParams::default(),
-        &stateful_set("db", 2, CLASS_FIXED, "256Mi"),
-    )
-    .await
-    .unwrap();
-    wait_ready(&sets, "db", 2, 120).await.unwrap();
+    harness
+        .healthy_stateful_set(stateful_set("db", 2, CLASS_FIXED, "256Mi"))
+        .await;
     let claims: Api<PersistentVolumeClaim> = harness.ns.api();
     let volumes: Api<PersistentVolume> = Api::all(harness.client.clone());
     // 40 MiB of real data on replica 1; the target is 32Mi.
@@ -139,14 +134,10 @@ async fn a_refused_request_is_reported_in_status_and_events() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_unschedulable_mover_fails_the_resize_with_the_schedulers_reason() {
     let harness = Harness::start("copy-stuck").await;
+    harness
+        .healthy_stateful_set(stateful_set("db", 2, CLASS_FIXED, "256Mi"))
+        .await;
     let sets: Api<StatefulSet> = harness.ns.api();
-    sets.create(
-        &PostParams::default(),
-        &stateful_set("db", 2, CLASS_FIXED, "256Mi"),
-    )
-    .await
-    .unwrap();
-    wait_ready(&sets, "db", 2, 120).await.unwrap();
     let before = sets.get("db").await.unwrap().uid();
     harness
         .create_resize(

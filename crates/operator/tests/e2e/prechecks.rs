@@ -13,17 +13,6 @@ use kube::{Api, ResourceExt};
 use serde_json::json;
 use support::{Harness, condition};
 
-async fn healthy_stateful_set(harness: &Harness, name: &str, replicas: i32, class: &str) {
-    let sets: Api<StatefulSet> = harness.ns.api();
-    sets.create(
-        &PostParams::default(),
-        &stateful_set(name, replicas, class, "1Gi"),
-    )
-    .await
-    .unwrap();
-    wait_ready(&sets, name, replicas, 120).await.unwrap();
-}
-
 /// Creates the VolumeResize, waits for it to fail, and checks the reason, the message, the Events on
 /// the VolumeResize (and StatefulSet when it exists) and that nothing else changed.
 async fn assert_rejected(
@@ -108,7 +97,9 @@ async fn missing_stateful_set_fails_and_changes_nothing() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn missing_template_fails_and_names_the_existing_ones() {
     let harness = Harness::start("pre-notpl").await;
-    healthy_stateful_set(&harness, "db", 2, CLASS_FIXED).await;
+    harness
+        .healthy_stateful_set(stateful_set("db", 2, CLASS_FIXED, "1Gi"))
+        .await;
     let spec = json!({"statefulSetName": "db", "volumes": [{"name": "logs", "size": "2Gi"}]});
     assert_rejected(
         &harness,
@@ -124,7 +115,9 @@ async fn missing_template_fails_and_names_the_existing_ones() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn missing_storage_class_fails() {
     let harness = Harness::start("pre-nosc").await;
-    healthy_stateful_set(&harness, "db", 1, CLASS_FIXED).await;
+    harness
+        .healthy_stateful_set(stateful_set("db", 1, CLASS_FIXED, "1Gi"))
+        .await;
     let spec = json!({"statefulSetName": "db", "volumes": [{"name": "data", "size": "2Gi", "storageClassName": "gold"}]});
     assert_rejected(
         &harness,
@@ -140,7 +133,9 @@ async fn missing_storage_class_fails() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn in_place_on_a_class_that_cannot_expand_fails() {
     let harness = Harness::start("pre-noexp").await;
-    healthy_stateful_set(&harness, "db", 1, CLASS_FIXED).await;
+    harness
+        .healthy_stateful_set(stateful_set("db", 1, CLASS_FIXED, "1Gi"))
+        .await;
     let spec =
         json!({"statefulSetName": "db", "strategy": "InPlace", "volumes": [{"name": "data", "size": "2Gi"}]});
     assert_rejected(
@@ -157,7 +152,9 @@ async fn in_place_on_a_class_that_cannot_expand_fails() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn passing_prechecks_plan_every_replica() {
     let harness = Harness::start("pre-pass").await;
-    healthy_stateful_set(&harness, "db", 3, CLASS_EXPANDABLE).await;
+    harness
+        .healthy_stateful_set(stateful_set("db", 3, CLASS_EXPANDABLE, "1Gi"))
+        .await;
     let before = harness.snapshot().await;
 
     // A dry run of a shrink plans a copy per replica, succeeds, and changes nothing.
@@ -244,7 +241,9 @@ async fn passing_prechecks_plan_every_replica() {
 async fn second_resize_on_the_same_stateful_set_waits_its_turn() {
     let harness = Harness::start("pre-queue").await;
     // A copy of three replicas holds the StatefulSet for several seconds.
-    healthy_stateful_set(&harness, "db", 3, CLASS_FIXED).await;
+    harness
+        .healthy_stateful_set(stateful_set("db", 3, CLASS_FIXED, "1Gi"))
+        .await;
     harness
         .create_resize(
             "first",
@@ -554,7 +553,9 @@ async fn a_status_write_from_a_stale_copy_is_refused() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_target_class_out_of_the_replicas_reach_is_refused() {
     let harness = Harness::start("pre-topo").await;
-    healthy_stateful_set(&harness, "db", 2, CLASS_FIXED).await;
+    harness
+        .healthy_stateful_set(stateful_set("db", 2, CLASS_FIXED, "1Gi"))
+        .await;
     let spec = json!({"statefulSetName": "db", "volumes": [
         {"name": "data", "size": "2Gi", "storageClassName": ferry_testenv::CLASS_BLOCK_FIXED}
     ]});

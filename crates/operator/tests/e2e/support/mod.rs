@@ -345,18 +345,25 @@ pub struct Seeded {
 impl Harness {
     /// Creates the StatefulSet, waits until all its replicas are Ready, and writes `files` sample
     /// files into every claim of the given templates; returns what each claim held.
-    pub async fn seeded(
-        &self,
-        sts: k8s_openapi::api::apps::v1::StatefulSet,
-        templates: &[&str],
-        files: usize,
-    ) -> Vec<Seeded> {
+    /// Creates the StatefulSet and waits until all its replicas are Ready.
+    pub async fn healthy_stateful_set(&self, sts: k8s_openapi::api::apps::v1::StatefulSet) {
         use ferry_testenv::fixtures::wait_ready;
         let name = sts.name_any();
         let replicas = sts.spec.as_ref().and_then(|s| s.replicas).unwrap_or(1);
         let sets = self.ns.api::<k8s_openapi::api::apps::v1::StatefulSet>();
         sets.create(&PostParams::default(), &sts).await.unwrap();
         wait_ready(&sets, &name, replicas, 120).await.unwrap();
+    }
+
+    pub async fn seeded(
+        &self,
+        sts: k8s_openapi::api::apps::v1::StatefulSet,
+        templates: &[&str],
+        files: usize,
+    ) -> Vec<Seeded> {
+        let name = sts.name_any();
+        let replicas = sts.spec.as_ref().and_then(|s| s.replicas).unwrap_or(1);
+        self.healthy_stateful_set(sts).await;
         self.seed_existing(&name, replicas, templates, files).await
     }
 
