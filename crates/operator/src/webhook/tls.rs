@@ -67,7 +67,11 @@ pub fn server_config(current: Arc<CurrentCertificate>) -> Result<Arc<rustls::Ser
 fn certified(chain: Vec<CertificateDer<'static>>, key: &PrivateKeyDer<'_>) -> Result<CertifiedKey, Error> {
     let signer =
         rustls::crypto::ring::sign::any_supported_type(key).map_err(|e| tls_error("private key", e))?;
-    Ok(CertifiedKey::new(chain, signer))
+    let key = CertifiedKey::new(chain, signer);
+    // Mid-rotation a certificate and a key can be of different pairs: never serve that.
+    key.keys_match()
+        .map_err(|e| tls_error("the private key does not match the certificate", e))?;
+    Ok(key)
 }
 
 /// rcgen's time for a civil date (its time type is not re-exported, so this stays a macro).
@@ -192,6 +196,36 @@ mod tests {
         assert!(!renewal_due(issued, expires, date(2026, 2, 28)));
         assert!(renewal_due(issued, expires, date(2026, 3, 2)));
         assert!(renewal_due(issued, expires, date(2026, 5, 1)));
+    }
+
+    #[test]
+    fn files_another_issuer_keeps_are_loaded_and_garbage_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        assert!(load_files(dir.path()).is_err(), "no files");
+        let key = KeyPair::generate().unwrap();
+        let cert = CertificateParams::new(vec!["ferry.ferry-system.svc".to_string()])
+            .unwrap()
+            .self_signed(&key)
+            .unwrap();
+        std::fs::write(dir.path().join("tls.crt"), cert.pem()).unwrap();
+        std::fs::write(dir.path().join("tls.key"), key.serialize_pem()).unwrap();
+        let (loaded, fingerprint) = load_files(dir.path()).unwrap();
+        assert_eq!(loaded.cert.len(), 1);
+        // Half a rotation (a new key, the old certificate) is refused: the reloader keeps the
+        // current one. The whole rotation changes the fingerprint the reloader compares.
+        let other = KeyPair::generate().unwrap();
+        std::fs::write(dir.path().join("tls.key"), other.serialize_pem()).unwrap();
+        let error = load_files(dir.path()).err().unwrap().to_string();
+        assert!(error.contains("does not match"), "{error}");
+        let renewed = CertificateParams::new(vec!["ferry.ferry-system.svc".to_string()])
+            .unwrap()
+            .self_signed(&other)
+            .unwrap();
+        std::fs::write(dir.path().join("tls.crt"), renewed.pem()).unwrap();
+        assert_ne!(load_files(dir.path()).unwrap().1, fingerprint);
+        std::fs::write(dir.path().join("tls.crt"), "not a certificate").unwrap();
+        let error = load_files(dir.path()).err().unwrap().to_string();
+        assert!(error.contains("tls.crt"), "{error}");
     }
 
     #[test]
