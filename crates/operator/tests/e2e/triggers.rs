@@ -53,24 +53,25 @@ async fn kubectl_file(harness: &Harness, manifest: &Value, args: &[&str]) -> (i3
 }
 
 fn template_size(sts: &StatefulSet) -> u64 {
-    let template = &sts
-        .spec
-        .as_ref()
+    let value = serde_json::to_value(sts).unwrap();
+    let size = value
+        .pointer("/spec/volumeClaimTemplates/0/spec/resources/requests/storage")
+        .and_then(Value::as_str)
         .unwrap()
-        .volume_claim_templates
-        .as_ref()
-        .unwrap()[0];
-    let requests = template
-        .spec
-        .as_ref()
-        .unwrap()
-        .resources
-        .as_ref()
-        .unwrap()
-        .requests
-        .as_ref()
-        .unwrap();
-    bytes(requests.get("storage").unwrap()).unwrap()
+        .to_string();
+    bytes(&k8s_openapi::apimachinery::pkg::api::resource::Quantity(size)).unwrap()
+}
+
+/// The StatefulSet's `data` template and the claims of its `replicas` all ask for `size` bytes.
+async fn assert_all_sized(harness: &Harness, sts: &StatefulSet, replicas: i32, size: u64) {
+    assert_eq!(template_size(sts), size, "the template");
+    for replica in 0..replicas {
+        assert_eq!(
+            claim_request(harness, &format!("data-web-{replica}")).await,
+            size,
+            "claim of replica {replica}"
+        );
+    }
 }
 
 async fn claim_request(harness: &Harness, claim: &str) -> u64 {
@@ -163,13 +164,7 @@ async fn kubectl_apply_of_a_grown_template_is_accepted_and_resized_in_place() {
         Some("template-edit")
     );
     let sts = wait_request_done(&harness, "web", 60).await;
-    assert_eq!(template_size(&sts), 2 << 30);
-    for replica in 0..2 {
-        assert_eq!(
-            claim_request(&harness, &format!("data-web-{replica}")).await,
-            2 << 30
-        );
-    }
+    assert_all_sized(&harness, &sts, 2, 2 << 30).await;
     harness.assert_data_intact(&seeded).await;
     // The live object now is the manifest: a GitOps tool sees it in sync.
     let (code, diff, stderr) = kubectl_file(&harness, &grown, &["diff"]).await;
@@ -249,13 +244,7 @@ async fn server_side_apply_reapplied_every_second_shrinks_once_by_copy() {
         1,
         "one VolumeResize, however often applied"
     );
-    assert_eq!(template_size(&sts), 512 * MI);
-    for replica in 0..2 {
-        assert_eq!(
-            claim_request(&harness, &format!("data-web-{replica}")).await,
-            512 * MI
-        );
-    }
+    assert_all_sized(&harness, &sts, 2, 512 * MI).await;
     harness.assert_data_intact(&seeded).await;
     // In sync: applying the manifest again changes nothing and asks for nothing.
     let (code, _, stderr) = kubectl_file(&harness, &shrunk, &apply).await;
@@ -318,12 +307,7 @@ async fn annotations_by_name_and_by_the_seed_operators_index_resize_and_are_remo
     harness
         .wait_event("StatefulSet", "web", "DeprecatedAnnotation")
         .await;
-    for replica in 0..2 {
-        assert_eq!(
-            claim_request(&harness, &format!("data-web-{replica}")).await,
-            3 << 30
-        );
-    }
+    assert_all_sized(&harness, &sts, 2, 3 << 30).await;
     harness.assert_data_intact(&seeded).await;
     assert_eq!(trigger_resizes(&harness, "web").await.len(), 2);
     harness.finish().await;
@@ -357,13 +341,7 @@ async fn drift_after_an_orphan_delete_and_reapply_brings_the_claims_to_the_templ
         Some("drift")
     );
     assert_eq!(made[0].phase(), Phase::Succeeded);
-    assert_eq!(template_size(&sts), 2 << 30);
-    for replica in 0..2 {
-        assert_eq!(
-            claim_request(&harness, &format!("data-web-{replica}")).await,
-            2 << 30
-        );
-    }
+    assert_all_sized(&harness, &sts, 2, 2 << 30).await;
     harness.assert_data_intact(&seeded).await;
     wait_ready(&sets, "web", 2, 60).await.unwrap();
     harness.finish().await;
@@ -612,13 +590,7 @@ async fn helm_upgrade_with_a_new_size_resizes_and_a_repeat_upgrade_changes_nothi
     let (code, _, stderr) = helm(&["upgrade", "web", &chart_dir, "-n", &ns, "--set", "size=2Gi"]).await;
     assert_eq!(code, 0, "helm upgrade is accepted: {stderr}");
     let sts = wait_request_done(&harness, "web", 180).await;
-    assert_eq!(template_size(&sts), 2 << 30);
-    for replica in 0..2 {
-        assert_eq!(
-            claim_request(&harness, &format!("data-web-{replica}")).await,
-            2 << 30
-        );
-    }
+    assert_all_sized(&harness, &sts, 2, 2 << 30).await;
     harness.assert_data_intact(&seeded).await;
     let made = trigger_resizes(&harness, "web").await;
     assert_eq!(made.len(), 1);
