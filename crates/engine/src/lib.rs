@@ -1,8 +1,10 @@
 //! ferry-engine: Ferry's pure planner. It takes what the operator observed in the cluster and the
 //! VolumeResize, and decides the next status and actions. No I/O: everything here is unit-tested.
 
+pub mod autoscale;
 pub mod conditions;
 pub mod copy;
+pub mod duration;
 pub mod in_place;
 pub mod names;
 pub mod observed;

@@ -19,31 +19,7 @@ pub fn retention_seconds(spec: Option<&str>) -> Option<i64> {
     if text == "Forever" {
         return None;
     }
-    let mut total: i64 = 0;
-    let mut number = String::new();
-    for c in text.chars() {
-        if c.is_ascii_digit() {
-            number.push(c);
-            continue;
-        }
-        let unit = match c {
-            's' => 1,
-            'm' => 60,
-            'h' => 3600,
-            'd' => 86_400,
-            _ => return Some(DEFAULT_RETENTION_SECONDS),
-        };
-        let Ok(value) = number.parse::<i64>() else {
-            return Some(DEFAULT_RETENTION_SECONDS);
-        };
-        total = total.saturating_add(value.saturating_mul(unit));
-        number.clear();
-    }
-    if number.is_empty() {
-        Some(total)
-    } else {
-        Some(DEFAULT_RETENTION_SECONDS)
-    }
+    Some(crate::duration::seconds(text).unwrap_or(DEFAULT_RETENTION_SECONDS))
 }
 
 /// The UID recorded for a volume the plan names (old or new side of a row).

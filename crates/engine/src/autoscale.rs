@@ -1,0 +1,301 @@
+//! Autoresize decisions (the `VolumeAutoscaler` policy of one volume template): from the usage of
+//! every replica's volume, the policy and the record of earlier resizes, whether to grow now, to
+//! what size, and if not, why not. Pure: the operator polls usage and keeps the record in status,
+//! so a restarted operator decides the same (cooldowns and provider windows included).
+
+#[cfg(test)]
+mod tests;
+
+const MI: u64 = 1 << 20;
+const GI: u64 = 1 << 30;
+
+/// How much a grow adds at least.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Increase {
+    /// Percent of the current size.
+    Percent(u32),
+    Bytes(u64),
+}
+
+/// Limits a storage provider puts on volume modifications, and the unit it sizes volumes in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Provider {
+    /// No limit known; sizes in MiB.
+    #[default]
+    Generic,
+    /// AWS EBS: at most 4 modifications of a volume in a rolling 24 h; sizes in GiB.
+    AwsEbs,
+    /// Providers that allow one modification per 6 h; sizes in GiB.
+    OnePerSixHours,
+}
+
+impl Provider {
+    /// (window in seconds, modifications allowed in it).
+    pub fn window(self) -> Option<(i64, usize)> {
+        match self {
+            Provider::Generic => None,
+            Provider::AwsEbs => Some((24 * 3600, 4)),
+            Provider::OnePerSixHours => Some((6 * 3600, 1)),
+        }
+    }
+
+    /// Sizes are rounded up to whole multiples of this.
+    pub fn unit(self) -> u64 {
+        match self {
+            Provider::Generic => MI,
+            Provider::AwsEbs | Provider::OnePerSixHours => GI,
+        }
+    }
+}
+
+/// One volume template's policy, defaults applied.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Policy {
+    /// Grow when a volume is at least this full (% of bytes).
+    pub threshold_percent: u8,
+    /// Grow when a volume has used at least this share of its inodes.
+    pub inodes_threshold_percent: u8,
+    pub increase: Increase,
+    pub min_increase: Option<u64>,
+    pub max_increase: Option<u64>,
+    pub max_size: u64,
+    pub cooldown_seconds: i64,
+    pub provider: Provider,
+}
+
+impl Policy {
+    pub const DEFAULT_THRESHOLD: u8 = 80;
+    pub const DEFAULT_INODES_THRESHOLD: u8 = 90;
+    pub const DEFAULT_INCREASE: Increase = Increase::Percent(20);
+    pub const DEFAULT_COOLDOWN_SECONDS: i64 = 3600;
+}
+
+/// What one replica's volume holds, as the kubelet reports it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Reading {
+    pub replica: i32,
+    pub used_bytes: u64,
+    pub capacity_bytes: u64,
+    /// (used, total) inodes, where the file system reports them.
+    pub inodes: Option<(u64, u64)>,
+}
+
+/// Everything the decision looks at, read fresh each time.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Situation {
+    /// The size the template and the claims ask for now (the largest claim, if they differ).
+    pub current_size: u64,
+    /// The running replicas.
+    pub replicas: Vec<i32>,
+    pub readings: Vec<Reading>,
+    /// Replicas whose pod cannot start or keeps crashing because its volume is full.
+    pub full_disk_crashes: Vec<i32>,
+    /// A VolumeResize working on the StatefulSet now.
+    pub resize_running: Option<String>,
+    /// When earlier autoresizes of this volume were made (Unix seconds), from status.
+    pub history: Vec<i64>,
+    pub now: i64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Reason {
+    Threshold,
+    Inodes,
+    /// A pod crashing on a full disk: grown even though the StatefulSet is not Ready, and inside
+    /// the cooldown (never beyond the provider's limit, which the provider would refuse anyway).
+    Rescue,
+}
+
+impl Reason {
+    pub fn label(self) -> &'static str {
+        match self {
+            Reason::Threshold => "threshold",
+            Reason::Inodes => "inodes",
+            Reason::Rescue => "rescue",
+        }
+    }
+}
+
+/// Why nothing happens.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Skip {
+    BelowThreshold,
+    /// Some replicas' usage is not known (and none known is over the threshold).
+    UsageUnknown {
+        replicas: Vec<i32>,
+    },
+    ResizeRunning {
+        name: String,
+    },
+    AtMaxSize,
+    Cooldown {
+        until: i64,
+    },
+    ProviderLimit {
+        until: i64,
+    },
+}
+
+impl Skip {
+    pub fn label(&self) -> &'static str {
+        match self {
+            Skip::BelowThreshold => "below-threshold",
+            Skip::UsageUnknown { .. } => "usage-unknown",
+            Skip::ResizeRunning { .. } => "resize-running",
+            Skip::AtMaxSize => "at-max-size",
+            Skip::Cooldown { .. } => "cooldown",
+            Skip::ProviderLimit { .. } => "provider-limit",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Verdict {
+    /// Grow every replica's volume and the template to `to` bytes.
+    Grow {
+        to: u64,
+        reason: Reason,
+        /// The replicas that asked for it.
+        replicas: Vec<i32>,
+        /// `to` is `maxSize`, less than the replicas needed.
+        capped: bool,
+    },
+    Skip(Skip),
+}
+
+fn ceil_div(value: u128, divisor: u128) -> u128 {
+    value.div_ceil(divisor.max(1))
+}
+
+fn round_up(bytes: u64, unit: u64) -> u64 {
+    bytes.div_ceil(unit.max(1)).saturating_mul(unit.max(1))
+}
+
+/// The smallest size at which `used` of something is below `percent` of it, scaled from a
+/// volume of `capacity` (inodes grow with the file system).
+fn size_for(used: u64, total: u64, capacity: u64, percent: u8) -> u64 {
+    // size ≥ capacity × used × 100 / (total × percent)
+    let needed = ceil_div(
+        u128::from(capacity) * u128::from(used) * 100,
+        u128::from(total) * u128::from(percent.max(1)),
+    );
+    u64::try_from(needed).unwrap_or(u64::MAX)
+}
+
+fn over(used: u64, total: u64, percent: u8) -> bool {
+    total > 0 && u128::from(used) * 100 >= u128::from(total) * u128::from(percent)
+}
+
+pub fn decide(policy: &Policy, situation: &Situation) -> Verdict {
+    // Who asks to grow, and how big each needs its volume.
+    let mut asking: Vec<(i32, Reason, u64)> = Vec::new();
+    for reading in &situation.readings {
+        if !situation.replicas.contains(&reading.replica) {
+            continue;
+        }
+        let capacity = reading.capacity_bytes.max(situation.current_size);
+        if over(
+            reading.used_bytes,
+            reading.capacity_bytes,
+            policy.threshold_percent,
+        ) {
+            let need = size_for(reading.used_bytes, capacity, capacity, policy.threshold_percent);
+            asking.push((reading.replica, Reason::Threshold, need));
+        }
+        if let Some((used, total)) = reading.inodes
+            && over(used, total, policy.inodes_threshold_percent)
+        {
+            let need = size_for(used, total, capacity, policy.inodes_threshold_percent);
+            asking.push((reading.replica, Reason::Inodes, need));
+        }
+    }
+    for &replica in &situation.full_disk_crashes {
+        asking.push((replica, Reason::Rescue, 0));
+    }
+    let Some(reason) = asking.iter().map(|(_, reason, _)| *reason).max() else {
+        let unknown: Vec<i32> = situation
+            .replicas
+            .iter()
+            .copied()
+            .filter(|replica| !situation.readings.iter().any(|r| r.replica == *replica))
+            .collect();
+        return Verdict::Skip(if unknown.is_empty() {
+            Skip::BelowThreshold
+        } else {
+            Skip::UsageUnknown { replicas: unknown }
+        });
+    };
+
+    if let Some(name) = &situation.resize_running {
+        return Verdict::Skip(Skip::ResizeRunning { name: name.clone() });
+    }
+    if situation.current_size >= policy.max_size {
+        return Verdict::Skip(Skip::AtMaxSize);
+    }
+    if let Some((window, allowed)) = policy.provider.window() {
+        let mut recent: Vec<i64> = situation
+            .history
+            .iter()
+            .copied()
+            .filter(|at| *at > situation.now - window)
+            .collect();
+        recent.sort_unstable();
+        if recent.len() >= allowed {
+            let oldest_that_counts = recent[recent.len() - allowed];
+            return Verdict::Skip(Skip::ProviderLimit {
+                until: oldest_that_counts + window,
+            });
+        }
+    }
+    if reason != Reason::Rescue
+        && let Some(last) = situation.history.iter().max()
+        && situation.now < last + policy.cooldown_seconds
+    {
+        return Verdict::Skip(Skip::Cooldown {
+            until: last + policy.cooldown_seconds,
+        });
+    }
+
+    let current = situation.current_size;
+    let mut step = match policy.increase {
+        Increase::Percent(percent) => {
+            u64::try_from(ceil_div(u128::from(current) * u128::from(percent), 100)).unwrap_or(u64::MAX)
+        }
+        Increase::Bytes(bytes) => bytes,
+    };
+    if let Some(min) = policy.min_increase {
+        step = step.max(min);
+    }
+    if let Some(max) = policy.max_increase {
+        step = step.min(max);
+    }
+    let needed = asking
+        .iter()
+        .map(|(_, _, need)| *need)
+        .fold(current.saturating_add(step.max(1)), u64::max);
+    let wanted = round_up(needed, policy.provider.unit());
+    let to = wanted.min(policy.max_size);
+    if to <= current {
+        return Verdict::Skip(Skip::AtMaxSize);
+    }
+    let mut replicas: Vec<i32> = asking.iter().map(|(replica, _, _)| *replica).collect();
+    replicas.sort_unstable();
+    replicas.dedup();
+    Verdict::Grow {
+        to,
+        reason,
+        replicas,
+        capped: wanted > policy.max_size,
+    }
+}
+
+/// How much smaller the volume could be with every replica's data still below the threshold
+/// (shrinking stays manual; status shows this).
+pub fn could_shrink_by(policy: &Policy, situation: &Situation) -> Option<u64> {
+    let most_used = situation.readings.iter().map(|r| r.used_bytes).max()?;
+    let smallest = round_up(
+        size_for(most_used, 1, 1, policy.threshold_percent),
+        policy.provider.unit(),
+    );
+    situation.current_size.checked_sub(smallest).filter(|by| *by > 0)
+}

@@ -1,0 +1,275 @@
+use super::*;
+use proptest::prelude::*;
+
+const HOUR: i64 = 3600;
+
+fn policy() -> Policy {
+    Policy {
+        threshold_percent: 80,
+        inodes_threshold_percent: 90,
+        increase: Increase::Percent(20),
+        min_increase: None,
+        max_increase: None,
+        max_size: 10 * GI,
+        cooldown_seconds: HOUR,
+        provider: Provider::Generic,
+    }
+}
+
+fn reading(replica: i32, used: u64, capacity: u64) -> Reading {
+    Reading {
+        replica,
+        used_bytes: used,
+        capacity_bytes: capacity,
+        inodes: None,
+    }
+}
+
+/// Two replicas of 1Gi; replica 1 holds `used` bytes.
+fn two_replicas(used: u64) -> Situation {
+    Situation {
+        current_size: GI,
+        replicas: vec![0, 1],
+        readings: vec![reading(0, 100 * MI, GI), reading(1, used, GI)],
+        now: 100 * HOUR,
+        ..Situation::default()
+    }
+}
+
+#[test]
+fn one_replica_over_the_threshold_grows_all_by_the_step() {
+    assert_eq!(
+        decide(&policy(), &two_replicas(850 * MI)),
+        Verdict::Grow {
+            to: 1229 * MI, // 1Gi + 20%, rounded up to MiB
+            reason: Reason::Threshold,
+            replicas: vec![1],
+            capped: false,
+        }
+    );
+    assert_eq!(
+        decide(&policy(), &two_replicas(800 * MI)),
+        Verdict::Skip(Skip::BelowThreshold)
+    );
+}
+
+#[test]
+fn a_grow_is_big_enough_to_end_below_the_threshold() {
+    // A volume grown elsewhere to 4Gi, template still 1Gi: 3.9Gi used needs 3.9/0.8 = 4.875Gi.
+    let mut situation = two_replicas(0);
+    situation.readings[1] = reading(1, 3993 * MI, 4 * GI);
+    let Verdict::Grow { to, .. } = decide(&policy(), &situation) else {
+        panic!("expected a grow");
+    };
+    assert!(to * 80 >= 3993 * MI * 100, "{to}");
+    assert_eq!(to, 4992 * MI);
+}
+
+#[test]
+fn provider_units_round_up_to_whole_gibibytes() {
+    let policy = Policy {
+        provider: Provider::AwsEbs,
+        ..policy()
+    };
+    let Verdict::Grow { to, .. } = decide(&policy, &two_replicas(900 * MI)) else {
+        panic!("expected a grow");
+    };
+    assert_eq!(to, 2 * GI);
+}
+
+#[test]
+fn never_above_max_size_and_says_when_capped() {
+    let policy = Policy {
+        max_size: 1100 * MI,
+        ..policy()
+    };
+    assert_eq!(
+        decide(&policy, &two_replicas(900 * MI)),
+        Verdict::Grow {
+            to: 1100 * MI,
+            reason: Reason::Threshold,
+            replicas: vec![1],
+            capped: true,
+        }
+    );
+    let mut at_max = two_replicas(1000 * MI);
+    at_max.current_size = 1100 * MI;
+    assert_eq!(decide(&policy, &at_max), Verdict::Skip(Skip::AtMaxSize));
+}
+
+#[test]
+fn min_and_max_increase_bound_the_step() {
+    let small = Policy {
+        min_increase: Some(GI),
+        ..policy()
+    };
+    assert!(matches!(decide(&small, &two_replicas(900 * MI)), Verdict::Grow { to, .. } if to == 2 * GI));
+    let capped_step = Policy {
+        increase: Increase::Percent(100),
+        max_increase: Some(100 * MI),
+        ..policy()
+    };
+    assert!(
+        matches!(decide(&capped_step, &two_replicas(850 * MI)), Verdict::Grow { to, .. } if to == GI + 100 * MI)
+    );
+    let absolute = Policy {
+        increase: Increase::Bytes(512 * MI),
+        ..policy()
+    };
+    assert!(
+        matches!(decide(&absolute, &two_replicas(850 * MI)), Verdict::Grow { to, .. } if to == GI + 512 * MI)
+    );
+}
+
+#[test]
+fn inodes_running_out_grow_the_volume_with_them() {
+    let mut situation = two_replicas(100 * MI);
+    situation.readings[0].inodes = Some((95_000, 100_000));
+    let Verdict::Grow {
+        to, reason, replicas, ..
+    } = decide(&policy(), &situation)
+    else {
+        panic!("expected a grow");
+    };
+    assert_eq!((reason, replicas), (Reason::Inodes, vec![0]));
+    // 95% of the inodes used, 90% wanted: at least 95/90 of the size.
+    assert!(to as u128 * 90 >= GI as u128 * 95, "{to}");
+}
+
+#[test]
+fn inside_the_cooldown_nothing_grows_and_the_end_is_known() {
+    let mut situation = two_replicas(900 * MI);
+    situation.history = vec![situation.now - 10 * 60];
+    assert_eq!(
+        decide(&policy(), &situation),
+        Verdict::Skip(Skip::Cooldown {
+            until: situation.now + 50 * 60
+        })
+    );
+    situation.now += HOUR;
+    assert!(matches!(decide(&policy(), &situation), Verdict::Grow { .. }));
+}
+
+#[test]
+fn the_provider_window_counts_modifications_in_a_rolling_day() {
+    let policy = Policy {
+        provider: Provider::AwsEbs,
+        cooldown_seconds: 60,
+        ..policy()
+    };
+    let mut situation = two_replicas(900 * MI);
+    let now = situation.now;
+    situation.history = vec![
+        now - 30 * HOUR,
+        now - 20 * HOUR,
+        now - 10 * HOUR,
+        now - 5 * HOUR,
+        now - 2 * HOUR,
+    ];
+    // Four inside the last 24 h: the next is allowed when the oldest of them leaves the window.
+    assert_eq!(
+        decide(&policy, &situation),
+        Verdict::Skip(Skip::ProviderLimit {
+            until: now - 20 * HOUR + 24 * HOUR
+        })
+    );
+}
+
+#[test]
+fn a_crash_on_a_full_disk_is_rescued_inside_the_cooldown_but_not_past_the_provider() {
+    let mut situation = two_replicas(100 * MI);
+    situation.full_disk_crashes = vec![1];
+    situation.readings.retain(|r| r.replica != 1); // a crashing pod reports no usage
+    situation.history = vec![situation.now - 60];
+    assert!(matches!(
+        decide(&policy(), &situation),
+        Verdict::Grow { reason: Reason::Rescue, ref replicas, .. } if *replicas == vec![1]
+    ));
+    let strict = Policy {
+        provider: Provider::OnePerSixHours,
+        ..policy()
+    };
+    assert!(matches!(
+        decide(&strict, &situation),
+        Verdict::Skip(Skip::ProviderLimit { .. })
+    ));
+}
+
+#[test]
+fn unknown_usage_and_a_running_resize_are_said() {
+    let mut situation = two_replicas(100 * MI);
+    situation.readings.pop();
+    assert_eq!(
+        decide(&policy(), &situation),
+        Verdict::Skip(Skip::UsageUnknown { replicas: vec![1] })
+    );
+    let mut busy = two_replicas(900 * MI);
+    busy.resize_running = Some("web-resize-1".into());
+    assert_eq!(
+        decide(&policy(), &busy),
+        Verdict::Skip(Skip::ResizeRunning {
+            name: "web-resize-1".into()
+        })
+    );
+}
+
+#[test]
+fn status_can_say_how_much_a_volume_could_shrink() {
+    // 400Mi at most used, 80% threshold: 500Mi would do; the volume is 1Gi.
+    let situation = two_replicas(400 * MI);
+    assert_eq!(could_shrink_by(&policy(), &situation), Some(524 * MI));
+    assert_eq!(could_shrink_by(&policy(), &two_replicas(900 * MI)), None);
+}
+
+proptest! {
+    /// Whatever the usage, history and policy: a grow is above the current size, never above
+    /// maxSize, in whole provider units unless capped, big enough for every replica that asked
+    /// (unless capped), and never inside the cooldown or the provider's window.
+    #[test]
+    fn grows_respect_every_limit(
+        used in proptest::collection::vec(0u64..(4 * GI), 1..4),
+        current_mi in 64u64..4096,
+        max_mi in 64u64..8192,
+        threshold in 50u8..99,
+        percent in 1u32..200,
+        provider in proptest::sample::select(vec![Provider::Generic, Provider::AwsEbs, Provider::OnePerSixHours]),
+        ago in proptest::collection::vec(0i64..(48 * HOUR), 0..6),
+        cooldown in 0i64..(12 * HOUR),
+    ) {
+        let policy = Policy {
+            threshold_percent: threshold,
+            increase: Increase::Percent(percent),
+            max_size: max_mi * MI,
+            cooldown_seconds: cooldown,
+            provider,
+            ..policy()
+        };
+        let current = current_mi * MI;
+        let now = 1_000 * HOUR;
+        let situation = Situation {
+            current_size: current,
+            replicas: (0..used.len() as i32).collect(),
+            readings: used.iter().enumerate().map(|(i, u)| reading(i as i32, (*u).min(current), current)).collect(),
+            history: ago.iter().map(|a| now - a).collect(),
+            now,
+            ..Situation::default()
+        };
+        if let Verdict::Grow { to, capped, .. } = decide(&policy, &situation) {
+            prop_assert!(to > current && to <= policy.max_size);
+            if !capped {
+                prop_assert_eq!(to % provider.unit(), 0);
+                for r in &situation.readings {
+                    if over(r.used_bytes, r.capacity_bytes, threshold) {
+                        prop_assert!(u128::from(to) * u128::from(threshold) >= u128::from(r.used_bytes) * 100);
+                    }
+                }
+            }
+            if let Some(last) = situation.history.iter().max() {
+                prop_assert!(now >= last + cooldown);
+            }
+            if let Some((window, allowed)) = provider.window() {
+                prop_assert!(situation.history.iter().filter(|at| **at > now - window).count() < allowed);
+            }
+        }
+    }
+}
