@@ -3,7 +3,12 @@
 
 pub mod names;
 pub mod quantity;
+pub mod volume_autoscaler;
 pub mod volume_resize;
 
 pub use quantity::{ParseQuantityError, parse_bytes};
+pub use volume_autoscaler::{
+    AutoResize, AutoscaleStrategy, AutoscaledVolume, AutoscaledVolumeStatus, ProviderPreset, ReplicaUsage,
+    VolumeAutoscaler, VolumeAutoscalerSpec, VolumeAutoscalerStatus,
+};
 pub use volume_resize::*;

@@ -3,6 +3,8 @@
 //! what size, and if not, why not. Pure: the operator polls usage and keeps the record in status,
 //! so a restarted operator decides the same (cooldowns and provider windows included).
 
+pub mod policy;
+
 #[cfg(test)]
 mod tests;
 

@@ -6,6 +6,7 @@
 
 mod support;
 
+mod autoscaler_validation;
 mod copy;
 mod copy_budget;
 mod copy_deleted;

@@ -1,0 +1,198 @@
+//! The `VolumeAutoscaler` custom resource: keep a StatefulSet's volumes sized to their data. Each
+//! resize it decides is an ordinary VolumeResize (same engine, safety and history).
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, LabelSelector, Time};
+use kube::{CustomResource, KubeSchema};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// Grows a StatefulSet's volumes (and its volume claim templates) when they fill up.
+#[derive(CustomResource, KubeSchema, Deserialize, Serialize, Clone, Debug, PartialEq)]
+#[kube(
+    group = "ferry.dev",
+    version = "v1alpha1",
+    kind = "VolumeAutoscaler",
+    plural = "volumeautoscalers",
+    shortname = "vas",
+    namespaced,
+    status = "VolumeAutoscalerStatus",
+    printcolumn = r#"{"name":"StatefulSet","type":"string","jsonPath":".spec.statefulSetName"}"#,
+    printcolumn = r#"{"name":"Usage","type":"string","jsonPath":".status.usage"}"#,
+    printcolumn = r#"{"name":"Last Resize","type":"string","jsonPath":".status.lastResize"}"#,
+    printcolumn = r#"{"name":"Next Allowed","type":"date","jsonPath":".status.nextAllowedAt"}"#,
+    printcolumn = r#"{"name":"Age","type":"date","jsonPath":".metadata.creationTimestamp"}"#,
+    validation = Rule::new("has(self.spec.statefulSetName) != has(self.spec.selector)").message("give either spec.statefulSetName or spec.selector, not both")
+)]
+#[serde(rename_all = "camelCase")]
+pub struct VolumeAutoscalerSpec {
+    /// The StatefulSet, in this namespace, whose volumes are kept sized.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 253))]
+    pub stateful_set_name: Option<String>,
+
+    /// Or every StatefulSet in this namespace with these labels.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub selector: Option<LabelSelector>,
+
+    /// The policy per volume claim template, by name; each at most once.
+    #[schemars(length(min = 1, max = 16))]
+    #[x_kube(merge_strategy = ListMerge::Map(vec!["name".into()]))]
+    pub volumes: Vec<AutoscaledVolume>,
+}
+
+/// The policy for one volume claim template.
+#[derive(Deserialize, Serialize, Clone, Debug, PartialEq, KubeSchema)]
+#[serde(rename_all = "camelCase")]
+#[x_kube(validation = Rule::new("!has(self.minIncrease) || !has(self.maxIncrease) || !isQuantity(self.minIncrease) || !isQuantity(self.maxIncrease) || quantity(self.minIncrease).compareTo(quantity(self.maxIncrease)) <= 0").message("minIncrease must not be larger than maxIncrease"))]
+pub struct AutoscaledVolume {
+    /// The volume claim template name (e.g. `data`).
+    #[schemars(length(min = 1, max = 253))]
+    pub name: String,
+
+    /// Grow when a replica's volume is at least this full, in percent of its bytes (default 80).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = 99))]
+    pub threshold: Option<i32>,
+
+    /// Grow when a replica's volume has used at least this share of its inodes (default 90).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = 99))]
+    pub inodes_threshold: Option<i32>,
+
+    /// How much a grow adds: a percent of the current size (`20%`, the default) or a quantity
+    /// (`5Gi`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 32))]
+    #[x_kube(validation = Rule::new("self.matches('^[1-9][0-9]{0,3}%$') || (isQuantity(self) && quantity(self).isGreaterThan(quantity('0')))").message("increase must be a percent such as 20% or a positive quantity such as 5Gi"))]
+    pub increase: Option<String>,
+
+    /// The smallest step of a grow, a quantity.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 32))]
+    #[x_kube(validation = Rule::new("isQuantity(self) && quantity(self).isGreaterThan(quantity('0'))").message("minIncrease must be a positive quantity such as 1Gi"))]
+    pub min_increase: Option<String>,
+
+    /// The largest step of a grow, a quantity.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 32))]
+    #[x_kube(validation = Rule::new("isQuantity(self) && quantity(self).isGreaterThan(quantity('0'))").message("maxIncrease must be a positive quantity such as 50Gi"))]
+    pub max_increase: Option<String>,
+
+    /// Never grow beyond this size (required).
+    #[schemars(length(max = 32))]
+    #[x_kube(validation = Rule::new("isQuantity(self) && quantity(self).isGreaterThan(quantity('0'))").message("maxSize must be a positive quantity such as 100Gi"))]
+    pub max_size: String,
+
+    /// Least time between two grows of this volume, a duration such as `1h` (default 1h).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 32))]
+    #[x_kube(validation = Rule::new("self.matches('^([0-9]+(s|m|h|d))+$')").message("cooldown must be a duration such as 30m, 1h or 1d"))]
+    pub cooldown: Option<String>,
+
+    /// The storage provider's limits on volume modifications and its size unit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provider: Option<ProviderPreset>,
+
+    /// InPlace (default): grow only by in-place expansion. AllowCopy: copy to a bigger volume
+    /// where the class cannot expand.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub strategy: Option<AutoscaleStrategy>,
+}
+
+/// Provider presets.
+#[derive(Deserialize, Serialize, Clone, Copy, Debug, PartialEq, Eq, JsonSchema)]
+pub enum ProviderPreset {
+    /// No limit known; sizes in MiB.
+    #[serde(rename = "generic")]
+    Generic,
+    /// AWS EBS: at most 4 modifications per volume in a rolling 24 h; sizes in GiB.
+    #[serde(rename = "aws-ebs")]
+    AwsEbs,
+    /// One modification per volume per 6 h; sizes in GiB.
+    #[serde(rename = "one-per-6h")]
+    OnePerSixHours,
+}
+
+#[derive(Deserialize, Serialize, Clone, Copy, Debug, Default, PartialEq, Eq, JsonSchema)]
+pub enum AutoscaleStrategy {
+    #[default]
+    InPlace,
+    AllowCopy,
+}
+
+/// What the autoscaler saw and did.
+#[derive(Deserialize, Serialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct VolumeAutoscalerStatus {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observed_generation: Option<i64>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub conditions: Vec<Condition>,
+    /// Per volume template.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub volumes: Vec<AutoscaledVolumeStatus>,
+    /// For `kubectl get`: the fullest volume, e.g. `83% data`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage: Option<String>,
+    /// For `kubectl get`: the last resize, e.g. `data 10Gi→12Gi`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_resize: Option<String>,
+    /// For `kubectl get`: the earliest time any volume may grow again.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_allowed_at: Option<Time>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_polled_at: Option<Time>,
+}
+
+#[derive(Deserialize, Serialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AutoscaledVolumeStatus {
+    pub name: String,
+    /// The size the template and claims ask for now.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub capacity: Option<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub replicas: Vec<ReplicaUsage>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_resize: Option<AutoResize>,
+    /// When this volume was grown (kept for cooldowns and provider windows; the last few).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub history: Vec<Time>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_allowed_at: Option<Time>,
+    /// Why nothing happens, when nothing happens: `BelowThreshold`, `Cooldown`, `AtMaxSize`,
+    /// `ResizeRunning`, `UsageUnknown`, `ProviderLimit`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub state: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+    /// How much smaller the volume could be with its data below the threshold (shrinking is a
+    /// VolumeResize, by hand).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub could_shrink_by: Option<String>,
+}
+
+#[derive(Deserialize, Serialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ReplicaUsage {
+    pub replica: i32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub used_bytes: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub capacity_bytes: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub used_inodes: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub inodes: Option<i64>,
+}
+
+#[derive(Deserialize, Serialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AutoResize {
+    pub at: Option<Time>,
+    pub volume_resize: String,
+    pub from: String,
+    pub to: String,
+    /// `threshold`, `inodes` or `rescue`.
+    pub reason: String,
+}

@@ -1,0 +1,112 @@
+//! The VolumeAutoscaler CRD's own validation, by the real API server: bad policies are refused
+//! with a message that names the field, a good one is stored.
+
+use ferry_api::VolumeAutoscaler;
+use ferry_testenv::{TestNamespace, client};
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::api::{Patch, PatchParams, PostParams};
+use kube::runtime::wait::{await_condition, conditions};
+use kube::{Api, CustomResourceExt, ResourceExt};
+use serde_json::json;
+
+async fn install(client: &kube::Client) {
+    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
+    let crd = VolumeAutoscaler::crd();
+    let name = crd.name_any();
+    crds.patch(
+        &name,
+        &PatchParams::apply("ferry-tests").force(),
+        &Patch::Apply(&crd),
+    )
+    .await
+    .unwrap();
+    let established = await_condition(crds, &name, conditions::is_crd_established());
+    tokio::time::timeout(std::time::Duration::from_secs(30), established)
+        .await
+        .unwrap()
+        .unwrap();
+}
+
+fn autoscaler(name: &str, spec: serde_json::Value) -> serde_json::Value {
+    json!({
+        "apiVersion": "ferry.dev/v1alpha1", "kind": "VolumeAutoscaler",
+        "metadata": {"name": name}, "spec": spec,
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_policies_are_refused_by_the_api_server_with_the_field_named() {
+    let client = client().await.unwrap();
+    install(&client).await;
+    let ns = TestNamespace::create(&client, "vas-validation").await.unwrap();
+    let resource = kube::core::ApiResource::erase::<VolumeAutoscaler>(&());
+    let api: Api<kube::core::DynamicObject> = Api::namespaced_with(client.clone(), &ns.name, &resource);
+    let volume = |extra: serde_json::Value| {
+        let mut volume = json!({"name": "data", "maxSize": "10Gi"});
+        for (key, value) in extra.as_object().unwrap() {
+            volume[key] = value.clone();
+        }
+        json!({"statefulSetName": "web", "volumes": [volume]})
+    };
+    for (name, spec, says) in [
+        (
+            "no-target",
+            json!({"volumes": [{"name": "data", "maxSize": "10Gi"}]}),
+            "either spec.statefulSetName or spec.selector",
+        ),
+        (
+            "both-targets",
+            json!({"statefulSetName": "web", "selector": {"matchLabels": {"a": "b"}}, "volumes": [{"name": "data", "maxSize": "10Gi"}]}),
+            "either spec.statefulSetName or spec.selector",
+        ),
+        (
+            "no-max",
+            json!({"statefulSetName": "web", "volumes": [{"name": "data"}]}),
+            "maxSize",
+        ),
+        (
+            "bad-max",
+            volume(json!({"maxSize": "lots"})),
+            "maxSize must be a positive quantity",
+        ),
+        ("bad-threshold", volume(json!({"threshold": 100})), "threshold"),
+        (
+            "bad-increase",
+            volume(json!({"increase": "0%"})),
+            "increase must be a percent",
+        ),
+        (
+            "bad-cooldown",
+            volume(json!({"cooldown": "soon"})),
+            "cooldown must be a duration",
+        ),
+        ("bad-provider", volume(json!({"provider": "floppy"})), "provider"),
+        (
+            "min-over-max",
+            volume(json!({"minIncrease": "5Gi", "maxIncrease": "1Gi"})),
+            "minIncrease must not be larger than maxIncrease",
+        ),
+        (
+            "no-volumes",
+            json!({"statefulSetName": "web", "volumes": []}),
+            "volumes",
+        ),
+    ] {
+        let object: kube::core::DynamicObject = serde_json::from_value(autoscaler(name, spec)).unwrap();
+        let error = api
+            .create(&PostParams::default(), &object)
+            .await
+            .expect_err(name)
+            .to_string();
+        assert!(error.contains(says), "{name}: {error} lacks {says:?}");
+    }
+    let good: kube::core::DynamicObject = serde_json::from_value(autoscaler(
+        "good",
+        volume(json!({"threshold": 75, "increase": "25%", "minIncrease": "1Gi", "cooldown": "6h", "provider": "aws-ebs"})),
+    ))
+    .unwrap();
+    api.create(&PostParams::default(), &good).await.unwrap();
+    let stored = ns.api::<VolumeAutoscaler>().get("good").await.unwrap();
+    assert_eq!(stored.spec.volumes[0].threshold, Some(75));
+    ns.cleanup().await.unwrap();
+}
