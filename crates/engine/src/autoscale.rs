@@ -4,6 +4,7 @@
 //! so a restarted operator decides the same (cooldowns and provider windows included).
 
 pub mod policy;
+pub mod usage;
 
 #[cfg(test)]
 mod tests;

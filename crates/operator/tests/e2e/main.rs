@@ -6,6 +6,7 @@
 
 mod support;
 
+mod autoscale_usage;
 mod autoscaler_validation;
 mod copy;
 mod copy_budget;

@@ -1,0 +1,101 @@
+//! Volume usage from the kubelet's stats summary (`/stats/summary`, read through the API server's
+//! node proxy: one request per node covers every pod on it). Pure: the operator fetches it.
+
+use super::Reading;
+use serde::Deserialize;
+use std::collections::BTreeMap;
+
+/// The part of the kubelet's summary Ferry reads.
+#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct Summary {
+    #[serde(default)]
+    pub pods: Vec<PodStats>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct PodStats {
+    #[serde(default)]
+    pub volume: Vec<VolumeStats>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct VolumeStats {
+    pub pvc_ref: Option<ClaimRef>,
+    pub used_bytes: Option<u64>,
+    pub capacity_bytes: Option<u64>,
+    pub inodes_used: Option<u64>,
+    pub inodes: Option<u64>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+pub struct ClaimRef {
+    pub name: String,
+    pub namespace: String,
+}
+
+/// The readings of the claims given (claim name → replica) in `namespace`. A claim the summary
+/// does not report, or reports without bytes, has no reading (its usage is unknown).
+pub fn readings(summary: &Summary, namespace: &str, claims: &BTreeMap<String, i32>) -> Vec<Reading> {
+    let mut found: BTreeMap<i32, Reading> = BTreeMap::new();
+    for volume in summary.pods.iter().flat_map(|pod| pod.volume.iter()) {
+        let Some(claim) = volume.pvc_ref.as_ref().filter(|c| c.namespace == namespace) else {
+            continue;
+        };
+        let (Some(&replica), Some(used), Some(capacity)) =
+            (claims.get(&claim.name), volume.used_bytes, volume.capacity_bytes)
+        else {
+            continue;
+        };
+        found.insert(
+            replica,
+            Reading {
+                replica,
+                used_bytes: used,
+                capacity_bytes: capacity,
+                inodes: volume.inodes_used.zip(volume.inodes),
+            },
+        );
+    }
+    found.into_values().collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn claims_are_read_from_every_pod_and_others_ignored() {
+        let summary: Summary = serde_json::from_value(serde_json::json!({
+            "node": {"nodeName": "node-real"},
+            "pods": [
+                {"podRef": {"name": "db-0"}, "volume": [
+                    {"name": "kube-api-access", "usedBytes": 12},
+                    {"name": "data", "pvcRef": {"name": "data-db-0", "namespace": "apps"},
+                     "usedBytes": 900, "capacityBytes": 1000, "inodesUsed": 10, "inodes": 100},
+                ]},
+                {"podRef": {"name": "db-1"}, "volume": [
+                    {"name": "data", "pvcRef": {"name": "data-db-1", "namespace": "apps"}, "capacityBytes": 1000},
+                ]},
+                {"podRef": {"name": "other"}, "volume": [
+                    {"name": "data", "pvcRef": {"name": "data-db-0", "namespace": "elsewhere"},
+                     "usedBytes": 1, "capacityBytes": 1000},
+                ]},
+            ],
+        }))
+        .unwrap();
+        let claims = BTreeMap::from([("data-db-0".to_string(), 0), ("data-db-1".to_string(), 1)]);
+        assert_eq!(
+            readings(&summary, "apps", &claims),
+            vec![Reading {
+                replica: 0,
+                used_bytes: 900,
+                capacity_bytes: 1000,
+                inodes: Some((10, 100)),
+            }]
+        );
+        assert!(readings(&Summary::default(), "apps", &claims).is_empty());
+    }
+}

@@ -1,0 +1,52 @@
+//! Volume usage as the autoscaler reads it: the real kubelet's stats summary through the API
+//! server's node proxy, for a real-capacity volume on the real node holding real data.
+
+use crate::support::Harness;
+use ferry_engine::autoscale::usage::readings;
+use ferry_operator::autoscale::node_summary;
+use ferry_testenv::fixtures::wait_ready;
+use ferry_testenv::workload::writer_stateful_set;
+use ferry_testenv::{CLASS_BLOCK, REAL_NODE, wait_until};
+use k8s_openapi::api::apps::v1::StatefulSet;
+use kube::api::PostParams;
+use std::collections::BTreeMap;
+
+const MI: u64 = 1 << 20;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn usage_of_a_real_volume_comes_from_the_kubelet_through_the_node_proxy() {
+    let harness = Harness::start("vas-usage").await;
+    let sets = harness.ns.api::<StatefulSet>();
+    // 48 MiB of seed data on a 256Mi XFS volume.
+    let set = writer_stateful_set(
+        "db",
+        1,
+        &[("data", CLASS_BLOCK, "256Mi")],
+        &harness.ns.name,
+        48 << 10,
+        0,
+    )
+    .unwrap();
+    sets.create(&PostParams::default(), &set).await.unwrap();
+    wait_ready(&sets, "db", 1, 180).await.unwrap();
+
+    let claims = BTreeMap::from([("data-db-0".to_string(), 0)]);
+    let reading = wait_until("the kubelet to report the volume's usage", 60, || async {
+        let summary = node_summary(&harness.client, REAL_NODE).await.ok()?;
+        readings(&summary, &harness.ns.name, &claims)
+            .into_iter()
+            .find(|r| r.used_bytes >= 48 * MI)
+    })
+    .await
+    .unwrap();
+    assert_eq!(reading.replica, 0);
+    assert!(
+        (200 * MI..=256 * MI).contains(&reading.capacity_bytes),
+        "the file system's own size: {}",
+        reading.capacity_bytes
+    );
+    assert!(reading.used_bytes < reading.capacity_bytes);
+    let (used, total) = reading.inodes.expect("XFS reports inodes");
+    assert!(used > 0 && used < total, "{used}/{total}");
+    harness.finish().await;
+}
