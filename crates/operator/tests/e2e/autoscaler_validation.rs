@@ -3,29 +3,9 @@
 
 use ferry_api::VolumeAutoscaler;
 use ferry_testenv::{TestNamespace, client};
-use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-use kube::api::{Patch, PatchParams, PostParams};
-use kube::runtime::wait::{await_condition, conditions};
-use kube::{Api, CustomResourceExt, ResourceExt};
+use kube::api::PostParams;
+use kube::{Api, CustomResourceExt};
 use serde_json::json;
-
-async fn install(client: &kube::Client) {
-    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
-    let crd = VolumeAutoscaler::crd();
-    let name = crd.name_any();
-    crds.patch(
-        &name,
-        &PatchParams::apply("ferry-tests").force(),
-        &Patch::Apply(&crd),
-    )
-    .await
-    .unwrap();
-    let established = await_condition(crds, &name, conditions::is_crd_established());
-    tokio::time::timeout(std::time::Duration::from_secs(30), established)
-        .await
-        .unwrap()
-        .unwrap();
-}
 
 fn autoscaler(name: &str, spec: serde_json::Value) -> serde_json::Value {
     json!({
@@ -37,7 +17,7 @@ fn autoscaler(name: &str, spec: serde_json::Value) -> serde_json::Value {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bad_policies_are_refused_by_the_api_server_with_the_field_named() {
     let client = client().await.unwrap();
-    install(&client).await;
+    crate::support::install(&client, VolumeAutoscaler::crd()).await;
     let ns = TestNamespace::create(&client, "vas-validation").await.unwrap();
     let resource = kube::core::ApiResource::erase::<VolumeAutoscaler>(&());
     let api: Api<kube::core::DynamicObject> = Api::namespaced_with(client.clone(), &ns.name, &resource);

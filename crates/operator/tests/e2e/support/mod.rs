@@ -311,8 +311,12 @@ pub fn free_port() -> u16 {
 
 /// Installs (server-side apply) the VolumeResize CRD and waits until it is established.
 pub async fn install_crd(client: &Client) {
+    install(client, VolumeResize::crd()).await;
+}
+
+/// Installs (server-side apply) a CRD and waits until it is established.
+pub async fn install(client: &Client, crd: CustomResourceDefinition) {
     let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
-    let crd = VolumeResize::crd();
     let name = crd.name_any();
     crds.patch(
         &name,
