@@ -149,6 +149,29 @@ fn offline_driver_restarts_one_pod_at_a_time_and_each_once() {
     );
 }
 
+/// A claim of a scaled-down ordinal (listed in the plan with no strategy, no pod) is not a replica
+/// that is down: it never holds back the restarts of the running ones.
+#[test]
+fn a_scaled_down_claim_does_not_hold_back_restarts() {
+    let mut status = planned(2);
+    status.plan.push(VolumePlan {
+        replica: 2,
+        volume: "data".into(),
+        claim_name: "data-db-2".into(),
+        strategy: None,
+        target_size: "2Gi".into(),
+        ..VolumePlan::default()
+    });
+    let status = plan(&status, &cluster(2, 2 * GI, GI, true)).status;
+    assert_eq!(
+        plan(&status, &cluster(2, 2 * GI, GI, true)).actions,
+        vec![ResizeAction::RestartPod {
+            pod: "db-0".into(),
+            uid: "uid-0".into()
+        }]
+    );
+}
+
 #[test]
 fn replaces_the_stateful_set_once_every_claim_has_grown() {
     let status = plan(&planned(2), &cluster(2, 2 * GI, 2 * GI, false)).status;
