@@ -1,6 +1,13 @@
 //! Kubernetes resource quantities as byte counts, for storage sizes.
 
+use k8s_openapi::api::core::v1::PersistentVolumeClaimSpec;
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use thiserror::Error;
+
+/// The storage a claim, or a StatefulSet's claim template, requests, as written.
+pub fn requested_storage(spec: Option<&PersistentVolumeClaimSpec>) -> Option<&Quantity> {
+    spec?.resources.as_ref()?.requests.as_ref()?.get("storage")
+}
 
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
 pub enum ParseQuantityError {

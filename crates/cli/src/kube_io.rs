@@ -204,13 +204,7 @@ impl Cluster {
             .into_iter()
             .map(|claim| Template {
                 name: claim.metadata.name.unwrap_or_default(),
-                size: claim
-                    .spec
-                    .as_ref()
-                    .and_then(|s| s.resources.as_ref())
-                    .and_then(|r| r.requests.as_ref())
-                    .and_then(|r| r.get("storage"))
-                    .map(|q| q.0.clone()),
+                size: ferry_api::quantity::requested_storage(claim.spec.as_ref()).map(|q| q.0.clone()),
                 storage_class: claim.spec.and_then(|s| s.storage_class_name),
             })
             .collect())

@@ -4,6 +4,7 @@
 
 use super::request::positive_bytes;
 use ferry_api::VolumeChange;
+use ferry_api::quantity::requested_storage;
 use k8s_openapi::api::apps::v1::StatefulSet;
 use k8s_openapi::api::core::v1::PersistentVolumeClaim;
 
@@ -29,15 +30,7 @@ fn template_name(template: &PersistentVolumeClaim) -> &str {
 }
 
 fn size_of(template: &PersistentVolumeClaim) -> Option<String> {
-    template
-        .spec
-        .as_ref()?
-        .resources
-        .as_ref()?
-        .requests
-        .as_ref()?
-        .get("storage")
-        .map(|quantity| quantity.0.clone())
+    requested_storage(template.spec.as_ref()).map(|quantity| quantity.0.clone())
 }
 
 fn class_of(template: &PersistentVolumeClaim) -> Option<String> {

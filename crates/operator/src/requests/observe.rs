@@ -1,5 +1,6 @@
 //! A StatefulSet, its claims and the VolumeResizes naming it, reduced to what the triggers read.
 
+use ferry_api::quantity::requested_storage;
 use ferry_api::{Phase, VolumeResize};
 use ferry_engine::trigger::ResizeSummary;
 use ferry_engine::trigger::request::{Claim, Subject, Template};
@@ -15,13 +16,7 @@ pub fn templates_of(sts: &StatefulSet) -> Vec<Template> {
         .flat_map(|spec| spec.volume_claim_templates.iter().flatten())
         .map(|template| Template {
             name: template.name_any(),
-            size: template
-                .spec
-                .as_ref()
-                .and_then(|s| s.resources.as_ref())
-                .and_then(|r| r.requests.as_ref())
-                .and_then(|r| r.get("storage"))
-                .map(|q| q.0.clone()),
+            size: requested_storage(template.spec.as_ref()).map(|q| q.0.clone()),
             storage_class: template.spec.as_ref().and_then(|s| s.storage_class_name.clone()),
         })
         .collect()
@@ -54,11 +49,7 @@ pub fn subject(sts: &StatefulSet, claims: &[PersistentVolumeClaim]) -> Subject {
             Some(Claim {
                 template,
                 ordinal,
-                size: spec
-                    .and_then(|s| s.resources.as_ref())
-                    .and_then(|r| r.requests.as_ref())
-                    .and_then(|r| r.get("storage"))
-                    .map(|q| q.0.clone()),
+                size: requested_storage(spec).map(|q| q.0.clone()),
                 storage_class: spec.and_then(|s| s.storage_class_name.clone()),
             })
         })

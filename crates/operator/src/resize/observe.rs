@@ -2,6 +2,7 @@
 
 use crate::Error;
 use crate::context::Context;
+use ferry_api::quantity::requested_storage;
 use ferry_api::{Phase, VolumeResize, parse_bytes};
 use ferry_engine::{
     ClaimView, NodeView, Observed, PeerResize, StatefulSetView, StorageClassView, TemplateView,
@@ -134,11 +135,8 @@ fn stateful_set_view(sts: &StatefulSet) -> StatefulSetView {
         .flatten()
         .map(|template| {
             let claim_spec = template.spec.as_ref();
-            let size = claim_spec
-                .and_then(|s| s.resources.as_ref())
-                .and_then(|r| r.requests.as_ref());
             let view = TemplateView {
-                size_bytes: bytes(size.and_then(|r| r.get("storage"))),
+                size_bytes: bytes(requested_storage(claim_spec)),
                 storage_class: claim_spec.and_then(|s| s.storage_class_name.clone()),
                 raw_block: claim_spec.and_then(|s| s.volume_mode.as_deref()) == Some("Block"),
                 read_write_once_pod: claim_spec
@@ -166,14 +164,8 @@ fn claim_view(claim: &PersistentVolumeClaim) -> ClaimView {
         .as_ref()
         .and_then(|s| s.capacity.as_ref())
         .and_then(|c| c.get("storage"));
-    let request = claim
-        .spec
-        .as_ref()
-        .and_then(|s| s.resources.as_ref())
-        .and_then(|r| r.requests.as_ref())
-        .and_then(|r| r.get("storage"));
     ClaimView {
-        size_bytes: bytes(capacity).or_else(|| bytes(request)),
+        size_bytes: bytes(capacity).or_else(|| bytes(requested_storage(claim.spec.as_ref()))),
         storage_class: claim.spec.as_ref().and_then(|s| s.storage_class_name.clone()),
     }
 }
