@@ -66,3 +66,31 @@ pub async fn kubectl(args: &[&str]) -> Result<(i32, String, String), Error> {
         String::from_utf8_lossy(&output.stderr).into_owned(),
     ))
 }
+
+/// Installs (server-side apply, field manager `ferry-tests`) a CRD and waits until it is
+/// established.
+pub async fn install_crd(
+    client: &Client,
+    crd: &k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition,
+) -> Result<(), Error> {
+    use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+    use kube::api::{Api, Patch, PatchParams};
+    use kube::runtime::wait::{await_condition, conditions};
+    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
+    let name = crd.metadata.name.clone().unwrap_or_default();
+    crds.patch(
+        &name,
+        &PatchParams::apply("ferry-tests").force(),
+        &Patch::Apply(crd),
+    )
+    .await?;
+    let established = await_condition(crds, &name, conditions::is_crd_established());
+    match tokio::time::timeout(std::time::Duration::from_secs(30), established).await {
+        Ok(Ok(_)) => Ok(()),
+        Ok(Err(error)) => Err(Error::Setup(format!("CRD {name}: {error}"))),
+        Err(_) => Err(Error::Timeout {
+            what: format!("CRD {name} to be established"),
+            seconds: 30,
+        }),
+    }
+}

@@ -17,7 +17,9 @@ fn autoscaler(name: &str, spec: serde_json::Value) -> serde_json::Value {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bad_policies_are_refused_by_the_api_server_with_the_field_named() {
     let client = client().await.unwrap();
-    crate::support::install(&client, VolumeAutoscaler::crd()).await;
+    ferry_testenv::cluster::install_crd(&client, &VolumeAutoscaler::crd())
+        .await
+        .unwrap();
     let ns = TestNamespace::create(&client, "vas-validation").await.unwrap();
     let resource = kube::core::ApiResource::erase::<VolumeAutoscaler>(&());
     let api: Api<kube::core::DynamicObject> = Api::namespaced_with(client.clone(), &ns.name, &resource);

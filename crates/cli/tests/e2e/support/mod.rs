@@ -9,9 +9,7 @@ use ferry_operator::{Settings, run};
 use ferry_testenv::fixtures::{stateful_set, wait_ready};
 use ferry_testenv::{TestNamespace, client};
 use k8s_openapi::api::apps::v1::StatefulSet;
-use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-use kube::api::{Patch, PatchParams, PostParams};
-use kube::runtime::wait::{await_condition, conditions};
+use kube::api::PostParams;
 use kube::{Api, Client, CustomResourceExt, ResourceExt};
 use serde_json::json;
 use std::path::PathBuf;
@@ -271,21 +269,9 @@ pub fn condition(type_: &str, status: &str, reason: &str, message: &str) -> serd
            "lastTransitionTime": "2025-01-01T00:00:00Z"})
 }
 
-/// Installs (server-side apply) the VolumeResize CRD and waits until it is established.
+/// Installs the VolumeResize CRD and waits until it is established.
 pub async fn install_crd(client: &Client) {
-    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
-    let crd = VolumeResize::crd();
-    let name = crd.name_any();
-    crds.patch(
-        &name,
-        &PatchParams::apply("ferry-tests").force(),
-        &Patch::Apply(&crd),
-    )
-    .await
-    .unwrap();
-    let established = await_condition(crds, &name, conditions::is_crd_established());
-    tokio::time::timeout(Duration::from_secs(30), established)
+    ferry_testenv::cluster::install_crd(client, &VolumeResize::crd())
         .await
-        .unwrap()
         .unwrap();
 }

@@ -6,9 +6,7 @@ use ferry_api::{VolumeResize, VolumeResizeSpec};
 use ferry_operator::{Settings, run};
 use ferry_testenv::{TestNamespace, client, wait_until};
 use k8s_openapi::api::events::v1::Event;
-use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-use kube::api::{Patch, PatchParams, PostParams};
-use kube::runtime::wait::{await_condition, conditions};
+use kube::api::PostParams;
 use kube::{Api, Client, CustomResourceExt, ResourceExt};
 use tokio::task::JoinHandle;
 
@@ -309,26 +307,10 @@ pub fn free_port() -> u16 {
         .unwrap()
 }
 
-/// Installs (server-side apply) the VolumeResize CRD and waits until it is established.
+/// Installs the VolumeResize CRD and waits until it is established.
 pub async fn install_crd(client: &Client) {
-    install(client, VolumeResize::crd()).await;
-}
-
-/// Installs (server-side apply) a CRD and waits until it is established.
-pub async fn install(client: &Client, crd: CustomResourceDefinition) {
-    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
-    let name = crd.name_any();
-    crds.patch(
-        &name,
-        &PatchParams::apply("ferry-tests").force(),
-        &Patch::Apply(&crd),
-    )
-    .await
-    .unwrap();
-    let established = await_condition(crds, &name, conditions::is_crd_established());
-    tokio::time::timeout(std::time::Duration::from_secs(30), established)
+    ferry_testenv::cluster::install_crd(client, &VolumeResize::crd())
         .await
-        .unwrap()
         .unwrap();
 }
 
