@@ -17,7 +17,8 @@ use ferry_api::condition::{
 use ferry_engine::{Verdict, precheck};
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::service::TowerToHyperService;
-use kube::core::admission::AdmissionResponse;
+use kube::core::DynamicObject;
+use kube::core::admission::{AdmissionRequest, AdmissionResponse};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::net::TcpListener;
@@ -99,7 +100,14 @@ fn refuse(status: StatusCode, message: String) -> Response {
     (status, message).into_response()
 }
 
-/// The body of a well-formed POST: JSON, at most `MAX_BODY_BYTES`, read within `STEP_TIMEOUT`.
+/// The admission request in a POST: JSON, at most `MAX_BODY_BYTES`, read within `STEP_TIMEOUT`,
+/// an AdmissionReview with a request; anything else is the 4xx answer to send.
+async fn read_review(request: Request) -> Result<AdmissionRequest<DynamicObject>, Response> {
+    let (parts, body) = request.into_parts();
+    let bytes = body_of(&parts.headers, body).await?;
+    review::parse(&bytes).map_err(|BadReview(message)| refuse(StatusCode::BAD_REQUEST, message))
+}
+
 async fn body_of(headers: &HeaderMap, body: Body) -> Result<axum::body::Bytes, Response> {
     let content_type = headers
         .get(header::CONTENT_TYPE)
@@ -147,32 +155,24 @@ fn answer(result: Result<AdmissionResponse, BadReview>) -> Response {
 }
 
 async fn mutate_stateful_set(State(ctx): State<Arc<Context>>, request: Request) -> Response {
-    let (parts, body) = request.into_parts();
-    let bytes = match body_of(&parts.headers, body).await {
-        Ok(bytes) => bytes,
+    let request = match read_review(request).await {
+        Ok(request) => request,
         Err(response) => return response,
     };
-    answer(review::parse(&bytes).and_then(|request| {
-        let response = review::review_stateful_set(&request, &ctx.resizes.state());
-        if let Ok(response) = &response
-            && let Some(warnings) = &response.warnings
-        {
-            tracing::info!(name = %request.name, namespace = ?request.namespace, ?warnings, "StatefulSet template edit kept aside");
-        }
-        response
-    }))
+    let response = review::review_stateful_set(&request, &ctx.resizes.state());
+    if let Ok(response) = &response
+        && let Some(warnings) = &response.warnings
+    {
+        tracing::info!(name = %request.name, namespace = ?request.namespace, ?warnings, "StatefulSet template edit kept aside");
+    }
+    answer(response)
 }
 
 async fn validate_stateful_set_create(State(ctx): State<Arc<Context>>, request: Request) -> Response {
-    let (parts, body) = request.into_parts();
-    let bytes = match body_of(&parts.headers, body).await {
-        Ok(bytes) => bytes,
-        Err(response) => return response,
-    };
-    answer(
-        review::parse(&bytes)
-            .and_then(|request| review::review_stateful_set_create(&request, &ctx.resizes.state())),
-    )
+    match read_review(request).await {
+        Ok(request) => answer(review::review_stateful_set_create(&request, &ctx.resizes.state())),
+        Err(response) => response,
+    }
 }
 
 /// Reasons the prechecks give for a request that can never be carried out as written; these are
@@ -185,14 +185,9 @@ const REFUSED_AT_ADMISSION: [&str; 4] = [
 ];
 
 async fn validate_volume_resize(State(ctx): State<Arc<Context>>, request: Request) -> Response {
-    let (parts, body) = request.into_parts();
-    let bytes = match body_of(&parts.headers, body).await {
-        Ok(bytes) => bytes,
-        Err(response) => return response,
-    };
-    let request = match review::parse(&bytes) {
+    let request = match read_review(request).await {
         Ok(request) => request,
-        Err(bad) => return answer(Err(bad)),
+        Err(response) => return response,
     };
     let resize = match review::volume_resize_to_validate(&request) {
         Ok(Some(resize)) => resize,
