@@ -39,6 +39,13 @@ pub struct Subject {
     pub first_ordinal: i32,
 }
 
+impl Subject {
+    /// The ordinals with a replica now (claims of others are scaled down).
+    pub fn running_ordinals(&self) -> std::ops::Range<i32> {
+        self.first_ordinal..self.first_ordinal.saturating_add(self.replicas.max(0))
+    }
+}
+
 /// Where a request came from; also the value of the `ferry.dev/trigger` label.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Source {
@@ -249,7 +256,7 @@ fn drift(subject: &Subject) -> Reading {
     {
         return Reading::Nothing;
     }
-    let running = subject.first_ordinal..subject.first_ordinal.saturating_add(subject.replicas.max(0));
+    let running = subject.running_ordinals();
     let mut changes = Vec::new();
     for template in &subject.templates {
         let Some(size) = &template.size else { continue };
@@ -301,7 +308,7 @@ pub fn same_target(a: &[VolumeChange], b: &[VolumeChange]) -> bool {
 
 /// Every template and every running replica's claim already has what the request asks.
 pub fn satisfied(subject: &Subject, request: &Request) -> bool {
-    let running = subject.first_ordinal..subject.first_ordinal.saturating_add(subject.replicas.max(0));
+    let running = subject.running_ordinals();
     request.changes.iter().all(|change| {
         let bytes = parse_bytes(&change.size).ok();
         let class_matches = |class: &Option<String>| {
