@@ -6,7 +6,7 @@ pub mod quantity;
 pub mod volume_autoscaler;
 pub mod volume_resize;
 
-pub use quantity::{ParseQuantityError, parse_bytes};
+pub use quantity::{ParseQuantityError, format_bytes, human_bytes, parse_bytes};
 pub use volume_autoscaler::{
     AutoResize, AutoscaleStrategy, AutoscaledVolume, AutoscaledVolumeStatus, ProviderPreset, ReplicaUsage,
     VolumeAutoscaler, VolumeAutoscalerSpec, VolumeAutoscalerStatus,

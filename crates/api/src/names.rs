@@ -54,3 +54,11 @@ pub const SEED_ANNOTATION_RESIZE_PREFIX: &str = "resize-statefulset-operator/res
 pub const LABEL_TRIGGER: &str = "ferry.dev/trigger";
 /// Label on a VolumeResize Ferry created from a trigger: the StatefulSet it changes.
 pub const LABEL_STATEFUL_SET: &str = "ferry.dev/stateful-set";
+/// Label on a VolumeResize an autoscaler made: the UID of its `VolumeAutoscaler` (its `trigger`
+/// label is `autoscale`). The autoscaler's record of earlier grows is rebuilt from these too.
+pub const LABEL_AUTOSCALER_UID: &str = "ferry.dev/autoscaler-uid";
+/// The seed operator's opt-in to autoresize: `"true"` gives the StatefulSet a default
+/// `VolumeAutoscaler`.
+pub const SEED_ANNOTATION_AUTO_SCALED: &str = "resize-statefulset-operator/auto-scaled";
+/// Label on a `VolumeAutoscaler` Ferry made for the seed annotation: the StatefulSet's name.
+pub const LABEL_DEFAULT_AUTOSCALER_FOR: &str = "ferry.dev/default-autoscaler-for";

@@ -147,6 +147,10 @@ pub struct VolumeAutoscalerStatus {
 #[derive(Deserialize, Serialize, Clone, Debug, Default, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct AutoscaledVolumeStatus {
+    /// The StatefulSet (one entry per StatefulSet and template when a selector names several).
+    #[serde(default)]
+    pub stateful_set: String,
+    /// The volume claim template.
     pub name: String,
     /// The size the template and claims ask for now.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -160,12 +164,17 @@ pub struct AutoscaledVolumeStatus {
     pub history: Vec<Time>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub next_allowed_at: Option<Time>,
-    /// Why nothing happens, when nothing happens: `BelowThreshold`, `Cooldown`, `AtMaxSize`,
-    /// `ResizeRunning`, `UsageUnknown`, `ProviderLimit`.
+    /// What happens: `Growing` (a resize runs for it), or why nothing happens: `BelowThreshold`,
+    /// `Cooldown`, `AtMaxSize`, `ResizeRunning`, `UsageUnknown`, `ProviderLimit`, `ResizeFailed`
+    /// (the last resize failed; delete its VolumeResize to let the autoscaler try again),
+    /// `Invalid` (the policy or the template cannot be used).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub state: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
+    /// The size at which reaching `maxSize` was reported (its Event is sent once per size).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_size_reported: Option<String>,
     /// How much smaller the volume could be with its data below the threshold (shrinking is a
     /// VolumeResize, by hand).
     #[serde(default, skip_serializing_if = "Option::is_none")]

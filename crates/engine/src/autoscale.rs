@@ -4,6 +4,10 @@
 //! so a restarted operator decides the same (cooldowns and provider windows included).
 
 pub mod policy;
+pub mod record;
+pub mod request;
+pub mod rescue;
+pub mod seed;
 pub mod usage;
 
 #[cfg(test)]
@@ -95,6 +99,9 @@ pub struct Situation {
     pub full_disk_crashes: Vec<i32>,
     /// A VolumeResize working on the StatefulSet now.
     pub resize_running: Option<String>,
+    /// This autoscaler's last VolumeResize of this volume, if it failed and is still there: no
+    /// grow until someone deletes it (a failure would repeat at every poll otherwise).
+    pub resize_failed: Option<String>,
     /// When earlier autoresizes of this volume were made (Unix seconds), from status.
     pub history: Vec<i64>,
     pub now: i64,
@@ -137,6 +144,9 @@ pub enum Skip {
     ProviderLimit {
         until: i64,
     },
+    ResizeFailed {
+        name: String,
+    },
 }
 
 impl Skip {
@@ -148,6 +158,20 @@ impl Skip {
             Skip::AtMaxSize => "at-max-size",
             Skip::Cooldown { .. } => "cooldown",
             Skip::ProviderLimit { .. } => "provider-limit",
+            Skip::ResizeFailed { .. } => "resize-failed",
+        }
+    }
+
+    /// The name status gives this state.
+    pub fn state(&self) -> &'static str {
+        match self {
+            Skip::BelowThreshold => "BelowThreshold",
+            Skip::UsageUnknown { .. } => "UsageUnknown",
+            Skip::ResizeRunning { .. } => "ResizeRunning",
+            Skip::AtMaxSize => "AtMaxSize",
+            Skip::Cooldown { .. } => "Cooldown",
+            Skip::ProviderLimit { .. } => "ProviderLimit",
+            Skip::ResizeFailed { .. } => "ResizeFailed",
         }
     }
 }
@@ -232,6 +256,9 @@ pub fn decide(policy: &Policy, situation: &Situation) -> Verdict {
     if let Some(name) = &situation.resize_running {
         return Verdict::Skip(Skip::ResizeRunning { name: name.clone() });
     }
+    if let Some(name) = &situation.resize_failed {
+        return Verdict::Skip(Skip::ResizeFailed { name: name.clone() });
+    }
     if situation.current_size >= policy.max_size {
         return Verdict::Skip(Skip::AtMaxSize);
     }
@@ -301,4 +328,16 @@ pub fn could_shrink_by(policy: &Policy, situation: &Situation) -> Option<u64> {
         policy.provider.unit(),
     );
     situation.current_size.checked_sub(smallest).filter(|by| *by > 0)
+}
+
+/// The earliest time (Unix seconds) a grow that is not a rescue is allowed again after the grows
+/// in `history`, if that is later than `now`: the cooldown and the provider's window both hold.
+pub fn next_allowed(policy: &Policy, history: &[i64], now: i64) -> Option<i64> {
+    let cooldown_ends = history.iter().max().map(|last| last + policy.cooldown_seconds);
+    let window_ends = policy.provider.window().and_then(|(window, allowed)| {
+        let mut recent: Vec<i64> = history.iter().copied().filter(|at| *at > now - window).collect();
+        recent.sort_unstable();
+        (recent.len() >= allowed).then(|| recent[recent.len() - allowed] + window)
+    });
+    cooldown_ends.max(window_ends).filter(|at| *at > now)
 }

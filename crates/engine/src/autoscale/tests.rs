@@ -273,3 +273,35 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn a_failed_resize_stops_grows_until_it_is_deleted() {
+    let mut situation = two_replicas(900 * MI);
+    situation.resize_failed = Some("db-auto-1".to_string());
+    assert_eq!(
+        decide(&policy(), &situation),
+        Verdict::Skip(Skip::ResizeFailed {
+            name: "db-auto-1".to_string()
+        })
+    );
+    situation.full_disk_crashes = vec![1];
+    assert!(matches!(
+        decide(&policy(), &situation),
+        Verdict::Skip(Skip::ResizeFailed { .. })
+    ));
+}
+
+#[test]
+fn the_next_allowed_time_is_the_later_of_cooldown_and_provider_window() {
+    let now = 100 * HOUR;
+    assert_eq!(next_allowed(&policy(), &[], now), None);
+    assert_eq!(next_allowed(&policy(), &[now - 10], now), Some(now - 10 + HOUR));
+    assert_eq!(next_allowed(&policy(), &[now - 2 * HOUR], now), None);
+    let ebs = Policy {
+        provider: Provider::AwsEbs,
+        ..policy()
+    };
+    let four = [now - 20 * HOUR, now - 10 * HOUR, now - 5 * HOUR, now - 2 * HOUR];
+    assert_eq!(next_allowed(&ebs, &four, now), Some(now - 20 * HOUR + 24 * HOUR));
+    assert_eq!(next_allowed(&ebs, &four[1..], now), None);
+}

@@ -1,0 +1,371 @@
+//! What one volume's status says after a decision, and the Events it is worth: a grow, a rescue,
+//! and reaching `maxSize` (once per size, remembered in status so a restart does not repeat it).
+
+use super::{Policy, Reason, Situation, Skip, Verdict, could_shrink_by, next_allowed};
+use ferry_api::{AutoResize, AutoscaledVolumeStatus, ReplicaUsage, format_bytes, human_bytes};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use k8s_openapi::jiff::Timestamp;
+
+/// How many grow times status keeps: enough for the longest provider window (4 in 24 h).
+pub const HISTORY_KEPT: usize = 8;
+
+/// An Event for the autoscaler and its StatefulSet.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Notice {
+    pub warning: bool,
+    pub reason: &'static str,
+    pub message: String,
+}
+
+/// The grow this pass made (its VolumeResize exists).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Made<'a> {
+    pub resize: &'a str,
+    pub from: u64,
+    pub to: u64,
+}
+
+pub fn time(seconds: i64) -> Option<Time> {
+    Timestamp::from_second(seconds).ok().map(Time)
+}
+
+fn when(seconds: i64) -> String {
+    Timestamp::from_second(seconds)
+        .map(|at| at.to_string())
+        .unwrap_or_else(|_| seconds.to_string())
+}
+
+fn replica_list(replicas: &[i32]) -> String {
+    let names: Vec<String> = replicas.iter().map(i32::to_string).collect();
+    names.join(", ")
+}
+
+fn percent(used: u64, total: u64) -> u64 {
+    if total == 0 {
+        return 0;
+    }
+    u64::try_from(u128::from(used) * 100 / u128::from(total)).unwrap_or(100)
+}
+
+/// Why a grow happens, in words.
+fn grow_cause(policy: &Policy, reason: Reason, replicas: &[i32]) -> String {
+    let which = replica_list(replicas);
+    match reason {
+        Reason::Threshold => format!("replica {which} at or over {}% used", policy.threshold_percent),
+        Reason::Inodes => format!(
+            "replica {which} at or over {}% of its inodes used",
+            policy.inodes_threshold_percent
+        ),
+        Reason::Rescue => format!(
+            "replica {which} crashing on a full disk (rescue: grown although the StatefulSet is not Ready)"
+        ),
+    }
+}
+
+fn skip_message(policy: &Policy, situation: &Situation, skip: &Skip) -> String {
+    match skip {
+        Skip::BelowThreshold => {
+            let fullest = situation
+                .readings
+                .iter()
+                .map(|r| percent(r.used_bytes, r.capacity_bytes))
+                .max()
+                .unwrap_or(0);
+            format!(
+                "fullest replica at {fullest}% used (threshold {}%)",
+                policy.threshold_percent
+            )
+        }
+        Skip::UsageUnknown { replicas } => format!(
+            "no usage reported yet for replica {} (the kubelet reports a volume while a pod mounts it)",
+            replica_list(replicas)
+        ),
+        Skip::ResizeRunning { name } => format!("VolumeResize {name} is working on the StatefulSet"),
+        Skip::AtMaxSize => format!(
+            "at maxSize {}; not grown although it is over its threshold",
+            format_bytes(policy.max_size)
+        ),
+        Skip::Cooldown { until } => format!(
+            "over its threshold, but grown less than the cooldown ago; next grow allowed at {}",
+            when(*until)
+        ),
+        Skip::ProviderLimit { until } => {
+            let (window, allowed) = policy.provider.window().unwrap_or((0, 0));
+            format!(
+                "over its threshold, but the provider allows {allowed} modification(s) per {}h; next at {}",
+                window / 3600,
+                when(*until)
+            )
+        }
+        Skip::ResizeFailed { name } => format!(
+            "VolumeResize {name} failed (see its status); delete it to let the autoscaler grow this volume again"
+        ),
+    }
+}
+
+/// The volume's new status and the Events to send, from the decision just made.
+pub fn record(
+    previous: Option<&AutoscaledVolumeStatus>,
+    stateful_set: &str,
+    volume: &str,
+    policy: &Policy,
+    situation: &Situation,
+    verdict: &Verdict,
+    made: Option<&Made>,
+) -> (AutoscaledVolumeStatus, Vec<Notice>) {
+    let mut history = situation.history.clone();
+    if made.is_some() {
+        history.push(situation.now);
+    }
+    history.sort_unstable();
+    history.dedup();
+    let history = history.split_off(history.len().saturating_sub(HISTORY_KEPT));
+    let capacity = made.map_or(situation.current_size, |made| made.to);
+
+    let mut notices = Vec::new();
+    let mut max_size_reported = previous.and_then(|p| p.max_size_reported.clone());
+    let (state, message) = match (verdict, made) {
+        (
+            Verdict::Grow {
+                reason,
+                replicas,
+                capped,
+                ..
+            },
+            Some(made),
+        ) => {
+            let message = format!(
+                "{volume} of {stateful_set}: {} → {} ({}) by VolumeResize {}",
+                format_bytes(made.from),
+                format_bytes(made.to),
+                grow_cause(policy, *reason, replicas),
+                made.resize
+            );
+            notices.push(Notice {
+                warning: *reason == Reason::Rescue,
+                reason: if *reason == Reason::Rescue {
+                    "AutoResizeRescue"
+                } else {
+                    "AutoResize"
+                },
+                message: message.clone(),
+            });
+            if *capped {
+                notices.push(Notice {
+                    warning: true,
+                    reason: "AtMaxSize",
+                    message: format!(
+                        "{volume} of {stateful_set} grown only to its maxSize {}, less than it needs",
+                        format_bytes(policy.max_size)
+                    ),
+                });
+                max_size_reported = Some(format_bytes(made.to));
+            }
+            ("Growing".to_string(), message)
+        }
+        (Verdict::Skip(skip), _) => {
+            let message = skip_message(policy, situation, skip);
+            let size = format_bytes(situation.current_size);
+            if *skip == Skip::AtMaxSize && max_size_reported.as_deref() != Some(size.as_str()) {
+                notices.push(Notice {
+                    warning: true,
+                    reason: "AtMaxSize",
+                    message: format!("{volume} of {stateful_set}: {message}"),
+                });
+                max_size_reported = Some(size);
+            }
+            (skip.state().to_string(), message)
+        }
+        // A grow decided but not made (its VolumeResize could not be created): say so, keep the rest.
+        (Verdict::Grow { to, .. }, None) => (
+            "Growing".to_string(),
+            format!("growing to {} (VolumeResize not created yet)", format_bytes(*to)),
+        ),
+    };
+
+    let last_resize = match (verdict, made) {
+        (Verdict::Grow { reason, .. }, Some(made)) => Some(AutoResize {
+            at: time(situation.now),
+            volume_resize: made.resize.to_string(),
+            from: format_bytes(made.from),
+            to: format_bytes(made.to),
+            reason: reason.label().to_string(),
+        }),
+        _ => previous.and_then(|p| p.last_resize.clone()),
+    };
+    let status = AutoscaledVolumeStatus {
+        stateful_set: stateful_set.to_string(),
+        name: volume.to_string(),
+        capacity: Some(format_bytes(capacity)),
+        replicas: situation
+            .readings
+            .iter()
+            .map(|reading| ReplicaUsage {
+                replica: reading.replica,
+                used_bytes: i64::try_from(reading.used_bytes).ok(),
+                capacity_bytes: i64::try_from(reading.capacity_bytes).ok(),
+                used_inodes: reading.inodes.and_then(|(used, _)| i64::try_from(used).ok()),
+                inodes: reading.inodes.and_then(|(_, total)| i64::try_from(total).ok()),
+            })
+            .collect(),
+        last_resize,
+        next_allowed_at: next_allowed(policy, &history, situation.now).and_then(time),
+        history: history.into_iter().filter_map(time).collect(),
+        state: Some(state),
+        message: Some(message),
+        max_size_reported,
+        could_shrink_by: could_shrink_by(policy, situation).map(human_bytes),
+    };
+    (status, notices)
+}
+
+/// The status of a volume the autoscaler cannot work on (bad policy, unknown template), keeping
+/// its record of earlier grows.
+pub fn invalid(
+    previous: Option<&AutoscaledVolumeStatus>,
+    stateful_set: &str,
+    volume: &str,
+    message: String,
+) -> AutoscaledVolumeStatus {
+    AutoscaledVolumeStatus {
+        stateful_set: stateful_set.to_string(),
+        name: volume.to_string(),
+        state: Some("Invalid".to_string()),
+        message: Some(message),
+        ..previous.cloned().unwrap_or_default()
+    }
+}
+
+/// The fullest volume, for `kubectl get vas`: e.g. `83% data`.
+pub fn usage_column(volumes: &[AutoscaledVolumeStatus]) -> Option<String> {
+    volumes
+        .iter()
+        .flat_map(|volume| {
+            volume.replicas.iter().filter_map(move |replica| {
+                let used = u64::try_from(replica.used_bytes?).ok()?;
+                let capacity = u64::try_from(replica.capacity_bytes?).ok()?;
+                Some((percent(used, capacity), volume.name.as_str()))
+            })
+        })
+        .max()
+        .map(|(percent, name)| format!("{percent}% {name}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::autoscale::{Increase, Provider, Reading, decide};
+
+    const MI: u64 = 1 << 20;
+    const GI: u64 = 1 << 30;
+    const NOW: i64 = 1_000_000;
+
+    fn policy() -> Policy {
+        Policy {
+            threshold_percent: 80,
+            inodes_threshold_percent: 90,
+            increase: Increase::Percent(20),
+            min_increase: None,
+            max_increase: None,
+            max_size: 2 * GI,
+            cooldown_seconds: 3600,
+            provider: Provider::Generic,
+        }
+    }
+
+    fn situation(used: u64, size: u64) -> Situation {
+        Situation {
+            current_size: size,
+            replicas: vec![0],
+            readings: vec![Reading {
+                replica: 0,
+                used_bytes: used,
+                capacity_bytes: size,
+                inodes: Some((10, 1000)),
+            }],
+            now: NOW,
+            ..Situation::default()
+        }
+    }
+
+    #[test]
+    fn a_grow_is_recorded_with_its_resize_history_and_next_allowed_time() {
+        let situation = situation(900 * MI, GI);
+        let verdict = decide(&policy(), &situation);
+        let made = Made {
+            resize: "db-auto-1",
+            from: GI,
+            to: 1229 * MI,
+        };
+        let (status, notices) = record(None, "db", "data", &policy(), &situation, &verdict, Some(&made));
+        assert_eq!(status.state.as_deref(), Some("Growing"));
+        assert_eq!(status.capacity.as_deref(), Some("1229Mi"));
+        let last = status.last_resize.unwrap();
+        assert_eq!((last.from.as_str(), last.to.as_str()), ("1Gi", "1229Mi"));
+        assert_eq!(last.reason, "threshold");
+        assert_eq!(status.history, vec![time(NOW).unwrap()]);
+        assert_eq!(status.next_allowed_at, time(NOW + 3600));
+        assert_eq!(notices.len(), 1);
+        assert_eq!(notices[0].reason, "AutoResize");
+        assert!(
+            notices[0].message.contains("1Gi → 1229Mi"),
+            "{}",
+            notices[0].message
+        );
+    }
+
+    #[test]
+    fn reaching_max_size_is_reported_once_per_size() {
+        let at_max = situation(2000 * MI, 2 * GI);
+        let verdict = decide(&policy(), &at_max);
+        assert_eq!(verdict, Verdict::Skip(Skip::AtMaxSize));
+        let (first, notices) = record(None, "db", "data", &policy(), &at_max, &verdict, None);
+        assert_eq!(notices.len(), 1);
+        assert_eq!(notices[0].reason, "AtMaxSize");
+        assert_eq!(first.state.as_deref(), Some("AtMaxSize"));
+        // The next polls, with any state in between, say nothing more.
+        let below = situation(100 * MI, 2 * GI);
+        let (between, notices) = record(
+            Some(&first),
+            "db",
+            "data",
+            &policy(),
+            &below,
+            &decide(&policy(), &below),
+            None,
+        );
+        assert!(notices.is_empty());
+        let (_, notices) = record(Some(&between), "db", "data", &policy(), &at_max, &verdict, None);
+        assert!(notices.is_empty(), "{notices:?}");
+    }
+
+    #[test]
+    fn history_keeps_the_last_few_grows() {
+        let mut situation = situation(900 * MI, GI);
+        situation.history = (0..20).map(|hour| NOW - 100 * 3600 + hour * 3600).collect();
+        let verdict = decide(&policy(), &situation);
+        let made = Made {
+            resize: "r",
+            from: GI,
+            to: 1229 * MI,
+        };
+        let (status, _) = record(None, "db", "data", &policy(), &situation, &verdict, Some(&made));
+        assert_eq!(status.history.len(), HISTORY_KEPT);
+        assert_eq!(status.history.last(), time(NOW).as_ref());
+    }
+
+    #[test]
+    fn the_usage_column_names_the_fullest_volume() {
+        let (status, _) = record(
+            None,
+            "db",
+            "data",
+            &policy(),
+            &situation(500 * MI, GI),
+            &Verdict::Skip(Skip::BelowThreshold),
+            None,
+        );
+        assert_eq!(usage_column(&[status]).as_deref(), Some("48% data"));
+        assert_eq!(usage_column(&[]), None);
+    }
+}

@@ -1,0 +1,183 @@
+//! Rescue: a replica that cannot start or keeps crashing because its volume is full. Such a
+//! replica is grown even though its StatefulSet is not Ready (the one case where the Ready gate
+//! of a resize does not apply).
+
+use super::Reading;
+use k8s_openapi::api::core::v1::{ContainerStatus, Pod};
+
+/// What programs print when a write fails on a full disk (compared in lower case).
+const FULL_DISK_WORDS: [&str; 3] = ["no space left on device", "enospc", "disk full"];
+
+/// A volume this close to full counts as full: its free space is at most 1% or 1 MiB.
+pub fn is_full(reading: &Reading) -> bool {
+    let free = reading.capacity_bytes.saturating_sub(reading.used_bytes);
+    free <= (reading.capacity_bytes / 100).max(1 << 20)
+}
+
+fn says_disk_full(message: Option<&str>) -> bool {
+    message.is_some_and(|message| {
+        let message = message.to_lowercase();
+        FULL_DISK_WORDS.iter().any(|words| message.contains(words))
+    })
+}
+
+fn pod_ready(pod: &Pod) -> bool {
+    pod.status
+        .as_ref()
+        .and_then(|status| status.conditions.as_ref())
+        .is_some_and(|conditions| {
+            conditions
+                .iter()
+                .any(|condition| condition.type_ == "Ready" && condition.status == "True")
+        })
+}
+
+/// A container whose last end (or current state) says the disk is full.
+fn ended_on_full_disk(container: &ContainerStatus) -> bool {
+    let terminated = [
+        container
+            .state
+            .as_ref()
+            .and_then(|state| state.terminated.as_ref()),
+        container
+            .last_state
+            .as_ref()
+            .and_then(|state| state.terminated.as_ref()),
+    ];
+    let waiting = container.state.as_ref().and_then(|state| state.waiting.as_ref());
+    terminated
+        .iter()
+        .flatten()
+        .any(|ended| says_disk_full(ended.message.as_deref()) || says_disk_full(ended.reason.as_deref()))
+        || waiting.is_some_and(|waiting| says_disk_full(waiting.message.as_deref()))
+}
+
+/// A container that has ended since it started: restarted, or waiting to restart after a crash.
+fn crashing(container: &ContainerStatus) -> bool {
+    let back_off = container
+        .state
+        .as_ref()
+        .and_then(|state| state.waiting.as_ref())
+        .and_then(|waiting| waiting.reason.as_deref())
+        == Some("CrashLoopBackOff");
+    back_off || container.restart_count > 0 || ended_on_full_disk(container)
+}
+
+/// Whether `pod` (a replica, with its volume's last `reading` if known) cannot start or keeps
+/// crashing because its volume is full: it is not Ready, and a container either ended saying the
+/// disk is full (its termination message, which holds the end of its log with
+/// `terminationMessagePolicy: FallbackToLogsOnError`) or keeps crashing while the volume is full.
+pub fn crashing_on_full_disk(pod: &Pod, reading: Option<&Reading>) -> bool {
+    if pod.metadata.deletion_timestamp.is_some() || pod_ready(pod) {
+        return false;
+    }
+    let Some(status) = pod.status.as_ref() else {
+        return false;
+    };
+    let containers = status
+        .init_container_statuses
+        .iter()
+        .flatten()
+        .chain(status.container_statuses.iter().flatten());
+    let volume_full = reading.is_some_and(is_full);
+    containers
+        .into_iter()
+        .any(|container| ended_on_full_disk(container) || (volume_full && crashing(container)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pod(json: serde_json::Value) -> Pod {
+        serde_json::from_value(serde_json::json!({"metadata": {"name": "db-0"}, "status": json})).unwrap()
+    }
+
+    fn reading(used: u64, capacity: u64) -> Reading {
+        Reading {
+            replica: 0,
+            used_bytes: used,
+            capacity_bytes: capacity,
+            inodes: None,
+        }
+    }
+
+    const MI: u64 = 1 << 20;
+
+    #[test]
+    fn a_crash_that_says_the_disk_is_full_is_rescued_whatever_the_reading() {
+        let crashed = pod(serde_json::json!({
+            "conditions": [{"type": "Ready", "status": "False"}],
+            "containerStatuses": [{
+                "name": "db", "image": "db", "imageID": "", "ready": false, "restartCount": 3,
+                "state": {"waiting": {"reason": "CrashLoopBackOff"}},
+                "lastState": {"terminated": {"exitCode": 1, "reason": "Error",
+                    "message": "FATAL: could not write to file \"pg_wal/xlogtemp.42\": No space left on device\n"}},
+            }],
+        }));
+        assert!(crashing_on_full_disk(&crashed, None));
+        assert!(crashing_on_full_disk(
+            &crashed,
+            Some(&reading(10 * MI, 1000 * MI))
+        ));
+    }
+
+    #[test]
+    fn a_crash_loop_on_a_full_volume_is_rescued_but_not_on_one_with_room() {
+        let looping = pod(serde_json::json!({
+            "conditions": [{"type": "Ready", "status": "False"}],
+            "containerStatuses": [{
+                "name": "db", "image": "db", "imageID": "", "ready": false, "restartCount": 5,
+                "state": {"waiting": {"reason": "CrashLoopBackOff"}},
+                "lastState": {"terminated": {"exitCode": 1, "reason": "Error"}},
+            }],
+        }));
+        assert!(crashing_on_full_disk(
+            &looping,
+            Some(&reading(995 * MI, 1000 * MI))
+        ));
+        assert!(!crashing_on_full_disk(
+            &looping,
+            Some(&reading(500 * MI, 1000 * MI))
+        ));
+        assert!(!crashing_on_full_disk(&looping, None));
+    }
+
+    #[test]
+    fn a_ready_pod_is_never_rescued_even_if_it_once_ran_out_of_space() {
+        let recovered = pod(serde_json::json!({
+            "conditions": [{"type": "Ready", "status": "True"}],
+            "containerStatuses": [{
+                "name": "db", "image": "db", "imageID": "", "ready": true, "restartCount": 1,
+                "state": {"running": {}},
+                "lastState": {"terminated": {"exitCode": 1, "message": "write: No space left on device"}},
+            }],
+        }));
+        assert!(!crashing_on_full_disk(
+            &recovered,
+            Some(&reading(999 * MI, 1000 * MI))
+        ));
+    }
+
+    #[test]
+    fn a_pod_that_starts_for_the_first_time_is_not_a_crash() {
+        let starting = pod(serde_json::json!({
+            "conditions": [{"type": "Ready", "status": "False"}],
+            "containerStatuses": [{
+                "name": "db", "image": "db", "imageID": "", "ready": false, "restartCount": 0,
+                "state": {"running": {}},
+            }],
+        }));
+        assert!(!crashing_on_full_disk(
+            &starting,
+            Some(&reading(999 * MI, 1000 * MI))
+        ));
+    }
+
+    #[test]
+    fn full_means_at_most_one_percent_or_one_mebibyte_free() {
+        assert!(is_full(&reading(990 * MI, 1000 * MI)));
+        assert!(!is_full(&reading(980 * MI, 1000 * MI)));
+        assert!(is_full(&reading(99 * MI + 1, 100 * MI)));
+    }
+}
