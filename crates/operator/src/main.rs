@@ -17,6 +17,8 @@ struct Cli {
     command: Command,
 }
 
+// Parsed once at start: the size of the `Run` variant costs nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Subcommand)]
 enum Command {
     /// Run the operator (uses in-cluster config or KUBECONFIG).
@@ -48,6 +50,10 @@ enum Command {
         /// issuing it from Ferry's own CA.
         #[arg(long, env = "FERRY_WEBHOOK_CERT_DIR")]
         webhook_cert_dir: Option<std::path::PathBuf>,
+        /// How often VolumeAutoscalers read volume usage and decide, e.g. `30s` or `1m` (also the
+        /// least time between two stats requests to one node).
+        #[arg(long, env = "FERRY_AUTOSCALE_INTERVAL", default_value = "1m", value_parser = parse_interval)]
+        autoscale_interval: std::time::Duration,
     },
     /// Print the CustomResourceDefinitions as YAML.
     Crd,
@@ -57,6 +63,15 @@ enum Command {
 enum LogFormat {
     Text,
     Json,
+}
+
+fn parse_interval(text: &str) -> Result<std::time::Duration, String> {
+    match ferry_engine::duration::seconds(text) {
+        Some(seconds) if seconds > 0 => Ok(std::time::Duration::from_secs(seconds.unsigned_abs())),
+        _ => Err(format!(
+            "{text:?} is not a positive duration such as 30s, 1m or 1h"
+        )),
+    }
 }
 
 fn main() -> ExitCode {
@@ -81,6 +96,7 @@ fn main() -> ExitCode {
             webhook_service,
             webhook_listen,
             webhook_cert_dir,
+            autoscale_interval,
         } => {
             init_logging(log_format);
             let webhook =
@@ -103,6 +119,7 @@ fn main() -> ExitCode {
                 http_addr: Some(http_addr),
                 mover_image,
                 webhook,
+                autoscale_interval: Some(autoscale_interval),
             })) {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(error) => {

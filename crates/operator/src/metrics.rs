@@ -3,6 +3,7 @@
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 
@@ -26,6 +27,14 @@ pub struct StepLabels {
     pub step: String,
 }
 
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct VolumeLabels {
+    pub namespace: String,
+    pub autoscaler: String,
+    pub stateful_set: String,
+    pub volume: String,
+}
+
 pub struct Metrics {
     pub registry: Registry,
     /// Finished VolumeResizes by outcome (succeeded, failed).
@@ -40,6 +49,12 @@ pub struct Metrics {
     pub errors: Family<CategoryLabels, Counter>,
     pub prechecks: Family<ReasonLabels, Counter>,
     pub reconcile_duration: Histogram,
+    /// The fullest replica's share of its volume, per autoscaled volume.
+    pub autoscale_usage_ratio: Family<VolumeLabels, Gauge<f64, std::sync::atomic::AtomicU64>>,
+    /// Grows an autoscaler started, by reason (threshold, inodes, rescue).
+    pub autoscale_resizes: Family<ReasonLabels, Counter>,
+    /// Autoscaler decisions not to grow, by reason (below-threshold, cooldown, at-max-size, ...).
+    pub autoscale_skipped: Family<ReasonLabels, Counter>,
 }
 
 impl Default for Metrics {
@@ -90,8 +105,29 @@ impl Default for Metrics {
             "Time one VolumeResize reconcile takes",
             reconcile_duration.clone(),
         );
+        let autoscale_usage_ratio = Family::default();
+        let autoscale_resizes = Family::<ReasonLabels, Counter>::default();
+        let autoscale_skipped = Family::<ReasonLabels, Counter>::default();
+        registry.register(
+            "autoscale_usage_ratio",
+            "The fullest replica's used share of an autoscaled volume (0 to 1)",
+            autoscale_usage_ratio.clone(),
+        );
+        registry.register(
+            "autoscale_resizes",
+            "VolumeResizes autoscalers started, by reason (threshold, inodes, rescue)",
+            autoscale_resizes.clone(),
+        );
+        registry.register(
+            "autoscale_skipped",
+            "Autoscaler polls that did not grow a volume, by reason",
+            autoscale_skipped.clone(),
+        );
         Metrics {
             registry,
+            autoscale_usage_ratio,
+            autoscale_resizes,
+            autoscale_skipped,
             resizes,
             copied_bytes,
             replica_downtime,

@@ -1,10 +1,12 @@
 //! Starting the operator: wait for the CRD, start the controllers and the HTTP endpoints.
 
+use crate::autoscale::{self, Autoscaling, Summaries};
 use crate::context::Context;
 use crate::metrics::Metrics;
 use crate::webhook::{self, WebhookSettings};
 use crate::{Error, http, requests, resize, triggers};
-use ferry_api::VolumeResize;
+use ferry_api::names::LABEL_AUTOSCALER_UID;
+use ferry_api::{VolumeAutoscaler, VolumeResize};
 use futures::StreamExt;
 use k8s_openapi::api::apps::v1::StatefulSet;
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim, Pod};
@@ -30,6 +32,9 @@ pub struct Settings {
     pub mover_image: Option<String>,
     /// Serve and register the admission webhooks (none when `None`).
     pub webhook: Option<WebhookSettings>,
+    /// How often autoscalers read volume usage and decide (default
+    /// [`autoscale::DEFAULT_INTERVAL`]); also the least time between two stats requests to a node.
+    pub autoscale_interval: Option<Duration>,
 }
 
 /// The operator's own image; the mover is a second entry point of the same image.
@@ -80,7 +85,8 @@ pub async fn run(client: Client, settings: Settings) -> Result<(), Error> {
         }
         None => None,
     };
-    let requests_controller = requests_controller(client_for_requests, &settings, ctx.clone());
+    let requests_controller = requests_controller(client_for_requests.clone(), &settings, ctx.clone());
+    let autoscale_controller = autoscale_controller(client_for_requests, &settings, ctx.clone());
     // A StatefulSet change wakes the VolumeResizes that name it (e.g. replicas became Ready).
     let mapper_store = store.clone();
     let controller = controller
@@ -148,7 +154,7 @@ pub async fn run(client: Client, settings: Settings) -> Result<(), Error> {
                 }
             }
         });
-    futures::join!(resizes_controller, requests_controller);
+    futures::join!(resizes_controller, requests_controller, autoscale_controller);
     Ok(())
 }
 
@@ -189,8 +195,81 @@ fn requests_controller(
         })
 }
 
+/// The VolumeAutoscaler controller: each autoscaler is read again every interval (usage has no
+/// watch), at once when its StatefulSets or the VolumeResizes it made change.
+fn autoscale_controller(
+    client: Client,
+    settings: &Settings,
+    ctx: Arc<Context>,
+) -> impl std::future::Future<Output = ()> {
+    let (autoscalers, stateful_sets, resizes) = match &settings.namespace {
+        Some(ns) => (
+            Api::<VolumeAutoscaler>::namespaced(client.clone(), ns),
+            Api::<StatefulSet>::namespaced(client.clone(), ns),
+            Api::<VolumeResize>::namespaced(client.clone(), ns),
+        ),
+        None => (
+            Api::all(client.clone()),
+            Api::all(client.clone()),
+            Api::all(client.clone()),
+        ),
+    };
+    let interval = settings.autoscale_interval.unwrap_or(autoscale::DEFAULT_INTERVAL);
+    let scaling = Arc::new(Autoscaling {
+        ctx,
+        summaries: Summaries::new(client, interval),
+        interval,
+    });
+    let controller = Controller::new(autoscalers, watcher::Config::default().any_semantic());
+    let store = controller.store();
+    controller
+        .watches(stateful_sets, watcher::Config::default().any_semantic(), {
+            let store = store.clone();
+            move |sts: StatefulSet| {
+                let namespace = sts.namespace();
+                let name = sts.name_any();
+                store
+                    .state()
+                    .iter()
+                    .filter(|vas| {
+                        vas.namespace() == namespace
+                            && vas
+                                .spec
+                                .stateful_set_name
+                                .as_ref()
+                                .is_none_or(|named| *named == name)
+                    })
+                    .map(|vas| ObjectRef::from_obj(vas.as_ref()))
+                    .collect::<Vec<_>>()
+            }
+        })
+        .watches(resizes, watcher::Config::default().any_semantic(), {
+            let store = store.clone();
+            move |resize: VolumeResize| {
+                let uid = resize.labels().get(LABEL_AUTOSCALER_UID).cloned();
+                store
+                    .state()
+                    .iter()
+                    .filter(|vas| uid.is_some() && vas.uid() == uid)
+                    .map(|vas| ObjectRef::from_obj(vas.as_ref()))
+                    .collect::<Vec<_>>()
+            }
+        })
+        .shutdown_on_signal()
+        .run(autoscale::reconcile, autoscale::error_policy, scaling)
+        .for_each(|result| async move {
+            if let Err(error) = result {
+                tracing::debug!(%error, "VolumeAutoscaler: reconcile error (handled by the error policy)");
+            }
+        })
+}
+
 async fn wait_for_crd(client: &Client) -> Result<(), Error> {
-    let name = VolumeResize::crd_name();
+    wait_for_one_crd(client, VolumeResize::crd_name()).await?;
+    wait_for_one_crd(client, VolumeAutoscaler::crd_name()).await
+}
+
+async fn wait_for_one_crd(client: &Client, name: &str) -> Result<(), Error> {
     let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
     let established = await_condition(crds, name, conditions::is_crd_established());
     match tokio::time::timeout(Duration::from_secs(30), established).await {

@@ -2,7 +2,10 @@
 //! and reaching `maxSize` (once per size, remembered in status so a restart does not repeat it).
 
 use super::{Policy, Reason, Situation, Skip, Verdict, could_shrink_by, next_allowed};
-use ferry_api::{AutoResize, AutoscaledVolumeStatus, ReplicaUsage, format_bytes, human_bytes};
+use crate::conditions::{condition, set_condition};
+use ferry_api::{
+    AutoResize, AutoscaledVolumeStatus, ReplicaUsage, VolumeAutoscalerStatus, format_bytes, human_bytes,
+};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
 
@@ -249,6 +252,56 @@ pub fn usage_column(volumes: &[AutoscaledVolumeStatus]) -> Option<String> {
         })
         .max()
         .map(|(percent, name)| format!("{percent}% {name}"))
+}
+
+/// The whole autoscaler's status from its volumes': the columns `kubectl get vas` shows and the
+/// `AtMaxSize` condition (True while any volume is at its limit and over its threshold).
+pub fn overall(
+    previous: Option<&VolumeAutoscalerStatus>,
+    volumes: Vec<AutoscaledVolumeStatus>,
+    generation: Option<i64>,
+    now: i64,
+) -> VolumeAutoscalerStatus {
+    let now_time = time(now).unwrap_or(Time(Timestamp::UNIX_EPOCH));
+    let mut conditions = previous.map(|p| p.conditions.clone()).unwrap_or_default();
+    let at_max: Vec<String> = volumes
+        .iter()
+        .filter(|v| v.state.as_deref() == Some("AtMaxSize"))
+        .map(|v| format!("{} of {}", v.name, v.stateful_set))
+        .collect();
+    set_condition(
+        &mut conditions,
+        condition(
+            "AtMaxSize",
+            !at_max.is_empty(),
+            if at_max.is_empty() {
+                "BelowMaxSize"
+            } else {
+                "AtMaxSize"
+            },
+            &if at_max.is_empty() {
+                "no volume is held back by its maxSize".to_string()
+            } else {
+                format!("over the threshold but at maxSize: {}", at_max.join(", "))
+            },
+            generation,
+            &now_time,
+        ),
+    );
+    let last_resize = volumes
+        .iter()
+        .filter_map(|v| v.last_resize.as_ref().map(|last| (last.at.clone(), v, last)))
+        .max_by(|a, b| a.0.cmp(&b.0))
+        .map(|(_, volume, last)| format!("{} {}→{}", volume.name, last.from, last.to));
+    VolumeAutoscalerStatus {
+        observed_generation: generation,
+        conditions,
+        usage: usage_column(&volumes),
+        last_resize,
+        next_allowed_at: volumes.iter().filter_map(|v| v.next_allowed_at.clone()).min(),
+        last_polled_at: Some(now_time),
+        volumes,
+    }
 }
 
 #[cfg(test)]

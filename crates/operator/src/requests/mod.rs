@@ -1,4 +1,5 @@
-//! The StatefulSet controller for triggers: reads a StatefulSet's request (an edit the webhook
+//! The StatefulSet controller for triggers (and the seed's autoresize opt-in, see
+//! `autoscale::defaults`): reads a StatefulSet's request (an edit the webhook
 //! kept aside, annotations, drift), decides with `ferry_engine::trigger::decide`, and writes the
 //! decision: the StatefulSet's annotations first (guarded by its resourceVersion, so a request
 //! changed meanwhile is never overwritten), then the VolumeResize, then the Events.
@@ -12,7 +13,7 @@ use ferry_api::VolumeResize;
 use ferry_api::names::{
     ANNOTATION_REQUESTED_TEMPLATES, ANNOTATION_RESIZE_BY, ANNOTATION_RESIZE_PREFIX, ANNOTATION_RESIZE_STATUS,
     ANNOTATION_STORAGE_CLASS_PREFIX, ANNOTATION_SYNC_CLAIMS, LABEL_MANAGED_BY, LABEL_STATEFUL_SET,
-    LABEL_TRIGGER, MANAGED_BY_VALUE, SEED_ANNOTATION_RESIZE_PREFIX,
+    LABEL_TRIGGER, MANAGED_BY_VALUE, SEED_ANNOTATION_AUTO_SCALED, SEED_ANNOTATION_RESIZE_PREFIX,
 };
 use ferry_engine::trigger::{Decision, decide};
 use k8s_openapi::api::apps::v1::StatefulSet;
@@ -35,6 +36,7 @@ fn concerns_triggers(sts: &StatefulSet) -> bool {
             || key == ANNOTATION_RESIZE_BY
             || key == ANNOTATION_RESIZE_STATUS
             || key == ANNOTATION_SYNC_CLAIMS
+            || key == SEED_ANNOTATION_AUTO_SCALED
             || key.starts_with(ANNOTATION_RESIZE_PREFIX)
             || key.starts_with(ANNOTATION_STORAGE_CLASS_PREFIX)
             || key.starts_with(SEED_ANNOTATION_RESIZE_PREFIX)
@@ -56,6 +58,7 @@ async fn reconcile_inner(sts: &StatefulSet, ctx: &Context) -> Result<Action, Err
         kind: "StatefulSet",
         name: sts.name_any(),
     })?;
+    crate::autoscale::defaults::reconcile(ctx, sts, &namespace).await?;
     let claims = Api::<PersistentVolumeClaim>::namespaced(ctx.client.clone(), &namespace)
         .list(&ListParams::default())
         .await?

@@ -34,6 +34,7 @@ async fn health_readiness_and_metrics_are_served() {
         http_addr: Some(([127, 0, 0, 1], port).into()),
         mover_image: None,
         webhook: None,
+        autoscale_interval: None,
     };
     let operator = tokio::spawn(run(client.clone(), settings));
     let base = format!("http://127.0.0.1:{port}");

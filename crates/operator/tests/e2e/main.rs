@@ -6,6 +6,7 @@
 
 mod support;
 
+mod autoscale;
 mod autoscale_usage;
 mod autoscaler_validation;
 mod copy;

@@ -27,7 +27,7 @@ async fn writer(harness: &Harness, replicas: i32, class: &str, size: &str) -> BT
     writer_with(harness, replicas, class, size, 8 << 10, 0).await
 }
 
-async fn writer_with(
+pub(crate) async fn writer_with(
     harness: &Harness,
     replicas: i32,
     class: &str,
@@ -56,7 +56,7 @@ async fn writer_with(
     sums
 }
 
-async fn seed_checksum(harness: &Harness, claim: &str) -> String {
+pub(crate) async fn seed_checksum(harness: &Harness, claim: &str) -> String {
     let claims: Api<PersistentVolumeClaim> = harness.ns.api();
     let volumes: Api<PersistentVolume> = Api::all(harness.client.clone());
     let dir = claim_directory(&claims, &volumes, claim).await.unwrap();
@@ -71,7 +71,7 @@ async fn seed_checksum(harness: &Harness, claim: &str) -> String {
         .to_string()
 }
 
-async fn wait_phase(harness: &Harness, name: &str, seconds: u64) -> VolumeResize {
+pub(crate) async fn wait_phase(harness: &Harness, name: &str, seconds: u64) -> VolumeResize {
     let api = harness.ns.api::<VolumeResize>();
     wait_until(&format!("VolumeResize {name} to finish"), seconds, || async {
         let resize = api.get_opt(name).await.ok().flatten()?;
@@ -126,7 +126,7 @@ fn watch_mover_containers(harness: &Harness) -> Arc<Mutex<BTreeMap<String, Strin
 
 /// Every acknowledged record of every replica is on the claim's current volume, the seed is intact,
 /// and the writers wrote on after the resize.
-async fn assert_nothing_lost(harness: &Harness, replicas: i32, seeds: &BTreeMap<String, String>) {
+pub(crate) async fn assert_nothing_lost(harness: &Harness, replicas: i32, seeds: &BTreeMap<String, String>) {
     let claims: Api<PersistentVolumeClaim> = harness.ns.api();
     let volumes: Api<PersistentVolume> = Api::all(harness.client.clone());
     for replica in 0..replicas {

@@ -57,6 +57,7 @@ impl Env {
             http_addr: None,
             mover_image: None,
             webhook: None,
+            autoscale_interval: None,
         };
         let client = self.client.clone();
         self.operator = Some(tokio::spawn(async move {
@@ -269,9 +270,12 @@ pub fn condition(type_: &str, status: &str, reason: &str, message: &str) -> serd
            "lastTransitionTime": "2025-01-01T00:00:00Z"})
 }
 
-/// Installs the VolumeResize CRD and waits until it is established.
+/// Installs the CRDs the operator waits for (VolumeResize, VolumeAutoscaler).
 pub async fn install_crd(client: &Client) {
     ferry_testenv::cluster::install_crd(client, &VolumeResize::crd())
+        .await
+        .unwrap();
+    ferry_testenv::cluster::install_crd(client, &ferry_api::VolumeAutoscaler::crd())
         .await
         .unwrap();
 }

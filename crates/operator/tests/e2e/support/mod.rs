@@ -289,6 +289,7 @@ fn spawn_operator(client: &Client, namespace: &str, webhook_url: Option<&str>) -
         http_addr: Some(([127, 0, 0, 1], port).into()),
         mover_image: Some(ferry_testenv::workload::FERRY_IMAGE.to_string()),
         webhook,
+        autoscale_interval: Some(std::time::Duration::from_secs(2)),
     };
     let client = client.clone();
     let task = tokio::spawn(async move {
@@ -307,9 +308,12 @@ pub fn free_port() -> u16 {
         .unwrap()
 }
 
-/// Installs the VolumeResize CRD and waits until it is established.
+/// Installs the CRDs (VolumeResize, VolumeAutoscaler) and waits until they are established.
 pub async fn install_crd(client: &Client) {
     ferry_testenv::cluster::install_crd(client, &VolumeResize::crd())
+        .await
+        .unwrap();
+    ferry_testenv::cluster::install_crd(client, &ferry_api::VolumeAutoscaler::crd())
         .await
         .unwrap();
 }

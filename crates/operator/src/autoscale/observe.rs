@@ -1,0 +1,267 @@
+//! What an autoscaler looks at, read fresh each pass: its StatefulSets, their pods and claims,
+//! the VolumeResizes in the namespace, and the usage the kubelets report.
+
+use super::summaries::Summaries;
+use crate::Error;
+use ferry_api::names::{LABEL_AUTOSCALER_UID, LABEL_STATEFUL_SET};
+use ferry_api::quantity::requested_storage;
+use ferry_api::{Phase, VolumeAutoscaler, VolumeResize, parse_bytes};
+use ferry_engine::autoscale::rescue::crashing_on_full_disk;
+use ferry_engine::autoscale::usage::readings;
+use ferry_engine::autoscale::{Reading, Situation};
+use k8s_openapi::api::apps::v1::StatefulSet;
+use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod};
+use kube::api::ListParams;
+use kube::core::{Selector, SelectorExt};
+use kube::{Api, Client, ResourceExt};
+use std::collections::BTreeMap;
+
+/// The StatefulSets an autoscaler governs, or why it governs none.
+pub async fn stateful_sets(
+    client: &Client,
+    namespace: &str,
+    autoscaler: &VolumeAutoscaler,
+) -> Result<Result<Vec<StatefulSet>, String>, Error> {
+    let api = Api::<StatefulSet>::namespaced(client.clone(), namespace);
+    if let Some(name) = &autoscaler.spec.stateful_set_name {
+        return Ok(match api.get_opt(name).await? {
+            Some(sts) => Ok(vec![sts]),
+            None => Err(format!("StatefulSet {name:?} does not exist in this namespace")),
+        });
+    }
+    let Some(selector) = autoscaler.spec.selector.clone() else {
+        return Ok(Err("give spec.statefulSetName or spec.selector".to_string()));
+    };
+    let selector = match Selector::try_from(selector) {
+        Ok(selector) => selector,
+        Err(error) => return Ok(Err(format!("spec.selector: {error}"))),
+    };
+    let found = api
+        .list(&ListParams::default().labels_from(&selector))
+        .await?
+        .items;
+    Ok(if found.is_empty() {
+        Err("no StatefulSet in this namespace matches spec.selector".to_string())
+    } else {
+        Ok(found)
+    })
+}
+
+/// One StatefulSet's replicas as the autoscaler reads them.
+pub struct Replicas {
+    /// The ordinals the StatefulSet asks for.
+    pub ordinals: Vec<i32>,
+    /// Its pods by ordinal (those that exist).
+    pub pods: BTreeMap<i32, Pod>,
+}
+
+fn ordinal_of(pod: &str, sts: &str) -> Option<i32> {
+    let ordinal = pod.strip_prefix(sts)?.strip_prefix('-')?;
+    if ordinal.is_empty() || !ordinal.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    ordinal.parse().ok()
+}
+
+pub async fn replicas(client: &Client, namespace: &str, sts: &StatefulSet) -> Result<Replicas, Error> {
+    let name = sts.name_any();
+    let count = sts.spec.as_ref().and_then(|spec| spec.replicas).unwrap_or(1);
+    let uid = sts.uid();
+    let pods = Api::<Pod>::namespaced(client.clone(), namespace);
+    // The StatefulSet's own selector finds its pods; the controller reference confirms them.
+    let selector = sts
+        .spec
+        .as_ref()
+        .map(|spec| Selector::try_from(spec.selector.clone()))
+        .transpose()
+        .map_err(|error| Error::Invariant(format!("StatefulSet {name}: selector: {error}")))?;
+    let params = match &selector {
+        Some(selector) => ListParams::default().labels_from(selector),
+        None => ListParams::default(),
+    };
+    let pods = pods
+        .list(&params)
+        .await?
+        .items
+        .into_iter()
+        .filter(|pod| {
+            selector
+                .as_ref()
+                .is_none_or(|selector| selector.matches(pod.labels()))
+                && pod
+                    .owner_references()
+                    .iter()
+                    .any(|owner| owner.controller == Some(true) && Some(&owner.uid) == uid.as_ref())
+        })
+        .filter_map(|pod| Some((ordinal_of(&pod.name_any(), &name)?, pod)))
+        .collect();
+    Ok(Replicas {
+        ordinals: (0..count.max(0)).collect(),
+        pods,
+    })
+}
+
+/// The size the template asks for, in bytes.
+pub fn template_size(sts: &StatefulSet, volume: &str) -> Result<u64, String> {
+    let template = sts
+        .spec
+        .iter()
+        .flat_map(|spec| spec.volume_claim_templates.iter().flatten())
+        .find(|template| template.name_any() == volume)
+        .ok_or_else(|| {
+            format!(
+                "StatefulSet {:?} has no volume claim template {volume:?}",
+                sts.name_any()
+            )
+        })?;
+    let size = requested_storage(template.spec.as_ref())
+        .ok_or_else(|| format!("volume claim template {volume:?} asks for no storage size"))?;
+    parse_bytes(&size.0).map_err(|error| format!("volume claim template {volume:?}: {error}"))
+}
+
+/// The claims of `volume` by name → ordinal, and the largest size they ask for.
+pub async fn claims(
+    client: &Client,
+    namespace: &str,
+    sts: &str,
+    volume: &str,
+    ordinals: &[i32],
+) -> Result<(BTreeMap<String, i32>, u64), Error> {
+    let api = Api::<PersistentVolumeClaim>::namespaced(client.clone(), namespace);
+    let mut names = BTreeMap::new();
+    let mut largest = 0;
+    for ordinal in ordinals {
+        let name = format!("{volume}-{sts}-{ordinal}");
+        if let Some(claim) = api.get_opt(&name).await? {
+            let size = requested_storage(claim.spec.as_ref())
+                .and_then(|q| parse_bytes(&q.0).ok())
+                .unwrap_or(0);
+            largest = largest.max(size);
+        }
+        names.insert(name, *ordinal);
+    }
+    Ok((names, largest))
+}
+
+/// The usage of the claims given, from the summaries of the nodes their pods run on.
+pub async fn usage(
+    summaries: &Summaries,
+    namespace: &str,
+    pods: &BTreeMap<i32, Pod>,
+    claims: &BTreeMap<String, i32>,
+) -> Vec<Reading> {
+    let mut nodes: Vec<&str> = pods
+        .values()
+        .filter_map(|pod| pod.spec.as_ref()?.node_name.as_deref())
+        .collect();
+    nodes.sort_unstable();
+    nodes.dedup();
+    let mut found = Vec::new();
+    for node in nodes {
+        if let Ok(summary) = summaries.of(node).await {
+            found.extend(readings(&summary, namespace, claims));
+        }
+    }
+    found
+}
+
+/// The VolumeResizes of a namespace, listed from the API server (not a cache: a resize made in the
+/// last pass must be seen in this one).
+pub async fn resizes(client: &Client, namespace: &str) -> Result<Vec<VolumeResize>, Error> {
+    Ok(Api::<VolumeResize>::namespaced(client.clone(), namespace)
+        .list(&ListParams::default())
+        .await?
+        .items)
+}
+
+fn unix_seconds(resize: &VolumeResize) -> Option<i64> {
+    resize
+        .metadata
+        .creation_timestamp
+        .as_ref()
+        .map(|time| time.0.as_second())
+}
+
+/// A VolumeResize made this close to a recorded grow is that grow.
+const SAME_GROW_SECONDS: i64 = 60;
+
+/// Everything the decision needs for one volume of one StatefulSet.
+pub struct Facts<'a> {
+    pub autoscaler_uid: &'a str,
+    pub sts: &'a str,
+    pub volume: &'a str,
+    pub current_size: u64,
+    pub replicas: &'a Replicas,
+    pub readings: Vec<Reading>,
+    pub resizes: &'a [VolumeResize],
+    /// Grow times the autoscaler's status records (Unix seconds).
+    pub recorded_history: Vec<i64>,
+    pub now: i64,
+}
+
+pub fn situation(facts: Facts) -> Situation {
+    let on_this_set = |resize: &&VolumeResize| resize.spec.stateful_set_name == facts.sts;
+    let resize_running = facts
+        .resizes
+        .iter()
+        .filter(on_this_set)
+        .find(|resize| !resize.phase().is_terminal())
+        .map(ResourceExt::name_any);
+    // This autoscaler's own resizes of this volume (rebuilding the record if status lost it).
+    let mut own: Vec<&VolumeResize> = facts
+        .resizes
+        .iter()
+        .filter(on_this_set)
+        .filter(|resize| {
+            resize.labels().get(LABEL_AUTOSCALER_UID).map(String::as_str) == Some(facts.autoscaler_uid)
+                && resize.labels().get(LABEL_STATEFUL_SET).map(String::as_str) == Some(facts.sts)
+                && resize
+                    .spec
+                    .volumes
+                    .iter()
+                    .any(|change| change.name == facts.volume)
+        })
+        .collect();
+    own.sort_by_key(|resize| unix_seconds(resize));
+    let resize_failed = own
+        .last()
+        .filter(|resize| resize.phase() == Phase::Failed)
+        .map(|resize| resize.name_any());
+    // A grow is recorded at about the time its VolumeResize was made: one near a recorded time is
+    // that grow, not another (counting it twice would halve a provider's allowance).
+    let mut history = facts.recorded_history.clone();
+    history.extend(
+        own.iter()
+            .filter_map(|resize| unix_seconds(resize))
+            .filter(|made| {
+                !facts
+                    .recorded_history
+                    .iter()
+                    .any(|recorded| (recorded - made).abs() <= SAME_GROW_SECONDS)
+            }),
+    );
+    history.sort_unstable();
+    history.dedup();
+
+    let full_disk_crashes = facts
+        .replicas
+        .pods
+        .iter()
+        .filter(|(ordinal, _)| facts.replicas.ordinals.contains(ordinal))
+        .filter(|(ordinal, pod)| {
+            let reading = facts.readings.iter().find(|r| r.replica == **ordinal);
+            crashing_on_full_disk(pod, reading)
+        })
+        .map(|(ordinal, _)| *ordinal)
+        .collect();
+    Situation {
+        current_size: facts.current_size,
+        replicas: facts.replicas.ordinals.clone(),
+        readings: facts.readings,
+        full_disk_crashes,
+        resize_running,
+        resize_failed,
+        history,
+        now: facts.now,
+    }
+}

@@ -1,0 +1,410 @@
+//! Autoresize on the real node: real XFS volumes filled by real pods, usage read from the real
+//! kubelet, grown in place by an ordinary VolumeResize (the operator here polls every 2 s).
+
+use crate::real_node::{assert_nothing_lost, wait_phase, writer_with};
+use crate::support::Harness;
+use ferry_api::names::{LABEL_TRIGGER, SEED_ANNOTATION_AUTO_SCALED};
+use ferry_api::quantity::requested_storage;
+use ferry_api::{Phase, VolumeAutoscaler, VolumeAutoscalerStatus, VolumeResize};
+use ferry_testenv::workload::{BUSYBOX_IMAGE, df_bytes};
+use ferry_testenv::{CLASS_BLOCK, REAL_NODE_KEY, kubectl, wait_until};
+use k8s_openapi::api::apps::v1::StatefulSet;
+use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod};
+use k8s_openapi::api::events::v1::Event;
+use kube::ResourceExt;
+use kube::api::{ListParams, Patch, PatchParams, PostParams};
+use serde_json::json;
+
+const MI: u64 = 1 << 20;
+
+async fn create_autoscaler(harness: &Harness, name: &str, spec: serde_json::Value) {
+    let vas: VolumeAutoscaler = serde_json::from_value(json!({
+        "apiVersion": "ferry.dev/v1alpha1", "kind": "VolumeAutoscaler",
+        "metadata": {"name": name}, "spec": spec,
+    }))
+    .unwrap();
+    harness
+        .ns
+        .api::<VolumeAutoscaler>()
+        .create(&PostParams::default(), &vas)
+        .await
+        .unwrap();
+}
+
+/// Waits until the autoscaler's status satisfies `done`.
+async fn wait_status(
+    harness: &Harness,
+    name: &str,
+    what: &str,
+    seconds: u64,
+    done: impl Fn(&VolumeAutoscalerStatus) -> bool,
+) -> VolumeAutoscalerStatus {
+    let api = harness.ns.api::<VolumeAutoscaler>();
+    wait_until(what, seconds, || async {
+        let status = api.get(name).await.ok()?.status?;
+        done(&status).then_some(status)
+    })
+    .await
+    .unwrap_or_else(|error| {
+        panic!("{error}");
+    })
+}
+
+fn state_of(status: &VolumeAutoscalerStatus) -> Option<&str> {
+    status.volumes.first().and_then(|v| v.state.as_deref())
+}
+
+async fn autoscale_resizes(harness: &Harness) -> Vec<VolumeResize> {
+    harness
+        .ns
+        .api::<VolumeResize>()
+        .list(&ListParams::default().labels(&format!("{LABEL_TRIGGER}=autoscale")))
+        .await
+        .unwrap()
+        .items
+}
+
+/// The one VolumeResize the autoscaler makes, once finished.
+async fn the_grow(harness: &Harness) -> VolumeResize {
+    let made = wait_until("the autoscaler to make a VolumeResize", 120, || async {
+        autoscale_resizes(harness).await.into_iter().next()
+    })
+    .await
+    .unwrap();
+    wait_phase(harness, &made.name_any(), 240).await
+}
+
+async fn claim_size(harness: &Harness, claim: &str) -> String {
+    let claim = harness
+        .ns
+        .api::<PersistentVolumeClaim>()
+        .get(claim)
+        .await
+        .unwrap();
+    requested_storage(claim.spec.as_ref()).unwrap().0.clone()
+}
+
+async fn template_size(harness: &Harness, sts: &str) -> String {
+    let sts = harness.ns.api::<StatefulSet>().get(sts).await.unwrap();
+    let template = &sts.spec.unwrap().volume_claim_templates.unwrap()[0];
+    requested_storage(template.spec.as_ref()).unwrap().0.clone()
+}
+
+/// Runs a shell command in a pod; panics with its output if it fails.
+async fn exec(harness: &Harness, pod: &str, script: &str) {
+    let (code, out, err) = kubectl(&["-n", &harness.ns.name, "exec", pod, "--", "sh", "-c", script])
+        .await
+        .unwrap();
+    assert_eq!(code, 0, "{script}: {out} {err}");
+}
+
+/// Events about the autoscaler with this reason, each with how many times it happened.
+async fn event_counts(harness: &Harness, name: &str, reason: &str) -> Vec<i32> {
+    harness
+        .ns
+        .api::<Event>()
+        .list(&Default::default())
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .filter(|e| {
+            e.reason.as_deref() == Some(reason)
+                && e.regarding.as_ref().is_some_and(|r| {
+                    r.kind.as_deref() == Some("VolumeAutoscaler") && r.name.as_deref() == Some(name)
+                })
+        })
+        .map(|e| e.series.map_or(1, |series| series.count))
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_volume_filled_past_its_threshold_grows_in_place_and_the_cooldown_outlives_a_restart() {
+    let mut harness = Harness::start("vas-grow").await;
+    // 200 MiB of data on a 320Mi volume: about 65% full.
+    let seeds = writer_with(&harness, 1, CLASS_BLOCK, "320Mi", 200 << 10, 0).await;
+    create_autoscaler(
+        &harness,
+        "db",
+        json!({"statefulSetName": "db", "volumes": [
+            {"name": "data", "threshold": 60, "maxSize": "2Gi", "cooldown": "1h"},
+        ]}),
+    )
+    .await;
+
+    let grow = the_grow(&harness).await;
+    let status = grow.status.clone().unwrap();
+    assert_eq!(status.phase, Some(Phase::Succeeded), "{:?}", status.message);
+    assert_eq!(grow.spec.volumes[0].size, "384Mi", "320Mi + 20%");
+    assert_eq!(grow.spec.strategy, ferry_api::Strategy::InPlace);
+    assert!(!grow.spec.force);
+    assert_eq!(claim_size(&harness, "data-db-0").await, "384Mi");
+    assert_eq!(
+        template_size(&harness, "db").await,
+        "384Mi",
+        "the template grows too"
+    );
+    let df = df_bytes(&harness.ns.name, "db-0", "/data").await.unwrap();
+    assert!(df > 330 * MI && df <= 384 * MI, "df size {df}");
+    assert_nothing_lost(&harness, 1, &seeds).await;
+
+    let recorded = wait_status(&harness, "db", "the grow recorded in status", 60, |s| {
+        s.volumes.first().is_some_and(|v| v.last_resize.is_some())
+    })
+    .await;
+    let volume = &recorded.volumes[0];
+    let last = volume.last_resize.as_ref().unwrap();
+    assert_eq!(
+        (last.from.as_str(), last.to.as_str(), last.reason.as_str()),
+        ("320Mi", "384Mi", "threshold")
+    );
+    assert_eq!(last.volume_resize, grow.name_any());
+    assert_eq!(volume.history.len(), 1);
+    assert!(recorded.next_allowed_at.is_some());
+    let metrics = harness.metrics().await;
+    assert!(
+        metrics.contains("ferry_autoscale_resizes_total{reason=\"threshold\"} 1"),
+        "{metrics}"
+    );
+    assert!(metrics.contains("ferry_autoscale_usage_ratio{"), "{metrics}");
+
+    // Filled again inside the cooldown: no second grow, and status says until when.
+    exec(
+        &harness,
+        "db-0",
+        "head -c $((80 * 1024 * 1024)) /dev/urandom > /data/more",
+    )
+    .await;
+    let cooling = wait_status(
+        &harness,
+        "db",
+        "the autoscaler to wait out the cooldown",
+        60,
+        |s| state_of(s) == Some("Cooldown"),
+    )
+    .await;
+    let message = cooling.volumes[0].message.clone().unwrap_or_default();
+    assert!(message.contains("next grow allowed at"), "{message}");
+
+    // A fresh operator knows the cooldown from status alone.
+    harness.restart_operator();
+    let polled_before = cooling.last_polled_at.clone();
+    let after_restart = wait_status(&harness, "db", "a poll by the restarted operator", 60, |s| {
+        s.last_polled_at > polled_before && s.last_polled_at.is_some()
+    })
+    .await;
+    tokio::time::sleep(std::time::Duration::from_secs(5)).await;
+    assert_eq!(state_of(&after_restart), Some("Cooldown"));
+    assert_eq!(autoscale_resizes(&harness).await.len(), 1, "no second grow");
+    assert_eq!(claim_size(&harness, "data-db-0").await, "384Mi");
+    harness.finish().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn at_max_size_nothing_grows_and_one_event_says_so() {
+    let harness = Harness::start("vas-max").await;
+    writer_with(&harness, 1, CLASS_BLOCK, "320Mi", 200 << 10, 0).await;
+    create_autoscaler(
+        &harness,
+        "db",
+        json!({"statefulSetName": "db", "volumes": [
+            {"name": "data", "threshold": 50, "maxSize": "320Mi"},
+        ]}),
+    )
+    .await;
+    let status = wait_status(&harness, "db", "the autoscaler to stop at maxSize", 60, |s| {
+        state_of(s) == Some("AtMaxSize")
+    })
+    .await;
+    let condition = status.conditions.iter().find(|c| c.type_ == "AtMaxSize").unwrap();
+    assert_eq!(condition.status, "True", "{condition:?}");
+    // Several more polls (every 2 s) at the limit: still one Event, happened once.
+    let polled = status.last_polled_at.clone();
+    wait_status(&harness, "db", "three more polls", 60, |s| {
+        s.last_polled_at
+            .as_ref()
+            .zip(polled.as_ref())
+            .is_some_and(|(now, then)| now.0.as_second() >= then.0.as_second() + 6)
+    })
+    .await;
+    assert_eq!(event_counts(&harness, "db", "AtMaxSize").await, vec![1]);
+    assert!(autoscale_resizes(&harness).await.is_empty());
+    assert_eq!(claim_size(&harness, "data-db-0").await, "320Mi");
+    harness.finish().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn inode_exhaustion_with_many_small_files_grows_the_volume() {
+    let harness = Harness::start("vas-inodes").await;
+    let seeds = writer_with(&harness, 1, CLASS_BLOCK, "320Mi", 1 << 10, 0).await;
+    // Far below the bytes threshold; many empty files use inodes only.
+    exec(
+        &harness,
+        "db-0",
+        "mkdir -p /data/many && cd /data/many && i=0; while [ $i -lt 12000 ]; do : > f$i; i=$((i+1)); done",
+    )
+    .await;
+    create_autoscaler(
+        &harness,
+        "db",
+        json!({"statefulSetName": "db", "volumes": [
+            {"name": "data", "threshold": 90, "inodesThreshold": 5, "maxSize": "2Gi"},
+        ]}),
+    )
+    .await;
+    let grow = the_grow(&harness).await;
+    let status = grow.status.clone().unwrap();
+    assert_eq!(status.phase, Some(Phase::Succeeded), "{:?}", status.message);
+    let recorded = wait_status(&harness, "db", "the grow recorded in status", 60, |s| {
+        s.volumes.first().is_some_and(|v| v.last_resize.is_some())
+    })
+    .await;
+    let volume = &recorded.volumes[0];
+    assert_eq!(
+        volume.last_resize.as_ref().unwrap().reason,
+        "inodes",
+        "{:?}",
+        volume.replicas
+    );
+    let used_bytes = volume.replicas[0].used_bytes.unwrap();
+    assert!(
+        used_bytes < 100 * (MI as i64),
+        "bytes are not what filled it: {used_bytes}"
+    );
+    let grown = claim_size(&harness, "data-db-0").await;
+    assert_ne!(grown, "320Mi");
+    assert_eq!(template_size(&harness, "db").await, grown);
+    assert_nothing_lost(&harness, 1, &seeds).await;
+    harness.finish().await;
+}
+
+/// A database that cannot start on a full disk: the first start fills the volume, and every start
+/// needs 8 MiB for its journal, failing with ENOSPC (in its log, which becomes the termination
+/// message) until there is room.
+fn full_disk_database() -> StatefulSet {
+    let script = r#"
+[ -e /data/fill ] || dd if=/dev/zero of=/data/fill bs=1M 2>/dev/null || true
+if ! dd if=/dev/zero of=/data/journal bs=1M count=8; then rm -f /data/journal; exit 1; fi
+trap 'exit 0' TERM
+while true; do sleep 1; done
+"#;
+    serde_json::from_value(json!({
+        "apiVersion": "apps/v1", "kind": "StatefulSet",
+        "metadata": {"name": "pg"},
+        "spec": {
+            "replicas": 1, "serviceName": "pg",
+            "selector": {"matchLabels": {"app": "pg"}},
+            "template": {
+                "metadata": {"labels": {"app": "pg"}},
+                "spec": {
+                    "nodeSelector": {REAL_NODE_KEY: "true"},
+                    "tolerations": [{"key": REAL_NODE_KEY, "operator": "Exists", "effect": "NoSchedule"}],
+                    "terminationGracePeriodSeconds": 5,
+                    "containers": [{
+                        "name": "db", "image": BUSYBOX_IMAGE, "imagePullPolicy": "Never",
+                        "command": ["sh", "-c", script],
+                        "terminationMessagePolicy": "FallbackToLogsOnError",
+                        "volumeMounts": [{"name": "data", "mountPath": "/data"}],
+                        "readinessProbe": {"exec": {"command": ["test", "-s", "/data/journal"]}, "periodSeconds": 1},
+                    }],
+                },
+            },
+            "volumeClaimTemplates": ferry_testenv::fixtures::claim_templates(&[("data", CLASS_BLOCK, "320Mi")]),
+        },
+    }))
+    .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pod_crash_looping_on_a_full_disk_is_rescued() {
+    let harness = Harness::start("vas-rescue").await;
+    let sets = harness.ns.api::<StatefulSet>();
+    sets.create(&PostParams::default(), &full_disk_database())
+        .await
+        .unwrap();
+    let pods = harness.ns.api::<Pod>();
+    wait_until("pg-0 to crash on its full disk", 120, || async {
+        let pod = pods.get_opt("pg-0").await.ok().flatten()?;
+        let container = pod.status?.container_statuses?.into_iter().next()?;
+        let message = container.last_state?.terminated?.message?;
+        message.contains("No space left on device").then_some(())
+    })
+    .await
+    .unwrap();
+    create_autoscaler(
+        &harness,
+        "pg",
+        json!({"statefulSetName": "pg", "volumes": [{"name": "data", "maxSize": "1Gi"}]}),
+    )
+    .await;
+    let grow = the_grow(&harness).await;
+    let status = grow.status.clone().unwrap();
+    assert_eq!(status.phase, Some(Phase::Succeeded), "{:?}", status.message);
+    assert!(grow.spec.force, "a rescue is not held back by the Ready gate");
+    wait_until("pg-0 to run again", 180, || async {
+        let pod = pods.get_opt("pg-0").await.ok().flatten()?;
+        let ready = pod
+            .status?
+            .conditions?
+            .iter()
+            .any(|c| c.type_ == "Ready" && c.status == "True");
+        ready.then_some(())
+    })
+    .await
+    .unwrap();
+    let recorded = wait_status(&harness, "pg", "the rescue recorded", 60, |s| {
+        s.volumes.first().is_some_and(|v| v.last_resize.is_some())
+    })
+    .await;
+    assert_eq!(recorded.volumes[0].last_resize.as_ref().unwrap().reason, "rescue");
+    assert_eq!(event_counts(&harness, "pg", "AutoResizeRescue").await.len(), 1);
+    harness.finish().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_seed_annotation_stands_for_a_default_autoscaler() {
+    let harness = Harness::start("vas-seed").await;
+    let mut sts = ferry_testenv::fixtures::stateful_set("web", 1, ferry_testenv::CLASS_EXPANDABLE, "1Gi");
+    sts.metadata.annotations = Some([(SEED_ANNOTATION_AUTO_SCALED.to_string(), "true".to_string())].into());
+    harness.healthy_stateful_set(sts).await;
+    let autoscalers = harness.ns.api::<VolumeAutoscaler>();
+    let made = wait_until("the default VolumeAutoscaler", 60, || async {
+        autoscalers.get_opt("web-auto-scaled").await.ok().flatten()
+    })
+    .await
+    .unwrap();
+    assert_eq!(made.spec.stateful_set_name.as_deref(), Some("web"));
+    assert_eq!(made.spec.volumes.len(), 1);
+    assert_eq!(made.spec.volumes[0].max_size, "10Gi");
+    let live = harness.ns.api::<StatefulSet>().get("web").await.unwrap();
+    assert_eq!(made.owner_references()[0].uid, live.uid().unwrap());
+    let events = harness
+        .wait_event("StatefulSet", "web", "DefaultAutoscaler")
+        .await;
+    assert!(
+        events.iter().any(|(_, _, note)| note.contains("web-auto-scaled")),
+        "{events:?}"
+    );
+
+    // Any other value opts out again.
+    harness
+        .ns
+        .api::<StatefulSet>()
+        .patch(
+            "web",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"metadata": {"annotations": {SEED_ANNOTATION_AUTO_SCALED: "false"}}})),
+        )
+        .await
+        .unwrap();
+    wait_until("the default VolumeAutoscaler to go", 60, || async {
+        autoscalers
+            .get_opt("web-auto-scaled")
+            .await
+            .ok()
+            .and_then(|found| found.is_none().then_some(()))
+    })
+    .await
+    .unwrap();
+    harness.finish().await;
+}
