@@ -19,7 +19,7 @@ use serde::{Deserialize, Serialize};
     printcolumn = r#"{"name":"StatefulSet","type":"string","jsonPath":".spec.statefulSetName"}"#,
     printcolumn = r#"{"name":"Usage","type":"string","jsonPath":".status.usage"}"#,
     printcolumn = r#"{"name":"Last Resize","type":"string","jsonPath":".status.lastResize"}"#,
-    printcolumn = r#"{"name":"Next Allowed","type":"date","jsonPath":".status.nextAllowedAt"}"#,
+    printcolumn = r#"{"name":"Next Allowed","type":"string","jsonPath":".status.nextAllowedAt"}"#,
     printcolumn = r#"{"name":"Age","type":"date","jsonPath":".metadata.creationTimestamp"}"#,
     validation = Rule::new("has(self.spec.statefulSetName) != has(self.spec.selector)").message("give either spec.statefulSetName or spec.selector, not both")
 )]

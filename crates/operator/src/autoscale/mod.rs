@@ -60,6 +60,11 @@ pub async fn reconcile(
         name: autoscaler.name_any(),
     })?;
     let now = Timestamp::now().as_second();
+    // Every pass writes status, which wakes the controller again: polls are at most one per
+    // interval unless the spec changed.
+    if let Some(wait) = polled_recently(&autoscaler, scaling.interval, now) {
+        return Ok(Action::requeue(wait));
+    }
     let outcome = pass(&autoscaler, &scaling, &namespace, now).await?;
     let status = record::overall(
         autoscaler.status.as_ref(),
@@ -97,6 +102,18 @@ pub async fn reconcile(
         .await;
     }
     Ok(Action::requeue(scaling.interval))
+}
+
+/// How long until the next poll is due, if the last one (of this spec) was less than an interval ago.
+fn polled_recently(autoscaler: &VolumeAutoscaler, interval: Duration, now: i64) -> Option<Duration> {
+    let status = autoscaler.status.as_ref()?;
+    if status.observed_generation != autoscaler.metadata.generation {
+        return None;
+    }
+    let polled = status.last_polled_at.as_ref()?.0.as_second();
+    let interval = i64::try_from(interval.as_secs()).unwrap_or(i64::MAX);
+    let due = polled.saturating_add(interval);
+    (due > now).then(|| Duration::from_secs(u64::try_from(due - now).unwrap_or(1)))
 }
 
 fn previous_of<'a>(

@@ -121,7 +121,7 @@ async fn event_counts(harness: &Harness, name: &str, reason: &str) -> Vec<i32> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_volume_filled_past_its_threshold_grows_in_place_and_the_cooldown_outlives_a_restart() {
     let mut harness = Harness::start("vas-grow").await;
-    // 200 MiB of data on a 320Mi volume: about 65% full.
+    // 200 MiB of data on a 320Mi volume (256 MiB of file system): about 78% full.
     let seeds = writer_with(&harness, 1, CLASS_BLOCK, "320Mi", 200 << 10, 0).await;
     create_autoscaler(
         &harness,
@@ -144,8 +144,9 @@ async fn a_volume_filled_past_its_threshold_grows_in_place_and_the_cooldown_outl
         "384Mi",
         "the template grows too"
     );
+    // XFS keeps 64 MiB of a disk this small for its log: 256 MiB before, 320 MiB after.
     let df = df_bytes(&harness.ns.name, "db-0", "/data").await.unwrap();
-    assert!(df > 330 * MI && df <= 384 * MI, "df size {df}");
+    assert!(df > 300 * MI && df <= 384 * MI, "df size {df}");
     assert_nothing_lost(&harness, 1, &seeds).await;
 
     let recorded = wait_status(&harness, "db", "the grow recorded in status", 60, |s| {
