@@ -7,6 +7,7 @@ use ferry_api::VolumeChange;
 use ferry_api::quantity::requested_storage;
 use k8s_openapi::api::apps::v1::StatefulSet;
 use k8s_openapi::api::core::v1::PersistentVolumeClaim;
+use std::collections::BTreeMap;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum TemplateEdit {
@@ -111,4 +112,50 @@ pub fn template_edit(stored: &StatefulSet, update: &StatefulSet) -> TemplateEdit
         changes.sort_by(|a, b| a.name.cmp(&b.name));
         TemplateEdit::Resize(changes)
     }
+}
+/// A smaller size for an autoscaled template, kept aside without a request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SetAside {
+    pub template: String,
+    /// The VolumeAutoscaler that grew it.
+    pub autoscaler: String,
+    /// The size in the update (the manifest's, usually).
+    pub requested: String,
+    /// The size the StatefulSet has.
+    pub live: String,
+}
+
+/// Takes out of `changes` those that only lower the size of a template an autoscaler governs
+/// (`autoscaled`: template → VolumeAutoscaler): a GitOps tool re-applying the manifest's original
+/// size after the autoscaler grew the volume must not shrink it back (a copy, for nothing).
+/// A larger size, or a class change, is a request like any other.
+pub fn without_autoscaled_shrinks(
+    stored: &StatefulSet,
+    changes: Vec<VolumeChange>,
+    autoscaled: &BTreeMap<String, String>,
+) -> (Vec<VolumeChange>, Vec<SetAside>) {
+    let mut kept = Vec::new();
+    let mut set_aside = Vec::new();
+    for change in changes {
+        let live = templates(stored)
+            .iter()
+            .find(|template| template_name(template) == change.name)
+            .and_then(size_of);
+        let live_bytes = live.as_deref().and_then(|size| positive_bytes(size).ok());
+        let requested_bytes = positive_bytes(&change.size).ok();
+        match (autoscaled.get(&change.name), live, live_bytes, requested_bytes) {
+            (Some(autoscaler), Some(live), Some(live_bytes), Some(requested_bytes))
+                if change.storage_class_name.is_none() && requested_bytes <= live_bytes =>
+            {
+                set_aside.push(SetAside {
+                    template: change.name.clone(),
+                    autoscaler: autoscaler.clone(),
+                    requested: change.size.clone(),
+                    live,
+                });
+            }
+            _ => kept.push(change),
+        }
+    }
+    (kept, set_aside)
 }

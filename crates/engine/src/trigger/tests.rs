@@ -1,4 +1,4 @@
-use super::template_edit::{TemplateEdit, template_edit};
+use super::template_edit::{SetAside, TemplateEdit, template_edit, without_autoscaled_shrinks};
 use super::*;
 use ferry_api::names::*;
 use k8s_openapi::api::apps::v1::StatefulSet;
@@ -487,4 +487,41 @@ fn resolved_drift_reports_the_outcome_then_forgets_the_resize() {
     assert_eq!(decision.annotations.get(ANNOTATION_RESIZE_BY), Some(&None));
     assert_eq!(decision.notices[0].reason, REASON_SUCCEEDED);
     assert_eq!(decide(&apply(after, &decision), &[done]), Decision::default());
+}
+
+#[test]
+fn a_smaller_size_for_an_autoscaled_template_is_set_aside_and_the_rest_kept() {
+    let stored = sts(serde_json::json!([
+        pvc("data", "384Mi", Some("a")),
+        pvc("logs", "1Gi", Some("a")),
+        pvc("wal", "1Gi", Some("a"))
+    ]));
+    let changes = vec![
+        change("data", "320Mi", None),
+        change("logs", "512Mi", None),
+        change("wal", "2Gi", None),
+    ];
+    let autoscaled = std::collections::BTreeMap::from([
+        ("data".to_string(), "db".to_string()),
+        ("wal".to_string(), "db".to_string()),
+    ]);
+    let (kept, set_aside) = without_autoscaled_shrinks(&stored, changes, &autoscaled);
+    // Not autoscaled: a shrink like any other. Autoscaled but larger: a grow like any other.
+    assert_eq!(
+        kept,
+        vec![change("logs", "512Mi", None), change("wal", "2Gi", None)]
+    );
+    assert_eq!(
+        set_aside,
+        vec![SetAside {
+            template: "data".into(),
+            autoscaler: "db".into(),
+            requested: "320Mi".into(),
+            live: "384Mi".into(),
+        }]
+    );
+    // A class change of an autoscaled template is the user's request.
+    let (kept, set_aside) =
+        without_autoscaled_shrinks(&stored, vec![change("data", "320Mi", Some("b"))], &autoscaled);
+    assert_eq!((kept.len(), set_aside.len()), (1, 0));
 }

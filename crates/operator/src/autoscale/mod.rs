@@ -353,3 +353,51 @@ pub fn error_policy(autoscaler: Arc<VolumeAutoscaler>, error: &Error, scaling: A
     tracing::warn!(autoscaler = %autoscaler.name_any(), %error, "VolumeAutoscaler: retrying");
     Action::requeue(scaling.interval.min(Duration::from_secs(10)))
 }
+
+/// The templates of StatefulSet `name` (with `labels`) that the autoscalers given govern:
+/// template → VolumeAutoscaler.
+pub fn governed_templates(
+    autoscalers: &[VolumeAutoscaler],
+    name: &str,
+    labels: &std::collections::BTreeMap<String, String>,
+) -> std::collections::BTreeMap<String, String> {
+    use kube::core::{Selector, SelectorExt};
+    autoscalers
+        .iter()
+        .filter(|vas| match (&vas.spec.stateful_set_name, &vas.spec.selector) {
+            (Some(named), _) => named == name,
+            (None, Some(selector)) => {
+                Selector::try_from(selector.clone()).is_ok_and(|selector| selector.matches(labels))
+            }
+            (None, None) => false,
+        })
+        .flat_map(|vas| {
+            vas.spec
+                .volumes
+                .iter()
+                .map(|volume| (volume.name.clone(), vas.name_any()))
+        })
+        .collect()
+}
+
+/// The templates of a StatefulSet autoscalers govern, read from the API server; none (and a
+/// warning in the log) if they cannot be read: the edit is then treated like any other.
+pub async fn governed_templates_of(
+    client: &kube::Client,
+    namespace: &str,
+    name: &str,
+    labels: &std::collections::BTreeMap<String, String>,
+) -> std::collections::BTreeMap<String, String> {
+    let api = Api::<VolumeAutoscaler>::namespaced(client.clone(), namespace);
+    match tokio::time::timeout(Duration::from_secs(2), api.list(&Default::default())).await {
+        Ok(Ok(list)) => governed_templates(&list.items, name, labels),
+        Ok(Err(error)) => {
+            tracing::warn!(%error, "cannot read VolumeAutoscalers for a template edit");
+            Default::default()
+        }
+        Err(_) => {
+            tracing::warn!("VolumeAutoscalers not read within 2s for a template edit");
+            Default::default()
+        }
+    }
+}

@@ -4,12 +4,13 @@
 
 use ferry_api::VolumeResize;
 use ferry_api::names::ANNOTATION_REQUESTED_TEMPLATES;
-use ferry_engine::trigger::template_edit::{TemplateEdit, template_edit};
+use ferry_engine::trigger::template_edit::{TemplateEdit, template_edit, without_autoscaled_shrinks};
 use ferry_engine::trigger::{request, resize_name, same_target};
 use k8s_openapi::api::apps::v1::StatefulSet;
 use kube::ResourceExt;
 use kube::core::DynamicObject;
 use kube::core::admission::{AdmissionRequest, AdmissionResponse, AdmissionReview, Operation};
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 /// A request body that is not a usable admission review; the message says what is wrong.
@@ -58,10 +59,13 @@ fn pointer_segment(key: &str) -> String {
 /// The mutating review of a StatefulSet update: a change to the size or class of its volume
 /// claim templates is taken out of the update (the stored templates go back, so the API server's
 /// immutability check passes) and recorded in an annotation for the operator, with a warning
-/// naming the VolumeResize that will carry it out. Every other update passes untouched.
+/// naming the VolumeResize that will carry it out. A smaller size for a template an autoscaler
+/// governs (`autoscaled`: template → VolumeAutoscaler) is only taken out, with a warning: the
+/// manifest's original size re-applied after a grow. Every other update passes untouched.
 pub fn review_stateful_set(
     request: &AdmissionRequest<DynamicObject>,
     resizes: &[Arc<VolumeResize>],
+    autoscaled: &BTreeMap<String, String>,
 ) -> Result<AdmissionResponse, BadReview> {
     expect_kind(request, "apps", "StatefulSet")?;
     let response = AdmissionResponse::from(request);
@@ -80,6 +84,33 @@ pub fn review_stateful_set(
         TemplateEdit::Refuse(message) => return Ok(response.deny(message)),
         TemplateEdit::Resize(changes) => changes,
     };
+    let (changes, set_aside) = without_autoscaled_shrinks(&stored, changes, autoscaled);
+    let stored_templates = old_object
+        .data
+        .pointer("/spec/volumeClaimTemplates")
+        .cloned()
+        .unwrap_or(serde_json::Value::Array(Vec::new()));
+    let put_back = serde_json::json!({
+        "op": "replace", "path": "/spec/volumeClaimTemplates", "value": stored_templates,
+    });
+    let mut warnings: Vec<String> = set_aside
+        .iter()
+        .map(|aside| {
+            format!(
+                "Ferry: volume claim template {} is autoscaled by VolumeAutoscaler {}; the update's {} is below its {} and kept aside (to shrink, create a VolumeResize)",
+                aside.template, aside.autoscaler, aside.requested, aside.live
+            )
+        })
+        .collect();
+    if changes.is_empty() {
+        let patch: json_patch::Patch = serde_json::from_value(serde_json::Value::Array(vec![put_back]))
+            .map_err(|error| BadReview(format!("cannot build the patch: {error}")))?;
+        let mut response = response
+            .with_patch(patch)
+            .map_err(|error| BadReview(format!("cannot encode the patch: {error}")))?;
+        response.warnings = Some(warnings);
+        return Ok(response);
+    }
 
     let name = stored.name_any();
     let namespace = request.namespace.clone().unwrap_or_default();
@@ -110,14 +141,7 @@ pub fn review_stateful_set(
 
     let recorded = serde_json::to_string(&changes)
         .map_err(|error| BadReview(format!("cannot record the change: {error}")))?;
-    let stored_templates = old_object
-        .data
-        .pointer("/spec/volumeClaimTemplates")
-        .cloned()
-        .unwrap_or(serde_json::Value::Array(Vec::new()));
-    let mut patch = vec![serde_json::json!({
-        "op": "replace", "path": "/spec/volumeClaimTemplates", "value": stored_templates,
-    })];
+    let mut patch = vec![put_back];
     if new_object.metadata.annotations.is_some() {
         patch.push(serde_json::json!({
             "op": "add",
@@ -135,7 +159,8 @@ pub fn review_stateful_set(
     let mut response = response
         .with_patch(patch)
         .map_err(|error| BadReview(format!("cannot encode the patch: {error}")))?;
-    response.warnings = Some(vec![warning]);
+    warnings.insert(0, warning);
+    response.warnings = Some(warnings);
     Ok(response)
 }
 

@@ -44,7 +44,7 @@ fn sts_kind() -> Value {
 }
 
 fn mutate(body: &[u8]) -> Result<AdmissionResponse, BadReview> {
-    review_stateful_set(&parse(body)?, &[])
+    review_stateful_set(&parse(body)?, &[], &Default::default())
 }
 
 /// The update as the API server stores it after applying the response's patch.
@@ -96,6 +96,45 @@ fn a_grow_keeps_the_stored_template_and_records_the_request() {
             "{warning}"
         );
     }
+}
+
+#[test]
+fn the_manifest_size_below_an_autoscaled_template_is_kept_aside_without_a_request() {
+    let stored = stateful_set("384Mi", None);
+    let mut update = stateful_set("320Mi", None);
+    update["spec"]["template"]["spec"]["containers"][0]["image"] = "i:3".into();
+    let autoscaled = BTreeMap::from([("data".to_string(), "db".to_string())]);
+    let body = review(sts_kind(), "UPDATE", Some(update.clone()), Some(stored.clone()));
+    let response = review_stateful_set(&parse(&body).unwrap(), &[], &autoscaled).unwrap();
+    assert!(response.allowed);
+    let result = patched(&update, &response);
+    assert_eq!(
+        result["spec"]["volumeClaimTemplates"],
+        stored["spec"]["volumeClaimTemplates"]
+    );
+    assert_eq!(
+        result["spec"]["template"]["spec"]["containers"][0]["image"],
+        "i:3"
+    );
+    assert!(
+        result["metadata"]["annotations"].is_null(),
+        "no request: {result}"
+    );
+    let warnings = response.warnings.unwrap();
+    assert!(
+        warnings[0].contains("autoscaled by VolumeAutoscaler db") && warnings[0].contains("320Mi"),
+        "{warnings:?}"
+    );
+    // Growing past the autoscaler is a request like any other.
+    let body = review(
+        sts_kind(),
+        "UPDATE",
+        Some(stateful_set("1Gi", None)),
+        Some(stored),
+    );
+    let response = review_stateful_set(&parse(&body).unwrap(), &[], &autoscaled).unwrap();
+    let result = patched(&stateful_set("1Gi", None), &response);
+    assert!(result["metadata"]["annotations"][ANNOTATION_REQUESTED_TEMPLATES].is_string());
 }
 
 #[test]

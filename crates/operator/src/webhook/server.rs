@@ -159,7 +159,15 @@ async fn mutate_stateful_set(State(ctx): State<Arc<Context>>, request: Request) 
         Ok(request) => request,
         Err(response) => return response,
     };
-    let response = review::review_stateful_set(&request, &ctx.resizes.state());
+    let namespace = request.namespace.clone().unwrap_or_default();
+    let labels = request
+        .old_object
+        .as_ref()
+        .and_then(|old| old.metadata.labels.clone())
+        .unwrap_or_default();
+    let autoscaled =
+        crate::autoscale::governed_templates_of(&ctx.client, &namespace, &request.name, &labels).await;
+    let response = review::review_stateful_set(&request, &ctx.resizes.state(), &autoscaled);
     if let Ok(response) = &response
         && let Some(warnings) = &response.warnings
     {

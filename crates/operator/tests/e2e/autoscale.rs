@@ -3,10 +3,11 @@
 
 use crate::real_node::{assert_nothing_lost, wait_phase, writer_with};
 use crate::support::Harness;
+use crate::triggers::kubectl_file;
 use ferry_api::names::{LABEL_TRIGGER, SEED_ANNOTATION_AUTO_SCALED};
 use ferry_api::quantity::requested_storage;
 use ferry_api::{Phase, VolumeAutoscaler, VolumeAutoscalerStatus, VolumeResize};
-use ferry_testenv::workload::{BUSYBOX_IMAGE, df_bytes};
+use ferry_testenv::workload::{BUSYBOX_IMAGE, df_bytes, writer_stateful_set};
 use ferry_testenv::{CLASS_BLOCK, REAL_NODE_KEY, kubectl, wait_until};
 use k8s_openapi::api::apps::v1::StatefulSet;
 use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod};
@@ -120,7 +121,7 @@ async fn event_counts(harness: &Harness, name: &str, reason: &str) -> Vec<i32> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_volume_filled_past_its_threshold_grows_in_place_and_the_cooldown_outlives_a_restart() {
-    let mut harness = Harness::start("vas-grow").await;
+    let mut harness = Harness::start_with_webhook("vas-grow").await;
     // 200 MiB of data on a 320Mi volume (256 MiB of file system): about 78% full.
     let seeds = writer_with(&harness, 1, CLASS_BLOCK, "320Mi", 200 << 10, 0).await;
     create_autoscaler(
@@ -169,6 +170,38 @@ async fn a_volume_filled_past_its_threshold_grows_in_place_and_the_cooldown_outl
     );
     assert!(metrics.contains("ferry_autoscale_usage_ratio{"), "{metrics}");
 
+    // GitOps re-applies the manifest with its original 320Mi: accepted, kept aside, no shrink.
+    let manifest = writer_stateful_set(
+        "db",
+        1,
+        &[("data", CLASS_BLOCK, "320Mi")],
+        &harness.ns.name,
+        200 << 10,
+        0,
+    )
+    .unwrap();
+    let apply = [
+        "apply",
+        "--server-side",
+        "--field-manager=argocd-controller",
+        "--force-conflicts",
+    ];
+    let (code, _, stderr) = kubectl_file(&harness, &serde_json::to_value(&manifest).unwrap(), &apply).await;
+    assert_eq!(code, 0, "{stderr}");
+    assert!(
+        stderr.contains("autoscaled by VolumeAutoscaler db") && stderr.contains("320Mi"),
+        "{stderr}"
+    );
+    assert_eq!(template_size(&harness, "db").await, "384Mi");
+    let live = harness.ns.api::<StatefulSet>().get("db").await.unwrap();
+    assert!(
+        !live
+            .annotations()
+            .contains_key(ferry_api::names::ANNOTATION_REQUESTED_TEMPLATES),
+        "no request recorded: {:?}",
+        live.annotations()
+    );
+
     // Filled again inside the cooldown: no second grow, and status says until when.
     exec(
         &harness,
@@ -197,6 +230,17 @@ async fn a_volume_filled_past_its_threshold_grows_in_place_and_the_cooldown_outl
     tokio::time::sleep(std::time::Duration::from_secs(5)).await;
     assert_eq!(state_of(&after_restart), Some("Cooldown"));
     assert_eq!(autoscale_resizes(&harness).await.len(), 1, "no second grow");
+    let every_resize = harness
+        .ns
+        .api::<VolumeResize>()
+        .list(&Default::default())
+        .await
+        .unwrap();
+    assert_eq!(
+        every_resize.items.len(),
+        1,
+        "and no shrink from the re-applied manifest"
+    );
     assert_eq!(claim_size(&harness, "data-db-0").await, "384Mi");
     harness.finish().await;
 }

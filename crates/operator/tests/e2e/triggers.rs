@@ -34,7 +34,11 @@ fn manifest(sts: &StatefulSet, size: &str) -> Value {
 }
 
 /// Writes the manifest to a file of its own and runs `kubectl <verb…> -f <file>` in the namespace.
-async fn kubectl_file(harness: &Harness, manifest: &Value, args: &[&str]) -> (i32, String, String) {
+pub(crate) async fn kubectl_file(
+    harness: &Harness,
+    manifest: &Value,
+    args: &[&str],
+) -> (i32, String, String) {
     let path = std::env::temp_dir().join(format!(
         "{}-{}.json",
         harness.ns.name,
