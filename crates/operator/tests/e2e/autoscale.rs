@@ -453,3 +453,80 @@ async fn the_seed_annotation_stands_for_a_default_autoscaler() {
     .unwrap();
     harness.finish().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_selector_covers_every_matching_stateful_set_and_what_cannot_work_is_reported() {
+    let harness = Harness::start("vas-select").await;
+    for (name, labelled) in [("a", true), ("b", true), ("c", false)] {
+        let mut sts = ferry_testenv::fixtures::stateful_set(name, 1, ferry_testenv::CLASS_EXPANDABLE, "1Gi");
+        if labelled {
+            sts.metadata.labels = Some([("tier".to_string(), "db".to_string())].into());
+        }
+        harness.healthy_stateful_set(sts).await;
+    }
+    create_autoscaler(
+        &harness,
+        "dbs",
+        json!({"selector": {"matchLabels": {"tier": "db"}}, "volumes": [
+            {"name": "data", "maxSize": "10Gi"},
+            {"name": "nope", "maxSize": "10Gi"},
+        ]}),
+    )
+    .await;
+    create_autoscaler(
+        &harness,
+        "missing",
+        json!({"statefulSetName": "gone", "volumes": [{"name": "data", "maxSize": "10Gi"}]}),
+    )
+    .await;
+    let status = wait_status(
+        &harness,
+        "dbs",
+        "status for every matching StatefulSet",
+        60,
+        |s| s.volumes.len() == 4,
+    )
+    .await;
+    let mut seen: Vec<(String, String, String)> = status
+        .volumes
+        .iter()
+        .map(|v| {
+            (
+                v.stateful_set.clone(),
+                v.name.clone(),
+                v.state.clone().unwrap_or_default(),
+            )
+        })
+        .collect();
+    seen.sort();
+    let states: Vec<(&str, &str)> = seen.iter().map(|(s, v, _)| (s.as_str(), v.as_str())).collect();
+    assert_eq!(
+        states,
+        vec![("a", "data"), ("a", "nope"), ("b", "data"), ("b", "nope")]
+    );
+    for volume in &status.volumes {
+        if volume.name == "nope" {
+            assert_eq!(volume.state.as_deref(), Some("Invalid"));
+            let message = volume.message.clone().unwrap_or_default();
+            assert!(message.contains("no volume claim template \"nope\""), "{message}");
+        } else {
+            // kwok nodes have no kubelet to report usage.
+            assert_eq!(volume.state.as_deref(), Some("UsageUnknown"), "{volume:?}");
+        }
+    }
+    let missing = wait_status(&harness, "missing", "the missing StatefulSet reported", 60, |s| {
+        !s.volumes.is_empty()
+    })
+    .await;
+    assert_eq!(missing.volumes[0].state.as_deref(), Some("Invalid"));
+    assert!(
+        missing.volumes[0]
+            .message
+            .as_deref()
+            .unwrap_or_default()
+            .contains("StatefulSet \"gone\" does not exist"),
+        "{missing:?}"
+    );
+    assert!(autoscale_resizes(&harness).await.is_empty());
+    harness.finish().await;
+}
