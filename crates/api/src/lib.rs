@@ -1,11 +1,17 @@
 //! ferry-api: Ferry's custom resources, the annotation and label names it uses, and validation that
 //! needs no cluster. No I/O lives here.
 
+pub mod extended_stateful_set;
 pub mod names;
 pub mod quantity;
+mod schema;
 pub mod volume_autoscaler;
 pub mod volume_resize;
 
+pub use extended_stateful_set::{
+    ExtendedStatefulSet, ExtendedStatefulSetSpec, ExtendedStatefulSetStatus, Scaling, StatefulSetTemplate,
+    TemplateMetadata, UpdateStrategy, ZoneStatus,
+};
 pub use quantity::{ParseQuantityError, format_bytes, human_bytes, parse_bytes};
 pub use volume_autoscaler::{
     AutoResize, AutoscaleStrategy, AutoscaledVolume, AutoscaledVolumeStatus, ProviderPreset, ReplicaUsage,

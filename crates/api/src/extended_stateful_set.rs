@@ -1,0 +1,191 @@
+//! The `ExtendedStatefulSet` custom resource: a StatefulSet with scaling rules, restarts on
+//! configuration change, canary updates, zones, and volume claim templates that can change (each
+//! change is a VolumeResize per StatefulSet it owns).
+
+use k8s_openapi::api::apps::v1::StatefulSetSpec;
+use k8s_openapi::api::batch::v1::JobTemplateSpec;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
+use kube::{CustomResource, KubeSchema};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// A StatefulSet (`spec.template`) run with extended lifecycle rules.
+#[derive(CustomResource, KubeSchema, Deserialize, Serialize, Clone, Debug, PartialEq)]
+#[kube(
+    group = "ferry.dev",
+    version = "v1alpha1",
+    kind = "ExtendedStatefulSet",
+    plural = "extendedstatefulsets",
+    shortname = "ests",
+    namespaced,
+    status = "ExtendedStatefulSetStatus",
+    scale = r#"{"specReplicasPath":".spec.replicas","statusReplicasPath":".status.replicas","labelSelectorPath":".status.selector"}"#,
+    printcolumn = r#"{"name":"Ready","type":"string","jsonPath":".status.readyColumn"}"#,
+    printcolumn = r#"{"name":"Zones","type":"string","jsonPath":".status.zonesColumn"}"#,
+    printcolumn = r#"{"name":"Version","type":"integer","jsonPath":".status.version"}"#,
+    printcolumn = r#"{"name":"Age","type":"date","jsonPath":".metadata.creationTimestamp"}"#,
+    validation = Rule::new("!has(self.spec.scaling) || !has(self.spec.scaling.min) || self.spec.replicas >= self.spec.scaling.min").message("spec.replicas is below scaling.min"),
+    validation = Rule::new("!has(self.spec.scaling) || !has(self.spec.scaling.max) || self.spec.replicas <= self.spec.scaling.max").message("spec.replicas is above scaling.max"),
+    validation = Rule::new("!has(self.spec.scaling) || !has(self.spec.scaling.oddOnly) || !self.spec.scaling.oddOnly || self.spec.replicas % 2 == 1").message("spec.replicas must be odd (scaling.oddOnly)"),
+    validation = Rule::new("self.metadata.name.size() <= 52").message("ExtendedStatefulSet names must be at most 52 characters (its StatefulSets add a zone suffix and their pods an ordinal)")
+)]
+#[serde(rename_all = "camelCase")]
+pub struct ExtendedStatefulSetSpec {
+    /// Replicas in all zones together (the `scale` subresource sets it: `kubectl scale`, an HPA).
+    #[serde(default = "one")]
+    #[schemars(range(min = 0))]
+    pub replicas: i32,
+
+    /// Limits on `replicas`, enforced by the API server.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scaling: Option<Scaling>,
+
+    /// Restart the pods when a ConfigMap or Secret their template references changes.
+    #[serde(default)]
+    pub update_on_config_change: bool,
+
+    /// How a template change rolls out.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub update_strategy: Option<UpdateStrategy>,
+
+    /// A Job run before each update; if it fails the update does not start.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "crate::schema::preserve_unknown_object")]
+    pub pre_update: Option<JobTemplateSpec>,
+
+    /// A Job run after each update; if it fails the version is marked stale.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "crate::schema::preserve_unknown_object")]
+    pub post_update: Option<JobTemplateSpec>,
+
+    /// Values of `topology.kubernetes.io/zone`: one StatefulSet per zone, replicas spread evenly.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 16))]
+    #[x_kube(merge_strategy = ListMerge::Set)]
+    pub zones: Vec<String>,
+
+    /// The StatefulSet: its labels and annotations, and its spec (`replicas` is ignored: the
+    /// ExtendedStatefulSet's own `replicas` counts).
+    pub template: StatefulSetTemplate,
+}
+
+fn one() -> i32 {
+    1
+}
+
+#[derive(Deserialize, Serialize, Clone, Debug, PartialEq, KubeSchema)]
+#[serde(rename_all = "camelCase")]
+#[x_kube(validation = Rule::new("!has(self.min) || !has(self.max) || self.min <= self.max").message("scaling.min must not be larger than scaling.max"))]
+#[x_kube(validation = Rule::new("!has(self.oddOnly) || !self.oddOnly || !has(self.min) || !has(self.max) || self.min % 2 == 1 || self.max % 2 == 1 || self.max - self.min >= 1").message("with oddOnly, scaling.min..max must hold an odd number"))]
+pub struct Scaling {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0))]
+    pub min: Option<i32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0))]
+    pub max: Option<i32>,
+    /// Only odd replica counts (a quorum that cannot tie).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub odd_only: Option<bool>,
+}
+
+#[derive(Deserialize, Serialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct UpdateStrategy {
+    /// Pods of each StatefulSet updated first, then watched (default 0: no canary).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0))]
+    pub canaries: Option<i32>,
+    /// How long the canaries must become and stay Ready, a duration such as `2m` (default 1m).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub canary_watch_time: Option<String>,
+    /// How long the rest must become and stay Ready (default 5m).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub update_watch_time: Option<String>,
+    /// Update even when pods were not Ready before (the fix for a broken release).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub update_not_ready: Option<bool>,
+    /// How often a failed pre-update Job is run again before the update is given up (default 0).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0, max = 10))]
+    pub retry_count: Option<i32>,
+}
+
+/// The StatefulSet an ExtendedStatefulSet runs.
+#[derive(Deserialize, Serialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct StatefulSetTemplate {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metadata: Option<TemplateMetadata>,
+    /// An ordinary StatefulSet spec (checked by the API server when Ferry creates it).
+    #[schemars(schema_with = "crate::schema::stateful_set_spec")]
+    pub spec: StatefulSetSpec,
+}
+
+#[derive(Deserialize, Serialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+pub struct TemplateMetadata {
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub labels: BTreeMap<String, String>,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub annotations: BTreeMap<String, String>,
+}
+
+#[derive(Deserialize, Serialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ExtendedStatefulSetStatus {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observed_generation: Option<i64>,
+    /// Replicas that exist (the `scale` subresource reads it).
+    #[serde(default)]
+    pub replicas: i32,
+    #[serde(default)]
+    pub ready_replicas: i32,
+    /// The pods' label selector, for the `scale` subresource (an HPA).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub selector: Option<String>,
+    /// The template version the StatefulSets run or move to (1, 2, …; a new one per change).
+    #[serde(default)]
+    pub version: i64,
+    /// Each version and whether it runs (at least one pod of it), as in the seed.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub versions: BTreeMap<String, bool>,
+    /// Per zone (or one entry `""` without zones).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub zones: Vec<ZoneStatus>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub conditions: Vec<Condition>,
+    /// VolumeResizes carrying out volume claim template changes, by StatefulSet.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub volume_resizes: BTreeMap<String, String>,
+    /// For `kubectl get`: `ready/replicas`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ready_column: Option<String>,
+    /// For `kubectl get`: the zones, or `-`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub zones_column: Option<String>,
+    /// The digest of the template and referenced configuration the current version runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub template_digest: Option<String>,
+    /// Where the update of the current version stands: `Done`, `PreUpdate`, `Canaries`, `Rest`,
+    /// `PostUpdate`, `Stale`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub update_step: Option<String>,
+    /// When the current step began, for the watch times.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub step_started_at: Option<k8s_openapi::apimachinery::pkg::apis::meta::v1::Time>,
+    /// The step at which the current version went stale (`PreUpdate`, `Canaries`, `Rest`,
+    /// `PostUpdate`), and why, while `updateStep` is `Stale`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stale_at: Option<String>,
+}
+
+#[derive(Deserialize, Serialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ZoneStatus {
+    pub zone: String,
+    pub stateful_set: String,
+    pub replicas: i32,
+    pub ready_replicas: i32,
+    pub updated_replicas: i32,
+}
