@@ -5,6 +5,7 @@ pub mod autoscale;
 pub mod conditions;
 pub mod copy;
 pub mod duration;
+pub mod extended;
 pub mod in_place;
 pub mod names;
 pub mod observed;

@@ -1,0 +1,8 @@
+//! ExtendedStatefulSet decisions: the StatefulSets it runs (one per zone), the digest of what its
+//! pods run (template and referenced configuration), and the rollout of a new version (canaries,
+//! then the rest, each watched). Pure: the operator reads the cluster and applies the result.
+
+pub mod config;
+pub mod desired;
+pub mod rollout;
+pub mod zones;

@@ -1,0 +1,378 @@
+//! The rollout of a new version over the StatefulSets of an ExtendedStatefulSet: first `canaries`
+//! pods of each (the highest ordinals, through the StatefulSet partition) must become Ready within
+//! the canary watch time, then the rest within the update watch time. A step that does not make it
+//! marks the version stale and stops there: the pods not yet updated stay on the old version and
+//! the canaries are not rolled back (Ferry cannot know whether the old version still works with
+//! what the new one may have written); a new template change is the way forward (with
+//! `updateNotReady: true` if pods are not Ready). The record lives in status, so a restarted
+//! operator goes on where it stood.
+
+/// Where an update stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Step {
+    Done,
+    Canaries,
+    Rest,
+    Stale,
+}
+
+impl Step {
+    pub fn name(self) -> &'static str {
+        match self {
+            Step::Done => "Done",
+            Step::Canaries => "Canaries",
+            Step::Rest => "Rest",
+            Step::Stale => "Stale",
+        }
+    }
+
+    pub fn parse(text: Option<&str>) -> Step {
+        match text {
+            Some("Canaries") => Step::Canaries,
+            Some("Rest") => Step::Rest,
+            Some("Stale") => Step::Stale,
+            _ => Step::Done,
+        }
+    }
+}
+
+/// The rollout's record (kept in status).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Progress {
+    pub version: i64,
+    /// The digest of the version rolled out (see `desired::version_digest`).
+    pub digest: Option<String>,
+    pub step: Step,
+    /// When the step began (Unix seconds).
+    pub step_started: Option<i64>,
+    /// For `Stale`: the step that failed (`Canaries` or `Rest`) and why.
+    pub stale_at: Option<String>,
+}
+
+/// The update rules, defaults applied.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Rules {
+    pub canaries: i32,
+    pub canary_watch_seconds: i64,
+    pub update_watch_seconds: i64,
+    pub update_not_ready: bool,
+}
+
+impl Rules {
+    pub const DEFAULT_CANARY_WATCH_SECONDS: i64 = 60;
+    pub const DEFAULT_UPDATE_WATCH_SECONDS: i64 = 300;
+}
+
+/// One StatefulSet as the rollout sees it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Observed {
+    pub name: String,
+    pub exists: bool,
+    /// The replicas it should have.
+    pub replicas: i32,
+    pub ready: i32,
+    /// Pods on the newest revision that are Ready.
+    pub updated_ready: i32,
+    /// Pods on the newest revision.
+    pub updated: i32,
+}
+
+/// What to do now.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Plan {
+    pub progress: Progress,
+    /// Apply the desired StatefulSets now (false: leave them as they are).
+    pub apply: bool,
+    /// The partition of each StatefulSet, by name, when applied.
+    pub partitions: Vec<(String, i32)>,
+    /// Why nothing moves, when nothing moves (for the Progressing condition).
+    pub waiting: Option<String>,
+    /// Events: (warning, reason, message).
+    pub notices: Vec<(bool, &'static str, String)>,
+}
+
+/// Each StatefulSet's partition so that `canaries` of its pods (all of them for 0) update.
+fn partitions(observed: &[Observed], canaries: i32) -> Vec<(String, i32)> {
+    observed
+        .iter()
+        .map(|sts| {
+            let partition = if canaries > 0 {
+                (sts.replicas - canaries).max(0)
+            } else {
+                0
+            };
+            (sts.name.clone(), partition)
+        })
+        .collect()
+}
+
+/// Decides the next step of the rollout of version `digest`.
+pub fn next(previous: &Progress, digest: &str, rules: &Rules, observed: &[Observed], now: i64) -> Plan {
+    let mut plan = Plan {
+        progress: previous.clone(),
+        apply: true,
+        partitions: partitions(observed, 0),
+        waiting: None,
+        notices: Vec::new(),
+    };
+    if previous.digest.as_deref() != Some(digest) {
+        let version = previous.version.max(0) + 1;
+        let first = observed.iter().all(|sts| !sts.exists);
+        if first {
+            plan.progress = Progress {
+                version,
+                digest: Some(digest.to_string()),
+                step: Step::Done,
+                step_started: Some(now),
+                stale_at: None,
+            };
+            plan.notices
+                .push((false, "VersionCreated", format!("version {version} created")));
+            return plan;
+        }
+        let not_ready: Vec<&str> = observed
+            .iter()
+            .filter(|sts| sts.ready < sts.replicas)
+            .map(|sts| sts.name.as_str())
+            .collect();
+        if !rules.update_not_ready && !not_ready.is_empty() {
+            plan.apply = false;
+            plan.waiting = Some(format!(
+                "a new version waits until every pod is Ready (not yet: {}); set updateStrategy.updateNotReady: true to update anyway",
+                not_ready.join(", ")
+            ));
+            return plan;
+        }
+        let canaries = rules.canaries.max(0);
+        let step = if canaries > 0 { Step::Canaries } else { Step::Rest };
+        plan.progress = Progress {
+            version,
+            digest: Some(digest.to_string()),
+            step,
+            step_started: Some(now),
+            stale_at: None,
+        };
+        plan.partitions = partitions(observed, if step == Step::Canaries { canaries } else { 0 });
+        plan.notices.push((
+            false,
+            "UpdateStarted",
+            if step == Step::Canaries {
+                format!("version {version}: updating {canaries} canary pod(s) of each StatefulSet first")
+            } else {
+                format!("version {version}: updating every pod")
+            },
+        ));
+        return plan;
+    }
+
+    let started = previous.step_started.unwrap_or(now);
+    let version = previous.version;
+    match previous.step {
+        Step::Done => {}
+        Step::Stale => {
+            // Stay where the update stopped.
+            let stopped_at_canaries = previous
+                .stale_at
+                .as_deref()
+                .is_some_and(|at| at.starts_with("Canaries"));
+            if stopped_at_canaries {
+                plan.partitions = partitions(observed, rules.canaries.max(0));
+            }
+        }
+        Step::Canaries => {
+            let canaries = rules.canaries.max(0);
+            plan.partitions = partitions(observed, canaries);
+            let healthy = observed
+                .iter()
+                .all(|sts| sts.updated_ready >= canaries.min(sts.replicas));
+            if healthy {
+                plan.progress.step = Step::Rest;
+                plan.progress.step_started = Some(now);
+                plan.partitions = partitions(observed, 0);
+                plan.notices.push((
+                    false,
+                    "CanariesReady",
+                    format!("version {version}: canaries Ready; updating the rest"),
+                ));
+            } else if now - started >= rules.canary_watch_seconds {
+                let message = format!(
+                    "Canaries: not Ready within the canary watch time ({}s)",
+                    rules.canary_watch_seconds
+                );
+                plan.progress.step = Step::Stale;
+                plan.progress.stale_at = Some(message.clone());
+                plan.notices.push((
+                    true,
+                    "VersionStale",
+                    format!("version {version} is stale: {message}; the other pods keep the old version"),
+                ));
+            }
+        }
+        Step::Rest => {
+            let done = observed.iter().all(|sts| sts.updated_ready >= sts.replicas);
+            if done {
+                plan.progress.step = Step::Done;
+                plan.progress.step_started = Some(now);
+                plan.notices.push((
+                    false,
+                    "UpdateDone",
+                    format!("version {version} runs on every pod"),
+                ));
+            } else if now - started >= rules.update_watch_seconds {
+                let message = format!(
+                    "Rest: not every pod Ready within the update watch time ({}s)",
+                    rules.update_watch_seconds
+                );
+                plan.progress.step = Step::Stale;
+                plan.progress.stale_at = Some(message.clone());
+                plan.notices.push((
+                    true,
+                    "VersionStale",
+                    format!("version {version} is stale: {message}"),
+                ));
+            }
+        }
+    }
+    plan
+}
+
+/// Each version and whether it runs (at least one pod of it), as in the seed.
+pub fn versions(progress: &Progress, observed: &[Observed]) -> Vec<(i64, bool)> {
+    let updated = observed.iter().map(|sts| sts.updated).sum::<i32>();
+    let total = observed.iter().map(|sts| sts.replicas).sum::<i32>();
+    let mut versions = Vec::new();
+    if progress.step != Step::Done && progress.version > 1 && updated < total {
+        versions.push((progress.version - 1, true));
+    }
+    versions.push((
+        progress.version,
+        updated > 0 || progress.step == Step::Done && total == 0,
+    ));
+    versions
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const RULES: Rules = Rules {
+        canaries: 1,
+        canary_watch_seconds: 60,
+        update_watch_seconds: 300,
+        update_not_ready: false,
+    };
+
+    fn sts(replicas: i32, ready: i32, updated_ready: i32) -> Observed {
+        Observed {
+            name: "db".into(),
+            exists: true,
+            replicas,
+            ready,
+            updated_ready,
+            updated: updated_ready,
+        }
+    }
+
+    fn at(step: Step, version: i64, started: i64) -> Progress {
+        Progress {
+            version,
+            digest: Some("v".into()),
+            step,
+            step_started: Some(started),
+            stale_at: None,
+        }
+    }
+
+    #[test]
+    fn the_first_version_is_applied_at_once() {
+        let empty = Progress {
+            version: 0,
+            digest: None,
+            step: Step::Done,
+            step_started: None,
+            stale_at: None,
+        };
+        let absent = Observed {
+            exists: false,
+            ..sts(3, 0, 0)
+        };
+        let plan = next(&empty, "v", &RULES, &[absent], 10);
+        assert!(plan.apply);
+        assert_eq!(plan.progress.version, 1);
+        assert_eq!(plan.progress.step, Step::Done);
+        assert_eq!(plan.partitions, vec![("db".to_string(), 0)]);
+    }
+
+    #[test]
+    fn a_change_updates_the_canaries_first_then_the_rest() {
+        let done = Progress {
+            digest: Some("old".into()),
+            ..at(Step::Done, 1, 0)
+        };
+        let plan = next(&done, "v", &RULES, &[sts(3, 3, 0)], 100);
+        assert_eq!(plan.progress.step, Step::Canaries);
+        assert_eq!(plan.progress.version, 2);
+        assert_eq!(plan.partitions, vec![("db".to_string(), 2)]);
+
+        let waiting = next(&plan.progress, "v", &RULES, &[sts(3, 2, 0)], 130);
+        assert_eq!(waiting.progress.step, Step::Canaries);
+        assert_eq!(waiting.partitions, vec![("db".to_string(), 2)]);
+
+        let canaries_ready = next(&plan.progress, "v", &RULES, &[sts(3, 3, 1)], 130);
+        assert_eq!(canaries_ready.progress.step, Step::Rest);
+        assert_eq!(canaries_ready.partitions, vec![("db".to_string(), 0)]);
+
+        let finished = next(&canaries_ready.progress, "v", &RULES, &[sts(3, 3, 3)], 200);
+        assert_eq!(finished.progress.step, Step::Done);
+        assert_eq!(versions(&finished.progress, &[sts(3, 3, 3)]), vec![(2, true)]);
+    }
+
+    #[test]
+    fn a_canary_not_ready_in_time_makes_the_version_stale_and_holds_the_rest_back() {
+        let canaries = at(Step::Canaries, 2, 100);
+        let stale = next(&canaries, "v", &RULES, &[sts(3, 2, 0)], 160);
+        assert_eq!(stale.progress.step, Step::Stale);
+        assert!(
+            stale
+                .progress
+                .stale_at
+                .as_deref()
+                .unwrap()
+                .starts_with("Canaries")
+        );
+        assert_eq!(stale.notices[0].1, "VersionStale");
+        // Later passes keep the partition where it stopped.
+        let later = next(&stale.progress, "v", &RULES, &[sts(3, 2, 0)], 500);
+        assert_eq!(later.progress.step, Step::Stale);
+        assert_eq!(later.partitions, vec![("db".to_string(), 2)]);
+        assert_eq!(
+            versions(
+                &later.progress,
+                &[Observed {
+                    updated: 1,
+                    ..sts(3, 2, 0)
+                }]
+            ),
+            vec![(1, true), (2, true)]
+        );
+    }
+
+    #[test]
+    fn a_new_version_waits_for_ready_pods_unless_update_not_ready() {
+        let stale = Progress {
+            stale_at: Some("Canaries: …".into()),
+            ..at(Step::Stale, 2, 100)
+        };
+        let fix = next(&stale, "fixed", &RULES, &[sts(3, 2, 0)], 200);
+        assert!(!fix.apply);
+        assert!(fix.waiting.unwrap().contains("updateNotReady"));
+        let rules = Rules {
+            update_not_ready: true,
+            ..RULES
+        };
+        let fix = next(&stale, "fixed", &rules, &[sts(3, 2, 0)], 200);
+        assert!(fix.apply);
+        assert_eq!(fix.progress.version, 3);
+        assert_eq!(fix.progress.step, Step::Canaries);
+    }
+}
