@@ -5,4 +5,5 @@
 pub mod config;
 pub mod desired;
 pub mod rollout;
+pub mod volumes;
 pub mod zones;

@@ -6,6 +6,7 @@ pub mod context;
 pub mod crd;
 pub mod error;
 pub mod events;
+pub mod extended;
 pub mod http;
 pub mod metrics;
 pub mod requests;

@@ -6,9 +6,10 @@ use crate::metrics::Metrics;
 use crate::webhook::{self, WebhookSettings};
 use crate::{Error, http, requests, resize, triggers};
 use ferry_api::names::LABEL_AUTOSCALER_UID;
-use ferry_api::{VolumeAutoscaler, VolumeResize};
+use ferry_api::{ExtendedStatefulSet, VolumeAutoscaler, VolumeResize};
 use futures::StreamExt;
 use k8s_openapi::api::apps::v1::StatefulSet;
+use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim, Pod};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
@@ -86,7 +87,8 @@ pub async fn run(client: Client, settings: Settings) -> Result<(), Error> {
         None => None,
     };
     let requests_controller = requests_controller(client_for_requests.clone(), &settings, ctx.clone());
-    let autoscale_controller = autoscale_controller(client_for_requests, &settings, ctx.clone());
+    let autoscale_controller = autoscale_controller(client_for_requests.clone(), &settings, ctx.clone());
+    let extended_controller = extended_controller(client_for_requests, &settings, ctx.clone());
     // A StatefulSet change wakes the VolumeResizes that name it (e.g. replicas became Ready).
     let mapper_store = store.clone();
     let controller = controller
@@ -154,7 +156,12 @@ pub async fn run(client: Client, settings: Settings) -> Result<(), Error> {
                 }
             }
         });
-    futures::join!(resizes_controller, requests_controller, autoscale_controller);
+    futures::join!(
+        resizes_controller,
+        requests_controller,
+        autoscale_controller,
+        extended_controller
+    );
     Ok(())
 }
 
@@ -266,7 +273,54 @@ fn autoscale_controller(
 
 async fn wait_for_crd(client: &Client) -> Result<(), Error> {
     wait_for_one_crd(client, VolumeResize::crd_name()).await?;
-    wait_for_one_crd(client, VolumeAutoscaler::crd_name()).await
+    wait_for_one_crd(client, VolumeAutoscaler::crd_name()).await?;
+    wait_for_one_crd(client, ExtendedStatefulSet::crd_name()).await
+}
+
+/// The ExtendedStatefulSet controller: its StatefulSets and the ConfigMaps and Secrets it
+/// references (marked, so only those are watched) wake it.
+fn extended_controller(
+    client: Client,
+    settings: &Settings,
+    ctx: Arc<Context>,
+) -> impl std::future::Future<Output = ()> {
+    let (extended, stateful_sets, maps, secrets) = match &settings.namespace {
+        Some(ns) => (
+            Api::<ExtendedStatefulSet>::namespaced(client.clone(), ns),
+            Api::<StatefulSet>::namespaced(client.clone(), ns),
+            Api::<ConfigMap>::namespaced(client.clone(), ns),
+            Api::<Secret>::namespaced(client.clone(), ns),
+        ),
+        None => (
+            Api::all(client.clone()),
+            Api::all(client.clone()),
+            Api::all(client.clone()),
+            Api::all(client.clone()),
+        ),
+    };
+    let referenced = watcher::Config::default()
+        .any_semantic()
+        .labels(crate::extended::config::LABEL_REFERENCED);
+    fn users_of<K: kube::Resource<DynamicType = ()> + ResourceExt>(
+        object: &K,
+    ) -> Vec<ObjectRef<ExtendedStatefulSet>> {
+        let namespace = object.namespace().unwrap_or_default();
+        crate::extended::config::users(object)
+            .into_iter()
+            .map(|name| ObjectRef::new(&name).within(&namespace))
+            .collect()
+    }
+    Controller::new(extended, watcher::Config::default().any_semantic())
+        .owns(stateful_sets, watcher::Config::default().any_semantic())
+        .watches(maps, referenced.clone(), |map: ConfigMap| users_of(&map))
+        .watches(secrets, referenced, |secret: Secret| users_of(&secret))
+        .shutdown_on_signal()
+        .run(crate::extended::reconcile, crate::extended::error_policy, ctx)
+        .for_each(|result| async move {
+            if let Err(error) = result {
+                tracing::debug!(%error, "ExtendedStatefulSet: reconcile error (handled by the error policy)");
+            }
+        })
 }
 
 async fn wait_for_one_crd(client: &Client, name: &str) -> Result<(), Error> {

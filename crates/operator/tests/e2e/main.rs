@@ -18,6 +18,7 @@ mod copy_progress;
 mod copy_refused;
 mod copy_rollback;
 mod endpoints;
+mod extended;
 mod in_place;
 mod prechecks;
 mod real_node;

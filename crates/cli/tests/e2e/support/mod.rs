@@ -270,12 +270,15 @@ pub fn condition(type_: &str, status: &str, reason: &str, message: &str) -> serd
            "lastTransitionTime": "2025-01-01T00:00:00Z"})
 }
 
-/// Installs the CRDs the operator waits for (VolumeResize, VolumeAutoscaler).
+/// Installs the CRDs the operator waits for (VolumeResize, VolumeAutoscaler, ExtendedStatefulSet).
 pub async fn install_crd(client: &Client) {
     ferry_testenv::cluster::install_crd(client, &VolumeResize::crd())
         .await
         .unwrap();
     ferry_testenv::cluster::install_crd(client, &ferry_api::VolumeAutoscaler::crd())
+        .await
+        .unwrap();
+    ferry_testenv::cluster::install_crd(client, &ferry_api::ExtendedStatefulSet::crd())
         .await
         .unwrap();
 }

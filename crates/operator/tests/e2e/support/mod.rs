@@ -308,12 +308,15 @@ pub fn free_port() -> u16 {
         .unwrap()
 }
 
-/// Installs the CRDs (VolumeResize, VolumeAutoscaler) and waits until they are established.
+/// Installs the CRDs (VolumeResize, VolumeAutoscaler, ExtendedStatefulSet) and waits until they are established.
 pub async fn install_crd(client: &Client) {
     ferry_testenv::cluster::install_crd(client, &VolumeResize::crd())
         .await
         .unwrap();
     ferry_testenv::cluster::install_crd(client, &ferry_api::VolumeAutoscaler::crd())
+        .await
+        .unwrap();
+    ferry_testenv::cluster::install_crd(client, &ferry_api::ExtendedStatefulSet::crd())
         .await
         .unwrap();
 }

@@ -1,0 +1,172 @@
+//! The ConfigMaps and Secrets an ExtendedStatefulSet's pods reference: their content (for the
+//! digest that rolls the pods when it changes) and their protection from deletion while
+//! referenced (a finalizer, released when no ExtendedStatefulSet references them any more).
+
+use crate::{Error, writes};
+use ferry_engine::extended::config::{ConfigRef, Content};
+use k8s_openapi::api::core::v1::{ConfigMap, Secret};
+use kube::api::{ListParams, Patch};
+use kube::{Api, Client, Resource, ResourceExt};
+use serde::de::DeserializeOwned;
+use std::collections::{BTreeMap, BTreeSet};
+
+/// Finalizer on a referenced ConfigMap or Secret: deleting it waits until nothing references it.
+pub const FINALIZER_IN_USE: &str = "ferry.dev/in-use";
+/// Label on a referenced ConfigMap or Secret (so Ferry watches only those).
+pub const LABEL_REFERENCED: &str = "ferry.dev/referenced";
+/// Annotation on a referenced ConfigMap or Secret: the ExtendedStatefulSets referencing it.
+pub const ANNOTATION_USED_BY: &str = "ferry.dev/used-by";
+
+fn configmap_content(map: &ConfigMap) -> BTreeMap<String, Vec<u8>> {
+    let mut content: BTreeMap<String, Vec<u8>> = map
+        .data
+        .iter()
+        .flatten()
+        .map(|(key, value)| (key.clone(), value.as_bytes().to_vec()))
+        .collect();
+    content.extend(
+        map.binary_data
+            .iter()
+            .flatten()
+            .map(|(key, value)| (format!("binary:{key}"), value.0.clone())),
+    );
+    content
+}
+
+fn secret_content(secret: &Secret) -> BTreeMap<String, Vec<u8>> {
+    secret
+        .data
+        .iter()
+        .flatten()
+        .map(|(key, value)| (key.clone(), value.0.clone()))
+        .collect()
+}
+
+/// The content of every referenced object (missing ones as `None`).
+pub async fn contents(
+    client: &Client,
+    namespace: &str,
+    references: &BTreeSet<ConfigRef>,
+) -> Result<BTreeMap<ConfigRef, Content>, Error> {
+    let maps = Api::<ConfigMap>::namespaced(client.clone(), namespace);
+    let secrets = Api::<Secret>::namespaced(client.clone(), namespace);
+    let mut found = BTreeMap::new();
+    for reference in references {
+        let content = match reference {
+            ConfigRef::ConfigMap(name) => maps.get_opt(name).await?.as_ref().map(configmap_content),
+            ConfigRef::Secret(name) => secrets.get_opt(name).await?.as_ref().map(secret_content),
+        };
+        found.insert(reference.clone(), content);
+    }
+    Ok(found)
+}
+
+fn users_of(object: &impl ResourceExt) -> BTreeSet<String> {
+    object
+        .annotations()
+        .get(ANNOTATION_USED_BY)
+        .map(|list| {
+            list.split(',')
+                .filter(|n| !n.is_empty())
+                .map(str::to_string)
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Marks `object` as used by exactly `users` (protected while any), or releases it (none).
+async fn mark<K>(api: &Api<K>, object: &K, users: &BTreeSet<String>) -> Result<(), Error>
+where
+    K: Resource + Clone + DeserializeOwned + std::fmt::Debug,
+{
+    let protected = object.finalizers().iter().any(|f| f == FINALIZER_IN_USE);
+    let wanted = !users.is_empty();
+    if users_of(object) == *users && protected == wanted {
+        return Ok(());
+    }
+    let mut finalizers: Vec<String> = object
+        .finalizers()
+        .iter()
+        .filter(|f| *f != FINALIZER_IN_USE)
+        .cloned()
+        .collect();
+    let patch = if users.is_empty() {
+        serde_json::json!({"metadata": {
+            "resourceVersion": object.resource_version(),
+            "finalizers": finalizers,
+            "labels": {LABEL_REFERENCED: null},
+            "annotations": {ANNOTATION_USED_BY: null},
+        }})
+    } else {
+        finalizers.push(FINALIZER_IN_USE.to_string());
+        let list: Vec<&str> = users.iter().map(String::as_str).collect();
+        serde_json::json!({"metadata": {
+            "resourceVersion": object.resource_version(),
+            "finalizers": finalizers,
+            "labels": {LABEL_REFERENCED: "true"},
+            "annotations": {ANNOTATION_USED_BY: list.join(",")},
+        }})
+    };
+    api.patch(&object.name_any(), &writes::patch(), &Patch::Merge(&patch))
+        .await?;
+    Ok(())
+}
+
+/// Protects what `user` references now and releases what it referenced before (an empty
+/// `references` releases everything, as when it is deleted).
+pub async fn protect(
+    client: &Client,
+    namespace: &str,
+    user: &str,
+    references: &BTreeSet<ConfigRef>,
+) -> Result<(), Error> {
+    let maps = Api::<ConfigMap>::namespaced(client.clone(), namespace);
+    let secrets = Api::<Secret>::namespaced(client.clone(), namespace);
+    let marked = ListParams::default().labels(LABEL_REFERENCED);
+    // Release: marked objects naming `user` that it no longer references.
+    for map in maps.list(&marked).await?.items {
+        if !references.contains(&ConfigRef::ConfigMap(map.name_any())) {
+            let mut users = users_of(&map);
+            if users.remove(user) {
+                mark(&maps, &map, &users).await?;
+            }
+        }
+    }
+    for secret in secrets.list(&marked).await?.items {
+        if !references.contains(&ConfigRef::Secret(secret.name_any())) {
+            let mut users = users_of(&secret);
+            if users.remove(user) {
+                mark(&secrets, &secret, &users).await?;
+            }
+        }
+    }
+    // Protect what it references (and exists, and is not already being deleted).
+    for reference in references {
+        match reference {
+            ConfigRef::ConfigMap(name) => {
+                if let Some(map) = maps.get_opt(name).await?
+                    && map.metadata.deletion_timestamp.is_none()
+                {
+                    let mut users = users_of(&map);
+                    users.insert(user.to_string());
+                    mark(&maps, &map, &users).await?;
+                }
+            }
+            ConfigRef::Secret(name) => {
+                if let Some(secret) = secrets.get_opt(name).await?
+                    && secret.metadata.deletion_timestamp.is_none()
+                {
+                    let mut users = users_of(&secret);
+                    users.insert(user.to_string());
+                    mark(&secrets, &secret, &users).await?;
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The ExtendedStatefulSets a marked ConfigMap or Secret names.
+pub fn users(object: &impl ResourceExt) -> BTreeSet<String> {
+    users_of(object)
+}

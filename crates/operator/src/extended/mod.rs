@@ -1,0 +1,495 @@
+//! The ExtendedStatefulSet controller: reads the ExtendedStatefulSet, its StatefulSets and pods,
+//! the configuration its pods reference and the VolumeResizes in the namespace; plans with
+//! `ferry_engine::extended`; applies the StatefulSets (server-side apply under Ferry's field
+//! manager, so edits to them are put back), starts a VolumeResize per StatefulSet for a changed
+//! volume claim template, and writes status.
+
+pub mod config;
+
+use crate::context::Context;
+use crate::events::{self, Notice};
+use crate::{Error, writes};
+use ferry_api::names::{
+    FIELD_MANAGER, LABEL_MANAGED_BY, LABEL_STATEFUL_SET, LABEL_TRIGGER, MANAGED_BY_VALUE,
+};
+use ferry_api::{ExtendedStatefulSet, ExtendedStatefulSetStatus, VolumeResize, VolumeResizeSpec, ZoneStatus};
+use ferry_engine::conditions::{condition, set_condition};
+use ferry_engine::extended::config::{digest, references};
+use ferry_engine::extended::desired::{
+    ANNOTATION_STALE, ANNOTATION_VERSION, Desired, LABEL_EXTENDED, stateful_sets, version_digest,
+    with_partition,
+};
+use ferry_engine::extended::rollout::{self, Observed, Progress, Rules, Step};
+use ferry_engine::trigger::resize_name;
+use k8s_openapi::api::apps::v1::StatefulSet;
+use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use k8s_openapi::jiff::Timestamp;
+use kube::api::{DeleteParams, ListParams, Patch, PatchParams};
+use kube::runtime::controller::Action;
+use kube::{Api, Resource, ResourceExt};
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Finalizer on an ExtendedStatefulSet whose configuration is protected: released on delete.
+pub const FINALIZER_RELEASE_CONFIG: &str = "ferry.dev/release-config";
+/// While an update is under way, look again this often (pods' readiness, watch times).
+const UPDATING_RECHECK: Duration = Duration::from_secs(3);
+const RECHECK: Duration = Duration::from_secs(120);
+
+fn rules(ests: &ExtendedStatefulSet) -> Rules {
+    let strategy = ests.spec.update_strategy.clone().unwrap_or_default();
+    let seconds = |text: Option<&String>, default: i64| {
+        text.and_then(|text| ferry_engine::duration::seconds(text))
+            .unwrap_or(default)
+    };
+    Rules {
+        canaries: strategy.canaries.unwrap_or(0),
+        canary_watch_seconds: seconds(
+            strategy.canary_watch_time.as_ref(),
+            Rules::DEFAULT_CANARY_WATCH_SECONDS,
+        ),
+        update_watch_seconds: seconds(
+            strategy.update_watch_time.as_ref(),
+            Rules::DEFAULT_UPDATE_WATCH_SECONDS,
+        ),
+        update_not_ready: strategy.update_not_ready.unwrap_or(false),
+    }
+}
+
+fn progress_of(status: Option<&ExtendedStatefulSetStatus>) -> Progress {
+    Progress {
+        version: status.map_or(0, |s| s.version),
+        digest: status.and_then(|s| s.template_digest.clone()),
+        step: Step::parse(status.and_then(|s| s.update_step.as_deref())),
+        step_started: status
+            .and_then(|s| s.step_started_at.as_ref())
+            .map(|t| t.0.as_second()),
+        stale_at: status.and_then(|s| s.stale_at.clone()),
+    }
+}
+
+fn pod_ready(pod: &Pod) -> bool {
+    pod.status
+        .as_ref()
+        .and_then(|s| s.conditions.as_ref())
+        .is_some_and(|c| c.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
+}
+
+/// One StatefulSet as the rollout sees it: pods on its newest revision count only once the
+/// StatefulSet controller has seen the latest spec (before that its revision is the old one).
+async fn observe(pods: &Api<Pod>, desired: &Desired, live: Option<&StatefulSet>) -> Result<Observed, Error> {
+    let Some(live) = live else {
+        return Ok(Observed {
+            name: desired.name.clone(),
+            exists: false,
+            replicas: desired.replicas,
+            ready: 0,
+            updated_ready: 0,
+            updated: 0,
+        });
+    };
+    let status = live.status.clone().unwrap_or_default();
+    let current = status.observed_generation == live.metadata.generation;
+    let selector = live
+        .spec
+        .as_ref()
+        .and_then(|spec| spec.selector.match_labels.clone())
+        .unwrap_or_default();
+    let selector_text: Vec<String> = selector.iter().map(|(k, v)| format!("{k}={v}")).collect();
+    let mut updated = 0;
+    let mut updated_ready = 0;
+    if current && let Some(revision) = status.update_revision.as_deref() {
+        for pod in pods
+            .list(&ListParams::default().labels(&selector_text.join(",")))
+            .await?
+            .items
+        {
+            let owned = pod
+                .owner_references()
+                .iter()
+                .any(|o| o.controller == Some(true) && Some(&o.uid) == live.metadata.uid.as_ref());
+            if owned && pod.labels().get("controller-revision-hash").map(String::as_str) == Some(revision) {
+                updated += 1;
+                if pod_ready(&pod) && pod.metadata.deletion_timestamp.is_none() {
+                    updated_ready += 1;
+                }
+            }
+        }
+    }
+    Ok(Observed {
+        name: desired.name.clone(),
+        exists: true,
+        replicas: desired.replicas,
+        ready: status.ready_replicas.unwrap_or(0),
+        updated_ready,
+        updated,
+    })
+}
+
+pub async fn reconcile(ests: Arc<ExtendedStatefulSet>, ctx: Arc<Context>) -> Result<Action, Error> {
+    let namespace = ests.namespace().ok_or_else(|| Error::NotNamespaced {
+        kind: "ExtendedStatefulSet",
+        name: ests.name_any(),
+    })?;
+    let name = ests.name_any();
+    let client = &ctx.client;
+    let api = Api::<ExtendedStatefulSet>::namespaced(client.clone(), &namespace);
+    let has_finalizer = ests.finalizers().iter().any(|f| f == FINALIZER_RELEASE_CONFIG);
+    if ests.metadata.deletion_timestamp.is_some() {
+        // Its StatefulSets go with it (owner references); its configuration is released.
+        if has_finalizer {
+            config::protect(client, &namespace, &name, &BTreeSet::new()).await?;
+            let finalizers: Vec<&String> = ests
+                .finalizers()
+                .iter()
+                .filter(|f| *f != FINALIZER_RELEASE_CONFIG)
+                .collect();
+            let patch = serde_json::json!({"metadata": {"resourceVersion": ests.resource_version(), "finalizers": finalizers}});
+            api.patch(&name, &writes::patch(), &Patch::Merge(&patch)).await?;
+        }
+        return Ok(Action::await_change());
+    }
+
+    // Configuration: digest and protection (only when its changes roll the pods).
+    let pod_spec = ests.spec.template.spec.template.spec.clone().unwrap_or_default();
+    let referenced = if ests.spec.update_on_config_change {
+        references(&pod_spec)
+    } else {
+        BTreeSet::new()
+    };
+    if !referenced.is_empty() && !has_finalizer {
+        let mut finalizers: Vec<String> = ests.finalizers().to_vec();
+        finalizers.push(FINALIZER_RELEASE_CONFIG.to_string());
+        let patch = serde_json::json!({"metadata": {"resourceVersion": ests.resource_version(), "finalizers": finalizers}});
+        api.patch(&name, &writes::patch(), &Patch::Merge(&patch)).await?;
+        return Ok(Action::requeue(Duration::from_millis(100)));
+    }
+    if has_finalizer {
+        config::protect(client, &namespace, &name, &referenced).await?;
+    }
+    let config_digest = if ests.spec.update_on_config_change {
+        Some(digest(&config::contents(client, &namespace, &referenced).await?))
+    } else {
+        None
+    };
+    let version = version_digest(&ests, config_digest.as_deref());
+    let desired = stateful_sets(&ests, config_digest.as_deref());
+
+    let sets = Api::<StatefulSet>::namespaced(client.clone(), &namespace);
+    let pods = Api::<Pod>::namespaced(client.clone(), &namespace);
+    let resizes_api = Api::<VolumeResize>::namespaced(client.clone(), &namespace);
+    let resizes = resizes_api.list(&ListParams::default()).await?.items;
+    let mut live: BTreeMap<String, StatefulSet> = BTreeMap::new();
+    let mut observed = Vec::new();
+    for wanted in &desired {
+        let found = sets.get_opt(&wanted.name).await?;
+        observed.push(observe(&pods, wanted, found.as_ref()).await?);
+        if let Some(found) = found {
+            live.insert(wanted.name.clone(), found);
+        }
+    }
+
+    let mut notices: Vec<(bool, &'static str, String)> = Vec::new();
+    let mut problems: Vec<String> = Vec::new();
+    let mut volume_resizes = BTreeMap::new();
+    // Volume claim templates: a change is a VolumeResize per StatefulSet; the StatefulSet keeps
+    // its live templates until the resize re-creates it with the new ones.
+    let mut busy: BTreeSet<String> = BTreeSet::new();
+    for wanted in &desired {
+        if let Some(running) = resizes
+            .iter()
+            .find(|r| r.spec.stateful_set_name == wanted.name && !r.phase().is_terminal())
+        {
+            busy.insert(wanted.name.clone());
+            volume_resizes.insert(wanted.name.clone(), running.name_any());
+            continue;
+        }
+        let Some(current) = live.get(&wanted.name) else {
+            continue;
+        };
+        match ferry_engine::extended::volumes::changes(current, &wanted.object) {
+            Ok(changes) if changes.is_empty() => {}
+            Err(message) => problems.push(format!("{}: {message}", wanted.name)),
+            Ok(changes) => {
+                let resize = resize_name(&wanted.name, &current.uid().unwrap_or_default(), &changes);
+                volume_resizes.insert(wanted.name.clone(), resize.clone());
+                if let Some(failed) = resizes.iter().find(|r| r.name_any() == resize) {
+                    problems.push(format!(
+                        "VolumeResize {resize} of {} ended {:?}; delete it to try again",
+                        wanted.name,
+                        failed.phase()
+                    ));
+                    continue;
+                }
+                let mut request =
+                    VolumeResize::new(&resize, VolumeResizeSpec::for_volumes(&wanted.name, changes));
+                request.metadata.namespace = Some(namespace.clone());
+                request.metadata.labels = Some(
+                    [
+                        (LABEL_TRIGGER.to_string(), "extended-stateful-set".to_string()),
+                        (LABEL_STATEFUL_SET.to_string(), wanted.name.clone()),
+                        (LABEL_EXTENDED.to_string(), name.clone()),
+                        (LABEL_MANAGED_BY.to_string(), MANAGED_BY_VALUE.to_string()),
+                    ]
+                    .into(),
+                );
+                match resizes_api.create(&writes::create(), &request).await {
+                    Ok(_) => notices.push((
+                        false,
+                        "VolumeResizeStarted",
+                        format!(
+                            "volume claim templates of {} change: VolumeResize {resize}",
+                            wanted.name
+                        ),
+                    )),
+                    Err(kube::Error::Api(status)) if status.code == 409 => {}
+                    Err(error) => return Err(error.into()),
+                }
+                busy.insert(wanted.name.clone());
+            }
+        }
+    }
+
+    let now = Timestamp::now().as_second();
+    let previous = progress_of(ests.status.as_ref());
+    let plan = rollout::next(&previous, &version, &rules(&ests), &observed, now);
+    notices.extend(plan.notices.iter().cloned());
+    if plan.apply {
+        for wanted in &desired {
+            if busy.contains(&wanted.name) {
+                continue;
+            }
+            let partition = plan
+                .partitions
+                .iter()
+                .find(|(sts, _)| *sts == wanted.name)
+                .map_or(0, |(_, p)| *p);
+            let mut object = with_partition(wanted.object.clone(), partition);
+            if let (Some(current), Some(spec)) = (live.get(&wanted.name), object.spec.as_mut()) {
+                spec.volume_claim_templates = current
+                    .spec
+                    .as_ref()
+                    .and_then(|s| s.volume_claim_templates.clone());
+            }
+            let annotations = object.metadata.annotations.get_or_insert_with(BTreeMap::new);
+            annotations.insert(ANNOTATION_VERSION.to_string(), plan.progress.version.to_string());
+            if plan.progress.step == Step::Stale {
+                annotations.insert(ANNOTATION_STALE.to_string(), plan.progress.version.to_string());
+            }
+            let mut body = serde_json::to_value(&object).map_err(|source| Error::Serialize {
+                what: "StatefulSet",
+                source,
+            })?;
+            body["apiVersion"] = "apps/v1".into();
+            body["kind"] = "StatefulSet".into();
+            if let Err(error) = sets
+                .patch(
+                    &wanted.name,
+                    &PatchParams::apply(FIELD_MANAGER).force(),
+                    &Patch::Apply(&body),
+                )
+                .await
+            {
+                let refused = Error::from(error);
+                match refused.refusal() {
+                    Some(message) => problems.push(format!("{}: {message}", wanted.name)),
+                    None => return Err(refused),
+                }
+            }
+        }
+    }
+    // StatefulSets of zones no longer listed go (their claims stay, as with a StatefulSet).
+    let wanted_names: BTreeSet<&str> = desired.iter().map(|d| d.name.as_str()).collect();
+    for owned in sets
+        .list(&ListParams::default().labels(&format!("{LABEL_EXTENDED}={name}")))
+        .await?
+        .items
+    {
+        let ours = owned
+            .owner_references()
+            .iter()
+            .any(|o| Some(&o.uid) == ests.metadata.uid.as_ref());
+        if ours && !wanted_names.contains(owned.name_any().as_str()) && !busy.contains(&owned.name_any()) {
+            sets.delete(&owned.name_any(), &DeleteParams::background())
+                .await?;
+        }
+    }
+
+    let status = status_of(&ests, &plan, &observed, &desired, volume_resizes, &problems, now);
+    let patch = serde_json::json!({
+        "apiVersion": "ferry.dev/v1alpha1", "kind": "ExtendedStatefulSet", "status": status,
+    });
+    api.patch_status(
+        &name,
+        &PatchParams::apply(FIELD_MANAGER).force(),
+        &Patch::Apply(&patch),
+    )
+    .await?;
+    let reference = ests.object_ref(&());
+    for (warning, reason, message) in notices {
+        events::publish(
+            &ctx,
+            &Notice {
+                warning,
+                reason,
+                action: "Update",
+                note: message,
+            },
+            std::slice::from_ref(&reference),
+        )
+        .await;
+    }
+    Ok(Action::requeue(match plan.progress.step {
+        Step::Canaries | Step::Rest => UPDATING_RECHECK,
+        _ if !busy.is_empty() || plan.waiting.is_some() => UPDATING_RECHECK,
+        _ => RECHECK,
+    }))
+}
+
+fn status_of(
+    ests: &ExtendedStatefulSet,
+    plan: &rollout::Plan,
+    observed: &[Observed],
+    desired: &[Desired],
+    volume_resizes: BTreeMap<String, String>,
+    problems: &[String],
+    now: i64,
+) -> ExtendedStatefulSetStatus {
+    let previous = ests.status.clone().unwrap_or_default();
+    let now_time = Time(Timestamp::from_second(now).unwrap_or(Timestamp::UNIX_EPOCH));
+    let generation = ests.metadata.generation;
+    let progress = &plan.progress;
+    let replicas: i32 = observed.iter().filter(|o| o.exists).map(|o| o.replicas).sum();
+    let ready: i32 = observed.iter().map(|o| o.ready).sum();
+    let mut conditions = previous.conditions.clone();
+    let updating = matches!(progress.step, Step::Canaries | Step::Rest);
+    let progressing_message = plan.waiting.clone().unwrap_or_else(|| match progress.step {
+        Step::Canaries => format!("version {}: canaries updating", progress.version),
+        Step::Rest => format!("version {}: updating the rest", progress.version),
+        Step::Stale => format!(
+            "version {} stopped: {}",
+            progress.version,
+            progress.stale_at.clone().unwrap_or_default()
+        ),
+        Step::Done => format!("version {} runs", progress.version),
+    });
+    set_condition(
+        &mut conditions,
+        condition(
+            "Progressing",
+            updating,
+            if plan.waiting.is_some() {
+                "Waiting"
+            } else {
+                progress.step.name()
+            },
+            &progressing_message,
+            generation,
+            &now_time,
+        ),
+    );
+    set_condition(
+        &mut conditions,
+        condition(
+            "Stale",
+            progress.step == Step::Stale,
+            if progress.step == Step::Stale {
+                "UpdateFailed"
+            } else {
+                "Current"
+            },
+            &progress
+                .stale_at
+                .clone()
+                .unwrap_or_else(|| "no failed update".to_string()),
+            generation,
+            &now_time,
+        ),
+    );
+    let wanted: i32 = desired.iter().map(|d| d.replicas).sum();
+    set_condition(
+        &mut conditions,
+        condition(
+            "Available",
+            ready >= wanted,
+            if ready >= wanted {
+                "AllReady"
+            } else {
+                "NotAllReady"
+            },
+            &format!("{ready}/{wanted} pods Ready"),
+            generation,
+            &now_time,
+        ),
+    );
+    set_condition(
+        &mut conditions,
+        condition(
+            "Invalid",
+            !problems.is_empty(),
+            if problems.is_empty() { "Valid" } else { "Refused" },
+            &if problems.is_empty() {
+                "nothing refused".to_string()
+            } else {
+                problems.join("; ")
+            },
+            generation,
+            &now_time,
+        ),
+    );
+    let selector = ests
+        .spec
+        .template
+        .spec
+        .selector
+        .match_labels
+        .iter()
+        .flatten()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect::<Vec<_>>()
+        .join(",");
+    ExtendedStatefulSetStatus {
+        observed_generation: generation,
+        replicas,
+        ready_replicas: ready,
+        selector: Some(selector),
+        version: progress.version,
+        versions: rollout::versions(progress, observed)
+            .into_iter()
+            .map(|(version, running)| (version.to_string(), running))
+            .collect(),
+        zones: desired
+            .iter()
+            .zip(observed)
+            .map(|(d, o)| ZoneStatus {
+                zone: d.zone.as_ref().map(|(_, zone)| zone.clone()).unwrap_or_default(),
+                stateful_set: d.name.clone(),
+                replicas: d.replicas,
+                ready_replicas: o.ready,
+                updated_replicas: o.updated,
+            })
+            .collect(),
+        conditions,
+        volume_resizes,
+        ready_column: Some(format!("{ready}/{wanted}")),
+        zones_column: Some(if ests.spec.zones.is_empty() {
+            "-".to_string()
+        } else {
+            ests.spec.zones.join(",")
+        }),
+        template_digest: progress.digest.clone(),
+        update_step: Some(progress.step.name().to_string()),
+        step_started_at: progress
+            .step_started
+            .and_then(|at| Timestamp::from_second(at).ok())
+            .map(Time),
+        stale_at: progress.stale_at.clone(),
+    }
+}
+
+pub fn error_policy(ests: Arc<ExtendedStatefulSet>, error: &Error, _ctx: Arc<Context>) -> Action {
+    tracing::warn!(extended_stateful_set = %ests.name_any(), %error, "ExtendedStatefulSet: retrying");
+    Action::requeue(Duration::from_secs(5))
+}

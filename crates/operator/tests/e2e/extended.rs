@@ -1,0 +1,458 @@
+//! ExtendedStatefulSets on the real control plane: scaling rules, restarts on configuration
+//! change, zones on the three kwok nodes, canaries on the real node, volume template changes.
+
+use crate::support::Harness;
+use ferry_api::quantity::requested_storage;
+use ferry_api::{ExtendedStatefulSet, ExtendedStatefulSetStatus, Phase, VolumeResize};
+use ferry_testenv::fixtures::{stateful_set, wait_ready};
+use ferry_testenv::workload::BUSYBOX_IMAGE;
+use ferry_testenv::{CLASS_EXPANDABLE, REAL_NODE_KEY, kubectl, wait_until};
+use k8s_openapi::api::apps::v1::StatefulSet;
+use k8s_openapi::api::core::v1::{ConfigMap, Node, PersistentVolumeClaim, Pod};
+use kube::api::{Patch, PatchParams, PostParams};
+use kube::{Api, ResourceExt};
+use serde_json::{Value, json};
+use std::collections::BTreeMap;
+
+/// An ExtendedStatefulSet `name` around the fixture StatefulSet (kwok pods, one `data` template).
+fn extended(name: &str, replicas: i32, extra: Value) -> ExtendedStatefulSet {
+    let template = serde_json::to_value(stateful_set(name, replicas, CLASS_EXPANDABLE, "1Gi")).unwrap();
+    let mut spec = json!({"replicas": replicas, "template": {"spec": template["spec"]}});
+    if let (Some(spec), Some(extra)) = (spec.as_object_mut(), extra.as_object()) {
+        spec.extend(extra.clone());
+    }
+    serde_json::from_value(json!({
+        "apiVersion": "ferry.dev/v1alpha1", "kind": "ExtendedStatefulSet",
+        "metadata": {"name": name}, "spec": spec,
+    }))
+    .unwrap()
+}
+
+async fn create(harness: &Harness, ests: &ExtendedStatefulSet) {
+    harness
+        .ns
+        .api::<ExtendedStatefulSet>()
+        .create(&PostParams::default(), ests)
+        .await
+        .unwrap();
+}
+
+async fn wait_status(
+    harness: &Harness,
+    name: &str,
+    what: &str,
+    seconds: u64,
+    done: impl Fn(&ExtendedStatefulSetStatus) -> bool,
+) -> ExtendedStatefulSetStatus {
+    let api = harness.ns.api::<ExtendedStatefulSet>();
+    wait_until(what, seconds, || async {
+        let status = api.get(name).await.ok()?.status?;
+        done(&status).then_some(status)
+    })
+    .await
+    .unwrap()
+}
+
+async fn patch_spec(harness: &Harness, name: &str, patch: Value) -> Result<ExtendedStatefulSet, kube::Error> {
+    harness
+        .ns
+        .api::<ExtendedStatefulSet>()
+        .patch(
+            name,
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": patch})),
+        )
+        .await
+}
+
+async fn scale(harness: &Harness, kind: &str, name: &str, replicas: i32) -> (i32, String) {
+    let (code, out, err) = kubectl(&[
+        "-n",
+        &harness.ns.name,
+        "scale",
+        kind,
+        name,
+        &format!("--replicas={replicas}"),
+    ])
+    .await
+    .unwrap();
+    (code, format!("{out}{err}"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn scaling_rules_hold_for_kubectl_scale_and_edits_and_the_stateful_set_is_not_fought_over() {
+    let harness = Harness::start("ests-scale").await;
+    create(
+        &harness,
+        &extended("db", 3, json!({"scaling": {"min": 1, "max": 5, "oddOnly": true}})),
+    )
+    .await;
+    let sets = harness.ns.api::<StatefulSet>();
+    wait_ready(&sets, "db", 3, 60).await.unwrap();
+    wait_status(&harness, "db", "3/3 Ready", 60, |s| {
+        s.ready_column.as_deref() == Some("3/3")
+    })
+    .await;
+
+    let (code, said) = scale(&harness, "ests", "db", 4).await;
+    assert_ne!(code, 0);
+    assert!(said.contains("must be odd"), "{said}");
+    let (code, said) = scale(&harness, "ests", "db", 7).await;
+    assert_ne!(code, 0);
+    assert!(said.contains("above scaling.max"), "{said}");
+    let error = patch_spec(&harness, "db", json!({"replicas": 0}))
+        .await
+        .unwrap_err();
+    assert!(error.to_string().contains("below scaling.min"), "{error}");
+    let (code, said) = scale(&harness, "ests", "db", 5).await;
+    assert_eq!(code, 0, "{said}");
+    wait_ready(&sets, "db", 5, 60).await.unwrap();
+
+    // An edit of the StatefulSet itself is put back.
+    let (code, said) = scale(&harness, "sts", "db", 1).await;
+    assert_eq!(code, 0, "{said}");
+    wait_until("the StatefulSet back at 5 replicas", 60, || async {
+        let sts = sets.get("db").await.ok()?;
+        (sts.spec?.replicas == Some(5)).then_some(())
+    })
+    .await
+    .unwrap();
+    let status = wait_status(&harness, "db", "5/5 Ready", 60, |s| s.ready_replicas == 5).await;
+    assert_eq!(status.replicas, 5);
+    assert_eq!(status.version, 1, "scaling is not a new version");
+    harness.finish().await;
+}
+
+async fn pod_uids(harness: &Harness, app: &str) -> BTreeMap<String, String> {
+    harness.pod_uids(app).await
+}
+
+async fn write_config(harness: &Harness, name: &str, value: &str) {
+    let map: ConfigMap = serde_json::from_value(json!({
+        "apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}, "data": {"value": value},
+    }))
+    .unwrap();
+    harness
+        .ns
+        .api::<ConfigMap>()
+        .patch(
+            name,
+            &PatchParams::apply("test").force(),
+            &Patch::Apply(serde_json::to_value(&map).unwrap()),
+        )
+        .await
+        .unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_config_change_rolls_exactly_the_pods_that_reference_it() {
+    let harness = Harness::start("ests-config").await;
+    write_config(&harness, "app-config", "1").await;
+    write_config(&harness, "unrelated", "1").await;
+    let mut ests = extended("db", 2, json!({"updateOnConfigChange": true}));
+    let pod = ests.spec.template.spec.template.spec.as_mut().unwrap();
+    pod.containers[0].env_from = Some(vec![
+        serde_json::from_value(json!({"configMapRef": {"name": "app-config"}})).unwrap(),
+    ]);
+    create(&harness, &ests).await;
+    // A StatefulSet of another kind in the namespace: never touched.
+    harness
+        .healthy_stateful_set(stateful_set("other", 1, CLASS_EXPANDABLE, "1Gi"))
+        .await;
+    let sets = harness.ns.api::<StatefulSet>();
+    wait_ready(&sets, "db", 2, 60).await.unwrap();
+    let before = pod_uids(&harness, "db").await;
+    let other_before = pod_uids(&harness, "other").await;
+    assert_eq!(before.len(), 2);
+
+    // The referenced ConfigMap is protected while referenced.
+    let maps = harness.ns.api::<ConfigMap>();
+    let protected = wait_until("app-config protected", 60, || async {
+        let map = maps.get("app-config").await.ok()?;
+        map.finalizers()
+            .iter()
+            .any(|f| f == "ferry.dev/in-use")
+            .then_some(map)
+    })
+    .await
+    .unwrap();
+    assert_eq!(protected.annotations()["ferry.dev/used-by"], "db");
+    assert!(maps.get("unrelated").await.unwrap().finalizers().is_empty());
+
+    // An unrelated change rolls nothing.
+    write_config(&harness, "unrelated", "2").await;
+    tokio::time::sleep(std::time::Duration::from_secs(6)).await;
+    assert_eq!(pod_uids(&harness, "db").await, before);
+
+    // The referenced one rolls every pod of db, and only those.
+    write_config(&harness, "app-config", "2").await;
+    wait_until("every db pod replaced", 120, || async {
+        let now = pod_uids(&harness, "db").await;
+        (now.len() == 2 && now.iter().all(|(name, uid)| before.get(name) != Some(uid))).then_some(())
+    })
+    .await
+    .unwrap();
+    wait_status(&harness, "db", "version 2 done", 60, |s| {
+        s.version == 2 && s.update_step.as_deref() == Some("Done")
+    })
+    .await;
+    assert_eq!(pod_uids(&harness, "other").await, other_before);
+
+    // Deleting it while referenced waits; once no longer referenced it goes.
+    maps.delete("app-config", &Default::default()).await.unwrap();
+    tokio::time::sleep(std::time::Duration::from_secs(2)).await;
+    let pending = maps.get("app-config").await.unwrap();
+    assert!(pending.metadata.deletion_timestamp.is_some());
+    patch_spec(&harness, "db", json!({"updateOnConfigChange": false}))
+        .await
+        .unwrap();
+    wait_until("app-config released and gone", 60, || async {
+        maps.get_opt("app-config")
+            .await
+            .ok()
+            .and_then(|found| found.is_none().then_some(()))
+    })
+    .await
+    .unwrap();
+    harness.finish().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn zones_get_one_pinned_stateful_set_each_with_an_even_spread() {
+    let harness = Harness::start("ests-zones").await;
+    create(
+        &harness,
+        &extended("db", 5, json!({"zones": ["zone-a", "zone-b", "zone-c"]})),
+    )
+    .await;
+    let sets = harness.ns.api::<StatefulSet>();
+    let nodes: Api<Node> = Api::all(harness.client.clone());
+    let pods = harness.ns.api::<Pod>();
+    for (index, (zone, replicas)) in [("zone-a", 2), ("zone-b", 2), ("zone-c", 1)]
+        .into_iter()
+        .enumerate()
+    {
+        let name = format!("db-z{index}");
+        wait_ready(&sets, &name, replicas, 60).await.unwrap();
+        for ordinal in 0..replicas {
+            let pod = pods.get(&format!("{name}-{ordinal}")).await.unwrap();
+            let node = nodes
+                .get(pod.spec.as_ref().unwrap().node_name.as_deref().unwrap())
+                .await
+                .unwrap();
+            assert_eq!(
+                node.labels()["topology.kubernetes.io/zone"],
+                zone,
+                "{name}-{ordinal}"
+            );
+            assert_eq!(pod.labels()["ferry.dev/zone"], zone);
+            let env: Vec<(String, String)> = pod.spec.as_ref().unwrap().containers[0]
+                .env
+                .iter()
+                .flatten()
+                .map(|e| (e.name.clone(), e.value.clone().unwrap_or_default()))
+                .collect();
+            assert!(env.contains(&("FERRY_ZONE".into(), zone.into())), "{env:?}");
+            assert!(env.contains(&("FERRY_ZONE_INDEX".into(), index.to_string())));
+        }
+    }
+    let status = wait_status(&harness, "db", "5/5 Ready", 60, |s| s.ready_replicas == 5).await;
+    assert_eq!(status.zones_column.as_deref(), Some("zone-a,zone-b,zone-c"));
+    let (_, out, _) = kubectl(&["-n", &harness.ns.name, "get", "ests", "db"])
+        .await
+        .unwrap();
+    assert!(
+        out.contains("READY") && out.contains("ZONES") && out.contains("VERSION"),
+        "{out}"
+    );
+    assert!(out.contains("5/5"), "{out}");
+    harness.finish().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_volume_template_change_resizes_every_zones_volumes() {
+    let harness = Harness::start("ests-volumes").await;
+    create(
+        &harness,
+        &extended("db", 2, json!({"zones": ["zone-a", "zone-b"]})),
+    )
+    .await;
+    let sets = harness.ns.api::<StatefulSet>();
+    wait_ready(&sets, "db-z0", 1, 60).await.unwrap();
+    wait_ready(&sets, "db-z1", 1, 60).await.unwrap();
+    let mut ests = harness.ns.api::<ExtendedStatefulSet>().get("db").await.unwrap();
+    let template = &mut ests.spec.template.spec.volume_claim_templates.as_mut().unwrap()[0];
+    let mut template_value = serde_json::to_value(&*template).unwrap();
+    template_value["spec"]["resources"]["requests"]["storage"] = "2Gi".into();
+    *template = serde_json::from_value(template_value).unwrap();
+    patch_spec(
+        &harness,
+        "db",
+        json!({"template": {"spec": serde_json::to_value(&ests.spec.template.spec).unwrap()}}),
+    )
+    .await
+    .unwrap();
+    let status = wait_status(&harness, "db", "a VolumeResize per zone", 60, |s| {
+        s.volume_resizes.len() == 2
+    })
+    .await;
+    let resizes = harness.ns.api::<VolumeResize>();
+    for (sts, resize) in &status.volume_resizes {
+        let done = wait_until(&format!("{resize} to finish"), 120, || async {
+            let found = resizes.get_opt(resize).await.ok().flatten()?;
+            found.phase().is_terminal().then_some(found)
+        })
+        .await
+        .unwrap();
+        assert_eq!(done.phase(), Phase::Succeeded, "{sts}: {:?}", done.status);
+        let claim = harness
+            .ns
+            .api::<PersistentVolumeClaim>()
+            .get(&format!("data-{sts}-0"))
+            .await
+            .unwrap();
+        assert_eq!(requested_storage(claim.spec.as_ref()).unwrap().0, "2Gi");
+    }
+    // The StatefulSets carry the new template and are still the ExtendedStatefulSet's.
+    for sts in ["db-z0", "db-z1"] {
+        let live = wait_until("the re-created StatefulSet", 60, || async {
+            sets.get_opt(sts).await.ok().flatten()
+        })
+        .await
+        .unwrap();
+        let template = &live
+            .spec
+            .as_ref()
+            .unwrap()
+            .volume_claim_templates
+            .as_ref()
+            .unwrap()[0];
+        assert_eq!(requested_storage(template.spec.as_ref()).unwrap().0, "2Gi");
+        assert_eq!(live.owner_references()[0].kind, "ExtendedStatefulSet");
+    }
+    let status = wait_status(&harness, "db", "no resize left", 60, |s| {
+        s.volume_resizes.is_empty()
+    })
+    .await;
+    assert_eq!(status.version, 1, "a volume change is not a new version");
+    harness.finish().await;
+}
+
+/// On the real node: pods are Ready only when their `VERSION` is not `bad`.
+fn real_node_extended(canaries: i32) -> ExtendedStatefulSet {
+    serde_json::from_value(json!({
+        "apiVersion": "ferry.dev/v1alpha1", "kind": "ExtendedStatefulSet",
+        "metadata": {"name": "web"},
+        "spec": {
+            "replicas": 3,
+            "updateStrategy": {"canaries": canaries, "canaryWatchTime": "15s", "updateWatchTime": "60s"},
+            "template": {"spec": {
+                "serviceName": "web",
+                "podManagementPolicy": "Parallel",
+                "selector": {"matchLabels": {"app": "web"}},
+                "template": {
+                    "metadata": {"labels": {"app": "web"}},
+                    "spec": {
+                        "nodeSelector": {REAL_NODE_KEY: "true"},
+                        "tolerations": [{"key": REAL_NODE_KEY, "operator": "Exists", "effect": "NoSchedule"}],
+                        "terminationGracePeriodSeconds": 1,
+                        "containers": [{
+                            "name": "web", "image": BUSYBOX_IMAGE, "imagePullPolicy": "Never",
+                            "env": [{"name": "VERSION", "value": "1"}],
+                            "command": ["sh", "-c", "[ \"$VERSION\" = bad ] || touch /tmp/ready; trap 'exit 0' TERM; while true; do sleep 1; done"],
+                            "readinessProbe": {"exec": {"command": ["test", "-f", "/tmp/ready"]}, "periodSeconds": 1},
+                        }],
+                    },
+                },
+            }},
+        },
+    }))
+    .unwrap()
+}
+
+async fn set_version(harness: &Harness, value: &str) {
+    let mut ests = harness.ns.api::<ExtendedStatefulSet>().get("web").await.unwrap();
+    let pod = ests.spec.template.spec.template.spec.as_mut().unwrap();
+    pod.containers[0].env = Some(vec![
+        serde_json::from_value(json!({"name": "VERSION", "value": value})).unwrap(),
+    ]);
+    patch_spec(
+        harness,
+        "web",
+        json!({"template": {"spec": serde_json::to_value(&ests.spec.template.spec).unwrap()}}),
+    )
+    .await
+    .unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_canary_that_never_becomes_ready_stops_the_rollout_and_marks_the_version_stale() {
+    let mut harness = Harness::start("ests-canary").await;
+    create(&harness, &real_node_extended(1)).await;
+    let sets = harness.ns.api::<StatefulSet>();
+    wait_ready(&sets, "web", 3, 120).await.unwrap();
+    let before = pod_uids(&harness, "web").await;
+
+    // A good version goes through canary and rest, the operator killed on the way.
+    set_version(&harness, "2").await;
+    wait_status(&harness, "web", "version 2 canaries", 30, |s| s.version == 2).await;
+    harness.restart_operator();
+    wait_status(&harness, "web", "version 2 on every pod", 120, |s| {
+        s.update_step.as_deref() == Some("Done") && s.version == 2
+    })
+    .await;
+    let good = pod_uids(&harness, "web").await;
+    assert!(good.iter().all(|(name, uid)| before.get(name) != Some(uid)));
+
+    // A bad one: the canary (web-2) never becomes Ready; web-0 and web-1 stay as they are.
+    set_version(&harness, "bad").await;
+    let stale = wait_status(&harness, "web", "version 3 stale", 90, |s| {
+        s.update_step.as_deref() == Some("Stale")
+    })
+    .await;
+    assert_eq!(stale.version, 3);
+    assert!(
+        stale.stale_at.as_deref().unwrap().starts_with("Canaries"),
+        "{stale:?}"
+    );
+    let condition = stale.conditions.iter().find(|c| c.type_ == "Stale").unwrap();
+    assert_eq!(condition.status, "True");
+    assert_eq!(stale.versions.get("2"), Some(&true));
+    assert_eq!(stale.versions.get("3"), Some(&true));
+    tokio::time::sleep(std::time::Duration::from_secs(5)).await;
+    let after = pod_uids(&harness, "web").await;
+    for untouched in ["web-0", "web-1"] {
+        assert_eq!(
+            after.get(untouched),
+            good.get(untouched),
+            "{untouched} was not updated"
+        );
+    }
+    assert_ne!(after.get("web-2"), good.get("web-2"), "the canary was updated");
+    let live = sets.get("web").await.unwrap();
+    assert_eq!(
+        live.annotations().get("ferry.dev/stale").map(String::as_str),
+        Some("3")
+    );
+    let events = harness.events_for("ExtendedStatefulSet", "web").await;
+    assert!(
+        events.iter().any(|(_, reason, _)| reason == "VersionStale"),
+        "{events:?}"
+    );
+
+    // The fix for a broken release: pods are not all Ready, so it needs updateNotReady.
+    patch_spec(
+        &harness,
+        "web",
+        json!({"updateStrategy": {"updateNotReady": true}}),
+    )
+    .await
+    .unwrap();
+    set_version(&harness, "4").await;
+    wait_status(&harness, "web", "the fixed version on every pod", 120, |s| {
+        s.update_step.as_deref() == Some("Done") && s.version == 4
+    })
+    .await;
+    wait_ready(&sets, "web", 3, 60).await.unwrap();
+    harness.finish().await;
+}
