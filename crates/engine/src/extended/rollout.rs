@@ -11,8 +11,12 @@
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Step {
     Done,
+    /// The pre-update Job runs; the StatefulSets are left as they are.
+    PreUpdate,
     Canaries,
     Rest,
+    /// The post-update Job runs.
+    PostUpdate,
     Stale,
 }
 
@@ -20,6 +24,8 @@ impl Step {
     pub fn name(self) -> &'static str {
         match self {
             Step::Done => "Done",
+            Step::PreUpdate => "PreUpdate",
+            Step::PostUpdate => "PostUpdate",
             Step::Canaries => "Canaries",
             Step::Rest => "Rest",
             Step::Stale => "Stale",
@@ -28,6 +34,8 @@ impl Step {
 
     pub fn parse(text: Option<&str>) -> Step {
         match text {
+            Some("PreUpdate") => Step::PreUpdate,
+            Some("PostUpdate") => Step::PostUpdate,
             Some("Canaries") => Step::Canaries,
             Some("Rest") => Step::Rest,
             Some("Stale") => Step::Stale,
@@ -56,6 +64,25 @@ pub struct Rules {
     pub canary_watch_seconds: i64,
     pub update_watch_seconds: i64,
     pub update_not_ready: bool,
+    pub pre_update: bool,
+    pub post_update: bool,
+}
+
+/// Where the current version's pre- or post-update Job stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum JobState {
+    #[default]
+    Absent,
+    Running,
+    Succeeded,
+    Failed,
+}
+
+/// Which Job to create.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Hook {
+    PreUpdate,
+    PostUpdate,
 }
 
 impl Rules {
@@ -89,6 +116,8 @@ pub struct Plan {
     pub waiting: Option<String>,
     /// Events: (warning, reason, message).
     pub notices: Vec<(bool, &'static str, String)>,
+    /// A Job of the current version to create now.
+    pub create_job: Option<Hook>,
 }
 
 /// Each StatefulSet's partition so that `canaries` of its pods (all of them for 0) update.
@@ -107,13 +136,32 @@ fn partitions(observed: &[Observed], canaries: i32) -> Vec<(String, i32)> {
 }
 
 /// Decides the next step of the rollout of version `digest`.
-pub fn next(previous: &Progress, digest: &str, rules: &Rules, observed: &[Observed], now: i64) -> Plan {
+/// The step that updates pods, after the pre-update Job.
+fn first_pod_step(rules: &Rules) -> Step {
+    if rules.canaries > 0 {
+        Step::Canaries
+    } else {
+        Step::Rest
+    }
+}
+
+/// Decides the next step of the rollout of version `digest`; `job` is the current version's Job
+/// for the step it is in (pre- or post-update).
+pub fn next(
+    previous: &Progress,
+    digest: &str,
+    rules: &Rules,
+    observed: &[Observed],
+    job: JobState,
+    now: i64,
+) -> Plan {
     let mut plan = Plan {
         progress: previous.clone(),
         apply: true,
         partitions: partitions(observed, 0),
         waiting: None,
         notices: Vec::new(),
+        create_job: None,
     };
     if previous.digest.as_deref() != Some(digest) {
         let version = previous.version.max(0) + 1;
@@ -144,7 +192,24 @@ pub fn next(previous: &Progress, digest: &str, rules: &Rules, observed: &[Observ
             return plan;
         }
         let canaries = rules.canaries.max(0);
-        let step = if canaries > 0 { Step::Canaries } else { Step::Rest };
+        if rules.pre_update {
+            plan.progress = Progress {
+                version,
+                digest: Some(digest.to_string()),
+                step: Step::PreUpdate,
+                step_started: Some(now),
+                stale_at: None,
+            };
+            plan.apply = false;
+            plan.create_job = Some(Hook::PreUpdate);
+            plan.notices.push((
+                false,
+                "PreUpdateStarted",
+                format!("version {version}: running the pre-update Job first"),
+            ));
+            return plan;
+        }
+        let step = first_pod_step(rules);
         plan.progress = Progress {
             version,
             digest: Some(digest.to_string()),
@@ -170,15 +235,70 @@ pub fn next(previous: &Progress, digest: &str, rules: &Rules, observed: &[Observ
     match previous.step {
         Step::Done => {}
         Step::Stale => {
-            // Stay where the update stopped.
-            let stopped_at_canaries = previous
-                .stale_at
-                .as_deref()
-                .is_some_and(|at| at.starts_with("Canaries"));
-            if stopped_at_canaries {
+            // Stay where the update stopped; before the pre-update Job succeeded, the
+            // StatefulSets were never touched and stay so.
+            let stopped_at = previous.stale_at.as_deref().unwrap_or_default();
+            if stopped_at.starts_with("PreUpdate") {
+                plan.apply = false;
+            } else if stopped_at.starts_with("Canaries") {
                 plan.partitions = partitions(observed, rules.canaries.max(0));
             }
         }
+        Step::PreUpdate => match job {
+            JobState::Absent => {
+                plan.apply = false;
+                plan.create_job = Some(Hook::PreUpdate);
+            }
+            JobState::Running => plan.apply = false,
+            JobState::Succeeded => {
+                let step = first_pod_step(rules);
+                plan.progress.step = step;
+                plan.progress.step_started = Some(now);
+                if step == Step::Canaries {
+                    plan.partitions = partitions(observed, rules.canaries.max(0));
+                }
+                plan.notices.push((
+                    false,
+                    "UpdateStarted",
+                    format!("version {version}: pre-update Job succeeded; updating pods"),
+                ));
+            }
+            JobState::Failed => {
+                let message =
+                    "PreUpdate: the pre-update Job failed; the StatefulSets are unchanged".to_string();
+                plan.apply = false;
+                plan.progress.step = Step::Stale;
+                plan.progress.stale_at = Some(message.clone());
+                plan.notices.push((
+                    true,
+                    "VersionStale",
+                    format!("version {version} is stale: {message}"),
+                ));
+            }
+        },
+        Step::PostUpdate => match job {
+            JobState::Absent => plan.create_job = Some(Hook::PostUpdate),
+            JobState::Running => {}
+            JobState::Succeeded => {
+                plan.progress.step = Step::Done;
+                plan.progress.step_started = Some(now);
+                plan.notices.push((
+                    false,
+                    "UpdateDone",
+                    format!("version {version} runs on every pod"),
+                ));
+            }
+            JobState::Failed => {
+                let message = "PostUpdate: the post-update Job failed".to_string();
+                plan.progress.step = Step::Stale;
+                plan.progress.stale_at = Some(message.clone());
+                plan.notices.push((
+                    true,
+                    "VersionStale",
+                    format!("version {version} is stale: {message}"),
+                ));
+            }
+        },
         Step::Canaries => {
             let canaries = rules.canaries.max(0);
             plan.partitions = partitions(observed, canaries);
@@ -210,7 +330,11 @@ pub fn next(previous: &Progress, digest: &str, rules: &Rules, observed: &[Observ
         }
         Step::Rest => {
             let done = observed.iter().all(|sts| sts.updated_ready >= sts.replicas);
-            if done {
+            if done && rules.post_update {
+                plan.progress.step = Step::PostUpdate;
+                plan.progress.step_started = Some(now);
+                plan.create_job = Some(Hook::PostUpdate);
+            } else if done {
                 plan.progress.step = Step::Done;
                 plan.progress.step_started = Some(now);
                 plan.notices.push((
@@ -260,6 +384,8 @@ mod tests {
         canary_watch_seconds: 60,
         update_watch_seconds: 300,
         update_not_ready: false,
+        pre_update: false,
+        post_update: false,
     };
 
     fn sts(replicas: i32, ready: i32, updated_ready: i32) -> Observed {
@@ -296,7 +422,7 @@ mod tests {
             exists: false,
             ..sts(3, 0, 0)
         };
-        let plan = next(&empty, "v", &RULES, &[absent], 10);
+        let plan = next(&empty, "v", &RULES, &[absent], JobState::Absent, 10);
         assert!(plan.apply);
         assert_eq!(plan.progress.version, 1);
         assert_eq!(plan.progress.step, Step::Done);
@@ -309,20 +435,41 @@ mod tests {
             digest: Some("old".into()),
             ..at(Step::Done, 1, 0)
         };
-        let plan = next(&done, "v", &RULES, &[sts(3, 3, 0)], 100);
+        let plan = next(&done, "v", &RULES, &[sts(3, 3, 0)], JobState::Absent, 100);
         assert_eq!(plan.progress.step, Step::Canaries);
         assert_eq!(plan.progress.version, 2);
         assert_eq!(plan.partitions, vec![("db".to_string(), 2)]);
 
-        let waiting = next(&plan.progress, "v", &RULES, &[sts(3, 2, 0)], 130);
+        let waiting = next(
+            &plan.progress,
+            "v",
+            &RULES,
+            &[sts(3, 2, 0)],
+            JobState::Absent,
+            130,
+        );
         assert_eq!(waiting.progress.step, Step::Canaries);
         assert_eq!(waiting.partitions, vec![("db".to_string(), 2)]);
 
-        let canaries_ready = next(&plan.progress, "v", &RULES, &[sts(3, 3, 1)], 130);
+        let canaries_ready = next(
+            &plan.progress,
+            "v",
+            &RULES,
+            &[sts(3, 3, 1)],
+            JobState::Absent,
+            130,
+        );
         assert_eq!(canaries_ready.progress.step, Step::Rest);
         assert_eq!(canaries_ready.partitions, vec![("db".to_string(), 0)]);
 
-        let finished = next(&canaries_ready.progress, "v", &RULES, &[sts(3, 3, 3)], 200);
+        let finished = next(
+            &canaries_ready.progress,
+            "v",
+            &RULES,
+            &[sts(3, 3, 3)],
+            JobState::Absent,
+            200,
+        );
         assert_eq!(finished.progress.step, Step::Done);
         assert_eq!(versions(&finished.progress, &[sts(3, 3, 3)]), vec![(2, true)]);
     }
@@ -330,7 +477,7 @@ mod tests {
     #[test]
     fn a_canary_not_ready_in_time_makes_the_version_stale_and_holds_the_rest_back() {
         let canaries = at(Step::Canaries, 2, 100);
-        let stale = next(&canaries, "v", &RULES, &[sts(3, 2, 0)], 160);
+        let stale = next(&canaries, "v", &RULES, &[sts(3, 2, 0)], JobState::Absent, 160);
         assert_eq!(stale.progress.step, Step::Stale);
         assert!(
             stale
@@ -342,7 +489,14 @@ mod tests {
         );
         assert_eq!(stale.notices[0].1, "VersionStale");
         // Later passes keep the partition where it stopped.
-        let later = next(&stale.progress, "v", &RULES, &[sts(3, 2, 0)], 500);
+        let later = next(
+            &stale.progress,
+            "v",
+            &RULES,
+            &[sts(3, 2, 0)],
+            JobState::Absent,
+            500,
+        );
         assert_eq!(later.progress.step, Step::Stale);
         assert_eq!(later.partitions, vec![("db".to_string(), 2)]);
         assert_eq!(
@@ -358,19 +512,103 @@ mod tests {
     }
 
     #[test]
+    fn a_failed_pre_update_job_leaves_the_stateful_sets_untouched() {
+        let rules = Rules {
+            pre_update: true,
+            post_update: true,
+            ..RULES
+        };
+        let done = Progress {
+            digest: Some("old".into()),
+            ..at(Step::Done, 1, 0)
+        };
+        let plan = next(&done, "v", &rules, &[sts(3, 3, 0)], JobState::Absent, 100);
+        assert_eq!(plan.progress.step, Step::PreUpdate);
+        assert_eq!(plan.create_job, Some(Hook::PreUpdate));
+        assert!(!plan.apply);
+        let running = next(
+            &plan.progress,
+            "v",
+            &rules,
+            &[sts(3, 3, 0)],
+            JobState::Running,
+            110,
+        );
+        assert!(!running.apply && running.create_job.is_none());
+        let failed = next(
+            &plan.progress,
+            "v",
+            &rules,
+            &[sts(3, 3, 0)],
+            JobState::Failed,
+            120,
+        );
+        assert_eq!(failed.progress.step, Step::Stale);
+        assert!(!failed.apply);
+        let later = next(
+            &failed.progress,
+            "v",
+            &rules,
+            &[sts(3, 3, 0)],
+            JobState::Failed,
+            900,
+        );
+        assert!(!later.apply, "still untouched");
+
+        let passed = next(
+            &plan.progress,
+            "v",
+            &rules,
+            &[sts(3, 3, 0)],
+            JobState::Succeeded,
+            120,
+        );
+        assert_eq!(passed.progress.step, Step::Canaries);
+        assert!(passed.apply);
+        let rest = next(
+            &passed.progress,
+            "v",
+            &rules,
+            &[sts(3, 3, 1)],
+            JobState::Absent,
+            130,
+        );
+        let post = next(
+            &rest.progress,
+            "v",
+            &rules,
+            &[sts(3, 3, 3)],
+            JobState::Absent,
+            140,
+        );
+        assert_eq!(post.progress.step, Step::PostUpdate);
+        assert_eq!(post.create_job, Some(Hook::PostUpdate));
+        let post_failed = next(
+            &post.progress,
+            "v",
+            &rules,
+            &[sts(3, 3, 3)],
+            JobState::Failed,
+            150,
+        );
+        assert_eq!(post_failed.progress.step, Step::Stale);
+        assert!(post_failed.apply);
+    }
+
+    #[test]
     fn a_new_version_waits_for_ready_pods_unless_update_not_ready() {
         let stale = Progress {
             stale_at: Some("Canaries: …".into()),
             ..at(Step::Stale, 2, 100)
         };
-        let fix = next(&stale, "fixed", &RULES, &[sts(3, 2, 0)], 200);
+        let fix = next(&stale, "fixed", &RULES, &[sts(3, 2, 0)], JobState::Absent, 200);
         assert!(!fix.apply);
         assert!(fix.waiting.unwrap().contains("updateNotReady"));
         let rules = Rules {
             update_not_ready: true,
             ..RULES
         };
-        let fix = next(&stale, "fixed", &rules, &[sts(3, 2, 0)], 200);
+        let fix = next(&stale, "fixed", &rules, &[sts(3, 2, 0)], JobState::Absent, 200);
         assert!(fix.apply);
         assert_eq!(fix.progress.version, 3);
         assert_eq!(fix.progress.step, Step::Canaries);

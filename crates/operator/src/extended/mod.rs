@@ -19,9 +19,10 @@ use ferry_engine::extended::desired::{
     ANNOTATION_STALE, ANNOTATION_VERSION, Desired, LABEL_EXTENDED, stateful_sets, version_digest,
     with_partition,
 };
-use ferry_engine::extended::rollout::{self, Observed, Progress, Rules, Step};
+use ferry_engine::extended::rollout::{self, Hook, JobState, Observed, Progress, Rules, Step};
 use ferry_engine::trigger::resize_name;
 use k8s_openapi::api::apps::v1::StatefulSet;
+use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
@@ -55,6 +56,79 @@ fn rules(ests: &ExtendedStatefulSet) -> Rules {
             Rules::DEFAULT_UPDATE_WATCH_SECONDS,
         ),
         update_not_ready: strategy.update_not_ready.unwrap_or(false),
+        pre_update: ests.spec.pre_update.is_some(),
+        post_update: ests.spec.post_update.is_some(),
+    }
+}
+
+fn job_name(ests: &str, hook: Hook, version: i64) -> String {
+    match hook {
+        Hook::PreUpdate => format!("{ests}-pre-update-v{version}"),
+        Hook::PostUpdate => format!("{ests}-post-update-v{version}"),
+    }
+}
+
+async fn job_state(jobs: &Api<Job>, name: &str) -> Result<JobState, Error> {
+    let Some(job) = jobs.get_opt(name).await? else {
+        return Ok(JobState::Absent);
+    };
+    let holds = |type_: &str| {
+        job.status
+            .as_ref()
+            .and_then(|s| s.conditions.as_ref())
+            .is_some_and(|c| c.iter().any(|c| c.type_ == type_ && c.status == "True"))
+    };
+    Ok(if holds("Complete") {
+        JobState::Succeeded
+    } else if holds("Failed") {
+        JobState::Failed
+    } else {
+        JobState::Running
+    })
+}
+
+/// Creates the version's pre- or post-update Job from its template, owned by the
+/// ExtendedStatefulSet; without a `backoffLimit` of its own, `retryCount` (default 0) is it.
+async fn create_job(
+    jobs: &Api<Job>,
+    ests: &ExtendedStatefulSet,
+    hook: Hook,
+    version: i64,
+) -> Result<(), Error> {
+    let Some(template) = (match hook {
+        Hook::PreUpdate => ests.spec.pre_update.clone(),
+        Hook::PostUpdate => ests.spec.post_update.clone(),
+    }) else {
+        return Ok(());
+    };
+    let name = ests.name_any();
+    let mut spec = template.spec.unwrap_or_default();
+    if spec.backoff_limit.is_none() {
+        spec.backoff_limit = Some(
+            ests.spec
+                .update_strategy
+                .as_ref()
+                .and_then(|s| s.retry_count)
+                .unwrap_or(0),
+        );
+    }
+    let mut metadata = template.metadata.unwrap_or_default();
+    metadata.name = Some(job_name(&name, hook, version));
+    metadata.namespace = ests.namespace();
+    metadata
+        .labels
+        .get_or_insert_with(BTreeMap::new)
+        .insert(LABEL_EXTENDED.to_string(), name.clone());
+    metadata.owner_references = ests.controller_owner_ref(&()).map(|owner| vec![owner]);
+    let job = Job {
+        metadata,
+        spec: Some(spec),
+        status: None,
+    };
+    match jobs.create(&writes::create(), &job).await {
+        Ok(_) => Ok(()),
+        Err(kube::Error::Api(status)) if status.code == 409 => Ok(()),
+        Err(error) => Err(error.into()),
     }
 }
 
@@ -254,8 +328,25 @@ pub async fn reconcile(ests: Arc<ExtendedStatefulSet>, ctx: Arc<Context>) -> Res
 
     let now = Timestamp::now().as_second();
     let previous = progress_of(ests.status.as_ref());
-    let plan = rollout::next(&previous, &version, &rules(&ests), &observed, now);
+    let jobs = Api::<Job>::namespaced(client.clone(), &namespace);
+    let job = match previous.step {
+        Step::PreUpdate => job_state(&jobs, &job_name(&name, Hook::PreUpdate, previous.version)).await?,
+        Step::PostUpdate => job_state(&jobs, &job_name(&name, Hook::PostUpdate, previous.version)).await?,
+        _ => JobState::Absent,
+    };
+    let plan = rollout::next(&previous, &version, &rules(&ests), &observed, job, now);
     notices.extend(plan.notices.iter().cloned());
+    if let Some(hook) = plan.create_job
+        && let Err(error) = create_job(&jobs, &ests, hook, plan.progress.version).await
+    {
+        match error.refusal() {
+            Some(message) => problems.push(format!(
+                "{}: {message}",
+                job_name(&name, hook, plan.progress.version)
+            )),
+            None => return Err(error),
+        }
+    }
     if plan.apply {
         for wanted in &desired {
             if busy.contains(&wanted.name) {
@@ -342,7 +433,7 @@ pub async fn reconcile(ests: Arc<ExtendedStatefulSet>, ctx: Arc<Context>) -> Res
         .await;
     }
     Ok(Action::requeue(match plan.progress.step {
-        Step::Canaries | Step::Rest => UPDATING_RECHECK,
+        Step::Canaries | Step::Rest | Step::PreUpdate | Step::PostUpdate => UPDATING_RECHECK,
         _ if !busy.is_empty() || plan.waiting.is_some() => UPDATING_RECHECK,
         _ => RECHECK,
     }))
@@ -364,8 +455,13 @@ fn status_of(
     let replicas: i32 = observed.iter().filter(|o| o.exists).map(|o| o.replicas).sum();
     let ready: i32 = observed.iter().map(|o| o.ready).sum();
     let mut conditions = previous.conditions.clone();
-    let updating = matches!(progress.step, Step::Canaries | Step::Rest);
+    let updating = matches!(
+        progress.step,
+        Step::Canaries | Step::Rest | Step::PreUpdate | Step::PostUpdate
+    );
     let progressing_message = plan.waiting.clone().unwrap_or_else(|| match progress.step {
+        Step::PreUpdate => format!("version {}: pre-update Job running", progress.version),
+        Step::PostUpdate => format!("version {}: post-update Job running", progress.version),
         Step::Canaries => format!("version {}: canaries updating", progress.version),
         Step::Rest => format!("version {}: updating the rest", progress.version),
         Step::Stale => format!(

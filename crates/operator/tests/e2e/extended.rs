@@ -120,6 +120,29 @@ async fn scaling_rules_hold_for_kubectl_scale_and_edits_and_the_stateful_set_is_
     let status = wait_status(&harness, "db", "5/5 Ready", 60, |s| s.ready_replicas == 5).await;
     assert_eq!(status.replicas, 5);
     assert_eq!(status.version, 1, "scaling is not a new version");
+
+    // Deleting it deletes its StatefulSet (owner reference) and keeps the claims.
+    harness
+        .ns
+        .api::<ExtendedStatefulSet>()
+        .delete("db", &Default::default())
+        .await
+        .unwrap();
+    wait_until("the StatefulSet to go with it", 60, || async {
+        sets.get_opt("db")
+            .await
+            .ok()
+            .and_then(|found| found.is_none().then_some(()))
+    })
+    .await
+    .unwrap();
+    let claims = harness
+        .ns
+        .api::<PersistentVolumeClaim>()
+        .list(&Default::default())
+        .await
+        .unwrap();
+    assert_eq!(claims.items.len(), 5, "the claims stay");
     harness.finish().await;
 }
 
@@ -454,5 +477,92 @@ async fn a_canary_that_never_becomes_ready_stops_the_rollout_and_marks_the_versi
     })
     .await;
     wait_ready(&sets, "web", 3, 60).await.unwrap();
+    harness.finish().await;
+}
+
+/// A Job template on the real node that runs `script`.
+fn job(script: &str) -> Value {
+    json!({"spec": {"template": {"spec": {
+        "restartPolicy": "Never",
+        "nodeSelector": {REAL_NODE_KEY: "true"},
+        "tolerations": [{"key": REAL_NODE_KEY, "operator": "Exists", "effect": "NoSchedule"}],
+        "containers": [{"name": "hook", "image": BUSYBOX_IMAGE, "imagePullPolicy": "Never", "command": ["sh", "-c", script]}],
+    }}}})
+}
+
+async fn set_image(harness: &Harness, name: &str, image: &str) {
+    let mut ests = harness.ns.api::<ExtendedStatefulSet>().get(name).await.unwrap();
+    ests.spec.template.spec.template.spec.as_mut().unwrap().containers[0].image = Some(image.to_string());
+    patch_spec(
+        harness,
+        name,
+        json!({"template": {"spec": serde_json::to_value(&ests.spec.template.spec).unwrap()}}),
+    )
+    .await
+    .unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failing_pre_update_job_leaves_the_stateful_set_unchanged() {
+    let harness = Harness::start("ests-jobs").await;
+    create(
+        &harness,
+        &extended(
+            "db",
+            2,
+            json!({"preUpdate": job("exit 1"), "postUpdate": job("exit 0")}),
+        ),
+    )
+    .await;
+    let sets = harness.ns.api::<StatefulSet>();
+    wait_ready(&sets, "db", 2, 60).await.unwrap();
+    let before = sets.get("db").await.unwrap();
+    let pods_before = pod_uids(&harness, "db").await;
+
+    set_image(&harness, "db", "registry.k8s.io/pause:3.10-next").await;
+    let stale = wait_status(&harness, "db", "the pre-update Job to fail", 120, |s| {
+        s.update_step.as_deref() == Some("Stale")
+    })
+    .await;
+    assert_eq!(stale.version, 2);
+    assert!(
+        stale.stale_at.as_deref().unwrap().starts_with("PreUpdate"),
+        "{stale:?}"
+    );
+    tokio::time::sleep(std::time::Duration::from_secs(3)).await;
+    let after = sets.get("db").await.unwrap();
+    assert_eq!(
+        after.metadata.generation, before.metadata.generation,
+        "the StatefulSet is untouched"
+    );
+    assert_eq!(pod_uids(&harness, "db").await, pods_before);
+
+    // A working hook and a new version: pre-update, pods, post-update, done.
+    patch_spec(&harness, "db", json!({"preUpdate": job("exit 0")}))
+        .await
+        .unwrap();
+    set_image(&harness, "db", "registry.k8s.io/pause:3.10-third").await;
+    let done = wait_status(&harness, "db", "version 3 done", 120, |s| {
+        s.version == 3 && s.update_step.as_deref() == Some("Done")
+    })
+    .await;
+    assert_eq!(done.versions.get("3"), Some(&true));
+    let image = sets
+        .get("db")
+        .await
+        .unwrap()
+        .spec
+        .unwrap()
+        .template
+        .spec
+        .unwrap()
+        .containers[0]
+        .image
+        .clone();
+    assert_eq!(image.as_deref(), Some("registry.k8s.io/pause:3.10-third"));
+    let jobs = harness.ns.api::<k8s_openapi::api::batch::v1::Job>();
+    for name in ["db-pre-update-v2", "db-pre-update-v3", "db-post-update-v3"] {
+        assert!(jobs.get_opt(name).await.unwrap().is_some(), "{name}");
+    }
     harness.finish().await;
 }
