@@ -82,6 +82,26 @@ async fn scale(harness: &Harness, kind: &str, name: &str, replicas: i32) -> (i32
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn scaling_rules_hold_for_kubectl_scale_and_edits_and_the_stateful_set_is_not_fought_over() {
     let harness = Harness::start("ests-scale").await;
+    let api = harness.ns.api::<ExtendedStatefulSet>();
+    for (scaling, says) in [
+        (
+            json!({"min": 3, "max": 1}),
+            "scaling.min must not be larger than scaling.max",
+        ),
+        (
+            json!({"min": 2, "max": 2, "oddOnly": true}),
+            "must hold an odd number",
+        ),
+    ] {
+        let error = api
+            .create(
+                &PostParams::default(),
+                &extended("bad", 2, json!({"scaling": scaling})),
+            )
+            .await
+            .unwrap_err();
+        assert!(error.to_string().contains(says), "{error}");
+    }
     create(
         &harness,
         &extended("db", 3, json!({"scaling": {"min": 1, "max": 5, "oddOnly": true}})),
