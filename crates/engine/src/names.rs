@@ -49,6 +49,17 @@ pub fn hold(stateful_set: &str) -> String {
     format!("ferry-hold-{stateful_set}")
 }
 
+/// The first `bytes` bytes of a finished SHA-256, in hex: short digests for names and annotations.
+pub fn hex_digest(hasher: sha2::Sha256, bytes: usize) -> String {
+    use sha2::Digest;
+    hasher
+        .finalize()
+        .iter()
+        .take(bytes)
+        .map(|byte| format!("{byte:02x}"))
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -83,12 +83,7 @@ pub fn resize_name(stateful_set: &str, uid: &str, changes: &[VolumeChange]) -> S
             .as_bytes(),
         );
     }
-    let digest: String = hasher
-        .finalize()
-        .iter()
-        .take(4)
-        .map(|byte| format!("{byte:02x}"))
-        .collect();
+    let digest = crate::names::hex_digest(hasher, 4);
     let prefix: String = stateful_set.chars().take(44).collect();
     format!("{}-resize-{digest}", prefix.trim_end_matches(['-', '.']))
 }

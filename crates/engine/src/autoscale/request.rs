@@ -33,12 +33,7 @@ pub fn resize_name(grow: &Grow) -> String {
         )
         .as_bytes(),
     );
-    let digest: String = hasher
-        .finalize()
-        .iter()
-        .take(4)
-        .map(|byte| format!("{byte:02x}"))
-        .collect();
+    let digest = crate::names::hex_digest(hasher, 4);
     let prefix: String = grow.stateful_set.chars().take(46).collect();
     format!("{}-auto-{digest}", prefix.trim_end_matches(['-', '.']))
 }

@@ -99,12 +99,7 @@ pub fn digest(contents: &BTreeMap<ConfigRef, Content>) -> String {
         }
         hasher.update(b"\x01");
     }
-    hasher
-        .finalize()
-        .iter()
-        .take(8)
-        .map(|byte| format!("{byte:02x}"))
-        .collect()
+    crate::names::hex_digest(hasher, 8)
 }
 
 #[cfg(test)]

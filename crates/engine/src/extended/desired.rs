@@ -55,12 +55,7 @@ pub fn version_digest(ests: &ExtendedStatefulSet, config_digest: Option<&str>) -
     });
     let mut hasher = Sha256::new();
     hasher.update(material.to_string().as_bytes());
-    hasher
-        .finalize()
-        .iter()
-        .take(8)
-        .map(|byte| format!("{byte:02x}"))
-        .collect()
+    crate::names::hex_digest(hasher, 8)
 }
 
 fn pin_to_zone(affinity: Option<Affinity>, zone: &str) -> Affinity {

@@ -40,15 +40,12 @@ async fn wait_status(
     seconds: u64,
     done: impl Fn(&VolumeAutoscalerStatus) -> bool,
 ) -> VolumeAutoscalerStatus {
-    let api = harness.ns.api::<VolumeAutoscaler>();
-    wait_until(what, seconds, || async {
-        let status = api.get(name).await.ok()?.status?;
-        done(&status).then_some(status)
-    })
-    .await
-    .unwrap_or_else(|error| {
-        panic!("{error}");
-    })
+    let found: VolumeAutoscaler = harness
+        .wait_object(name, what, seconds, |object: &VolumeAutoscaler| {
+            object.status.as_ref().is_some_and(&done)
+        })
+        .await;
+    found.status.unwrap_or_default()
 }
 
 fn state_of(status: &VolumeAutoscalerStatus) -> Option<&str> {

@@ -44,13 +44,12 @@ async fn wait_status(
     seconds: u64,
     done: impl Fn(&ExtendedStatefulSetStatus) -> bool,
 ) -> ExtendedStatefulSetStatus {
-    let api = harness.ns.api::<ExtendedStatefulSet>();
-    wait_until(what, seconds, || async {
-        let status = api.get(name).await.ok()?.status?;
-        done(&status).then_some(status)
-    })
-    .await
-    .unwrap()
+    let found: ExtendedStatefulSet = harness
+        .wait_object(name, what, seconds, |object: &ExtendedStatefulSet| {
+            object.status.as_ref().is_some_and(&done)
+        })
+        .await;
+    found.status.unwrap_or_default()
 }
 
 async fn patch_spec(harness: &Harness, name: &str, patch: Value) -> Result<ExtendedStatefulSet, kube::Error> {

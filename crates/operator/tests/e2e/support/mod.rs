@@ -205,6 +205,23 @@ impl Harness {
         .unwrap()
     }
 
+    /// Waits until the namespaced object `name` of kind `K` satisfies `done`, returning it.
+    pub async fn wait_object<K>(&self, name: &str, what: &str, seconds: u64, done: impl Fn(&K) -> bool) -> K
+    where
+        K: kube::Resource<Scope = k8s_openapi::NamespaceResourceScope, DynamicType = ()>
+            + Clone
+            + serde::de::DeserializeOwned
+            + std::fmt::Debug,
+    {
+        let api = self.ns.api::<K>();
+        wait_until(what, seconds, || async {
+            let object = api.get_opt(name).await.ok().flatten()?;
+            done(&object).then_some(object)
+        })
+        .await
+        .unwrap()
+    }
+
     /// Events in the namespace about the named object, as (type, reason, note).
     pub async fn events_for(&self, kind: &str, name: &str) -> Vec<(String, String, String)> {
         self.ns
