@@ -585,3 +585,60 @@ async fn a_failing_pre_update_job_leaves_the_stateful_set_unchanged() {
     }
     harness.finish().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_volume_template_change_on_the_real_node_keeps_every_acknowledged_write() {
+    let harness = Harness::start("ests-real-volume").await;
+    let writer = ferry_testenv::workload::writer_stateful_set(
+        "db",
+        2,
+        &[("data", ferry_testenv::CLASS_BLOCK, "320Mi")],
+        &harness.ns.name,
+        8 << 10,
+        0,
+    )
+    .unwrap();
+    let template = serde_json::to_value(&writer).unwrap();
+    let ests: ExtendedStatefulSet = serde_json::from_value(json!({
+        "apiVersion": "ferry.dev/v1alpha1", "kind": "ExtendedStatefulSet",
+        "metadata": {"name": "db"},
+        "spec": {"replicas": 2, "template": {"spec": template["spec"]}},
+    }))
+    .unwrap();
+    create(&harness, &ests).await;
+    let sets = harness.ns.api::<StatefulSet>();
+    wait_ready(&sets, "db", 2, 180).await.unwrap();
+    let mut seeds = BTreeMap::new();
+    for claim in ["data-db-0", "data-db-1"] {
+        seeds.insert(
+            claim.to_string(),
+            crate::real_node::seed_checksum(&harness, claim).await,
+        );
+    }
+
+    let mut spec = serde_json::to_value(&ests.spec.template.spec).unwrap();
+    spec["volumeClaimTemplates"][0]["spec"]["resources"]["requests"]["storage"] = "384Mi".into();
+    patch_spec(&harness, "db", json!({"template": {"spec": spec}}))
+        .await
+        .unwrap();
+    let status = wait_status(&harness, "db", "the VolumeResize", 60, |s| {
+        !s.volume_resizes.is_empty()
+    })
+    .await;
+    let resize = status.volume_resizes["db"].clone();
+    let done = crate::real_node::wait_phase(&harness, &resize, 240).await;
+    assert_eq!(done.phase(), Phase::Succeeded, "{:?}", done.status);
+    for replica in 0..2 {
+        let size = ferry_testenv::workload::df_bytes(&harness.ns.name, &format!("db-{replica}"), "/data")
+            .await
+            .unwrap();
+        assert!(size > 300 << 20, "db-{replica}: df size {size}");
+    }
+    crate::real_node::assert_nothing_lost(&harness, 2, &seeds).await;
+    let status = wait_status(&harness, "db", "the resize done", 60, |s| {
+        s.volume_resizes.is_empty()
+    })
+    .await;
+    assert_eq!(status.version, 1);
+    harness.finish().await;
+}
