@@ -60,9 +60,29 @@ pub fn hex_digest(hasher: sha2::Sha256, bytes: usize) -> String {
         .collect()
 }
 
+/// The ordinal in `name` if it is `<prefix>-<digits>` (a pod `<sts>-<n>` with prefix `<sts>`, a
+/// claim `<template>-<sts>-<n>` with prefix `<template>-<sts>`).
+pub fn ordinal_after(name: &str, prefix: &str) -> Option<i32> {
+    let ordinal = name.strip_prefix(prefix)?.strip_prefix('-')?;
+    if ordinal.is_empty() || !ordinal.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    ordinal.parse().ok()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn ordinals_follow_the_prefix_and_are_digits_only() {
+        assert_eq!(ordinal_after("db-12", "db"), Some(12));
+        assert_eq!(ordinal_after("data-db-0", "data-db"), Some(0));
+        assert_eq!(ordinal_after("db-x-1", "db"), None);
+        assert_eq!(ordinal_after("db-", "db"), None);
+        assert_eq!(ordinal_after("db-+1", "db"), None);
+        assert_eq!(ordinal_after("dbx-1", "db"), None);
+    }
 
     #[test]
     fn names_of_a_row() {

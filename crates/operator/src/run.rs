@@ -16,7 +16,7 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomRe
 use kube::runtime::reflector::ObjectRef;
 use kube::runtime::wait::{await_condition, conditions};
 use kube::runtime::{Controller, watcher};
-use kube::{Api, Client, CustomResourceExt, ResourceExt};
+use kube::{Api, Client, ResourceExt};
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -272,9 +272,10 @@ fn autoscale_controller(
 }
 
 async fn wait_for_crd(client: &Client) -> Result<(), Error> {
-    wait_for_one_crd(client, VolumeResize::crd_name()).await?;
-    wait_for_one_crd(client, VolumeAutoscaler::crd_name()).await?;
-    wait_for_one_crd(client, ExtendedStatefulSet::crd_name()).await
+    for crd in crate::crd::all() {
+        wait_for_one_crd(client, &crd.name_any()).await?;
+    }
+    Ok(())
 }
 
 /// The ExtendedStatefulSet controller: its StatefulSets and the ConfigMaps and Secrets it

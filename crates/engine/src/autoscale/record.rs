@@ -307,22 +307,15 @@ pub fn overall(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::autoscale::{Increase, Provider, Reading, decide};
+    use crate::autoscale::{GI, MI, Reading, decide};
 
-    const MI: u64 = 1 << 20;
-    const GI: u64 = 1 << 30;
     const NOW: i64 = 1_000_000;
 
+    /// The decision tests' policy with a 2Gi limit.
     fn policy() -> Policy {
         Policy {
-            threshold_percent: 80,
-            inodes_threshold_percent: 90,
-            increase: Increase::Percent(20),
-            min_increase: None,
-            max_increase: None,
             max_size: 2 * GI,
-            cooldown_seconds: 3600,
-            provider: Provider::Generic,
+            ..crate::autoscale::tests::policy()
         }
     }
 

@@ -3,7 +3,7 @@ use proptest::prelude::*;
 
 const HOUR: i64 = 3600;
 
-fn policy() -> Policy {
+pub(super) fn policy() -> Policy {
     Policy {
         threshold_percent: 80,
         inodes_threshold_percent: 90,

@@ -9,6 +9,7 @@ use ferry_api::{Phase, VolumeAutoscaler, VolumeResize, parse_bytes};
 use ferry_engine::autoscale::rescue::crashing_on_full_disk;
 use ferry_engine::autoscale::usage::readings;
 use ferry_engine::autoscale::{Reading, Situation};
+use ferry_engine::names::ordinal_after;
 use k8s_openapi::api::apps::v1::StatefulSet;
 use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod};
 use kube::api::ListParams;
@@ -55,14 +56,6 @@ pub struct Replicas {
     pub pods: BTreeMap<i32, Pod>,
 }
 
-fn ordinal_of(pod: &str, sts: &str) -> Option<i32> {
-    let ordinal = pod.strip_prefix(sts)?.strip_prefix('-')?;
-    if ordinal.is_empty() || !ordinal.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    ordinal.parse().ok()
-}
-
 pub async fn replicas(client: &Client, namespace: &str, sts: &StatefulSet) -> Result<Replicas, Error> {
     let name = sts.name_any();
     let count = sts.spec.as_ref().and_then(|spec| spec.replicas).unwrap_or(1);
@@ -93,7 +86,7 @@ pub async fn replicas(client: &Client, namespace: &str, sts: &StatefulSet) -> Re
                     .iter()
                     .any(|owner| owner.controller == Some(true) && Some(&owner.uid) == uid.as_ref())
         })
-        .filter_map(|pod| Some((ordinal_of(&pod.name_any(), &name)?, pod)))
+        .filter_map(|pod| Some((ordinal_after(&pod.name_any(), &name)?, pod)))
         .collect();
     Ok(Replicas {
         ordinals: (0..count.max(0)).collect(),

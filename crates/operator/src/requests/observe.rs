@@ -25,15 +25,8 @@ pub fn templates_of(sts: &StatefulSet) -> Vec<Template> {
 /// `<template>-<sts>-<ordinal>` → (template, ordinal), for the templates given.
 fn claim_of(name: &str, sts: &str, templates: &[Template]) -> Option<(String, i32)> {
     templates.iter().find_map(|template| {
-        let ordinal = name
-            .strip_prefix(template.name.as_str())?
-            .strip_prefix('-')?
-            .strip_prefix(sts)?
-            .strip_prefix('-')?;
-        if ordinal.is_empty() || !ordinal.bytes().all(|b| b.is_ascii_digit()) {
-            return None;
-        }
-        Some((template.name.clone(), ordinal.parse().ok()?))
+        let ordinal = ferry_engine::names::ordinal_after(name, &format!("{}-{sts}", template.name))?;
+        Some((template.name.clone(), ordinal))
     })
 }
 

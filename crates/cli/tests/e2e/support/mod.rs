@@ -10,7 +10,7 @@ use ferry_testenv::fixtures::{stateful_set, wait_ready};
 use ferry_testenv::{TestNamespace, client};
 use k8s_openapi::api::apps::v1::StatefulSet;
 use kube::api::PostParams;
-use kube::{Api, Client, CustomResourceExt, ResourceExt};
+use kube::{Api, Client, ResourceExt};
 use serde_json::json;
 use std::path::PathBuf;
 use std::process::Stdio;
@@ -272,13 +272,7 @@ pub fn condition(type_: &str, status: &str, reason: &str, message: &str) -> serd
 
 /// Installs the CRDs the operator waits for (VolumeResize, VolumeAutoscaler, ExtendedStatefulSet).
 pub async fn install_crd(client: &Client) {
-    ferry_testenv::cluster::install_crd(client, &VolumeResize::crd())
-        .await
-        .unwrap();
-    ferry_testenv::cluster::install_crd(client, &ferry_api::VolumeAutoscaler::crd())
-        .await
-        .unwrap();
-    ferry_testenv::cluster::install_crd(client, &ferry_api::ExtendedStatefulSet::crd())
-        .await
-        .unwrap();
+    for crd in ferry_operator::crd::all() {
+        ferry_testenv::cluster::install_crd(client, &crd).await.unwrap();
+    }
 }

@@ -7,7 +7,7 @@ use ferry_operator::{Settings, run};
 use ferry_testenv::{TestNamespace, client, wait_until};
 use k8s_openapi::api::events::v1::Event;
 use kube::api::PostParams;
-use kube::{Api, Client, CustomResourceExt, ResourceExt};
+use kube::{Api, Client, ResourceExt};
 use tokio::task::JoinHandle;
 
 pub struct Harness {
@@ -327,15 +327,9 @@ pub fn free_port() -> u16 {
 
 /// Installs the CRDs (VolumeResize, VolumeAutoscaler, ExtendedStatefulSet) and waits until they are established.
 pub async fn install_crd(client: &Client) {
-    ferry_testenv::cluster::install_crd(client, &VolumeResize::crd())
-        .await
-        .unwrap();
-    ferry_testenv::cluster::install_crd(client, &ferry_api::VolumeAutoscaler::crd())
-        .await
-        .unwrap();
-    ferry_testenv::cluster::install_crd(client, &ferry_api::ExtendedStatefulSet::crd())
-        .await
-        .unwrap();
+    for crd in ferry_operator::crd::all() {
+        ferry_testenv::cluster::install_crd(client, &crd).await.unwrap();
+    }
 }
 
 pub fn condition<'a>(
