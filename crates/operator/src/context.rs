@@ -12,7 +12,7 @@ pub struct Context {
     pub recorder: Recorder,
     pub metrics: Arc<Metrics>,
     /// Every VolumeResize the controller watches, to find others on the same StatefulSet.
-    pub resizes: Store<VolumeResize>,
+    pub resizes: Resizes,
     /// Image of mover pods unless a VolumeResize names another.
     pub mover_image: String,
 }
@@ -21,12 +21,13 @@ impl Context {
     pub fn new(
         client: Client,
         metrics: Arc<Metrics>,
-        resizes: Store<VolumeResize>,
+        resizes: Resizes,
         mover_image: String,
+        identity: Option<String>,
     ) -> Self {
         let reporter = Reporter {
             controller: "ferry".into(),
-            instance: std::env::var("POD_NAME").ok(),
+            instance: identity,
         };
         Context {
             recorder: Recorder::new(client.clone(), reporter),
@@ -35,5 +36,19 @@ impl Context {
             resizes,
             mover_image,
         }
+    }
+}
+
+/// The VolumeResizes of every watched namespace: one cache per namespace (or one for all).
+#[derive(Clone, Default)]
+pub struct Resizes(Vec<Store<VolumeResize>>);
+
+impl Resizes {
+    pub fn new(stores: Vec<Store<VolumeResize>>) -> Self {
+        Resizes(stores)
+    }
+
+    pub fn state(&self) -> Vec<Arc<VolumeResize>> {
+        self.0.iter().flat_map(Store::state).collect()
     }
 }

@@ -26,6 +26,8 @@ pub enum Error {
     Config(String),
     #[error("unexpected cluster state: {0}")]
     Invariant(String),
+    #[error("lost the leader Lease: {0}; exiting so that only the new leader acts")]
+    LeadershipLost(String),
 }
 
 impl Error {
@@ -41,6 +43,7 @@ impl Error {
             Error::Tls(_) => "Tls",
             Error::Webhook(_) => "Webhook",
             Error::Invariant(_) => "UnexpectedState",
+            Error::LeadershipLost(_) => "LeadershipLost",
         }
     }
 

@@ -8,6 +8,7 @@ pub mod error;
 pub mod events;
 pub mod extended;
 pub mod http;
+pub mod leader;
 pub mod metrics;
 pub mod requests;
 pub mod resize;

@@ -1,6 +1,8 @@
 //! `ferry`: the Ferry operator binary.
 
 use clap::{Parser, Subcommand, ValueEnum};
+use ferry_operator::leader::LeaderElection;
+use ferry_operator::webhook::shared_ca::SecretRef;
 use ferry_operator::webhook::{Certificates, Endpoint, WebhookSettings};
 use ferry_operator::{Error, Settings, crd, run};
 use std::net::SocketAddr;
@@ -23,9 +25,9 @@ struct Cli {
 enum Command {
     /// Run the operator (uses in-cluster config or KUBECONFIG).
     Run {
-        /// Watch only this namespace.
-        #[arg(long, env = "FERRY_NAMESPACE")]
-        namespace: Option<String>,
+        /// Watch only these namespaces (comma-separated; all when not given).
+        #[arg(long = "namespace", env = "FERRY_NAMESPACE", value_delimiter = ',')]
+        namespaces: Vec<String>,
         /// Address for /healthz, /readyz and /metrics.
         #[arg(long, env = "FERRY_HTTP_ADDR", default_value = "0.0.0.0:8080")]
         http_addr: SocketAddr,
@@ -50,6 +52,22 @@ enum Command {
         /// issuing it from Ferry's own CA.
         #[arg(long, env = "FERRY_WEBHOOK_CERT_DIR")]
         webhook_cert_dir: Option<std::path::PathBuf>,
+        /// Keep Ferry's own webhook CA in this Secret, `<namespace>/<name>`, shared by every
+        /// replica (made by the first one to start).
+        #[arg(long, env = "FERRY_WEBHOOK_CA_SECRET", conflicts_with = "webhook_cert_dir")]
+        webhook_ca_secret: Option<String>,
+        /// The webhook configurations an installer made (the Helm chart): Ferry only keeps their
+        /// caBundle instead of registering its own.
+        #[arg(long, env = "FERRY_WEBHOOK_CONFIGURATION")]
+        webhook_configuration: Option<String>,
+        /// Act only while holding this Lease, `<namespace>/<name>` (replicas of one Deployment
+        /// share it; every replica serves the webhooks).
+        #[arg(long, env = "FERRY_LEADER_ELECTION_LEASE")]
+        leader_election_lease: Option<String>,
+        /// How long the Lease holds without renewal, e.g. `15s`: a dead leader is replaced
+        /// within about this time.
+        #[arg(long, env = "FERRY_LEADER_ELECTION_DURATION", default_value = "15s", value_parser = parse_interval)]
+        leader_election_duration: std::time::Duration,
         /// How often VolumeAutoscalers read volume usage and decide, e.g. `30s` or `1m` (also the
         /// least time between two stats requests to one node).
         #[arg(long, env = "FERRY_AUTOSCALE_INTERVAL", default_value = "1m", value_parser = parse_interval)]
@@ -88,7 +106,7 @@ fn main() -> ExitCode {
             }
         },
         Command::Run {
-            namespace,
+            namespaces,
             http_addr,
             log_format,
             mover_image,
@@ -96,17 +114,27 @@ fn main() -> ExitCode {
             webhook_service,
             webhook_listen,
             webhook_cert_dir,
+            webhook_ca_secret,
+            webhook_configuration,
+            leader_election_lease,
+            leader_election_duration,
             autoscale_interval,
         } => {
             init_logging(log_format);
-            let webhook =
-                match webhook_settings(webhook_url, webhook_service, webhook_listen, webhook_cert_dir) {
-                    Ok(webhook) => webhook,
-                    Err(message) => {
-                        eprintln!("ferry: {message}");
-                        return ExitCode::from(2);
-                    }
-                };
+            let webhook = match webhook_settings(
+                webhook_url,
+                webhook_service,
+                webhook_listen,
+                webhook_cert_dir,
+                webhook_ca_secret,
+                webhook_configuration,
+            ) {
+                Ok(webhook) => webhook,
+                Err(message) => {
+                    eprintln!("ferry: {message}");
+                    return ExitCode::from(2);
+                }
+            };
             let runtime = match tokio::runtime::Runtime::new() {
                 Ok(runtime) => runtime,
                 Err(error) => {
@@ -114,12 +142,28 @@ fn main() -> ExitCode {
                     return ExitCode::FAILURE;
                 }
             };
+            let leader_election = match leader_election_lease.as_deref().map(|lease| {
+                namespaced_name(lease, "--leader-election-lease").map(|(namespace, name)| LeaderElection {
+                    namespace,
+                    name,
+                    lease_duration: leader_election_duration,
+                })
+            }) {
+                None => None,
+                Some(Ok(election)) => Some(election),
+                Some(Err(message)) => {
+                    eprintln!("ferry: {message}");
+                    return ExitCode::from(2);
+                }
+            };
             match runtime.block_on(start(Settings {
-                namespace,
+                namespaces,
                 http_addr: Some(http_addr),
                 mover_image,
                 webhook,
                 autoscale_interval: Some(autoscale_interval),
+                leader_election,
+                identity: None,
             })) {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(error) => {
@@ -138,7 +182,17 @@ fn webhook_settings(
     service: Option<String>,
     listen: Option<SocketAddr>,
     cert_dir: Option<std::path::PathBuf>,
+    ca_secret: Option<String>,
+    configuration: Option<String>,
 ) -> Result<Option<WebhookSettings>, String> {
+    let ca_secret = match ca_secret
+        .as_deref()
+        .map(|secret| namespaced_name(secret, "--webhook-ca-secret"))
+    {
+        None => None,
+        Some(Ok((namespace, name))) => Some(SecretRef { namespace, name }),
+        Some(Err(message)) => return Err(message),
+    };
     let certificates = cert_dir.map_or(Certificates::SelfSigned, Certificates::Files);
     let (endpoint, default_listen) = match (url, service) {
         (None, None) => return Ok(None),
@@ -181,7 +235,19 @@ fn webhook_settings(
         listen: listen.unwrap_or(default_listen),
         endpoint,
         certificates,
+        ca_secret,
+        configuration,
     }))
+}
+
+/// `<namespace>/<name>`, as a flag gives it.
+fn namespaced_name(text: &str, flag: &str) -> Result<(String, String), String> {
+    match text.split_once('/') {
+        Some((namespace, name)) if !namespace.is_empty() && !name.is_empty() && !name.contains('/') => {
+            Ok((namespace.to_string(), name.to_string()))
+        }
+        _ => Err(format!("{flag} {text:?}: expected <namespace>/<name>")),
+    }
 }
 
 async fn start(settings: Settings) -> Result<(), Error> {

@@ -1,7 +1,8 @@
 //! Starting the operator: wait for the CRD, start the controllers and the HTTP endpoints.
 
 use crate::autoscale::{self, Autoscaling, Summaries};
-use crate::context::Context;
+use crate::context::{Context, Resizes};
+use crate::leader::{self, LeaderElection};
 use crate::metrics::Metrics;
 use crate::webhook::{self, WebhookSettings};
 use crate::{Error, http, requests, resize, triggers};
@@ -13,7 +14,8 @@ use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim, Pod};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-use kube::runtime::reflector::ObjectRef;
+use kube::runtime::WatchStreamExt;
+use kube::runtime::reflector::{self, ObjectRef, Store, reflector};
 use kube::runtime::wait::{await_condition, conditions};
 use kube::runtime::{Controller, watcher};
 use kube::{Api, Client, ResourceExt};
@@ -25,8 +27,8 @@ use std::time::Duration;
 /// How the operator runs; read once at start, never inside a reconcile.
 #[derive(Debug, Clone, Default)]
 pub struct Settings {
-    /// Watch one namespace only (all when `None`).
-    pub namespace: Option<String>,
+    /// Watch only these namespaces (all when empty).
+    pub namespaces: Vec<String>,
     /// Where /healthz, /readyz and /metrics are served (none when `None`).
     pub http_addr: Option<SocketAddr>,
     /// Image for mover pods (default: this operator's own image, tagged with its version).
@@ -36,12 +38,19 @@ pub struct Settings {
     /// How often autoscalers read volume usage and decide (default
     /// [`autoscale::DEFAULT_INTERVAL`]); also the least time between two stats requests to a node.
     pub autoscale_interval: Option<Duration>,
+    /// Act only while holding this Lease; every replica serves the webhooks either way.
+    pub leader_election: Option<LeaderElection>,
+    /// This replica's name: the Lease holder and the Events' reporting instance (default:
+    /// `$POD_NAME`, else `$HOSTNAME`).
+    pub identity: Option<String>,
 }
 
 /// The operator's own image; the mover is a second entry point of the same image.
 pub const DEFAULT_IMAGE: &str = concat!("ghcr.io/ferry-dev/ferry:", env!("CARGO_PKG_VERSION"));
 
-/// Runs the controllers until the watch streams end (or the future is dropped).
+/// Runs the controllers until the watch streams end (or the future is dropped). With leader
+/// election it serves the webhooks at once and runs the controllers only while it leads; losing
+/// the Lease ends it with [`Error::LeadershipLost`] (the process exits and is restarted).
 pub async fn run(client: Client, settings: Settings) -> Result<(), Error> {
     let metrics = Arc::new(Metrics::default());
     let ready = Arc::new(AtomicBool::new(false));
@@ -51,44 +60,136 @@ pub async fn run(client: Client, settings: Settings) -> Result<(), Error> {
         .map(|addr| AbortOnDrop(tokio::spawn(http::serve(addr, metrics.clone(), ready.clone()))));
 
     wait_for_crd(&client).await?;
-    let (resizes, stateful_sets, pods, claims, budgets) = match &settings.namespace {
-        Some(ns) => (
-            Api::<VolumeResize>::namespaced(client.clone(), ns),
-            Api::<StatefulSet>::namespaced(client.clone(), ns),
-            Api::<Pod>::namespaced(client.clone(), ns),
-            Api::<PersistentVolumeClaim>::namespaced(client.clone(), ns),
-            Api::<PodDisruptionBudget>::namespaced(client.clone(), ns),
-        ),
-        None => (
-            Api::all(client.clone()),
-            Api::all(client.clone()),
-            Api::all(client.clone()),
-            Api::all(client.clone()),
-            Api::all(client.clone()),
-        ),
-    };
-    let client_for_volumes = client.clone();
-    let client_for_requests = client.clone();
-    let controller = Controller::new(resizes, watcher::Config::default().any_semantic());
-    let store = controller.store();
-    let ctx = Arc::new(Context::new(
-        client,
-        metrics,
-        store.clone(),
-        settings
-            .mover_image
-            .clone()
-            .unwrap_or_else(|| DEFAULT_IMAGE.to_string()),
-    ));
+    let identity = settings.identity.clone().unwrap_or_else(default_identity);
+    let mover_image = settings
+        .mover_image
+        .clone()
+        .unwrap_or_else(|| DEFAULT_IMAGE.to_string());
+    let scopes = scopes(&settings.namespaces);
+    // Every replica serves the webhooks, from a VolumeResize cache of its own (a follower runs no
+    // controller whose cache it could share).
     let _webhook = match &settings.webhook {
         Some(webhook_settings) => {
-            Some(webhook::start(ctx.clone(), webhook_settings, settings.namespace.as_deref()).await?)
+            let (stores, caches): (Vec<_>, Vec<_>) = scopes
+                .iter()
+                .map(|scope| resize_cache(&client, scope.as_deref()))
+                .unzip();
+            let ctx = Arc::new(Context::new(
+                client.clone(),
+                metrics.clone(),
+                Resizes::new(stores),
+                mover_image.clone(),
+                Some(identity.clone()),
+            ));
+            Some((
+                webhook::start(ctx, webhook_settings, &settings.namespaces).await?,
+                caches,
+            ))
         }
         None => None,
     };
-    let requests_controller = requests_controller(client_for_requests.clone(), &settings, ctx.clone());
-    let autoscale_controller = autoscale_controller(client_for_requests.clone(), &settings, ctx.clone());
-    let extended_controller = extended_controller(client_for_requests, &settings, ctx.clone());
+    ready.store(true, Ordering::Relaxed);
+    let mut leadership = match &settings.leader_election {
+        Some(election) => {
+            tracing::info!(lease = %election.name, identity, "waiting to lead");
+            Some(leader::acquire(client.clone(), election, &identity).await?)
+        }
+        None => None,
+    };
+    let controllers = futures::future::join_all(scopes.iter().map(|scope| {
+        run_scope(
+            client.clone(),
+            scope.clone(),
+            &settings,
+            metrics.clone(),
+            mover_image.clone(),
+            identity.clone(),
+        )
+    }));
+    match &mut leadership {
+        Some(leadership) => tokio::select! {
+            _ = controllers => Ok(()),
+            reason = &mut leadership.lost => Err(Error::LeadershipLost(
+                reason.unwrap_or_else(|_| "the renewal stopped".to_string()),
+            )),
+        },
+        None => {
+            controllers.await;
+            Ok(())
+        }
+    }
+}
+
+/// The namespaces to watch, each on its own; `None` is all of them.
+fn scopes(namespaces: &[String]) -> Vec<Option<String>> {
+    if namespaces.is_empty() {
+        vec![None]
+    } else {
+        namespaces.iter().cloned().map(Some).collect()
+    }
+}
+
+/// The API for `K` in one namespace, or in all.
+fn scoped<K>(client: &Client, scope: Option<&str>) -> Api<K>
+where
+    K: kube::Resource<Scope = k8s_openapi::NamespaceResourceScope, DynamicType = ()>,
+{
+    match scope {
+        Some(namespace) => Api::namespaced(client.clone(), namespace),
+        None => Api::all(client.clone()),
+    }
+}
+
+fn default_identity() -> String {
+    std::env::var("POD_NAME")
+        .or_else(|_| std::env::var("HOSTNAME"))
+        .unwrap_or_else(|_| format!("ferry-{}", std::process::id()))
+}
+
+/// A VolumeResize cache kept current by a watch of its own, and the task that feeds it.
+fn resize_cache(client: &Client, scope: Option<&str>) -> (Store<VolumeResize>, AbortOnDrop<()>) {
+    let (store, writer) = reflector::store();
+    let stream = reflector(
+        writer,
+        watcher(
+            scoped::<VolumeResize>(client, scope),
+            watcher::Config::default().any_semantic(),
+        ),
+    )
+    .default_backoff()
+    .for_each(|_| futures::future::ready(()));
+    (store, AbortOnDrop(tokio::spawn(stream)))
+}
+
+/// Every controller for one namespace (or all): VolumeResizes, requests, autoscalers and
+/// ExtendedStatefulSets.
+async fn run_scope(
+    client: Client,
+    scope: Option<String>,
+    settings: &Settings,
+    metrics: Arc<Metrics>,
+    mover_image: String,
+    identity: String,
+) {
+    let scope = scope.as_deref();
+    let resizes = scoped::<VolumeResize>(&client, scope);
+    let stateful_sets = scoped::<StatefulSet>(&client, scope);
+    let pods = scoped::<Pod>(&client, scope);
+    let claims = scoped::<PersistentVolumeClaim>(&client, scope);
+    let budgets = scoped::<PodDisruptionBudget>(&client, scope);
+    let controller = Controller::new(resizes, watcher::Config::default().any_semantic());
+    let store = controller.store();
+    let ctx = Arc::new(Context::new(
+        client.clone(),
+        metrics,
+        Resizes::new(vec![store.clone()]),
+        mover_image,
+        Some(identity),
+    ));
+    let requests_controller = requests_controller(&client, scope, ctx.clone());
+    let interval = settings.autoscale_interval.unwrap_or(autoscale::DEFAULT_INTERVAL);
+    let autoscale_controller = autoscale_controller(&client, scope, interval, ctx.clone());
+    let extended_controller = extended_controller(&client, scope, ctx.clone());
     // A StatefulSet change wakes the VolumeResizes that name it (e.g. replicas became Ready).
     let mapper_store = store.clone();
     let controller = controller
@@ -136,7 +237,7 @@ pub async fn run(client: Client, settings: Settings) -> Result<(), Error> {
         })
         // Volumes are cluster-scoped: the swap waits for one to be reserved for its claim.
         .watches(
-            Api::<PersistentVolume>::all(client_for_volumes),
+            Api::<PersistentVolume>::all(client.clone()),
             watcher::Config::default().any_semantic(),
             {
                 let store = store.clone();
@@ -144,8 +245,7 @@ pub async fn run(client: Client, settings: Settings) -> Result<(), Error> {
             },
         )
         .shutdown_on_signal();
-    ready.store(true, Ordering::Relaxed);
-    tracing::info!(namespace = ?settings.namespace, "VolumeResize controller started");
+    tracing::info!(namespace = ?scope, "controllers started");
     let resizes_controller = controller
         .run(resize::reconcile, resize::error_policy, ctx)
         .for_each(|result| async move {
@@ -162,7 +262,6 @@ pub async fn run(client: Client, settings: Settings) -> Result<(), Error> {
         autoscale_controller,
         extended_controller
     );
-    Ok(())
 }
 
 /// A spawned task that stops when its handle is dropped.
@@ -177,17 +276,12 @@ impl<T> Drop for AbortOnDrop<T> {
 /// The StatefulSet controller that turns requests (a template edit, annotations, drift) into
 /// VolumeResizes; a VolumeResize's change wakes the StatefulSet it names.
 fn requests_controller(
-    client: Client,
-    settings: &Settings,
+    client: &Client,
+    scope: Option<&str>,
     ctx: Arc<Context>,
-) -> impl std::future::Future<Output = ()> {
-    let (stateful_sets, resizes) = match &settings.namespace {
-        Some(ns) => (
-            Api::<StatefulSet>::namespaced(client.clone(), ns),
-            Api::<VolumeResize>::namespaced(client, ns),
-        ),
-        None => (Api::all(client.clone()), Api::all(client)),
-    };
+) -> impl std::future::Future<Output = ()> + use<> {
+    let stateful_sets = scoped::<StatefulSet>(client, scope);
+    let resizes = scoped::<VolumeResize>(client, scope);
     Controller::new(stateful_sets, watcher::Config::default().any_semantic())
         .watches(resizes, watcher::Config::default().any_semantic(), |resize: VolumeResize| {
             let namespace = resize.namespace();
@@ -205,26 +299,17 @@ fn requests_controller(
 /// The VolumeAutoscaler controller: each autoscaler is read again every interval (usage has no
 /// watch), at once when its StatefulSets or the VolumeResizes it made change.
 fn autoscale_controller(
-    client: Client,
-    settings: &Settings,
+    client: &Client,
+    scope: Option<&str>,
+    interval: Duration,
     ctx: Arc<Context>,
-) -> impl std::future::Future<Output = ()> {
-    let (autoscalers, stateful_sets, resizes) = match &settings.namespace {
-        Some(ns) => (
-            Api::<VolumeAutoscaler>::namespaced(client.clone(), ns),
-            Api::<StatefulSet>::namespaced(client.clone(), ns),
-            Api::<VolumeResize>::namespaced(client.clone(), ns),
-        ),
-        None => (
-            Api::all(client.clone()),
-            Api::all(client.clone()),
-            Api::all(client.clone()),
-        ),
-    };
-    let interval = settings.autoscale_interval.unwrap_or(autoscale::DEFAULT_INTERVAL);
+) -> impl std::future::Future<Output = ()> + use<> {
+    let autoscalers = scoped::<VolumeAutoscaler>(client, scope);
+    let stateful_sets = scoped::<StatefulSet>(client, scope);
+    let resizes = scoped::<VolumeResize>(client, scope);
     let scaling = Arc::new(Autoscaling {
         ctx,
-        summaries: Summaries::new(client, interval),
+        summaries: Summaries::new(client.clone(), interval),
         interval,
     });
     let controller = Controller::new(autoscalers, watcher::Config::default().any_semantic());
@@ -281,24 +366,14 @@ async fn wait_for_crd(client: &Client) -> Result<(), Error> {
 /// The ExtendedStatefulSet controller: its StatefulSets and the ConfigMaps and Secrets it
 /// references (marked, so only those are watched) wake it.
 fn extended_controller(
-    client: Client,
-    settings: &Settings,
+    client: &Client,
+    scope: Option<&str>,
     ctx: Arc<Context>,
-) -> impl std::future::Future<Output = ()> {
-    let (extended, stateful_sets, maps, secrets) = match &settings.namespace {
-        Some(ns) => (
-            Api::<ExtendedStatefulSet>::namespaced(client.clone(), ns),
-            Api::<StatefulSet>::namespaced(client.clone(), ns),
-            Api::<ConfigMap>::namespaced(client.clone(), ns),
-            Api::<Secret>::namespaced(client.clone(), ns),
-        ),
-        None => (
-            Api::all(client.clone()),
-            Api::all(client.clone()),
-            Api::all(client.clone()),
-            Api::all(client.clone()),
-        ),
-    };
+) -> impl std::future::Future<Output = ()> + use<> {
+    let extended = scoped::<ExtendedStatefulSet>(client, scope);
+    let stateful_sets = scoped::<StatefulSet>(client, scope);
+    let maps = scoped::<ConfigMap>(client, scope);
+    let secrets = scoped::<Secret>(client, scope);
     let referenced = watcher::Config::default()
         .any_semantic()
         .labels(crate::extended::config::LABEL_REFERENCED);

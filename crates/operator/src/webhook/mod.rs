@@ -5,6 +5,7 @@
 pub mod register;
 pub mod review;
 pub mod server;
+pub mod shared_ca;
 pub mod tls;
 
 use crate::Error;
@@ -33,6 +34,12 @@ pub struct WebhookSettings {
     pub listen: SocketAddr,
     pub endpoint: Endpoint,
     pub certificates: Certificates,
+    /// With `Certificates::SelfSigned`: keep the CA in this Secret, shared by every replica
+    /// (without it each process makes its own, which suits one replica only).
+    pub ca_secret: Option<shared_ca::SecretRef>,
+    /// The configurations an installer made (the chart): Ferry only keeps their `caBundle`.
+    /// Without it Ferry registers whole configurations of its own.
+    pub configuration: Option<String>,
 }
 
 /// How often the certificate is checked for renewal (self-signed) or change (files).
@@ -60,12 +67,15 @@ impl Drop for Running {
 pub async fn start(
     ctx: Arc<Context>,
     settings: &WebhookSettings,
-    watched: Option<&str>,
+    watched: &[String],
 ) -> Result<Running, Error> {
     let (current, ca_bundle, keeper): (Arc<CurrentCertificate>, Option<String>, JoinHandle<()>) =
         match &settings.certificates {
             Certificates::SelfSigned => {
-                let authority = Authority::new(today())?;
+                let authority = match &settings.ca_secret {
+                    Some(secret) => shared_ca::load_or_create(&ctx.client, secret, today()).await?,
+                    None => Authority::new(today())?,
+                };
                 let hosts = settings.endpoint.hosts();
                 let issued = authority.issue(&hosts, today())?;
                 let current = Arc::new(CurrentCertificate::new(issued.key));
@@ -102,7 +112,12 @@ pub async fn start(
         keeper,
     };
     tracing::info!(listen = %settings.listen, endpoint = ?settings.endpoint, "serving admission webhooks");
-    register::register(&ctx.client, &settings.endpoint, ca_bundle.as_deref(), watched).await?;
+    match (&settings.configuration, ca_bundle.as_deref()) {
+        (Some(name), Some(ca)) => register::inject_ca_bundle(&ctx.client, name, ca).await?,
+        // cert-manager's CA injector keeps the installer's configurations.
+        (Some(_), None) => {}
+        (None, ca) => register::register(&ctx.client, &settings.endpoint, ca, watched).await?,
+    }
     Ok(running)
 }
 

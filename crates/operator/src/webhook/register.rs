@@ -75,24 +75,24 @@ impl Endpoint {
 
 /// The configurations' name: `ferry`, or `ferry.<namespace>` for an operator watching one
 /// namespace (so operators of different namespaces do not overwrite each other).
-pub fn configuration_name(watched: Option<&str>) -> String {
-    match watched {
-        Some(namespace) => format!("ferry.{namespace}"),
-        None => "ferry".to_string(),
-    }
+pub fn configuration_name(watched: &[String]) -> String {
+    std::iter::once("ferry")
+        .chain(watched.iter().map(String::as_str))
+        .collect::<Vec<_>>()
+        .join(".")
 }
 
-fn namespace_selector(watched: Option<&str>) -> Value {
-    match watched {
-        Some(namespace) => json!({"matchExpressions": [{
-            "key": "kubernetes.io/metadata.name", "operator": "In", "values": [namespace],
-        }]}),
-        None => json!({}),
+fn namespace_selector(watched: &[String]) -> Value {
+    if watched.is_empty() {
+        return json!({});
     }
+    json!({"matchExpressions": [{
+        "key": "kubernetes.io/metadata.name", "operator": "In", "values": watched,
+    }]})
 }
 
 /// The mutating configuration for StatefulSet updates that change volume claim templates.
-pub fn mutating(endpoint: &Endpoint, ca_bundle: Option<&str>, watched: Option<&str>) -> Value {
+pub fn mutating(endpoint: &Endpoint, ca_bundle: Option<&str>, watched: &[String]) -> Value {
     json!({
         "apiVersion": "admissionregistration.k8s.io/v1",
         "kind": "MutatingWebhookConfiguration",
@@ -121,7 +121,7 @@ pub fn mutating(endpoint: &Endpoint, ca_bundle: Option<&str>, watched: Option<&s
 
 /// The validating configuration for new VolumeResizes, and for StatefulSet creates (refused in
 /// the window where Ferry replaces a StatefulSet of that name).
-pub fn validating(endpoint: &Endpoint, ca_bundle: Option<&str>, watched: Option<&str>) -> Value {
+pub fn validating(endpoint: &Endpoint, ca_bundle: Option<&str>, watched: &[String]) -> Value {
     json!({
         "apiVersion": "admissionregistration.k8s.io/v1",
         "kind": "ValidatingWebhookConfiguration",
@@ -162,7 +162,7 @@ pub async fn register(
     client: &Client,
     endpoint: &Endpoint,
     ca_bundle: Option<&str>,
-    watched: Option<&str>,
+    watched: &[String],
 ) -> Result<(), Error> {
     let name = configuration_name(watched);
     let params = PatchParams {
@@ -188,6 +188,48 @@ pub async fn register(
         })?;
     Api::<ValidatingWebhookConfiguration>::all(client.clone())
         .patch(&name, &params, &Patch::Apply(&validating))
+        .await?;
+    Ok(())
+}
+
+/// The webhooks each configuration holds, by name (a chart's configurations must hold the same).
+const MUTATING_WEBHOOKS: [&str; 1] = ["statefulsets.ferry.dev"];
+const VALIDATING_WEBHOOKS: [&str; 2] = ["volumeresizes.ferry.dev", "statefulset-creates.ferry.dev"];
+
+/// Keeps only the `caBundle` of configurations an installer made (the Helm chart), as the field
+/// manager `ferry`: every other field stays the installer's.
+pub async fn inject_ca_bundle(client: &Client, name: &str, ca_bundle: &str) -> Result<(), Error> {
+    let encoded = base64::engine::general_purpose::STANDARD.encode(ca_bundle.as_bytes());
+    let params = PatchParams {
+        force: true,
+        ..PatchParams::apply(ferry_api::names::FIELD_MANAGER)
+    };
+    let hooks = |names: &[&str]| -> Value {
+        names
+            .iter()
+            .map(|hook| json!({"name": hook, "clientConfig": {"caBundle": encoded}}))
+            .collect()
+    };
+    let mutating_api = Api::<MutatingWebhookConfiguration>::all(client.clone());
+    let validating_api = Api::<ValidatingWebhookConfiguration>::all(client.clone());
+    if mutating_api.get_opt(name).await?.is_none() || validating_api.get_opt(name).await?.is_none() {
+        return Err(Error::Webhook(format!(
+            "the webhook configurations {name} do not exist: install them with the chart, or run without --webhook-configuration to let Ferry register its own"
+        )));
+    }
+    let mutating = json!({
+        "apiVersion": "admissionregistration.k8s.io/v1", "kind": "MutatingWebhookConfiguration",
+        "metadata": {"name": name}, "webhooks": hooks(&MUTATING_WEBHOOKS),
+    });
+    mutating_api
+        .patch(name, &params, &Patch::Apply(&mutating))
+        .await?;
+    let validating = json!({
+        "apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingWebhookConfiguration",
+        "metadata": {"name": name}, "webhooks": hooks(&VALIDATING_WEBHOOKS),
+    });
+    validating_api
+        .patch(name, &params, &Patch::Apply(&validating))
         .await?;
     Ok(())
 }
@@ -219,7 +261,7 @@ mod tests {
     fn configurations_parse_as_the_api_types_and_never_block_on_failure() {
         let endpoint = Endpoint::Url("https://127.0.0.1:9443/".into());
         let mutating: MutatingWebhookConfiguration =
-            serde_json::from_value(mutating(&endpoint, Some("pem"), Some("apps"))).unwrap();
+            serde_json::from_value(mutating(&endpoint, Some("pem"), &["apps".to_string()])).unwrap();
         let hook = &mutating.webhooks.unwrap()[0];
         assert_eq!(hook.failure_policy.as_deref(), Some("Ignore"));
         assert_eq!(hook.side_effects, "None");
@@ -230,7 +272,7 @@ mod tests {
         assert_eq!(hook.client_config.ca_bundle.as_ref().unwrap().0, b"pem");
         assert_eq!(mutating.metadata.name.as_deref(), Some("ferry.apps"));
         let validating: ValidatingWebhookConfiguration =
-            serde_json::from_value(validating(&endpoint, None, None)).unwrap();
+            serde_json::from_value(validating(&endpoint, None, &[])).unwrap();
         let hook = &validating.webhooks.unwrap()[0];
         assert_eq!(hook.failure_policy.as_deref(), Some("Ignore"));
         assert!(hook.client_config.ca_bundle.is_none());

@@ -5,8 +5,8 @@
 
 use crate::Error;
 use rcgen::{
-    BasicConstraints, CertificateParams, CertifiedIssuer, DnType, ExtendedKeyUsagePurpose, IsCa, KeyPair,
-    KeyUsagePurpose,
+    BasicConstraints, CertificateParams, CertifiedIssuer, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer,
+    KeyPair, KeyUsagePurpose,
 };
 use std::sync::{Arc, RwLock};
 use tokio_rustls::rustls;
@@ -82,9 +82,14 @@ macro_rules! date {
     }};
 }
 
-/// Ferry's own CA, made when the operator starts; it signs the serving certificates.
+/// Ferry's own CA: made when the operator starts, or read back from the Secret the replicas
+/// share (so every replica's serving certificate chains to the one `caBundle`). It signs the
+/// serving certificates.
 pub struct Authority {
-    issuer: CertifiedIssuer<'static, KeyPair>,
+    issuer: Issuer<'static, KeyPair>,
+    ca_pem: String,
+    ca_der: CertificateDer<'static>,
+    key_pem: String,
 }
 
 /// A serving certificate and the day it was issued and expires (renewal is planned on days).
@@ -94,32 +99,60 @@ pub struct Issued {
     pub expires: jiff::civil::Date,
 }
 
+/// The CA's subject and key usages: the same whether the CA is made or read back, because a
+/// serving certificate names its issuer by them.
+fn ca_params(today: jiff::civil::Date) -> Result<CertificateParams, Error> {
+    let mut params = CertificateParams::new(Vec::<String>::new()).map_err(|e| tls_error("CA", e))?;
+    params
+        .distinguished_name
+        .push(DnType::CommonName, "Ferry webhook CA");
+    params.is_ca = IsCa::Ca(BasicConstraints::Constrained(0));
+    params.key_usages = vec![
+        KeyUsagePurpose::KeyCertSign,
+        KeyUsagePurpose::CrlSign,
+        KeyUsagePurpose::DigitalSignature,
+    ];
+    params.not_before = date!(today.yesterday().map_err(|e| tls_error("date", e))?);
+    params.not_after = date!(
+        today
+            .checked_add(jiff::Span::new().days(CA_DAYS))
+            .map_err(|e| tls_error("date", e))?,
+    );
+    Ok(params)
+}
+
 impl Authority {
     pub fn new(today: jiff::civil::Date) -> Result<Self, Error> {
-        let mut params = CertificateParams::new(Vec::<String>::new()).map_err(|e| tls_error("CA", e))?;
-        params
-            .distinguished_name
-            .push(DnType::CommonName, "Ferry webhook CA");
-        params.is_ca = IsCa::Ca(BasicConstraints::Constrained(0));
-        params.key_usages = vec![
-            KeyUsagePurpose::KeyCertSign,
-            KeyUsagePurpose::CrlSign,
-            KeyUsagePurpose::DigitalSignature,
-        ];
-        params.not_before = date!(today.yesterday().map_err(|e| tls_error("date", e))?);
-        params.not_after = date!(
-            today
-                .checked_add(jiff::Span::new().days(CA_DAYS))
-                .map_err(|e| tls_error("date", e))?,
-        );
         let key = KeyPair::generate().map_err(|e| tls_error("CA key", e))?;
-        let issuer = CertifiedIssuer::self_signed(params, key).map_err(|e| tls_error("CA certificate", e))?;
-        Ok(Authority { issuer })
+        let key_pem = key.serialize_pem();
+        let issuer = CertifiedIssuer::self_signed(ca_params(today)?, key)
+            .map_err(|e| tls_error("CA certificate", e))?;
+        let ca_pem = issuer.pem();
+        Authority::from_pem(&ca_pem, &key_pem, today)
+    }
+
+    /// The CA stored earlier (`ca_pem`, `key_pem` as [`Authority::ca_pem`] and
+    /// [`Authority::key_pem`] gave them).
+    pub fn from_pem(ca_pem: &str, key_pem: &str, today: jiff::civil::Date) -> Result<Self, Error> {
+        let ca_der =
+            CertificateDer::from_pem_slice(ca_pem.as_bytes()).map_err(|e| tls_error("CA certificate", e))?;
+        let key = KeyPair::from_pem(key_pem).map_err(|e| tls_error("CA key", e))?;
+        Ok(Authority {
+            issuer: Issuer::new(ca_params(today)?, key),
+            ca_pem: ca_pem.to_string(),
+            ca_der,
+            key_pem: key_pem.to_string(),
+        })
     }
 
     /// The CA certificate, PEM: the webhook configurations' `caBundle`.
     pub fn ca_pem(&self) -> String {
-        self.issuer.pem()
+        self.ca_pem.clone()
+    }
+
+    /// The CA's private key, PEM, for the Secret the replicas share.
+    pub fn key_pem(&self) -> String {
+        self.key_pem.clone()
     }
 
     /// A serving certificate for `hosts` (DNS names or IP addresses), valid `LEAF_DAYS` from today.
@@ -145,7 +178,7 @@ impl Authority {
             .map_err(|e| tls_error("serving certificate", e))?;
         let private = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(key.serialize_der()));
         Ok(Issued {
-            key: certified(vec![cert.der().clone(), self.issuer.der().clone()], &private)?,
+            key: certified(vec![cert.der().clone(), self.ca_der.clone()], &private)?,
             issued: today,
             expires,
         })

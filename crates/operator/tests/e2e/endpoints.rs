@@ -30,11 +30,9 @@ async fn health_readiness_and_metrics_are_served() {
         .unwrap()
         .port();
     let settings = Settings {
-        namespace: Some(ns.name.clone()),
+        namespaces: vec![ns.name.clone()],
         http_addr: Some(([127, 0, 0, 1], port).into()),
-        mover_image: None,
-        webhook: None,
-        autoscale_interval: None,
+        ..Settings::default()
     };
     let operator = tokio::spawn(run(client.clone(), settings));
     let base = format!("http://127.0.0.1:{port}");

@@ -425,8 +425,9 @@ fn direct_context(harness: &Harness) -> ferry_operator::context::Context {
     ferry_operator::context::Context::new(
         harness.client.clone(),
         std::sync::Arc::new(ferry_operator::metrics::Metrics::default()),
-        store,
+        ferry_operator::context::Resizes::new(vec![store]),
         "unused".into(),
+        None,
     )
 }
 

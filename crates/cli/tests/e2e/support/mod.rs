@@ -53,11 +53,8 @@ impl Env {
     /// Runs the operator in-process, watching only this test's namespace.
     pub fn start_operator(&mut self) {
         let settings = Settings {
-            namespace: Some(self.ns.name.clone()),
-            http_addr: None,
-            mover_image: None,
-            webhook: None,
-            autoscale_interval: None,
+            namespaces: vec![self.ns.name.clone()],
+            ..Settings::default()
         };
         let client = self.client.clone();
         self.operator = Some(tokio::spawn(async move {

@@ -299,14 +299,17 @@ fn spawn_operator(client: &Client, namespace: &str, webhook_url: Option<&str>) -
             listen: ([127, 0, 0, 1], webhook_port).into(),
             endpoint: ferry_operator::webhook::Endpoint::Url(url.to_string()),
             certificates: ferry_operator::webhook::Certificates::SelfSigned,
+            ca_secret: None,
+            configuration: None,
         }
     });
     let settings = Settings {
-        namespace: Some(namespace.to_string()),
+        namespaces: vec![namespace.to_string()],
         http_addr: Some(([127, 0, 0, 1], port).into()),
         mover_image: Some(ferry_testenv::workload::FERRY_IMAGE.to_string()),
         webhook,
         autoscale_interval: Some(std::time::Duration::from_secs(2)),
+        ..Settings::default()
     };
     let client = client.clone();
     let task = tokio::spawn(async move {

@@ -1,0 +1,68 @@
+{{/* The release's full name: "ferry" for a release named ferry, else "<release>-ferry". */}}
+{{- define "ferry.fullname" -}}
+{{- if contains .Chart.Name .Release.Name -}}
+{{- .Release.Name | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- printf "%s-%s" .Release.Name .Chart.Name | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "ferry.labels" -}}
+app.kubernetes.io/name: {{ .Chart.Name }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
+{{- end -}}
+
+{{- define "ferry.selectorLabels" -}}
+app.kubernetes.io/name: {{ .Chart.Name }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end -}}
+
+{{- define "ferry.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create -}}
+{{- default (include "ferry.fullname" .) .Values.serviceAccount.name -}}
+{{- else -}}
+{{- default "default" .Values.serviceAccount.name -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "ferry.image" -}}
+{{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) -}}
+{{- end -}}
+
+{{/* The webhook configurations' name: one per release. */}}
+{{- define "ferry.webhookName" -}}
+{{- printf "%s.%s" (include "ferry.fullname" .) .Release.Namespace -}}
+{{- end -}}
+
+{{/* Where the webhooks apply: the watched namespaces, or every namespace. */}}
+{{- define "ferry.namespaceSelector" -}}
+{{- if .Values.watchNamespaces }}
+namespaceSelector:
+  matchExpressions:
+    - key: kubernetes.io/metadata.name
+      operator: In
+      values:
+        {{- toYaml .Values.watchNamespaces | nindent 8 }}
+{{- else }}
+namespaceSelector: {}
+{{- end }}
+{{- end -}}
+
+{{- define "ferry.webhookClientConfig" -}}
+clientConfig:
+  service:
+    namespace: {{ .root.Release.Namespace }}
+    name: {{ include "ferry.fullname" .root }}
+    port: {{ .root.Values.webhook.port }}
+    path: {{ .path }}
+{{- end -}}
+
+{{- define "ferry.certManagerAnnotation" -}}
+{{- if eq .Values.webhook.certificates "cert-manager" }}
+annotations:
+  cert-manager.io/inject-ca-from: {{ printf "%s/%s-webhook" .Release.Namespace (include "ferry.fullname" .) }}
+{{- end }}
+{{- end -}}
