@@ -1,13 +1,17 @@
 #!/usr/bin/env bash
 # Builds kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, kubelet (from the checked-in Go
-# module), kwok and helm into a cache outside the repository, keyed by version and the go.sum hash.
-# Prints the bin directory. A second run with the same inputs does nothing.
+# module of one minor, scripts/k8s/v1.MINOR), kwok and helm into a cache outside the repository, keyed
+# by version and the go.sum hash. Prints the bin directory. A second run with the same inputs does
+# nothing.
+#   FERRY_K8S_VERSION=v1.35 scripts/k8s/build.sh     (default: the newest minor in scripts/k8s)
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
-k8s_version=$(cat "$here/VERSION")
+# shellcheck source=versions.sh
+. "$here/versions.sh"
+k8s_resolve
 kwok_version=v0.7.0
 helm_version=v3.22.0
-key="${k8s_version}-$(sha256sum "$here/go.sum" | cut -c1-12)"
+key="${k8s_version}-$(sha256sum "$k8s_dir/go.sum" | cut -c1-12)"
 cache_root="${FERRY_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/ferry}"
 bin="$cache_root/testenv/$key/bin"
 mkdir -p "$bin"
@@ -24,7 +28,7 @@ if [ "$missing" = 1 ]; then
     ldflags+=" -X ${pkg}.gitVersion=${k8s_version} -X ${pkg}.gitMajor=1 -X ${pkg}.gitMinor=${minor}"
     ldflags+=" -X ${pkg}.gitTreeState=clean -X ${pkg}.buildDate=${build_date}"
   done
-  (cd "$here" && CGO_ENABLED=0 go build -trimpath -ldflags "$ldflags" -o "$bin/" \
+  (cd "$k8s_dir" && CGO_ENABLED=0 go build -trimpath -ldflags "$ldflags" -o "$bin/" \
     k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager \
     k8s.io/kubernetes/cmd/kube-scheduler k8s.io/kubernetes/cmd/kubectl k8s.io/kubernetes/cmd/kubelet)
 fi

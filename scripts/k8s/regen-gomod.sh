@@ -1,13 +1,18 @@
 #!/usr/bin/env bash
-# Regenerates scripts/k8s/go.mod and go.sum for a Kubernetes release: requires k8s.io/kubernetes at
-# that version and replaces every staging module (the `k8s.io/* v0.0.0` lines of the release's own
-# go.mod) with its published v0.<minor>.<patch>. Run only when bumping the version; the result is
-# checked in so builds are reproducible.
+# Regenerates the Go module of one Kubernetes minor, scripts/k8s/v1.MINOR/{go.mod,go.sum,VERSION}:
+# requires k8s.io/kubernetes at that release and replaces every staging module (the `k8s.io/* v0.0.0`
+# lines of the release's own go.mod) with its published v0.<minor>.<patch>. Run when adding a minor or
+# bumping its patch release; the result is checked in so builds are reproducible.
+#   scripts/k8s/regen-gomod.sh v1.37.2     writes scripts/k8s/v1.37/
 set -euo pipefail
-cd "$(dirname "$0")"
+here="$(cd "$(dirname "$0")" && pwd)"
 version="${1:?usage: regen-gomod.sh v1.MINOR.PATCH}"
+[[ "$version" =~ ^v1\.([0-9]+)\.([0-9]+)$ ]] || { echo "not a release version: $version (want v1.MINOR.PATCH)" >&2; exit 2; }
+minor_dir="$here/v1.${BASH_REMATCH[1]}"
 staging_version="v0.${version#v1.}"
-release_gomod=$(go mod download -json "k8s.io/kubernetes@${version}" |
+mkdir -p "$minor_dir"
+cd "$minor_dir"
+release_gomod=$(cd / && go mod download -json "k8s.io/kubernetes@${version}" |
   python3 -c 'import json,sys; print(json.load(sys.stdin)["GoMod"])')
 mapfile -t staging < <(grep -E '^\s*k8s\.io/[a-z0-9-]+ v0\.0\.0\s*$' "$release_gomod" | awk '{print $1}' | sort -u)
 go_directive=$(grep -E '^go ' "$release_gomod")
@@ -31,4 +36,4 @@ GOFLAGS=-mod=mod go get \
   "k8s.io/kubernetes/cmd/kube-scheduler@${version}" \
   "k8s.io/kubernetes/cmd/kubectl@${version}" \
   "k8s.io/kubernetes/cmd/kubelet@${version}"
-echo "go.mod regenerated for ${version} (${#staging[@]} staging modules replaced)"
+echo "${minor_dir#"$here"/}/go.mod regenerated for ${version} (${#staging[@]} staging modules replaced)"

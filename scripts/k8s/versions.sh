@@ -1,0 +1,40 @@
+# The Kubernetes minors the local control plane can run, one checked-in Go module each
+# (scripts/k8s/v1.MINOR/{go.mod,go.sum,VERSION}, made by regen-gomod.sh). Sourced by build.sh,
+# scripts/testenv and scripts/test-versions.
+#
+#   k8s_minors                  prints the minors, oldest first (v1.34 v1.35 ...)
+#   k8s_resolve [REQUEST]       sets k8s_dir, k8s_minor (v1.37), k8s_version (v1.37.2) for REQUEST
+#                               (default $FERRY_K8S_VERSION, else the newest minor). REQUEST is
+#                               v1.37, 1.37, or a full v1.37.2 (which must be the checked-in patch).
+
+k8s_modules_dir="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+
+k8s_minors() {
+  local dir
+  for dir in "$k8s_modules_dir"/v1.*/; do
+    [ -f "$dir/VERSION" ] && basename "$dir"
+  done | sort -V
+}
+
+k8s_resolve() {
+  local request="${1:-${FERRY_K8S_VERSION:-}}" patch=""
+  if [ -z "$request" ]; then
+    k8s_minor=$(k8s_minors | tail -n 1)
+  elif [[ "$request" =~ ^v?1\.([0-9]+)(\.([0-9]+))?$ ]]; then
+    k8s_minor="v1.${BASH_REMATCH[1]}"
+    patch="${BASH_REMATCH[3]}"
+  else
+    echo "FERRY_K8S_VERSION=$request: not a Kubernetes version (want e.g. v1.37)" >&2
+    return 2
+  fi
+  k8s_dir="$k8s_modules_dir/$k8s_minor"
+  if [ ! -f "$k8s_dir/VERSION" ]; then
+    echo "Kubernetes $k8s_minor is not supported here; supported: $(k8s_minors | tr '\n' ' ')" >&2
+    return 2
+  fi
+  k8s_version=$(cat "$k8s_dir/VERSION")
+  if [ -n "$patch" ] && [ "$k8s_version" != "$k8s_minor.$patch" ]; then
+    echo "Kubernetes $request: the module for $k8s_minor is $k8s_version (scripts/k8s/regen-gomod.sh $k8s_minor.$patch to change it)" >&2
+    return 2
+  fi
+}
