@@ -16,6 +16,7 @@ import argparse
 import hashlib
 import json
 import os
+import re
 import shutil
 import stat
 import subprocess
@@ -128,8 +129,27 @@ def ferry_image(work: Path) -> tuple[oci.Rootfs, dict]:
     add_etc(r, ("root", 0, "/root", "/sbin/nologin"), ("ferry", 65532, "/home/ferry", "/sbin/nologin"))
     r.dir("root", 0o700)
     r.dir("home/ferry", 0o755, 65532, 65532)
-    config = oci.image_config(user="65532:65532", env=[PATH_ENV], entrypoint=["/usr/local/bin/ferry"])
+    config = oci.image_config(
+        user="65532:65532",
+        env=[PATH_ENV],
+        entrypoint=["/usr/local/bin/ferry"],
+        extra={"Labels": oci_labels()},
+    )
     return r, config
+
+
+def oci_labels() -> dict:
+    """The OCI labels the Dockerfile sets too: version (the workspace's), source, licence."""
+    manifest = (REPO / "Cargo.toml").read_text()
+    version = re.search(r'^version = "([^"]+)"', manifest, re.M)
+    licence = re.search(r'^license = "([^"]+)"', manifest, re.M)
+    return {
+        "org.opencontainers.image.title": "ferry",
+        "org.opencontainers.image.description": "Ferry: safe StatefulSet volume changes on Kubernetes",
+        "org.opencontainers.image.version": version.group(1) if version else "unknown",
+        "org.opencontainers.image.source": "https://github.com/ferry-dev/ferry",
+        "org.opencontainers.image.licenses": licence.group(1) if licence else "unknown",
+    }
 
 
 def postgres_image(work: Path) -> tuple[oci.Rootfs, dict]:

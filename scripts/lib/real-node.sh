@@ -196,9 +196,22 @@ import_images() {
   "$repo/scripts/images" import --address "$containerd_sock" >&2
 }
 
+# Pods reach the apiserver as in-cluster clients do, at the `kubernetes` Service (10.0.0.1:443): with
+# no kube-proxy, that address lives in the node's namespace and is forwarded to the apiserver. And
+# the apiserver calls webhooks served by pods at their pod IPs (--enable-aggregator-routing), routed
+# through the node's namespace.
+kubernetes_service_ip="10.0.0.1"
+start_pod_network_paths() {
+  in_node ip addr replace "${kubernetes_service_ip}/32" dev lo
+  start service-forwarder nsenter --net="/run/netns/$node_netns" \
+    socat "TCP-LISTEN:443,bind=${kubernetes_service_ip},fork,reuseaddr" "TCP:${host_ip}:${api_port}"
+  ip route replace "$pod_cidr" via "$node_ip" dev "$veth_host"
+}
+
 start_real_node() {
   if running kubelet && running containerd && real_node_ready; then
     log "real node already running"
+    start_pod_network_paths
     import_images
     return 0
   fi
@@ -206,12 +219,15 @@ start_real_node() {
   stop_process kubelet
   stop_process containerd
   stop_process api-forwarder
+  stop_process service-forwarder
   real_node_clean
   make_node_pki
   make_node_network
   write_node_config
   # The node reaches the apiserver (on loopback) through the host end of the veth.
   start api-forwarder socat "TCP-LISTEN:${api_port},bind=${host_ip},fork,reuseaddr" "TCP:127.0.0.1:${api_port}"
+  stop_process service-forwarder
+  start_pod_network_paths
   start containerd nsenter --net="/run/netns/$node_netns" containerd --config "$node_dir/containerd.toml"
   wait_for containerd 60 containerd_ready
   import_images
@@ -227,5 +243,6 @@ stop_real_node() {
   real_node_clean
   stop_process containerd
   stop_process api-forwarder
+  stop_process service-forwarder
   rm -rf "$node_dir"
 }

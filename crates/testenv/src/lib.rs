@@ -9,6 +9,7 @@
 //! Tests use [`cluster::client`] and [`namespace::TestNamespace`]; the agent binary runs the rest.
 
 pub mod block;
+pub mod chart;
 pub mod cluster;
 pub mod error;
 pub mod executor;

@@ -16,7 +16,7 @@ async fn plan_shows_the_operators_plan_and_changes_nothing() {
     let mut env = Env::start("cli-plan").await;
     env.stateful_set("db", 2, CLASS_EXPANDABLE, true).await;
     env.stateful_set("fixed", 1, CLASS_FIXED, true).await;
-    env.start_operator();
+    env.start_operator().await;
 
     let run = env.ferry(&["plan", "db", "--volume", "data=2Gi"]).await;
     assert_eq!(run.code, 0, "{run:?}");
@@ -184,7 +184,7 @@ async fn status_follow_returns_when_the_resize_ends() {
         )
     };
     let (dry, ghost, slow) = (follow("dry"), follow("ghost"), follow("slow"));
-    env.start_operator();
+    env.start_operator().await;
 
     // A dry run ends Succeeded: exit 0.
     let dry = tokio::time::timeout(Duration::from_secs(60), dry)

@@ -32,9 +32,14 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) -}}
 {{- end -}}
 
-{{/* The webhook configurations' name: one per release. */}}
+{{/* The webhook configurations' name, as `ferry run` names its own: "ferry", or "ferry.<ns>..."
+for the watched namespaces (so two releases watching different namespaces never collide). */}}
 {{- define "ferry.webhookName" -}}
-{{- printf "%s.%s" (include "ferry.fullname" .) .Release.Namespace -}}
+{{- if .Values.watchNamespaces -}}
+{{- printf "ferry.%s" (join "." .Values.watchNamespaces) -}}
+{{- else -}}
+ferry
+{{- end -}}
 {{- end -}}
 
 {{/* Where the webhooks apply: the watched namespaces, or every namespace. */}}

@@ -26,6 +26,8 @@ pub struct Env {
     pub ns: TestNamespace,
     pub kubeconfig: PathBuf,
     operator: Option<JoinHandle<()>>,
+    /// The Helm chart's identity the operator acts as, once started.
+    identity: Option<ferry_testenv::chart::OperatorIdentity>,
 }
 
 /// What one run of the binary did.
@@ -47,16 +49,23 @@ impl Env {
             ns,
             kubeconfig,
             operator: None,
+            identity: None,
         }
     }
 
-    /// Runs the operator in-process, watching only this test's namespace.
-    pub fn start_operator(&mut self) {
+    /// Runs the operator in-process, watching only this test's namespace, as the Helm chart's
+    /// ServiceAccount (its RBAC only).
+    pub async fn start_operator(&mut self) {
+        let identity = ferry_testenv::chart::install_identity(&self.ns.name)
+            .await
+            .unwrap();
+        let operator_client = ferry_testenv::chart::client_as(&identity.user).await.unwrap();
+        self.identity = Some(identity);
         let settings = Settings {
             namespaces: vec![self.ns.name.clone()],
             ..Settings::default()
         };
-        let client = self.client.clone();
+        let client = operator_client;
         self.operator = Some(tokio::spawn(async move {
             if let Err(error) = run(client, settings).await {
                 eprintln!("operator stopped: {error}");
@@ -67,6 +76,9 @@ impl Env {
     pub async fn finish(self) {
         if let Some(operator) = self.operator {
             operator.abort();
+        }
+        if let Some(identity) = &self.identity {
+            ferry_testenv::chart::remove_identity(identity).await.unwrap();
         }
         self.ns.cleanup().await.unwrap();
     }

@@ -11,7 +11,11 @@ use kube::{Api, Client, ResourceExt};
 use tokio::task::JoinHandle;
 
 pub struct Harness {
+    /// The admin client: the test's own setup and checks.
     pub client: Client,
+    /// The operator's client: acts as the Helm chart's ServiceAccount, with the chart's RBAC only.
+    pub operator_client: Client,
+    pub identity: ferry_testenv::chart::OperatorIdentity,
     pub ns: TestNamespace,
     operator: JoinHandle<()>,
     /// Where the running operator serves /metrics.
@@ -25,9 +29,12 @@ impl Harness {
         let client = client().await.unwrap();
         install_crd(&client).await;
         let ns = TestNamespace::create(&client, prefix).await.unwrap();
-        let (operator, metrics_url) = spawn_operator(&client, &ns.name, None);
+        let (identity, operator_client) = chart_identity(&ns.name).await;
+        let (operator, metrics_url) = spawn_operator(&operator_client, &ns.name, None);
         Harness {
             client,
+            operator_client,
+            identity,
             ns,
             operator,
             metrics_url,
@@ -35,16 +42,45 @@ impl Harness {
         }
     }
 
-    /// Like `start`, with the operator serving and registering its admission webhooks at a
-    /// loopback URL (the API server calls it over TLS); returns once they are registered.
+    /// A namespace and the chart's identity, with no operator running (a test that installs one).
+    pub async fn start_bare(prefix: &str) -> Harness {
+        let client = client().await.unwrap();
+        install_crd(&client).await;
+        let ns = TestNamespace::create(&client, prefix).await.unwrap();
+        let (identity, operator_client) = chart_identity(&ns.name).await;
+        Harness {
+            client,
+            operator_client,
+            identity,
+            ns,
+            operator: tokio::spawn(async {}),
+            metrics_url: String::new(),
+            webhook_url: None,
+        }
+    }
+
+    /// Like `start`, with the operator serving its admission webhooks at a loopback URL (the API
+    /// server calls it over TLS). As with the chart, the configurations are made by the installer
+    /// (here the test, as admin) and the operator only keeps their caBundle; returns once it has.
     pub async fn start_with_webhook(prefix: &str) -> Harness {
         let client = client().await.unwrap();
         install_crd(&client).await;
         let ns = TestNamespace::create(&client, prefix).await.unwrap();
+        let (identity, operator_client) = chart_identity(&ns.name).await;
         let url = format!("https://127.0.0.1:{}", free_port());
-        let (operator, metrics_url) = spawn_operator(&client, &ns.name, Some(&url));
+        ferry_operator::webhook::register::register(
+            &client,
+            &ferry_operator::webhook::Endpoint::Url(url.clone()),
+            None,
+            std::slice::from_ref(&ns.name),
+        )
+        .await
+        .unwrap();
+        let (operator, metrics_url) = spawn_operator(&operator_client, &ns.name, Some(&url));
         let harness = Harness {
             client,
+            operator_client,
+            identity,
             ns,
             operator,
             metrics_url,
@@ -54,7 +90,7 @@ impl Harness {
         harness
     }
 
-    /// Waits until the webhook configurations point at this operator's URL.
+    /// Waits until the webhook configurations point at this operator's URL and carry its CA.
     pub async fn wait_webhook_registered(&self) {
         use k8s_openapi::api::admissionregistration::v1::MutatingWebhookConfiguration;
         let configurations: Api<MutatingWebhookConfiguration> = Api::all(self.client.clone());
@@ -63,6 +99,7 @@ impl Harness {
         wait_until("the webhook configurations to be registered", 60, || async {
             let configuration = configurations.get_opt(&name).await.ok().flatten()?;
             let hook = configuration.webhooks?.into_iter().next()?;
+            hook.client_config.ca_bundle.as_ref()?;
             hook.client_config.url?.starts_with(&url).then_some(())
         })
         .await
@@ -79,7 +116,7 @@ impl Harness {
     pub fn restart_operator(&mut self) {
         self.operator.abort();
         (self.operator, self.metrics_url) =
-            spawn_operator(&self.client, &self.ns.name, self.webhook_url.as_deref());
+            spawn_operator(&self.operator_client, &self.ns.name, self.webhook_url.as_deref());
     }
 
     /// Waits for the VolumeResize `name` to finish, killing the operator (and starting a fresh one)
@@ -164,6 +201,9 @@ impl Harness {
                 .await;
             assert!(deleted.is_ok(), "{deleted:?}");
         }
+        ferry_testenv::chart::remove_identity(&self.identity)
+            .await
+            .unwrap();
         self.ns.cleanup().await.unwrap();
     }
 
@@ -300,7 +340,7 @@ fn spawn_operator(client: &Client, namespace: &str, webhook_url: Option<&str>) -
             endpoint: ferry_operator::webhook::Endpoint::Url(url.to_string()),
             certificates: ferry_operator::webhook::Certificates::SelfSigned,
             ca_secret: None,
-            configuration: None,
+            configuration: Some(format!("ferry.{namespace}")),
         }
     });
     let settings = Settings {
@@ -318,6 +358,14 @@ fn spawn_operator(client: &Client, namespace: &str, webhook_url: Option<&str>) -
         }
     });
     (task, format!("http://127.0.0.1:{port}/metrics"))
+}
+
+/// The Helm chart's ServiceAccount and RBAC for an operator watching `namespace`, and a client
+/// that acts as it.
+pub async fn chart_identity(namespace: &str) -> (ferry_testenv::chart::OperatorIdentity, Client) {
+    let identity = ferry_testenv::chart::install_identity(namespace).await.unwrap();
+    let operator_client = ferry_testenv::chart::client_as(&identity.user).await.unwrap();
+    (identity, operator_client)
 }
 
 /// A loopback port nobody listens on right now.

@@ -1,0 +1,36 @@
+# syntax=docker/dockerfile:1
+# Ferry's image for your own builds: `docker build -t ferry:0.1.0 .` (or podman/buildah/kaniko).
+# The same layout as the project's own image build (scripts/images, docs/images.md): two static
+# binaries, /etc/passwd and /etc/group with root and ferry (65532), /tmp 1777, nothing else — no
+# shell, no package manager. `ferry` is the entry point; mover pods run `ferry-mover` from the same
+# image (the chart's mover.image defaults to it).
+
+FROM rust:1.95-bookworm AS build
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends musl-tools \
+ && rm -rf /var/lib/apt/lists/* \
+ && rustup target add x86_64-unknown-linux-musl
+WORKDIR /src
+COPY . .
+RUN --mount=type=cache,target=/usr/local/cargo/registry \
+    --mount=type=cache,target=/src/target \
+    cargo build --release --locked --target x86_64-unknown-linux-musl \
+      -p ferry-operator -p ferry-mover --bin ferry --bin ferry-mover \
+ && mkdir -p /rootfs/usr/local/bin /rootfs/etc /rootfs/tmp /rootfs/root /rootfs/home/ferry \
+ && cp target/x86_64-unknown-linux-musl/release/ferry target/x86_64-unknown-linux-musl/release/ferry-mover /rootfs/usr/local/bin/ \
+ && printf 'root:x:0:0:root:/root:/sbin/nologin\nferry:x:65532:65532:ferry:/home/ferry:/sbin/nologin\n' > /rootfs/etc/passwd \
+ && printf 'root:x:0:\nferry:x:65532:\n' > /rootfs/etc/group \
+ && printf 'passwd: files\ngroup: files\nhosts: files dns\n' > /rootfs/etc/nsswitch.conf \
+ && chmod 1777 /rootfs/tmp && chmod 700 /rootfs/root && chown 65532:65532 /rootfs/home/ferry
+
+FROM scratch
+ARG VERSION=0.1.0
+LABEL org.opencontainers.image.title="ferry" \
+      org.opencontainers.image.description="Ferry: safe StatefulSet volume changes on Kubernetes" \
+      org.opencontainers.image.version="${VERSION}" \
+      org.opencontainers.image.source="https://github.com/ferry-dev/ferry" \
+      org.opencontainers.image.licenses="Apache-2.0"
+COPY --from=build /rootfs/ /
+ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+USER 65532:65532
+ENTRYPOINT ["/usr/local/bin/ferry"]

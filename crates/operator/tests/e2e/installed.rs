@@ -1,0 +1,309 @@
+//! Ferry installed the way users install it: `helm install` of deploy/helm/ferry runs the operator
+//! as two real pods on the real node (from the local image), with its webhooks registered through
+//! its Service. A resize goes through the installed operator; its leader is deleted mid-copy and the
+//! other replica finishes the resize within the lease; `helm upgrade` and `helm uninstall` leave no
+//! orphans and keep the data.
+
+use crate::real_node::{assert_nothing_lost, wait_phase, writer_with};
+use crate::support::Harness;
+use ferry_api::{Phase, VolumeResize};
+use ferry_testenv::chart::{chart_dir, helm};
+use ferry_testenv::{CLASS_BLOCK_FIXED, REAL_NODE, wait_until};
+use k8s_openapi::api::admissionregistration::v1::{
+    MutatingWebhookConfiguration, ValidatingWebhookConfiguration,
+};
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::coordination::v1::Lease;
+use k8s_openapi::api::core::v1::{PersistentVolume, Pod};
+use k8s_openapi::api::events::v1::Event;
+use k8s_openapi::api::rbac::v1::ClusterRole;
+use kube::api::{DeleteParams, ListParams};
+use kube::{Api, ResourceExt};
+use serde_json::json;
+
+const LEASE_SECONDS: u64 = 6;
+
+async fn helm_ok(args: &[&str]) -> String {
+    let (code, out, err) = helm(args).await.unwrap();
+    assert_eq!(code, 0, "helm {args:?}: {err}\n{out}");
+    out
+}
+
+/// The replica holding the leader Lease.
+async fn leader(harness: &Harness, lease: &str) -> String {
+    let leases: Api<Lease> = harness.ns.api();
+    wait_until("a leader", 60, || async {
+        let lease = leases.get_opt(lease).await.ok().flatten()?;
+        lease.spec?.holder_identity.filter(|holder| !holder.is_empty())
+    })
+    .await
+    .unwrap()
+}
+
+/// (time, reporting instance) of every Event the operator reported in the namespace, in time order
+/// (for an Event repeated as a series, both its first and its last time).
+async fn operator_actions(harness: &Harness) -> Vec<(String, String)> {
+    let events: Api<Event> = harness.ns.api();
+    let mut out = Vec::new();
+    for event in events.list(&ListParams::default()).await.unwrap().items {
+        if event.reporting_controller.as_deref() != Some("ferry") {
+            continue;
+        }
+        let instance = event.reporting_instance.clone().unwrap_or_default();
+        if let Some(time) = &event.event_time {
+            out.push((time.0.to_string(), instance.clone()));
+        }
+        if let Some(last) = event
+            .series
+            .as_ref()
+            .map(|series| series.last_observed_time.0.to_string())
+        {
+            out.push((last, instance));
+        }
+    }
+    out.sort();
+    out
+}
+
+/// The replicas that acted, in the order they first acted, never overlap: the last action of each
+/// comes before the first of the next. `first` acted first and `second` acted too.
+fn assert_one_at_a_time(actions: &[(String, String)], first: &str, second: &str) {
+    let mut order: Vec<&str> = Vec::new();
+    for (_, who) in actions {
+        if !order.contains(&who.as_str()) {
+            order.push(who);
+        }
+    }
+    assert_eq!(order.first().copied(), Some(first), "{actions:?}");
+    assert!(order.contains(&second), "{actions:?}");
+    for pair in order.windows(2) {
+        let last = actions
+            .iter()
+            .filter(|(_, who)| who == pair[0])
+            .map(|(at, _)| at)
+            .max();
+        let next = actions
+            .iter()
+            .filter(|(_, who)| who == pair[1])
+            .map(|(at, _)| at)
+            .min();
+        assert!(
+            last < next,
+            "{} and {} acted at the same time: {actions:?}",
+            pair[0],
+            pair[1]
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_chart_runs_ferry_on_the_node_hands_over_mid_resize_and_uninstalls_cleanly() {
+    let harness = Harness::start_bare("helm").await;
+    let ns = harness.ns.name.clone();
+    let release = ns.clone();
+    let fullname = format!("{release}-ferry");
+    let chart = chart_dir().to_string_lossy().into_owned();
+    let watched = format!("watchNamespaces={{{ns}}}");
+    let node_selector = format!(r#"nodeSelector={{"kubernetes.io/hostname":"{REAL_NODE}"}}"#);
+    let tolerations =
+        r#"tolerations=[{"key":"ferry.dev/real-node","operator":"Exists","effect":"NoSchedule"}]"#;
+    let lease_duration = format!("leaderElection.leaseDuration={LEASE_SECONDS}s");
+    let mut values = vec![
+        "--namespace",
+        ns.as_str(),
+        "--set",
+        "image.repository=ferry.local/ferry",
+        "--set",
+        "image.tag=dev",
+        "--set",
+        "image.pullPolicy=Never",
+        "--set",
+        watched.as_str(),
+        "--set",
+        "replicaCount=2",
+        "--set",
+        lease_duration.as_str(),
+        // The CRDs are shared by every test running at the same time: installed by the suite.
+        "--set",
+        "crds.install=false",
+        "--set-json",
+        node_selector.as_str(),
+        "--set-json",
+        tolerations,
+        "--wait",
+        "--timeout",
+        "180s",
+    ];
+
+    // A bad value fails at install with the schema's message, and installs nothing.
+    let (code, _, err) = helm(
+        &[
+            &["install", &release, &chart, "--set", "replicaCount=0"][..],
+            &values[..2],
+        ]
+        .concat(),
+    )
+    .await
+    .unwrap();
+    assert_ne!(code, 0);
+    assert!(err.contains("replicaCount"), "{err}");
+
+    let mut install = vec!["install", release.as_str(), chart.as_str()];
+    install.extend_from_slice(&values);
+    let notes = helm_ok(&install).await;
+    assert!(notes.contains("Uninstalling keeps your data"), "{notes}");
+
+    // Both replicas run on the real node; the webhooks carry the CA the operator keeps.
+    let pods: Api<Pod> = harness.ns.api();
+    let selector = format!("app.kubernetes.io/instance={release}");
+    let operator_pods = pods
+        .list(&ListParams::default().labels(&selector))
+        .await
+        .unwrap()
+        .items;
+    assert_eq!(operator_pods.len(), 2);
+    assert!(
+        operator_pods
+            .iter()
+            .all(|pod| pod.spec.as_ref().unwrap().node_name.as_deref() == Some(REAL_NODE))
+    );
+    let webhook_name = format!("ferry.{ns}");
+    let mutating: Api<MutatingWebhookConfiguration> = Api::all(harness.client.clone());
+    wait_until("the operator to inject its CA", 60, || async {
+        let configuration = mutating.get_opt(&webhook_name).await.ok().flatten()?;
+        configuration
+            .webhooks?
+            .first()?
+            .client_config
+            .ca_bundle
+            .as_ref()
+            .map(|_| ())
+    })
+    .await
+    .unwrap();
+    // Served through the Service by the pods: the validating webhook refuses a VolumeResize for a
+    // StatefulSet that does not exist (its failurePolicy is Ignore, so only a served webhook refuses).
+    let refused = harness
+        .try_create_resize(
+            "ghost",
+            json!({"statefulSetName": "nobody", "volumes": [{"name": "data", "size": "1Gi"}]}),
+        )
+        .await;
+    let message = format!(
+        "{:?}",
+        refused.expect_err("the webhook refuses a VolumeResize for a missing StatefulSet")
+    );
+    assert!(message.contains("nobody"), "{message}");
+
+    // A copy through the installed operator; its leader is deleted mid-copy.
+    let seeds = writer_with(&harness, 1, CLASS_BLOCK_FIXED, "64Mi", 8 << 10, 0).await;
+    let lease_name = format!("{fullname}-leader");
+    let first = leader(&harness, &lease_name).await;
+    harness
+        .create_resize(
+            "copy",
+            json!({"statefulSetName": "db", "volumes": [{"name": "data", "size": "96Mi"}]}),
+        )
+        .await;
+    let resizes: Api<VolumeResize> = harness.ns.api();
+    wait_until("the copy to reach WarmCopy", 120, || async {
+        let resize = resizes.get_opt("copy").await.ok().flatten()?;
+        resize
+            .status?
+            .plan
+            .iter()
+            .any(|row| row.step.as_deref().is_some_and(|step| step != "CreatingTarget"))
+            .then_some(())
+    })
+    .await
+    .unwrap();
+    pods.delete(&first, &DeleteParams::default()).await.unwrap();
+    let deleted_at = std::time::Instant::now();
+    let second = wait_until("another replica to lead", 60, || async {
+        let holder = leader(&harness, &lease_name).await;
+        (holder != first).then_some(holder)
+    })
+    .await
+    .unwrap();
+    assert!(
+        deleted_at.elapsed().as_secs() <= 2 * LEASE_SECONDS + 10,
+        "handed over after {:?}",
+        deleted_at.elapsed()
+    );
+    let resize = wait_phase(&harness, "copy", 300).await;
+    let status = resize.status.clone().unwrap();
+    assert_eq!(status.phase, Some(Phase::Succeeded), "{:?}", status.message);
+    assert_nothing_lost(&harness, 1, &seeds).await;
+    // Never two at once: each replica's actions all come before the next leader's.
+    assert_one_at_a_time(&operator_actions(&harness).await, &first, &second);
+
+    // helm upgrade rolls the operator and leaves the resize and its volumes alone.
+    let mut upgrade = vec![
+        "upgrade",
+        release.as_str(),
+        chart.as_str(),
+        "--set",
+        "logFormat=text",
+    ];
+    upgrade.extend_from_slice(&values);
+    helm_ok(&upgrade).await;
+    let deployments: Api<Deployment> = harness.ns.api();
+    let deployment = deployments.get(&fullname).await.unwrap();
+    let env = &deployment.spec.unwrap().template.spec.unwrap().containers[0].env;
+    assert!(
+        env.iter()
+            .flatten()
+            .any(|var| var.name == "FERRY_LOG_FORMAT" && var.value.as_deref() == Some("text"))
+    );
+    assert_eq!(resizes.get("copy").await.unwrap().uid(), resize.uid());
+
+    // helm uninstall: nothing of the chart is left, the data is.
+    values.truncate(2);
+    helm_ok(&[&["uninstall", release.as_str(), "--wait"][..], &values[..]].concat()).await;
+    assert!(deployments.get_opt(&fullname).await.unwrap().is_none());
+    assert!(
+        Api::<ClusterRole>::all(harness.client.clone())
+            .get_opt(&fullname)
+            .await
+            .unwrap()
+            .is_none()
+    );
+    assert!(mutating.get_opt(&webhook_name).await.unwrap().is_none());
+    assert!(
+        Api::<ValidatingWebhookConfiguration>::all(harness.client.clone())
+            .get_opt(&webhook_name)
+            .await
+            .unwrap()
+            .is_none()
+    );
+    let leases: Api<Lease> = harness.ns.api();
+    assert!(leases.get_opt(&lease_name).await.unwrap().is_none());
+    let leftovers = ferry_testenv::kubectl(&[
+        "get",
+        "all,role,rolebinding,secret,serviceaccount,lease,pdb",
+        "-n",
+        &ns,
+        "-l",
+        &selector,
+        "-o",
+        "name",
+    ])
+    .await
+    .unwrap();
+    assert_eq!(leftovers.1.trim(), "", "left by helm uninstall: {}", leftovers.1);
+    assert_eq!(
+        resizes.get("copy").await.unwrap().uid(),
+        resize.uid(),
+        "the VolumeResize is kept"
+    );
+    let volumes: Api<PersistentVolume> = Api::all(harness.client.clone());
+    let retained = &resize.status.unwrap().created_objects.retained_volumes;
+    assert!(!retained.is_empty());
+    for volume in retained {
+        assert!(
+            volumes.get_opt(volume).await.unwrap().is_some(),
+            "retained volume {volume} is kept"
+        );
+    }
+    harness.finish().await;
+}

@@ -1,0 +1,197 @@
+//! Ferry's Helm chart in tests: the operator a test runs acts with exactly the permissions the
+//! chart grants. The chart is rendered by the control plane's own helm for a release named after
+//! the test namespace and watching only it; its ServiceAccount and RBAC are applied, and the
+//! operator's client impersonates that ServiceAccount, so a permission the chart lacks fails the
+//! test with the API server's 403.
+
+use crate::{Error, cluster, paths};
+use kube::config::{KubeConfigOptions, Kubeconfig};
+use kube::{Client, Config};
+use std::path::PathBuf;
+use std::process::Stdio;
+use tokio::io::AsyncWriteExt;
+
+/// The chart in this repository.
+pub fn chart_dir() -> PathBuf {
+    paths::repo_root().join("deploy/helm/ferry")
+}
+
+/// The control plane's helm binary (built with it by `scripts/testenv up`).
+pub fn helm_binary() -> Result<PathBuf, Error> {
+    let bin_dir = std::fs::read_to_string(paths::state_dir().join("bin-dir"))
+        .map_err(|e| Error::io("testenv bin-dir", e))?;
+    Ok(PathBuf::from(bin_dir.trim()).join("helm"))
+}
+
+/// Runs helm against the control plane; returns (exit code, stdout, stderr).
+pub async fn helm(args: &[&str]) -> Result<(i32, String, String), Error> {
+    let kubeconfig = cluster::kubeconfig_path().await?;
+    let output = tokio::process::Command::new(helm_binary()?)
+        .arg("--kubeconfig")
+        .arg(&kubeconfig)
+        .args(args)
+        .env("HELM_CACHE_HOME", paths::state_dir().join("helm/cache"))
+        .env("HELM_CONFIG_HOME", paths::state_dir().join("helm/config"))
+        .env("HELM_DATA_HOME", paths::state_dir().join("helm/data"))
+        .output()
+        .await
+        .map_err(|e| Error::io("helm", e))?;
+    Ok((
+        output.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    ))
+}
+
+/// `helm template` of the chart; fails with helm's message.
+pub async fn render(release: &str, namespace: &str, extra: &[&str]) -> Result<String, Error> {
+    let chart = chart_dir();
+    let chart = chart.to_string_lossy();
+    // Offline, helm assumes an old Kubernetes; the chart needs v1.34 or newer.
+    let mut args = vec![
+        "template",
+        release,
+        chart.as_ref(),
+        "--namespace",
+        namespace,
+        "--kube-version",
+        "1.34.0",
+    ];
+    args.extend_from_slice(extra);
+    let (code, out, err) = helm(&args).await?;
+    if code != 0 {
+        return Err(Error::Setup(format!("helm template: {err}")));
+    }
+    Ok(out)
+}
+
+/// The chart's identity for an operator that watches only `namespace`, released there.
+pub struct OperatorIdentity {
+    /// `system:serviceaccount:<namespace>:<name>`.
+    pub user: String,
+    /// Prefix of the cluster-scoped objects (ClusterRole, ClusterRoleBinding) to remove at the end.
+    pub release: String,
+    /// The webhook configurations' name the chart's RBAC allows.
+    pub webhook_configuration: String,
+    /// The chart's leader Lease and webhook CA Secret (in `namespace`).
+    pub leader_lease: String,
+    pub webhook_ca_secret: String,
+}
+
+/// Applies the chart's ServiceAccount, RBAC, leader Lease and webhook CA Secret for a release
+/// named `namespace` watching only `namespace`.
+pub async fn install_identity(namespace: &str) -> Result<OperatorIdentity, Error> {
+    let watched = format!("watchNamespaces={{{namespace}}}");
+    let rendered = render(
+        namespace,
+        namespace,
+        &[
+            "--set",
+            &watched,
+            "--show-only",
+            "templates/serviceaccount.yaml",
+            "--show-only",
+            "templates/rbac.yaml",
+            "--show-only",
+            "templates/self.yaml",
+        ],
+    )
+    .await?;
+    apply(&rendered).await?;
+    let account = service_account_name(&rendered)
+        .ok_or_else(|| Error::Setup("the chart renders no ServiceAccount".into()))?;
+    Ok(OperatorIdentity {
+        user: format!("system:serviceaccount:{namespace}:{account}"),
+        release: namespace.to_string(),
+        webhook_configuration: format!("ferry.{namespace}"),
+        leader_lease: format!("{account}-leader"),
+        webhook_ca_secret: format!("{account}-webhook-ca"),
+    })
+}
+
+/// The name of the first ServiceAccount in rendered YAML.
+fn service_account_name(rendered: &str) -> Option<String> {
+    let start = rendered.find("kind: ServiceAccount")?;
+    rendered[start..]
+        .lines()
+        .find_map(|line| line.strip_prefix("  name: "))
+        .map(|name| name.trim().to_string())
+}
+
+/// `kubectl apply` (server-side) of YAML documents.
+pub async fn apply(yaml: &str) -> Result<(), Error> {
+    let kubeconfig = cluster::kubeconfig_path().await?;
+    let bin_dir = std::fs::read_to_string(paths::state_dir().join("bin-dir"))
+        .map_err(|e| Error::io("testenv bin-dir", e))?;
+    let mut child = tokio::process::Command::new(PathBuf::from(bin_dir.trim()).join("kubectl"))
+        .arg("--kubeconfig")
+        .arg(&kubeconfig)
+        .args([
+            "apply",
+            "--server-side",
+            "--field-manager",
+            "ferry-tests",
+            "-f",
+            "-",
+        ])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| Error::io("kubectl", e))?;
+    if let Some(mut stdin) = child.stdin.take() {
+        stdin
+            .write_all(yaml.as_bytes())
+            .await
+            .map_err(|e| Error::io("kubectl stdin", e))?;
+    }
+    let output = child
+        .wait_with_output()
+        .await
+        .map_err(|e| Error::io("kubectl", e))?;
+    if !output.status.success() {
+        return Err(Error::Setup(format!(
+            "kubectl apply: {}",
+            String::from_utf8_lossy(&output.stderr)
+        )));
+    }
+    Ok(())
+}
+
+/// Removes the release's cluster-scoped RBAC (its namespaced objects go with the namespace).
+pub async fn remove_identity(identity: &OperatorIdentity) -> Result<(), Error> {
+    let selector = format!("app.kubernetes.io/instance={}", identity.release);
+    let (code, _, err) = cluster::kubectl(&[
+        "delete",
+        "clusterrole,clusterrolebinding",
+        "-l",
+        &selector,
+        "--ignore-not-found",
+    ])
+    .await?;
+    if code != 0 {
+        return Err(Error::Setup(format!("kubectl delete: {err}")));
+    }
+    Ok(())
+}
+
+/// A client for the control plane that acts as `user` (impersonation by the admin identity).
+pub async fn client_as(user: &str) -> Result<Client, Error> {
+    let path = cluster::kubeconfig_path().await?;
+    let kubeconfig = Kubeconfig::read_from(&path)?;
+    let mut config = Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default()).await?;
+    config.auth_info.impersonate = Some(user.to_string());
+    Ok(Client::try_from(config)?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn finds_the_rendered_service_account() {
+        let rendered = "---\n# Source: ferry/templates/serviceaccount.yaml\napiVersion: v1\nkind: ServiceAccount\nmetadata:\n  name: ns-ferry\n  namespace: ns\n";
+        assert_eq!(service_account_name(rendered).as_deref(), Some("ns-ferry"));
+        assert_eq!(service_account_name("kind: Role\n"), None);
+    }
+}
