@@ -6,6 +6,7 @@ pub mod conditions;
 pub mod copy;
 pub mod duration;
 pub mod extended;
+pub mod gauges;
 pub mod in_place;
 pub mod names;
 pub mod observed;

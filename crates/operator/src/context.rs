@@ -5,7 +5,7 @@ use ferry_api::VolumeResize;
 use kube::Client;
 use kube::runtime::events::{Recorder, Reporter};
 use kube::runtime::reflector::Store;
-use std::sync::Arc;
+use std::sync::{Arc, Once};
 
 pub struct Context {
     pub client: Client,
@@ -15,6 +15,8 @@ pub struct Context {
     pub resizes: Resizes,
     /// Image of mover pods unless a VolumeResize names another.
     pub mover_image: String,
+    /// Whether `resizes` is counted in the metrics' VolumeResize gauges yet.
+    counted: Once,
 }
 
 impl Context {
@@ -35,7 +37,16 @@ impl Context {
             metrics,
             resizes,
             mover_image,
+            counted: Once::new(),
         }
+    }
+
+    /// Counts this context's VolumeResize cache in the in-flight and copy-progress gauges, once.
+    /// The VolumeResize controller calls it at each reconcile, so the controllers' caches are
+    /// counted and a webhook's (which every replica keeps, leader or not) never is.
+    pub fn count_resizes_in_metrics(&self) {
+        self.counted
+            .call_once(|| self.metrics.count_resizes(self.resizes.clone()));
     }
 }
 

@@ -1,11 +1,19 @@
-//! Prometheus metrics, served on /metrics.
+//! Prometheus metrics, served on /metrics. docs/metrics.md lists them; the Grafana dashboard
+//! (deploy/helm/ferry/dashboards/ferry.json) queries them, and a test checks that every metric it
+//! queries is declared here.
 
-use prometheus_client::encoding::EncodeLabelSet;
+use crate::context::Resizes;
+use ferry_api::VolumeResize;
+use ferry_engine::gauges::{copy_progress, in_flight};
+use prometheus_client::collector::Collector;
+use prometheus_client::encoding::{DescriptorEncoder, EncodeLabelSet, EncodeMetric, MetricEncoder};
+use prometheus_client::metrics::MetricType;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
+use std::sync::{Arc, Mutex, PoisonError};
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct OutcomeLabels {
@@ -25,6 +33,20 @@ pub struct ReasonLabels {
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct StepLabels {
     pub step: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct PhaseLabels {
+    pub namespace: String,
+    pub phase: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct CopyLabels {
+    pub namespace: String,
+    pub volume_resize: String,
+    pub replica: String,
+    pub volume: String,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -55,6 +77,11 @@ pub struct Metrics {
     pub autoscale_resizes: Family<ReasonLabels, Counter>,
     /// Autoscaler decisions not to grow, by reason (below-threshold, cooldown, at-max-size, ...).
     pub autoscale_skipped: Family<ReasonLabels, Counter>,
+    /// 1 while this replica runs the controllers (it holds the Lease, or leader election is off).
+    pub leader: Gauge,
+    /// The VolumeResize caches of the running controllers, read at each scrape for the in-flight
+    /// and copy-progress gauges.
+    resize_caches: ResizeCaches,
 }
 
 impl Default for Metrics {
@@ -72,7 +99,7 @@ impl Default for Metrics {
         registry.register(
             "volume_resizes",
             "Finished VolumeResizes by outcome",
-            resizes.clone(),
+            Declared(resizes.clone()),
         );
         registry.register(
             "copied_bytes",
@@ -87,18 +114,22 @@ impl Default for Metrics {
         registry.register(
             "step_duration_seconds",
             "How long a volume spent in one step of a resize (CreatingTarget, WarmCopy, FinalSync, ...)",
-            step_duration.clone(),
+            Declared(step_duration.clone()),
         );
         registry.register(
             "volume_resize_reconciles",
             "VolumeResize reconciles by outcome",
-            reconciles.clone(),
+            Declared(reconciles.clone()),
         );
-        registry.register("reconcile_errors", "Reconcile errors by category", errors.clone());
+        registry.register(
+            "reconcile_errors",
+            "Reconcile errors by category",
+            Declared(errors.clone()),
+        );
         registry.register(
             "prechecks",
             "Precheck verdicts by reason, counted when they change",
-            prechecks.clone(),
+            Declared(prechecks.clone()),
         );
         registry.register(
             "volume_resize_reconcile_duration_seconds",
@@ -111,20 +142,30 @@ impl Default for Metrics {
         registry.register(
             "autoscale_usage_ratio",
             "The fullest replica's used share of an autoscaled volume (0 to 1)",
-            autoscale_usage_ratio.clone(),
+            Declared(autoscale_usage_ratio.clone()),
         );
         registry.register(
             "autoscale_resizes",
             "VolumeResizes autoscalers started, by reason (threshold, inodes, rescue)",
-            autoscale_resizes.clone(),
+            Declared(autoscale_resizes.clone()),
         );
         registry.register(
             "autoscale_skipped",
             "Autoscaler polls that did not grow a volume, by reason",
-            autoscale_skipped.clone(),
+            Declared(autoscale_skipped.clone()),
         );
+        let leader = Gauge::default();
+        registry.register(
+            "leader",
+            "1 while this replica runs the controllers (it holds the Lease, or leader election is off), 0 while it waits",
+            leader.clone(),
+        );
+        let resize_caches = ResizeCaches::default();
+        registry.register_collector(Box::new(resize_caches.clone()));
         Metrics {
             registry,
+            leader,
+            resize_caches,
             autoscale_usage_ratio,
             autoscale_resizes,
             autoscale_skipped,
@@ -151,4 +192,106 @@ impl Metrics {
         prometheus_client::encoding::text::encode(&mut out, &self.registry)?;
         Ok(out)
     }
+
+    /// Counts the VolumeResizes of a running controller's cache in the in-flight and
+    /// copy-progress gauges (each cache once: the controllers' caches cover disjoint namespaces).
+    pub fn count_resizes(&self, resizes: Resizes) {
+        self.resize_caches.lock().push(resizes);
+    }
 }
+
+/// A label family declared (`# HELP`, `# TYPE`) before its first sample, so that dashboards and
+/// alerts find every metric on a fresh operator: prometheus-client 0.24 leaves out empty families.
+#[derive(Debug)]
+struct Declared<M>(M);
+
+impl<M: EncodeMetric> EncodeMetric for Declared<M> {
+    fn encode(&self, encoder: MetricEncoder) -> Result<(), std::fmt::Error> {
+        self.0.encode(encoder)
+    }
+
+    fn metric_type(&self) -> MetricType {
+        self.0.metric_type()
+    }
+}
+
+/// The gauges read off the VolumeResize caches at each scrape: resizes in flight by namespace and
+/// phase, and the copy progress of each replica's volume of unfinished resizes. Nothing is kept
+/// between scrapes, so a finished or deleted resize leaves no series behind. A replica that runs
+/// no controller (a follower) declares them without samples.
+#[derive(Clone, Default)]
+struct ResizeCaches(Arc<Mutex<Vec<Resizes>>>);
+
+impl ResizeCaches {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<Resizes>> {
+        // The list is only ever pushed to: a panic elsewhere cannot leave it half-written.
+        self.0.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+impl std::fmt::Debug for ResizeCaches {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ResizeCaches")
+            .field("caches", &self.lock().len())
+            .finish()
+    }
+}
+
+impl Collector for ResizeCaches {
+    fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
+        let resizes: Vec<Arc<VolumeResize>> = self.lock().iter().flat_map(Resizes::state).collect();
+        {
+            let mut family = encoder.encode_descriptor(
+                "volume_resizes_in_flight",
+                "VolumeResizes not finished yet, by namespace and phase (one without a status is Pending)",
+                None,
+                MetricType::Gauge,
+            )?;
+            for ((namespace, phase), count) in in_flight(resizes.iter().map(AsRef::as_ref)) {
+                let labels = PhaseLabels {
+                    namespace,
+                    phase: phase.into(),
+                };
+                family.encode_family(&labels)?.encode_gauge(&count)?;
+            }
+        }
+        let progress: Vec<(CopyLabels, u64, u64)> = resizes
+            .iter()
+            .flat_map(|resize| {
+                copy_progress(resize).into_iter().map(|row| {
+                    let labels = CopyLabels {
+                        namespace: resize.metadata.namespace.clone().unwrap_or_default(),
+                        volume_resize: resize.metadata.name.clone().unwrap_or_default(),
+                        replica: row.replica.to_string(),
+                        volume: row.volume,
+                    };
+                    (labels, row.done_bytes, row.size_bytes)
+                })
+            })
+            .collect();
+        {
+            let mut family = encoder.encode_descriptor(
+                "copy_done_bytes",
+                "Bytes the current mover pass has gone through, per replica and volume of an unfinished VolumeResize",
+                None,
+                MetricType::Gauge,
+            )?;
+            for (labels, done, _) in &progress {
+                family.encode_family(labels)?.encode_gauge(done)?;
+            }
+        }
+        let mut family = encoder.encode_descriptor(
+            "copy_size_bytes",
+            "Bytes to copy (the data on the old volume), per replica and volume of an unfinished VolumeResize",
+            None,
+            MetricType::Gauge,
+        )?;
+        for (labels, _, size) in &progress {
+            family.encode_family(labels)?.encode_gauge(size)?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests;

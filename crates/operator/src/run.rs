@@ -96,6 +96,7 @@ pub async fn run(client: Client, settings: Settings) -> Result<(), Error> {
         }
         None => None,
     };
+    metrics.leader.set(1);
     let controllers = futures::future::join_all(scopes.iter().map(|scope| {
         run_scope(
             client.clone(),

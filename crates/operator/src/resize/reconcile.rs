@@ -44,6 +44,7 @@ const STALE_RETRY: Duration = Duration::from_millis(200);
 
 pub async fn reconcile(resize: Arc<VolumeResize>, ctx: Arc<Context>) -> Result<Action, Error> {
     let started = Instant::now();
+    ctx.count_resizes_in_metrics();
     let result = match reconcile_inner(&resize, &ctx).await {
         // Read from a cache that lagged behind the last status write: nothing was done (the status
         // is written before acting); decide again from the current object.

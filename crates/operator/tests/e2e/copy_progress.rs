@@ -1,7 +1,7 @@
 //! Live progress of a copy on the real control plane: while a mover runs, the operator reads its
 //! progress lines from the pod's log (`pods/log`, served by the test agent as a kubelet would) into
-//! status; a bandwidth limit slows the mover enough to watch it. Afterwards the step durations are
-//! in the metrics.
+//! status, and from status into the copy-progress gauges; a bandwidth limit slows the mover enough
+//! to watch it. Afterwards the step durations are in the metrics and the gauges are gone.
 
 use crate::support;
 
@@ -40,6 +40,31 @@ async fn a_running_copy_shows_live_bytes_and_its_steps_are_timed() {
     assert!(partial.bytes_per_second.unwrap_or(0) > 0, "{partial:?}");
     assert!(partial.step_started_at.is_some(), "{partial:?}");
 
+    // The same progress on /metrics: the replica's copy gauges and the resize in flight, Running.
+    let series = format!(
+        "{{namespace=\"{}\",volume_resize=\"copy\",replica=\"0\",volume=\"data\"}}",
+        harness.ns.name
+    );
+    let running = format!(
+        "\nferry_volume_resizes_in_flight{{namespace=\"{}\",phase=\"Running\"}} 1\n",
+        harness.ns.name
+    );
+    ferry_testenv::wait_until("the copy's progress on /metrics", 60, || async {
+        let metrics = harness.metrics().await;
+        let value = |name: &str| -> Option<u64> {
+            let prefix = format!("{name}{series} ");
+            metrics
+                .lines()
+                .find_map(|l| l.strip_prefix(&prefix))?
+                .parse()
+                .ok()
+        };
+        let (done, size) = (value("ferry_copy_done_bytes")?, value("ferry_copy_size_bytes")?);
+        (done > 0 && done < size && metrics.contains(&running)).then_some(())
+    })
+    .await
+    .unwrap();
+
     // The mover was given the limit, and its own log is what status showed.
     let pods = harness.ns.api::<Pod>();
     let movers = pods
@@ -64,7 +89,13 @@ async fn a_running_copy_shows_live_bytes_and_its_steps_are_timed() {
     assert_eq!(resize.phase(), Phase::Succeeded, "{:?}", resize.status);
     harness.assert_data_intact(&seeded).await;
 
-    let metrics = harness.metrics().await;
+    // A finished resize leaves no copy-progress series and is no longer in flight.
+    let metrics = ferry_testenv::wait_until("the finished copy off /metrics", 30, || async {
+        let metrics = harness.metrics().await;
+        (!metrics.contains("volume_resize=\"copy\"") && !metrics.contains(&running)).then_some(metrics)
+    })
+    .await
+    .unwrap();
     for step in [
         "CreatingTarget",
         "WarmCopy",

@@ -1,10 +1,18 @@
-//! The operator's /healthz, /readyz and /metrics, served while it reconciles.
+//! The operator's /healthz, /readyz and /metrics, served while it reconciles; every metric the
+//! Helm chart's Grafana dashboard queries is on the page.
 
 use crate::support;
 
 use ferry_operator::{Settings, run};
+use ferry_testenv::CLASS_EXPANDABLE;
+use ferry_testenv::fixtures::stateful_set;
+use k8s_openapi::api::apps::v1::StatefulSet;
+use k8s_openapi::api::core::v1::Pod;
 use serde_json::json;
 use support::install_crd;
+
+#[path = "../common/dashboard.rs"]
+mod dashboard;
 
 async fn get(url: &str) -> (u16, String) {
     let output = tokio::process::Command::new("curl")
@@ -64,8 +72,12 @@ async fn health_readiness_and_metrics_are_served() {
         metrics.contains("ferry_volume_resize_reconciles_total{outcome=\"ok\"}"),
         "{metrics}"
     );
-    // (The per-outcome family of finished resizes prints only once it has counted one.)
-    for family in ["ferry_copied_bytes", "ferry_replica_downtime_seconds"] {
+    // Families are declared before their first sample (no resize has finished here).
+    for family in [
+        "ferry_copied_bytes",
+        "ferry_replica_downtime_seconds",
+        "ferry_volume_resizes",
+    ] {
         assert!(
             metrics.contains(&format!("# HELP {family} ")),
             "{family} registered: {metrics}"
@@ -74,6 +86,60 @@ async fn health_readiness_and_metrics_are_served() {
     assert!(
         metrics.contains("ferry_volume_resize_reconcile_duration_seconds_count"),
         "{metrics}"
+    );
+    // Without leader election the controllers run at once: this replica leads.
+    assert!(metrics.contains("\nferry_leader 1\n"), "{metrics}");
+
+    // A resize waiting for its StatefulSet (pods that no node accepts are never Ready) is in
+    // flight, Pending; the one whose StatefulSet is missing failed and is not.
+    let sets: kube::Api<StatefulSet> = ns.api();
+    let mut sts = stateful_set("db", 1, CLASS_EXPANDABLE, "1Gi");
+    if let Some(pod) = sts.spec.as_mut().and_then(|spec| spec.template.spec.as_mut()) {
+        pod.node_selector = Some([("ferry.dev/no-such-node".to_string(), "true".to_string())].into());
+    }
+    sets.create(&Default::default(), &sts).await.unwrap();
+    let pods: kube::Api<Pod> = ns.api();
+    ferry_testenv::wait_until("db-0 to be marked unschedulable", 60, || async {
+        let pod = pods.get_opt("db-0").await.ok().flatten()?;
+        let conditions = pod.status?.conditions?;
+        conditions
+            .iter()
+            .any(|c| c.type_ == "PodScheduled" && c.status == "False")
+            .then_some(())
+    })
+    .await
+    .unwrap();
+    let waiting = serde_json::from_value(json!({
+        "apiVersion": "ferry.dev/v1alpha1", "kind": "VolumeResize", "metadata": {"name": "waits"},
+        "spec": {"statefulSetName": "db", "volumes": [{"name": "data", "size": "2Gi"}]},
+    }))
+    .unwrap();
+    api.create(&Default::default(), &waiting).await.unwrap();
+    let in_flight = format!(
+        "\nferry_volume_resizes_in_flight{{namespace=\"{}\",phase=\"Pending\"}} 1\n",
+        ns.name
+    );
+    let metrics = ferry_testenv::wait_until("the waiting resize in flight", 60, || async {
+        let (code, body) = get(&format!("{base}/metrics")).await;
+        (code == 200 && body.contains(&in_flight)).then_some(body)
+    })
+    .await
+    .unwrap();
+    assert!(
+        !metrics.contains("phase=\"Failed\""),
+        "finished resizes are not in flight: {metrics}"
+    );
+
+    // Every metric the chart's Grafana dashboard queries is declared on the live page.
+    let board = dashboard::load().unwrap();
+    let queries = dashboard::queries(&board);
+    assert!(queries.len() >= 20, "the dashboard's queries: {queries:#?}");
+    let queried = dashboard::series_names(&queries);
+    assert!(queried.len() >= 15, "the dashboard's metrics: {queried:?}");
+    let missing = dashboard::missing(&queried, &metrics);
+    assert!(
+        missing.is_empty(),
+        "the dashboard queries {missing:?}, which /metrics does not declare:\n{metrics}"
     );
     operator.abort();
     ns.cleanup().await.unwrap();

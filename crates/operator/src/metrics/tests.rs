@@ -1,0 +1,191 @@
+use super::*;
+use kube::runtime::reflector;
+use kube::runtime::watcher::Event;
+use serde_json::json;
+
+#[path = "../../tests/common/dashboard.rs"]
+mod dashboard;
+
+/// The dashboard has panels for every part of Ferry: fewer queries means it lost some.
+const LEAST_QUERIES: usize = 20;
+const LEAST_METRICS: usize = 15;
+
+#[test]
+fn every_metric_the_dashboard_queries_is_declared_by_a_fresh_operator() {
+    let board = dashboard::load().unwrap();
+    let queries = dashboard::queries(&board);
+    assert!(
+        queries.len() >= LEAST_QUERIES,
+        "only {} queries: {queries:#?}",
+        queries.len()
+    );
+    let queried = dashboard::series_names(&queries);
+    assert!(
+        queried.len() >= LEAST_METRICS,
+        "only {} metrics: {queried:?}",
+        queried.len()
+    );
+    let exposition = Metrics::default().encode().unwrap();
+    let missing = dashboard::missing(&queried, &exposition);
+    assert!(
+        missing.is_empty(),
+        "the dashboard queries {missing:?}, which /metrics does not declare:\n{exposition}"
+    );
+}
+
+#[test]
+fn the_checker_maps_types_to_scraped_series_and_finds_names_in_queries() {
+    let exposition =
+        "# HELP ferry_a A.\n# TYPE ferry_a counter\n# TYPE ferry_b histogram\n# TYPE ferry_c gauge\n";
+    let declared = dashboard::declared_series(exposition);
+    let expected = [
+        "ferry_a_total",
+        "ferry_b_bucket",
+        "ferry_b_count",
+        "ferry_b_sum",
+        "ferry_c",
+    ];
+    assert_eq!(declared.iter().map(String::as_str).collect::<Vec<_>>(), expected);
+    let queries = [
+        "histogram_quantile(0.5, sum by (le) (rate(ferry_b_bucket[5m]))) / ferry_a".to_string(),
+        r#"label_values({__name__=~"ferry_c|ferry_d"}, namespace)"#.to_string(),
+    ];
+    let queried = dashboard::series_names(&queries);
+    assert_eq!(
+        queried.iter().map(String::as_str).collect::<Vec<_>>(),
+        ["ferry_a", "ferry_b_bucket", "ferry_c", "ferry_d"]
+    );
+    // A counter queried without `_total`, or a metric that does not exist, is missing.
+    assert_eq!(dashboard::missing(&queried, exposition), ["ferry_a", "ferry_d"]);
+}
+
+#[test]
+fn the_dashboard_uses_its_datasource_variable_and_stable_unique_panel_ids() {
+    let board = dashboard::load().unwrap();
+    assert_eq!(board["schemaVersion"], 39);
+    let variables: Vec<&str> = board["templating"]["list"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|v| v["name"].as_str())
+        .collect();
+    assert_eq!(variables, ["datasource", "namespace"]);
+    let panels = board["panels"].as_array().unwrap();
+    let mut ids: Vec<i64> = panels.iter().map(|p| p["id"].as_i64().unwrap()).collect();
+    let count = ids.len();
+    ids.sort_unstable();
+    ids.dedup();
+    assert_eq!(ids.len(), count, "panel ids are unique");
+    // Every datasource reference is the variable: no UID of someone's Grafana.
+    fn uids(value: &serde_json::Value, found: &mut Vec<String>) {
+        match value {
+            serde_json::Value::Object(map) => {
+                if let Some(uid) = map.get("datasource").and_then(|d| d.get("uid")) {
+                    found.push(uid.to_string());
+                }
+                map.values().for_each(|v| uids(v, found));
+            }
+            serde_json::Value::Array(items) => items.iter().for_each(|v| uids(v, found)),
+            _ => {}
+        }
+    }
+    let mut found = Vec::new();
+    uids(&board, &mut found);
+    assert!(found.len() >= LEAST_QUERIES, "{found:?}");
+    assert!(found.iter().all(|uid| uid == "\"${datasource}\""), "{found:?}");
+    for panel in panels.iter().filter(|p| p["type"] != "row") {
+        assert_eq!(
+            panel["datasource"]["uid"], "${datasource}",
+            "panel {}",
+            panel["title"]
+        );
+        assert!(
+            !panel["targets"].as_array().unwrap().is_empty(),
+            "panel {}",
+            panel["title"]
+        );
+    }
+}
+
+#[test]
+fn a_fresh_operator_declares_every_family_and_does_not_lead_yet() {
+    let text = Metrics::default().encode().unwrap();
+    for declared in [
+        "# TYPE ferry_volume_resizes counter",
+        "# TYPE ferry_reconcile_errors counter",
+        "# TYPE ferry_prechecks counter",
+        "# TYPE ferry_step_duration_seconds histogram",
+        "# TYPE ferry_autoscale_usage_ratio gauge",
+        "# TYPE ferry_autoscale_resizes counter",
+        "# TYPE ferry_autoscale_skipped counter",
+        "# TYPE ferry_volume_resizes_in_flight gauge",
+        "# TYPE ferry_copy_done_bytes gauge",
+        "# TYPE ferry_copy_size_bytes gauge",
+    ] {
+        assert!(text.contains(declared), "{declared}:\n{text}");
+    }
+    assert!(text.contains("\nferry_leader 0\n"), "{text}");
+    assert!(!text.contains("ferry_volume_resizes_in_flight{"), "{text}");
+}
+
+fn resize(namespace: &str, name: &str, status: serde_json::Value) -> VolumeResize {
+    serde_json::from_value(json!({
+        "apiVersion": "ferry.dev/v1alpha1", "kind": "VolumeResize",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {"statefulSetName": "db", "volumes": [{"name": "data", "size": "2Gi"}]},
+        "status": status,
+    }))
+    .unwrap()
+}
+
+fn copy_row(replica: i32, done: u64, total: u64) -> serde_json::Value {
+    json!({
+        "replica": replica, "volume": "data", "claimName": format!("data-db-{replica}"),
+        "targetSize": "2Gi", "strategy": "Copy", "bytesDone": done, "bytesTotal": total,
+    })
+}
+
+#[test]
+fn resizes_in_the_cache_are_in_flight_with_their_copy_progress_until_they_finish() {
+    let metrics = Metrics::default();
+    let (store, mut writer) = reflector::store();
+    metrics.count_resizes(Resizes::new(vec![store]));
+    let copying = resize(
+        "a",
+        "grow",
+        json!({"phase": "Running", "plan": [copy_row(0, 5, 10), copy_row(1, 0, 8)]}),
+    );
+    writer.apply_watcher_event(&Event::Apply(copying.clone()));
+    writer.apply_watcher_event(&Event::Apply(resize("a", "waits", json!({}))));
+    writer.apply_watcher_event(&Event::Apply(resize(
+        "b",
+        "done",
+        json!({"phase": "Succeeded", "plan": [copy_row(0, 9, 9)]}),
+    )));
+    let text = metrics.encode().unwrap();
+    for line in [
+        r#"ferry_volume_resizes_in_flight{namespace="a",phase="Pending"} 1"#,
+        r#"ferry_volume_resizes_in_flight{namespace="a",phase="Running"} 1"#,
+        r#"ferry_copy_done_bytes{namespace="a",volume_resize="grow",replica="0",volume="data"} 5"#,
+        r#"ferry_copy_size_bytes{namespace="a",volume_resize="grow",replica="0",volume="data"} 10"#,
+        r#"ferry_copy_done_bytes{namespace="a",volume_resize="grow",replica="1",volume="data"} 0"#,
+        r#"ferry_copy_size_bytes{namespace="a",volume_resize="grow",replica="1",volume="data"} 8"#,
+    ] {
+        assert!(text.contains(&format!("\n{line}\n")), "{line}:\n{text}");
+    }
+    assert!(
+        !text.contains(r#"namespace="b""#),
+        "a finished resize is not shown:\n{text}"
+    );
+
+    // Once it finishes, its series are gone (nothing is kept between scrapes).
+    let mut finished = copying;
+    if let Some(status) = finished.status.as_mut() {
+        status.phase = Some(ferry_api::Phase::Succeeded);
+    }
+    writer.apply_watcher_event(&Event::Apply(finished));
+    let text = metrics.encode().unwrap();
+    assert!(!text.contains("volume_resize=\"grow\""), "{text}");
+    assert!(!text.contains("phase=\"Running\""), "{text}");
+    assert!(text.contains(r#"ferry_volume_resizes_in_flight{namespace="a",phase="Pending"} 1"#));
+}
