@@ -2,6 +2,7 @@
 //! VolumeResize, and decides the next status and actions. No I/O: everything here is unit-tested.
 
 pub mod autoscale;
+pub mod cluster_support;
 pub mod conditions;
 pub mod copy;
 pub mod duration;

@@ -7,7 +7,6 @@
 use crate::Error;
 use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
-use kube::api::PostParams;
 use kube::{Api, Client};
 use std::time::{Duration, Instant};
 use tokio::sync::oneshot;
@@ -183,7 +182,7 @@ async fn take(
         lease.spec.take(),
     ));
     match leases
-        .replace(&election.name, &PostParams::default(), &lease)
+        .replace(&election.name, &crate::writes::create(), &lease)
         .await
     {
         Ok(_) => Ok(true),
@@ -250,6 +249,30 @@ async fn renew_once(leases: &Api<Lease>, election: &LeaderElection, me: &str) ->
         }
         Ok(None) => Err(Renewal::Failed(format!("the Lease {} is gone", election.name))),
         Err(error) => Err(Renewal::Failed(error.to_string())),
+    }
+}
+
+/// Gives the Lease up, if this replica still holds it, so that a replica stopped on purpose (a
+/// rollout, a drain) is replaced at once rather than after a lease duration. Called only after the
+/// controllers have stopped.
+pub async fn release(client: Client, election: &LeaderElection, me: &str) {
+    let leases: Api<Lease> = Api::namespaced(client, &election.namespace);
+    let Ok(Some(mut lease)) = leases.get_opt(&election.name).await else {
+        return;
+    };
+    if Record::of(&lease).holder.as_deref() != Some(me) {
+        return;
+    }
+    if let Some(spec) = lease.spec.as_mut() {
+        spec.holder_identity = None;
+        spec.renew_time = None;
+    }
+    match leases
+        .replace(&election.name, &crate::writes::create(), &lease)
+        .await
+    {
+        Ok(_) => tracing::info!(lease = %election.name, "released the leader Lease"),
+        Err(error) => tracing::warn!(%error, "cannot release the leader Lease; it expires instead"),
     }
 }
 

@@ -250,11 +250,41 @@ fn namespaced_name(text: &str, flag: &str) -> Result<(String, String), String> {
     }
 }
 
-async fn start(settings: Settings) -> Result<(), Error> {
+/// Runs until the operator stops or SIGTERM/SIGINT; on a signal a leader gives its Lease up after
+/// its controllers have stopped, so that another replica takes over at once.
+async fn start(mut settings: Settings) -> Result<(), Error> {
     let client = kube::Client::try_default()
         .await
         .map_err(|e| Error::Config(e.to_string()))?;
-    run(client, settings).await
+    let identity = ferry_operator::run::default_identity();
+    settings.identity = Some(identity.clone());
+    let election = settings.leader_election.clone();
+    tokio::select! {
+        result = run(client.clone(), settings) => result,
+        () = stop_signal() => {
+            tracing::info!("stopping on a signal");
+            if let Some(election) = election {
+                ferry_operator::leader::release(client, &election, &identity).await;
+            }
+            Ok(())
+        }
+    }
+}
+
+/// SIGTERM (a pod's stop) or SIGINT (Ctrl-C).
+async fn stop_signal() {
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut signal) => {
+                signal.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        () = terminate => {}
+    }
 }
 
 fn init_logging(format: LogFormat) {

@@ -59,6 +59,7 @@ pub async fn run(client: Client, settings: Settings) -> Result<(), Error> {
         .http_addr
         .map(|addr| AbortOnDrop(tokio::spawn(http::serve(addr, metrics.clone(), ready.clone()))));
 
+    report_cluster_support(&client).await;
     wait_for_crd(&client).await?;
     let identity = settings.identity.clone().unwrap_or_else(default_identity);
     let mover_image = settings
@@ -121,6 +122,21 @@ pub async fn run(client: Client, settings: Settings) -> Result<(), Error> {
     }
 }
 
+/// Says at start what the cluster's Kubernetes version lacks of what Ferry needs (nothing for a
+/// supported one); never refuses to start on it.
+async fn report_cluster_support(client: &Client) {
+    match client.apiserver_version().await {
+        Ok(version) => {
+            let findings = ferry_engine::cluster_support::check(&version.major, &version.minor);
+            tracing::info!(version = %version.git_version, problems = findings.len(), "Kubernetes version");
+            for finding in findings {
+                tracing::warn!("{finding}");
+            }
+        }
+        Err(error) => tracing::warn!(%error, "cannot read the Kubernetes version"),
+    }
+}
+
 /// The namespaces to watch, each on its own; `None` is all of them.
 fn scopes(namespaces: &[String]) -> Vec<Option<String>> {
     if namespaces.is_empty() {
@@ -141,7 +157,8 @@ where
     }
 }
 
-fn default_identity() -> String {
+/// `$POD_NAME`, else `$HOSTNAME`, else a name from the process ID.
+pub fn default_identity() -> String {
     std::env::var("POD_NAME")
         .or_else(|_| std::env::var("HOSTNAME"))
         .unwrap_or_else(|_| format!("ferry-{}", std::process::id()))

@@ -42,7 +42,8 @@ async fn health_readiness_and_metrics_are_served() {
         http_addr: Some(([127, 0, 0, 1], port).into()),
         ..Settings::default()
     };
-    let operator = tokio::spawn(run(client.clone(), settings));
+    let (identity, operator_client) = support::chart_identity(&ns.name).await;
+    let operator = tokio::spawn(run(operator_client, settings));
     let base = format!("http://127.0.0.1:{port}");
 
     ferry_testenv::wait_until("/readyz to turn ready", 30, || async {
@@ -142,5 +143,6 @@ async fn health_readiness_and_metrics_are_served() {
         "the dashboard queries {missing:?}, which /metrics does not declare:\n{metrics}"
     );
     operator.abort();
+    ferry_testenv::chart::remove_identity(&identity).await.unwrap();
     ns.cleanup().await.unwrap();
 }
