@@ -6,9 +6,9 @@
 #   FERRY_K8S_VERSION=v1.35 scripts/k8s/build.sh     (default: the newest minor in scripts/k8s)
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
-# shellcheck source=versions.sh
+# shellcheck source-path=SCRIPTDIR source=versions.sh
 . "$here/versions.sh"
-k8s_resolve
+k8s_resolve "${FERRY_K8S_VERSION:-}"
 kwok_version=v0.7.0
 helm_version=v3.22.0
 key="${k8s_version}-$(sha256sum "$k8s_dir/go.sum" | cut -c1-12)"

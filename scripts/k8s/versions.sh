@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # The Kubernetes minors the local control plane can run, one checked-in Go module each
 # (scripts/k8s/v1.MINOR/{go.mod,go.sum,VERSION}, made by regen-gomod.sh). Sourced by build.sh,
 # scripts/testenv and scripts/test-versions.
