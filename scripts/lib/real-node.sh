@@ -17,6 +17,7 @@ veth_node="ferry-n0"
 host_ip="10.250.0.1"
 node_ip="10.250.0.2"
 pod_cidr="10.251.0.0/24"
+kubernetes_service_ip="10.0.0.1" # the `kubernetes` Service, as pods see the apiserver
 real_kubelet_port="${FERRY_REAL_KUBELET_PORT:-10250}"
 node_dir="$state/node"
 containerd_sock="$node_dir/containerd.sock"
@@ -87,22 +88,30 @@ make_node_network() {
   in_node ip link set lo up
 }
 
-write_node_config() {
-  mkdir -p "$node_dir/cni/net.d" "$node_dir/cni/ipam" "$node_dir/kubelet" "$node_dir/pod-logs" \
-    "$node_dir/containerd" "$node_dir/volume-plugins"
-  # A bridge whose addresses exist only in the node's namespace: no masquerade, no default route
-  # out of it, so pods reach the node's namespace and each other, nothing else.
+# A bridge whose addresses exist only in the node's namespace: no masquerade and no default route,
+# so pods reach the node's namespace, each other, the apiserver's in-cluster address (10.0.0.1) and
+# the host end of the veth (the apiserver calling a webhook), nothing else. containerd re-reads it
+# when it changes.
+write_cni_config() {
+  mkdir -p "$node_dir/cni/net.d" "$node_dir/cni/ipam"
   cat > "$node_dir/cni/net.d/10-ferry.conflist" <<EOF
 {
   "cniVersion": "1.0.0",
   "name": "ferry-pods",
   "plugins": [
     {"type": "bridge", "bridge": "ferry-cni0", "isGateway": true, "ipMasq": false, "hairpinMode": true,
-     "ipam": {"type": "host-local", "dataDir": "$node_dir/cni/ipam", "ranges": [[{"subnet": "$pod_cidr"}]]}},
+     "ipam": {"type": "host-local", "dataDir": "$node_dir/cni/ipam", "ranges": [[{"subnet": "$pod_cidr"}]],
+              "routes": [{"dst": "${kubernetes_service_ip}/32"}, {"dst": "${host_ip}/32"}]}},
     {"type": "loopback"}
   ]
 }
 EOF
+}
+
+write_node_config() {
+  mkdir -p "$node_dir/cni/net.d" "$node_dir/cni/ipam" "$node_dir/kubelet" "$node_dir/pod-logs" \
+    "$node_dir/containerd" "$node_dir/volume-plugins"
+  write_cni_config
   cat > "$node_dir/containerd.toml" <<EOF
 version = 2
 root = "$node_dir/containerd/root"
@@ -200,8 +209,8 @@ import_images() {
 # no kube-proxy, that address lives in the node's namespace and is forwarded to the apiserver. And
 # the apiserver calls webhooks served by pods at their pod IPs (--enable-aggregator-routing), routed
 # through the node's namespace.
-kubernetes_service_ip="10.0.0.1"
 start_pod_network_paths() {
+  write_cni_config
   in_node ip addr replace "${kubernetes_service_ip}/32" dev lo
   start service-forwarder nsenter --net="/run/netns/$node_netns" \
     socat "TCP-LISTEN:443,bind=${kubernetes_service_ip},fork,reuseaddr" "TCP:${host_ip}:${api_port}"

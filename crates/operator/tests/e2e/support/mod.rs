@@ -15,7 +15,8 @@ pub struct Harness {
     pub client: Client,
     /// The operator's client: acts as the Helm chart's ServiceAccount, with the chart's RBAC only.
     pub operator_client: Client,
-    pub identity: ferry_testenv::chart::OperatorIdentity,
+    /// The chart's RBAC applied for this test (none when the test installs the chart itself).
+    pub identity: Option<ferry_testenv::chart::OperatorIdentity>,
     pub ns: TestNamespace,
     operator: JoinHandle<()>,
     /// Where the running operator serves /metrics.
@@ -34,7 +35,7 @@ impl Harness {
         Harness {
             client,
             operator_client,
-            identity,
+            identity: Some(identity),
             ns,
             operator,
             metrics_url,
@@ -42,16 +43,15 @@ impl Harness {
         }
     }
 
-    /// A namespace and the chart's identity, with no operator running (a test that installs one).
+    /// A namespace with no operator and no RBAC for one (a test that installs the chart itself).
     pub async fn start_bare(prefix: &str) -> Harness {
         let client = client().await.unwrap();
         install_crd(&client).await;
         let ns = TestNamespace::create(&client, prefix).await.unwrap();
-        let (identity, operator_client) = chart_identity(&ns.name).await;
         Harness {
+            operator_client: client.clone(),
             client,
-            operator_client,
-            identity,
+            identity: None,
             ns,
             operator: tokio::spawn(async {}),
             metrics_url: String::new(),
@@ -67,6 +67,7 @@ impl Harness {
         install_crd(&client).await;
         let ns = TestNamespace::create(&client, prefix).await.unwrap();
         let (identity, operator_client) = chart_identity(&ns.name).await;
+        let identity = Some(identity);
         let url = format!("https://127.0.0.1:{}", free_port());
         ferry_operator::webhook::register::register(
             &client,
@@ -201,9 +202,9 @@ impl Harness {
                 .await;
             assert!(deleted.is_ok(), "{deleted:?}");
         }
-        ferry_testenv::chart::remove_identity(&self.identity)
-            .await
-            .unwrap();
+        if let Some(identity) = &self.identity {
+            ferry_testenv::chart::remove_identity(identity).await.unwrap();
+        }
         self.ns.cleanup().await.unwrap();
     }
 
