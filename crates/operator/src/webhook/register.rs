@@ -196,13 +196,18 @@ pub async fn register(
 const MUTATING_WEBHOOKS: [&str; 1] = ["statefulsets.ferry.dev"];
 const VALIDATING_WEBHOOKS: [&str; 2] = ["volumeresizes.ferry.dev", "statefulset-creates.ferry.dev"];
 
+/// Who owns the `caBundle` Ferry injects into an installer's configurations.
+pub const CA_INJECTOR_FIELD_MANAGER: &str = "ferry-ca-injector";
+
 /// Keeps only the `caBundle` of configurations an installer made (the Helm chart), as the field
 /// manager `ferry`: every other field stays the installer's.
 pub async fn inject_ca_bundle(client: &Client, name: &str, ca_bundle: &str) -> Result<(), Error> {
     let encoded = base64::engine::general_purpose::STANDARD.encode(ca_bundle.as_bytes());
+    // A field manager of its own: applying this partial object as the manager that made the whole
+    // configuration (`ferry run` without --webhook-configuration) would drop every other field.
     let params = PatchParams {
         force: true,
-        ..PatchParams::apply(ferry_api::names::FIELD_MANAGER)
+        ..PatchParams::apply(CA_INJECTOR_FIELD_MANAGER)
     };
     let hooks = |names: &[&str]| -> Value {
         names
