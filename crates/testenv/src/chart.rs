@@ -16,17 +16,11 @@ pub fn chart_dir() -> PathBuf {
     paths::repo_root().join("deploy/helm/ferry")
 }
 
-/// The control plane's helm binary (built with it by `scripts/testenv up`).
-pub fn helm_binary() -> Result<PathBuf, Error> {
-    let bin_dir = std::fs::read_to_string(paths::state_dir().join("bin-dir"))
-        .map_err(|e| Error::io("testenv bin-dir", e))?;
-    Ok(PathBuf::from(bin_dir.trim()).join("helm"))
-}
-
 /// Runs helm against the control plane; returns (exit code, stdout, stderr).
 pub async fn helm(args: &[&str]) -> Result<(i32, String, String), Error> {
     let kubeconfig = cluster::kubeconfig_path().await?;
-    let output = tokio::process::Command::new(helm_binary()?)
+    // (helm is built with the control plane by `scripts/testenv up`.)
+    let output = tokio::process::Command::new(cluster::control_plane_binary("helm")?)
         .arg("--kubeconfig")
         .arg(&kubeconfig)
         .args(args)
@@ -121,9 +115,7 @@ fn service_account_name(rendered: &str) -> Option<String> {
 /// `kubectl apply` (server-side) of YAML documents.
 pub async fn apply(yaml: &str) -> Result<(), Error> {
     let kubeconfig = cluster::kubeconfig_path().await?;
-    let bin_dir = std::fs::read_to_string(paths::state_dir().join("bin-dir"))
-        .map_err(|e| Error::io("testenv bin-dir", e))?;
-    let mut child = tokio::process::Command::new(PathBuf::from(bin_dir.trim()).join("kubectl"))
+    let mut child = tokio::process::Command::new(cluster::control_plane_binary("kubectl")?)
         .arg("--kubeconfig")
         .arg(&kubeconfig)
         .args([

@@ -48,12 +48,17 @@ async fn connect(path: &PathBuf) -> Result<Client, Error> {
     Ok(client)
 }
 
+/// One of the binaries built with the running control plane (kubectl, helm, ...).
+pub fn control_plane_binary(name: &str) -> Result<PathBuf, Error> {
+    let bin_dir = std::fs::read_to_string(paths::state_dir().join("bin-dir"))
+        .map_err(|e| Error::io("testenv bin-dir", e))?;
+    Ok(PathBuf::from(bin_dir.trim()).join(name))
+}
+
 /// Runs the control plane's own kubectl against it; returns (exit code, stdout, stderr).
 pub async fn kubectl(args: &[&str]) -> Result<(i32, String, String), Error> {
     let kubeconfig = kubeconfig_path().await?;
-    let bin_dir = std::fs::read_to_string(paths::state_dir().join("bin-dir"))
-        .map_err(|e| Error::io("testenv bin-dir", e))?;
-    let output = tokio::process::Command::new(PathBuf::from(bin_dir.trim()).join("kubectl"))
+    let output = tokio::process::Command::new(control_plane_binary("kubectl")?)
         .arg("--kubeconfig")
         .arg(&kubeconfig)
         .args(args)

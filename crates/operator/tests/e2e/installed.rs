@@ -14,7 +14,7 @@ use k8s_openapi::api::admissionregistration::v1::{
 };
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::coordination::v1::Lease;
-use k8s_openapi::api::core::v1::{PersistentVolume, Pod};
+use k8s_openapi::api::core::v1::{PersistentVolume, Pod, Secret};
 use k8s_openapi::api::events::v1::Event;
 use k8s_openapi::api::rbac::v1::ClusterRole;
 use kube::api::{DeleteParams, ListParams};
@@ -63,6 +63,52 @@ async fn operator_actions(harness: &Harness) -> Vec<(String, String)> {
     }
     out.sort();
     out
+}
+
+/// A VolumeResize CREATE review (naming a StatefulSet that does not exist) sent to one replica at
+/// `ip`, verifying its certificate for `host` against `ca_pem`; the replica's answer.
+async fn review_at(ip: &str, host: &str, ca_pem: &[u8], ns: &str) -> String {
+    let dir = tempfile::tempdir().unwrap();
+    let ca_file = dir.path().join("ca.crt");
+    std::fs::write(&ca_file, ca_pem).unwrap();
+    let review = json!({
+        "apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+        "request": {
+            "uid": "direct", "operation": "CREATE", "name": "ghost", "namespace": ns,
+            "kind": {"group": "ferry.dev", "version": "v1alpha1", "kind": "VolumeResize"},
+            "resource": {"group": "ferry.dev", "version": "v1alpha1", "resource": "volumeresizes"},
+            "userInfo": {"username": "test"},
+            "object": {
+                "apiVersion": "ferry.dev/v1alpha1", "kind": "VolumeResize",
+                "metadata": {"name": "ghost", "namespace": ns},
+                "spec": {"statefulSetName": "nobody", "volumes": [{"name": "data", "size": "1Gi"}]},
+            },
+        },
+    });
+    let output = tokio::process::Command::new("curl")
+        .args([
+            "-sS",
+            "--http1.1",
+            "--max-time",
+            "20",
+            "-H",
+            "Content-Type: application/json",
+        ])
+        .arg("--cacert")
+        .arg(&ca_file)
+        .arg("--resolve")
+        .arg(format!("{host}:9443:{ip}"))
+        .arg("--data-binary")
+        .arg(review.to_string())
+        .arg(format!("https://{host}:9443/validate/volumeresizes"))
+        .output()
+        .await
+        .unwrap();
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    )
 }
 
 /// The replicas that acted, in the order they first acted, never overlap: the last action of each
@@ -194,6 +240,29 @@ async fn the_chart_runs_ferry_on_the_node_hands_over_mid_resize_and_uninstalls_c
         refused.expect_err("the webhook refuses a VolumeResize for a missing StatefulSet")
     );
     assert!(message.contains("nobody"), "{message}");
+    // Every replica serves it, leader or not, with a certificate for the Service from the one CA
+    // in the webhook CA Secret (the caBundle the API server trusts).
+    let secrets: Api<Secret> = harness.ns.api();
+    let ca = secrets.get(&format!("{fullname}-webhook-ca")).await.unwrap();
+    let ca_pem = ca.data.unwrap().remove("ca.crt").unwrap().0;
+    assert_eq!(
+        mutating.get(&webhook_name).await.unwrap().webhooks.unwrap()[0]
+            .client_config
+            .ca_bundle
+            .as_ref()
+            .unwrap()
+            .0,
+        ca_pem
+    );
+    for pod in &operator_pods {
+        let ip = pod.status.as_ref().unwrap().pod_ip.clone().unwrap();
+        let answer = review_at(&ip, &format!("{fullname}.{ns}.svc"), &ca_pem, &ns).await;
+        assert!(
+            answer.contains("\"allowed\":false"),
+            "{} answered {answer}",
+            pod.name_any()
+        );
+    }
 
     // A copy through the installed operator; its leader is deleted mid-copy.
     let seeds = writer_with(&harness, 1, CLASS_BLOCK_FIXED, "64Mi", 8 << 10, 0).await;
