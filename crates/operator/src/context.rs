@@ -15,11 +15,22 @@ pub struct Context {
     pub resizes: Resizes,
     /// Image of mover pods unless a VolumeResize names another.
     pub mover_image: String,
+    /// Resources of mover pods unless a VolumeResize sets them (`--mover-resources`).
+    pub mover_resources: Option<k8s_openapi::api::core::v1::ResourceRequirements>,
     /// Whether `resizes` is counted in the metrics' VolumeResize gauges yet.
     counted: Once,
 }
 
 impl Context {
+    /// Mover pods get these resources unless their VolumeResize sets its own.
+    pub fn with_mover_resources(
+        mut self,
+        resources: Option<k8s_openapi::api::core::v1::ResourceRequirements>,
+    ) -> Self {
+        self.mover_resources = resources;
+        self
+    }
+
     pub fn new(
         client: Client,
         metrics: Arc<Metrics>,
@@ -37,6 +48,7 @@ impl Context {
             metrics,
             resizes,
             mover_image,
+            mover_resources: None,
             counted: Once::new(),
         }
     }

@@ -36,6 +36,10 @@ enum Command {
         /// Image for mover pods (default: the operator's own image).
         #[arg(long, env = "FERRY_MOVER_IMAGE")]
         mover_image: Option<String>,
+        /// Resources of mover pods unless a VolumeResize sets its own: a ResourceRequirements in
+        /// JSON, e.g. `{"requests":{"cpu":"100m","memory":"64Mi"}}`.
+        #[arg(long, env = "FERRY_MOVER_RESOURCES", value_parser = ferry_operator::run::parse_mover_resources)]
+        mover_resources: Option<k8s_openapi::api::core::v1::ResourceRequirements>,
         /// Serve the admission webhooks and register them with this URL, e.g.
         /// `https://127.0.0.1:9443` for an operator running outside the cluster.
         #[arg(long, env = "FERRY_WEBHOOK_URL", conflicts_with = "webhook_service")]
@@ -110,6 +114,7 @@ fn main() -> ExitCode {
             http_addr,
             log_format,
             mover_image,
+            mover_resources,
             webhook_url,
             webhook_service,
             webhook_listen,
@@ -160,6 +165,7 @@ fn main() -> ExitCode {
                 namespaces,
                 http_addr: Some(http_addr),
                 mover_image,
+                mover_resources,
                 webhook,
                 autoscale_interval: Some(autoscale_interval),
                 leader_election,

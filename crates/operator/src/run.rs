@@ -33,6 +33,8 @@ pub struct Settings {
     pub http_addr: Option<SocketAddr>,
     /// Image for mover pods (default: this operator's own image, tagged with its version).
     pub mover_image: Option<String>,
+    /// Resources of mover pods unless a VolumeResize sets its own.
+    pub mover_resources: Option<k8s_openapi::api::core::v1::ResourceRequirements>,
     /// Serve and register the admission webhooks (none when `None`).
     pub webhook: Option<WebhookSettings>,
     /// How often autoscalers read volume usage and decide (default
@@ -157,6 +159,14 @@ where
     }
 }
 
+/// `--mover-resources`: a ResourceRequirements as JSON, e.g.
+/// `{"requests":{"cpu":"100m","memory":"64Mi"},"limits":{"memory":"256Mi"}}`.
+pub fn parse_mover_resources(text: &str) -> Result<k8s_openapi::api::core::v1::ResourceRequirements, String> {
+    serde_json::from_str(text).map_err(|error| {
+        format!("{text:?} is not a ResourceRequirements in JSON, such as {{\"requests\":{{\"cpu\":\"100m\"}}}}: {error}")
+    })
+}
+
 /// `$POD_NAME`, else `$HOSTNAME`, else a name from the process ID.
 pub fn default_identity() -> String {
     std::env::var("POD_NAME")
@@ -197,13 +207,16 @@ async fn run_scope(
     let budgets = scoped::<PodDisruptionBudget>(&client, scope);
     let controller = Controller::new(resizes, watcher::Config::default().any_semantic());
     let store = controller.store();
-    let ctx = Arc::new(Context::new(
-        client.clone(),
-        metrics,
-        Resizes::new(vec![store.clone()]),
-        mover_image,
-        Some(identity),
-    ));
+    let ctx = Arc::new(
+        Context::new(
+            client.clone(),
+            metrics,
+            Resizes::new(vec![store.clone()]),
+            mover_image,
+            Some(identity),
+        )
+        .with_mover_resources(settings.mover_resources.clone()),
+    );
     let requests_controller = requests_controller(&client, scope, ctx.clone());
     let interval = settings.autoscale_interval.unwrap_or(autoscale::DEFAULT_INTERVAL);
     let autoscale_controller = autoscale_controller(&client, scope, interval, ctx.clone());
@@ -280,6 +293,34 @@ async fn run_scope(
         autoscale_controller,
         extended_controller
     );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mover_resources_are_read_as_json_and_nonsense_is_refused_with_an_example() {
+        let resources =
+            parse_mover_resources(r#"{"requests":{"cpu":"100m"},"limits":{"memory":"256Mi"}}"#).unwrap();
+        assert_eq!(resources.requests.unwrap()["cpu"].0, "100m");
+        assert_eq!(resources.limits.unwrap()["memory"].0, "256Mi");
+        let error = parse_mover_resources("cpu=100m").unwrap_err();
+        assert!(
+            error.contains("ResourceRequirements") && error.contains("requests"),
+            "{error}"
+        );
+        assert!(parse_mover_resources(r#"{"requests":{"cpu":5}}"#).is_err());
+    }
+
+    #[test]
+    fn no_namespace_list_means_every_namespace() {
+        assert_eq!(scopes(&[]), vec![None]);
+        assert_eq!(
+            scopes(&["a".into(), "b".into()]),
+            vec![Some("a".to_string()), Some("b".to_string())]
+        );
+    }
 }
 
 /// A spawned task that stops when its handle is dropped.

@@ -295,7 +295,7 @@ fn mover_pod(
     let container = json!({
         "name": MOVER_CONTAINER,
         "command": command,
-        "resources": settings.resources,
+        "resources": settings.resources.or_else(|| ctx.mover_resources.clone()),
         "securityContext": {
             "allowPrivilegeEscalation": false,
             "readOnlyRootFilesystem": true,
