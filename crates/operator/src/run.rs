@@ -310,7 +310,7 @@ mod tests {
             error.contains("ResourceRequirements") && error.contains("requests"),
             "{error}"
         );
-        assert!(parse_mover_resources(r#"{"requests":{"cpu":5}}"#).is_err());
+        assert!(parse_mover_resources(r#"{"requests":"lots"}"#).is_err());
     }
 
     #[test]
