@@ -295,34 +295,6 @@ async fn run_scope(
     );
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn mover_resources_are_read_as_json_and_nonsense_is_refused_with_an_example() {
-        let resources =
-            parse_mover_resources(r#"{"requests":{"cpu":"100m"},"limits":{"memory":"256Mi"}}"#).unwrap();
-        assert_eq!(resources.requests.unwrap()["cpu"].0, "100m");
-        assert_eq!(resources.limits.unwrap()["memory"].0, "256Mi");
-        let error = parse_mover_resources("cpu=100m").unwrap_err();
-        assert!(
-            error.contains("ResourceRequirements") && error.contains("requests"),
-            "{error}"
-        );
-        assert!(parse_mover_resources(r#"{"requests":"lots"}"#).is_err());
-    }
-
-    #[test]
-    fn no_namespace_list_means_every_namespace() {
-        assert_eq!(scopes(&[]), vec![None]);
-        assert_eq!(
-            scopes(&["a".into(), "b".into()]),
-            vec![Some("a".to_string()), Some("b".to_string())]
-        );
-    }
-}
-
 /// A spawned task that stops when its handle is dropped.
 struct AbortOnDrop<T>(tokio::task::JoinHandle<T>);
 
@@ -475,5 +447,33 @@ async fn wait_for_one_crd(client: &Client, name: &str) -> Result<(), Error> {
             crd: name.into(),
             detail: "not established after 30s".into(),
         }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mover_resources_are_read_as_json_and_nonsense_is_refused_with_an_example() {
+        let resources =
+            parse_mover_resources(r#"{"requests":{"cpu":"100m"},"limits":{"memory":"256Mi"}}"#).unwrap();
+        assert_eq!(resources.requests.unwrap()["cpu"].0, "100m");
+        assert_eq!(resources.limits.unwrap()["memory"].0, "256Mi");
+        let error = parse_mover_resources("cpu=100m").unwrap_err();
+        assert!(
+            error.contains("ResourceRequirements") && error.contains("requests"),
+            "{error}"
+        );
+        assert!(parse_mover_resources(r#"{"requests":"lots"}"#).is_err());
+    }
+
+    #[test]
+    fn no_namespace_list_means_every_namespace() {
+        assert_eq!(scopes(&[]), vec![None]);
+        assert_eq!(
+            scopes(&["a".into(), "b".into()]),
+            vec![Some("a".to_string()), Some("b".to_string())]
+        );
     }
 }
