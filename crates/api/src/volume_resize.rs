@@ -198,6 +198,19 @@ impl Phase {
     pub fn is_terminal(self) -> bool {
         matches!(self, Phase::Succeeded | Phase::Failed)
     }
+
+    /// Its name as written in `status.phase` (and shown by kubectl and as a metric label).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Phase::Pending => "Pending",
+            Phase::Planning => "Planning",
+            Phase::Running => "Running",
+            Phase::Paused => "Paused",
+            Phase::RollingBack => "RollingBack",
+            Phase::Succeeded => "Succeeded",
+            Phase::Failed => "Failed",
+        }
+    }
 }
 
 /// The durable record of a VolumeResize's progress.
@@ -368,5 +381,25 @@ impl VolumeResize {
             .as_ref()
             .and_then(|s| s.phase)
             .unwrap_or(Phase::Pending)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Phase;
+
+    #[test]
+    fn a_phase_name_is_what_status_phase_holds() {
+        for phase in [
+            Phase::Pending,
+            Phase::Planning,
+            Phase::Running,
+            Phase::Paused,
+            Phase::RollingBack,
+            Phase::Succeeded,
+            Phase::Failed,
+        ] {
+            assert_eq!(serde_json::to_value(phase).unwrap(), phase.as_str());
+        }
     }
 }

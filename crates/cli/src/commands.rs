@@ -229,7 +229,7 @@ async fn plan(cluster: &Cluster, args: PlanArgs, style: Style) -> Result<ExitCod
                 break Err(CliError::InProgress(format!(
                     "the operator did not finish planning {name} within {}s ({}: {why})",
                     args.timeout,
-                    crate::style::phase_name(resize.phase())
+                    resize.phase().as_str()
                 )));
             }
             Ok(Some(_)) => tokio::time::sleep(Duration::from_millis(300)).await,
@@ -348,7 +348,7 @@ async fn status(cluster: &Cluster, args: StatusArgs, style: Style) -> Result<Exi
             return Err(CliError::InProgress(format!(
                 "{} is still {} after {}s",
                 args.name,
-                crate::style::phase_name(resize.phase()),
+                resize.phase().as_str(),
                 args.timeout
             )));
         }
@@ -376,7 +376,7 @@ pub fn rollback_refusal(resize: &VolumeResize) -> Option<String> {
         return Some(format!(
             "{name} is {}: no volume has been changed yet, so there is nothing to roll back \
              (to cancel it: kubectl ferry delete {name})",
-            crate::style::phase_name(phase)
+            phase.as_str()
         ));
     }
     let plan = resize
@@ -467,7 +467,7 @@ async fn delete(cluster: &Cluster, args: NameArgs) -> Result<ExitCode, CliError>
         eprintln!(
             "note: it was {}; the operator stops at the next safe point and finishes or rolls back \
              the current replica",
-            crate::style::phase_name(resize.phase())
+            resize.phase().as_str()
         );
     }
     Ok(ExitCode::Ok)

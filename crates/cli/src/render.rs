@@ -22,7 +22,7 @@ pub struct EventLine {
 
 fn phase_cell(resize: &VolumeResize) -> (String, &'static str) {
     let phase = resize.phase();
-    let mut text = style::phase_name(phase).to_string();
+    let mut text = phase.as_str().to_string();
     if resize.spec.dry_run {
         text.push_str(" (dry run)");
     }

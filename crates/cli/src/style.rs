@@ -60,19 +60,6 @@ pub fn phase_color(phase: Phase) -> &'static str {
     }
 }
 
-/// Name of a phase as written in the API.
-pub fn phase_name(phase: Phase) -> &'static str {
-    match phase {
-        Phase::Pending => "Pending",
-        Phase::Planning => "Planning",
-        Phase::Running => "Running",
-        Phase::Paused => "Paused",
-        Phase::RollingBack => "RollingBack",
-        Phase::Succeeded => "Succeeded",
-        Phase::Failed => "Failed",
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -91,6 +78,6 @@ mod tests {
         assert_eq!(Style::PLAIN.paint(RED, "x"), "x");
         assert_eq!(Style { color: true }.paint(RED, "x"), "\x1b[31mx\x1b[0m");
         assert_eq!(phase_color(Phase::Failed), RED);
-        assert_eq!(phase_name(Phase::RollingBack), "RollingBack");
+        assert_eq!(Phase::RollingBack.as_str(), "RollingBack");
     }
 }

@@ -2,21 +2,8 @@
 //! phase, and how far each replica's copy has got. Pure: the operator reads these off its
 //! VolumeResize cache at every scrape, so a finished or deleted resize leaves no series behind.
 
-use ferry_api::{ChosenStrategy, Phase, VolumeResize};
+use ferry_api::{ChosenStrategy, VolumeResize};
 use std::collections::BTreeMap;
-
-/// The `phase` label of a phase: its name in `status.phase`.
-pub fn phase_label(phase: Phase) -> &'static str {
-    match phase {
-        Phase::Pending => "Pending",
-        Phase::Planning => "Planning",
-        Phase::Running => "Running",
-        Phase::Paused => "Paused",
-        Phase::RollingBack => "RollingBack",
-        Phase::Succeeded => "Succeeded",
-        Phase::Failed => "Failed",
-    }
-}
 
 /// VolumeResizes not yet finished (a resize with no status yet is Pending), counted by (namespace,
 /// phase). Pairs with no resize are absent, not zero.
@@ -30,7 +17,7 @@ pub fn in_flight<'a>(
             continue;
         }
         let namespace = resize.metadata.namespace.clone().unwrap_or_default();
-        *counts.entry((namespace, phase_label(phase))).or_insert(0) += 1;
+        *counts.entry((namespace, phase.as_str())).or_insert(0) += 1;
     }
     counts
 }

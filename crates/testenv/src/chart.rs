@@ -20,21 +20,15 @@ pub fn chart_dir() -> PathBuf {
 pub async fn helm(args: &[&str]) -> Result<(i32, String, String), Error> {
     let kubeconfig = cluster::kubeconfig_path().await?;
     // (helm is built with the control plane by `scripts/testenv up`.)
-    let output = tokio::process::Command::new(cluster::control_plane_binary("helm")?)
+    let mut command = tokio::process::Command::new(cluster::control_plane_binary("helm")?);
+    command
         .arg("--kubeconfig")
         .arg(&kubeconfig)
         .args(args)
         .env("HELM_CACHE_HOME", paths::state_dir().join("helm/cache"))
         .env("HELM_CONFIG_HOME", paths::state_dir().join("helm/config"))
-        .env("HELM_DATA_HOME", paths::state_dir().join("helm/data"))
-        .output()
-        .await
-        .map_err(|e| Error::io("helm", e))?;
-    Ok((
-        output.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&output.stdout).into_owned(),
-        String::from_utf8_lossy(&output.stderr).into_owned(),
-    ))
+        .env("HELM_DATA_HOME", paths::state_dir().join("helm/data"));
+    cluster::captured(command, "helm").await
 }
 
 /// `helm template` of the chart; fails with helm's message.
@@ -65,11 +59,6 @@ pub struct OperatorIdentity {
     pub user: String,
     /// Prefix of the cluster-scoped objects (ClusterRole, ClusterRoleBinding) to remove at the end.
     pub release: String,
-    /// The webhook configurations' name the chart's RBAC allows.
-    pub webhook_configuration: String,
-    /// The chart's leader Lease and webhook CA Secret (in `namespace`).
-    pub leader_lease: String,
-    pub webhook_ca_secret: String,
 }
 
 /// Applies the chart's ServiceAccount, RBAC, leader Lease and webhook CA Secret for a release
@@ -97,9 +86,6 @@ pub async fn install_identity(namespace: &str) -> Result<OperatorIdentity, Error
     Ok(OperatorIdentity {
         user: format!("system:serviceaccount:{namespace}:{account}"),
         release: namespace.to_string(),
-        webhook_configuration: format!("ferry.{namespace}"),
-        leader_lease: format!("{account}-leader"),
-        webhook_ca_secret: format!("{account}-webhook-ca"),
     })
 }
 

@@ -58,13 +58,17 @@ pub fn control_plane_binary(name: &str) -> Result<PathBuf, Error> {
 /// Runs the control plane's own kubectl against it; returns (exit code, stdout, stderr).
 pub async fn kubectl(args: &[&str]) -> Result<(i32, String, String), Error> {
     let kubeconfig = kubeconfig_path().await?;
-    let output = tokio::process::Command::new(control_plane_binary("kubectl")?)
-        .arg("--kubeconfig")
-        .arg(&kubeconfig)
-        .args(args)
-        .output()
-        .await
-        .map_err(|e| Error::io("kubectl", e))?;
+    let mut command = tokio::process::Command::new(control_plane_binary("kubectl")?);
+    command.arg("--kubeconfig").arg(&kubeconfig).args(args);
+    captured(command, "kubectl").await
+}
+
+/// Runs `command` to its end; returns (exit code, stdout, stderr).
+pub(crate) async fn captured(
+    mut command: tokio::process::Command,
+    what: &str,
+) -> Result<(i32, String, String), Error> {
+    let output = command.output().await.map_err(|e| Error::io(what, e))?;
     Ok((
         output.status.code().unwrap_or(-1),
         String::from_utf8_lossy(&output.stdout).into_owned(),

@@ -2,7 +2,7 @@
 
 use crate::{Error, wait_until};
 use k8s_openapi::api::apps::v1::StatefulSet;
-use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
+use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim, Pod};
 use kube::Api;
 use serde_json::json;
 
@@ -54,6 +54,29 @@ pub fn stateful_set_with(name: &str, replicas: i32, templates: &[(&str, &str, &s
         },
     }))
     .expect("fixture StatefulSet is valid")
+}
+
+/// Creates `sts` with its pods pinned to a node that does not exist, so they stay Pending and the
+/// StatefulSet is never Ready; returns once the scheduler has marked `<name>-0` unschedulable.
+pub async fn create_unschedulable(
+    sets: &Api<StatefulSet>,
+    pods: &Api<Pod>,
+    mut sts: StatefulSet,
+) -> Result<(), Error> {
+    if let Some(pod) = sts.spec.as_mut().and_then(|spec| spec.template.spec.as_mut()) {
+        pod.node_selector = Some([("ferry.dev/no-such-node".to_string(), "true".to_string())].into());
+    }
+    let first = format!("{}-0", sts.metadata.name.clone().unwrap_or_default());
+    sets.create(&Default::default(), &sts).await?;
+    wait_until(&format!("{first} to be marked unschedulable"), 60, || async {
+        let pod = pods.get_opt(&first).await.ok().flatten()?;
+        let conditions = pod.status?.conditions?;
+        conditions
+            .iter()
+            .any(|c| c.type_ == "PodScheduled" && c.status == "False")
+            .then_some(())
+    })
+    .await
 }
 
 /// Waits until the StatefulSet reports all its replicas Ready.

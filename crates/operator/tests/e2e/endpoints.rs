@@ -94,20 +94,12 @@ async fn health_readiness_and_metrics_are_served() {
     // A resize waiting for its StatefulSet (pods that no node accepts are never Ready) is in
     // flight, Pending; the one whose StatefulSet is missing failed and is not.
     let sets: kube::Api<StatefulSet> = ns.api();
-    let mut sts = stateful_set("db", 1, CLASS_EXPANDABLE, "1Gi");
-    if let Some(pod) = sts.spec.as_mut().and_then(|spec| spec.template.spec.as_mut()) {
-        pod.node_selector = Some([("ferry.dev/no-such-node".to_string(), "true".to_string())].into());
-    }
-    sets.create(&Default::default(), &sts).await.unwrap();
     let pods: kube::Api<Pod> = ns.api();
-    ferry_testenv::wait_until("db-0 to be marked unschedulable", 60, || async {
-        let pod = pods.get_opt("db-0").await.ok().flatten()?;
-        let conditions = pod.status?.conditions?;
-        conditions
-            .iter()
-            .any(|c| c.type_ == "PodScheduled" && c.status == "False")
-            .then_some(())
-    })
+    ferry_testenv::fixtures::create_unschedulable(
+        &sets,
+        &pods,
+        stateful_set("db", 1, CLASS_EXPANDABLE, "1Gi"),
+    )
     .await
     .unwrap();
     let waiting = serde_json::from_value(json!({

@@ -338,25 +338,12 @@ async fn unhealthy_stateful_set_waits_then_proceeds_when_ready() {
     let harness = Harness::start("pre-unready").await;
     let sets: Api<StatefulSet> = harness.ns.api();
     // Pods that no node accepts stay Pending, so the StatefulSet is not Ready.
-    let mut sts = stateful_set("db", 1, CLASS_EXPANDABLE, "1Gi");
-    sts.spec
-        .as_mut()
-        .unwrap()
-        .template
-        .spec
-        .as_mut()
-        .unwrap()
-        .node_selector = Some([("ferry.dev/no-such-node".to_string(), "true".to_string())].into());
-    sets.create(&PostParams::default(), &sts).await.unwrap();
     let pods: Api<k8s_openapi::api::core::v1::Pod> = harness.ns.api();
-    ferry_testenv::wait_until("db-0 to be marked unschedulable", 60, || async {
-        let pod = pods.get_opt("db-0").await.ok().flatten()?;
-        let conditions = pod.status?.conditions?;
-        conditions
-            .iter()
-            .any(|c| c.type_ == "PodScheduled" && c.status == "False")
-            .then_some(())
-    })
+    ferry_testenv::fixtures::create_unschedulable(
+        &sets,
+        &pods,
+        stateful_set("db", 1, CLASS_EXPANDABLE, "1Gi"),
+    )
     .await
     .unwrap();
     wait_ready(&sets, "db", 0, 30).await.unwrap();
