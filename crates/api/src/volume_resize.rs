@@ -251,11 +251,17 @@ pub struct VolumePlan {
     pub claim_name: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub strategy: Option<ChosenStrategy>,
+    /// What the row is doing now; unset until its first step.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub step: Option<String>,
+    pub step: Option<RowStep>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub current_size: Option<String>,
+    /// `targetBytes` as a Kubernetes quantity, for people to read.
     pub target_size: String,
+    /// The target size in bytes, the value every planner acts on; `targetSize` is its display form.
+    /// Unset in rows written by an older Ferry: see `VolumePlan::target_bytes`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target_bytes: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub current_storage_class: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -314,6 +320,75 @@ pub struct VolumePlan {
     pub finished_at: Option<Time>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
+}
+
+impl VolumePlan {
+    /// The target size in bytes: `targetBytes`, else `targetSize` parsed (a row written by an older
+    /// Ferry). None when neither gives a size: such a row cannot proceed.
+    pub fn target_bytes(&self) -> Option<u64> {
+        self.target_bytes
+            .or_else(|| crate::quantity::parse_bytes(&self.target_size).ok())
+    }
+}
+
+/// The step one row (one replica × one volume) is at, as written in `status.plan[].step` (and shown
+/// by the CLI and as the `step` metric label).
+#[derive(Deserialize, Serialize, Clone, Copy, Debug, PartialEq, Eq, JsonSchema)]
+pub enum RowStep {
+    /// Copy: creating the claim the data is copied to.
+    CreatingTarget,
+    /// Copy: the first copy, while the replica still serves.
+    WarmCopy,
+    /// Copy: taking the replica down for the final sync.
+    StoppingReplica,
+    /// Copy: the last, verified copy while the replica is down.
+    FinalSync,
+    /// Copy: re-binding the claim to the new volume.
+    Swapping,
+    /// Copy: the replica starts on its new volume; waiting until it is Ready.
+    StartingReplica,
+    /// Copy: done, the replica runs on its new volume.
+    Copied,
+    /// Copy: given up; the replica is back on its old volume.
+    RolledBack,
+    /// Copy: the data in use could not be measured; the resize fails once the measuring pods are
+    /// gone, and the claim is not measured again.
+    MeasuringFailed,
+    /// In place: the claim's requested size is being raised.
+    Expanding,
+    /// In place: waiting for the volume (or its file system) to reach the new size.
+    WaitingForCapacity,
+    /// In place: the pod was restarted so the kubelet finishes the file-system resize.
+    RestartingPod,
+    /// In place: done, the volume has its new size.
+    Expanded,
+    /// Rollback on request: moving a copied replica back onto its retained old volume.
+    Reverting,
+    /// Rollback on request: done, the replica is back on its old volume.
+    Reverted,
+}
+
+impl RowStep {
+    /// Its name as written in `status.plan[].step` (and shown by the CLI and as a metric label).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RowStep::CreatingTarget => "CreatingTarget",
+            RowStep::WarmCopy => "WarmCopy",
+            RowStep::StoppingReplica => "StoppingReplica",
+            RowStep::FinalSync => "FinalSync",
+            RowStep::Swapping => "Swapping",
+            RowStep::StartingReplica => "StartingReplica",
+            RowStep::Copied => "Copied",
+            RowStep::RolledBack => "RolledBack",
+            RowStep::MeasuringFailed => "MeasuringFailed",
+            RowStep::Expanding => "Expanding",
+            RowStep::WaitingForCapacity => "WaitingForCapacity",
+            RowStep::RestartingPod => "RestartingPod",
+            RowStep::Expanded => "Expanded",
+            RowStep::Reverting => "Reverting",
+            RowStep::Reverted => "Reverted",
+        }
+    }
 }
 
 /// The strategy picked for one PVC.
@@ -386,7 +461,7 @@ impl VolumeResize {
 
 #[cfg(test)]
 mod tests {
-    use super::Phase;
+    use super::{Phase, RowStep, VolumePlan};
 
     #[test]
     fn a_phase_name_is_what_status_phase_holds() {
@@ -401,5 +476,45 @@ mod tests {
         ] {
             assert_eq!(serde_json::to_value(phase).unwrap(), phase.as_str());
         }
+    }
+
+    #[test]
+    fn a_step_name_is_what_status_plan_step_holds() {
+        for step in [
+            RowStep::CreatingTarget,
+            RowStep::WarmCopy,
+            RowStep::StoppingReplica,
+            RowStep::FinalSync,
+            RowStep::Swapping,
+            RowStep::StartingReplica,
+            RowStep::Copied,
+            RowStep::RolledBack,
+            RowStep::MeasuringFailed,
+            RowStep::Expanding,
+            RowStep::WaitingForCapacity,
+            RowStep::RestartingPod,
+            RowStep::Expanded,
+            RowStep::Reverting,
+            RowStep::Reverted,
+        ] {
+            assert_eq!(serde_json::to_value(step).unwrap(), step.as_str());
+            assert_eq!(
+                serde_json::from_value::<RowStep>(step.as_str().into()).unwrap(),
+                step
+            );
+        }
+    }
+
+    #[test]
+    fn target_bytes_prefers_the_field_then_parses_the_size() {
+        let row = |size: &str, bytes: Option<u64>| VolumePlan {
+            target_size: size.into(),
+            target_bytes: bytes,
+            ..Default::default()
+        };
+        assert_eq!(row("2Gi", Some(5)).target_bytes(), Some(5));
+        assert_eq!(row("2Gi", None).target_bytes(), Some(2 << 30));
+        assert_eq!(row("lots", None).target_bytes(), None);
+        assert_eq!(row("", None).target_bytes(), None);
     }
 }

@@ -141,11 +141,11 @@ pub fn row_line(row: &VolumePlan) -> String {
     let mut parts = vec![row.claim_name.clone()];
     parts.push(chosen_name(row.strategy).to_string());
     let step = match (&row.step, &row.finished_at) {
-        (Some(step), _) => step.clone(),
-        (None, Some(_)) => "Done".into(),
-        (None, None) => "Waiting".into(),
+        (Some(step), _) => step.as_str(),
+        (None, Some(_)) => "Done",
+        (None, None) => "Waiting",
     };
-    parts.push(step);
+    parts.push(step.to_string());
     if let Some(bytes) = format::bytes_progress(row.bytes_done, row.bytes_total) {
         parts.push(bytes);
     }
@@ -441,13 +441,12 @@ pub fn describe_text(resize: &VolumeResize, events: &[EventLine], now: Timestamp
                 row.replica.to_string(),
                 row.claim_name.clone(),
                 chosen_name(row.strategy).to_string(),
-                row.step.clone().unwrap_or_else(|| {
-                    if row.finished_at.is_some() {
-                        "Done".into()
-                    } else {
-                        "-".into()
-                    }
-                }),
+                match (row.step, &row.finished_at) {
+                    (Some(step), _) => step.as_str(),
+                    (None, Some(_)) => "Done",
+                    (None, None) => "-",
+                }
+                .to_string(),
                 arrow(row.current_size.as_deref(), Some(&row.target_size)),
                 arrow(row.current_storage_class.as_deref(), class_to),
                 format::bytes_progress(row.bytes_done, row.bytes_total).unwrap_or_else(|| "-".into()),
@@ -539,6 +538,7 @@ pub fn describe_text(resize: &VolumeResize, events: &[EventLine], now: Timestamp
 #[cfg(test)]
 mod tests {
     use super::*;
+    use ferry_api::RowStep;
     use serde_json::json;
 
     fn resize(status: serde_json::Value) -> VolumeResize {
@@ -573,7 +573,7 @@ mod tests {
         let row = VolumePlan {
             claim_name: "data-db-0".into(),
             strategy: Some(ChosenStrategy::Copy),
-            step: Some("Copying".into()),
+            step: Some(RowStep::WarmCopy),
             bytes_done: Some(512 << 20),
             bytes_total: Some(1 << 30),
             bytes_per_second: Some(64 << 20),
@@ -583,7 +583,7 @@ mod tests {
         };
         assert_eq!(
             row_line(&row),
-            "data-db-0  Copy  Copying  512.0 MiB/1.0 GiB (50%)  10/20 files  64.0 MiB/s  ETA 8s"
+            "data-db-0  Copy  WarmCopy  512.0 MiB/1.0 GiB (50%)  10/20 files  64.0 MiB/s  ETA 8s"
         );
     }
 

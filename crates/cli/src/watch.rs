@@ -172,20 +172,23 @@ mod tests {
             "metadata": {"name": "grow"},
             "spec": {"statefulSetName": "db", "volumes": [{"name": "data", "size": "2Gi"}]},
             "status": {"phase": "Running", "plan": [
-                {"replica": 0, "volume": "data", "claimName": "data-db-0", "targetSize": "2Gi", "step": "Copying",
+                {"replica": 0, "volume": "data", "claimName": "data-db-0", "targetSize": "2Gi", "step": "WarmCopy",
                  "bytesDone": 1, "bytesTotal": 4}]},
         }))
         .unwrap();
         let mut seen = BTreeMap::new();
         let first = changed_lines(&resize, &mut seen, Style::PLAIN);
-        assert_eq!(first, ["grow: Running", "  data-db-0  -  Copying  1 B/4 B (25%)"]);
+        assert_eq!(
+            first,
+            ["grow: Running", "  data-db-0  -  WarmCopy  1 B/4 B (25%)"]
+        );
         assert!(changed_lines(&resize, &mut seen, Style::PLAIN).is_empty());
         if let Some(status) = resize.status.as_mut() {
             status.plan[0].bytes_done = Some(2);
         }
         assert_eq!(
             changed_lines(&resize, &mut seen, Style::PLAIN),
-            ["  data-db-0  -  Copying  2 B/4 B (50%)"]
+            ["  data-db-0  -  WarmCopy  2 B/4 B (50%)"]
         );
     }
 }

@@ -7,7 +7,7 @@ use crate::in_place::Decision;
 use crate::names;
 use crate::run_state::{MoverPhase, Pass, ResizeAction, RunMover, RunObserved, RunStatefulSet};
 use crate::status::update_progress;
-use ferry_api::{ChosenStrategy, Phase, VolumePlan, VolumeResizeStatus, parse_bytes};
+use ferry_api::{ChosenStrategy, Phase, RowStep, VolumePlan, VolumeResizeStatus};
 use ferry_mover_report::{Progress, SyncResult, UsageResult};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
@@ -31,17 +31,6 @@ pub use swap::{BIND_NUDGE_AFTER_SECONDS, nudge_stalled_binding, swap_claim_to};
 use swap::{clear_for_swap, swap, swap_begun, swapped, undo_stale_swaps};
 use volumes::{deleted_by_someone_else, record_volumes};
 
-pub const STEP_CREATING_TARGET: &str = "CreatingTarget";
-pub const STEP_WARM_COPY: &str = "WarmCopy";
-pub const STEP_STOPPING_REPLICA: &str = "StoppingReplica";
-pub const STEP_FINAL_SYNC: &str = "FinalSync";
-pub const STEP_SWAPPING: &str = "Swapping";
-pub const STEP_STARTING_REPLICA: &str = "StartingReplica";
-pub const STEP_COPIED: &str = "Copied";
-pub const STEP_ROLLED_BACK: &str = "RolledBack";
-/// The data in use could not be measured (its pod failed or could not run): the resize fails
-/// once the measuring pods are gone, and the claim is not measured again.
-pub const STEP_MEASURING_FAILED: &str = "MeasuringFailed";
 const RETAIN: &str = "Retain";
 const PHASE_AVAILABLE: &str = "Available";
 
@@ -103,6 +92,17 @@ impl CopyContext<'_> {
 
 fn is_copy(row: &VolumePlan) -> bool {
     row.strategy == Some(ChosenStrategy::Copy)
+}
+
+/// Why a row cannot be copied at all: its target size is not a size (never written so by Ferry's
+/// precheck, but a status can be edited).
+fn unsized_target(row: &VolumePlan) -> Option<String> {
+    row.target_bytes().is_none().then(|| {
+        format!(
+            "target size {:?} of {} is not a size",
+            row.target_size, row.claim_name
+        )
+    })
 }
 
 pub fn plan_copy(
@@ -186,11 +186,7 @@ pub fn plan_copy(
     if ctx.stopping {
         let committed = rows.iter().any(|&i| {
             let row = &status.plan[i];
-            swapped(row, observed)
-                || matches!(
-                    row.step.as_deref(),
-                    Some(STEP_SWAPPING) | Some(STEP_STARTING_REPLICA)
-                )
+            swapped(row, observed) || matches!(row.step, Some(RowStep::Swapping | RowStep::StartingReplica))
         });
         if !committed {
             let untouched = rows.iter().all(|&i| {

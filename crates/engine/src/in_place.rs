@@ -4,13 +4,8 @@
 
 use crate::run_state::{ResizeAction, RunObserved};
 use crate::status::update_progress;
-use ferry_api::{ChosenStrategy, Phase, VolumeResizeStatus, parse_bytes};
+use ferry_api::{ChosenStrategy, Phase, RowStep, VolumeResizeStatus};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
-
-pub const STEP_EXPANDING: &str = "Expanding";
-pub const STEP_WAITING_FOR_CAPACITY: &str = "WaitingForCapacity";
-pub const STEP_RESTARTING_POD: &str = "RestartingPod";
-pub const STEP_EXPANDED: &str = "Expanded";
 
 /// The next status and actions for a resize whose plan is all in-place rows.
 pub struct Decision {
@@ -77,24 +72,24 @@ pub fn plan_in_place(
         .iter_mut()
         .filter(|row| row.strategy == Some(ChosenStrategy::InPlace))
     {
-        let Some(target) = parse_bytes(&row.target_size).ok() else {
+        let Some(target) = row.target_bytes() else {
             continue;
         };
         let Some(claim) = observed.claims.get(&row.claim_name) else {
             // A replica without a claim yet gets the new size from the new template.
-            row.step = Some(STEP_EXPANDED.into());
+            row.step = Some(RowStep::Expanded);
             row.finished_at.get_or_insert_with(|| now.clone());
             continue;
         };
         if claim.capacity_bytes >= target {
-            row.step = Some(STEP_EXPANDED.into());
+            row.step = Some(RowStep::Expanded);
             row.finished_at.get_or_insert_with(|| now.clone());
             continue;
         }
         all_expanded = false;
         row.started_at.get_or_insert_with(|| now.clone());
         if claim.requested_bytes < target {
-            row.step = Some(STEP_EXPANDING.into());
+            row.step = Some(RowStep::Expanding);
             actions.push(ResizeAction::ExpandClaim {
                 claim: row.claim_name.clone(),
                 bytes: target,
@@ -104,19 +99,16 @@ pub fn plan_in_place(
             let current_uid = observed.pods.get(&pod_name).map(|pod| pod.uid.as_str());
             let already_restarted =
                 row.restarted_pod.is_some() && row.restarted_pod.as_deref() != current_uid;
-            row.step = Some(
-                if already_restarted {
-                    STEP_RESTARTING_POD
-                } else {
-                    STEP_WAITING_FOR_CAPACITY
-                }
-                .into(),
-            );
+            row.step = Some(if already_restarted {
+                RowStep::RestartingPod
+            } else {
+                RowStep::WaitingForCapacity
+            });
             if !already_restarted {
                 waiting_restart.push((row.replica, pod_name));
             }
         } else {
-            row.step = Some(STEP_WAITING_FOR_CAPACITY.into());
+            row.step = Some(RowStep::WaitingForCapacity);
         }
     }
 
@@ -147,7 +139,7 @@ pub fn plan_in_place(
             .iter_mut()
             .filter(|r| r.replica == *replica && r.strategy == Some(ChosenStrategy::InPlace));
         for row in restarted {
-            row.step = Some(STEP_RESTARTING_POD.into());
+            row.step = Some(RowStep::RestartingPod);
             row.restarted_pod = Some(pod.uid.clone());
         }
     }
@@ -166,7 +158,7 @@ pub fn plan_in_place(
         .plan
         .iter()
         .filter(|row| row.strategy == Some(ChosenStrategy::InPlace))
-        .filter_map(|row| Some((row.volume.clone(), parse_bytes(&row.target_size).ok()?)))
+        .filter_map(|row| Some((row.volume.clone(), row.target_bytes()?)))
         .collect();
     match &observed.stateful_set {
         None => decide(

@@ -176,6 +176,7 @@ pub fn precheck(spec: &VolumeResizeSpec, observed: &Observed) -> Precheck {
                 strategy,
                 current_size: current_bytes.map(format_bytes),
                 target_size: format_bytes(target_bytes),
+                target_bytes: Some(target_bytes),
                 current_storage_class: claim_class,
                 target_storage_class: target_class.clone(),
                 ..VolumePlan::default()
@@ -347,7 +348,8 @@ fn scaled_down_rows(
                 claim_name: name.clone(),
                 strategy: None,
                 current_size: claim.size_bytes.map(format_bytes),
-                target_size: parse_bytes(&change.size).map(format_bytes).unwrap_or_else(|_| change.size.clone()),
+                target_size: target.map(format_bytes).unwrap_or_else(|| change.size.clone()),
+                target_bytes: target,
                 current_storage_class: claim.storage_class.clone(),
                 target_storage_class: change.storage_class_name.clone(),
                 message: Some(format!(

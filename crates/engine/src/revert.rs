@@ -2,17 +2,25 @@
 //! volume, still retained, with the same PV re-binding swap in reverse. Writes made since the swap
 //! stay on the new volume, which is kept (retained) rather than deleted.
 
-use crate::copy::{CopyContext, STEP_COPIED, nudge_stalled_binding, swap_claim_to};
+use crate::copy::{CopyContext, nudge_stalled_binding, swap_claim_to};
 use crate::in_place::Decision;
 use crate::run_state::{ResizeAction, RunObserved};
-use ferry_api::{Phase, VolumePlan, VolumeResizeStatus};
+use ferry_api::{Phase, RowStep, VolumePlan, VolumeResizeStatus, parse_bytes};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
-pub const STEP_REVERTING: &str = "Reverting";
-pub const STEP_REVERTED: &str = "Reverted";
-
+/// Copied rows, and rows being reverted, whose claim can get its old size back (a row whose sizes
+/// are not sizes stays on its new volume, like one whose old volume is gone).
 fn to_revert(row: &VolumePlan) -> bool {
-    matches!(row.step.as_deref(), Some(STEP_COPIED) | Some(STEP_REVERTING))
+    matches!(row.step, Some(RowStep::Copied | RowStep::Reverting)) && old_bytes(row).is_some()
+}
+
+/// The size the claim had before the copy: `currentSize`, else the target (a claim the copy
+/// created, with no size before).
+fn old_bytes(row: &VolumePlan) -> Option<u64> {
+    match &row.current_size {
+        Some(size) => parse_bytes(size).ok(),
+        None => row.target_bytes(),
+    }
 }
 
 /// The claim name is bound to the row's old volume again (both sides of the binding done).
@@ -104,7 +112,7 @@ pub fn plan_revert(
         if back && observed.stateful_set.as_ref().is_some_and(|s| !s.deleting) {
             for &i in &rows {
                 let row = &mut status.plan[i];
-                row.step = Some(STEP_REVERTED.into());
+                row.step = Some(RowStep::Reverted);
                 let (old, new) = (row.source_volume.clone(), row.target_volume.clone());
                 let retained = &mut status.created_objects.retained_volumes;
                 retained.retain(|v| Some(v) != old.as_ref());
@@ -123,7 +131,7 @@ pub fn plan_revert(
     }
 
     for &i in &rows {
-        status.plan[i].step = Some(STEP_REVERTING.into());
+        status.plan[i].step = Some(RowStep::Reverting);
     }
     // Stop the replica: orphan-delete the StatefulSet, then delete the pod (once, by UID) — only
     // while the others are Ready and the budget allows a disruption.
@@ -188,16 +196,16 @@ pub fn plan_revert(
         let (Some(old), Some(new)) = (row.source_volume.clone(), row.target_volume.clone()) else {
             continue;
         };
-        let size = row
-            .current_size
-            .clone()
-            .unwrap_or_else(|| row.target_size.clone());
+        // `to_revert` holds: the claim can get its old size back.
+        let Some(bytes) = old_bytes(row) else {
+            continue;
+        };
         let swap = swap_claim_to(
             ctx,
             row,
             &new,
             &old,
-            &size,
+            bytes,
             row.current_storage_class.clone(),
             observed,
         );
@@ -225,7 +233,7 @@ fn finish(mut status: VolumeResizeStatus, observed: &RunObserved, now: &Time) ->
     let reverted = status
         .plan
         .iter()
-        .filter(|row| row.step.as_deref() == Some(STEP_REVERTED))
+        .filter(|row| row.step == Some(RowStep::Reverted))
         .count();
     status.phase = Some(Phase::Failed);
     status.finished_at = Some(now.clone());

@@ -3,10 +3,8 @@
 //! retention and letting go. The operator observes what the chosen planner reads and applies what
 //! it decides; it never branches on anything else.
 
-use crate::copy::STEP_COPIED;
 use crate::in_place::Decision;
-use crate::revert::{STEP_REVERTED, STEP_REVERTING};
-use ferry_api::{ChosenStrategy, Phase, VolumeResizeStatus};
+use ferry_api::{ChosenStrategy, Phase, RowStep, VolumeResizeStatus};
 
 /// What a reconcile of a VolumeResize does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -54,15 +52,16 @@ impl Facts<'_> {
         let Some(status) = self.status else {
             return false;
         };
-        let step_is = |steps: &[&str]| {
+        let step_is = |steps: &[RowStep]| {
             status
                 .plan
                 .iter()
-                .any(|row| row.step.as_deref().is_some_and(|s| steps.contains(&s)))
+                .any(|row| row.step.is_some_and(|s| steps.contains(&s)))
         };
-        let start = matches!(self.phase(), Phase::Succeeded | Phase::Failed) && step_is(&[STEP_COPIED]);
+        let start = matches!(self.phase(), Phase::Succeeded | Phase::Failed) && step_is(&[RowStep::Copied]);
         // Under way until the revert planner itself ends it (Failed, "rolled back on request").
-        let under_way = self.phase() == Phase::RollingBack && step_is(&[STEP_REVERTING, STEP_REVERTED]);
+        let under_way =
+            self.phase() == Phase::RollingBack && step_is(&[RowStep::Reverting, RowStep::Reverted]);
         self.rollback_requested && (start || under_way)
     }
 }
@@ -201,7 +200,7 @@ mod tests {
     fn a_rollback_request_reverts_copied_rows_and_finishes_even_when_deleted() {
         let mut copied = status(Phase::Succeeded, 1);
         copied.plan.push(VolumePlan {
-            step: Some(STEP_COPIED.into()),
+            step: Some(RowStep::Copied),
             ..VolumePlan::default()
         });
         let requested = Facts {
@@ -211,7 +210,7 @@ mod tests {
         assert_eq!(route(&requested), Route::Run(Run::Revert));
         let mut reverting = copied.clone();
         reverting.phase = Some(Phase::RollingBack);
-        reverting.plan[0].step = Some(STEP_REVERTING.into());
+        reverting.plan[0].step = Some(RowStep::Reverting);
         let deleted = Facts {
             deleting: true,
             has_finalizer: true,

@@ -1,13 +1,13 @@
 //! When each row entered its step, and how long the steps it left took (for the step-duration
 //! metric). Pure: the operator stamps the planner's new status with it before writing.
 
-use ferry_api::VolumeResizeStatus;
+use ferry_api::{RowStep, VolumeResizeStatus};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime;
 
 /// A step a row has just left, and how long it was in it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct FinishedStep {
-    pub step: String,
+    pub step: RowStep,
     pub seconds: f64,
 }
 
@@ -22,7 +22,7 @@ pub fn stamp_steps(
     let mut finished = Vec::new();
     for row in &mut next.plan {
         let before = previous.plan.iter().find(|old| old.claim_name == row.claim_name);
-        let old_step = before.and_then(|old| old.step.clone());
+        let old_step = before.and_then(|old| old.step);
         if old_step == row.step {
             continue;
         }
@@ -33,7 +33,7 @@ pub fn stamp_steps(
                 seconds: seconds.max(0.0),
             });
         }
-        row.step_started_at = row.step.as_ref().map(|_| now.clone());
+        row.step_started_at = row.step.map(|_| now.clone());
     }
     finished
 }
@@ -48,11 +48,11 @@ mod tests {
         MicroTime(Timestamp::from_millisecond(millis).unwrap())
     }
 
-    fn status(step: Option<&str>, since: Option<MicroTime>) -> VolumeResizeStatus {
+    fn status(step: Option<RowStep>, since: Option<MicroTime>) -> VolumeResizeStatus {
         VolumeResizeStatus {
             plan: vec![VolumePlan {
                 claim_name: "data-db-0".into(),
-                step: step.map(String::from),
+                step,
                 step_started_at: since,
                 ..Default::default()
             }],
@@ -62,13 +62,13 @@ mod tests {
 
     #[test]
     fn a_new_step_is_stamped_and_the_old_one_timed() {
-        let previous = status(Some("WarmCopy"), Some(at(1_000)));
-        let mut next = status(Some("StoppingReplica"), Some(at(1_000)));
+        let previous = status(Some(RowStep::WarmCopy), Some(at(1_000)));
+        let mut next = status(Some(RowStep::StoppingReplica), Some(at(1_000)));
         let finished = stamp_steps(&previous, &mut next, &at(3_500));
         assert_eq!(
             finished,
             vec![FinishedStep {
-                step: "WarmCopy".into(),
+                step: RowStep::WarmCopy,
                 seconds: 2.5
             }]
         );
@@ -77,7 +77,7 @@ mod tests {
 
     #[test]
     fn an_unchanged_step_keeps_its_stamp_so_nothing_is_written() {
-        let previous = status(Some("WarmCopy"), Some(at(1_000)));
+        let previous = status(Some(RowStep::WarmCopy), Some(at(1_000)));
         let mut next = previous.clone();
         assert!(stamp_steps(&previous, &mut next, &at(9_000)).is_empty());
         assert_eq!(next, previous);
@@ -86,7 +86,7 @@ mod tests {
     #[test]
     fn the_first_step_is_stamped_without_a_duration() {
         let previous = status(None, None);
-        let mut next = status(Some("CreatingTarget"), None);
+        let mut next = status(Some(RowStep::CreatingTarget), None);
         assert!(stamp_steps(&previous, &mut next, &at(5_000)).is_empty());
         assert_eq!(next.plan[0].step_started_at, Some(at(5_000)));
     }

@@ -30,7 +30,7 @@
 #[path = "../tests/e2e/support/mod.rs"]
 mod support;
 
-use ferry_api::{Phase, VolumeResize};
+use ferry_api::{Phase, RowStep, VolumeResize};
 use ferry_testenv::fixtures::{claim_directory, stateful_set, tree_checksum, wait_ready};
 use ferry_testenv::{CLASS_FIXED, wait_until};
 use futures::StreamExt;
@@ -216,7 +216,7 @@ enum Seen {
         bound: bool,
     },
     Resize {
-        step: Option<String>,
+        step: Option<RowStep>,
         phase: Option<Phase>,
     },
 }
@@ -315,9 +315,7 @@ impl Watches {
             spawn_watch::<VolumeResize>(harness.ns.api(), records.clone(), synced.clone(), |r| {
                 let status = r.status.as_ref();
                 Seen::Resize {
-                    step: status
-                        .and_then(|s| s.plan.first())
-                        .and_then(|row| row.step.clone()),
+                    step: status.and_then(|s| s.plan.first()).and_then(|row| row.step),
                     phase: status.and_then(|s| s.phase),
                 }
             }),
@@ -409,7 +407,7 @@ fn milestones(records: &[Record], orig: &Originals, start: Instant, release: Ins
             _ => false,
         }
     };
-    let step = |wanted: &'static str| move |r: &Record| matches!(&r.seen, Seen::Resize { step: Some(s), .. } if s == wanted);
+    let step = |wanted: RowStep| move |r: &Record| matches!(&r.seen, Seen::Resize { step: Some(s), .. } if *s == wanted);
     let down = first(records, release, |r| {
         pod_of(r).is_some_and(|(name, uid, ready, deleting, gone)| {
             name == POD && uid == orig.pod && (!ready || deleting || gone)
@@ -455,7 +453,10 @@ fn milestones(records: &[Record], orig: &Originals, start: Instant, release: Ins
             "final mover succeeded".into(),
             first(records, release, mover("-final", Some("Succeeded"))),
         ),
-        ("step Swapping".into(), first(records, release, step("Swapping"))),
+        (
+            "step Swapping".into(),
+            first(records, release, step(RowStep::Swapping)),
+        ),
         (
             "old claim gone".into(),
             first(records, after_down, |r| {
@@ -479,7 +480,7 @@ fn milestones(records: &[Record], orig: &Originals, start: Instant, release: Ins
         ),
         (
             "step StartingReplica".into(),
-            first(records, release, step("StartingReplica")),
+            first(records, release, step(RowStep::StartingReplica)),
         ),
         (
             "StatefulSet re-created".into(),
@@ -501,7 +502,10 @@ fn milestones(records: &[Record], orig: &Originals, start: Instant, release: Ins
                 })
             }),
         ),
-        ("step Copied".into(), first(records, release, step("Copied"))),
+        (
+            "step Copied".into(),
+            first(records, release, step(RowStep::Copied)),
+        ),
         (
             "resize Succeeded".into(),
             first(records, release, |r| {
@@ -673,7 +677,7 @@ async fn run_once(config: &Config, run: usize, warm: bool, hand: bool) -> Vec<Va
                 panic!("resize ended early: {:?}", resize.status);
             }
             let status = resize.status.as_ref()?;
-            let at_gate = status.plan.first()?.step.as_deref() == Some("StoppingReplica")
+            let at_gate = status.plan.first()?.step == Some(RowStep::StoppingReplica)
                 && status
                     .message
                     .as_deref()

@@ -25,7 +25,7 @@
 #[path = "../tests/e2e/support/mod.rs"]
 mod support;
 
-use ferry_api::{Phase, VolumeResize};
+use ferry_api::{Phase, RowStep, VolumeResize};
 use ferry_testenv::fixtures::{claim_directory, wait_ready};
 use ferry_testenv::workload::{RECORDS_FILE, acknowledged, lost_records, writer_stateful_set};
 use ferry_testenv::{CLASS_BLOCK_FIXED, wait_until};
@@ -237,8 +237,8 @@ impl Watches {
             }),
             spawn_watch::<VolumeResize>(harness.ns.api(), log.clone(), |r| Seen {
                 phase: (r.status.as_ref().and_then(|s| s.plan.first()))
-                    .and_then(|row| row.step.clone())
-                    .unwrap_or_default(),
+                    .and_then(|row| row.step)
+                    .map_or_else(String::new, |step| step.as_str().to_string()),
                 ..seen("resize", r)
             }),
         ];
@@ -364,7 +364,7 @@ async fn resize(
             .as_deref()
             .unwrap_or_default()
             .contains("PodDisruptionBudget");
-        (status.plan.first()?.step.as_deref() == Some("StoppingReplica") && held).then_some(())
+        (status.plan.first()?.step == Some(RowStep::StoppingReplica) && held).then_some(())
     })
     .await
     .unwrap();
@@ -406,7 +406,7 @@ async fn resize(
         ("moverRunning", at(&|s| mover(s) && s.phase == "Running")),
         ("moverExited", at(&|s| mover(s) && s.exited)),
         ("moverSucceeded", at(&|s| mover(s) && s.phase == "Succeeded")),
-        ("stepSwapping", step("Swapping")),
+        ("stepSwapping", step(RowStep::Swapping.as_str())),
         (
             "claimBound",
             at(&|s| s.kind == "claim" && s.uid != old_claim && s.name == CLAIM && s.phase == "Bound"),
@@ -415,11 +415,11 @@ async fn resize(
             "setRecreated",
             at(&|s| s.kind == "set" && s.uid != old_set && !s.gone),
         ),
-        ("stepStartingReplica", step("StartingReplica")),
+        ("stepStartingReplica", step(RowStep::StartingReplica.as_str())),
         ("podCreated", created),
         ("podRunning", running),
         ("podReady", ready),
-        ("stepCopied", step("Copied")),
+        ("stepCopied", step(RowStep::Copied.as_str())),
     ];
     let mark = |name: &str| marks.iter().find(|(n, _)| *n == name).and_then(|(_, at)| *at);
     let result: Value = (log

@@ -100,7 +100,7 @@ async fn resize_creates_what_it_prints_and_list_shows_it() {
     env.set_status(
         "grow",
         json!({"phase": "Running", "progress": "1/2", "message": "copying data-db-1",
-               "plan": [plan_row(1, "Copy", json!({"step": "Copying"}))]}),
+               "plan": [plan_row(1, "Copy", json!({"step": "WarmCopy"}))]}),
     )
     .await;
     let run = env.ferry(&["list"]).await;
@@ -348,9 +348,9 @@ async fn status_and_describe_show_the_record() {
                "observedGeneration": 1,
                "conditions": [condition("Prechecked", "True", "PrechecksPassed", "all prechecks passed")],
                "plan": [
-                   plan_row(0, "Copy", json!({"step": "Done", "bytesDone": 1048576, "bytesTotal": 1048576,
+                   plan_row(0, "Copy", json!({"bytesDone": 1048576, "bytesTotal": 1048576,
                         "sourceVolume": "pv-old-0", "targetVolume": "pv-new-0", "finishedAt": "2025-01-01T00:01:00Z"})),
-                   plan_row(1, "Copy", json!({"step": "Copying", "bytesDone": 268435456u64, "bytesTotal": 1073741824u64,
+                   plan_row(1, "Copy", json!({"step": "WarmCopy", "bytesDone": 268435456u64, "bytesTotal": 1073741824u64,
                         "filesDone": 10, "filesTotal": 40, "bytesPerSecond": 67108864u64})),
                ],
                "createdObjects": {"backupConfigMap": "grow-backup", "temporaryClaims": ["grow-data-db-1"],
@@ -379,7 +379,7 @@ async fn status_and_describe_show_the_record() {
         run.stdout,
         "grow: Running 1/2 - copying data-db-1\n\
          \x20 data-db-0  Copy  Done  1.0 MiB/1.0 MiB (100%)\n\
-         \x20 data-db-1  Copy  Copying  256.0 MiB/1.0 GiB (25%)  10/40 files  64.0 MiB/s  ETA 12s\n"
+         \x20 data-db-1  Copy  WarmCopy  256.0 MiB/1.0 GiB (25%)  10/40 files  64.0 MiB/s  ETA 12s\n"
     );
 
     let run = env.ferry(&["describe", "grow"]).await;
@@ -562,9 +562,9 @@ async fn completion_scripts() {
 /// The Running status the watch tests start from.
 fn running(done: u64) -> serde_json::Value {
     json!({"phase": "Running", "progress": "0/2", "plan": [
-        plan_row(0, "Copy", json!({"step": "Copying", "bytesDone": done, "bytesTotal": 1073741824u64,
+        plan_row(0, "Copy", json!({"step": "WarmCopy", "bytesDone": done, "bytesTotal": 1073741824u64,
                                    "bytesPerSecond": 104857600u64})),
-        plan_row(1, "InPlace", json!({"step": "Waiting"})),
+        plan_row(1, "InPlace", json!({})),
     ]})
 }
 
@@ -600,9 +600,9 @@ async fn watch_prints_plain_lines_when_not_a_terminal() {
         lines,
         [
             "grow: Running 0/2",
-            "  data-db-0  Copy  Copying  256.0 MiB/1.0 GiB (25%)  100.0 MiB/s  ETA 8s",
+            "  data-db-0  Copy  WarmCopy  256.0 MiB/1.0 GiB (25%)  100.0 MiB/s  ETA 8s",
             "  data-db-1  InPlace  Waiting",
-            "  data-db-0  Copy  Copying  512.0 MiB/1.0 GiB (50%)  100.0 MiB/s  ETA 6s",
+            "  data-db-0  Copy  WarmCopy  512.0 MiB/1.0 GiB (50%)  100.0 MiB/s  ETA 6s",
             "grow: Succeeded 2/2",
         ],
         "{stdout}"

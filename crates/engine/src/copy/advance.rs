@@ -44,7 +44,7 @@ pub(super) fn advance(
         let final_done = final_mover.is_some_and(|m| m.phase == MoverPhase::Succeeded);
         // Once the swap has begun (recorded in status before acting) it only goes forward: the mover
         // pods it removes no longer show that the final sync succeeded.
-        let swapping = row.step.as_deref() == Some(STEP_SWAPPING);
+        let swapping = row.step == Some(RowStep::Swapping);
         // A pod that started on the old claim after the final sync would write what the copy lacks.
         let replica_absent = !observed.pods.contains_key(&ctx.pod(row.replica));
         if (final_done && replica_absent) || swapping {
@@ -54,27 +54,32 @@ pub(super) fn advance(
                 let row = &mut status.plan[i];
                 row.bytes_copied = Some(row.bytes_copied.unwrap_or(0) + copied);
             }
-            status.plan[i].step = Some(STEP_SWAPPING.into());
+            status.plan[i].step = Some(RowStep::Swapping);
             actions.extend(swap(ctx, &status.plan[i], observed, now));
             summary = format!("swapping volumes of {who}");
             continue;
         }
         if !observed.claims.contains_key(&temp) {
-            let bytes = parse_bytes(&row.target_size).unwrap_or(0);
+            // Never a claim of no size: a row without a target size is rolled back
+            // (`reason_to_roll_back`) before it gets here.
+            let Some(bytes) = row.target_bytes() else {
+                ready_to_stop = false;
+                continue;
+            };
             actions.push(ResizeAction::CreateTargetClaim {
                 claim: temp,
                 source_claim: row.claim_name.clone(),
                 bytes,
                 storage_class: row.target_storage_class.clone(),
             });
-            status.plan[i].step = Some(STEP_CREATING_TARGET.into());
+            status.plan[i].step = Some(RowStep::CreatingTarget);
             ready_to_stop = false;
             summary = format!("creating the new volumes of {who}");
             continue;
         }
         if let Some(mover) = final_mover {
             absorb_progress(&mut status.plan[i], mover);
-            status.plan[i].step = Some(STEP_FINAL_SYNC.into());
+            status.plan[i].step = Some(RowStep::FinalSync);
             summary = format!("final sync of {who} (stopped)");
             continue;
         }
@@ -82,7 +87,7 @@ pub(super) fn advance(
             // A Terminating pod's application may still write during its grace period (a
             // checkpoint, a flush): the final pass starts only once the pod is gone.
             if observed.pods.contains_key(&ctx.pod(row.replica)) {
-                status.plan[i].step = Some(STEP_STOPPING_REPLICA.into());
+                status.plan[i].step = Some(RowStep::StoppingReplica);
                 summary = format!("waiting for {who} to stop before the final sync");
                 continue;
             }
@@ -101,7 +106,7 @@ pub(super) fn advance(
                 target: temp,
                 pass: Pass::Final,
             });
-            status.plan[i].step = Some(STEP_FINAL_SYNC.into());
+            status.plan[i].step = Some(RowStep::FinalSync);
             summary = format!("final sync of {who} (stopped)");
             continue;
         }
@@ -117,7 +122,7 @@ pub(super) fn advance(
                         target: temp,
                         pass: Pass::Warm,
                     });
-                    status.plan[i].step = Some(STEP_WARM_COPY.into());
+                    status.plan[i].step = Some(RowStep::WarmCopy);
                     ready_to_stop = false;
                 }
                 Some(MoverPhase::Succeeded) => {
@@ -129,7 +134,7 @@ pub(super) fn advance(
                     if let Some(mover) = observed.movers.get(&warm) {
                         absorb_progress(&mut status.plan[i], mover);
                     }
-                    status.plan[i].step = Some(STEP_WARM_COPY.into());
+                    status.plan[i].step = Some(RowStep::WarmCopy);
                     ready_to_stop = false;
                 }
             }
@@ -141,7 +146,7 @@ pub(super) fn advance(
     if ready_to_stop && replica_running {
         for &i in rows {
             if !swap_begun(&status.plan[i], observed) {
-                status.plan[i].step = Some(STEP_STOPPING_REPLICA.into());
+                status.plan[i].step = Some(RowStep::StoppingReplica);
             }
         }
         // Before the first step down (the StatefulSet still there): the budget, and every other

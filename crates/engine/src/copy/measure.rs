@@ -11,6 +11,18 @@ pub(super) fn measure_usage(
     observed: &RunObserved,
     now: &Time,
 ) -> Option<Decision> {
+    // A target that is not a size fails the resize before anything is touched (once touched, it
+    // rolls back: `reason_to_roll_back`).
+    let no_size: Vec<String> = status
+        .plan
+        .iter()
+        .filter(|row| is_copy(row) && row.finished_at.is_none())
+        .filter_map(unsized_target)
+        .collect();
+    if !no_size.is_empty() && !observed.backup_exists {
+        let leftovers = usage_leftovers(ctx, status, observed);
+        return Some(fail(status.clone(), leftovers, no_size.join("; "), now));
+    }
     let mut actions = Vec::new();
     // Measuring pods are mover pods too: no more at once than `mover.concurrency`.
     let mut slots = ctx.concurrency.saturating_sub(
@@ -25,7 +37,7 @@ pub(super) fn measure_usage(
         .iter_mut()
         .filter(|row| is_copy(row) && row.finished_at.is_none())
     {
-        if row.used_bytes.is_some() || row.step.as_deref() == Some(STEP_MEASURING_FAILED) {
+        if row.used_bytes.is_some() || row.step == Some(RowStep::MeasuringFailed) {
             continue;
         }
         let pod = usage_pod_name(row, ctx.suffix);
@@ -49,7 +61,7 @@ pub(super) fn measure_usage(
                 }
                 _ => {
                     if let Some(failure) = mover.failure(now, ctx.stuck_after_seconds) {
-                        row.step = Some(STEP_MEASURING_FAILED.into());
+                        row.step = Some(RowStep::MeasuringFailed);
                         row.message = Some(format!(
                             "could not measure the data in use on {}: mover {failure}",
                             row.claim_name
@@ -64,7 +76,7 @@ pub(super) fn measure_usage(
     let failures: Vec<String> = status
         .plan
         .iter()
-        .filter(|row| row.step.as_deref() == Some(STEP_MEASURING_FAILED))
+        .filter(|row| row.step == Some(RowStep::MeasuringFailed))
         .filter_map(|row| row.message.clone())
         .collect();
     if !failures.is_empty() {
@@ -85,7 +97,7 @@ pub(super) fn measure_usage(
         .filter(|row| is_copy(row) && row.finished_at.is_none())
         .filter_map(|row| {
             let used = row.used_bytes?;
-            let target = parse_bytes(&row.target_size).ok()?;
+            let target = row.target_bytes()?;
             let needed = (used as f64 * SHRINK_HEADROOM).ceil() as u64;
             (target < needed).then(|| {
                 format!(

@@ -1,6 +1,6 @@
 //! Why the copy of the replicas in flight must be undone now, if it must: someone else's
-//! StatefulSet before the swap began, a mover that failed or cannot run, a step that outlasted
-//! `timeoutSeconds`, a claim deleted by someone else.
+//! StatefulSet before the swap began, a row without a target size, a mover that failed or cannot
+//! run, a step that outlasted `timeoutSeconds`, a claim deleted by someone else.
 
 use super::*;
 
@@ -22,6 +22,15 @@ pub(super) fn reason_to_roll_back(
             "StatefulSet {} was re-created by someone else (a GitOps tool or a parent operator?) with its old volume claim templates while Ferry was resizing",
             ctx.sts_name
         ));
+    }
+    // A row without a target size cannot get a new volume.
+    if let Some(reason) = rows
+        .iter()
+        .map(|&i| &status.plan[i])
+        .filter(|row| !swap_begun(row, observed))
+        .find_map(unsized_target)
+    {
+        return Some(reason);
     }
     // A failed (or hopelessly stuck) mover before the swap.
     for &i in rows {
@@ -48,7 +57,13 @@ pub(super) fn reason_to_roll_back(
             .find_map(|row| {
                 let started = row.step_started_at.as_ref()?.0.as_second();
                 let took = now.0.as_second() - started;
-                (took > limit).then(|| (row.claim_name.clone(), row.step.clone().unwrap_or_default(), took))
+                (took > limit).then(|| {
+                    (
+                        row.claim_name.clone(),
+                        row.step.map(RowStep::as_str).unwrap_or_default(),
+                        took,
+                    )
+                })
             })
     {
         return Some(format!(

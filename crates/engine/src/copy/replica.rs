@@ -64,7 +64,7 @@ pub(super) fn start_replica(
 ) -> Decision {
     let who = batch.iter().map(i32::to_string).collect::<Vec<_>>().join(", ");
     for &i in rows {
-        status.plan[i].step = Some(STEP_STARTING_REPLICA.into());
+        status.plan[i].step = Some(RowStep::StartingReplica);
     }
     // The new volume gets back the reclaim policy the old one had.
     let mut actions: Vec<ResizeAction> = rows
@@ -104,7 +104,7 @@ pub(super) fn start_replica(
             if back && actions.is_empty() {
                 for &i in rows {
                     let row = &mut status.plan[i];
-                    row.step = Some(STEP_COPIED.into());
+                    row.step = Some(RowStep::Copied);
                     row.finished_at = Some(now.clone());
                     row.downtime_seconds = row
                         .stopped_at
@@ -137,8 +137,9 @@ pub(super) fn start_replica(
 pub(super) fn needs_replacing(sts: &RunStatefulSet, status: &VolumeResizeStatus) -> bool {
     sts.foreign
         || status.plan.iter().filter(|row| is_copy(row)).any(|row| {
-            let size_differs = parse_bytes(&row.target_size)
-                .is_ok_and(|bytes| sts.template_sizes.get(&row.volume) != Some(&bytes));
+            let size_differs = row
+                .target_bytes()
+                .is_some_and(|bytes| sts.template_sizes.get(&row.volume) != Some(&bytes));
             let class_differs = row
                 .target_storage_class
                 .as_ref()

@@ -35,7 +35,7 @@ pub(super) fn roll_back(
             continue;
         }
         let row = &mut status.plan[i];
-        row.step = Some(STEP_ROLLED_BACK.into());
+        row.step = Some(RowStep::RolledBack);
         // A swap undone before its claim was deleted may have set the old volume to Retain.
         if let (Some(source), Some(policy)) = (&row.source_volume, &row.original_reclaim_policy)
             && observed.bound_to(&row.claim_name, source)
@@ -101,7 +101,7 @@ pub(super) fn finish_swap_in_rollback(
     now: &Time,
 ) -> Vec<ResizeAction> {
     if !swapped(&status.plan[i], observed) {
-        status.plan[i].step = Some(STEP_SWAPPING.into());
+        status.plan[i].step = Some(RowStep::Swapping);
         return swap(ctx, &status.plan[i], observed, now);
     }
     let row = &mut status.plan[i];
@@ -121,8 +121,8 @@ pub(super) fn finish_swap_in_rollback(
             policy: wanted.clone(),
         }];
     }
-    if row.step.as_deref() != Some(STEP_COPIED) {
-        row.step = Some(STEP_COPIED.into());
+    if row.step != Some(RowStep::Copied) {
+        row.step = Some(RowStep::Copied);
         row.finished_at = Some(now.clone());
     }
     if let Some(source) = &row.source_volume
@@ -148,7 +148,7 @@ pub(super) fn rolled_back(mut status: VolumeResizeStatus, now: &Time) -> Decisio
     let kept: Vec<&str> = status
         .plan
         .iter()
-        .filter(|row| is_copy(row) && row.step.as_deref() == Some(STEP_COPIED))
+        .filter(|row| is_copy(row) && row.step == Some(RowStep::Copied))
         .map(|row| row.claim_name.as_str())
         .collect();
     let note = "already on their new volumes stay there";

@@ -17,7 +17,12 @@ pub(super) fn swap(
     observed: &RunObserved,
     now: &Time,
 ) -> Vec<ResizeAction> {
-    let (Some(source), Some(target)) = (row.source_volume.clone(), row.target_volume.clone()) else {
+    // A row without a target size never got a new volume (`reason_to_roll_back` refuses it).
+    let (Some(source), Some(target), Some(bytes)) = (
+        row.source_volume.clone(),
+        row.target_volume.clone(),
+        row.target_bytes(),
+    ) else {
         return vec![];
     };
     let actions = swap_claim_to(
@@ -25,7 +30,7 @@ pub(super) fn swap(
         row,
         &source,
         &target,
-        &row.target_size,
+        bytes,
         row.target_storage_class.clone(),
         observed,
     );
@@ -64,14 +69,14 @@ pub fn nudge_stalled_binding(
 
 /// Moves a row's claim from volume `from` to volume `to` by PV re-binding, in safe order: both
 /// volumes retained, mover pods gone, the claims deleted, `to` reserved for the claim's name, the
-/// claim re-created bound to it with `size` and `class`. Used forwards by the copy and backwards by
+/// claim re-created bound to it with `bytes` and `class`. Used forwards by the copy and backwards by
 /// a rollback on request.
 pub fn swap_claim_to(
     ctx: &CopyContext,
     row: &VolumePlan,
     from: &str,
     to: &str,
-    size: &str,
+    bytes: u64,
     class: Option<String>,
     observed: &RunObserved,
 ) -> Vec<ResizeAction> {
@@ -148,7 +153,7 @@ pub fn swap_claim_to(
         claim: row.claim_name.clone(),
         template: row.volume.clone(),
         volume: target,
-        bytes: parse_bytes(size).unwrap_or(0),
+        bytes,
         storage_class: class,
     }]
 }
@@ -157,8 +162,8 @@ pub fn swap_claim_to(
 /// only goes forward, so a rollback of its batch never leaves its claim missing or half-bound.
 pub(super) fn swap_begun(row: &VolumePlan, observed: &RunObserved) -> bool {
     matches!(
-        row.step.as_deref(),
-        Some(STEP_SWAPPING) | Some(STEP_STARTING_REPLICA) | Some(STEP_COPIED)
+        row.step,
+        Some(RowStep::Swapping | RowStep::StartingReplica | RowStep::Copied)
     ) || swapped(row, observed)
 }
 
@@ -179,7 +184,7 @@ pub(super) fn undo_stale_swaps(
             .get(&row.claim_name)
             .is_some_and(|claim| !claim.deleting && claim.volume_name == row.source_volume);
         let pod_back = observed.pods.contains_key(&ctx.pod(row.replica));
-        if row.step.as_deref() != Some(STEP_SWAPPING) || !claim_whole || !pod_back {
+        if row.step != Some(RowStep::Swapping) || !claim_whole || !pod_back {
             continue;
         }
         for pass in [Pass::Warm, Pass::Final] {
@@ -200,7 +205,7 @@ pub(super) fn undo_stale_swaps(
             }
             status.plan[i].target_volume_uid = None;
         }
-        status.plan[i].step = Some(STEP_STOPPING_REPLICA.into());
+        status.plan[i].step = Some(RowStep::StoppingReplica);
     }
     actions
 }

@@ -610,7 +610,7 @@ fn a_clean_run_copies_every_replica_once() {
             Some(&original_pods[row.replica as usize]),
             "stopped once"
         );
-        assert_eq!(row.step.as_deref(), Some(STEP_COPIED));
+        assert_eq!(row.step, Some(RowStep::Copied));
         assert_eq!(row.bytes_done, Some(1000));
         assert_eq!(row.bytes_copied, Some(1010), "warm pass and the changes");
     }
@@ -743,6 +743,81 @@ fn a_target_smaller_than_the_data_fails_before_anything_is_touched() {
     assert_eq!(cluster.observed.claims, before_claims, "claims untouched");
     assert!(cluster.observed.movers.is_empty(), "measuring pods removed");
     assert!(status.plan.iter().all(|row| row.used_bytes == Some(9 << 30)));
+}
+
+/// A plan whose rows all have `targetSize` "lots" and no `targetBytes`.
+fn planned_without_a_size() -> VolumeResizeStatus {
+    let mut status = planned();
+    for row in &mut status.plan {
+        row.target_size = "lots".into();
+    }
+    status
+}
+
+/// Every target claim the planner asks for, with its size.
+fn target_claims(decision: &Decision) -> Vec<u64> {
+    decision
+        .actions
+        .iter()
+        .filter_map(|a| match a {
+            ResizeAction::CreateTargetClaim { bytes, .. } | ResizeAction::BindClaim { bytes, .. } => {
+                Some(*bytes)
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn a_target_that_is_not_a_size_fails_before_anything_is_touched() {
+    let mut cluster = Cluster::new();
+    let before_claims = cluster.observed.claims.clone();
+    let mut claims = Vec::new();
+    let (status, _) = drive(
+        &context(),
+        &mut cluster,
+        planned_without_a_size(),
+        None,
+        100,
+        &mut |decision, _| claims.extend(target_claims(decision)),
+    );
+    assert_eq!(status.phase, Some(Phase::Failed));
+    let message = status.message.clone().unwrap_or_default();
+    assert!(
+        message.contains(r#"target size "lots" of data-db-0 is not a size"#),
+        "{message}"
+    );
+    assert_eq!(claims, Vec::<u64>::new(), "no claim of any size");
+    assert!(
+        !cluster.observed.backup_exists,
+        "nothing touched, not even the backup"
+    );
+    assert_eq!(cluster.observed.claims, before_claims, "claims untouched");
+}
+
+/// Past the measurement (the backup taken), a row without a target size rolls back instead of
+/// creating a claim of 0 bytes.
+#[test]
+fn a_target_that_is_not_a_size_after_the_backup_rolls_back_without_a_claim() {
+    let mut cluster = Cluster::new();
+    cluster.observed.backup_exists = true;
+    let before_claims = cluster.observed.claims.clone();
+    let mut status = planned_without_a_size();
+    for row in &mut status.plan {
+        row.used_bytes = Some(1);
+    }
+    let mut claims = Vec::new();
+    let (status, _) = drive(&context(), &mut cluster, status, None, 100, &mut |decision, _| {
+        claims.extend(target_claims(decision))
+    });
+    assert_eq!(status.phase, Some(Phase::Failed), "{:?}", status.message);
+    let message = status.message.clone().unwrap_or_default();
+    assert!(
+        message.contains(r#"target size "lots" of data-db-0 is not a size"#),
+        "{message}"
+    );
+    assert_eq!(claims, Vec::<u64>::new(), "no claim of any size");
+    assert_eq!(cluster.observed.claims, before_claims, "claims untouched");
 }
 
 /// Rollback on request after a clean copy, with the operator killed after action `crash_at`.
@@ -948,7 +1023,7 @@ fn a_running_mover_shows_its_live_progress_in_the_row() {
     );
     let decision = plan_copy(&ctx, &status, &cluster.observed, &now);
     let row = &decision.status.plan[0];
-    assert_eq!(row.step.as_deref(), Some(STEP_WARM_COPY));
+    assert_eq!(row.step, Some(RowStep::WarmCopy));
     assert_eq!(
         (
             row.bytes_done,
@@ -1007,11 +1082,11 @@ fn a_claim_deleted_by_someone_else_stops_the_copy_without_swapping() {
     // Reconcile until replica 0 is in its warm copy, then someone else deletes its claim.
     for _ in 0..50 {
         (status, _) = drive(&ctx, &mut cluster, status, None, 1, &mut |_, _| {});
-        if status.plan[0].step.as_deref() == Some(STEP_WARM_COPY) {
+        if status.plan[0].step == Some(RowStep::WarmCopy) {
             break;
         }
     }
-    assert_eq!(status.plan[0].step.as_deref(), Some(STEP_WARM_COPY));
+    assert_eq!(status.plan[0].step, Some(RowStep::WarmCopy));
     if let Some(claim) = cluster.observed.claims.get_mut("data-db-0") {
         claim.deleting = true;
     }
@@ -1087,12 +1162,12 @@ fn a_failure_after_part_of_a_batch_swapped_ends_every_row_exactly_on_one_side() 
                 let retained = &status.created_objects.retained_volumes;
                 if volume == new {
                     forwarded += 1;
-                    assert_eq!(row.step.as_deref(), Some(STEP_COPIED), "{case}: {claim}");
+                    assert_eq!(row.step, Some(RowStep::Copied), "{case}: {claim}");
                     assert!(retained.contains(&old), "{case}: old volume of {claim} listed");
                     assert_eq!(cluster.observed.volumes[&new].reclaim_policy, "Delete", "{case}");
                 } else {
                     assert_eq!(volume, old, "{case}: {claim} back on its old volume");
-                    assert_eq!(row.step.as_deref(), Some(STEP_ROLLED_BACK), "{case}: {claim}");
+                    assert_eq!(row.step, Some(RowStep::RolledBack), "{case}: {claim}");
                 }
             }
             assert_eq!(
@@ -1164,13 +1239,13 @@ fn a_stateful_set_re_created_by_someone_else_never_serves_an_empty_claim() {
                     let old = format!("pv-old-{replica}");
                     let row = status.plan.iter().find(|r| r.claim_name == claim).unwrap();
                     // On its old volume: rolled back, or never started.
-                    let expected: &[Option<&str>] = if volume == old {
-                        &[Some(STEP_ROLLED_BACK), None]
+                    let expected: &[Option<RowStep>] = if volume == old {
+                        &[Some(RowStep::RolledBack), None]
                     } else {
-                        &[Some(STEP_COPIED)]
+                        &[Some(RowStep::Copied)]
                     };
                     assert!(
-                        expected.contains(&row.step.as_deref()),
+                        expected.contains(&row.step),
                         "{case}: {claim} on {volume}: {:?}",
                         row.step
                     );

@@ -56,11 +56,7 @@ pub(super) fn record_volumes(ctx: &CopyContext, status: &mut VolumeResizeStatus,
 /// The original claim is gone or going although Ferry has not begun its swap: someone else deleted
 /// it. Only Ferry's own recorded intent (step `Swapping`) may start a swap.
 pub(super) fn deleted_by_someone_else(row: &VolumePlan, observed: &RunObserved) -> bool {
-    if matches!(
-        row.step.as_deref(),
-        Some(STEP_SWAPPING) | Some(STEP_STARTING_REPLICA)
-    ) || swapped(row, observed)
-    {
+    if matches!(row.step, Some(RowStep::Swapping | RowStep::StartingReplica)) || swapped(row, observed) {
         return false;
     }
     match observed.claims.get(&row.claim_name) {

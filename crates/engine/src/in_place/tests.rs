@@ -98,7 +98,7 @@ fn expands_every_claim_then_waits_for_capacity() {
             .status
             .plan
             .iter()
-            .all(|row| row.step.as_deref() == Some(STEP_EXPANDING))
+            .all(|row| row.step == Some(RowStep::Expanding))
     );
 
     let decision = plan(&decision.status, &cluster(3, 2 * GI, GI, false));
@@ -108,7 +108,7 @@ fn expands_every_claim_then_waits_for_capacity() {
             .status
             .plan
             .iter()
-            .all(|row| row.step.as_deref() == Some(STEP_WAITING_FOR_CAPACITY))
+            .all(|row| row.step == Some(RowStep::WaitingForCapacity))
     );
     assert_eq!(decision.status.progress.as_deref(), Some("0/3"));
 }
@@ -411,4 +411,28 @@ fn killed_after_any_action_in_place_still_completes_one_pod_at_a_time() {
             }
         }
     }
+}
+
+/// The planner acts on `targetBytes`; a row without it falls back to `targetSize`, and a row whose
+/// `targetSize` is not a size is never expanded (never to 0 bytes).
+#[test]
+fn expands_to_target_bytes_and_never_to_a_size_that_is_not_one() {
+    let mut status = planned(3);
+    status.plan[0].target_size = "lots".into();
+    status.plan[1].target_bytes = Some(3 * GI);
+    let decision = plan(&status, &cluster(3, GI, GI, false));
+    assert_eq!(
+        decision.actions,
+        vec![
+            ResizeAction::ExpandClaim {
+                claim: "data-db-1".into(),
+                bytes: 3 * GI,
+            },
+            ResizeAction::ExpandClaim {
+                claim: "data-db-2".into(),
+                bytes: 2 * GI,
+            },
+        ]
+    );
+    assert_eq!(decision.status.plan[0].step, None);
 }

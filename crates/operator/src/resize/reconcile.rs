@@ -331,7 +331,9 @@ async fn run_step(
         for step in finished_steps {
             ctx.metrics
                 .step_duration
-                .get_or_create(&StepLabels { step: step.step })
+                .get_or_create(&StepLabels {
+                    step: step.step.as_str().to_string(),
+                })
                 .observe(step.seconds);
         }
     }

@@ -3,7 +3,7 @@
 
 use crate::support;
 
-use ferry_api::{ChosenStrategy, Phase};
+use ferry_api::{ChosenStrategy, Phase, RowStep};
 use ferry_testenv::fixtures::{claim_directory, stateful_set, tree_checksum};
 use ferry_testenv::quantity::bytes;
 use ferry_testenv::{CLASS_EXPANDABLE, CLASS_FIXED};
@@ -142,7 +142,7 @@ async fn run_copy(harness: &Harness, before: &Before, spec: serde_json::Value) -
         status
             .plan
             .iter()
-            .all(|row| row.strategy == Some(ChosenStrategy::Copy) && row.step.as_deref() == Some("Copied"))
+            .all(|row| row.strategy == Some(ChosenStrategy::Copy) && row.step == Some(RowStep::Copied))
     );
     assert_eq!(status.created_objects.retained_volumes.len(), 3);
     for row in &status.plan {

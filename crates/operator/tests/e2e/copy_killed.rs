@@ -4,7 +4,7 @@
 
 use crate::support;
 
-use ferry_api::Phase;
+use ferry_api::{Phase, RowStep};
 use ferry_testenv::fixtures::{stateful_set, wait_ready};
 use ferry_testenv::{CLASS_FIXED, MOVER_LABEL, wait_until};
 use k8s_openapi::api::apps::v1::StatefulSet;
@@ -28,12 +28,12 @@ async fn copy_completes_after_the_operator_is_killed_at_each_kind_of_step() {
         .await;
     // Kill the operator the first time each of these steps shows up in the status.
     let steps = [
-        "CreatingTarget",
-        "WarmCopy",
-        "StoppingReplica",
-        "FinalSync",
-        "Swapping",
-        "StartingReplica",
+        RowStep::CreatingTarget,
+        RowStep::WarmCopy,
+        RowStep::StoppingReplica,
+        RowStep::FinalSync,
+        RowStep::Swapping,
+        RowStep::StartingReplica,
     ];
     let (resize, killed_at) = harness.finish_killing_at_each_step("copy", &steps, 240).await;
     assert_eq!(

@@ -5,7 +5,7 @@
 
 use crate::support;
 
-use ferry_api::{Phase, VolumeResize};
+use ferry_api::{Phase, RowStep, VolumeResize};
 use ferry_testenv::CLASS_FIXED;
 use ferry_testenv::fixtures::stateful_set;
 use k8s_openapi::api::core::v1::Pod;
@@ -33,7 +33,7 @@ async fn a_running_copy_shows_live_bytes_and_its_steps_are_timed() {
         let resize = api.get_opt("copy").await.ok().flatten()?;
         let row = resize.status?.plan.into_iter().next()?;
         let (done, total) = (row.bytes_done?, row.bytes_total?);
-        (row.step.as_deref() == Some("WarmCopy") && done > 0 && done < total).then_some(row)
+        (row.step == Some(RowStep::WarmCopy) && done > 0 && done < total).then_some(row)
     })
     .await
     .unwrap();

@@ -3,7 +3,7 @@
 
 use crate::support;
 
-use ferry_api::Phase;
+use ferry_api::{Phase, RowStep};
 use ferry_testenv::CLASS_FIXED;
 use ferry_testenv::executor::MOVER_ENV_ANNOTATION;
 use ferry_testenv::fixtures::{claim_directory, stateful_set, tree_checksum, wait_ready};
@@ -54,7 +54,7 @@ async fn failed_verification_rolls_the_replica_back_with_data_intact() {
             && message.contains("exit code 3"),
         "{message}"
     );
-    assert_eq!(status.plan[0].step.as_deref(), Some("RolledBack"));
+    assert_eq!(status.plan[0].step, Some(RowStep::RolledBack));
 
     // The StatefulSet is back as it was, every replica Ready on its original volume and data.
     let sts = wait_ready(&sets, "db", 3, 60).await.unwrap();

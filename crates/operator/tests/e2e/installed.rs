@@ -6,7 +6,7 @@
 
 use crate::real_node::{assert_nothing_lost, wait_phase, writer_with};
 use crate::support::Harness;
-use ferry_api::{Phase, VolumeResize};
+use ferry_api::{Phase, RowStep, VolumeResize};
 use ferry_testenv::chart::{chart_dir, helm};
 use ferry_testenv::{CLASS_BLOCK_FIXED, REAL_NODE, wait_until};
 use k8s_openapi::api::admissionregistration::v1::{
@@ -281,7 +281,7 @@ async fn the_chart_runs_ferry_on_the_node_hands_over_mid_resize_and_uninstalls_c
             .status?
             .plan
             .iter()
-            .any(|row| row.step.as_deref().is_some_and(|step| step != "CreatingTarget"))
+            .any(|row| row.step.is_some_and(|step| step != RowStep::CreatingTarget))
             .then_some(())
     })
     .await

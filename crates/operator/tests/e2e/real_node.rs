@@ -5,7 +5,7 @@
 
 use crate::support;
 
-use ferry_api::{Phase, VolumeResize};
+use ferry_api::{Phase, RowStep, VolumeResize};
 use ferry_testenv::fixtures::{claim_directory, wait_ready};
 use ferry_testenv::quantity::bytes;
 use ferry_testenv::workload::{acknowledged, df_bytes, lost_records, writer_stateful_set};
@@ -324,11 +324,11 @@ async fn copy_completes_after_the_operator_is_killed_at_each_step_on_the_real_no
         )
         .await;
     let steps = [
-        "WarmCopy",
-        "StoppingReplica",
-        "FinalSync",
-        "Swapping",
-        "StartingReplica",
+        RowStep::WarmCopy,
+        RowStep::StoppingReplica,
+        RowStep::FinalSync,
+        RowStep::Swapping,
+        RowStep::StartingReplica,
     ];
     let (resize, killed_at) = harness.finish_killing_at_each_step("copy", &steps, 300).await;
     let status = resize.status.unwrap();

@@ -2,7 +2,7 @@
 //! operator itself running in-process, scoped to that namespace.
 #![allow(dead_code)]
 
-use ferry_api::{VolumeResize, VolumeResizeSpec};
+use ferry_api::{RowStep, VolumeResize, VolumeResizeSpec};
 use ferry_operator::{Settings, run};
 use ferry_testenv::{TestNamespace, client, wait_until};
 use k8s_openapi::api::events::v1::Event;
@@ -125,9 +125,9 @@ impl Harness {
     pub async fn finish_killing_at_each_step(
         &mut self,
         name: &str,
-        steps: &[&'static str],
+        steps: &[RowStep],
         seconds: u64,
-    ) -> (VolumeResize, Vec<&'static str>) {
+    ) -> (VolumeResize, Vec<RowStep>) {
         let api = self.ns.api::<VolumeResize>();
         let mut to_kill_at = steps.to_vec();
         let mut killed_at = Vec::new();
@@ -141,13 +141,13 @@ impl Harness {
             if resize.phase().is_terminal() {
                 return (resize, killed_at);
             }
-            let steps: Vec<String> = resize
+            let steps: Vec<RowStep> = resize
                 .status
                 .iter()
                 .flat_map(|s| s.plan.iter())
-                .filter_map(|row| row.step.clone())
+                .filter_map(|row| row.step)
                 .collect();
-            if let Some(position) = to_kill_at.iter().position(|step| steps.iter().any(|s| s == step)) {
+            if let Some(position) = to_kill_at.iter().position(|step| steps.contains(step)) {
                 killed_at.push(to_kill_at.remove(position));
                 self.restart_operator();
             }
