@@ -5,9 +5,10 @@
 
 use crate::in_place::Decision;
 use crate::names;
-use crate::run_state::{MoverPhase, Pass, ResizeAction, RunMover, RunObserved, RunStatefulSet};
+use crate::observed::{MoverPhase, MoverView, Observed, StatefulSetView};
+use crate::run_state::{MOVER_STUCK_SECONDS, Pass, ResizeAction};
 use crate::status::update_progress;
-use ferry_api::{ChosenStrategy, Phase, RowStep, VolumePlan, VolumeResizeStatus};
+use ferry_api::{ChosenStrategy, Mode, Phase, RowStep, VolumePlan, VolumeResizeSpec, VolumeResizeStatus};
 use ferry_mover_report::{Progress, SyncResult, UsageResult};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
@@ -76,7 +77,38 @@ pub fn mover_name(row: &VolumePlan, suffix: &str, pass: Pass) -> String {
     names::mover(&row.claim_name, suffix, pass)
 }
 
-impl CopyContext<'_> {
+/// Mover pods that may run at once unless `spec.mover.concurrency` says otherwise.
+pub const DEFAULT_CONCURRENCY: usize = 4;
+
+impl<'a> CopyContext<'a> {
+    /// The copy settings a VolumeResize's spec asks for.
+    pub fn for_run(
+        spec: &'a VolumeResizeSpec,
+        backup_name: &'a str,
+        suffix: &'a str,
+        stopping: bool,
+    ) -> Self {
+        CopyContext {
+            sts_name: &spec.stateful_set_name,
+            backup_name,
+            suffix,
+            warm_copy: spec.warm_copy,
+            stopping,
+            offline: spec.mode == Mode::Offline,
+            concurrency: spec
+                .mover
+                .as_ref()
+                .and_then(|m| m.concurrency)
+                .map_or(DEFAULT_CONCURRENCY, |n| n.max(1) as usize),
+            // A timeout shorter than the default patience for stuck movers shortens that too.
+            stuck_after_seconds: spec
+                .timeout_seconds
+                .map_or(MOVER_STUCK_SECONDS, |limit| limit.min(MOVER_STUCK_SECONDS)),
+            step_timeout_seconds: spec.timeout_seconds,
+            quorum: spec.mode == Mode::Rolling && !spec.force,
+        }
+    }
+
     pub fn temp_claim(&self, row: &VolumePlan) -> String {
         temp_claim_name(row, self.suffix)
     }
@@ -108,10 +140,9 @@ fn unsized_target(row: &VolumePlan) -> Option<String> {
 pub fn plan_copy(
     ctx: &CopyContext,
     previous: &VolumeResizeStatus,
-    observed: &RunObserved,
+    observed: &Observed,
     now: &Time,
 ) -> Decision {
-    let observed = &observed.pinned_to(&previous.plan);
     let mut status = previous.clone();
     status.started_at.get_or_insert_with(|| now.clone());
     if status.phase != Some(Phase::RollingBack) {

@@ -2,12 +2,14 @@
 //! where the driver reports `FileSystemResizePending`), then re-create the StatefulSet with the new
 //! template so future replicas get the new size. No data is copied and no pod restarts otherwise.
 
-use crate::run_state::{ResizeAction, RunObserved};
+use crate::observed::Observed;
+use crate::run_state::ResizeAction;
 use crate::status::update_progress;
 use ferry_api::{ChosenStrategy, Phase, RowStep, VolumeResizeStatus};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
 /// The next status and actions for a resize whose plan is all in-place rows.
+#[derive(Debug, Clone, PartialEq)]
 pub struct Decision {
     pub status: VolumeResizeStatus,
     pub actions: Vec<ResizeAction>,
@@ -19,7 +21,7 @@ pub struct Decision {
 pub fn plan_in_place(
     stopping: bool,
     previous: &VolumeResizeStatus,
-    observed: &RunObserved,
+    observed: &Observed,
     sts_name: &str,
     backup_name: &str,
     now: &Time,
@@ -174,7 +176,7 @@ pub fn plan_in_place(
         Some(sts)
             if targets
                 .iter()
-                .any(|(volume, bytes)| sts.template_sizes.get(volume) != Some(bytes)) =>
+                .any(|(volume, bytes)| sts.template_bytes(volume) != Some(*bytes)) =>
         {
             decide(
                 status,

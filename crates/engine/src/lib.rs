@@ -11,17 +11,22 @@ pub mod gauges;
 pub mod in_place;
 pub mod names;
 pub mod observed;
+pub mod plan;
 pub mod precheck;
 pub mod retention;
 pub mod revert;
 pub mod route;
 pub mod run_state;
+#[cfg(test)]
+mod sim;
 pub mod status;
 pub mod step_timing;
 pub mod strategy;
 pub mod trigger;
 
 pub use observed::{
-    ClaimView, NodeView, Observed, PeerResize, StatefulSetView, StorageClassView, TemplateView,
+    ClaimView, MoverPhase, MoverView, NodeView, Observed, PeerResize, PodView, StatefulSetView,
+    StorageClassView, TemplateView, VolumeView,
 };
+pub use plan::{Decision, Input, Scope, plan, scope};
 pub use precheck::{Precheck, Verdict, precheck};

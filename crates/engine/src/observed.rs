@@ -1,5 +1,9 @@
-//! The slice of cluster state the planner reads, already reduced to plain values by the operator.
+//! The one model of what the planners see: the slice of cluster state a VolumeResize depends on,
+//! already reduced to plain values by the operator and read fresh every reconcile (nothing is
+//! remembered between them). The operator fills the parts the route at hand reads
+//! ([`crate::plan::Scope`]); the rest stays empty.
 
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use std::collections::BTreeMap;
 
 /// What the operator saw in the cluster for one VolumeResize.
@@ -7,16 +11,29 @@ use std::collections::BTreeMap;
 pub struct Observed {
     /// The StatefulSet named in the spec, if it exists.
     pub stateful_set: Option<StatefulSetView>,
-    /// Every StorageClass in the cluster, by name.
+    /// Every StorageClass in the cluster, by name (prechecks).
     pub storage_classes: BTreeMap<String, StorageClassView>,
-    /// The PVCs of the StatefulSet's replicas, by claim name.
+    /// Claims by name: every claim of the namespace for prechecks, the plan's claims and Ferry's
+    /// temporary ones for a run.
     pub claims: BTreeMap<String, ClaimView>,
     /// Other VolumeResizes (not this one) on the same StatefulSet that have not finished.
     pub peers: Vec<PeerResize>,
     /// This VolumeResize's place in the queue: (creation time in seconds, name).
     pub queue_key: (i64, String),
-    /// The node each running replica is on, by ordinal.
+    /// The node each running replica is on, by ordinal (prechecks).
     pub replica_nodes: BTreeMap<i32, NodeView>,
+    /// The ConfigMap holding the StatefulSet's spec as it was before Ferry touched it.
+    pub backup_exists: bool,
+    /// The StatefulSet's pods by name.
+    pub pods: BTreeMap<String, PodView>,
+    /// PersistentVolumes this resize may touch (named in the plan, bound to its claims, or
+    /// retained), by name; only those bound or reserved to a claim of the resize's namespace.
+    pub volumes: BTreeMap<String, VolumeView>,
+    /// This resize's mover and measuring pods, by name.
+    pub movers: BTreeMap<String, MoverView>,
+    /// The fewest disruptions any PodDisruptionBudget covering the StatefulSet's pods allows now
+    /// (`None` when no budget covers them).
+    pub disruptions_allowed: Option<i32>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -34,6 +51,23 @@ pub struct StatefulSetView {
     pub ready_replicas: i32,
     /// Volume claim templates by name.
     pub templates: BTreeMap<String, TemplateView>,
+    /// Being deleted (an orphan delete waits for the orphan finalizer).
+    pub deleting: bool,
+    /// Created by someone else while the resize ran (a GitOps tool's self-heal, Helm, a parent
+    /// operator): its UID is neither the one Ferry backed up nor one of Ferry's own re-creates.
+    pub foreign: bool,
+}
+
+impl StatefulSetView {
+    /// The size a volume claim template asks for, in bytes.
+    pub fn template_bytes(&self, template: &str) -> Option<u64> {
+        self.templates.get(template)?.size_bytes
+    }
+
+    /// The class a volume claim template names (`None`: the cluster default, or no such template).
+    pub fn template_class(&self, template: &str) -> Option<&str> {
+        self.templates.get(template)?.storage_class.as_deref()
+    }
 }
 
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -46,6 +80,17 @@ pub struct TemplateView {
     pub raw_block: bool,
     /// `ReadWriteOncePod`: no second pod may mount it while the replica runs.
     pub read_write_once_pod: bool,
+}
+
+impl TemplateView {
+    /// A file-system template of this size and class.
+    pub fn sized(bytes: u64, storage_class: Option<&str>) -> TemplateView {
+        TemplateView {
+            size_bytes: Some(bytes),
+            storage_class: storage_class.map(str::to_string),
+            ..TemplateView::default()
+        }
+    }
 }
 
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -70,9 +115,91 @@ impl StorageClassView {
 
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct ClaimView {
-    /// Capacity the PVC reports (status.capacity), else its request.
-    pub size_bytes: Option<u64>,
+    pub uid: String,
     pub storage_class: Option<String>,
+    /// `spec.resources.requests.storage` in bytes (0: none).
+    pub requested_bytes: u64,
+    /// `status.capacity.storage` in bytes (0: none yet).
+    pub capacity_bytes: u64,
+    /// The PersistentVolume it is bound to.
+    pub volume_name: Option<String>,
+    pub deleting: bool,
+    /// The driver grew the volume; the file system grows when the pod restarts.
+    pub file_system_resize_pending: bool,
+    /// Its status says Bound (a claim created with `volumeName` is Pending until the PV controller
+    /// binds the volume to it).
+    pub bound: bool,
+    /// When the claim was created (whole seconds).
+    pub created: Option<Time>,
+    /// Ferry already asked the PV controller to look at this claim again (annotation).
+    pub nudged: bool,
+}
+
+impl ClaimView {
+    /// Its size: the capacity it reports, else what it requests.
+    pub fn size_bytes(&self) -> Option<u64> {
+        [self.capacity_bytes, self.requested_bytes]
+            .into_iter()
+            .find(|&bytes| bytes > 0)
+    }
+}
+
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct PodView {
+    pub uid: String,
+    pub ready: bool,
+    pub deleting: bool,
+}
+
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct VolumeView {
+    pub uid: String,
+    pub reclaim_policy: String,
+    /// Name of the claim it is bound or reserved to, if any.
+    pub claim_name: Option<String>,
+    /// UID in its claimRef; `None` when reserved by name only.
+    pub claim_uid: Option<String>,
+    /// `status.phase` (Available, Bound, Released, …), written by the PV controller.
+    pub phase: String,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum MoverPhase {
+    #[default]
+    Waiting,
+    Running,
+    Succeeded,
+    Failed {
+        exit_code: i32,
+        message: String,
+    },
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct MoverView {
+    pub phase: MoverPhase,
+    /// Why the pod cannot run while it waits: unschedulable (no node fits, a zone the target
+    /// class excludes), an image that cannot be pulled, a container that cannot be created.
+    pub stuck: Option<String>,
+    /// When the pod was created (whole seconds).
+    pub created: Option<Time>,
+    /// The result JSON the mover wrote as its termination message.
+    pub result: Option<String>,
+    /// The last progress line (JSON) the mover printed while running, read from its log.
+    pub progress: Option<String>,
+}
+
+impl MoverView {
+    /// Why this mover counts as failed now, if it does: it failed, or it has been unable to run for
+    /// `stuck_after` seconds.
+    pub fn failure(&self, now: &Time, stuck_after: i64) -> Option<String> {
+        if let MoverPhase::Failed { exit_code, message } = &self.phase {
+            return Some(format!("failed (exit code {exit_code}): {}", message.trim()));
+        }
+        let reason = self.stuck.as_ref()?;
+        let waited = now.0.as_second() - self.created.as_ref()?.0.as_second();
+        (waited >= stuck_after).then(|| format!("cannot run ({reason}) after {waited} s"))
+    }
 }
 
 /// Another unfinished VolumeResize on the same StatefulSet.
@@ -86,6 +213,67 @@ pub struct PeerResize {
 }
 
 impl Observed {
+    /// Of `replicas`, those not serving: pod missing (gone and not yet re-created; the
+    /// StatefulSet's own status can lag behind it), deleting, or not Ready. One rule for "may
+    /// another replica go down now" in every strategy.
+    pub fn replicas_down(&self, stateful_set: &str, replicas: impl IntoIterator<Item = i32>) -> Vec<i32> {
+        let mut down: Vec<i32> = replicas
+            .into_iter()
+            .filter(|&replica| {
+                !self
+                    .pods
+                    .get(&crate::names::pod(stateful_set, replica))
+                    .is_some_and(|pod| pod.ready && !pod.deleting)
+            })
+            .collect();
+        down.sort_unstable();
+        down.dedup();
+        down
+    }
+
+    /// UID of an observed volume.
+    pub fn volume_uid(&self, volume: &str) -> Option<String> {
+        self.volumes.get(volume).map(|v| v.uid.clone())
+    }
+
+    /// The observation as a plan with recorded volume UIDs sees it: a volume whose UID is not the
+    /// one recorded for its name (deleted and created again meanwhile) counts as gone, so it is
+    /// never acted on as if it were the row's.
+    pub fn pinned_to(mut self, plan: &[ferry_api::VolumePlan]) -> Observed {
+        for row in plan {
+            for (name, uid) in [
+                (&row.source_volume, &row.source_volume_uid),
+                (&row.target_volume, &row.target_volume_uid),
+            ] {
+                if let (Some(name), Some(uid)) = (name, uid)
+                    && self.volumes.get(name).is_some_and(|v| &v.uid != uid)
+                {
+                    self.volumes.remove(name);
+                }
+            }
+        }
+        self
+    }
+
+    /// The claim is bound to `volume` on both sides: the claim names it and is Bound, and the
+    /// volume's claimRef carries the claim's UID. Until then the volume may still look Released to
+    /// its provisioner, so its reclaim policy must not go back to Delete.
+    pub fn bound_to(&self, claim: &str, volume: &str) -> bool {
+        self.claims.get(claim).is_some_and(|c| {
+            c.bound
+                && c.volume_name.as_deref() == Some(volume)
+                && self
+                    .volumes
+                    .get(volume)
+                    .is_some_and(|v| v.claim_uid.as_deref() == Some(c.uid.as_str()))
+        })
+    }
+
+    /// A PodDisruptionBudget forbids taking a replica down right now.
+    pub fn budget_blocks(&self) -> bool {
+        self.disruptions_allowed.is_some_and(|allowed| allowed < 1)
+    }
+
     /// The class a template's PVCs get: the named one, else the cluster default.
     pub fn effective_class(&self, template: &TemplateView) -> Option<String> {
         template.storage_class.clone().or_else(|| {

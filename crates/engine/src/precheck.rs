@@ -1,6 +1,6 @@
 //! The safety prechecks of SPEC §3, run before anything is touched, and the plan they produce.
 
-use crate::observed::Observed;
+use crate::observed::{ClaimView, Observed};
 use crate::strategy::{StrategyInput, choose};
 use ferry_api::quantity::format_bytes;
 use ferry_api::{VolumePlan, VolumeResizeSpec, condition::*, parse_bytes};
@@ -144,7 +144,7 @@ pub fn precheck(spec: &VolumeResizeSpec, observed: &Observed) -> Precheck {
         for replica in ordinals.clone() {
             let claim_name = crate::names::claim(&change.name, &sts.name, replica);
             let claim = observed.claims.get(&claim_name);
-            let current_bytes = claim.and_then(|c| c.size_bytes).or(template.size_bytes);
+            let current_bytes = claim.and_then(ClaimView::size_bytes).or(template.size_bytes);
             let claim_class = claim
                 .and_then(|c| c.storage_class.clone())
                 .or_else(|| current_class.clone());
@@ -339,7 +339,7 @@ fn scaled_down_rows(
                 .storage_class_name
                 .as_ref()
                 .is_some_and(|class| claim.storage_class.as_ref() != Some(class));
-            if claim.size_bytes == target && !class_differs {
+            if claim.size_bytes() == target && !class_differs {
                 continue;
             }
             rows.push(VolumePlan {
@@ -347,7 +347,7 @@ fn scaled_down_rows(
                 volume: change.name.clone(),
                 claim_name: name.clone(),
                 strategy: None,
-                current_size: claim.size_bytes.map(format_bytes),
+                current_size: claim.size_bytes().map(format_bytes),
                 target_size: target.map(format_bytes).unwrap_or_else(|| change.size.clone()),
                 target_bytes: target,
                 current_storage_class: claim.storage_class.clone(),

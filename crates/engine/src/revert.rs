@@ -4,7 +4,8 @@
 
 use crate::copy::{CopyContext, nudge_stalled_binding, swap_claim_to};
 use crate::in_place::Decision;
-use crate::run_state::{ResizeAction, RunObserved};
+use crate::observed::Observed;
+use crate::run_state::ResizeAction;
 use ferry_api::{Phase, RowStep, VolumePlan, VolumeResizeStatus, parse_bytes};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
@@ -24,31 +25,18 @@ fn old_bytes(row: &VolumePlan) -> Option<u64> {
 }
 
 /// The claim name is bound to the row's old volume again (both sides of the binding done).
-fn back_on_old(row: &VolumePlan, observed: &RunObserved) -> bool {
+fn back_on_old(row: &VolumePlan, observed: &Observed) -> bool {
     row.source_volume
         .as_deref()
         .is_some_and(|old| observed.bound_to(&row.claim_name, old))
 }
 
-/// Rows that can be reverted: copied, with their old volume still there.
-pub fn revertible(status: &VolumeResizeStatus, observed: &RunObserved) -> bool {
-    let observed = &observed.pinned_to(&status.plan);
-    status.plan.iter().any(|row| {
-        to_revert(row)
-            && row
-                .source_volume
-                .as_ref()
-                .is_some_and(|v| observed.volumes.contains_key(v))
-    })
-}
-
 pub fn plan_revert(
     ctx: &CopyContext,
     previous: &VolumeResizeStatus,
-    observed: &RunObserved,
+    observed: &Observed,
     now: &Time,
 ) -> Decision {
-    let observed = &observed.pinned_to(&previous.plan);
     let mut status = previous.clone();
     status.phase = Some(Phase::RollingBack);
     // Rows whose old volume is gone cannot come back; they stay on the new one.
@@ -221,7 +209,7 @@ pub fn plan_revert(
     }
 }
 
-fn finish(mut status: VolumeResizeStatus, observed: &RunObserved, now: &Time) -> Decision {
+fn finish(mut status: VolumeResizeStatus, observed: &Observed, now: &Time) -> Decision {
     if observed.stateful_set.is_none() {
         let actions = vec![ResizeAction::RestoreStatefulSet];
         return Decision {

@@ -107,7 +107,7 @@ pub fn plan_run(
     run: Run,
     copy: &crate::copy::CopyContext,
     status: &VolumeResizeStatus,
-    observed: &crate::run_state::RunObserved,
+    observed: &crate::observed::Observed,
     now: &k8s_openapi::apimachinery::pkg::apis::meta::v1::Time,
 ) -> Decision {
     if run == Run::Revert {

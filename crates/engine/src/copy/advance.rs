@@ -7,7 +7,7 @@ use super::*;
 pub(super) fn advance(
     ctx: &CopyContext,
     mut status: VolumeResizeStatus,
-    observed: &RunObserved,
+    observed: &Observed,
     batch: &[i32],
     rows: &[usize],
     who: &str,

@@ -8,7 +8,7 @@ use super::*;
 pub(super) fn measure_usage(
     ctx: &CopyContext,
     status: &mut VolumeResizeStatus,
-    observed: &RunObserved,
+    observed: &Observed,
     now: &Time,
 ) -> Option<Decision> {
     // A target that is not a size fails the resize before anything is touched (once touched, it
@@ -121,7 +121,7 @@ pub(super) fn measure_usage(
 pub(super) fn usage_leftovers(
     ctx: &CopyContext,
     status: &VolumeResizeStatus,
-    observed: &RunObserved,
+    observed: &Observed,
 ) -> Vec<ResizeAction> {
     status
         .plan

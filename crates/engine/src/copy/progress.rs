@@ -3,7 +3,7 @@
 use super::*;
 
 /// Takes a running mover's last progress line into the row (live bytes, files and rate).
-pub(super) fn absorb_progress(row: &mut VolumePlan, mover: &RunMover) {
+pub(super) fn absorb_progress(row: &mut VolumePlan, mover: &MoverView) {
     if mover.phase != MoverPhase::Running {
         return;
     }

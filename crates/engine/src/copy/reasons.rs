@@ -9,7 +9,7 @@ use super::*;
 pub(super) fn reason_to_roll_back(
     ctx: &CopyContext,
     status: &mut VolumeResizeStatus,
-    observed: &RunObserved,
+    observed: &Observed,
     rows: &[usize],
     now: &Time,
 ) -> Option<String> {

@@ -7,7 +7,7 @@ use super::*;
 pub fn unready_others(
     ctx: &CopyContext,
     status: &VolumeResizeStatus,
-    observed: &RunObserved,
+    observed: &Observed,
     batch: &[i32],
 ) -> Vec<i32> {
     let others = status
@@ -21,7 +21,7 @@ pub fn unready_others(
 pub(super) fn stop_replica(
     ctx: &CopyContext,
     status: &mut VolumeResizeStatus,
-    observed: &RunObserved,
+    observed: &Observed,
     batch: &[i32],
     rows: &[usize],
     now: &Time,
@@ -57,7 +57,7 @@ pub(super) fn stop_replica(
 pub(super) fn start_replica(
     ctx: &CopyContext,
     mut status: VolumeResizeStatus,
-    observed: &RunObserved,
+    observed: &Observed,
     batch: &[i32],
     rows: &[usize],
     now: &Time,
@@ -134,21 +134,21 @@ pub(super) fn start_replica(
 
 /// The StatefulSet is not the one a finished copy must leave: someone else's, or one whose templates
 /// lack the new size or class of a copied volume.
-pub(super) fn needs_replacing(sts: &RunStatefulSet, status: &VolumeResizeStatus) -> bool {
+pub(super) fn needs_replacing(sts: &StatefulSetView, status: &VolumeResizeStatus) -> bool {
     sts.foreign
         || status.plan.iter().filter(|row| is_copy(row)).any(|row| {
             let size_differs = row
                 .target_bytes()
-                .is_some_and(|bytes| sts.template_sizes.get(&row.volume) != Some(&bytes));
+                .is_some_and(|bytes| sts.template_bytes(&row.volume) != Some(bytes));
             let class_differs = row
                 .target_storage_class
                 .as_ref()
-                .is_some_and(|class| sts.template_classes.get(&row.volume) != Some(&Some(class.clone())));
+                .is_some_and(|class| sts.template_class(&row.volume) != Some(class.as_str()));
             size_differs || class_differs
         })
 }
 
-pub(super) fn finish(mut status: VolumeResizeStatus, observed: &RunObserved, now: &Time) -> Decision {
+pub(super) fn finish(mut status: VolumeResizeStatus, observed: &Observed, now: &Time) -> Decision {
     match &observed.stateful_set {
         None => decide(
             status,

@@ -9,7 +9,7 @@ use super::*;
 pub(super) fn roll_back(
     ctx: &CopyContext,
     mut status: VolumeResizeStatus,
-    observed: &RunObserved,
+    observed: &Observed,
     batch: &[i32],
     now: &Time,
 ) -> Decision {
@@ -97,7 +97,7 @@ pub(super) fn finish_swap_in_rollback(
     ctx: &CopyContext,
     status: &mut VolumeResizeStatus,
     i: usize,
-    observed: &RunObserved,
+    observed: &Observed,
     now: &Time,
 ) -> Vec<ResizeAction> {
     if !swapped(&status.plan[i], observed) {

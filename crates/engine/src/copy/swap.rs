@@ -4,7 +4,7 @@
 use super::*;
 
 /// The original claim name is bound to the new volume (both sides of the binding done).
-pub(super) fn swapped(row: &VolumePlan, observed: &RunObserved) -> bool {
+pub(super) fn swapped(row: &VolumePlan, observed: &Observed) -> bool {
     row.target_volume
         .as_deref()
         .is_some_and(|target| observed.bound_to(&row.claim_name, target))
@@ -14,7 +14,7 @@ pub(super) fn swapped(row: &VolumePlan, observed: &RunObserved) -> bool {
 pub(super) fn swap(
     ctx: &CopyContext,
     row: &VolumePlan,
-    observed: &RunObserved,
+    observed: &Observed,
     now: &Time,
 ) -> Vec<ResizeAction> {
     // A row without a target size never got a new volume (`reason_to_roll_back` refuses it).
@@ -51,7 +51,7 @@ pub const BIND_NUDGE_AFTER_SECONDS: i64 = 2;
 pub fn nudge_stalled_binding(
     row: &VolumePlan,
     volume: &str,
-    observed: &RunObserved,
+    observed: &Observed,
     now: &Time,
 ) -> Option<ResizeAction> {
     let claim = observed.claims.get(&row.claim_name)?;
@@ -78,7 +78,7 @@ pub fn swap_claim_to(
     to: &str,
     bytes: u64,
     class: Option<String>,
-    observed: &RunObserved,
+    observed: &Observed,
 ) -> Vec<ResizeAction> {
     let (source, target) = (from.to_string(), to.to_string());
     // Done: the claim is bound to `to` (deleting it again would undo the swap).
@@ -160,7 +160,7 @@ pub fn swap_claim_to(
 
 /// Whether Ferry recorded its intent to swap this row (or the swap is done): from then on the row
 /// only goes forward, so a rollback of its batch never leaves its claim missing or half-bound.
-pub(super) fn swap_begun(row: &VolumePlan, observed: &RunObserved) -> bool {
+pub(super) fn swap_begun(row: &VolumePlan, observed: &Observed) -> bool {
     matches!(
         row.step,
         Some(RowStep::Swapping | RowStep::StartingReplica | RowStep::Copied)
@@ -173,7 +173,7 @@ pub(super) fn swap_begun(row: &VolumePlan, observed: &RunObserved) -> bool {
 pub(super) fn undo_stale_swaps(
     ctx: &CopyContext,
     status: &mut VolumeResizeStatus,
-    observed: &RunObserved,
+    observed: &Observed,
     rows: &[usize],
 ) -> Vec<ResizeAction> {
     let mut actions = Vec::new();
@@ -216,7 +216,7 @@ pub(super) fn undo_stale_swaps(
 pub(super) fn clear_for_swap(
     ctx: &CopyContext,
     status: &VolumeResizeStatus,
-    observed: &RunObserved,
+    observed: &Observed,
     rows: &[usize],
 ) -> Option<Vec<ResizeAction>> {
     let mid_swap: Vec<&VolumePlan> = rows

@@ -1,10 +1,12 @@
-//! The copy planner against a small simulated cluster: a clean run, a mover failure (rollback), and
-//! the operator killed after every single action — each time it must converge with the data intact
-//! and nothing leaked.
+//! The copy, its rollback on request and its stop on deletion against a small simulated cluster,
+//! driven through the engine's one entry point ([`crate::plan::plan`]) as the operator drives it —
+//! routing included: a clean run, failures (rollback), and the operator killed after every single
+//! action; each time it must converge with the data intact and nothing leaked.
 
 use super::*;
-use crate::run_state::{RunClaim, RunMover, RunPod, RunStatefulSet, RunVolume};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime;
+use crate::observed::{ClaimView, MoverView, PodView, StatefulSetView, TemplateView, VolumeView};
+use crate::sim::{Resize, SUFFIX, World, drive, resize};
+use ferry_api::{Mode, MoverSettings};
 use k8s_openapi::jiff::Timestamp;
 use std::collections::BTreeMap;
 
@@ -13,7 +15,7 @@ const REPLICAS: i32 = 3;
 /// Kubernetes as far as the copy needs it; `data` maps a volume to what is stored on it.
 #[derive(Clone)]
 struct Cluster {
-    observed: RunObserved,
+    observed: Observed,
     data: BTreeMap<String, String>,
     next_id: u32,
     fail_final_of: Option<String>,
@@ -49,24 +51,41 @@ struct Cluster {
     absent_ticks: u32,
 }
 
+impl World for Cluster {
+    fn observed(&self) -> &Observed {
+        &self.observed
+    }
+
+    fn apply(&mut self, action: &ResizeAction) {
+        Cluster::apply(self, action);
+    }
+
+    fn settle(&mut self) {
+        Cluster::settle(self);
+    }
+
+    /// One second per reconcile on the simulated clock.
+    fn tick(&mut self) -> Time {
+        self.clock += 1;
+        Time(Timestamp::from_second(self.clock).unwrap())
+    }
+}
+
 /// The StatefulSet as it is before the resize (old size and class), as Git has it too.
-fn old_stateful_set() -> RunStatefulSet {
-    RunStatefulSet {
-        deleting: false,
-        foreign: false,
-        template_sizes: [("data".to_string(), 1 << 30)].into(),
-        template_classes: [("data".to_string(), Some("standard".to_string()))].into(),
+fn old_stateful_set() -> StatefulSetView {
+    StatefulSetView {
+        templates: [("data".to_string(), TemplateView::sized(1 << 30, Some("standard")))].into(),
         replicas: REPLICAS,
-        ready_replicas: 0,
+        ..StatefulSetView::default()
     }
 }
 
 impl Cluster {
     fn new() -> Self {
         let mut cluster = Cluster {
-            observed: RunObserved {
+            observed: Observed {
                 backup_exists: false,
-                ..RunObserved::default()
+                ..Observed::default()
             },
             data: BTreeMap::new(),
             next_id: 0,
@@ -85,7 +104,7 @@ impl Cluster {
             gitops_after: None,
             absent_ticks: 0,
         };
-        cluster.observed.stateful_set = Some(RunStatefulSet {
+        cluster.observed.stateful_set = Some(StatefulSetView {
             ready_replicas: REPLICAS,
             ..old_stateful_set()
         });
@@ -108,16 +127,16 @@ impl Cluster {
         let uid = self.id();
         self.observed.claims.insert(
             claim.into(),
-            RunClaim {
+            ClaimView {
                 uid: uid.clone(),
                 volume_name: Some(volume.into()),
                 bound: true,
-                ..RunClaim::default()
+                ..ClaimView::default()
             },
         );
         self.observed.volumes.insert(
             volume.into(),
-            RunVolume {
+            VolumeView {
                 uid: format!("pv-uid-{}", self.next_id),
                 reclaim_policy: policy.into(),
                 claim_name: Some(claim.into()),
@@ -132,7 +151,7 @@ impl Cluster {
     fn settle(&mut self) {
         // The provisioner deletes a volume with policy Delete that no claim holds (Released), data
         // and all: a reclaim policy set back too early loses the copy.
-        let held = |volume: &RunVolume, claims: &BTreeMap<String, RunClaim>| {
+        let held = |volume: &VolumeView, claims: &BTreeMap<String, ClaimView>| {
             let claim = volume.claim_name.as_ref().and_then(|name| claims.get(name));
             claim.is_some_and(|c| Some(&c.uid) == volume.claim_uid.as_ref())
         };
@@ -206,7 +225,7 @@ impl Cluster {
             self.absent_ticks += 1;
             if self.absent_ticks > after {
                 self.absent_ticks = 0;
-                self.observed.stateful_set = Some(RunStatefulSet {
+                self.observed.stateful_set = Some(StatefulSetView {
                     foreign: true,
                     ..old_stateful_set()
                 });
@@ -227,7 +246,7 @@ impl Cluster {
                     let uid = self.id();
                     self.observed.pods.insert(
                         name,
-                        RunPod {
+                        PodView {
                             uid,
                             ready: true,
                             deleting: false,
@@ -282,10 +301,10 @@ impl Cluster {
                 // A final mover no node can take waits forever, saying why.
                 if *pass == Pass::Final && self.unschedulable_final && !self.observed.movers.contains_key(pod)
                 {
-                    let waiting = RunMover {
+                    let waiting = MoverView {
                         stuck: Some("Unschedulable: 0/4 nodes are available".into()),
                         created: created.clone(),
-                        ..RunMover::default()
+                        ..MoverView::default()
                     };
                     self.observed.movers.insert(pod.clone(), waiting);
                 }
@@ -295,11 +314,11 @@ impl Cluster {
                     if !(*pass == Pass::Warm && self.endless_warm) {
                         self.finishing.insert(pod.clone(), (delay, phase));
                     }
-                    let running = RunMover {
+                    let running = MoverView {
                         phase: MoverPhase::Running,
                         result,
                         created,
-                        ..RunMover::default()
+                        ..MoverView::default()
                     };
                     self.observed.movers.insert(pod.clone(), running);
                 }
@@ -316,20 +335,20 @@ impl Cluster {
                     .unwrap_or(0);
                 let result = Some(format!(r#"{{"bytes":{used},"inodes":3}}"#));
                 if self.unschedulable_usage && !self.observed.movers.contains_key(pod) {
-                    let waiting = RunMover {
+                    let waiting = MoverView {
                         stuck: Some("Unschedulable: 0/4 nodes are available".into()),
                         created: Some(Time(Timestamp::from_second(self.clock).unwrap())),
-                        ..RunMover::default()
+                        ..MoverView::default()
                     };
                     self.observed.movers.insert(pod.clone(), waiting);
                 }
                 // Runs until the next tick, like a mover.
                 if !self.observed.movers.contains_key(pod) {
                     self.finishing.insert(pod.clone(), (0, MoverPhase::Succeeded));
-                    let running = RunMover {
+                    let running = MoverView {
                         phase: MoverPhase::Running,
                         result,
-                        ..RunMover::default()
+                        ..MoverView::default()
                     };
                     self.observed.movers.insert(pod.clone(), running);
                 }
@@ -386,12 +405,12 @@ impl Cluster {
                     let uid = self.id();
                     self.observed.claims.insert(
                         claim.clone(),
-                        RunClaim {
+                        ClaimView {
                             uid,
                             volume_name: Some(volume.clone()),
                             bound: false,
                             created: Some(Time(Timestamp::from_second(self.clock).unwrap())),
-                            ..RunClaim::default()
+                            ..ClaimView::default()
                         },
                     );
                 }
@@ -406,9 +425,8 @@ impl Cluster {
             ResizeAction::OrphanDeleteStatefulSet => self.observed.stateful_set = None,
             ResizeAction::RecreateStatefulSet => {
                 if self.observed.stateful_set.is_none() {
-                    self.observed.stateful_set = Some(RunStatefulSet {
-                        template_sizes: [("data".to_string(), 2 << 30)].into(),
-                        template_classes: [("data".to_string(), Some("fast".to_string()))].into(),
+                    self.observed.stateful_set = Some(StatefulSetView {
+                        templates: [("data".to_string(), TemplateView::sized(2 << 30, Some("fast")))].into(),
                         ..old_stateful_set()
                     });
                 }
@@ -440,6 +458,8 @@ impl Cluster {
 fn planned() -> VolumeResizeStatus {
     VolumeResizeStatus {
         phase: Some(Phase::Planning),
+        // Prechecked for the spec's generation: the route goes to the run.
+        observed_generation: Some(1),
         plan: (0..REPLICAS)
             .map(|replica| VolumePlan {
                 replica,
@@ -455,66 +475,9 @@ fn planned() -> VolumeResizeStatus {
     }
 }
 
-fn context() -> CopyContext<'static> {
-    CopyContext {
-        sts_name: "db",
-        backup_name: "ferry-r-backup",
-        suffix: "abcd1234",
-        warm_copy: true,
-        stopping: false,
-        offline: false,
-        concurrency: 4,
-        stuck_after_seconds: crate::run_state::MOVER_STUCK_SECONDS,
-        step_timeout_seconds: None,
-        quorum: true,
-    }
-}
-
-/// Reconciles from `status` until a terminal phase or `max` reconciles: plan, record the status
-/// (written before acting), act. `crash_at` kills the operator after that many actions in total: the
-/// rest of that reconcile's actions never happen, and the next reconcile starts from the persisted
-/// status and a fresh observation. `inspect` sees each decision and the cluster after it acted.
-fn drive(
-    ctx: &CopyContext,
-    cluster: &mut Cluster,
-    mut status: VolumeResizeStatus,
-    crash_at: Option<usize>,
-    max: usize,
-    inspect: &mut dyn FnMut(&Decision, &Cluster),
-) -> (VolumeResizeStatus, usize) {
-    let mut executed = 0;
-    for _ in 0..max {
-        // One second per reconcile on the simulated clock.
-        cluster.clock += 1;
-        let now = Time(Timestamp::from_second(cluster.clock).unwrap());
-        let mut decision = plan_copy(ctx, &status, &cluster.observed, &now);
-        // As the operator does: each row's step is timed from when it was entered.
-        crate::step_timing::stamp_steps(&status, &mut decision.status, &MicroTime(now.0));
-        status = decision.status.clone();
-        if status.phase.is_some_and(Phase::is_terminal) {
-            break;
-        }
-        for action in &decision.actions {
-            if crash_at == Some(executed) {
-                executed += 1;
-                break;
-            }
-            cluster.apply(action);
-            executed += 1;
-        }
-        inspect(&decision, cluster);
-        cluster.settle();
-    }
-    (status, executed)
-}
-
 /// A whole copy from the plan, which must end.
-fn run_with(
-    ctx: &CopyContext,
-    cluster: &mut Cluster,
-    crash_at: Option<usize>,
-) -> (VolumeResizeStatus, usize) {
-    let (status, executed) = drive(ctx, cluster, planned(), crash_at, 500, &mut |_, _| {});
+fn run_with(resize: &Resize, cluster: &mut Cluster, crash_at: Option<usize>) -> (VolumeResizeStatus, usize) {
+    let (status, executed) = drive(resize, cluster, planned(), crash_at, 500, &mut |_, _| {});
     assert!(
         status.phase.is_some_and(Phase::is_terminal),
         "did not converge (crash at {crash_at:?}): {status:?}"
@@ -523,7 +486,7 @@ fn run_with(
 }
 
 fn run(cluster: &mut Cluster, crash_at: Option<usize>) -> (VolumeResizeStatus, usize) {
-    run_with(&context(), cluster, crash_at)
+    run_with(&resize(), cluster, crash_at)
 }
 
 fn assert_copied(cluster: &Cluster, status: &VolumeResizeStatus) {
@@ -662,10 +625,7 @@ fn a_failed_final_sync_rolls_the_replica_back() {
 #[test]
 fn without_warm_copy_no_warm_mover_runs() {
     let mut cluster = Cluster::new();
-    let ctx = CopyContext {
-        warm_copy: false,
-        ..context()
-    };
+    let resize = resize().with(|spec| spec.warm_copy = false);
     let no_warm = &mut |decision: &Decision, _: &Cluster| {
         let warm = decision
             .actions
@@ -673,7 +633,7 @@ fn without_warm_copy_no_warm_mover_runs() {
             .any(|a| matches!(a, ResizeAction::StartMover { pass: Pass::Warm, .. }));
         assert!(!warm, "warm copy disabled");
     };
-    let (status, _) = drive(&ctx, &mut cluster, planned(), None, 200, no_warm);
+    let (status, _) = drive(&resize, &mut cluster, planned(), None, 200, no_warm);
     assert_copied(&cluster, &status);
     assert!(status.plan.iter().all(|row| row.bytes_copied == Some(10)));
 }
@@ -690,12 +650,14 @@ fn deleted_after_any_action_it_stops_at_a_safe_point() {
         let mut status = planned();
         let mut executed = 0;
         let mut converged = false;
+        let mut resize = resize();
         for _ in 0..500 {
-            let ctx = CopyContext {
-                stopping: executed >= deleted_after,
-                ..context()
+            resize.deleting = executed >= deleted_after;
+            // Deleted before the run began: the route lets it go at once, nothing touched.
+            let Some(decision) = resize.step(&status, &cluster.observed, &now) else {
+                converged = true;
+                break;
             };
-            let decision = plan_copy(&ctx, &status, &cluster.observed, &now);
             status = decision.status;
             if status.phase.is_some_and(Phase::is_terminal) {
                 converged = true;
@@ -774,7 +736,7 @@ fn a_target_that_is_not_a_size_fails_before_anything_is_touched() {
     let before_claims = cluster.observed.claims.clone();
     let mut claims = Vec::new();
     let (status, _) = drive(
-        &context(),
+        &resize(),
         &mut cluster,
         planned_without_a_size(),
         None,
@@ -807,7 +769,7 @@ fn a_target_that_is_not_a_size_after_the_backup_rolls_back_without_a_claim() {
         row.used_bytes = Some(1);
     }
     let mut claims = Vec::new();
-    let (status, _) = drive(&context(), &mut cluster, status, None, 100, &mut |decision, _| {
+    let (status, _) = drive(&resize(), &mut cluster, status, None, 100, &mut |decision, _| {
         claims.extend(target_claims(decision))
     });
     assert_eq!(status.phase, Some(Phase::Failed), "{:?}", status.message);
@@ -820,18 +782,28 @@ fn a_target_that_is_not_a_size_after_the_backup_rolls_back_without_a_claim() {
     assert_eq!(cluster.observed.claims, before_claims, "claims untouched");
 }
 
-/// Rollback on request after a clean copy, with the operator killed after action `crash_at`.
-fn revert(cluster: &mut Cluster, copied: VolumeResizeStatus, crash_at: Option<usize>) -> VolumeResizeStatus {
+/// Rollback on request (the annotation) after a clean copy, with the operator killed after action
+/// `crash_at`; until the route leaves the rollback. Returns the status and the actions carried out.
+fn revert(
+    cluster: &mut Cluster,
+    copied: VolumeResizeStatus,
+    crash_at: Option<usize>,
+) -> (VolumeResizeStatus, usize) {
     let now = Time(Timestamp::from_second(2).unwrap());
+    let resize = Resize {
+        rollback_requested: true,
+        ..resize()
+    };
     let mut status = copied;
     let mut executed = 0;
     for _ in 0..500 {
-        if status.phase.is_some_and(Phase::is_terminal)
-            && !crate::revert::revertible(&status, &cluster.observed)
-        {
-            return status;
+        let Some(decision) = resize.step(&status, &cluster.observed, &now) else {
+            return (status, executed);
+        };
+        // Ended, and nothing left that could still be put back.
+        if decision.status.phase.is_some_and(Phase::is_terminal) && decision.actions.is_empty() {
+            return (decision.status, executed);
         }
-        let decision = crate::revert::plan_revert(&context(), &status, &cluster.observed, &now);
         status = decision.status;
         for action in &decision.actions {
             if crash_at == Some(executed) {
@@ -891,7 +863,7 @@ fn assert_reverted(cluster: &Cluster, status: &VolumeResizeStatus) {
 fn rollback_on_request_puts_every_replica_back_on_its_old_volume() {
     let mut cluster = Cluster::new();
     let (copied, _) = run(&mut cluster, None);
-    let status = revert(&mut cluster, copied, None);
+    let (status, _) = revert(&mut cluster, copied, None);
     assert_reverted(&cluster, &status);
 }
 
@@ -899,28 +871,11 @@ fn rollback_on_request_puts_every_replica_back_on_its_old_volume() {
 fn rollback_on_request_survives_the_operator_killed_after_any_action() {
     let mut probe = Cluster::new();
     let (copied, _) = run(&mut probe, None);
-    let total = {
-        let mut counting = probe.clone();
-        let now = Time(Timestamp::from_second(2).unwrap());
-        let mut status = copied.clone();
-        let mut count = 0;
-        while !status.phase.is_some_and(Phase::is_terminal)
-            || crate::revert::revertible(&status, &counting.observed)
-        {
-            let decision = crate::revert::plan_revert(&context(), &status, &counting.observed, &now);
-            status = decision.status;
-            for action in &decision.actions {
-                counting.apply(action);
-                count += 1;
-            }
-            counting.settle();
-        }
-        count
-    };
+    let (_, total) = revert(&mut probe.clone(), copied.clone(), None);
     assert!(total > 15, "{total} actions");
     for crash_at in 0..total {
         let mut cluster = probe.clone();
-        let status = revert(&mut cluster, copied.clone(), Some(crash_at));
+        let (status, _) = revert(&mut cluster, copied.clone(), Some(crash_at));
         assert_reverted(&cluster, &status);
     }
 }
@@ -941,7 +896,7 @@ fn a_pod_disruption_budget_holds_the_replica_stop_until_it_allows_one() {
             "no replica is taken down while the budget allows no disruption"
         );
     };
-    let (held, _) = drive(&context(), &mut cluster, planned(), None, 50, nothing_down);
+    let (held, _) = drive(&resize(), &mut cluster, planned(), None, 50, nothing_down);
     assert!(
         held.message.as_deref().unwrap().contains("PodDisruptionBudget"),
         "{:?}",
@@ -949,16 +904,23 @@ fn a_pod_disruption_budget_holds_the_replica_stop_until_it_allows_one() {
     );
     assert!(cluster.observed.pods.len() == REPLICAS as usize && cluster.observed.stateful_set.is_some());
     cluster.observed.disruptions_allowed = Some(1);
-    let (done, _) = drive(&context(), &mut cluster, held, None, 500, &mut |_, _| {});
+    let (done, _) = drive(&resize(), &mut cluster, held, None, 500, &mut |_, _| {});
     assert_copied(&cluster, &done);
 }
 
-fn offline() -> CopyContext<'static> {
-    CopyContext {
-        offline: true,
-        concurrency: 2,
-        ..context()
-    }
+/// Offline, two movers at a time.
+fn offline() -> Resize {
+    offline_with_movers(2)
+}
+
+fn offline_with_movers(concurrency: i32) -> Resize {
+    resize().with(|spec| {
+        spec.mode = Mode::Offline;
+        spec.mover = Some(MoverSettings {
+            concurrency: Some(concurrency),
+            ..MoverSettings::default()
+        });
+    })
 }
 
 #[test]
@@ -999,14 +961,14 @@ fn offline_killed_after_any_action_still_completes() {
 fn a_running_mover_shows_its_live_progress_in_the_row() {
     let mut cluster = Cluster::new();
     let now = Time(Timestamp::from_second(1).unwrap());
-    let ctx = context();
+    let resize = resize();
     let mut status = planned();
-    let warm = mover_name(&status.plan[0], ctx.suffix, Pass::Warm);
+    let warm = mover_name(&status.plan[0], SUFFIX, Pass::Warm);
     for _ in 0..50 {
         if cluster.observed.movers.contains_key(&warm) {
             break;
         }
-        let decision = plan_copy(&ctx, &status, &cluster.observed, &now);
+        let decision = resize.step(&status, &cluster.observed, &now).unwrap();
         status = decision.status;
         for action in &decision.actions {
             cluster.apply(action);
@@ -1021,7 +983,7 @@ fn a_running_mover_shows_its_live_progress_in_the_row() {
         r#"{"phase":"copy","filesDone":40,"filesTotal":87,"bytesDone":1048576,"bytesTotal":4194304,"bytesPerSecond":524288,"elapsedSeconds":2.0}"#
             .into(),
     );
-    let decision = plan_copy(&ctx, &status, &cluster.observed, &now);
+    let decision = resize.step(&status, &cluster.observed, &now).unwrap();
     let row = &decision.status.plan[0];
     assert_eq!(row.step, Some(RowStep::WarmCopy));
     assert_eq!(
@@ -1036,7 +998,7 @@ fn a_running_mover_shows_its_live_progress_in_the_row() {
     );
     // A line that is not progress (or no line yet) leaves the row as it was.
     cluster.observed.movers.get_mut(&warm).unwrap().progress = Some("not json".into());
-    let unchanged = plan_copy(&ctx, &decision.status, &cluster.observed, &now);
+    let unchanged = resize.step(&decision.status, &cluster.observed, &now).unwrap();
     assert_eq!(unchanged.status.plan[0].bytes_done, Some(1 << 20));
 }
 
@@ -1050,7 +1012,7 @@ fn nudged_claims(cluster: &mut Cluster) -> Vec<String> {
             }
         }
     };
-    let (status, _) = drive(&context(), cluster, planned(), None, 500, &mut count);
+    let (status, _) = drive(&resize(), cluster, planned(), None, 500, &mut count);
     assert_copied(cluster, &status);
     nudges.sort();
     nudges
@@ -1077,11 +1039,11 @@ fn a_stalled_claim_binding_is_nudged_once_and_the_copy_completes() {
 #[test]
 fn a_claim_deleted_by_someone_else_stops_the_copy_without_swapping() {
     let mut cluster = Cluster::new();
-    let ctx = context();
+    let resize = resize();
     let mut status = planned();
     // Reconcile until replica 0 is in its warm copy, then someone else deletes its claim.
     for _ in 0..50 {
-        (status, _) = drive(&ctx, &mut cluster, status, None, 1, &mut |_, _| {});
+        (status, _) = drive(&resize, &mut cluster, status, None, 1, &mut |_, _| {});
         if status.plan[0].step == Some(RowStep::WarmCopy) {
             break;
         }
@@ -1090,7 +1052,7 @@ fn a_claim_deleted_by_someone_else_stops_the_copy_without_swapping() {
     if let Some(claim) = cluster.observed.claims.get_mut("data-db-0") {
         claim.deleting = true;
     }
-    let (status, _) = drive(&ctx, &mut cluster, status, None, 200, &mut |_, _| {});
+    let (status, _) = drive(&resize, &mut cluster, status, None, 200, &mut |_, _| {});
     assert_eq!(status.phase, Some(Phase::Failed), "{:?}", status.message);
     let message = status.message.clone().unwrap_or_default();
     assert!(
@@ -1124,11 +1086,7 @@ fn a_claim_deleted_by_someone_else_stops_the_copy_without_swapping() {
 /// others back on their old one; no claim is ever provisioned afresh, no retained volume unlisted.
 #[test]
 fn a_failure_after_part_of_a_batch_swapped_ends_every_row_exactly_on_one_side() {
-    let ctx = CopyContext {
-        offline: true,
-        concurrency: 1,
-        ..context()
-    };
+    let resize = offline_with_movers(1);
     let mut forwarded = 0;
     for delay in 0..10 {
         let failing = || {
@@ -1137,10 +1095,10 @@ fn a_failure_after_part_of_a_batch_swapped_ends_every_row_exactly_on_one_side() 
             cluster.fail_final_delay = delay;
             cluster
         };
-        let (_, total) = run_with(&ctx, &mut failing(), None);
+        let (_, total) = run_with(&resize, &mut failing(), None);
         for crash_at in std::iter::once(None).chain((0..total).map(Some)) {
             let mut cluster = failing();
-            let (status, _) = run_with(&ctx, &mut cluster, crash_at);
+            let (status, _) = run_with(&resize, &mut cluster, crash_at);
             let case = format!("delay {delay}, crash at {crash_at:?}");
             assert_eq!(status.phase, Some(Phase::Failed), "{case}");
             let message = status.message.clone().unwrap_or_default();
@@ -1200,17 +1158,21 @@ fn a_failure_after_part_of_a_batch_swapped_ends_every_row_exactly_on_one_side() 
 fn a_stateful_set_re_created_by_someone_else_never_serves_an_empty_claim() {
     let mut outcomes: BTreeMap<String, u32> = BTreeMap::new();
     for offline in [false, true] {
-        let ctx = CopyContext { offline, ..context() };
+        let resize = resize().with(|spec| {
+            if offline {
+                spec.mode = Mode::Offline;
+            }
+        });
         for after in 1..8 {
             let gitops = || {
                 let mut cluster = Cluster::new();
                 cluster.gitops_after = Some(after);
                 cluster
             };
-            let (_, total) = run_with(&ctx, &mut gitops(), None);
+            let (_, total) = run_with(&resize, &mut gitops(), None);
             for crash_at in std::iter::once(None).chain((0..total).map(Some)) {
                 let mut cluster = gitops();
-                let (status, _) = run_with(&ctx, &mut cluster, crash_at);
+                let (status, _) = run_with(&resize, &mut cluster, crash_at);
                 let case = format!("offline {offline}, after {after}, crash at {crash_at:?}");
                 let sts = cluster
                     .observed
@@ -1221,7 +1183,7 @@ fn a_stateful_set_re_created_by_someone_else_never_serves_an_empty_claim() {
                 match status.phase {
                     Some(Phase::Succeeded) => {
                         assert!(!sts.foreign, "{case}: Succeeded with someone else's StatefulSet");
-                        assert_eq!(sts.template_sizes["data"], 2 << 30, "{case}: new template");
+                        assert_eq!(sts.template_bytes("data"), Some(2 << 30), "{case}: new template");
                     }
                     Some(Phase::Failed) => {
                         let message = status.message.clone().unwrap_or_default();
@@ -1275,7 +1237,7 @@ fn a_volume_replaced_under_the_same_name_is_never_acted_on() {
     stranger.claim_uid = Some("other-uid".into());
     cluster.data.insert("pv-old-1".into(), "not ours".into());
     let before = cluster.observed.volumes["pv-old-1"].clone();
-    let status = revert(&mut cluster, copied, None);
+    let (status, _) = revert(&mut cluster, copied, None);
     assert_eq!(
         cluster.observed.volumes["pv-old-1"], before,
         "the stranger's volume is untouched"
@@ -1302,11 +1264,8 @@ fn a_volume_replaced_under_the_same_name_is_never_acted_on() {
 fn an_unschedulable_final_mover_rolls_the_replica_back_instead_of_waiting_forever() {
     let mut cluster = Cluster::new();
     cluster.unschedulable_final = true;
-    let ctx = CopyContext {
-        stuck_after_seconds: 20,
-        ..context()
-    };
-    let (status, _) = drive(&ctx, &mut cluster, planned(), None, 200, &mut |_, _| {});
+    let resize = resize();
+    let (status, _) = drive(&resize, &mut cluster, planned(), None, 400, &mut |_, _| {});
     assert_eq!(status.phase, Some(Phase::Failed), "{:?}", status.message);
     let message = status.message.clone().unwrap_or_default();
     assert!(
@@ -1334,11 +1293,8 @@ fn assert_replica_0_rolled_back(cluster: &Cluster) {
 fn a_step_longer_than_timeout_seconds_rolls_the_replica_back() {
     let mut cluster = Cluster::new();
     cluster.endless_warm = true;
-    let ctx = CopyContext {
-        step_timeout_seconds: Some(15),
-        ..context()
-    };
-    let (status, _) = drive(&ctx, &mut cluster, planned(), None, 200, &mut |_, _| {});
+    let resize = resize().with(|spec| spec.timeout_seconds = Some(15));
+    let (status, _) = drive(&resize, &mut cluster, planned(), None, 200, &mut |_, _| {});
     assert_eq!(status.phase, Some(Phase::Failed), "{:?}", status.message);
     let message = status.message.clone().unwrap_or_default();
     assert!(
@@ -1367,7 +1323,7 @@ fn no_replica_is_stopped_while_another_is_not_ready() {
             decision.summary
         );
     };
-    let (held, _) = drive(&context(), &mut cluster, planned(), None, 40, nothing_down);
+    let (held, _) = drive(&resize(), &mut cluster, planned(), None, 40, nothing_down);
     assert!(
         held.message
             .as_deref()
@@ -1377,7 +1333,7 @@ fn no_replica_is_stopped_while_another_is_not_ready() {
         held.message
     );
     cluster.observed.pods.get_mut("db-2").unwrap().ready = true;
-    let (done, _) = drive(&context(), &mut cluster, held, None, 500, &mut |_, _| {});
+    let (done, _) = drive(&resize(), &mut cluster, held, None, 500, &mut |_, _| {});
     assert_copied(&cluster, &done);
 }
 
@@ -1388,10 +1344,7 @@ fn unschedulable_measuring_pods_fail_the_resize_once_and_touch_nothing() {
     let mut cluster = Cluster::new();
     cluster.unschedulable_usage = true;
     let before = cluster.observed.claims.clone();
-    let ctx = CopyContext {
-        stuck_after_seconds: 10,
-        ..context()
-    };
+    let resize = resize();
     let mut measured = 0;
     let count = &mut |decision: &Decision, _: &Cluster| {
         measured += decision
@@ -1400,7 +1353,7 @@ fn unschedulable_measuring_pods_fail_the_resize_once_and_touch_nothing() {
             .filter(|a| matches!(a, ResizeAction::MeasureUsage { .. }))
             .count();
     };
-    let (status, _) = drive(&ctx, &mut cluster, planned(), None, 200, count);
+    let (status, _) = drive(&resize, &mut cluster, planned(), None, 400, count);
     assert_eq!(status.phase, Some(Phase::Failed), "{:?}", status.message);
     let message = status.message.clone().unwrap_or_default();
     assert!(

@@ -4,7 +4,7 @@
 use super::*;
 
 /// Remembers which PV each side of a row is on, the first time it is seen.
-pub(super) fn record_volumes(ctx: &CopyContext, status: &mut VolumeResizeStatus, observed: &RunObserved) {
+pub(super) fn record_volumes(ctx: &CopyContext, status: &mut VolumeResizeStatus, observed: &Observed) {
     for row in status
         .plan
         .iter_mut()
@@ -55,7 +55,7 @@ pub(super) fn record_volumes(ctx: &CopyContext, status: &mut VolumeResizeStatus,
 
 /// The original claim is gone or going although Ferry has not begun its swap: someone else deleted
 /// it. Only Ferry's own recorded intent (step `Swapping`) may start a swap.
-pub(super) fn deleted_by_someone_else(row: &VolumePlan, observed: &RunObserved) -> bool {
+pub(super) fn deleted_by_someone_else(row: &VolumePlan, observed: &Observed) -> bool {
     if matches!(row.step, Some(RowStep::Swapping | RowStep::StartingReplica)) || swapped(row, observed) {
         return false;
     }

@@ -1,5 +1,6 @@
 use super::*;
-use crate::run_state::{RunClaim, RunPod, RunStatefulSet};
+use crate::observed::{ClaimView, PodView, StatefulSetView, TemplateView};
+use crate::sim::{World, drive, resize};
 use ferry_api::VolumePlan;
 use k8s_openapi::jiff::Timestamp;
 
@@ -12,6 +13,8 @@ fn now() -> Time {
 fn planned(replicas: i32) -> VolumeResizeStatus {
     VolumeResizeStatus {
         phase: Some(Phase::Planning),
+        // Prechecked for the spec's generation: the route goes to the run.
+        observed_generation: Some(1),
         plan: (0..replicas)
             .map(|replica| VolumePlan {
                 replica,
@@ -27,25 +30,24 @@ fn planned(replicas: i32) -> VolumeResizeStatus {
     }
 }
 
-fn cluster(replicas: i32, requested: u64, capacity: u64, pending: bool) -> RunObserved {
-    RunObserved {
-        stateful_set: Some(RunStatefulSet {
-            deleting: false,
-            template_sizes: [("data".to_string(), GI)].into(),
+fn cluster(replicas: i32, requested: u64, capacity: u64, pending: bool) -> Observed {
+    Observed {
+        stateful_set: Some(StatefulSetView {
+            templates: [("data".to_string(), TemplateView::sized(GI, None))].into(),
             replicas,
             ready_replicas: replicas,
-            ..RunStatefulSet::default()
+            ..StatefulSetView::default()
         }),
         backup_exists: true,
         claims: (0..replicas)
             .map(|r| {
                 (
                     format!("data-db-{r}"),
-                    RunClaim {
+                    ClaimView {
                         requested_bytes: requested,
                         capacity_bytes: capacity,
                         file_system_resize_pending: pending,
-                        ..RunClaim::default()
+                        ..ClaimView::default()
                     },
                 )
             })
@@ -54,7 +56,7 @@ fn cluster(replicas: i32, requested: u64, capacity: u64, pending: bool) -> RunOb
             .map(|r| {
                 (
                     format!("db-{r}"),
-                    RunPod {
+                    PodView {
                         uid: format!("uid-{r}"),
                         ready: true,
                         deleting: false,
@@ -62,11 +64,11 @@ fn cluster(replicas: i32, requested: u64, capacity: u64, pending: bool) -> RunOb
                 )
             })
             .collect(),
-        ..RunObserved::default()
+        ..Observed::default()
     }
 }
 
-fn plan(status: &VolumeResizeStatus, observed: &RunObserved) -> Decision {
+fn plan(status: &VolumeResizeStatus, observed: &Observed) -> Decision {
     plan_in_place(false, status, observed, "db", "ferry-grow-backup", &now())
 }
 
@@ -199,8 +201,8 @@ fn replaces_the_stateful_set_once_every_claim_has_grown() {
         .stateful_set
         .as_mut()
         .unwrap()
-        .template_sizes
-        .insert("data".into(), 2 * GI);
+        .templates
+        .insert("data".into(), TemplateView::sized(2 * GI, None));
     let done = plan(&status, &replaced);
     assert!(done.actions.is_empty());
     assert_eq!(done.status.phase, Some(Phase::Succeeded));
@@ -211,7 +213,8 @@ fn replaces_the_stateful_set_once_every_claim_has_grown() {
 fn waits_for_ready_replicas_before_succeeding() {
     let mut replaced = cluster(2, 2 * GI, 2 * GI, false);
     let sts = replaced.stateful_set.as_mut().unwrap();
-    sts.template_sizes.insert("data".into(), 2 * GI);
+    sts.templates
+        .insert("data".into(), TemplateView::sized(2 * GI, None));
     sts.ready_replicas = 1;
     let decision = plan(&planned(2), &replaced);
     assert_eq!(decision.status.phase, Some(Phase::Running));
@@ -248,7 +251,7 @@ fn deleted_while_replacing_the_stateful_set_re_creates_it_before_stopping() {
 /// (online) or only once a new pod mounts them (offline-only driver), pods re-created a tick after
 /// deletion by the StatefulSet controller, and a StatefulSet replaced by orphan delete + create.
 struct Expansion {
-    observed: RunObserved,
+    observed: Observed,
     offline: bool,
     next_uid: u32,
     /// Pods deleted at the last tick, re-created (new UID, Ready) at the next.
@@ -290,11 +293,11 @@ impl Expansion {
             ResizeAction::OrphanDeleteStatefulSet => self.observed.stateful_set = None,
             ResizeAction::RecreateStatefulSet => {
                 if self.observed.stateful_set.is_none() {
-                    self.observed.stateful_set = Some(RunStatefulSet {
-                        template_sizes: [("data".to_string(), 2 * GI)].into(),
+                    self.observed.stateful_set = Some(StatefulSetView {
+                        templates: [("data".to_string(), TemplateView::sized(2 * GI, None))].into(),
                         replicas: 3,
                         ready_replicas: 3,
-                        ..RunStatefulSet::default()
+                        ..StatefulSetView::default()
                     });
                 }
             }
@@ -326,7 +329,7 @@ impl Expansion {
                 }
                 self.observed.pods.insert(
                     pod,
-                    RunPod {
+                    PodView {
                         uid: format!("new-{}", self.next_uid),
                         ready: true,
                         deleting: false,
@@ -338,51 +341,49 @@ impl Expansion {
     }
 }
 
+impl World for Expansion {
+    fn observed(&self) -> &Observed {
+        &self.observed
+    }
+
+    fn apply(&mut self, action: &ResizeAction) {
+        Expansion::apply(self, action);
+    }
+
+    fn settle(&mut self) {
+        Expansion::settle(self);
+    }
+
+    fn tick(&mut self) -> Time {
+        now()
+    }
+}
+
 /// Both kinds of driver, with the operator killed after every single action: every claim ends at
 /// its new size, the StatefulSet has the new template, no two replicas are ever down together, and
 /// with an offline-only driver each pod is restarted exactly once.
 #[test]
 fn killed_after_any_action_in_place_still_completes_one_pod_at_a_time() {
     for offline in [false, true] {
-        let total = {
-            let mut count = Expansion::new(offline);
-            let mut status = planned(3);
-            let mut actions = 0;
-            for _ in 0..100 {
-                let decision = plan(&status, &count.observed);
-                status = decision.status;
-                if status.phase.is_some_and(Phase::is_terminal) {
-                    break;
-                }
-                for action in &decision.actions {
-                    count.apply(action);
-                    actions += 1;
-                }
-                count.settle();
-            }
-            actions
-        };
+        let (_, total) = drive(
+            &resize(),
+            &mut Expansion::new(offline),
+            planned(3),
+            None,
+            100,
+            &mut |_, _| {},
+        );
         assert!(total > 5, "{total} actions");
         for crash_at in 0..total {
             let mut sim = Expansion::new(offline);
-            let mut status = planned(3);
-            let mut executed = 0;
-            for _ in 0..100 {
-                let decision = plan(&status, &sim.observed);
-                status = decision.status;
-                if status.phase.is_some_and(Phase::is_terminal) {
-                    break;
-                }
-                for action in &decision.actions {
-                    let crashed = executed == crash_at;
-                    executed += 1;
-                    if crashed {
-                        break;
-                    }
-                    sim.apply(action);
-                }
-                sim.settle();
-            }
+            let (status, _) = drive(
+                &resize(),
+                &mut sim,
+                planned(3),
+                Some(crash_at),
+                100,
+                &mut |_, _| {},
+            );
             let case = format!("offline {offline}, crash at {crash_at}");
             assert_eq!(
                 status.phase,
@@ -395,7 +396,7 @@ fn killed_after_any_action_in_place_still_completes_one_pod_at_a_time() {
                 "{case}"
             );
             let sts = sim.observed.stateful_set.as_ref().expect("StatefulSet present");
-            assert_eq!(sts.template_sizes["data"], 2 * GI, "{case}");
+            assert_eq!(sts.template_bytes("data"), Some(2 * GI), "{case}");
             assert!(
                 sim.most_down <= 1,
                 "{case}: {} replicas down at once",

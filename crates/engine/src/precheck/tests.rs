@@ -45,6 +45,7 @@ fn observed() -> Observed {
                 },
             )]
             .into(),
+            ..StatefulSetView::default()
         }),
         queue_key: (100, "me".into()),
         ..Observed::default()
@@ -69,8 +70,9 @@ fn observed() -> Observed {
         o.claims.insert(
             format!("data-db-{replica}"),
             ClaimView {
-                size_bytes: Some(10 * GI),
+                capacity_bytes: 10 * GI,
                 storage_class: Some("standard".into()),
+                ..ClaimView::default()
             },
         );
     }
@@ -300,8 +302,9 @@ fn replicas_follow_ordinals_start() {
         o.claims.insert(
             format!("data-db-{replica}"),
             ClaimView {
-                size_bytes: Some(10 * GI),
+                capacity_bytes: 10 * GI,
                 storage_class: Some("standard".into()),
+                ..ClaimView::default()
             },
         );
     }
@@ -324,8 +327,9 @@ fn claims_of_scaled_down_replicas_are_listed_not_silently_skipped() {
         o.claims.insert(
             format!("data-db-{replica}"),
             ClaimView {
-                size_bytes: Some(10 * GI),
+                capacity_bytes: 10 * GI,
                 storage_class: Some("standard".into()),
+                ..ClaimView::default()
             },
         );
     }
@@ -354,7 +358,7 @@ fn claims_of_scaled_down_replicas_are_listed_not_silently_skipped() {
         done.claims
             .get_mut(&format!("data-db-{replica}"))
             .unwrap()
-            .size_bytes = Some(20 * GI);
+            .capacity_bytes = 20 * GI;
     }
     let nothing = precheck(&spec(&[("data", "20Gi", None)]), &done);
     assert_eq!(nothing.verdict, Verdict::NothingToDo);

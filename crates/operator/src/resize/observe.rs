@@ -1,36 +1,98 @@
-//! Reading everything one VolumeResize depends on, reduced to the engine's plain view.
+//! Reading what one VolumeResize depends on into the engine's one model ([`Observed`]), as far as
+//! the engine's [`Scope`] for its state says: prechecks read the request's world, a run the objects
+//! it acts on, retention the volumes it kept.
 
+use super::run_observe::{claimed_in, read_run};
 use crate::Error;
 use crate::context::Context;
+use ferry_api::names::ANNOTATION_BIND_NUDGE;
 use ferry_api::quantity::requested_storage;
 use ferry_api::{Phase, VolumeResize, parse_bytes};
 use ferry_engine::{
-    ClaimView, NodeView, Observed, PeerResize, StatefulSetView, StorageClassView, TemplateView,
+    ClaimView, NodeView, Observed, PeerResize, PodView, Scope, StatefulSetView, StorageClassView,
+    TemplateView, VolumeView,
 };
 use k8s_openapi::api::apps::v1::StatefulSet;
-use k8s_openapi::api::core::v1::ObjectReference;
-use k8s_openapi::api::core::v1::PersistentVolumeClaim;
-use k8s_openapi::api::core::v1::{Node, Pod};
+use k8s_openapi::api::core::v1::{Node, PersistentVolume, PersistentVolumeClaim, Pod};
 use k8s_openapi::api::storage::v1::StorageClass;
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use kube::api::ListParams;
-use kube::{Api, Resource, ResourceExt};
+use kube::{Api, ResourceExt};
 use std::collections::BTreeMap;
 
 const DEFAULT_CLASS_ANNOTATION: &str = "storageclass.kubernetes.io/is-default-class";
 
-/// The engine's view, plus a reference to the StatefulSet for Events when it exists.
+/// The engine's view, plus the StatefulSet itself (backed up before it is touched; named in Events).
 pub struct Observation {
     pub observed: Observed,
-    pub stateful_set: Option<ObjectReference>,
+    pub stateful_set: Option<StatefulSet>,
 }
 
-pub async fn observe(ctx: &Context, resize: &VolumeResize, namespace: &str) -> Result<Observation, Error> {
-    let sts_name = &resize.spec.stateful_set_name;
+pub async fn observe(
+    ctx: &Context,
+    resize: &VolumeResize,
+    namespace: &str,
+    scope: Scope,
+) -> Result<Observation, Error> {
+    let mut observed = Observed::default();
+    if scope == Scope::Retention {
+        observed.volumes = retained_volumes(ctx, resize, namespace).await?;
+    }
+    if matches!(scope, Scope::Retention | Scope::Nothing) {
+        return Ok(Observation {
+            observed,
+            stateful_set: None,
+        });
+    }
     let stateful_set = Api::<StatefulSet>::namespaced(ctx.client.clone(), namespace)
-        .get_opt(sts_name)
+        .get_opt(&resize.spec.stateful_set_name)
         .await?;
-    let storage_classes = Api::<StorageClass>::all(ctx.client.clone())
+    observed.stateful_set = stateful_set.as_ref().map(stateful_set_view);
+    if scope == Scope::Run {
+        read_run(ctx, resize, namespace, stateful_set.as_ref(), &mut observed).await?;
+    } else {
+        read_request(ctx, resize, namespace, stateful_set.as_ref(), &mut observed).await?;
+    }
+    Ok(Observation {
+        observed,
+        stateful_set,
+    })
+}
+
+/// The old volumes a finished resize retained that still exist and are still of its namespace (a
+/// name that now belongs to a PV of another namespace counts as gone: never touched).
+async fn retained_volumes(
+    ctx: &Context,
+    resize: &VolumeResize,
+    namespace: &str,
+) -> Result<BTreeMap<String, VolumeView>, Error> {
+    let volumes = Api::<PersistentVolume>::all(ctx.client.clone());
+    let mut found = BTreeMap::new();
+    let retained = resize
+        .status
+        .as_ref()
+        .map(|s| s.created_objects.retained_volumes.as_slice())
+        .unwrap_or_default();
+    for name in retained {
+        if let Some(volume) = volumes.get_opt(name).await?
+            && claimed_in(&volume, namespace)
+        {
+            found.insert(name.clone(), volume_view(&volume));
+        }
+    }
+    Ok(found)
+}
+
+/// What prechecks read: StorageClasses, every claim of the namespace, the replicas' nodes, the other
+/// VolumeResizes on the StatefulSet.
+async fn read_request(
+    ctx: &Context,
+    resize: &VolumeResize,
+    namespace: &str,
+    stateful_set: Option<&StatefulSet>,
+    observed: &mut Observed,
+) -> Result<(), Error> {
+    observed.storage_classes = Api::<StorageClass>::all(ctx.client.clone())
         .list(&ListParams::default())
         .await?
         .items
@@ -59,32 +121,19 @@ pub async fn observe(ctx: &Context, resize: &VolumeResize, namespace: &str) -> R
             (class.name_any(), view)
         })
         .collect();
-    let claims = match &stateful_set {
-        Some(_) => Api::<PersistentVolumeClaim>::namespaced(ctx.client.clone(), namespace)
+    if let Some(sts) = stateful_set {
+        observed.claims = Api::<PersistentVolumeClaim>::namespaced(ctx.client.clone(), namespace)
             .list(&ListParams::default())
             .await?
             .items
             .into_iter()
             .map(|claim| (claim.name_any(), claim_view(&claim)))
-            .collect(),
-        None => Default::default(),
-    };
-    let replica_nodes = match &stateful_set {
-        Some(sts) => replica_nodes(ctx, sts, namespace).await?,
-        None => Default::default(),
-    };
-    let observed = Observed {
-        replica_nodes,
-        stateful_set: stateful_set.as_ref().map(stateful_set_view),
-        storage_classes,
-        claims,
-        peers: peers(ctx, resize, namespace),
-        queue_key: queue_key(resize),
-    };
-    Ok(Observation {
-        observed,
-        stateful_set: stateful_set.map(|sts| sts.object_ref(&())),
-    })
+            .collect();
+        observed.replica_nodes = replica_nodes(ctx, sts, namespace).await?;
+    }
+    observed.peers = peers(ctx, resize, namespace);
+    observed.queue_key = queue_key(resize);
+    Ok(())
 }
 
 /// The node (name and labels) each of the StatefulSet's pods runs on, by ordinal.
@@ -127,7 +176,8 @@ fn bytes(quantity: Option<&Quantity>) -> Option<u64> {
     quantity.and_then(|q| parse_bytes(&q.0).ok())
 }
 
-fn stateful_set_view(sts: &StatefulSet) -> StatefulSetView {
+/// The StatefulSet as the planners see it (`foreign` is judged once the backup is read).
+pub(super) fn stateful_set_view(sts: &StatefulSet) -> StatefulSetView {
     let spec = sts.spec.as_ref();
     let templates = spec
         .and_then(|s| s.volume_claim_templates.as_ref())
@@ -155,18 +205,69 @@ fn stateful_set_view(sts: &StatefulSet) -> StatefulSetView {
             .unwrap_or(0),
         ready_replicas: sts.status.as_ref().and_then(|s| s.ready_replicas).unwrap_or(0),
         templates,
+        deleting: sts.metadata.deletion_timestamp.is_some(),
+        foreign: false,
     }
 }
 
-fn claim_view(claim: &PersistentVolumeClaim) -> ClaimView {
-    let capacity = claim
-        .status
-        .as_ref()
+pub(super) fn claim_view(claim: &PersistentVolumeClaim) -> ClaimView {
+    let spec = claim.spec.as_ref();
+    let status = claim.status.as_ref();
+    let capacity = status
         .and_then(|s| s.capacity.as_ref())
         .and_then(|c| c.get("storage"));
     ClaimView {
-        size_bytes: bytes(capacity).or_else(|| bytes(requested_storage(claim.spec.as_ref()))),
-        storage_class: claim.spec.as_ref().and_then(|s| s.storage_class_name.clone()),
+        uid: claim.uid().unwrap_or_default(),
+        storage_class: spec.and_then(|s| s.storage_class_name.clone()),
+        requested_bytes: bytes(requested_storage(spec)).unwrap_or(0),
+        capacity_bytes: bytes(capacity).unwrap_or(0),
+        volume_name: spec.and_then(|s| s.volume_name.clone()),
+        deleting: claim.metadata.deletion_timestamp.is_some(),
+        file_system_resize_pending: status
+            .and_then(|s| s.conditions.as_ref())
+            .is_some_and(|conditions| {
+                conditions
+                    .iter()
+                    .any(|c| c.type_ == "FileSystemResizePending" && c.status == "True")
+            }),
+        bound: status.and_then(|s| s.phase.as_deref()) == Some("Bound"),
+        created: claim.metadata.creation_timestamp.clone(),
+        nudged: claim.annotations().contains_key(ANNOTATION_BIND_NUDGE),
+    }
+}
+
+pub(super) fn pod_view(pod: &Pod) -> PodView {
+    let ready = pod
+        .status
+        .as_ref()
+        .and_then(|s| s.conditions.as_ref())
+        .is_some_and(|conditions| {
+            conditions
+                .iter()
+                .any(|c| c.type_ == "Ready" && c.status == "True")
+        });
+    PodView {
+        uid: pod.uid().unwrap_or_default(),
+        ready,
+        deleting: pod.metadata.deletion_timestamp.is_some(),
+    }
+}
+
+pub(super) fn volume_view(volume: &PersistentVolume) -> VolumeView {
+    let spec = volume.spec.as_ref();
+    let claim = spec.and_then(|s| s.claim_ref.as_ref());
+    VolumeView {
+        uid: volume.uid().unwrap_or_default(),
+        reclaim_policy: spec
+            .and_then(|s| s.persistent_volume_reclaim_policy.clone())
+            .unwrap_or_default(),
+        claim_name: claim.and_then(|c| c.name.clone()),
+        claim_uid: claim.and_then(|c| c.uid.clone()),
+        phase: volume
+            .status
+            .as_ref()
+            .and_then(|s| s.phase.clone())
+            .unwrap_or_default(),
     }
 }
 

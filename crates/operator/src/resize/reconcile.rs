@@ -2,8 +2,8 @@
 
 use super::execute::execute;
 use super::hold::{self, Hold};
-use super::observe;
-use super::run_observe::{backup_name, claimed_in, observe_run, uid_suffix};
+use super::observe::observe;
+use super::run_observe::claimed_in;
 use super::status_write::write_status;
 use crate::Error;
 use crate::context::Context;
@@ -15,28 +15,26 @@ use ferry_api::names::FINALIZER;
 use ferry_api::names::{ANNOTATION_RETAINED_FROM, ANNOTATION_ROLLBACK_REQUESTED, LABEL_RETAINED};
 use ferry_api::quantity::format_bytes;
 use ferry_api::{Phase, VolumeResize, VolumeResizeStatus, condition::PRECHECKED};
-use ferry_engine::copy::CopyContext;
-use ferry_engine::retention::plan_retention;
-use ferry_engine::route::{Facts, Route, Run, plan_run, route};
-use ferry_engine::run_state::{MOVER_STUCK_SECONDS, ResizeAction};
-use ferry_engine::status::{after_precheck, defer_spec_change};
-use ferry_engine::step_timing::stamp_steps;
-use ferry_engine::{Verdict, precheck};
+use ferry_engine::Verdict;
+use ferry_engine::in_place::Decision as RunDecision;
+use ferry_engine::plan::{Decision, Input, Prechecked, plan, scope};
+use ferry_engine::retention::RetentionDecision;
+use ferry_engine::route::Facts;
+use ferry_engine::run_state::ResizeAction;
+use ferry_engine::step_timing::FinishedStep;
+use k8s_openapi::api::apps::v1::StatefulSet;
 use k8s_openapi::api::core::v1::ObjectReference;
 use k8s_openapi::api::core::v1::PersistentVolume;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, Time};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::api::{Patch, PatchParams};
 use kube::runtime::controller::Action;
 use kube::{Api, Resource, ResourceExt};
 use serde_json::json;
-use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// How often a waiting VolumeResize looks again (changes to its StatefulSet also wake it).
 const WAIT_RECHECK: Duration = Duration::from_secs(10);
-/// Mover pods that may run at once unless `spec.mover.concurrency` says otherwise.
-const DEFAULT_CONCURRENCY: usize = 4;
 /// How often a running resize looks at the claims and pods it waits for.
 const RUN_RECHECK: Duration = Duration::from_secs(2);
 /// How soon a reconcile that read a stale VolumeResize tries again (its watch event is on its way).
@@ -67,85 +65,83 @@ pub async fn reconcile(resize: Arc<VolumeResize>, ctx: Arc<Context>) -> Result<A
     result
 }
 
+/// Guard → observe → plan → write status → act → report. What happens is the engine's decision
+/// alone ([`ferry_engine::plan`]); this only reads what it looks at and carries it out.
 async fn reconcile_inner(resize: &VolumeResize, ctx: &Context) -> Result<Action, Error> {
     let namespace = resize.namespace().ok_or_else(|| Error::NotNamespaced {
         kind: "VolumeResize",
         name: resize.name_any(),
     })?;
-    let previous = resize.status.as_ref();
-    let generation = resize.metadata.generation;
-    let facts = Facts {
-        status: previous,
-        generation,
-        deleting: resize.metadata.deletion_timestamp.is_some(),
-        has_finalizer: has_finalizer(resize),
-        rollback_requested: resize
-            .annotations()
-            .get(ANNOTATION_ROLLBACK_REQUESTED)
-            .is_some_and(|v| v == "true"),
-    };
-    match (route(&facts), previous) {
-        (Route::Run(run), Some(status)) => return run_step(ctx, resize, &namespace, status, run).await,
-        (Route::Retention, Some(status)) => return expire_retained(ctx, resize, &namespace, status).await,
-        (Route::LetGo, _) => return let_go(ctx, resize, &namespace).await,
-        (Route::Precheck, _) => {}
-        (Route::Idle | Route::Run(_) | Route::Retention, _) => return Ok(Action::await_change()),
-    }
-
-    let observation = observe(ctx, resize, &namespace).await?;
-    let mut check = precheck(&resize.spec, &observation.observed);
-    // Passing prechecks is not enough to start: the StatefulSet's hold must be this resize's.
-    if check.verdict == Verdict::Passed
-        && !resize.spec.dry_run
-        && let Hold::Theirs(holder) = hold::acquire(ctx, resize, &namespace).await?
-    {
-        check.verdict = Verdict::Wait {
-            reason: ferry_api::condition::REASON_WAITING_FOR_OTHER,
-            message: format!(
-                "VolumeResize {holder:?} is working on StatefulSet {:?}; this one waits its turn",
-                resize.spec.stateful_set_name
-            ),
-        };
-    }
+    let name = resize.name_any();
+    let uid = resize.uid().unwrap_or_default();
     let now = Time(k8s_openapi::jiff::Timestamp::now());
-    let status = after_precheck(previous, &check, resize.spec.dry_run, generation, &now);
-
-    if previous != Some(&status) {
-        write_status(ctx, resize, &namespace, &status).await?;
-        announce(ctx, resize, previous, &status, observation.stateful_set).await;
+    let input = Input {
+        facts: Facts {
+            status: resize.status.as_ref(),
+            generation: resize.metadata.generation,
+            deleting: resize.metadata.deletion_timestamp.is_some(),
+            has_finalizer: has_finalizer(resize),
+            rollback_requested: resize
+                .annotations()
+                .get(ANNOTATION_ROLLBACK_REQUESTED)
+                .is_some_and(|v| v == "true"),
+        },
+        spec: &resize.spec,
+        name: &name,
+        uid: &uid,
+        now: &now,
+    };
+    let observation = observe(ctx, resize, &namespace, scope(&input.facts)).await?;
+    let stateful_set = observation.stateful_set;
+    match plan(&input, observation.observed) {
+        Decision::Prechecked(prechecked) => {
+            apply_precheck(ctx, resize, &namespace, &input, prechecked, stateful_set).await
+        }
+        Decision::Run {
+            step, finished_steps, ..
+        } => apply_run(ctx, resize, &namespace, step, finished_steps, stateful_set).await,
+        Decision::Retention(decision) => apply_retention(ctx, resize, &namespace, decision).await,
+        Decision::LetGo => let_go(ctx, resize, &namespace).await,
+        Decision::Idle => Ok(Action::await_change()),
     }
-    Ok(match check.verdict {
+}
+
+/// Prechecks decided: passing is not enough to start, the StatefulSet's hold must be this
+/// resize's; then the status is written and a changed verdict announced.
+async fn apply_precheck(
+    ctx: &Context,
+    resize: &VolumeResize,
+    namespace: &str,
+    input: &Input<'_>,
+    mut prechecked: Prechecked,
+    stateful_set: Option<StatefulSet>,
+) -> Result<Action, Error> {
+    if prechecked.needs_hold
+        && let Hold::Theirs(holder) = hold::acquire(ctx, resize, namespace).await?
+    {
+        prechecked = prechecked.held_by(&holder, input);
+    }
+    let previous = resize.status.as_ref();
+    if previous != Some(&prechecked.status) {
+        write_status(ctx, resize, namespace, &prechecked.status).await?;
+        let sts_ref = stateful_set.map(|sts| sts.object_ref(&()));
+        announce(ctx, resize, previous, &prechecked.status, sts_ref).await;
+    }
+    Ok(match prechecked.check.verdict {
         Verdict::Wait { .. } => Action::requeue(WAIT_RECHECK),
         Verdict::Passed | Verdict::NothingToDo | Verdict::Reject { .. } => Action::await_change(),
     })
 }
 
 /// Old volumes kept after a copy are released to their provisioner when `retainOldVolumes` is up.
-async fn expire_retained(
+async fn apply_retention(
     ctx: &Context,
     resize: &VolumeResize,
     namespace: &str,
-    status: &VolumeResizeStatus,
+    decision: RetentionDecision,
 ) -> Result<Action, Error> {
-    let volumes = Api::<PersistentVolume>::all(ctx.client.clone());
-    let mut existing = BTreeSet::new();
-    let mut releasing = BTreeSet::new();
-    for name in &status.created_objects.retained_volumes {
-        // A name that now belongs to a PV of another namespace counts as gone: never touched.
-        if let Some(volume) = volumes.get_opt(name).await?
-            && claimed_in(&volume, namespace)
-        {
-            let policy = volume.spec.and_then(|s| s.persistent_volume_reclaim_policy);
-            if policy.as_deref() == Some("Delete") {
-                releasing.insert(name.clone());
-            }
-            existing.insert(name.clone());
-        }
-    }
-    let now = Time(k8s_openapi::jiff::Timestamp::now());
-    let retain = resize.spec.retain_old_volumes.as_deref();
-    let decision = plan_retention(status, retain, &existing, &releasing, &now);
-    if &decision.status != status {
+    let previous = resize.status.clone().unwrap_or_default();
+    if decision.status != previous {
         write_status(ctx, resize, namespace, &decision.status).await?;
     }
     for action in &decision.actions {
@@ -154,7 +150,7 @@ async fn expire_retained(
     if !decision.actions.is_empty() {
         let note = format!(
             "retention is up: releasing old volumes {}",
-            status.created_objects.retained_volumes.join(", ")
+            previous.created_objects.retained_volumes.join(", ")
         );
         let notice = Notice {
             warning: false,
@@ -286,42 +282,17 @@ async fn hand_over_retained(ctx: &Context, resize: &VolumeResize, namespace: &st
     Ok(())
 }
 
-async fn run_step(
+/// One step of a run: status written first (a crash after it repeats only idempotent actions),
+/// the finalizer before the first change, then the actions, then Events and metrics.
+async fn apply_run(
     ctx: &Context,
     resize: &VolumeResize,
     namespace: &str,
-    status: &VolumeResizeStatus,
-    run: Run,
+    decision: RunDecision,
+    finished_steps: Vec<FinishedStep>,
+    stateful_set: Option<StatefulSet>,
 ) -> Result<Action, Error> {
-    let stopping = run == Run::Stopping;
-    let (observed, stateful_set) = observe_run(ctx, resize, namespace).await?;
-    let now = Time(k8s_openapi::jiff::Timestamp::now());
-    let backup = backup_name(resize);
-    let suffix = uid_suffix(resize);
-    let copy = CopyContext {
-        sts_name: &resize.spec.stateful_set_name,
-        backup_name: &backup,
-        suffix: &suffix,
-        warm_copy: resize.spec.warm_copy,
-        stopping,
-        offline: resize.spec.mode == ferry_api::Mode::Offline,
-        concurrency: resize
-            .spec
-            .mover
-            .as_ref()
-            .and_then(|m| m.concurrency)
-            .map_or(DEFAULT_CONCURRENCY, |n| n.max(1) as usize),
-        // A timeout shorter than the default patience for stuck movers shortens that too.
-        stuck_after_seconds: resize
-            .spec
-            .timeout_seconds
-            .map_or(MOVER_STUCK_SECONDS, |limit| limit.min(MOVER_STUCK_SECONDS)),
-        step_timeout_seconds: resize.spec.timeout_seconds,
-        quorum: resize.spec.mode == ferry_api::Mode::Rolling && !resize.spec.force,
-    };
-    let mut decision = plan_run(run, &copy, status, &observed, &now);
-    let finished_steps = stamp_steps(status, &mut decision.status, &MicroTime(now.0));
-    defer_spec_change(&mut decision.status, resize.metadata.generation, &now);
+    let status = &resize.status.clone().unwrap_or_default();
     // The object as the finalizer patch must see it: after the status write, not before (else
     // that compare-and-swap fails with a conflict on every first action).
     let mut current = resize.clone();

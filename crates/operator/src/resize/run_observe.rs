@@ -1,14 +1,15 @@
-//! Reading the state a running resize acts on: the StatefulSet, its claims and pods, the backup.
+//! The run's part of an observation: what a running resize acts on (the backup, claims, pods,
+//! mover pods, budgets, volumes).
 
+use super::observe::{claim_view, pod_view, volume_view};
 use crate::Error;
 use crate::context::Context;
 use crate::resize::execute::MOVER_CONTAINER;
-use ferry_api::names::{ANNOTATION_BACKED_UP_UID, ANNOTATION_BIND_NUDGE, ANNOTATION_RECREATED_BY};
-use ferry_api::{VolumeResize, parse_bytes};
+use ferry_api::VolumeResize;
+use ferry_api::names::{ANNOTATION_BACKED_UP_UID, ANNOTATION_RECREATED_BY};
 use ferry_engine::copy::{mover_name, temp_claim_name, usage_pod_name};
-use ferry_engine::run_state::{
-    MoverPhase, Pass, RunClaim, RunMover, RunObserved, RunPod, RunStatefulSet, RunVolume,
-};
+use ferry_engine::run_state::Pass;
+use ferry_engine::{MoverPhase, MoverView, Observed};
 use k8s_openapi::api::apps::v1::StatefulSet;
 use k8s_openapi::api::core::v1::{ConfigMap, PersistentVolume, PersistentVolumeClaim, Pod};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
@@ -21,22 +22,27 @@ pub fn backup_name(resize: &VolumeResize) -> String {
     ferry_engine::names::backup(&resize.name_any())
 }
 
-pub async fn observe_run(
+/// What a run reads into `observed` (the StatefulSet's view is there already): the backup, the
+/// plan's claims and Ferry's temporary ones, the replicas' pods, Ferry's mover pods with their
+/// progress, the PodDisruptionBudgets over the replicas, and the volumes this resize may touch.
+pub async fn read_run(
     ctx: &Context,
     resize: &VolumeResize,
     namespace: &str,
-) -> Result<(RunObserved, Option<StatefulSet>), Error> {
+    stateful_set: Option<&StatefulSet>,
+    observed: &mut Observed,
+) -> Result<(), Error> {
     let sts_name = &resize.spec.stateful_set_name;
-    let stateful_set = Api::<StatefulSet>::namespaced(ctx.client.clone(), namespace)
-        .get_opt(sts_name)
-        .await?;
     let backup = Api::<ConfigMap>::namespaced(ctx.client.clone(), namespace)
         .get_opt(&backup_name(resize))
         .await?;
-    let backup_exists = backup.is_some();
+    observed.backup_exists = backup.is_some();
     let backed_up_uid = backup
         .as_ref()
         .and_then(|b| b.annotations().get(ANNOTATION_BACKED_UP_UID).cloned());
+    if let (Some(sts), Some(view)) = (stateful_set, observed.stateful_set.as_mut()) {
+        view.foreign = foreign(sts, backed_up_uid.as_deref(), resize.uid().as_deref());
+    }
     let plan = resize
         .status
         .as_ref()
@@ -47,18 +53,17 @@ pub async fn observe_run(
         .iter()
         .flat_map(|row| [row.claim_name.clone(), temp_claim_name(row, &suffix)])
         .collect();
-    let claims: BTreeMap<String, RunClaim> =
-        Api::<PersistentVolumeClaim>::namespaced(ctx.client.clone(), namespace)
-            .list(&ListParams::default())
-            .await?
-            .items
-            .into_iter()
-            .filter(|claim| claim_names.contains(&claim.name_any()))
-            .map(|claim| (claim.name_any(), run_claim(&claim)))
-            .collect();
+    observed.claims = Api::<PersistentVolumeClaim>::namespaced(ctx.client.clone(), namespace)
+        .list(&ListParams::default())
+        .await?
+        .items
+        .into_iter()
+        .filter(|claim| claim_names.contains(&claim.name_any()))
+        .map(|claim| (claim.name_any(), claim_view(&claim)))
+        .collect();
     let pod_names: Vec<String> = plan
         .iter()
-        .map(|row| format!("{sts_name}-{}", row.replica))
+        .map(|row| ferry_engine::names::pod(sts_name, row.replica))
         .collect();
     let mover_names: Vec<String> = plan
         .iter()
@@ -71,25 +76,23 @@ pub async fn observe_run(
         })
         .collect();
     let usage_names: Vec<String> = plan.iter().map(|row| usage_pod_name(row, &suffix)).collect();
-    let mut pods = BTreeMap::new();
     let mut pod_labels = BTreeMap::new();
-    let mut movers = BTreeMap::new();
     let pods_api = Api::<Pod>::namespaced(ctx.client.clone(), namespace);
     for pod in pods_api.list(&ListParams::default()).await?.items {
         let name = pod.name_any();
         if pod_names.contains(&name) {
             pod_labels = pod.labels().clone();
-            pods.insert(name, run_pod(&pod));
+            observed.pods.insert(name, pod_view(&pod));
         } else if mover_names.contains(&name) {
-            movers.insert(name, run_mover(&pod));
+            observed.movers.insert(name, mover_view(&pod));
         }
     }
-    for (name, mover) in movers.iter_mut() {
+    for (name, mover) in observed.movers.iter_mut() {
         if mover.phase == MoverPhase::Running && !usage_names.contains(name) {
             mover.progress = last_progress_line(&pods_api, name).await;
         }
     }
-    let disruptions_allowed = if pod_labels.is_empty() {
+    observed.disruptions_allowed = if pod_labels.is_empty() {
         None
     } else {
         Api::<PodDisruptionBudget>::namespaced(ctx.client.clone(), namespace)
@@ -105,41 +108,26 @@ pub async fn observe_run(
         .iter()
         .flat_map(|row| [row.source_volume.clone(), row.target_volume.clone()])
         .flatten()
-        .chain(claims.values().filter_map(|claim| claim.volume_name.clone()))
+        .chain(
+            observed
+                .claims
+                .values()
+                .filter_map(|claim| claim.volume_name.clone()),
+        )
         .collect();
     volume_names.sort();
     volume_names.dedup();
     let volumes_api = Api::<PersistentVolume>::all(ctx.client.clone());
-    let mut volumes = BTreeMap::new();
     for name in volume_names {
         // Only a volume bound (or reserved) to a claim of this namespace is this resize's to touch:
         // a name in status never reaches a PV of someone else's namespace.
         if let Some(volume) = volumes_api.get_opt(&name).await?
             && claimed_in(&volume, namespace)
         {
-            volumes.insert(name, run_volume(&volume));
+            observed.volumes.insert(name, volume_view(&volume));
         }
     }
-    let observed = RunObserved {
-        stateful_set: stateful_set
-            .as_ref()
-            .map(|sts| run_stateful_set(sts, backed_up_uid.as_deref(), resize.uid().as_deref())),
-        backup_exists,
-        claims,
-        pods,
-        volumes,
-        movers,
-        disruptions_allowed,
-    };
-    Ok((observed, stateful_set))
-}
-
-fn storage(
-    map: Option<&std::collections::BTreeMap<String, k8s_openapi::apimachinery::pkg::api::resource::Quantity>>,
-) -> u64 {
-    map.and_then(|m| m.get("storage"))
-        .and_then(|q| parse_bytes(&q.0).ok())
-        .unwrap_or(0)
+    Ok(())
 }
 
 /// Short stable suffix of a resize's UID, used in the names of what it creates.
@@ -182,24 +170,6 @@ pub fn claimed_in(volume: &PersistentVolume, namespace: &str) -> bool {
         == Some(namespace)
 }
 
-fn run_volume(volume: &PersistentVolume) -> RunVolume {
-    let spec = volume.spec.as_ref();
-    let claim = spec.and_then(|s| s.claim_ref.as_ref());
-    RunVolume {
-        uid: volume.uid().unwrap_or_default(),
-        reclaim_policy: spec
-            .and_then(|s| s.persistent_volume_reclaim_policy.clone())
-            .unwrap_or_default(),
-        claim_name: claim.and_then(|c| c.name.clone()),
-        claim_uid: claim.and_then(|c| c.uid.clone()),
-        phase: volume
-            .status
-            .as_ref()
-            .and_then(|s| s.phase.clone())
-            .unwrap_or_default(),
-    }
-}
-
 /// The last line a running mover printed (its latest progress), from the pod's log. Progress is
 /// only shown, never acted on, so a log that cannot be read yet (container starting, a kubelet that
 /// does not serve logs) just leaves the last figures in status.
@@ -219,7 +189,7 @@ async fn last_progress_line(pods: &Api<Pod>, name: &str) -> Option<String> {
     }
 }
 
-fn run_mover(pod: &Pod) -> RunMover {
+fn mover_view(pod: &Pod) -> MoverView {
     let status = pod.status.as_ref();
     let terminated = status
         .and_then(|s| s.container_statuses.as_ref())
@@ -246,7 +216,7 @@ fn run_mover(pod: &Pod) -> RunMover {
         (None, Some("Running")) => MoverPhase::Running,
         _ => MoverPhase::Waiting,
     };
-    RunMover {
+    MoverView {
         phase,
         result: message,
         progress: None,
@@ -296,93 +266,14 @@ fn stuck_reason(pod: &Pod) -> Option<String> {
         })
 }
 
-fn run_claim(claim: &PersistentVolumeClaim) -> RunClaim {
-    let status = claim.status.as_ref();
-    RunClaim {
-        uid: claim.uid().unwrap_or_default(),
-        volume_name: claim.spec.as_ref().and_then(|s| s.volume_name.clone()),
-        deleting: claim.metadata.deletion_timestamp.is_some(),
-        requested_bytes: storage(
-            claim
-                .spec
-                .as_ref()
-                .and_then(|s| s.resources.as_ref())
-                .and_then(|r| r.requests.as_ref()),
-        ),
-        capacity_bytes: storage(status.and_then(|s| s.capacity.as_ref())),
-        bound: status.and_then(|s| s.phase.as_deref()) == Some("Bound"),
-        created: claim.metadata.creation_timestamp.clone(),
-        nudged: claim.annotations().contains_key(ANNOTATION_BIND_NUDGE),
-        file_system_resize_pending: status
-            .and_then(|s| s.conditions.as_ref())
-            .is_some_and(|conditions| {
-                conditions
-                    .iter()
-                    .any(|c| c.type_ == "FileSystemResizePending" && c.status == "True")
-            }),
-    }
-}
-
-fn run_pod(pod: &Pod) -> RunPod {
-    let ready = pod
-        .status
-        .as_ref()
-        .and_then(|s| s.conditions.as_ref())
-        .is_some_and(|conditions| {
-            conditions
-                .iter()
-                .any(|c| c.type_ == "Ready" && c.status == "True")
-        });
-    RunPod {
-        uid: pod.uid().unwrap_or_default(),
-        ready,
-        deleting: pod.metadata.deletion_timestamp.is_some(),
-    }
-}
-
-/// `backed_up_uid`: the UID of the StatefulSet the resize backed up (none before the backup).
-fn run_stateful_set(
-    sts: &StatefulSet,
-    backed_up_uid: Option<&str>,
-    resize_uid: Option<&str>,
-) -> RunStatefulSet {
-    let spec = sts.spec.as_ref();
+/// Created by someone else while the resize ran: its UID is neither the one Ferry backed up
+/// (`backed_up_uid`, none before the backup) nor one of Ferry's own re-creates (annotated with the
+/// resize's UID).
+fn foreign(sts: &StatefulSet, backed_up_uid: Option<&str>, resize_uid: Option<&str>) -> bool {
     let recreated_by = sts.annotations().get(ANNOTATION_RECREATED_BY).map(String::as_str);
-    let foreign = backed_up_uid.is_some_and(|original| {
+    backed_up_uid.is_some_and(|original| {
         sts.uid().as_deref() != Some(original) && (recreated_by.is_none() || recreated_by != resize_uid)
-    });
-    let templates = spec
-        .and_then(|s| s.volume_claim_templates.as_ref())
-        .into_iter()
-        .flatten();
-    RunStatefulSet {
-        deleting: sts.metadata.deletion_timestamp.is_some(),
-        foreign,
-        template_classes: templates
-            .clone()
-            .map(|t| {
-                (
-                    t.name_any(),
-                    t.spec.as_ref().and_then(|s| s.storage_class_name.clone()),
-                )
-            })
-            .collect(),
-        template_sizes: templates
-            .map(|t| {
-                (
-                    t.name_any(),
-                    storage(
-                        t.spec
-                            .as_ref()
-                            .and_then(|s| s.resources.as_ref())
-                            .and_then(|r| r.requests.as_ref()),
-                    ),
-                )
-            })
-            .collect(),
-        replicas: spec.and_then(|s| s.replicas).unwrap_or(1),
-        ready_replicas: sts.status.as_ref().and_then(|s| s.ready_replicas).unwrap_or(0),
-    }
+    })
 }
 
 #[cfg(test)]
@@ -406,10 +297,10 @@ mod tests {
 
     #[test]
     fn a_mover_is_done_when_its_container_ends_not_when_the_pod_phase_follows() {
-        let done = run_mover(&pod("Running", Some((0, r#"{"files":1}"#))));
+        let done = mover_view(&pod("Running", Some((0, r#"{"files":1}"#))));
         assert_eq!(done.phase, MoverPhase::Succeeded);
         assert_eq!(done.result.as_deref(), Some(r#"{"files":1}"#));
-        let failed = run_mover(&pod("Running", Some((3, "verify mismatch"))));
+        let failed = mover_view(&pod("Running", Some((3, "verify mismatch"))));
         assert_eq!(
             failed.phase,
             MoverPhase::Failed {
@@ -417,11 +308,11 @@ mod tests {
                 message: "verify mismatch".into()
             }
         );
-        assert_eq!(run_mover(&pod("Running", None)).phase, MoverPhase::Running);
+        assert_eq!(mover_view(&pod("Running", None)).phase, MoverPhase::Running);
         assert_eq!(
-            run_mover(&pod("Succeeded", Some((0, "")))).phase,
+            mover_view(&pod("Succeeded", Some((0, "")))).phase,
             MoverPhase::Succeeded
         );
-        assert_eq!(run_mover(&pod("Pending", None)).phase, MoverPhase::Waiting);
+        assert_eq!(mover_view(&pod("Pending", None)).phase, MoverPhase::Waiting);
     }
 }

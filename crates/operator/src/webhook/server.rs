@@ -204,7 +204,7 @@ async fn validate_volume_resize(State(ctx): State<Arc<Context>>, request: Reques
     };
     let response = AdmissionResponse::from(&request);
     let namespace = resize.metadata.namespace.clone().unwrap_or_default();
-    let observation = match observe(&ctx, &resize, &namespace).await {
+    let observation = match observe(&ctx, &resize, &namespace, ferry_engine::Scope::Request).await {
         Ok(observation) => observation,
         Err(error) => {
             // The engine prechecks again anyway; an unreadable cluster must not block creates.
