@@ -1,31 +1,21 @@
 //! Carrying out the planner's actions. Each is idempotent: repeated after a crash, it changes nothing
-//! more (creates tolerate "already exists", deletes are guarded by UID preconditions).
+//! more (creates tolerate "already exists", deletes are guarded by UID preconditions). The objects
+//! and patches come from `objects`; here is only which API gets them.
 
+use super::objects::{self, CopyJob, Owner};
 use super::run_observe::backup_name;
 use crate::Error;
 use crate::context::Context;
 use crate::writes::with_uid_precondition;
-use ferry_api::names::{
-    ANNOTATION_BACKED_UP_UID, ANNOTATION_BIND_NUDGE, ANNOTATION_RECREATED_BY, LABEL_MANAGED_BY, LABEL_MOVER,
-    LABEL_MOVER_PASS, LABEL_VOLUME_RESIZE, MANAGED_BY_VALUE,
-};
 use ferry_api::{VolumeResize, parse_bytes};
-use ferry_engine::run_state::{Pass, ResizeAction};
+use ferry_engine::run_state::ResizeAction;
 use k8s_openapi::api::apps::v1::StatefulSet;
 use k8s_openapi::api::core::v1::{ConfigMap, PersistentVolume, PersistentVolumeClaim, Pod, Toleration};
-use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::{DeleteParams, EvictParams, Patch, Preconditions, PropagationPolicy};
-use kube::{Api, Resource, ResourceExt};
-use serde_json::json;
+use kube::{Api, ResourceExt};
 
-/// Name of the container in mover pods (its log carries the progress lines).
-pub const MOVER_CONTAINER: &str = "mover";
-
-const BACKUP_KEY: &str = "statefulset.json";
-/// The StatefulSet as it was when Ferry last orphan-deleted it: edits made during the resize (an
-/// image upgrade, a replica count) that a re-create must keep.
-const LIVE_KEY: &str = "live.json";
+/// Re-exported for the observation of mover pods (their log).
+pub use super::objects::MOVER_CONTAINER;
 
 pub async fn execute(
     ctx: &Context,
@@ -42,7 +32,12 @@ pub async fn execute(
                     "the StatefulSet vanished before it was backed up".into(),
                 ));
             };
-            let backup = backup_config_map(resize, sts)?;
+            let backup = objects::backup_config_map(
+                &Owner::of(resize),
+                &backup_name(resize),
+                resize.namespace(),
+                sts,
+            )?;
             ignore_conflict(
                 Api::<ConfigMap>::namespaced(client, namespace)
                     .create(&crate::writes::create(), &backup)
@@ -50,9 +45,12 @@ pub async fn execute(
             )
         }
         ResizeAction::ExpandClaim { claim, bytes } => {
-            let patch = json!({"spec": {"resources": {"requests": {"storage": ferry_api::quantity::format_bytes(*bytes)}}}});
             Api::<PersistentVolumeClaim>::namespaced(client, namespace)
-                .patch(claim, &crate::writes::patch(), &Patch::Merge(patch))
+                .patch(
+                    claim,
+                    &crate::writes::patch(),
+                    &Patch::Merge(objects::expand_claim_patch(*bytes)),
+                )
                 .await?;
             Ok(())
         }
@@ -62,12 +60,12 @@ pub async fn execute(
         ResizeAction::OrphanDeleteStatefulSet => {
             let Some(sts) = stateful_set else { return Ok(()) };
             // Keep the live spec first: the re-create starts from it, not from the older backup.
-            let live = serialize_kept(sts)?;
+            let live = objects::serialize_kept(sts)?;
             Api::<ConfigMap>::namespaced(client.clone(), namespace)
                 .patch(
                     &backup_name(resize),
                     &crate::writes::patch(),
-                    &Patch::Merge(json!({"data": {LIVE_KEY: live}})),
+                    &Patch::Merge(objects::live_backup_patch(live)),
                 )
                 .await?;
             let params = DeleteParams {
@@ -89,9 +87,10 @@ pub async fn execute(
             let backup = Api::<ConfigMap>::namespaced(client.clone(), namespace)
                 .get(&backup_name(resize))
                 .await?;
+            let sts = objects::recreated_by(resize.uid().unwrap_or_default(), objects::restore(&backup)?);
             ignore_conflict(
                 Api::<StatefulSet>::namespaced(client, namespace)
-                    .create(&crate::writes::create(), &recreated_by(resize, restore(&backup)?))
+                    .create(&crate::writes::create(), &sts)
                     .await,
             )
         }
@@ -106,14 +105,13 @@ pub async fn execute(
                 .await?
                 .and_then(|c| c.spec.and_then(|s| s.access_modes))
                 .unwrap_or_else(|| vec!["ReadWriteOnce".into()]);
-            let target: PersistentVolumeClaim = from_json(json!({
-                "metadata": owned_metadata(resize, claim),
-                "spec": {
-                    "accessModes": access_modes,
-                    "storageClassName": storage_class,
-                    "resources": {"requests": {"storage": ferry_api::quantity::format_bytes(*bytes)}},
-                },
-            }))?;
+            let target = objects::target_claim(
+                &Owner::of(resize),
+                claim,
+                access_modes,
+                storage_class.clone(),
+                *bytes,
+            );
             ignore_conflict(
                 Api::<PersistentVolumeClaim>::namespaced(client, namespace)
                     .create(&crate::writes::create(), &target)
@@ -126,8 +124,22 @@ pub async fn execute(
             target,
             pass,
         } => {
-            let tolerations = replica_tolerations(ctx, resize, namespace).await?;
-            let mover = mover_pod(ctx, resize, pod, source, target, *pass, tolerations)?;
+            let placement = placement(ctx, resize, namespace).await?;
+            let settings = resize.spec.mover.clone().unwrap_or_default();
+            let copy = CopyJob {
+                source,
+                target,
+                pass: *pass,
+                verify: resize.spec.verify,
+                threads: settings.threads,
+                // The API server checked it is a positive quantity.
+                bandwidth_limit: settings
+                    .bandwidth_limit
+                    .as_deref()
+                    .and_then(|q| parse_bytes(q).ok()),
+                resources: settings.resources.or_else(|| ctx.mover_resources.clone()),
+            };
+            let mover = objects::mover_pod(&Owner::of(resize), pod, &placement, &copy);
             ignore_conflict(
                 Api::<Pod>::namespaced(client, namespace)
                     .create(&crate::writes::create(), &mover)
@@ -135,8 +147,8 @@ pub async fn execute(
             )
         }
         ResizeAction::MeasureUsage { pod, claim } => {
-            let tolerations = replica_tolerations(ctx, resize, namespace).await?;
-            let measure = usage_pod(ctx, resize, pod, claim, tolerations)?;
+            let placement = placement(ctx, resize, namespace).await?;
+            let measure = objects::usage_pod(&Owner::of(resize), pod, &placement, claim);
             ignore_conflict(
                 Api::<Pod>::namespaced(client, namespace)
                     .create(&crate::writes::create(), &measure)
@@ -150,10 +162,7 @@ pub async fn execute(
                 .map(|_| ()),
         ),
         ResizeAction::SetReclaimPolicy { volume, uid, policy } => {
-            let patch = with_uid_precondition(
-                json!({"spec": {"persistentVolumeReclaimPolicy": policy}}),
-                uid.as_deref(),
-            );
+            let patch = with_uid_precondition(objects::reclaim_policy_patch(policy), uid.as_deref());
             Api::<PersistentVolume>::all(client)
                 .patch(volume, &crate::writes::patch(), &Patch::Merge(patch))
                 .await?;
@@ -164,13 +173,8 @@ pub async fn execute(
             delete_if_same(&claims, claim, Some(uid.clone())).await
         }
         ResizeAction::ReserveVolume { volume, uid, claim } => {
-            let patch = with_uid_precondition(
-                json!({"spec": {"claimRef": {
-                    "apiVersion": "v1", "kind": "PersistentVolumeClaim",
-                    "namespace": namespace, "name": claim, "uid": null, "resourceVersion": null,
-                }}}),
-                uid.as_deref(),
-            );
+            let patch =
+                with_uid_precondition(objects::reserve_volume_patch(namespace, claim), uid.as_deref());
             Api::<PersistentVolume>::all(client)
                 .patch(volume, &crate::writes::patch(), &Patch::Merge(patch))
                 .await?;
@@ -186,8 +190,8 @@ pub async fn execute(
             let backup = Api::<ConfigMap>::namespaced(client.clone(), namespace)
                 .get(&backup_name(resize))
                 .await?;
-            let sts = restore(&backup)?;
-            let bound = claim_for_volume(&sts, template, claim, volume, *bytes, storage_class.clone())?;
+            let sts = objects::restore(&backup)?;
+            let bound = objects::bound_claim(&sts, template, claim, volume, *bytes, storage_class.clone());
             ignore_conflict(
                 Api::<PersistentVolumeClaim>::namespaced(client, namespace)
                     .create(&crate::writes::create(), &bound)
@@ -196,10 +200,7 @@ pub async fn execute(
         }
         ResizeAction::NudgeClaim { claim, uid } => {
             // The UID in the patch makes it fail rather than touch a claim of the same name.
-            let patch = with_uid_precondition(
-                json!({"metadata": {"annotations": {ANNOTATION_BIND_NUDGE: "true"}}}),
-                Some(uid.as_str()),
-            );
+            let patch = with_uid_precondition(objects::nudge_patch(), Some(uid.as_str()));
             Api::<PersistentVolumeClaim>::namespaced(client, namespace)
                 .patch(claim, &crate::writes::patch(), &Patch::Merge(&patch))
                 .await?;
@@ -209,7 +210,11 @@ pub async fn execute(
             let backup = Api::<ConfigMap>::namespaced(client.clone(), namespace)
                 .get(&backup_name(resize))
                 .await?;
-            let sts = recreated_by(resize, with_new_templates(resize, last_live(&backup)?));
+            let plan = resize.status.as_ref().map(|s| s.plan.clone()).unwrap_or_default();
+            let sts = objects::recreated_by(
+                resize.uid().unwrap_or_default(),
+                objects::with_new_templates(objects::last_live(&backup)?, &resize.spec.volumes, &plan),
+            );
             ignore_conflict(
                 Api::<StatefulSet>::namespaced(client, namespace)
                     .create(&crate::writes::create(), &sts)
@@ -219,98 +224,16 @@ pub async fn execute(
     }
 }
 
-fn from_json<T: serde::de::DeserializeOwned>(value: serde_json::Value) -> Result<T, Error> {
-    serde_json::from_value(value).map_err(|source| Error::Serialize {
-        what: "generated object",
-        source,
-    })
-}
-
-/// Metadata of an object a resize owns: its name, Ferry's labels, an owner reference to the resize.
-fn owned_metadata(resize: &VolumeResize, name: &str) -> serde_json::Value {
-    json!({
-        "name": name,
-        "labels": {LABEL_VOLUME_RESIZE: resize.name_any(), LABEL_MANAGED_BY: MANAGED_BY_VALUE},
-        "ownerReferences": resize.controller_owner_ref(&()).map(|owner| vec![owner]),
-    })
-}
-
-/// A mover pod: least privilege (no service-account token, no network use, read-only source, only
-/// the capabilities needed to keep ownership and special files), on the source volume's node (its
-/// PV's node affinity places it there), copying `source` onto `target`.
-fn mover_pod(
+/// Where a pod Ferry runs for `resize` goes: `spec.mover`'s placement over the operator's image,
+/// with the replica's tolerations.
+async fn placement(
     ctx: &Context,
     resize: &VolumeResize,
-    name: &str,
-    source: &str,
-    target: &str,
-    pass: Pass,
-    tolerations: Vec<Toleration>,
-) -> Result<Pod, Error> {
+    namespace: &str,
+) -> Result<objects::Placement, Error> {
+    let tolerations = replica_tolerations(ctx, resize, namespace).await?;
     let settings = resize.spec.mover.clone().unwrap_or_default();
-    // Both passes verify what they write: the final pass skips files the warm pass already copied,
-    // so those are checked when they land (while the replica still serves, at no downtime cost).
-    let verify = match resize.spec.verify {
-        ferry_api::Verify::None => "none",
-        ferry_api::Verify::Metadata => "metadata",
-        ferry_api::Verify::Checksum => "checksum",
-    };
-
-    let mut command = vec![
-        "ferry-mover",
-        "sync",
-        "--source",
-        "/source",
-        "--target",
-        "/target",
-        "--delete",
-        "--verify",
-        verify,
-        "--progress",
-        "json",
-    ]
-    .into_iter()
-    .map(String::from)
-    .collect::<Vec<_>>();
-    if let Some(threads) = settings.threads {
-        command.extend(["--threads".to_string(), threads.to_string()]);
-    }
-    // The API server checked it is a positive quantity.
-    if let Some(limit) = settings
-        .bandwidth_limit
-        .as_deref()
-        .and_then(|q| parse_bytes(q).ok())
-    {
-        command.extend(["--bwlimit".to_string(), limit.max(1).to_string()]);
-    }
-    // The final pass runs with the replica stopped: a source that still changes means something
-    // still writes to it, and that pass must fail rather than swap in a stale copy.
-    if pass == Pass::Final {
-        command.push("--strict".to_string());
-    }
-    let pass = match pass {
-        Pass::Warm => "warm",
-        Pass::Final => "final",
-    };
-    let container = json!({
-        "name": MOVER_CONTAINER,
-        "command": command,
-        "resources": settings.resources.or_else(|| ctx.mover_resources.clone()),
-        "securityContext": {
-            "allowPrivilegeEscalation": false,
-            "readOnlyRootFilesystem": true,
-            "capabilities": {"drop": ["ALL"], "add": ["CHOWN", "FOWNER", "DAC_OVERRIDE", "FSETID", "MKNOD", "SETFCAP"]},
-        },
-        "volumeMounts": [
-            {"name": "source", "mountPath": "/source", "readOnly": true},
-            {"name": "target", "mountPath": "/target"},
-        ],
-    });
-    let volumes = json!([
-        {"name": "source", "persistentVolumeClaim": {"claimName": source, "readOnly": true}},
-        {"name": "target", "persistentVolumeClaim": {"claimName": target}},
-    ]);
-    ferry_pod(ctx, resize, name, pass, container, volumes, tolerations)
+    Ok(objects::placement(&settings, &ctx.mover_image, tolerations))
 }
 
 /// The tolerations of the StatefulSet's pods (live, else as backed up while it is orphan-deleted):
@@ -328,7 +251,7 @@ async fn replica_tolerations(
         None => Api::<ConfigMap>::namespaced(ctx.client.clone(), namespace)
             .get_opt(&backup_name(resize))
             .await?
-            .map(|backup| restore(&backup))
+            .map(|backup| objects::restore(&backup))
             .transpose()?,
     };
     Ok(sts
@@ -336,240 +259,6 @@ async fn replica_tolerations(
         .and_then(|spec| spec.template.spec)
         .and_then(|pod| pod.tolerations)
         .unwrap_or_default())
-}
-
-/// A pod that measures the data in use on `claim` (mounted read-only) and reports it as its
-/// termination message.
-fn usage_pod(
-    ctx: &Context,
-    resize: &VolumeResize,
-    name: &str,
-    claim: &str,
-    tolerations: Vec<Toleration>,
-) -> Result<Pod, Error> {
-    let container = json!({
-        "name": "usage",
-        "command": ["ferry-mover", "usage", "/source"],
-        "securityContext": {
-            "allowPrivilegeEscalation": false,
-            "readOnlyRootFilesystem": true,
-            // DAC_OVERRIDE rather than DAC_READ_SEARCH: Pod Security `baseline` allows only the
-            // former, and the mount is read-only anyway.
-            "capabilities": {"drop": ["ALL"], "add": ["DAC_OVERRIDE"]},
-        },
-        "volumeMounts": [{"name": "source", "mountPath": "/source", "readOnly": true}],
-    });
-    let volumes =
-        json!([{"name": "source", "persistentVolumeClaim": {"claimName": claim, "readOnly": true}}]);
-    ferry_pod(ctx, resize, name, "usage", container, volumes, tolerations)
-}
-
-/// What every pod Ferry runs has in common: owned by the resize and labelled as a mover pod of
-/// `pass`; run once, as root (to keep ownership) but with no service-account token or service
-/// links, the runtime's default seccomp profile and only capabilities Pod Security `baseline`
-/// allows (root is why `restricted` cannot admit them); the mover image and the placement settings of `spec.mover`; the result as the
-/// termination message. `container` adds its name, command, resources, security context and mounts;
-/// `tolerations` (the replica's) join those of `spec.mover`.
-fn ferry_pod(
-    ctx: &Context,
-    resize: &VolumeResize,
-    name: &str,
-    pass: &str,
-    mut container: serde_json::Value,
-    volumes: serde_json::Value,
-    tolerations: Vec<Toleration>,
-) -> Result<Pod, Error> {
-    let settings = resize.spec.mover.clone().unwrap_or_default();
-    let mut all_tolerations = settings.tolerations.clone().unwrap_or_default();
-    for toleration in tolerations {
-        if !all_tolerations.contains(&toleration) {
-            all_tolerations.push(toleration);
-        }
-    }
-    let mut metadata = owned_metadata(resize, name);
-    metadata["labels"][LABEL_MOVER] = json!("true");
-    metadata["labels"][LABEL_MOVER_PASS] = json!(pass);
-    container["image"] = json!(settings.image.unwrap_or_else(|| ctx.mover_image.clone()));
-    container["terminationMessagePolicy"] = json!("File");
-    from_json(json!({
-        "metadata": metadata,
-        "spec": {
-            "restartPolicy": "Never",
-            "automountServiceAccountToken": false,
-            "enableServiceLinks": false,
-            "nodeSelector": settings.node_selector,
-            "tolerations": all_tolerations,
-            "securityContext": {"runAsUser": 0, "runAsGroup": 0, "seccompProfile": {"type": "RuntimeDefault"}},
-            "containers": [container],
-            "volumes": volumes,
-        },
-    }))
-}
-
-/// The claim a StatefulSet would make for `claim`, but bound to `volume` and sized as it.
-fn claim_for_volume(
-    sts: &StatefulSet,
-    template: &str,
-    claim: &str,
-    volume: &str,
-    bytes: u64,
-    storage_class: Option<String>,
-) -> Result<PersistentVolumeClaim, Error> {
-    let spec = sts.spec.as_ref();
-    let template = spec
-        .and_then(|s| s.volume_claim_templates.as_ref())
-        .into_iter()
-        .flatten()
-        .find(|t| t.name_any() == template);
-    // The StatefulSet controller labels its claims with the pod selector's labels.
-    let mut labels = template
-        .and_then(|t| t.metadata.labels.clone())
-        .unwrap_or_default();
-    labels.extend(
-        spec.and_then(|s| s.selector.match_labels.clone())
-            .unwrap_or_default(),
-    );
-    let access_modes = template
-        .and_then(|t| t.spec.as_ref())
-        .and_then(|s| s.access_modes.clone())
-        .unwrap_or_else(|| vec!["ReadWriteOnce".into()]);
-    from_json(json!({
-        "metadata": {"name": claim, "labels": labels},
-        "spec": {
-            "accessModes": access_modes,
-            "storageClassName": storage_class,
-            "volumeName": volume,
-            "resources": {"requests": {"storage": ferry_api::quantity::format_bytes(bytes)}},
-        },
-    }))
-}
-
-/// A StatefulSet as it can be created again: its spec and the metadata that is the user's (labels,
-/// annotations, owner references — a parent operator or GitOps tool keeps owning it).
-fn serialize_kept(sts: &StatefulSet) -> Result<String, Error> {
-    let mut kept = sts.clone();
-    kept.status = None;
-    kept.metadata = ObjectMeta {
-        name: sts.metadata.name.clone(),
-        namespace: sts.metadata.namespace.clone(),
-        labels: sts.metadata.labels.clone(),
-        annotations: sts.metadata.annotations.clone(),
-        owner_references: sts.metadata.owner_references.clone(),
-        ..ObjectMeta::default()
-    };
-    serde_json::to_string(&kept).map_err(|source| Error::Serialize {
-        what: "StatefulSet backup",
-        source,
-    })
-}
-
-/// Marks a StatefulSet Ferry creates as this resize's own, so it is not taken for someone else's.
-fn recreated_by(resize: &VolumeResize, mut sts: StatefulSet) -> StatefulSet {
-    sts.annotations_mut()
-        .insert(ANNOTATION_RECREATED_BY.into(), resize.uid().unwrap_or_default());
-    sts
-}
-
-/// The ConfigMap keeping the StatefulSet as it was, owned by the VolumeResize.
-fn backup_config_map(resize: &VolumeResize, sts: &StatefulSet) -> Result<ConfigMap, Error> {
-    let text = serialize_kept(sts)?;
-    Ok(ConfigMap {
-        metadata: ObjectMeta {
-            name: Some(backup_name(resize)),
-            namespace: resize.namespace(),
-            annotations: Some(
-                [(
-                    ANNOTATION_BACKED_UP_UID.to_string(),
-                    sts.uid().unwrap_or_default(),
-                )]
-                .into(),
-            ),
-            labels: Some(
-                [
-                    (LABEL_VOLUME_RESIZE.to_string(), resize.name_any()),
-                    (LABEL_MANAGED_BY.to_string(), MANAGED_BY_VALUE.to_string()),
-                ]
-                .into(),
-            ),
-            owner_references: resize.controller_owner_ref(&()).map(|owner| vec![owner]),
-            ..ObjectMeta::default()
-        },
-        data: Some([(BACKUP_KEY.to_string(), text)].into()),
-        ..ConfigMap::default()
-    })
-}
-
-fn backed_up(backup: &ConfigMap, key: &str) -> Result<Option<StatefulSet>, Error> {
-    backup
-        .data
-        .as_ref()
-        .and_then(|d| d.get(key))
-        .map(|text| {
-            serde_json::from_str(text).map_err(|source| Error::Serialize {
-                what: "StatefulSet backup",
-                source,
-            })
-        })
-        .transpose()
-}
-
-/// The StatefulSet as first backed up (its original volume claim templates).
-fn original(backup: &ConfigMap) -> Result<StatefulSet, Error> {
-    backed_up(backup, BACKUP_KEY)?.ok_or_else(|| {
-        Error::Invariant(format!(
-            "backup ConfigMap {} has no {BACKUP_KEY}",
-            backup.name_any()
-        ))
-    })
-}
-
-/// The StatefulSet as Ferry last deleted it (else as first backed up).
-fn last_live(backup: &ConfigMap) -> Result<StatefulSet, Error> {
-    match backed_up(backup, LIVE_KEY)? {
-        Some(live) => Ok(live),
-        None => original(backup),
-    }
-}
-
-/// The StatefulSet to bring back on rollback: the live spec as last seen, with the original
-/// volume claim templates.
-pub fn restore(backup: &ConfigMap) -> Result<StatefulSet, Error> {
-    let original = original(backup)?;
-    let mut sts = last_live(backup)?;
-    if let (Some(spec), Some(original_spec)) = (sts.spec.as_mut(), original.spec) {
-        spec.volume_claim_templates = original_spec.volume_claim_templates;
-    }
-    Ok(sts)
-}
-
-/// The backed-up StatefulSet with each changed template at its new size (and class).
-fn with_new_templates(resize: &VolumeResize, mut sts: StatefulSet) -> StatefulSet {
-    let plan = resize.status.as_ref().map(|s| s.plan.clone()).unwrap_or_default();
-    let templates = sts.spec.as_mut().and_then(|s| s.volume_claim_templates.as_mut());
-    for template in templates.into_iter().flatten() {
-        let name = template.name_any();
-        let Some(change) = resize.spec.volumes.iter().find(|v| v.name == name) else {
-            continue;
-        };
-        if !plan
-            .iter()
-            .any(|row| row.volume == name && row.strategy.is_some())
-        {
-            continue;
-        }
-        let Some(spec) = template.spec.as_mut() else {
-            continue;
-        };
-        let resources = spec.resources.get_or_insert_with(Default::default);
-        resources
-            .requests
-            .get_or_insert_with(Default::default)
-            .insert("storage".into(), Quantity(change.size.clone()));
-        if let Some(class) = &change.storage_class_name {
-            spec.storage_class_name = Some(class.clone());
-        }
-    }
-    sts
 }
 
 fn ignore_conflict<T>(result: Result<T, kube::Error>) -> Result<(), Error> {
@@ -629,38 +318,5 @@ fn ignore_gone(result: Result<(), kube::Error>) -> Result<(), Error> {
         // 404: already gone; 409: the UID precondition failed, i.e. it was already replaced.
         Err(kube::Error::Api(status)) if status.code == 404 || status.code == 409 => Ok(()),
         Err(error) => Err(error.into()),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// Templates `data` and `data-log`: the claim `data-log-db-0` is made from `data-log`, never
-    /// from `data` (whose name is a prefix of it).
-    #[test]
-    fn a_bound_claim_is_made_from_its_own_template() {
-        let sts: StatefulSet = serde_json::from_value(json!({
-            "metadata": {"name": "db"},
-            "spec": {
-                "selector": {"matchLabels": {"app": "db"}},
-                "serviceName": "db",
-                "template": {"metadata": {"labels": {"app": "db"}}},
-                "volumeClaimTemplates": [
-                    {"metadata": {"name": "data", "labels": {"kind": "data"}},
-                     "spec": {"accessModes": ["ReadWriteOnce"]}},
-                    {"metadata": {"name": "data-log", "labels": {"kind": "log"}},
-                     "spec": {"accessModes": ["ReadWriteOncePod"]}},
-                ],
-            },
-        }))
-        .unwrap();
-        let claim = claim_for_volume(&sts, "data-log", "data-log-db-0", "pv-1", 1 << 30, None).unwrap();
-        let labels = claim.metadata.labels.unwrap();
-        assert_eq!(labels.get("kind").map(String::as_str), Some("log"));
-        assert_eq!(labels.get("app").map(String::as_str), Some("db"));
-        let spec = claim.spec.unwrap();
-        assert_eq!(spec.access_modes, Some(vec!["ReadWriteOncePod".to_string()]));
-        assert_eq!(spec.volume_name.as_deref(), Some("pv-1"));
     }
 }

@@ -2,6 +2,7 @@
 
 mod execute;
 pub mod hold;
+mod objects;
 mod observe;
 mod reconcile;
 mod run_observe;

@@ -1,0 +1,530 @@
+//! The objects a resize creates and the patches it sends, built from plain inputs. Pure: which API
+//! they go to, and how a repeat is made harmless, is `execute`'s.
+//!
+//! Created objects are typed k8s-openapi structs, so a misspelt field cannot compile. Patches stay
+//! JSON merge patches: a typed object serializes `apiVersion`, `kind` and an empty `metadata` into
+//! every patch and cannot write the explicit `null`s that clear a field (the reserved volume's old
+//! claim UID).
+
+use crate::Error;
+use ferry_api::names::{
+    ANNOTATION_BACKED_UP_UID, ANNOTATION_BIND_NUDGE, ANNOTATION_RECREATED_BY, LABEL_MANAGED_BY, LABEL_MOVER,
+    LABEL_MOVER_PASS, LABEL_VOLUME_RESIZE, MANAGED_BY_VALUE,
+};
+use ferry_api::quantity::format_bytes;
+use ferry_api::{MoverSettings, Verify, VolumeChange, VolumePlan, VolumeResize};
+use ferry_engine::run_state::Pass;
+use k8s_openapi::api::apps::v1::StatefulSet;
+use k8s_openapi::api::core::v1::{
+    Capabilities, ConfigMap, Container, PersistentVolumeClaim, PersistentVolumeClaimSpec,
+    PersistentVolumeClaimVolumeSource, Pod, PodSecurityContext, PodSpec, ResourceRequirements,
+    SeccompProfile, SecurityContext, Toleration, Volume, VolumeMount, VolumeResourceRequirements,
+};
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
+use kube::{Resource, ResourceExt};
+use serde_json::json;
+use std::collections::BTreeMap;
+
+#[cfg(test)]
+mod tests;
+
+/// Name of the container in mover pods (its log carries the progress lines).
+pub const MOVER_CONTAINER: &str = "mover";
+
+/// The backup ConfigMap's key for the StatefulSet as first backed up.
+const BACKUP_KEY: &str = "statefulset.json";
+/// The StatefulSet as it was when Ferry last orphan-deleted it: edits made during the resize (an
+/// image upgrade, a replica count) that a re-create must keep.
+const LIVE_KEY: &str = "live.json";
+
+/// The resize that objects belong to: its name (a label, to find them) and a controller reference
+/// (so they go when it goes).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Owner {
+    pub resize: String,
+    pub reference: Option<OwnerReference>,
+}
+
+impl Owner {
+    pub fn of(resize: &VolumeResize) -> Owner {
+        Owner {
+            resize: resize.name_any(),
+            reference: resize.controller_owner_ref(&()),
+        }
+    }
+
+    /// Ferry's labels: which resize, and that Ferry manages it.
+    fn labels(&self) -> BTreeMap<String, String> {
+        [
+            (LABEL_VOLUME_RESIZE.to_string(), self.resize.clone()),
+            (LABEL_MANAGED_BY.to_string(), MANAGED_BY_VALUE.to_string()),
+        ]
+        .into()
+    }
+
+    /// Metadata of an object the resize owns: its name, Ferry's labels, the owner reference.
+    fn metadata(&self, name: &str) -> ObjectMeta {
+        ObjectMeta {
+            name: Some(name.to_string()),
+            labels: Some(self.labels()),
+            owner_references: self.reference.clone().map(|owner| vec![owner]),
+            ..ObjectMeta::default()
+        }
+    }
+}
+
+/// What every pod Ferry runs takes from `spec.mover` and the operator: the image, and where it may
+/// run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Placement {
+    pub image: String,
+    pub node_selector: Option<BTreeMap<String, String>>,
+    /// `spec.mover`'s, then the replica's: a mover must run on its replica's node, which may be
+    /// tainted for the database alone.
+    pub tolerations: Vec<Toleration>,
+}
+
+/// The placement of `mover`, over the operator's image, with the replica's tolerations added to its
+/// own (each once).
+pub fn placement(
+    mover: &MoverSettings,
+    default_image: &str,
+    replica_tolerations: Vec<Toleration>,
+) -> Placement {
+    let mut tolerations = mover.tolerations.clone().unwrap_or_default();
+    for toleration in replica_tolerations {
+        if !tolerations.contains(&toleration) {
+            tolerations.push(toleration);
+        }
+    }
+    Placement {
+        image: mover.image.clone().unwrap_or_else(|| default_image.to_string()),
+        node_selector: mover.node_selector.clone(),
+        tolerations,
+    }
+}
+
+/// One copy a mover pod makes: `source` claim onto `target` claim.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CopyJob<'a> {
+    pub source: &'a str,
+    pub target: &'a str,
+    pub pass: Pass,
+    pub verify: Verify,
+    pub threads: Option<i32>,
+    /// Most bytes per second written (`spec.mover.bandwidthLimit`, parsed).
+    pub bandwidth_limit: Option<u64>,
+    pub resources: Option<ResourceRequirements>,
+}
+
+/// The mover's command line for `copy`.
+pub fn mover_command(copy: &CopyJob) -> Vec<String> {
+    // Both passes verify what they write: the final pass skips files the warm pass already copied,
+    // so those are checked when they land (while the replica still serves, at no downtime cost).
+    let verify = match copy.verify {
+        Verify::None => "none",
+        Verify::Metadata => "metadata",
+        Verify::Checksum => "checksum",
+    };
+    let mut command: Vec<String> = [
+        "ferry-mover",
+        "sync",
+        "--source",
+        "/source",
+        "--target",
+        "/target",
+        "--delete",
+        "--verify",
+        verify,
+        "--progress",
+        "json",
+    ]
+    .into_iter()
+    .map(String::from)
+    .collect();
+    if let Some(threads) = copy.threads {
+        command.extend(["--threads".to_string(), threads.to_string()]);
+    }
+    if let Some(limit) = copy.bandwidth_limit {
+        command.extend(["--bwlimit".to_string(), limit.max(1).to_string()]);
+    }
+    // The final pass runs with the replica stopped: a source that still changes means something
+    // still writes to it, and that pass must fail rather than swap in a stale copy.
+    if copy.pass == Pass::Final {
+        command.push("--strict".to_string());
+    }
+    command
+}
+
+/// A mover pod: least privilege (no service-account token, no network use, read-only source, only
+/// the capabilities needed to keep ownership and special files), on the source volume's node (its
+/// PV's node affinity places it there), copying `copy.source` onto `copy.target`.
+pub fn mover_pod(owner: &Owner, name: &str, placement: &Placement, copy: &CopyJob) -> Pod {
+    let pass = match copy.pass {
+        Pass::Warm => "warm",
+        Pass::Final => "final",
+    };
+    let container = Container {
+        name: MOVER_CONTAINER.to_string(),
+        command: Some(mover_command(copy)),
+        resources: copy.resources.clone(),
+        security_context: Some(container_security(&[
+            "CHOWN",
+            "FOWNER",
+            "DAC_OVERRIDE",
+            "FSETID",
+            "MKNOD",
+            "SETFCAP",
+        ])),
+        volume_mounts: Some(vec![mount("source", true), mount("target", false)]),
+        ..Container::default()
+    };
+    let volumes = vec![
+        claim_volume("source", copy.source, true),
+        claim_volume("target", copy.target, false),
+    ];
+    ferry_pod(owner, name, pass, placement, container, volumes)
+}
+
+/// A pod that measures the data in use on `claim` (mounted read-only) and reports it as its
+/// termination message.
+pub fn usage_pod(owner: &Owner, name: &str, placement: &Placement, claim: &str) -> Pod {
+    let container = Container {
+        name: "usage".to_string(),
+        command: Some(
+            ["ferry-mover", "usage", "/source"]
+                .into_iter()
+                .map(String::from)
+                .collect(),
+        ),
+        // DAC_OVERRIDE rather than DAC_READ_SEARCH: Pod Security `baseline` allows only the
+        // former, and the mount is read-only anyway.
+        security_context: Some(container_security(&["DAC_OVERRIDE"])),
+        volume_mounts: Some(vec![mount("source", true)]),
+        ..Container::default()
+    };
+    ferry_pod(
+        owner,
+        name,
+        "usage",
+        placement,
+        container,
+        vec![claim_volume("source", claim, true)],
+    )
+}
+
+/// No privilege escalation, a read-only root file system, every capability dropped but `add`.
+fn container_security(add: &[&str]) -> SecurityContext {
+    SecurityContext {
+        allow_privilege_escalation: Some(false),
+        read_only_root_filesystem: Some(true),
+        capabilities: Some(Capabilities {
+            drop: Some(vec!["ALL".to_string()]),
+            add: Some(add.iter().map(|c| c.to_string()).collect()),
+        }),
+        ..SecurityContext::default()
+    }
+}
+
+/// The volume `name` mounted at `/<name>`.
+fn mount(name: &str, read_only: bool) -> VolumeMount {
+    VolumeMount {
+        name: name.to_string(),
+        mount_path: format!("/{name}"),
+        read_only: read_only.then_some(true),
+        ..VolumeMount::default()
+    }
+}
+
+/// The volume `name` of a pod, from claim `claim`.
+fn claim_volume(name: &str, claim: &str, read_only: bool) -> Volume {
+    Volume {
+        name: name.to_string(),
+        persistent_volume_claim: Some(PersistentVolumeClaimVolumeSource {
+            claim_name: claim.to_string(),
+            read_only: read_only.then_some(true),
+        }),
+        ..Volume::default()
+    }
+}
+
+/// What every pod Ferry runs has in common: owned by the resize and labelled as a mover pod of
+/// `pass`; run once, as root (to keep ownership) but with no service-account token or service
+/// links, the runtime's default seccomp profile and only capabilities Pod Security `baseline`
+/// allows (root is why `restricted` cannot admit them); the image and placement of `placement`;
+/// the result as the termination message. `container` brings its name, command, resources,
+/// security context and mounts.
+fn ferry_pod(
+    owner: &Owner,
+    name: &str,
+    pass: &str,
+    placement: &Placement,
+    container: Container,
+    volumes: Vec<Volume>,
+) -> Pod {
+    let mut metadata = owner.metadata(name);
+    let labels = metadata.labels.get_or_insert_with(BTreeMap::new);
+    labels.insert(LABEL_MOVER.to_string(), "true".to_string());
+    labels.insert(LABEL_MOVER_PASS.to_string(), pass.to_string());
+    Pod {
+        metadata,
+        spec: Some(PodSpec {
+            restart_policy: Some("Never".to_string()),
+            automount_service_account_token: Some(false),
+            enable_service_links: Some(false),
+            node_selector: placement.node_selector.clone(),
+            tolerations: Some(placement.tolerations.clone()),
+            security_context: Some(PodSecurityContext {
+                run_as_user: Some(0),
+                run_as_group: Some(0),
+                seccomp_profile: Some(SeccompProfile {
+                    type_: "RuntimeDefault".to_string(),
+                    ..SeccompProfile::default()
+                }),
+                ..PodSecurityContext::default()
+            }),
+            containers: vec![Container {
+                image: Some(placement.image.clone()),
+                termination_message_policy: Some("File".to_string()),
+                ..container
+            }],
+            volumes: Some(volumes),
+            ..PodSpec::default()
+        }),
+        ..Pod::default()
+    }
+}
+
+/// `{"storage": <bytes>}` as a claim's requests.
+fn storage_request(bytes: u64) -> VolumeResourceRequirements {
+    VolumeResourceRequirements {
+        requests: Some([("storage".to_string(), Quantity(format_bytes(bytes)))].into()),
+        ..VolumeResourceRequirements::default()
+    }
+}
+
+/// The temporary claim a copy goes to: owned by the resize, at the new size and class, with the
+/// source claim's access modes.
+pub fn target_claim(
+    owner: &Owner,
+    name: &str,
+    access_modes: Vec<String>,
+    storage_class: Option<String>,
+    bytes: u64,
+) -> PersistentVolumeClaim {
+    PersistentVolumeClaim {
+        metadata: owner.metadata(name),
+        spec: Some(PersistentVolumeClaimSpec {
+            access_modes: Some(access_modes),
+            storage_class_name: storage_class,
+            resources: Some(storage_request(bytes)),
+            ..PersistentVolumeClaimSpec::default()
+        }),
+        ..PersistentVolumeClaim::default()
+    }
+}
+
+/// The claim `sts` would make for `claim` from its template `template`, but bound to `volume` and
+/// sized as it. Not owned by the resize: it is the StatefulSet's claim from now on.
+pub fn bound_claim(
+    sts: &StatefulSet,
+    template: &str,
+    claim: &str,
+    volume: &str,
+    bytes: u64,
+    storage_class: Option<String>,
+) -> PersistentVolumeClaim {
+    let spec = sts.spec.as_ref();
+    let template = spec
+        .and_then(|s| s.volume_claim_templates.as_ref())
+        .into_iter()
+        .flatten()
+        .find(|t| t.name_any() == template);
+    // The StatefulSet controller labels its claims with the pod selector's labels.
+    let mut labels = template
+        .and_then(|t| t.metadata.labels.clone())
+        .unwrap_or_default();
+    labels.extend(
+        spec.and_then(|s| s.selector.match_labels.clone())
+            .unwrap_or_default(),
+    );
+    let access_modes = template
+        .and_then(|t| t.spec.as_ref())
+        .and_then(|s| s.access_modes.clone())
+        .unwrap_or_else(|| vec!["ReadWriteOnce".into()]);
+    PersistentVolumeClaim {
+        metadata: ObjectMeta {
+            name: Some(claim.to_string()),
+            labels: Some(labels),
+            ..ObjectMeta::default()
+        },
+        spec: Some(PersistentVolumeClaimSpec {
+            access_modes: Some(access_modes),
+            storage_class_name: storage_class,
+            volume_name: Some(volume.to_string()),
+            resources: Some(storage_request(bytes)),
+            ..PersistentVolumeClaimSpec::default()
+        }),
+        ..PersistentVolumeClaim::default()
+    }
+}
+
+/// A StatefulSet as it can be created again: its spec and the metadata that is the user's (labels,
+/// annotations, owner references — a parent operator or GitOps tool keeps owning it).
+pub fn serialize_kept(sts: &StatefulSet) -> Result<String, Error> {
+    let mut kept = sts.clone();
+    kept.status = None;
+    kept.metadata = ObjectMeta {
+        name: sts.metadata.name.clone(),
+        namespace: sts.metadata.namespace.clone(),
+        labels: sts.metadata.labels.clone(),
+        annotations: sts.metadata.annotations.clone(),
+        owner_references: sts.metadata.owner_references.clone(),
+        ..ObjectMeta::default()
+    };
+    serde_json::to_string(&kept).map_err(|source| Error::Serialize {
+        what: "StatefulSet backup",
+        source,
+    })
+}
+
+/// The ConfigMap `name` keeping the StatefulSet as it was (and the UID it had), owned by the
+/// resize.
+pub fn backup_config_map(
+    owner: &Owner,
+    name: &str,
+    namespace: Option<String>,
+    sts: &StatefulSet,
+) -> Result<ConfigMap, Error> {
+    let text = serialize_kept(sts)?;
+    Ok(ConfigMap {
+        metadata: ObjectMeta {
+            namespace,
+            annotations: Some(
+                [(
+                    ANNOTATION_BACKED_UP_UID.to_string(),
+                    sts.uid().unwrap_or_default(),
+                )]
+                .into(),
+            ),
+            ..owner.metadata(name)
+        },
+        data: Some([(BACKUP_KEY.to_string(), text)].into()),
+        ..ConfigMap::default()
+    })
+}
+
+/// Marks a StatefulSet Ferry creates as the resize with UID `resize_uid`'s own, so it is not taken
+/// for someone else's.
+pub fn recreated_by(resize_uid: String, mut sts: StatefulSet) -> StatefulSet {
+    sts.annotations_mut()
+        .insert(ANNOTATION_RECREATED_BY.into(), resize_uid);
+    sts
+}
+
+fn backed_up(backup: &ConfigMap, key: &str) -> Result<Option<StatefulSet>, Error> {
+    backup
+        .data
+        .as_ref()
+        .and_then(|d| d.get(key))
+        .map(|text| {
+            serde_json::from_str(text).map_err(|source| Error::Serialize {
+                what: "StatefulSet backup",
+                source,
+            })
+        })
+        .transpose()
+}
+
+/// The StatefulSet as first backed up (its original volume claim templates).
+fn original(backup: &ConfigMap) -> Result<StatefulSet, Error> {
+    backed_up(backup, BACKUP_KEY)?.ok_or_else(|| {
+        Error::Invariant(format!(
+            "backup ConfigMap {} has no {BACKUP_KEY}",
+            backup.name_any()
+        ))
+    })
+}
+
+/// The StatefulSet as Ferry last deleted it (else as first backed up).
+pub fn last_live(backup: &ConfigMap) -> Result<StatefulSet, Error> {
+    match backed_up(backup, LIVE_KEY)? {
+        Some(live) => Ok(live),
+        None => original(backup),
+    }
+}
+
+/// The StatefulSet to bring back on rollback: the live spec as last seen, with the original
+/// volume claim templates.
+pub fn restore(backup: &ConfigMap) -> Result<StatefulSet, Error> {
+    let original = original(backup)?;
+    let mut sts = last_live(backup)?;
+    if let (Some(spec), Some(original_spec)) = (sts.spec.as_mut(), original.spec) {
+        spec.volume_claim_templates = original_spec.volume_claim_templates;
+    }
+    Ok(sts)
+}
+
+/// The backed-up StatefulSet with each template `changes` names and `plan` acts on at its new size
+/// (and class).
+pub fn with_new_templates(
+    mut sts: StatefulSet,
+    changes: &[VolumeChange],
+    plan: &[VolumePlan],
+) -> StatefulSet {
+    let templates = sts.spec.as_mut().and_then(|s| s.volume_claim_templates.as_mut());
+    for template in templates.into_iter().flatten() {
+        let name = template.name_any();
+        let Some(change) = changes.iter().find(|v| v.name == name) else {
+            continue;
+        };
+        if !plan
+            .iter()
+            .any(|row| row.volume == name && row.strategy.is_some())
+        {
+            continue;
+        }
+        let Some(spec) = template.spec.as_mut() else {
+            continue;
+        };
+        let resources = spec.resources.get_or_insert_with(Default::default);
+        resources
+            .requests
+            .get_or_insert_with(Default::default)
+            .insert("storage".into(), Quantity(change.size.clone()));
+        if let Some(class) = &change.storage_class_name {
+            spec.storage_class_name = Some(class.clone());
+        }
+    }
+    sts
+}
+
+/// Raises a claim's storage request to `bytes`.
+pub fn expand_claim_patch(bytes: u64) -> serde_json::Value {
+    json!({"spec": {"resources": {"requests": {"storage": format_bytes(bytes)}}}})
+}
+
+/// Keeps `live` (a [`serialize_kept`] StatefulSet) in the backup ConfigMap.
+pub fn live_backup_patch(live: String) -> serde_json::Value {
+    json!({"data": {LIVE_KEY: live}})
+}
+
+/// Sets a volume's reclaim policy.
+pub fn reclaim_policy_patch(policy: &str) -> serde_json::Value {
+    json!({"spec": {"persistentVolumeReclaimPolicy": policy}})
+}
+
+/// Reserves a volume for claim `claim` of `namespace` by name; the `null`s clear the old claim's
+/// UID and resourceVersion, so any claim of that name may bind it.
+pub fn reserve_volume_patch(namespace: &str, claim: &str) -> serde_json::Value {
+    json!({"spec": {"claimRef": {
+        "apiVersion": "v1", "kind": "PersistentVolumeClaim",
+        "namespace": namespace, "name": claim, "uid": null, "resourceVersion": null,
+    }}})
+}
+
+/// An annotation whose change makes the PV controller look at a claim again.
+pub fn nudge_patch() -> serde_json::Value {
+    json!({"metadata": {"annotations": {ANNOTATION_BIND_NUDGE: "true"}}})
+}
