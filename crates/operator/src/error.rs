@@ -1,3 +1,4 @@
+use ferry_engine::run_state::ResizeAction;
 use thiserror::Error;
 
 /// Every failure the operator can meet, each with a category that names it in Events and metrics.
@@ -5,6 +6,15 @@ use thiserror::Error;
 pub enum Error {
     #[error("Kubernetes API: {0}")]
     Kube(#[from] kube::Error),
+    /// A request of one of a resize's actions failed: which action, on which object. One variant
+    /// with the kind as data (not one variant per kind): every kind is handled alike (refusal,
+    /// stale read, retry), only the words and the category differ.
+    #[error("{action} {object}: {source}")]
+    Action {
+        action: ActionKind,
+        object: String,
+        source: kube::Error,
+    },
     #[error("{kind} {name} has no namespace")]
     NotNamespaced { kind: &'static str, name: String },
     #[error("serializing {what}: {source}")]
@@ -35,6 +45,7 @@ impl Error {
     pub fn category(&self) -> &'static str {
         match self {
             Error::Kube(_) => "KubeApi",
+            Error::Action { action, .. } => action.category(),
             Error::NotNamespaced { .. } => "InvalidObject",
             Error::Serialize { .. } => "Serialization",
             Error::CrdMissing { .. } => "CrdMissing",
@@ -47,25 +58,253 @@ impl Error {
         }
     }
 
-    /// The API server's refusal (403 Forbidden — RBAC, Pod Security, quota — or 422 Invalid), as
-    /// its message, when that is what this error is.
-    pub fn refusal(&self) -> Option<String> {
+    /// The API server's status, when this error is its answer.
+    fn api_status(&self) -> Option<&kube::core::Status> {
         match self {
-            Error::Kube(kube::Error::Api(status)) if status.code == 403 || status.code == 422 => {
-                Some(status.message.clone())
-            }
+            Error::Kube(kube::Error::Api(status))
+            | Error::Action {
+                source: kube::Error::Api(status),
+                ..
+            } => Some(status),
             _ => None,
         }
     }
 
-    /// The object changed since this reconcile read it (a write with its resourceVersion as a
-    /// precondition was refused): read again and decide afresh, never act on the stale copy.
-    pub fn is_stale_read(&self) -> bool {
-        matches!(self, Error::Kube(kube::Error::Api(status)) if status.code == 409)
+    /// The API server's refusal (403 Forbidden — RBAC, Pod Security, quota — or 422 Invalid), as
+    /// its message (after what Ferry was doing, for an action's request), when that is what this
+    /// error is.
+    pub fn refusal(&self) -> Option<String> {
+        let status = self
+            .api_status()
+            .filter(|status| status.code == 403 || status.code == 422)?;
+        Some(match self {
+            Error::Action { action, object, .. } => format!("{action} {object}: {}", status.message),
+            _ => status.message.clone(),
+        })
     }
 
-    /// Retrying cannot fix a permanent error; only a change to the object can.
+    /// The object changed since this reconcile read it (a write with its resourceVersion or UID as
+    /// a precondition was refused): read again and decide afresh, never act on the stale copy.
+    pub fn is_stale_read(&self) -> bool {
+        self.api_status().is_some_and(|status| status.code == 409)
+    }
+
+    /// Retrying cannot fix a permanent error; only a change to the object can. (No API error is:
+    /// the cluster may change.)
     pub fn is_permanent(&self) -> bool {
         matches!(self, Error::NotNamespaced { .. } | Error::Serialize { .. })
+    }
+}
+
+/// The kind of a resize's action ([`ResizeAction`] without its data), for errors and metrics.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ActionKind {
+    BackupStatefulSet,
+    ExpandClaim,
+    RestartPod,
+    OrphanDeleteStatefulSet,
+    RecreateStatefulSet,
+    RestoreStatefulSet,
+    CreateTargetClaim,
+    StartMover,
+    MeasureUsage,
+    DeleteMover,
+    SetReclaimPolicy,
+    DeleteClaim,
+    ReserveVolume,
+    NudgeClaim,
+    BindClaim,
+}
+
+impl ActionKind {
+    /// Every kind, for tests and documentation.
+    pub const ALL: [ActionKind; 15] = [
+        ActionKind::BackupStatefulSet,
+        ActionKind::ExpandClaim,
+        ActionKind::RestartPod,
+        ActionKind::OrphanDeleteStatefulSet,
+        ActionKind::RecreateStatefulSet,
+        ActionKind::RestoreStatefulSet,
+        ActionKind::CreateTargetClaim,
+        ActionKind::StartMover,
+        ActionKind::MeasureUsage,
+        ActionKind::DeleteMover,
+        ActionKind::SetReclaimPolicy,
+        ActionKind::DeleteClaim,
+        ActionKind::ReserveVolume,
+        ActionKind::NudgeClaim,
+        ActionKind::BindClaim,
+    ];
+
+    /// Exhaustive, so a new action cannot be left without a kind.
+    pub fn of(action: &ResizeAction) -> ActionKind {
+        match action {
+            ResizeAction::BackupStatefulSet => ActionKind::BackupStatefulSet,
+            ResizeAction::ExpandClaim { .. } => ActionKind::ExpandClaim,
+            ResizeAction::RestartPod { .. } => ActionKind::RestartPod,
+            ResizeAction::OrphanDeleteStatefulSet => ActionKind::OrphanDeleteStatefulSet,
+            ResizeAction::RecreateStatefulSet => ActionKind::RecreateStatefulSet,
+            ResizeAction::RestoreStatefulSet => ActionKind::RestoreStatefulSet,
+            ResizeAction::CreateTargetClaim { .. } => ActionKind::CreateTargetClaim,
+            ResizeAction::StartMover { .. } => ActionKind::StartMover,
+            ResizeAction::MeasureUsage { .. } => ActionKind::MeasureUsage,
+            ResizeAction::DeleteMover { .. } => ActionKind::DeleteMover,
+            ResizeAction::SetReclaimPolicy { .. } => ActionKind::SetReclaimPolicy,
+            ResizeAction::DeleteClaim { .. } => ActionKind::DeleteClaim,
+            ResizeAction::ReserveVolume { .. } => ActionKind::ReserveVolume,
+            ResizeAction::NudgeClaim { .. } => ActionKind::NudgeClaim,
+            ResizeAction::BindClaim { .. } => ActionKind::BindClaim,
+        }
+    }
+
+    /// The metrics label and log category of its failures: the kind and `Failed`.
+    pub fn category(self) -> &'static str {
+        match self {
+            ActionKind::BackupStatefulSet => "BackupStatefulSetFailed",
+            ActionKind::ExpandClaim => "ExpandClaimFailed",
+            ActionKind::RestartPod => "RestartPodFailed",
+            ActionKind::OrphanDeleteStatefulSet => "OrphanDeleteStatefulSetFailed",
+            ActionKind::RecreateStatefulSet => "RecreateStatefulSetFailed",
+            ActionKind::RestoreStatefulSet => "RestoreStatefulSetFailed",
+            ActionKind::CreateTargetClaim => "CreateTargetClaimFailed",
+            ActionKind::StartMover => "StartMoverFailed",
+            ActionKind::MeasureUsage => "MeasureUsageFailed",
+            ActionKind::DeleteMover => "DeleteMoverFailed",
+            ActionKind::SetReclaimPolicy => "SetReclaimPolicyFailed",
+            ActionKind::DeleteClaim => "DeleteClaimFailed",
+            ActionKind::ReserveVolume => "ReserveVolumeFailed",
+            ActionKind::NudgeClaim => "NudgeClaimFailed",
+            ActionKind::BindClaim => "BindClaimFailed",
+        }
+    }
+
+    /// What it does, followed in messages by the name of the object it does it to.
+    fn doing(self) -> &'static str {
+        match self {
+            ActionKind::BackupStatefulSet => "backing up the StatefulSet into ConfigMap",
+            ActionKind::ExpandClaim => "expanding claim",
+            ActionKind::RestartPod => "evicting pod",
+            ActionKind::OrphanDeleteStatefulSet => "orphan-deleting StatefulSet",
+            ActionKind::RecreateStatefulSet => "re-creating StatefulSet",
+            ActionKind::RestoreStatefulSet => "restoring StatefulSet",
+            ActionKind::CreateTargetClaim => "creating target claim",
+            ActionKind::StartMover => "starting mover pod",
+            ActionKind::MeasureUsage => "starting usage pod",
+            ActionKind::DeleteMover => "deleting mover pod",
+            ActionKind::SetReclaimPolicy => "setting the reclaim policy of volume",
+            ActionKind::DeleteClaim => "deleting claim",
+            ActionKind::ReserveVolume => "reserving volume",
+            ActionKind::NudgeClaim => "nudging claim",
+            ActionKind::BindClaim => "creating bound claim",
+        }
+    }
+}
+
+impl std::fmt::Display for ActionKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.doing())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn api_error(code: u16, message: &str) -> kube::Error {
+        kube::Error::Api(Box::new(
+            kube::core::Status::failure(message, "Reason").with_code(code),
+        ))
+    }
+
+    fn action_error(code: u16) -> Error {
+        Error::Action {
+            action: ActionKind::CreateTargetClaim,
+            object: "data-db-0-ferry-abc".into(),
+            source: api_error(code, "nope"),
+        }
+    }
+
+    #[test]
+    fn an_action_error_says_what_failed_on_which_object() {
+        let error = action_error(500);
+        let message = error.to_string();
+        assert!(
+            message.starts_with("creating target claim data-db-0-ferry-abc: "),
+            "{message}"
+        );
+        assert!(message.contains("nope"), "{message}");
+        assert_eq!(error.category(), "CreateTargetClaimFailed");
+    }
+
+    #[test]
+    fn a_refused_action_is_a_refusal_naming_the_action() {
+        for code in [403, 422] {
+            assert_eq!(
+                action_error(code).refusal().as_deref(),
+                Some("creating target claim data-db-0-ferry-abc: nope")
+            );
+            assert_eq!(
+                Error::Kube(api_error(code, "nope")).refusal().as_deref(),
+                Some("nope")
+            );
+        }
+        assert_eq!(action_error(500).refusal(), None);
+        assert_eq!(action_error(409).refusal(), None);
+    }
+
+    #[test]
+    fn a_conflict_from_an_action_is_a_stale_read() {
+        assert!(action_error(409).is_stale_read());
+        assert!(Error::Kube(api_error(409, "conflict")).is_stale_read());
+        assert!(!action_error(403).is_stale_read());
+        assert!(!action_error(500).is_stale_read());
+    }
+
+    #[test]
+    fn an_action_error_is_never_permanent() {
+        for code in [403, 404, 409, 422, 500] {
+            assert!(!action_error(code).is_permanent());
+        }
+    }
+
+    #[test]
+    fn every_kind_has_its_own_category_and_words() {
+        let categories: std::collections::BTreeSet<&str> =
+            ActionKind::ALL.iter().map(|kind| kind.category()).collect();
+        assert_eq!(categories.len(), ActionKind::ALL.len());
+        for kind in ActionKind::ALL {
+            assert!(kind.category().ends_with("Failed"), "{kind:?}");
+            assert!(kind.category().starts_with(&format!("{kind:?}")), "{kind:?}");
+            assert!(!kind.to_string().is_empty());
+        }
+    }
+
+    #[test]
+    fn each_action_has_the_kind_of_its_name() {
+        let actions = [
+            ResizeAction::BackupStatefulSet,
+            ResizeAction::ExpandClaim {
+                claim: "c".into(),
+                bytes: 1,
+            },
+            ResizeAction::StartMover {
+                pod: "p".into(),
+                source: "s".into(),
+                target: "t".into(),
+                pass: ferry_engine::run_state::Pass::Warm,
+            },
+            ResizeAction::BindClaim {
+                claim: "c".into(),
+                template: "data".into(),
+                volume: "v".into(),
+                bytes: 1,
+                storage_class: None,
+            },
+        ];
+        for action in actions {
+            let debug = format!("{action:?}");
+            let kind = format!("{:?}", ActionKind::of(&action));
+            assert!(debug.starts_with(&kind), "{debug} has kind {kind}");
+        }
     }
 }

@@ -6,6 +6,7 @@ use super::objects::{self, CopyJob, Owner};
 use super::run_observe::backup_name;
 use crate::Error;
 use crate::context::Context;
+use crate::error::ActionKind;
 use crate::writes::with_uid_precondition;
 use ferry_api::{VolumeResize, parse_bytes};
 use ferry_engine::run_state::ResizeAction;
@@ -17,7 +18,49 @@ use kube::{Api, ResourceExt};
 /// Re-exported for the observation of mover pods (their log).
 pub use super::objects::MOVER_CONTAINER;
 
+/// Carries out `action`; an API error says which action failed on which object.
 pub async fn execute(
+    ctx: &Context,
+    resize: &VolumeResize,
+    namespace: &str,
+    stateful_set: Option<&StatefulSet>,
+    action: &ResizeAction,
+) -> Result<(), Error> {
+    carry_out(ctx, resize, namespace, stateful_set, action)
+        .await
+        .map_err(|error| match error {
+            Error::Kube(source) => Error::Action {
+                action: ActionKind::of(action),
+                object: object_of(resize, action),
+                source,
+            },
+            other => other,
+        })
+}
+
+/// The name of the object `action` works on (the one it creates, changes or deletes).
+fn object_of(resize: &VolumeResize, action: &ResizeAction) -> String {
+    match action {
+        ResizeAction::BackupStatefulSet => backup_name(resize),
+        ResizeAction::OrphanDeleteStatefulSet
+        | ResizeAction::RecreateStatefulSet
+        | ResizeAction::RestoreStatefulSet => resize.spec.stateful_set_name.clone(),
+        ResizeAction::ExpandClaim { claim, .. }
+        | ResizeAction::CreateTargetClaim { claim, .. }
+        | ResizeAction::DeleteClaim { claim, .. }
+        | ResizeAction::NudgeClaim { claim, .. }
+        | ResizeAction::BindClaim { claim, .. } => claim.clone(),
+        ResizeAction::RestartPod { pod, .. }
+        | ResizeAction::StartMover { pod, .. }
+        | ResizeAction::MeasureUsage { pod, .. }
+        | ResizeAction::DeleteMover { pod } => pod.clone(),
+        ResizeAction::SetReclaimPolicy { volume, .. } | ResizeAction::ReserveVolume { volume, .. } => {
+            volume.clone()
+        }
+    }
+}
+
+async fn carry_out(
     ctx: &Context,
     resize: &VolumeResize,
     namespace: &str,
@@ -318,5 +361,57 @@ fn ignore_gone(result: Result<(), kube::Error>) -> Result<(), Error> {
         // 404: already gone; 409: the UID precondition failed, i.e. it was already replaced.
         Err(kube::Error::Api(status)) if status.code == 404 || status.code == 409 => Ok(()),
         Err(error) => Err(error.into()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ferry_engine::run_state::Pass;
+
+    /// Every action names the object it works on, as its plan gives it.
+    #[test]
+    fn an_action_names_its_object() {
+        let mut resize = VolumeResize::new(
+            "grow",
+            serde_json::from_value(serde_json::json!({
+                "statefulSetName": "db", "volumes": [{"name": "data", "size": "1Gi"}],
+            }))
+            .unwrap(),
+        );
+        resize.metadata.namespace = Some("ns".into());
+        let cases = [
+            (ResizeAction::BackupStatefulSet, backup_name(&resize)),
+            (ResizeAction::RecreateStatefulSet, "db".to_string()),
+            (
+                ResizeAction::StartMover {
+                    pod: "data-db-0-ferry-1a2b-warm".into(),
+                    source: "data-db-0".into(),
+                    target: "data-db-0-ferry-1a2b".into(),
+                    pass: Pass::Warm,
+                },
+                "data-db-0-ferry-1a2b-warm".to_string(),
+            ),
+            (
+                ResizeAction::ReserveVolume {
+                    volume: "pv-1".into(),
+                    uid: None,
+                    claim: "data-db-0".into(),
+                },
+                "pv-1".to_string(),
+            ),
+            (
+                ResizeAction::CreateTargetClaim {
+                    claim: "data-db-0-ferry-abc".into(),
+                    source_claim: "data-db-0".into(),
+                    bytes: 1 << 30,
+                    storage_class: None,
+                },
+                "data-db-0-ferry-abc".to_string(),
+            ),
+        ];
+        for (action, object) in cases {
+            assert_eq!(object_of(&resize, &action), object, "{action:?}");
+        }
     }
 }
