@@ -3,6 +3,7 @@
 use crate::metrics::Metrics;
 use ferry_api::VolumeResize;
 use kube::Client;
+use kube::core::DeserializeGuard;
 use kube::runtime::events::{Recorder, Reporter};
 use kube::runtime::reflector::Store;
 use std::sync::{Arc, Once};
@@ -62,16 +63,65 @@ impl Context {
     }
 }
 
-/// The VolumeResizes of every watched namespace: one cache per namespace (or one for all).
+/// A VolumeResize as a watch delivers it: readable by this Ferry, or the error and its metadata (one
+/// written by a newer or older Ferry, or under an edited CRD). A watch of plain `VolumeResize`s
+/// would fail on such an object and stall, for every VolumeResize it covers.
+pub type GuardedResize = DeserializeGuard<VolumeResize>;
+
+/// The VolumeResizes of every watched namespace: one cache per namespace (or one for all). The
+/// caches hold every object, readable or not; readers get only the readable ones.
 #[derive(Clone, Default)]
-pub struct Resizes(Vec<Store<VolumeResize>>);
+pub struct Resizes(Vec<Store<GuardedResize>>);
 
 impl Resizes {
-    pub fn new(stores: Vec<Store<VolumeResize>>) -> Self {
+    pub fn new(stores: Vec<Store<GuardedResize>>) -> Self {
         Resizes(stores)
     }
 
+    /// Every readable VolumeResize (copied out of the cache; see [`Resizes::with_readable`]).
     pub fn state(&self) -> Vec<Arc<VolumeResize>> {
-        self.0.iter().flat_map(Store::state).collect()
+        self.with_readable(|resizes| resizes.iter().map(|resize| Arc::new((*resize).clone())).collect())
+    }
+
+    /// `f` of every readable VolumeResize, borrowed from the cache: for the watch mappers, which
+    /// run at every change of every pod and claim and should not copy each resize each time.
+    pub fn with_readable<T>(&self, f: impl FnOnce(&[&VolumeResize]) -> T) -> T {
+        let all: Vec<Arc<GuardedResize>> = self.0.iter().flat_map(Store::state).collect();
+        let readable: Vec<&VolumeResize> = all.iter().filter_map(|guard| guard.0.as_ref().ok()).collect();
+        f(&readable)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kube::runtime::{reflector, watcher::Event};
+
+    #[test]
+    fn an_unreadable_resize_is_kept_in_the_cache_but_never_read() {
+        let (store, mut writer) = reflector::store::<GuardedResize>();
+        let readable: GuardedResize = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "grow", "namespace": "ns"},
+            "spec": {"statefulSetName": "db", "volumes": [{"name": "data", "size": "2Gi"}]},
+        }))
+        .unwrap();
+        // A newer Ferry's field shape: `volumes` is not a list here.
+        let unreadable: GuardedResize = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "future", "namespace": "ns"},
+            "spec": {"statefulSetName": "db", "volumes": {"data": "2Gi"}},
+        }))
+        .unwrap();
+        assert!(unreadable.0.is_err());
+        writer.apply_watcher_event(&Event::Apply(readable));
+        writer.apply_watcher_event(&Event::Apply(unreadable));
+        assert_eq!(store.state().len(), 2);
+        let resizes = Resizes::new(vec![store]);
+        let names: Vec<String> = resizes
+            .state()
+            .iter()
+            .map(|resize| resize.metadata.name.clone().unwrap_or_default())
+            .collect();
+        assert_eq!(names, ["grow"]);
+        assert_eq!(resizes.with_readable(|all| all.len()), 1);
     }
 }

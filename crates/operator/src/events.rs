@@ -4,6 +4,7 @@ use crate::context::Context;
 use k8s_openapi::api::core::v1::ObjectReference;
 use kube::runtime::events::{Event, EventType};
 
+#[derive(Debug)]
 pub struct Notice<'a> {
     pub warning: bool,
     pub reason: &'a str,

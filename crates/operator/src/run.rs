@@ -1,7 +1,7 @@
 //! Starting the operator: wait for the CRD, start the controllers and the HTTP endpoints.
 
 use crate::autoscale::{self, Autoscaling, Summaries};
-use crate::context::{Context, Resizes};
+use crate::context::{Context, GuardedResize, Resizes};
 use crate::leader::{self, LeaderElection};
 use crate::metrics::Metrics;
 use crate::webhook::{self, WebhookSettings};
@@ -174,13 +174,14 @@ pub fn default_identity() -> String {
         .unwrap_or_else(|_| format!("ferry-{}", std::process::id()))
 }
 
-/// A VolumeResize cache kept current by a watch of its own, and the task that feeds it.
-fn resize_cache(client: &Client, scope: Option<&str>) -> (Store<VolumeResize>, AbortOnDrop<()>) {
+/// A VolumeResize cache kept current by a watch of its own, and the task that feeds it. Guarded,
+/// as the controller's: one VolumeResize it cannot read must not stall the watch.
+fn resize_cache(client: &Client, scope: Option<&str>) -> (Store<GuardedResize>, AbortOnDrop<()>) {
     let (store, writer) = reflector::store();
     let stream = reflector(
         writer,
         watcher(
-            scoped::<VolumeResize>(client, scope),
+            scoped::<GuardedResize>(client, scope),
             watcher::Config::default().any_semantic(),
         ),
     )
@@ -200,18 +201,20 @@ async fn run_scope(
     identity: String,
 ) {
     let scope = scope.as_deref();
-    let resizes = scoped::<VolumeResize>(&client, scope);
+    // Guarded: a VolumeResize this Ferry cannot read reaches the reconcile as an error (reported
+    // there) instead of stalling the watch of all of them.
+    let resizes = scoped::<GuardedResize>(&client, scope);
     let stateful_sets = scoped::<StatefulSet>(&client, scope);
     let pods = scoped::<Pod>(&client, scope);
     let claims = scoped::<PersistentVolumeClaim>(&client, scope);
     let budgets = scoped::<PodDisruptionBudget>(&client, scope);
     let controller = Controller::new(resizes, watcher::Config::default().any_semantic());
-    let store = controller.store();
+    let cache = Resizes::new(vec![controller.store()]);
     let ctx = Arc::new(
         Context::new(
             client.clone(),
             metrics,
-            Resizes::new(vec![store.clone()]),
+            cache.clone(),
             mover_image,
             Some(identity),
         )
@@ -222,48 +225,59 @@ async fn run_scope(
     let autoscale_controller = autoscale_controller(&client, scope, interval, ctx.clone());
     let extended_controller = extended_controller(&client, scope, ctx.clone());
     // A StatefulSet change wakes the VolumeResizes that name it (e.g. replicas became Ready).
-    let mapper_store = store.clone();
+    // Only readable ones: an unreadable one names no StatefulSet Ferry could act on.
     let controller = controller
-        .watches(
-            stateful_sets,
-            watcher::Config::default().any_semantic(),
+        .watches(stateful_sets, watcher::Config::default().any_semantic(), {
+            let cache = cache.clone();
             move |sts: StatefulSet| {
                 let namespace = sts.namespace();
-                mapper_store
-                    .state()
-                    .iter()
-                    .filter(|resize| {
-                        resize.namespace() == namespace && resize.spec.stateful_set_name == sts.name_any()
-                    })
-                    .map(|resize| ObjectRef::from_obj(resize.as_ref()))
-                    .collect::<Vec<_>>()
-            },
-        )
+                cache.with_readable(|resizes| {
+                    guarded(
+                        resizes
+                            .iter()
+                            .filter(|resize| {
+                                resize.namespace() == namespace
+                                    && resize.spec.stateful_set_name == sts.name_any()
+                            })
+                            .map(|resize| ObjectRef::from_obj(*resize))
+                            .collect(),
+                    )
+                })
+            }
+        })
         // Pods and claims a running resize waits for wake it at once (no store is kept for them).
         .watches(pods, watcher::Config::default().any_semantic(), {
-            let store = store.clone();
+            let cache = cache.clone();
             move |pod: Pod| {
                 let namespace = pod.namespace();
-                triggers::for_pod(
-                    &store.state(),
-                    namespace.as_deref(),
-                    &pod.name_any(),
-                    triggers::mover_owner(pod.labels()),
-                )
+                cache.with_readable(|resizes| {
+                    guarded(triggers::for_pod(
+                        resizes,
+                        namespace.as_deref(),
+                        &pod.name_any(),
+                        triggers::mover_owner(pod.labels()),
+                    ))
+                })
             }
         })
         .watches(claims, watcher::Config::default().any_semantic(), {
-            let store = store.clone();
+            let cache = cache.clone();
             move |claim: PersistentVolumeClaim| {
                 let namespace = claim.namespace();
-                triggers::for_claim(&store.state(), namespace.as_deref(), &claim.name_any())
+                cache.with_readable(|resizes| {
+                    guarded(triggers::for_claim(
+                        resizes,
+                        namespace.as_deref(),
+                        &claim.name_any(),
+                    ))
+                })
             }
         })
         .watches(budgets, watcher::Config::default().any_semantic(), {
-            let store = store.clone();
+            let cache = cache.clone();
             move |budget: PodDisruptionBudget| {
                 let namespace = budget.namespace();
-                triggers::for_budget(&store.state(), namespace.as_deref())
+                cache.with_readable(|resizes| guarded(triggers::for_budget(resizes, namespace.as_deref())))
             }
         })
         // Volumes are cluster-scoped: the swap waits for one to be reserved for its claim.
@@ -271,8 +285,10 @@ async fn run_scope(
             Api::<PersistentVolume>::all(client.clone()),
             watcher::Config::default().any_semantic(),
             {
-                let store = store.clone();
-                move |volume: PersistentVolume| triggers::for_volume(&store.state(), &volume.name_any())
+                let cache = cache.clone();
+                move |volume: PersistentVolume| {
+                    cache.with_readable(|resizes| guarded(triggers::for_volume(resizes, &volume.name_any())))
+                }
             },
         )
         .shutdown_on_signal();
@@ -295,6 +311,15 @@ async fn run_scope(
     );
 }
 
+/// Reconcile requests for the controller, whose objects are guarded VolumeResizes (the same kind,
+/// group and version: only the Rust type differs).
+fn guarded(resizes: Vec<ObjectRef<VolumeResize>>) -> Vec<ObjectRef<GuardedResize>> {
+    resizes
+        .into_iter()
+        .map(|resize| resize.into_kind_unchecked(()))
+        .collect()
+}
+
 /// A spawned task that stops when its handle is dropped.
 struct AbortOnDrop<T>(tokio::task::JoinHandle<T>);
 
@@ -312,9 +337,12 @@ fn requests_controller(
     ctx: Arc<Context>,
 ) -> impl std::future::Future<Output = ()> + use<> {
     let stateful_sets = scoped::<StatefulSet>(client, scope);
-    let resizes = scoped::<VolumeResize>(client, scope);
+    // Guarded, so that one unreadable VolumeResize does not stall this watch; it names no
+    // StatefulSet to wake.
+    let resizes = scoped::<GuardedResize>(client, scope);
     Controller::new(stateful_sets, watcher::Config::default().any_semantic())
-        .watches(resizes, watcher::Config::default().any_semantic(), |resize: VolumeResize| {
+        .watches(resizes, watcher::Config::default().any_semantic(), |object: GuardedResize| {
+            let resize = object.0.ok()?;
             let namespace = resize.namespace();
             Some(ObjectRef::<StatefulSet>::new(&resize.spec.stateful_set_name).within(namespace.as_deref().unwrap_or_default()))
         })
@@ -337,7 +365,8 @@ fn autoscale_controller(
 ) -> impl std::future::Future<Output = ()> + use<> {
     let autoscalers = scoped::<VolumeAutoscaler>(client, scope);
     let stateful_sets = scoped::<StatefulSet>(client, scope);
-    let resizes = scoped::<VolumeResize>(client, scope);
+    // Guarded, as everywhere: the labels it maps by are read even off an unreadable VolumeResize.
+    let resizes = scoped::<GuardedResize>(client, scope);
     let scaling = Arc::new(Autoscaling {
         ctx,
         summaries: Summaries::new(client.clone(), interval),
@@ -368,7 +397,7 @@ fn autoscale_controller(
         })
         .watches(resizes, watcher::Config::default().any_semantic(), {
             let store = store.clone();
-            move |resize: VolumeResize| {
+            move |resize: GuardedResize| {
                 let uid = resize.labels().get(LABEL_AUTOSCALER_UID).cloned();
                 store
                     .state()

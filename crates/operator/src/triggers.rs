@@ -1,13 +1,13 @@
 //! Which VolumeResizes a change to another object concerns, so a running resize reacts at once to
 //! the pods and claims it waits for (a replica stopped or Ready, a mover done, a claim deleted or
 //! bound) instead of on its next periodic recheck. Pure: the VolumeResizes come from the
-//! controller's store.
+//! controller's store (as `Arc`s or borrowed).
 
 use ferry_api::VolumeResize;
 use ferry_api::names::LABEL_VOLUME_RESIZE;
 use kube::ResourceExt;
 use kube::runtime::reflector::ObjectRef;
-use std::sync::Arc;
+use std::borrow::Borrow;
 
 /// A resize still under way (finished ones wait only for time: retention).
 fn active(resize: &VolumeResize) -> bool {
@@ -27,30 +27,32 @@ fn is_replica_of(pod: &str, sts: &str) -> bool {
 
 /// The active resizes a pod concerns: those of its StatefulSet, and the one a mover pod works for.
 pub fn for_pod(
-    resizes: &[Arc<VolumeResize>],
+    resizes: &[impl Borrow<VolumeResize>],
     namespace: Option<&str>,
     name: &str,
     mover_of: Option<&str>,
 ) -> Vec<ObjectRef<VolumeResize>> {
     resizes
         .iter()
+        .map(Borrow::<VolumeResize>::borrow)
         .filter(|resize| same_namespace(resize, namespace) && active(resize))
         .filter(|resize| {
             mover_of == Some(resize.name_any().as_str())
                 || is_replica_of(name, &resize.spec.stateful_set_name)
         })
-        .map(|resize| ObjectRef::from_obj(resize.as_ref()))
+        .map(ObjectRef::from_obj)
         .collect()
 }
 
 /// The active resizes a claim concerns: those whose plan has it, or its temporary copy target.
 pub fn for_claim(
-    resizes: &[Arc<VolumeResize>],
+    resizes: &[impl Borrow<VolumeResize>],
     namespace: Option<&str>,
     name: &str,
 ) -> Vec<ObjectRef<VolumeResize>> {
     resizes
         .iter()
+        .map(Borrow::<VolumeResize>::borrow)
         .filter(|resize| same_namespace(resize, namespace) && active(resize))
         .filter(|resize| {
             resize.status.as_ref().is_some_and(|status| {
@@ -62,14 +64,15 @@ pub fn for_claim(
                 })
             })
         })
-        .map(|resize| ObjectRef::from_obj(resize.as_ref()))
+        .map(ObjectRef::from_obj)
         .collect()
 }
 
 /// The active resizes a PersistentVolume concerns: those whose plan moves data from or to it.
-pub fn for_volume(resizes: &[Arc<VolumeResize>], name: &str) -> Vec<ObjectRef<VolumeResize>> {
+pub fn for_volume(resizes: &[impl Borrow<VolumeResize>], name: &str) -> Vec<ObjectRef<VolumeResize>> {
     resizes
         .iter()
+        .map(Borrow::<VolumeResize>::borrow)
         .filter(|resize| active(resize))
         .filter(|resize| {
             resize.status.as_ref().is_some_and(|status| {
@@ -78,17 +81,21 @@ pub fn for_volume(resizes: &[Arc<VolumeResize>], name: &str) -> Vec<ObjectRef<Vo
                 })
             })
         })
-        .map(|resize| ObjectRef::from_obj(resize.as_ref()))
+        .map(ObjectRef::from_obj)
         .collect()
 }
 
 /// The active resizes of a namespace, for a PodDisruptionBudget change there (a resize holding a
 /// replica stop for a budget goes on as soon as the budget allows it).
-pub fn for_budget(resizes: &[Arc<VolumeResize>], namespace: Option<&str>) -> Vec<ObjectRef<VolumeResize>> {
+pub fn for_budget(
+    resizes: &[impl Borrow<VolumeResize>],
+    namespace: Option<&str>,
+) -> Vec<ObjectRef<VolumeResize>> {
     resizes
         .iter()
+        .map(Borrow::<VolumeResize>::borrow)
         .filter(|resize| same_namespace(resize, namespace) && active(resize) && resize.status.is_some())
-        .map(|resize| ObjectRef::from_obj(resize.as_ref()))
+        .map(ObjectRef::from_obj)
         .collect()
 }
 
@@ -101,6 +108,7 @@ pub fn mover_owner(labels: &std::collections::BTreeMap<String, String>) -> Optio
 mod tests {
     use super::*;
     use ferry_api::{Phase, VolumePlan, VolumeResizeSpec, VolumeResizeStatus};
+    use std::sync::Arc;
 
     fn resize(name: &str, sts: &str, phase: Phase, claims: &[&str]) -> Arc<VolumeResize> {
         let spec: VolumeResizeSpec = serde_json::from_value(serde_json::json!({

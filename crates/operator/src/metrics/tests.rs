@@ -1,4 +1,5 @@
 use super::*;
+use crate::context::GuardedResize;
 use kube::runtime::reflector;
 use kube::runtime::watcher::Event;
 use serde_json::json;
@@ -138,6 +139,10 @@ fn resize(namespace: &str, name: &str, status: serde_json::Value) -> VolumeResiz
     .unwrap()
 }
 
+fn readable(resize: VolumeResize) -> GuardedResize {
+    kube::core::DeserializeGuard(Ok(resize))
+}
+
 fn copy_row(replica: i32, done: u64, total: u64) -> serde_json::Value {
     json!({
         "replica": replica, "volume": "data", "claimName": format!("data-db-{replica}"),
@@ -155,13 +160,20 @@ fn resizes_in_the_cache_are_in_flight_with_their_copy_progress_until_they_finish
         "grow",
         json!({"phase": "Running", "plan": [copy_row(0, 5, 10), copy_row(1, 0, 8)]}),
     );
-    writer.apply_watcher_event(&Event::Apply(copying.clone()));
-    writer.apply_watcher_event(&Event::Apply(resize("a", "waits", json!({}))));
-    writer.apply_watcher_event(&Event::Apply(resize(
+    writer.apply_watcher_event(&Event::Apply(readable(copying.clone())));
+    writer.apply_watcher_event(&Event::Apply(readable(resize("a", "waits", json!({})))));
+    // One this Ferry cannot read is in the cache but in no gauge.
+    let unreadable: GuardedResize = serde_json::from_value(json!({
+        "metadata": {"name": "future", "namespace": "c"},
+        "spec": {"statefulSetName": "db", "volumes": "all of them"},
+    }))
+    .unwrap();
+    writer.apply_watcher_event(&Event::Apply(unreadable));
+    writer.apply_watcher_event(&Event::Apply(readable(resize(
         "b",
         "done",
         json!({"phase": "Succeeded", "plan": [copy_row(0, 9, 9)]}),
-    )));
+    ))));
     let text = metrics.encode().unwrap();
     for line in [
         r#"ferry_volume_resizes_in_flight{namespace="a",phase="Pending"} 1"#,
@@ -177,13 +189,14 @@ fn resizes_in_the_cache_are_in_flight_with_their_copy_progress_until_they_finish
         !text.contains(r#"namespace="b""#),
         "a finished resize is not shown:\n{text}"
     );
+    assert!(!text.contains(r#"namespace="c""#), "{text}");
 
     // Once it finishes, its series are gone (nothing is kept between scrapes).
     let mut finished = copying;
     if let Some(status) = finished.status.as_mut() {
         status.phase = Some(ferry_api::Phase::Succeeded);
     }
-    writer.apply_watcher_event(&Event::Apply(finished));
+    writer.apply_watcher_event(&Event::Apply(readable(finished)));
     let text = metrics.encode().unwrap();
     assert!(!text.contains("volume_resize=\"grow\""), "{text}");
     assert!(!text.contains("phase=\"Running\""), "{text}");

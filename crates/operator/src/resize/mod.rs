@@ -2,6 +2,7 @@
 
 mod execute;
 pub mod hold;
+pub mod intake;
 mod objects;
 mod observe;
 mod reconcile;

@@ -40,17 +40,29 @@ const RUN_RECHECK: Duration = Duration::from_secs(2);
 /// How soon a reconcile that read a stale VolumeResize tries again (its watch event is on its way).
 const STALE_RETRY: Duration = Duration::from_millis(200);
 
-pub async fn reconcile(resize: Arc<VolumeResize>, ctx: Arc<Context>) -> Result<Action, Error> {
+pub async fn reconcile(
+    object: Arc<crate::context::GuardedResize>,
+    ctx: Arc<Context>,
+) -> Result<Action, Error> {
     let started = Instant::now();
     ctx.count_resizes_in_metrics();
-    let result = match reconcile_inner(&resize, &ctx).await {
-        // Read from a cache that lagged behind the last status write: nothing was done (the status
-        // is written before acting); decide again from the current object.
-        Err(error) if error.is_stale_read() => {
-            tracing::debug!(name = %resize.name_any(), "VolumeResize changed since it was read; reading it again");
-            Ok(Action::requeue(STALE_RETRY))
+    let result = match super::intake::intake(&object) {
+        // Written by another Ferry, or under an edited CRD: say so on it, touch nothing, and wait
+        // for it to change (no requeue, so one Event per change, not a loop).
+        super::intake::Intake::Unreadable(notice) => {
+            tracing::warn!(name = %object.name_any(), namespace = ?object.namespace(), note = %notice.note, "VolumeResize cannot be read; left alone");
+            publish(&ctx, &notice, &[object.object_ref(&())]).await;
+            Ok(Action::await_change())
         }
-        other => other,
+        super::intake::Intake::Readable(resize) => match reconcile_inner(resize, &ctx).await {
+            // Read from a cache that lagged behind the last status write: nothing was done (the
+            // status is written before acting); decide again from the current object.
+            Err(error) if error.is_stale_read() => {
+                tracing::debug!(name = %resize.name_any(), "VolumeResize changed since it was read; reading it again");
+                Ok(Action::requeue(STALE_RETRY))
+            }
+            other => other,
+        },
     };
     ctx.metrics
         .reconcile_duration
@@ -484,8 +496,8 @@ async fn announce(
 
 /// Transient errors retry with a pause; permanent ones wait for the object to change. Either way the
 /// error is logged and counted, never swallowed.
-pub fn error_policy(resize: Arc<VolumeResize>, error: &Error, ctx: Arc<Context>) -> Action {
-    tracing::warn!(name = %resize.name_any(), namespace = ?resize.namespace(), category = error.category(), %error, "reconcile failed");
+pub fn error_policy(object: Arc<crate::context::GuardedResize>, error: &Error, ctx: Arc<Context>) -> Action {
+    tracing::warn!(name = %object.name_any(), namespace = ?object.namespace(), category = error.category(), %error, "reconcile failed");
     ctx.metrics
         .errors
         .get_or_create(&CategoryLabels {
@@ -496,7 +508,10 @@ pub fn error_policy(resize: Arc<VolumeResize>, error: &Error, ctx: Arc<Context>)
         // The API server said no (Pod Security, a quota, RBAC, validation): retrying as fast as
         // for a passing fault only spams it; say so where the user looks, and retry slowly.
         let note = format!("the API server refused a request; retrying every 30 s: {refusal}");
-        tokio::spawn(report_refusal(resize, ctx, note));
+        // Only a readable VolumeResize is reconciled, so only one can have failed.
+        if let Ok(resize) = &object.0 {
+            tokio::spawn(report_refusal(Arc::new(resize.clone()), ctx, note));
+        }
         return Action::requeue(Duration::from_secs(30));
     }
     if error.is_permanent() {
