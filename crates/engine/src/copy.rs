@@ -3,10 +3,10 @@
 //! the replica on its new volume and wait until it is Ready. A mover failure before the swap rolls the
 //! replica back. Every stage is derived from what is observed, so a restarted operator resumes.
 
+use crate::action::{MOVER_STUCK_SECONDS, Pass, ResizeAction};
 use crate::in_place::Decision;
 use crate::names;
 use crate::observed::{MoverPhase, MoverView, Observed, StatefulSetView};
-use crate::run_state::{MOVER_STUCK_SECONDS, Pass, ResizeAction};
 use crate::status::update_progress;
 use ferry_api::{ChosenStrategy, Mode, Phase, RowStep, VolumePlan, VolumeResizeSpec, VolumeResizeStatus};
 use ferry_mover_report::{Progress, SyncResult, UsageResult};
@@ -128,7 +128,7 @@ fn is_copy(row: &VolumePlan) -> bool {
 
 /// Why a row cannot be copied at all: its target size is not a size (never written so by Ferry's
 /// precheck, but a status can be edited).
-fn unsized_target(row: &VolumePlan) -> Option<String> {
+pub(crate) fn unsized_target(row: &VolumePlan) -> Option<String> {
     row.target_bytes().is_none().then(|| {
         format!(
             "target size {:?} of {} is not a size",

@@ -2,8 +2,8 @@
 //! where the driver reports `FileSystemResizePending`), then re-create the StatefulSet with the new
 //! template so future replicas get the new size. No data is copied and no pod restarts otherwise.
 
+use crate::action::ResizeAction;
 use crate::observed::Observed;
-use crate::run_state::ResizeAction;
 use crate::status::update_progress;
 use ferry_api::{ChosenStrategy, Phase, RowStep, VolumeResizeStatus};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
@@ -54,6 +54,27 @@ pub fn plan_in_place(
                     summary: message,
                 }
             }
+        };
+    }
+
+    // A row whose target is not a size (never so from the precheck, but a status can be edited)
+    // fails the resize while the StatefulSet is whole, instead of being skipped and the resize
+    // reported as Succeeded without it.
+    let not_sizes: Vec<String> = status
+        .plan
+        .iter()
+        .filter(|row| row.strategy == Some(ChosenStrategy::InPlace) && row.finished_at.is_none())
+        .filter_map(crate::copy::unsized_target)
+        .collect();
+    if !not_sizes.is_empty() && observed.stateful_set.as_ref().is_some_and(|sts| !sts.deleting) {
+        let message = not_sizes.join("; ");
+        status.phase = Some(Phase::Failed);
+        status.finished_at.get_or_insert_with(|| now.clone());
+        status.message = Some(message.clone());
+        return Decision {
+            status,
+            actions: vec![],
+            summary: message,
         };
     }
 

@@ -1,6 +1,7 @@
 //! ferry-engine: Ferry's pure planner. It takes what the operator observed in the cluster and the
 //! VolumeResize, and decides the next status and actions. No I/O: everything here is unit-tested.
 
+pub mod action;
 pub mod autoscale;
 pub mod cluster_support;
 pub mod conditions;
@@ -16,7 +17,6 @@ pub mod precheck;
 pub mod retention;
 pub mod revert;
 pub mod route;
-pub mod run_state;
 #[cfg(test)]
 mod sim;
 pub mod status;

@@ -2,10 +2,10 @@
 //! volume, still retained, with the same PV re-binding swap in reverse. Writes made since the swap
 //! stay on the new volume, which is kept (retained) rather than deleted.
 
+use crate::action::ResizeAction;
 use crate::copy::{CopyContext, nudge_stalled_binding, swap_claim_to};
 use crate::in_place::Decision;
 use crate::observed::Observed;
-use crate::run_state::ResizeAction;
 use ferry_api::{Phase, RowStep, VolumePlan, VolumeResizeStatus, parse_bytes};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
@@ -132,7 +132,7 @@ pub fn plan_revert(
         let waiting = !unready.is_empty() || (!sts.deleting && observed.budget_blocks());
         if waiting {
             let why = if unready.is_empty() {
-                crate::run_state::WAITING_FOR_BUDGET.to_string()
+                crate::action::WAITING_FOR_BUDGET.to_string()
             } else {
                 format!("waiting for replica(s) {unready:?} to be Ready")
             };

@@ -3,9 +3,9 @@
 //! simulated cluster (a [`World`]: the copy's in `copy/tests.rs`, in-place expansion's in
 //! `in_place/tests.rs`), with the operator killed after any action.
 
+use crate::action::ResizeAction;
 use crate::in_place::Decision;
 use crate::observed::Observed;
-use crate::run_state::ResizeAction;
 use ferry_api::{Phase, VolumeResizeSpec, VolumeResizeStatus};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 

@@ -1,4 +1,4 @@
-use ferry_engine::run_state::ResizeAction;
+use ferry_engine::action::ResizeAction;
 use thiserror::Error;
 
 /// Every failure the operator can meet, each with a category that names it in Events and metrics.
@@ -291,7 +291,7 @@ mod tests {
                 pod: "p".into(),
                 source: "s".into(),
                 target: "t".into(),
-                pass: ferry_engine::run_state::Pass::Warm,
+                pass: ferry_engine::action::Pass::Warm,
             },
             ResizeAction::BindClaim {
                 claim: "c".into(),

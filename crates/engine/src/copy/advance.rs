@@ -164,7 +164,7 @@ pub(super) fn advance(
             );
         } else {
             summary = if !ctx.offline && not_yet_down && observed.budget_blocks() {
-                format!("{who}: {}", crate::run_state::WAITING_FOR_BUDGET)
+                format!("{who}: {}", crate::action::WAITING_FOR_BUDGET)
             } else {
                 format!("stopping {who} for the final sync")
             };

@@ -414,26 +414,34 @@ fn killed_after_any_action_in_place_still_completes_one_pod_at_a_time() {
     }
 }
 
-/// The planner acts on `targetBytes`; a row without it falls back to `targetSize`, and a row whose
-/// `targetSize` is not a size is never expanded (never to 0 bytes).
+/// The planner acts on `targetBytes`; a row without it falls back to `targetSize`.
 #[test]
-fn expands_to_target_bytes_and_never_to_a_size_that_is_not_one() {
+fn expands_to_target_bytes() {
     let mut status = planned(3);
-    status.plan[0].target_size = "lots".into();
     status.plan[1].target_bytes = Some(3 * GI);
     let decision = plan(&status, &cluster(3, GI, GI, false));
+    let requested: Vec<u64> = decision
+        .actions
+        .iter()
+        .map(|action| match action {
+            ResizeAction::ExpandClaim { bytes, .. } => *bytes,
+            other => panic!("only expansions: {other:?}"),
+        })
+        .collect();
+    assert_eq!(requested, [2 * GI, 3 * GI, 2 * GI]);
+}
+
+/// A row whose `targetSize` is not a size (an edited status) is never expanded — and the resize
+/// fails saying so, instead of ending Succeeded without it.
+#[test]
+fn a_target_that_is_not_a_size_fails_the_resize_instead_of_succeeding_without_it() {
+    let mut status = planned(3);
+    status.plan[0].target_size = "lots".into();
+    let decision = plan(&status, &cluster(3, GI, GI, false));
+    assert!(decision.actions.is_empty(), "{:?}", decision.actions);
+    assert_eq!(decision.status.phase, Some(Phase::Failed));
     assert_eq!(
-        decision.actions,
-        vec![
-            ResizeAction::ExpandClaim {
-                claim: "data-db-1".into(),
-                bytes: 3 * GI,
-            },
-            ResizeAction::ExpandClaim {
-                claim: "data-db-2".into(),
-                bytes: 2 * GI,
-            },
-        ]
+        decision.status.message.as_deref(),
+        Some(r#"target size "lots" of data-db-0 is not a size"#)
     );
-    assert_eq!(decision.status.plan[0].step, None);
 }

@@ -16,11 +16,11 @@ use ferry_api::names::{ANNOTATION_RETAINED_FROM, ANNOTATION_ROLLBACK_REQUESTED, 
 use ferry_api::quantity::format_bytes;
 use ferry_api::{Phase, VolumeResize, VolumeResizeStatus, condition::PRECHECKED};
 use ferry_engine::Verdict;
+use ferry_engine::action::ResizeAction;
 use ferry_engine::in_place::Decision as RunDecision;
 use ferry_engine::plan::{Decision, Input, Prechecked, plan, scope};
 use ferry_engine::retention::RetentionDecision;
 use ferry_engine::route::Facts;
-use ferry_engine::run_state::ResizeAction;
 use ferry_engine::step_timing::FinishedStep;
 use k8s_openapi::api::apps::v1::StatefulSet;
 use k8s_openapi::api::core::v1::ObjectReference;
@@ -45,7 +45,6 @@ pub async fn reconcile(
     ctx: Arc<Context>,
 ) -> Result<Action, Error> {
     let started = Instant::now();
-    ctx.count_resizes_in_metrics();
     let result = match super::intake::intake(&object) {
         // Written by another Ferry, or under an edited CRD: say so on it, touch nothing, and wait
         // for it to change (no requeue, so one Event per change, not a loop).
