@@ -6,7 +6,7 @@ use kube::Client;
 use kube::core::DeserializeGuard;
 use kube::runtime::events::{Recorder, Reporter};
 use kube::runtime::reflector::Store;
-use std::sync::{Arc, Once};
+use std::sync::Arc;
 
 pub struct Context {
     pub client: Client,
@@ -18,8 +18,6 @@ pub struct Context {
     pub mover_image: String,
     /// Resources of mover pods unless a VolumeResize sets them (`--mover-resources`).
     pub mover_resources: Option<k8s_openapi::api::core::v1::ResourceRequirements>,
-    /// Whether `resizes` is counted in the metrics' VolumeResize gauges yet.
-    counted: Once,
 }
 
 impl Context {
@@ -50,16 +48,7 @@ impl Context {
             resizes,
             mover_image,
             mover_resources: None,
-            counted: Once::new(),
         }
-    }
-
-    /// Counts this context's VolumeResize cache in the in-flight and copy-progress gauges, once.
-    /// The VolumeResize controller calls it at each reconcile, so the controllers' caches are
-    /// counted and a webhook's (which every replica keeps, leader or not) never is.
-    pub fn count_resizes_in_metrics(&self) {
-        self.counted
-            .call_once(|| self.metrics.count_resizes(self.resizes.clone()));
     }
 }
 

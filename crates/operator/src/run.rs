@@ -220,6 +220,9 @@ async fn run_scope(
         )
         .with_mover_resources(settings.mover_resources.clone()),
     );
+    // The controllers' cache is what the in-flight and copy-progress gauges count (a webhook's
+    // cache, which every replica keeps, leader or not, never is): counted once, here.
+    ctx.metrics.count_resizes(cache.clone());
     let requests_controller = requests_controller(&client, scope, ctx.clone());
     let interval = settings.autoscale_interval.unwrap_or(autoscale::DEFAULT_INTERVAL);
     let autoscale_controller = autoscale_controller(&client, scope, interval, ctx.clone());

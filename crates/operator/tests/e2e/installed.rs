@@ -213,7 +213,7 @@ async fn the_chart_runs_ferry_on_the_node_hands_over_mid_resize_and_uninstalls_c
             .iter()
             .all(|pod| pod.spec.as_ref().unwrap().node_name.as_deref() == Some(REAL_NODE))
     );
-    let webhook_name = format!("ferry.{ns}");
+    let webhook_name = ferry_operator::webhook::register::configuration_name(&[ns.to_string()]);
     let mutating: Api<MutatingWebhookConfiguration> = Api::all(harness.client.clone());
     wait_until("the operator to inject its CA", 60, || async {
         let configuration = mutating.get_opt(&webhook_name).await.ok().flatten()?;

@@ -95,7 +95,7 @@ impl Harness {
     pub async fn wait_webhook_registered(&self) {
         use k8s_openapi::api::admissionregistration::v1::MutatingWebhookConfiguration;
         let configurations: Api<MutatingWebhookConfiguration> = Api::all(self.client.clone());
-        let name = format!("ferry.{}", self.ns.name);
+        let name = ferry_operator::webhook::register::configuration_name(std::slice::from_ref(&self.ns.name));
         let url = self.webhook_url.clone().unwrap();
         wait_until("the webhook configurations to be registered", 60, || async {
             let configuration = configurations.get_opt(&name).await.ok().flatten()?;
@@ -192,7 +192,8 @@ impl Harness {
             use k8s_openapi::api::admissionregistration::v1::{
                 MutatingWebhookConfiguration, ValidatingWebhookConfiguration,
             };
-            let name = format!("ferry.{}", self.ns.name);
+            let name =
+                ferry_operator::webhook::register::configuration_name(std::slice::from_ref(&self.ns.name));
             let deleted = Api::<MutatingWebhookConfiguration>::all(self.client.clone())
                 .delete(&name, &Default::default())
                 .await;
@@ -341,7 +342,9 @@ fn spawn_operator(client: &Client, namespace: &str, webhook_url: Option<&str>) -
             endpoint: ferry_operator::webhook::Endpoint::Url(url.to_string()),
             certificates: ferry_operator::webhook::Certificates::SelfSigned,
             ca_secret: None,
-            configuration: Some(format!("ferry.{namespace}")),
+            configuration: Some(ferry_operator::webhook::register::configuration_name(&[
+                namespace.to_string(),
+            ])),
         }
     });
     let settings = Settings {
