@@ -35,9 +35,22 @@ pub(crate) async fn writer_with(
     seed_kib: u64,
     checkpoint_kib: u64,
 ) -> BTreeMap<String, String> {
+    writer_shaped(harness, replicas, class, size, seed_kib, checkpoint_kib, |_| {}).await
+}
+
+/// [`writer_with`], with the StatefulSet changed by `shape` before it is created.
+async fn writer_shaped(
+    harness: &Harness,
+    replicas: i32,
+    class: &str,
+    size: &str,
+    seed_kib: u64,
+    checkpoint_kib: u64,
+    shape: impl FnOnce(&mut StatefulSet),
+) -> BTreeMap<String, String> {
     let sets: Api<StatefulSet> = harness.ns.api();
     let templates = [("data", class, size)];
-    let set = writer_stateful_set(
+    let mut set = writer_stateful_set(
         "db",
         replicas,
         &templates,
@@ -46,6 +59,7 @@ pub(crate) async fn writer_with(
         checkpoint_kib,
     )
     .unwrap();
+    shape(&mut set);
     sets.create(&PostParams::default(), &set).await.unwrap();
     wait_ready(&sets, "db", replicas, 180).await.unwrap();
     let mut sums = BTreeMap::new();
@@ -253,6 +267,45 @@ async fn offline_copy_grows_onto_a_fixed_class_losing_nothing() {
         );
     }
     assert_nothing_lost(&harness, 2, &seeds).await;
+    harness.finish().await;
+}
+
+/// A StatefulSet whose claims go with it (`persistentVolumeClaimRetentionPolicy` Delete when
+/// deleted and when scaled): Ferry's orphan delete, its re-create and taking every replica down
+/// at once (Offline) must never let the StatefulSet controller or the garbage collector delete a
+/// claim. The policy itself is kept.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stateful_set_that_deletes_its_claims_keeps_them_through_an_offline_copy() {
+    use k8s_openapi::api::apps::v1::StatefulSetPersistentVolumeClaimRetentionPolicy;
+    let harness = Harness::start("real-retention").await;
+    let deletes_claims = || StatefulSetPersistentVolumeClaimRetentionPolicy {
+        when_deleted: Some("Delete".into()),
+        when_scaled: Some("Delete".into()),
+    };
+    let seeds = writer_shaped(&harness, 2, CLASS_BLOCK_FIXED, "64Mi", 8 << 10, 0, |set| {
+        set.spec
+            .as_mut()
+            .unwrap()
+            .persistent_volume_claim_retention_policy = Some(deletes_claims());
+    })
+    .await;
+    harness
+        .create_resize(
+            "offline",
+            json!({"statefulSetName": "db", "mode": "Offline", "volumes": [{"name": "data", "size": "96Mi"}]}),
+        )
+        .await;
+    let resize = wait_phase(&harness, "offline", 300).await;
+    let status = resize.status.unwrap();
+    assert_eq!(status.phase, Some(Phase::Succeeded), "{:?}", status.message);
+    let set = harness.ns.api::<StatefulSet>().get("db").await.unwrap();
+    assert_eq!(
+        set.spec.unwrap().persistent_volume_claim_retention_policy,
+        Some(deletes_claims()),
+        "the re-created StatefulSet keeps its retention policy"
+    );
+    assert_nothing_lost(&harness, 2, &seeds).await;
+    harness.assert_nothing_leaked(2).await;
     harness.finish().await;
 }
 
