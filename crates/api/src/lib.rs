@@ -2,6 +2,7 @@
 //! needs no cluster. No I/O lives here.
 
 pub mod extended_stateful_set;
+pub mod listed;
 pub mod names;
 pub mod quantity;
 mod schema;
