@@ -9,6 +9,7 @@ pub mod events;
 pub mod extended;
 pub mod http;
 pub mod leader;
+pub mod listing;
 pub mod metrics;
 pub mod requests;
 pub mod resize;

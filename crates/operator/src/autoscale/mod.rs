@@ -146,14 +146,9 @@ async fn pass(
         Err(message) => {
             let named = autoscaler.spec.stateful_set_name.clone().unwrap_or_default();
             // Ferry's own resize re-creates the StatefulSet: absent for a moment, not a mistake.
-            let message = match resizes
-                .iter()
-                .find(|r| r.spec.stateful_set_name == named && !r.phase().is_terminal())
-            {
-                Some(resize) => format!(
-                    "VolumeResize {} is re-creating the StatefulSet",
-                    resize.name_any()
-                ),
+            // (An unreadable one that may be at work on it is assumed to be doing the same.)
+            let message = match crate::listing::working_on(&resizes, &named) {
+                Some(resize) => format!("VolumeResize {resize} is re-creating the StatefulSet"),
                 None => message,
             };
             for volume in &autoscaler.spec.volumes {
@@ -192,7 +187,7 @@ async fn volume_pass(
     namespace: &str,
     sts: &StatefulSet,
     replicas: &Replicas,
-    resizes: &[VolumeResize],
+    resizes: &ferry_api::listed::Listing,
     volume: &ferry_api::AutoscaledVolume,
     now: i64,
 ) -> Result<(AutoscaledVolumeStatus, Vec<record::Notice>), Error> {

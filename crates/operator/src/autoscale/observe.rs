@@ -3,6 +3,7 @@
 
 use super::summaries::Summaries;
 use crate::Error;
+use ferry_api::listed::Listing;
 use ferry_api::names::{LABEL_AUTOSCALER_UID, LABEL_STATEFUL_SET};
 use ferry_api::quantity::requested_storage;
 use ferry_api::{Phase, VolumeAutoscaler, VolumeResize, parse_bytes};
@@ -159,12 +160,10 @@ pub async fn usage(
 }
 
 /// The VolumeResizes of a namespace, listed from the API server (not a cache: a resize made in the
-/// last pass must be seen in this one).
-pub async fn resizes(client: &Client, namespace: &str) -> Result<Vec<VolumeResize>, Error> {
-    Ok(Api::<VolumeResize>::namespaced(client.clone(), namespace)
-        .list(&ListParams::default())
-        .await?
-        .items)
+/// last pass must be seen in this one). One this Ferry cannot read does not fail the list: it is
+/// logged, and counts only as possibly at work on the StatefulSet it names (see [`situation`]).
+pub async fn resizes(client: &Client, namespace: &str) -> Result<Listing, Error> {
+    crate::listing::list(client, namespace).await
 }
 
 fn unix_seconds(resize: &VolumeResize) -> Option<i64> {
@@ -186,7 +185,7 @@ pub struct Facts<'a> {
     pub current_size: u64,
     pub replicas: &'a Replicas,
     pub readings: Vec<Reading>,
-    pub resizes: &'a [VolumeResize],
+    pub resizes: &'a Listing,
     /// Grow times the autoscaler's status records (Unix seconds).
     pub recorded_history: Vec<i64>,
     pub now: i64,
@@ -194,15 +193,14 @@ pub struct Facts<'a> {
 
 pub fn situation(facts: Facts) -> Situation {
     let on_this_set = |resize: &&VolumeResize| resize.spec.stateful_set_name == facts.sts;
-    let resize_running = facts
-        .resizes
-        .iter()
-        .filter(on_this_set)
-        .find(|resize| !resize.phase().is_terminal())
-        .map(ResourceExt::name_any);
-    // This autoscaler's own resizes of this volume (rebuilding the record if status lost it).
+    // An unreadable resize that may be at work on this StatefulSet counts as running: growing
+    // beside it could start a second resize of the same StatefulSet.
+    let resize_running = crate::listing::working_on(facts.resizes, facts.sts);
+    // This autoscaler's own resizes of this volume (rebuilding the record if status lost it). An
+    // unreadable one cannot be told to be of this volume: the grow times in status stand for it.
     let mut own: Vec<&VolumeResize> = facts
         .resizes
+        .readable
         .iter()
         .filter(on_this_set)
         .filter(|resize| {

@@ -9,6 +9,7 @@ pub mod config;
 use crate::context::Context;
 use crate::events::{self, Notice};
 use crate::{Error, writes};
+use ferry_api::listed::Listing;
 use ferry_api::names::{
     FIELD_MANAGER, LABEL_MANAGED_BY, LABEL_STATEFUL_SET, LABEL_TRIGGER, MANAGED_BY_VALUE,
 };
@@ -202,6 +203,28 @@ async fn observe(pods: &Api<Pod>, desired: &Desired, live: Option<&StatefulSet>)
     })
 }
 
+/// Why the resize named `resize` cannot be made, when one by that name is already there: it ended
+/// (nothing is at work on the StatefulSet, see `listing::working_on`), or cannot be read by this
+/// Ferry.
+fn ended_under_name(resizes: &Listing, resize: &str, stateful_set: &str) -> Option<String> {
+    if let Some(ended) = resizes.readable.iter().find(|r| r.name_any() == resize) {
+        return Some(format!(
+            "VolumeResize {resize} of {stateful_set} ended {:?}; delete it to try again",
+            ended.phase()
+        ));
+    }
+    resizes
+        .unreadable
+        .iter()
+        .find(|r| r.name() == resize)
+        .map(|unreadable| {
+            format!(
+                "VolumeResize {resize} of {stateful_set} cannot be read by this Ferry ({}); delete it to try again",
+                unreadable.error
+            )
+        })
+}
+
 pub async fn reconcile(ests: Arc<ExtendedStatefulSet>, ctx: Arc<Context>) -> Result<Action, Error> {
     let namespace = ests.namespace().ok_or_else(|| Error::NotNamespaced {
         kind: "ExtendedStatefulSet",
@@ -254,7 +277,9 @@ pub async fn reconcile(ests: Arc<ExtendedStatefulSet>, ctx: Arc<Context>) -> Res
     let sets = Api::<StatefulSet>::namespaced(client.clone(), &namespace);
     let pods = Api::<Pod>::namespaced(client.clone(), &namespace);
     let resizes_api = Api::<VolumeResize>::namespaced(client.clone(), &namespace);
-    let resizes = resizes_api.list(&ListParams::default()).await?.items;
+    // One this Ferry cannot read does not fail the list; one that may be at work on a StatefulSet
+    // counts as running there (no second resize beside it).
+    let resizes = crate::listing::list(client, &namespace).await?;
     let mut live: BTreeMap<String, StatefulSet> = BTreeMap::new();
     let mut observed = Vec::new();
     for wanted in &desired {
@@ -272,12 +297,9 @@ pub async fn reconcile(ests: Arc<ExtendedStatefulSet>, ctx: Arc<Context>) -> Res
     // its live templates until the resize re-creates it with the new ones.
     let mut busy: BTreeSet<String> = BTreeSet::new();
     for wanted in &desired {
-        if let Some(running) = resizes
-            .iter()
-            .find(|r| r.spec.stateful_set_name == wanted.name && !r.phase().is_terminal())
-        {
+        if let Some(running) = crate::listing::working_on(&resizes, &wanted.name) {
             busy.insert(wanted.name.clone());
-            volume_resizes.insert(wanted.name.clone(), running.name_any());
+            volume_resizes.insert(wanted.name.clone(), running);
             continue;
         }
         let Some(current) = live.get(&wanted.name) else {
@@ -289,12 +311,8 @@ pub async fn reconcile(ests: Arc<ExtendedStatefulSet>, ctx: Arc<Context>) -> Res
             Ok(changes) => {
                 let resize = resize_name(&wanted.name, &current.uid().unwrap_or_default(), &changes);
                 volume_resizes.insert(wanted.name.clone(), resize.clone());
-                if let Some(failed) = resizes.iter().find(|r| r.name_any() == resize) {
-                    problems.push(format!(
-                        "VolumeResize {resize} of {} ended {:?}; delete it to try again",
-                        wanted.name,
-                        failed.phase()
-                    ));
+                if let Some(problem) = ended_under_name(&resizes, &resize, &wanted.name) {
+                    problems.push(problem);
                     continue;
                 }
                 let mut request =
@@ -588,4 +606,43 @@ fn status_of(
 pub fn error_policy(ests: Arc<ExtendedStatefulSet>, error: &Error, _ctx: Arc<Context>) -> Action {
     tracing::warn!(extended_stateful_set = %ests.name_any(), %error, "ExtendedStatefulSet: retrying");
     Action::requeue(Duration::from_secs(5))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn listing() -> Listing {
+        let object = |name: &str, phase: &str, step: &str| -> kube::api::DynamicObject {
+            serde_json::from_value(json!({
+                "apiVersion": "ferry.dev/v1alpha1", "kind": "VolumeResize",
+                "metadata": {"name": name, "namespace": "ns"},
+                "spec": {"statefulSetName": "db", "volumes": [{"name": "data", "size": "2Gi"}]},
+                "status": {"phase": phase, "plan": [{"replica": 0, "volume": "data",
+                    "claimName": "data-db-0", "targetSize": "2Gi", "step": step}]},
+            }))
+            .unwrap()
+        };
+        // `Teleporting`: a row step only a newer Ferry knows.
+        Listing::from_objects([
+            object("db-resize-failed", "Failed", "RolledBack"),
+            object("db-resize-future", "Succeeded", "Teleporting"),
+        ])
+    }
+
+    #[test]
+    fn a_resize_already_there_under_the_name_is_reported_readable_or_not() {
+        let listing = listing();
+        assert_eq!(listing.unreadable.len(), 1);
+        assert!(
+            ended_under_name(&listing, "db-resize-failed", "db")
+                .is_some_and(|problem| problem.contains("ended Failed"))
+        );
+        assert!(
+            ended_under_name(&listing, "db-resize-future", "db")
+                .is_some_and(|problem| problem.contains("cannot be read") && problem.contains("Teleporting"))
+        );
+        assert_eq!(ended_under_name(&listing, "db-resize-new", "db"), None);
+    }
 }

@@ -65,7 +65,17 @@ async fn reconcile_inner(sts: &StatefulSet, ctx: &Context) -> Result<Action, Err
         .items;
     let subject = observe::subject(sts, &claims);
     let resizes = observe::resizes_of(&ctx.resizes.state(), &namespace, &subject.name);
-    let decision = decide(&subject, &resizes);
+    let mut decision = decide(&subject, &resizes);
+    if decision.create.is_some() {
+        // The cache hands out only the VolumeResizes this Ferry can read, and an unreadable one may
+        // be at work on this StatefulSet (a newer Ferry's). Before making a resize, ask the API
+        // server: one naming this StatefulSet makes the request wait, as a readable one would.
+        let listing = crate::listing::list(&ctx.client, &namespace).await?;
+        let unreadable = observe::unreadable_of(&listing, &subject.name);
+        if !unreadable.is_empty() {
+            decision = decide(&subject, &[resizes, unreadable].concat());
+        }
+    }
     apply(ctx, sts, &namespace, &decision).await?;
     Ok(Action::requeue(RECHECK))
 }

@@ -1,5 +1,6 @@
 //! A StatefulSet, its claims and the VolumeResizes naming it, reduced to what the triggers read.
 
+use ferry_api::listed::Listing;
 use ferry_api::quantity::requested_storage;
 use ferry_api::{Phase, VolumeResize};
 use ferry_engine::trigger::ResizeSummary;
@@ -82,6 +83,28 @@ pub fn resizes_of(resizes: &[Arc<VolumeResize>], namespace: &str, stateful_set: 
         .collect()
 }
 
+/// The VolumeResizes of a listing that this Ferry cannot read and that name `stateful_set`, as the
+/// triggers read them: each at work (Running) unless its phase is known to be finished, with no
+/// volumes (none can be trusted), so a request waits for it instead of starting a second resize
+/// beside it.
+pub fn unreadable_of(listing: &Listing, stateful_set: &str) -> Vec<ResizeSummary> {
+    listing
+        .unreadable
+        .iter()
+        .filter(|unreadable| unreadable.stateful_set().as_deref() == Some(stateful_set))
+        .map(|unreadable| ResizeSummary {
+            name: unreadable.name(),
+            phase: match unreadable.phase() {
+                Some(phase) if phase.is_terminal() => phase,
+                _ => Phase::Running,
+            },
+            volumes: Vec::new(),
+            message: Some(format!("this Ferry cannot read it: {}", unreadable.error)),
+            progress: None,
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -111,5 +134,47 @@ mod tests {
         assert_eq!(claim_of("data-web-x", "web", &templates), None);
         assert_eq!(claim_of("data-webby-1", "web", &templates), None);
         assert_eq!(claim_of("data-web-1-ferry-tmp", "web", &templates), None);
+    }
+
+    fn listing(objects: &[(&str, &str, &str)]) -> Listing {
+        Listing::from_objects(objects.iter().map(|(name, sts, phase)| {
+            // `Teleporting`: a row step only a newer Ferry knows, so the object is unreadable here.
+            serde_json::from_value(serde_json::json!({
+                "apiVersion": "ferry.dev/v1alpha1", "kind": "VolumeResize",
+                "metadata": {"name": name, "namespace": "ns"},
+                "spec": {"statefulSetName": sts, "volumes": [{"name": "data", "size": "2Gi"}]},
+                "status": {"phase": phase, "plan": [{"replica": 0, "volume": "data",
+                    "claimName": "data-db-0", "targetSize": "2Gi", "step": "Teleporting"}]},
+            }))
+            .unwrap()
+        }))
+    }
+
+    #[test]
+    fn unreadable_resizes_of_the_statefulset_count_as_running_unless_known_finished() {
+        let listing = listing(&[
+            ("future", "db", "Running"),
+            ("unknown-phase", "db", "Migrating"),
+            ("old", "db", "Succeeded"),
+            ("elsewhere", "web", "Running"),
+        ]);
+        let summaries = unreadable_of(&listing, "db");
+        let phases: Vec<(&str, Phase)> = summaries.iter().map(|s| (s.name.as_str(), s.phase)).collect();
+        assert_eq!(
+            phases,
+            [
+                ("future", Phase::Running),
+                ("unknown-phase", Phase::Running),
+                ("old", Phase::Succeeded)
+            ]
+        );
+        assert!(summaries.iter().all(|s| s.volumes.is_empty()));
+        assert!(
+            summaries[0]
+                .message
+                .as_deref()
+                .is_some_and(|m| m.contains("Teleporting"))
+        );
+        assert!(unreadable_of(&listing, "cache").is_empty());
     }
 }
