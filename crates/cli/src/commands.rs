@@ -11,9 +11,10 @@ use crate::request::{self, RequestError};
 use crate::style::{RED, Style, YELLOW};
 use crate::watch;
 use clap::CommandFactory;
+use ferry_api::listed::ListedResize;
 use ferry_api::{ChosenStrategy, Phase, VolumeResize, parse_bytes};
-use kube::api::{DeleteParams, ListParams, ObjectMeta, Patch, PatchParams, PostParams};
-use kube::{Api, ResourceExt};
+use kube::ResourceExt;
+use kube::api::{DeleteParams, ObjectMeta, Patch, PatchParams, PostParams};
 use std::io::IsTerminal;
 use std::time::{Duration, Instant};
 
@@ -218,7 +219,7 @@ async fn plan(cluster: &Cluster, args: PlanArgs, style: Style) -> Result<ExitCod
     let api = cluster.resizes();
     let deadline = Instant::now() + Duration::from_secs(args.timeout);
     let outcome = loop {
-        match api.get_opt(&name).await {
+        match cluster.get_resize_opt(&name).await {
             Ok(Some(resize)) if resize.phase().is_terminal() => break Ok(resize),
             Ok(Some(resize)) if Instant::now() >= deadline => {
                 let why = resize
@@ -238,7 +239,7 @@ async fn plan(cluster: &Cluster, args: PlanArgs, style: Style) -> Result<ExitCod
                     "the dry-run VolumeResize {name} was deleted before it was planned"
                 )));
             }
-            Err(error) => break Err(cluster.explain(error, Action::named("get", RESIZES, &name)).await),
+            Err(error) => break Err(error),
         }
     };
     if !args.keep {
@@ -261,22 +262,24 @@ async fn plan(cluster: &Cluster, args: PlanArgs, style: Style) -> Result<ExitCod
 }
 
 async fn list(cluster: &Cluster, args: ListArgs, style: Style) -> Result<ExitCode, CliError> {
-    let api: Api<VolumeResize> = if args.all_namespaces {
-        Api::all(cluster.client.clone())
-    } else {
-        cluster.resizes()
-    };
-    let mut items = match api.list(&ListParams::default()).await {
-        Ok(list) => list.items,
-        Err(error) => return Err(cluster.explain(error, Action::new("list", RESIZES)).await),
-    };
-    items.sort_by_key(|a| (a.namespace(), a.name_any()));
+    let mut items = cluster.list_resizes(args.all_namespaces).await?;
+    items.sort_by_key(|item| match item {
+        ListedResize::Readable(resize) => (resize.namespace(), resize.name_any()),
+        ListedResize::Unreadable(unreadable) => (unreadable.namespace(), unreadable.name()),
+    });
+    // One this kubectl-ferry cannot read is listed (a row, or its raw object), and said on stderr.
+    let warning = warning_style(style).paint(YELLOW, "warning:");
+    for item in &items {
+        if let ListedResize::Unreadable(unreadable) = item {
+            eprintln!("{warning} {}", render::unreadable_message(unreadable));
+        }
+    }
     match args.output {
         Some(ListFormat::Json) | Some(ListFormat::Yaml) => {
             let list = serde_json::json!({
                 "apiVersion": "v1",
                 "kind": "List",
-                "items": items,
+                "items": list_items(&items)?,
             });
             let format = if args.output == Some(ListFormat::Json) {
                 DataFormat::Json
@@ -307,6 +310,28 @@ async fn list(cluster: &Cluster, args: ListArgs, style: Style) -> Result<ExitCod
         }
     }
     Ok(ExitCode::Ok)
+}
+
+/// The objects of `-o json|yaml`: each readable one as this version reads it, each unreadable one
+/// raw, as the API server returned it.
+fn list_items(items: &[ListedResize]) -> Result<Vec<serde_json::Value>, CliError> {
+    items
+        .iter()
+        .map(|item| match item {
+            ListedResize::Readable(resize) => serde_json::to_value(resize),
+            ListedResize::Unreadable(unreadable) => serde_json::to_value(&unreadable.object),
+        })
+        .collect::<Result<_, _>>()
+        .map_err(|e| CliError::Failed(format!("cannot render the list: {e}")))
+}
+
+/// The style of `warning:` on stderr.
+fn warning_style(style: Style) -> Style {
+    Style::decide(
+        crate::args::ColorChoice::Auto,
+        std::io::stderr().is_terminal() && style.color,
+        false,
+    )
 }
 
 async fn describe(cluster: &Cluster, args: NameArgs, style: Style) -> Result<ExitCode, CliError> {
@@ -433,12 +458,7 @@ async fn rollback(cluster: &Cluster, args: RollbackArgs, style: Style) -> Result
     eprintln!(
         "{} rolling back re-binds the old volumes and restores the StatefulSet from its backup: \
          writes made to the new volumes since the swap are lost.",
-        Style::decide(
-            crate::args::ColorChoice::Auto,
-            std::io::stderr().is_terminal() && style.color,
-            false
-        )
-        .paint(YELLOW, "warning:")
+        warning_style(style).paint(YELLOW, "warning:")
     );
     crate::outln!(
         "volumeresize.ferry.dev/{} rollback {}requested",
@@ -449,7 +469,9 @@ async fn rollback(cluster: &Cluster, args: RollbackArgs, style: Style) -> Result
 }
 
 async fn delete(cluster: &Cluster, args: NameArgs) -> Result<ExitCode, CliError> {
-    let resize = cluster.get_resize(&args.name).await?;
+    // One this kubectl-ferry cannot read can still be deleted (the remedy its InvalidObject Event
+    // gives); only its phase is unknown.
+    let listed = cluster.get_listed(&args.name).await?;
     if let Err(error) = cluster
         .resizes()
         .delete(&args.name, &DeleteParams::default())
@@ -460,17 +482,32 @@ async fn delete(cluster: &Cluster, args: NameArgs) -> Result<ExitCode, CliError>
             .await);
     }
     crate::outln!("volumeresize.ferry.dev \"{}\" deleted", args.name);
-    if matches!(
-        resize.phase(),
-        Phase::Running | Phase::Paused | Phase::RollingBack
-    ) {
-        eprintln!(
-            "note: it was {}; the operator stops at the next safe point and finishes or rolls back \
-             the current replica",
-            resize.phase().as_str()
-        );
+    if let Some(note) = deleted_note(&listed) {
+        eprintln!("note: {note}");
     }
     Ok(ExitCode::Ok)
+}
+
+/// What to add after deleting a resize: it may have been at work, or could not be read.
+pub fn deleted_note(deleted: &ListedResize) -> Option<String> {
+    match deleted {
+        ListedResize::Readable(resize) => matches!(
+            resize.phase(),
+            Phase::Running | Phase::Paused | Phase::RollingBack
+        )
+        .then(|| {
+            format!(
+                "it was {}; the operator stops at the next safe point and finishes or rolls back \
+                     the current replica",
+                resize.phase().as_str()
+            )
+        }),
+        ListedResize::Unreadable(unreadable) => Some(format!(
+            "{}. Its phase is unknown: if a Ferry that can read it was running it, that one stops at \
+             the next safe point",
+            render::unreadable_message(unreadable)
+        )),
+    }
 }
 
 fn completion(args: &CompletionArgs) -> Result<ExitCode, CliError> {
@@ -545,6 +582,57 @@ mod tests {
             {"replica": 0, "volume": "data", "claimName": "data-db-0", "strategy": "Copy", "targetSize": "2Gi"}]}),
         );
         assert_eq!(rollback_refusal(&running), None);
+    }
+
+    /// As listed: `Teleporting` is a row step only a newer Ferry knows.
+    fn unreadable() -> ListedResize {
+        ListedResize::from_object(
+            serde_json::from_value(json!({
+                "apiVersion": "ferry.dev/v1alpha1", "kind": "VolumeResize",
+                "metadata": {"name": "future", "namespace": "prod"},
+                "spec": {"statefulSetName": "web", "volumes": [{"name": "data", "size": "2Gi"}]},
+                "status": {"phase": "Running", "plan": [{"replica": 0, "volume": "data",
+                    "claimName": "data-web-0", "targetSize": "2Gi", "step": "Teleporting"}]},
+            }))
+            .unwrap(),
+        )
+    }
+
+    #[test]
+    fn a_command_naming_an_unreadable_resize_fails_naming_it_and_the_parse_error() {
+        let error = crate::kube_io::readable(unreadable()).unwrap_err();
+        assert_eq!(error.exit_code(), ExitCode::Cluster);
+        let message = error.to_string();
+        assert!(
+            message.contains("\"future\"") && message.contains("Teleporting"),
+            "{message}"
+        );
+        let readable = ListedResize::Readable(Box::new(resize(json!({}), json!({"phase": "Running"}))));
+        assert_eq!(crate::kube_io::readable(readable).unwrap().name_any(), "grow");
+    }
+
+    #[test]
+    fn json_output_keeps_an_unreadable_resize_raw() {
+        let items = [
+            ListedResize::Readable(Box::new(resize(json!({}), json!({"phase": "Running"})))),
+            unreadable(),
+        ];
+        let values = list_items(&items).unwrap();
+        assert_eq!(values[0]["metadata"]["name"], "grow");
+        assert_eq!(values[1]["metadata"]["name"], "future");
+        assert_eq!(values[1]["status"]["plan"][0]["step"], "Teleporting");
+    }
+
+    #[test]
+    fn deleting_notes_a_running_or_an_unreadable_resize() {
+        let running = ListedResize::Readable(Box::new(resize(json!({}), json!({"phase": "Running"}))));
+        assert!(deleted_note(&running).is_some_and(|note| note.starts_with("it was Running")));
+        let done = ListedResize::Readable(Box::new(resize(json!({}), json!({"phase": "Succeeded"}))));
+        assert_eq!(deleted_note(&done), None);
+        assert!(
+            deleted_note(&unreadable())
+                .is_some_and(|note| note.contains("cannot be read") && note.contains("phase is unknown"))
+        );
     }
 
     #[test]

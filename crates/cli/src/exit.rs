@@ -13,7 +13,8 @@ pub enum ExitCode {
     Usage,
     /// 3: something named does not exist: VolumeResize, StatefulSet, volume template, StorageClass.
     NotFound,
-    /// 4: the cluster cannot be used: unreachable, credentials rejected, forbidden, CRD not installed.
+    /// 4: the cluster cannot be used: unreachable, credentials rejected, forbidden, CRD not installed,
+    /// or the VolumeResize named is in a shape this kubectl-ferry cannot read (another Ferry's).
     Cluster,
     /// 5: not finished yet: `status` without `--follow` on a resize still in progress, or a wait
     /// that timed out.
@@ -48,6 +49,9 @@ pub enum CliError {
     CrdMissing(String),
     #[error("{0}")]
     Failed(String),
+    /// The VolumeResize named cannot be read by this kubectl-ferry (written under another Ferry's CRD).
+    #[error("{0}")]
+    Unreadable(String),
     #[error("{0}")]
     InProgress(String),
 }
@@ -57,7 +61,10 @@ impl CliError {
         match self {
             CliError::Usage(_) => ExitCode::Usage,
             CliError::NotFound(_) => ExitCode::NotFound,
-            CliError::Unreachable(_) | CliError::Forbidden(_) | CliError::CrdMissing(_) => ExitCode::Cluster,
+            CliError::Unreachable(_)
+            | CliError::Forbidden(_)
+            | CliError::CrdMissing(_)
+            | CliError::Unreadable(_) => ExitCode::Cluster,
             CliError::Failed(_) => ExitCode::Failed,
             CliError::InProgress(_) => ExitCode::InProgress,
         }
@@ -88,6 +95,7 @@ mod tests {
             CliError::Unreachable(String::new()),
             CliError::Forbidden(String::new()),
             CliError::CrdMissing(String::new()),
+            CliError::Unreadable(String::new()),
         ] {
             assert_eq!(error.exit_code(), ExitCode::Cluster);
         }

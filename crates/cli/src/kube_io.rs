@@ -3,13 +3,14 @@
 
 use crate::args::GlobalArgs;
 use crate::exit::CliError;
-use crate::render::EventLine;
+use crate::render::{self, EventLine};
 use crate::request::Template;
 use ferry_api::VolumeResize;
+use ferry_api::listed::{self, ListedResize};
 use k8s_openapi::api::apps::v1::StatefulSet;
 use k8s_openapi::api::core::v1::Event;
 use k8s_openapi::api::storage::v1::StorageClass;
-use kube::api::ListParams;
+use kube::api::{DynamicObject, ListParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Api, Client, Config};
 use std::time::Duration;
@@ -126,9 +127,43 @@ pub fn classify(error: &kube::Error, action: Action<'_>, namespace: &str, server
     }
 }
 
+/// The VolumeResize if this kubectl-ferry can read it, else the error naming it and what did not parse.
+pub fn readable(listed: ListedResize) -> Result<VolumeResize, CliError> {
+    match listed {
+        ListedResize::Readable(resize) => Ok(*resize),
+        ListedResize::Unreadable(unreadable) => {
+            Err(CliError::Unreadable(render::unreadable_message(&unreadable)))
+        }
+    }
+}
+
 impl Cluster {
+    /// For creating and changing VolumeResizes. Reading goes through [`Cluster::raw_resizes`], so one
+    /// written under another Ferry's CRD is told apart instead of failing (see [`ferry_api::listed`]).
     pub fn resizes(&self) -> Api<VolumeResize> {
         Api::namespaced(self.client.clone(), &self.namespace)
+    }
+
+    /// The VolumeResizes of the namespace (or of all with `all_namespaces`) as raw objects.
+    pub fn raw_resizes(&self, all_namespaces: bool) -> Api<DynamicObject> {
+        let resource = listed::api_resource();
+        if all_namespaces {
+            Api::all_with(self.client.clone(), &resource)
+        } else {
+            Api::namespaced_with(self.client.clone(), &self.namespace, &resource)
+        }
+    }
+
+    /// Every VolumeResize of the namespace (or of all), each readable by this kubectl-ferry or not.
+    pub async fn list_resizes(&self, all_namespaces: bool) -> Result<Vec<ListedResize>, CliError> {
+        match self
+            .raw_resizes(all_namespaces)
+            .list(&ListParams::default())
+            .await
+        {
+            Ok(list) => Ok(list.items.into_iter().map(ListedResize::from_object).collect()),
+            Err(error) => Err(self.explain(error, Action::new("list", RESIZES)).await),
+        }
     }
 
     /// Maps an error; a 404 while working on VolumeResizes checks whether the CRD is installed.
@@ -158,9 +193,25 @@ impl Cluster {
         }
     }
 
+    /// The VolumeResize named, readable or not (NotFound when it does not exist).
+    pub async fn get_listed(&self, name: &str) -> Result<ListedResize, CliError> {
+        match self.raw_resizes(false).get(name).await {
+            Ok(object) => Ok(ListedResize::from_object(object)),
+            Err(error) => Err(self.explain(error, Action::named("get", RESIZES, name)).await),
+        }
+    }
+
+    /// The VolumeResize named: NotFound when it does not exist, Unreadable (naming it and the parse
+    /// error) when this kubectl-ferry cannot read it.
     pub async fn get_resize(&self, name: &str) -> Result<VolumeResize, CliError> {
-        match self.resizes().get(name).await {
-            Ok(resize) => Ok(resize),
+        readable(self.get_listed(name).await?)
+    }
+
+    /// As [`Cluster::get_resize`], with None when it does not exist.
+    pub async fn get_resize_opt(&self, name: &str) -> Result<Option<VolumeResize>, CliError> {
+        match self.raw_resizes(false).get_opt(name).await {
+            Ok(Some(object)) => readable(ListedResize::from_object(object)).map(Some),
+            Ok(None) => Ok(None),
             Err(error) => Err(self.explain(error, Action::named("get", RESIZES, name)).await),
         }
     }

@@ -3,10 +3,12 @@
 use crate::format;
 use crate::style::{self, CYAN, DIM, GREEN, RED, Style, YELLOW};
 use crate::table::Table;
+use ferry_api::listed::{ListedResize, UnreadableResize};
 use ferry_api::quantity::human_bytes;
 use ferry_api::{ChosenStrategy, Mode, Phase, Strategy, Verify, VolumePlan, VolumeResize};
 use jiff::Timestamp;
 use kube::ResourceExt;
+use kube::api::ObjectMeta;
 use std::fmt::Write;
 use std::time::Duration;
 
@@ -30,8 +32,11 @@ fn phase_cell(resize: &VolumeResize) -> (String, &'static str) {
 }
 
 fn age_of(resize: &VolumeResize, now: Timestamp) -> String {
-    resize
-        .metadata
+    age_of_meta(&resize.metadata, now)
+}
+
+fn age_of_meta(metadata: &ObjectMeta, now: Timestamp) -> String {
+    metadata
         .creation_timestamp
         .as_ref()
         .map(|t| format::age(format::seconds_between(t.0, now)))
@@ -99,8 +104,46 @@ fn chosen_name(strategy: Option<ChosenStrategy>) -> &'static str {
 }
 
 /// `kubectl ferry list`.
+/// Why a VolumeResize cannot be shown: a warning line of `list`, and the error of a command that
+/// names it.
+pub fn unreadable_message(unreadable: &UnreadableResize) -> String {
+    let name = unreadable.name();
+    let namespace = unreadable.namespace().unwrap_or_default();
+    format!(
+        "VolumeResize {name:?} in namespace {namespace:?} cannot be read by kubectl-ferry {}: {}; \
+         it was probably written by another version of Ferry (see it with: kubectl get volumeresize \
+         {name} -n {namespace} -o yaml)",
+        env!("CARGO_PKG_VERSION"),
+        unreadable.error
+    )
+}
+
+/// The `list` row of a VolumeResize this kubectl-ferry cannot read: its name, the StatefulSet if
+/// that can still be read (else `?`), phase `Unreadable`, and in wide output `unreadable: <error>`.
+fn unreadable_row(
+    unreadable: &UnreadableResize,
+    now: Timestamp,
+    all_namespaces: bool,
+    wide: bool,
+) -> Vec<(String, &'static str)> {
+    let mut row = Vec::new();
+    if all_namespaces {
+        row.push((unreadable.namespace().unwrap_or_default(), ""));
+    }
+    row.push((unreadable.name(), ""));
+    row.push((unreadable.stateful_set().unwrap_or_else(|| "?".into()), ""));
+    row.push(("Unreadable".into(), RED));
+    row.push(("-".into(), ""));
+    row.push((age_of_meta(&unreadable.object.metadata, now), ""));
+    if wide {
+        row.extend(["-", "-", "-"].map(|cell| (cell.to_string(), "")));
+        row.push((format!("unreadable: {}", unreadable.error), ""));
+    }
+    row
+}
+
 pub fn list_table(
-    items: &[VolumeResize],
+    items: &[ListedResize],
     now: Timestamp,
     all_namespaces: bool,
     wide: bool,
@@ -115,7 +158,14 @@ pub fn list_table(
         header.extend(["VOLUMES", "MODE", "STRATEGY", "MESSAGE"]);
     }
     let mut table = Table::new(header);
-    for resize in items {
+    for item in items {
+        let resize = match item {
+            ListedResize::Readable(resize) => resize,
+            ListedResize::Unreadable(unreadable) => {
+                table.row(unreadable_row(unreadable, now, all_namespaces, wide));
+                continue;
+            }
+        };
         let mut row = Vec::new();
         if all_namespaces {
             row.push((resize.namespace().unwrap_or_default(), ""));
@@ -555,9 +605,64 @@ mod tests {
         "2025-01-01T00:10:00Z".parse().unwrap()
     }
 
+    /// A VolumeResize with a row step only a newer Ferry knows, as listed.
+    fn unreadable() -> ListedResize {
+        ListedResize::from_object(
+            serde_json::from_value(json!({
+                "apiVersion": "ferry.dev/v1alpha1", "kind": "VolumeResize",
+                "metadata": {"name": "future", "namespace": "prod", "creationTimestamp": "2025-01-01T00:05:00Z"},
+                "spec": {"statefulSetName": "web", "volumes": [{"name": "data", "size": "2Gi"}]},
+                "status": {"phase": "Running", "plan": [{"replica": 0, "volume": "data",
+                    "claimName": "data-web-0", "targetSize": "2Gi", "step": "Teleporting"}]},
+            }))
+            .unwrap(),
+        )
+    }
+
+    #[test]
+    fn an_unreadable_resize_is_a_row_of_its_own_in_the_list() {
+        let items = [
+            ListedResize::Readable(Box::new(resize(json!({"phase": "Running", "progress": "1/3"})))),
+            unreadable(),
+        ];
+        let out = list_table(&items, now(), false, false, Style::PLAIN);
+        assert_eq!(
+            out,
+            "NAME     STATEFULSET   PHASE        PROGRESS   AGE\n\
+             grow     db            Running      1/3        10m\n\
+             future   web           Unreadable   -          5m\n"
+        );
+        let out = list_table(&items, now(), true, true, Style::PLAIN);
+        let last = out.lines().last().unwrap_or_default();
+        assert!(last.starts_with("prod        future"), "{out}");
+        assert!(
+            last.contains("unreadable: unknown variant `Teleporting`"),
+            "{out}"
+        );
+    }
+
+    #[test]
+    fn the_unreadable_message_names_the_object_and_the_parse_error() {
+        let ListedResize::Unreadable(unreadable) = unreadable() else {
+            panic!("unreadable");
+        };
+        let message = unreadable_message(&unreadable);
+        assert!(
+            message.starts_with("VolumeResize \"future\" in namespace \"prod\" cannot be read"),
+            "{message}"
+        );
+        assert!(message.contains("unknown variant `Teleporting`"), "{message}");
+        assert!(
+            message.contains("kubectl get volumeresize future -n prod -o yaml"),
+            "{message}"
+        );
+    }
+
     #[test]
     fn list_plain_and_wide() {
-        let items = [resize(json!({"phase": "Running", "progress": "1/3"}))];
+        let items = [ListedResize::Readable(Box::new(resize(
+            json!({"phase": "Running", "progress": "1/3"}),
+        )))];
         let out = list_table(&items, now(), false, false, Style::PLAIN);
         assert_eq!(
             out,
