@@ -67,13 +67,14 @@ impl Resizes {
         Resizes(stores)
     }
 
-    /// Every readable VolumeResize (copied out of the cache; see [`Resizes::with_readable`]).
-    pub fn state(&self) -> Vec<Arc<VolumeResize>> {
-        self.with_readable(|resizes| resizes.iter().map(|resize| Arc::new((*resize).clone())).collect())
+    /// These caches and `other`'s, read as one.
+    pub fn join(&mut self, other: Resizes) {
+        self.0.extend(other.0);
     }
 
-    /// `f` of every readable VolumeResize, borrowed from the cache: for the watch mappers, which
-    /// run at every change of every pod and claim and should not copy each resize each time.
+    /// `f` of every readable VolumeResize, borrowed from the cache: nothing is copied (the watch
+    /// mappers run at every change of every pod and claim, the trigger controller at every
+    /// StatefulSet reconcile).
     pub fn with_readable<T>(&self, f: impl FnOnce(&[&VolumeResize]) -> T) -> T {
         let all: Vec<Arc<GuardedResize>> = self.0.iter().flat_map(Store::state).collect();
         let readable: Vec<&VolumeResize> = all.iter().filter_map(|guard| guard.0.as_ref().ok()).collect();
@@ -105,11 +106,11 @@ mod tests {
         writer.apply_watcher_event(&Event::Apply(unreadable));
         assert_eq!(store.state().len(), 2);
         let resizes = Resizes::new(vec![store]);
-        let names: Vec<String> = resizes
-            .state()
-            .iter()
-            .map(|resize| resize.metadata.name.clone().unwrap_or_default())
-            .collect();
+        let names: Vec<String> = resizes.with_readable(|all| {
+            all.iter()
+                .map(|resize| resize.metadata.name.clone().unwrap_or_default())
+                .collect()
+        });
         assert_eq!(names, ["grow"]);
         assert_eq!(resizes.with_readable(|all| all.len()), 1);
     }

@@ -196,7 +196,7 @@ impl Metrics {
     /// Counts the VolumeResizes of a running controller's cache in the in-flight and
     /// copy-progress gauges (each cache once: the controllers' caches cover disjoint namespaces).
     pub fn count_resizes(&self, resizes: Resizes) {
-        self.resize_caches.lock().push(resizes);
+        self.resize_caches.lock().join(resizes);
     }
 }
 
@@ -220,77 +220,82 @@ impl<M: EncodeMetric> EncodeMetric for Declared<M> {
 /// between scrapes, so a finished or deleted resize leaves no series behind. A replica that runs
 /// no controller (a follower) declares them without samples.
 #[derive(Clone, Default)]
-struct ResizeCaches(Arc<Mutex<Vec<Resizes>>>);
+struct ResizeCaches(Arc<Mutex<Resizes>>);
 
 impl ResizeCaches {
-    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<Resizes>> {
-        // The list is only ever pushed to: a panic elsewhere cannot leave it half-written.
+    fn lock(&self) -> std::sync::MutexGuard<'_, Resizes> {
+        // The caches are only ever joined: a panic elsewhere cannot leave them half-written.
         self.0.lock().unwrap_or_else(PoisonError::into_inner)
     }
 }
 
 impl std::fmt::Debug for ResizeCaches {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ResizeCaches")
-            .field("caches", &self.lock().len())
-            .finish()
+        f.debug_struct("ResizeCaches").finish_non_exhaustive()
     }
 }
 
 impl Collector for ResizeCaches {
-    fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
-        let resizes: Vec<Arc<VolumeResize>> = self.lock().iter().flat_map(Resizes::state).collect();
-        {
-            let mut family = encoder.encode_descriptor(
-                "volume_resizes_in_flight",
-                "VolumeResizes not finished yet, by namespace and phase (one without a status is Pending)",
-                None,
-                MetricType::Gauge,
-            )?;
-            for ((namespace, phase), count) in in_flight(resizes.iter().map(AsRef::as_ref)) {
-                let labels = PhaseLabels {
-                    namespace,
-                    phase: phase.into(),
-                };
-                family.encode_family(&labels)?.encode_gauge(&count)?;
-            }
+    fn encode(&self, encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
+        // The caches' handles are copied out, not the VolumeResizes: the lock is not held while
+        // encoding.
+        let caches = self.lock().clone();
+        caches.with_readable(|resizes| encode_resizes(resizes, encoder))
+    }
+}
+
+/// The in-flight and copy-progress gauges of these VolumeResizes.
+fn encode_resizes(resizes: &[&VolumeResize], mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
+    {
+        let mut family = encoder.encode_descriptor(
+            "volume_resizes_in_flight",
+            "VolumeResizes not finished yet, by namespace and phase (one without a status is Pending)",
+            None,
+            MetricType::Gauge,
+        )?;
+        for ((namespace, phase), count) in in_flight(resizes.iter().copied()) {
+            let labels = PhaseLabels {
+                namespace,
+                phase: phase.into(),
+            };
+            family.encode_family(&labels)?.encode_gauge(&count)?;
         }
-        let progress: Vec<(CopyLabels, u64, u64)> = resizes
-            .iter()
-            .flat_map(|resize| {
-                copy_progress(resize).into_iter().map(|row| {
-                    let labels = CopyLabels {
-                        namespace: resize.metadata.namespace.clone().unwrap_or_default(),
-                        volume_resize: resize.metadata.name.clone().unwrap_or_default(),
-                        replica: row.replica.to_string(),
-                        volume: row.volume,
-                    };
-                    (labels, row.done_bytes, row.size_bytes)
-                })
+    }
+    let progress: Vec<(CopyLabels, u64, u64)> = resizes
+        .iter()
+        .flat_map(|resize| {
+            copy_progress(resize).into_iter().map(|row| {
+                let labels = CopyLabels {
+                    namespace: resize.metadata.namespace.clone().unwrap_or_default(),
+                    volume_resize: resize.metadata.name.clone().unwrap_or_default(),
+                    replica: row.replica.to_string(),
+                    volume: row.volume,
+                };
+                (labels, row.done_bytes, row.size_bytes)
             })
-            .collect();
-        {
-            let mut family = encoder.encode_descriptor(
+        })
+        .collect();
+    {
+        let mut family = encoder.encode_descriptor(
                 "copy_done_bytes",
                 "Bytes the current mover pass has gone through, per replica and volume of an unfinished VolumeResize",
                 None,
                 MetricType::Gauge,
             )?;
-            for (labels, done, _) in &progress {
-                family.encode_family(labels)?.encode_gauge(done)?;
-            }
+        for (labels, done, _) in &progress {
+            family.encode_family(labels)?.encode_gauge(done)?;
         }
-        let mut family = encoder.encode_descriptor(
-            "copy_size_bytes",
-            "Bytes to copy (the data on the old volume), per replica and volume of an unfinished VolumeResize",
-            None,
-            MetricType::Gauge,
-        )?;
-        for (labels, _, size) in &progress {
-            family.encode_family(labels)?.encode_gauge(size)?;
-        }
-        Ok(())
     }
+    let mut family = encoder.encode_descriptor(
+        "copy_size_bytes",
+        "Bytes to copy (the data on the old volume), per replica and volume of an unfinished VolumeResize",
+        None,
+        MetricType::Gauge,
+    )?;
+    for (labels, _, size) in &progress {
+        family.encode_family(labels)?.encode_gauge(size)?;
+    }
+    Ok(())
 }
 
 #[cfg(test)]

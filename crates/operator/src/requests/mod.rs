@@ -64,7 +64,9 @@ async fn reconcile_inner(sts: &StatefulSet, ctx: &Context) -> Result<Action, Err
         .await?
         .items;
     let subject = observe::subject(sts, &claims);
-    let resizes = observe::resizes_of(&ctx.resizes.state(), &namespace, &subject.name);
+    let resizes = ctx
+        .resizes
+        .with_readable(|all| observe::resizes_of(all, &namespace, &subject.name));
     let mut decision = decide(&subject, &resizes);
     if decision.create.is_some() {
         // The cache hands out only the VolumeResizes this Ferry can read, and an unreadable one may

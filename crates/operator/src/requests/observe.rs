@@ -8,7 +8,7 @@ use ferry_engine::trigger::request::{Claim, Subject, Template};
 use k8s_openapi::api::apps::v1::StatefulSet;
 use k8s_openapi::api::core::v1::PersistentVolumeClaim;
 use kube::ResourceExt;
-use std::sync::Arc;
+use std::borrow::Borrow;
 
 /// The StatefulSet's volume claim templates, in order.
 pub fn templates_of(sts: &StatefulSet) -> Vec<Template> {
@@ -64,9 +64,14 @@ pub fn subject(sts: &StatefulSet, claims: &[PersistentVolumeClaim]) -> Subject {
 }
 
 /// The VolumeResizes of `namespace` that name `stateful_set`.
-pub fn resizes_of(resizes: &[Arc<VolumeResize>], namespace: &str, stateful_set: &str) -> Vec<ResizeSummary> {
+pub fn resizes_of(
+    resizes: &[impl Borrow<VolumeResize>],
+    namespace: &str,
+    stateful_set: &str,
+) -> Vec<ResizeSummary> {
     resizes
         .iter()
+        .map(Borrow::borrow)
         .filter(|r| r.namespace().as_deref() == Some(namespace) && r.spec.stateful_set_name == stateful_set)
         .map(|r| ResizeSummary {
             name: r.name_any(),

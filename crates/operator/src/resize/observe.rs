@@ -283,25 +283,26 @@ fn queue_key(resize: &VolumeResize) -> (i64, String) {
 
 /// Unfinished VolumeResizes on the same StatefulSet, from the controller's cache.
 fn peers(ctx: &Context, resize: &VolumeResize, namespace: &str) -> Vec<PeerResize> {
-    ctx.resizes
-        .state()
-        .iter()
-        .filter(|other| {
-            other.namespace().as_deref() == Some(namespace)
+    ctx.resizes.with_readable(|resizes| {
+        resizes
+            .iter()
+            .filter(|other| {
+                other.namespace().as_deref() == Some(namespace)
                 && other.uid() != resize.uid()
                 && other.spec.stateful_set_name == resize.spec.stateful_set_name
                 && !other.phase().is_terminal()
                 // One being deleted still holds its place: it stops at a safe point first.
                 && (other.metadata.deletion_timestamp.is_none()
                     || matches!(other.phase(), Phase::Running | Phase::RollingBack))
-        })
-        .map(|other| PeerResize {
-            name: other.name_any(),
-            queue_key: queue_key(other),
-            holds_stateful_set: matches!(
-                other.phase(),
-                Phase::Planning | Phase::Running | Phase::Paused | Phase::RollingBack
-            ),
-        })
-        .collect()
+            })
+            .map(|other| PeerResize {
+                name: other.name_any(),
+                queue_key: queue_key(other),
+                holds_stateful_set: matches!(
+                    other.phase(),
+                    Phase::Planning | Phase::Running | Phase::Paused | Phase::RollingBack
+                ),
+            })
+            .collect()
+    })
 }

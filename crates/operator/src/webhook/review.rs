@@ -10,8 +10,8 @@ use k8s_openapi::api::apps::v1::StatefulSet;
 use kube::ResourceExt;
 use kube::core::DynamicObject;
 use kube::core::admission::{AdmissionRequest, AdmissionResponse, AdmissionReview, Operation};
+use std::borrow::Borrow;
 use std::collections::BTreeMap;
-use std::sync::Arc;
 
 /// A request body that is not a usable admission review; the message says what is wrong.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -64,7 +64,7 @@ fn pointer_segment(key: &str) -> String {
 /// manifest's original size re-applied after a grow. Every other update passes untouched.
 pub fn review_stateful_set(
     request: &AdmissionRequest<DynamicObject>,
-    resizes: &[Arc<VolumeResize>],
+    resizes: &[impl Borrow<VolumeResize>],
     autoscaled: &BTreeMap<String, String>,
 ) -> Result<AdmissionResponse, BadReview> {
     expect_kind(request, "apps", "StatefulSet")?;
@@ -114,17 +114,19 @@ pub fn review_stateful_set(
 
     let name = stored.name_any();
     let namespace = request.namespace.clone().unwrap_or_default();
-    let on_this = |resize: &&Arc<VolumeResize>| {
+    let on_this = |resize: &&VolumeResize| {
         resize.namespace().as_deref() == Some(namespace.as_str())
             && resize.spec.stateful_set_name == name
             && !resize.phase().is_terminal()
     };
     let running_same = resizes
         .iter()
+        .map(Borrow::borrow)
         .filter(on_this)
         .find(|r| same_target(&r.spec.volumes, &changes));
     let running_other = resizes
         .iter()
+        .map(Borrow::borrow)
         .filter(on_this)
         .find(|r| !same_target(&r.spec.volumes, &changes));
     let resize = running_same
@@ -170,7 +172,7 @@ pub fn review_stateful_set(
 /// it retries, and by then Ferry's StatefulSet (with the new templates) is back.
 pub fn review_stateful_set_create(
     request: &AdmissionRequest<DynamicObject>,
-    resizes: &[Arc<VolumeResize>],
+    resizes: &[impl Borrow<VolumeResize>],
 ) -> Result<AdmissionResponse, BadReview> {
     expect_kind(request, "apps", "StatefulSet")?;
     let response = AdmissionResponse::from(request);
@@ -186,7 +188,7 @@ pub fn review_stateful_set_create(
         .clone()
         .unwrap_or_else(|| request.name.clone());
     let namespace = request.namespace.clone().unwrap_or_default();
-    let replacing = resizes.iter().find(|resize| {
+    let replacing = resizes.iter().map(Borrow::borrow).find(|resize: &&VolumeResize| {
         resize.namespace().as_deref() == Some(namespace.as_str())
             && resize.spec.stateful_set_name == name
             && (!resize.phase().is_terminal() || resize.metadata.deletion_timestamp.is_some())

@@ -1,5 +1,9 @@
 use super::*;
 use proptest::prelude::*;
+use std::sync::Arc;
+
+/// No VolumeResize in the cache.
+const NO_RESIZES: &[&VolumeResize] = &[];
 use serde_json::{Value, json};
 
 fn stateful_set(size: &str, annotations: Option<Value>) -> Value {
@@ -44,7 +48,7 @@ fn sts_kind() -> Value {
 }
 
 fn mutate(body: &[u8]) -> Result<AdmissionResponse, BadReview> {
-    review_stateful_set(&parse(body)?, &[], &Default::default())
+    review_stateful_set(&parse(body)?, NO_RESIZES, &Default::default())
 }
 
 /// The update as the API server stores it after applying the response's patch.
@@ -105,7 +109,7 @@ fn the_manifest_size_below_an_autoscaled_template_is_kept_aside_without_a_reques
     update["spec"]["template"]["spec"]["containers"][0]["image"] = "i:3".into();
     let autoscaled = BTreeMap::from([("data".to_string(), "db".to_string())]);
     let body = review(sts_kind(), "UPDATE", Some(update.clone()), Some(stored.clone()));
-    let response = review_stateful_set(&parse(&body).unwrap(), &[], &autoscaled).unwrap();
+    let response = review_stateful_set(&parse(&body).unwrap(), NO_RESIZES, &autoscaled).unwrap();
     assert!(response.allowed);
     let result = patched(&update, &response);
     assert_eq!(
@@ -132,7 +136,7 @@ fn the_manifest_size_below_an_autoscaled_template_is_kept_aside_without_a_reques
         Some(stateful_set("1Gi", None)),
         Some(stored),
     );
-    let response = review_stateful_set(&parse(&body).unwrap(), &[], &autoscaled).unwrap();
+    let response = review_stateful_set(&parse(&body).unwrap(), NO_RESIZES, &autoscaled).unwrap();
     let result = patched(&stateful_set("1Gi", None), &response);
     assert!(result["metadata"]["annotations"][ANNOTATION_REQUESTED_TEMPLATES].is_string());
 }

@@ -167,7 +167,9 @@ async fn mutate_stateful_set(State(ctx): State<Arc<Context>>, request: Request) 
         .unwrap_or_default();
     let autoscaled =
         crate::autoscale::governed_templates_of(&ctx.client, &namespace, &request.name, &labels).await;
-    let response = review::review_stateful_set(&request, &ctx.resizes.state(), &autoscaled);
+    let response = ctx
+        .resizes
+        .with_readable(|resizes| review::review_stateful_set(&request, resizes, &autoscaled));
     if let Ok(response) = &response
         && let Some(warnings) = &response.warnings
     {
@@ -178,7 +180,10 @@ async fn mutate_stateful_set(State(ctx): State<Arc<Context>>, request: Request) 
 
 async fn validate_stateful_set_create(State(ctx): State<Arc<Context>>, request: Request) -> Response {
     match read_review(request).await {
-        Ok(request) => answer(review::review_stateful_set_create(&request, &ctx.resizes.state())),
+        Ok(request) => answer(
+            ctx.resizes
+                .with_readable(|resizes| review::review_stateful_set_create(&request, resizes)),
+        ),
         Err(response) => response,
     }
 }
