@@ -100,6 +100,20 @@ pub(crate) async fn wait_phase(harness: &Harness, name: &str, seconds: u64) -> V
     .unwrap()
 }
 
+/// Creates the VolumeResize `name` and waits (up to `seconds`) for it to end Succeeded.
+async fn resize_succeeds(
+    harness: &Harness,
+    name: &str,
+    spec: serde_json::Value,
+    seconds: u64,
+) -> ferry_api::VolumeResizeStatus {
+    harness.create_resize(name, spec).await;
+    let resize = wait_phase(harness, name, seconds).await;
+    let status = resize.status.unwrap();
+    assert_eq!(status.phase, Some(Phase::Succeeded), "{:?}", status.message);
+    status
+}
+
 /// Records the container IDs of every mover pod seen while the test runs.
 fn watch_mover_containers(harness: &Harness) -> Arc<Mutex<BTreeMap<String, String>>> {
     let seen = Arc::new(Mutex::new(BTreeMap::new()));
@@ -168,17 +182,15 @@ async fn rolling_shrink_onto_another_class_loses_no_acknowledged_write() {
     let harness = Harness::start("real-copy").await;
     let seeds = writer(&harness, 2, CLASS_BLOCK, "320Mi").await;
     let movers = watch_mover_containers(&harness);
-    harness
-        .create_resize(
-            "shrink",
-            json!({"statefulSetName": "db", "volumes": [
-                {"name": "data", "size": "96Mi", "storageClassName": CLASS_BLOCK_FIXED}
-            ]}),
-        )
-        .await;
-    let resize = wait_phase(&harness, "shrink", 300).await;
-    let status = resize.status.unwrap();
-    assert_eq!(status.phase, Some(Phase::Succeeded), "{:?}", status.message);
+    resize_succeeds(
+        &harness,
+        "shrink",
+        json!({"statefulSetName": "db", "volumes": [
+            {"name": "data", "size": "96Mi", "storageClassName": CLASS_BLOCK_FIXED}
+        ]}),
+        300,
+    )
+    .await;
 
     let claims: Api<PersistentVolumeClaim> = harness.ns.api();
     for replica in 0..2 {
@@ -214,15 +226,13 @@ async fn in_place_online_growth_keeps_every_replica_running() {
     let harness = Harness::start("real-inplace").await;
     let seeds = writer(&harness, 2, CLASS_BLOCK, "320Mi").await;
     let before = harness.pod_uids("db").await;
-    harness
-        .create_resize(
-            "grow",
-            json!({"statefulSetName": "db", "volumes": [{"name": "data", "size": "480Mi"}]}),
-        )
-        .await;
-    let resize = wait_phase(&harness, "grow", 180).await;
-    let status = resize.status.unwrap();
-    assert_eq!(status.phase, Some(Phase::Succeeded), "{:?}", status.message);
+    let status = resize_succeeds(
+        &harness,
+        "grow",
+        json!({"statefulSetName": "db", "volumes": [{"name": "data", "size": "480Mi"}]}),
+        180,
+    )
+    .await;
     assert!(
         status
             .plan
@@ -248,15 +258,13 @@ async fn in_place_online_growth_keeps_every_replica_running() {
 async fn offline_copy_grows_onto_a_fixed_class_losing_nothing() {
     let harness = Harness::start("real-offline").await;
     let seeds = writer(&harness, 2, CLASS_BLOCK_FIXED, "64Mi").await;
-    harness
-        .create_resize(
-            "offline",
-            json!({"statefulSetName": "db", "mode": "Offline", "volumes": [{"name": "data", "size": "128Mi"}]}),
-        )
-        .await;
-    let resize = wait_phase(&harness, "offline", 300).await;
-    let status = resize.status.unwrap();
-    assert_eq!(status.phase, Some(Phase::Succeeded), "{:?}", status.message);
+    resize_succeeds(
+        &harness,
+        "offline",
+        json!({"statefulSetName": "db", "mode": "Offline", "volumes": [{"name": "data", "size": "128Mi"}]}),
+        300,
+    )
+    .await;
     for replica in 0..2 {
         let size = df_bytes(&harness.ns.name, &format!("db-{replica}"), "/data")
             .await
@@ -289,15 +297,13 @@ async fn a_stateful_set_that_deletes_its_claims_keeps_them_through_an_offline_co
             .persistent_volume_claim_retention_policy = Some(deletes_claims());
     })
     .await;
-    harness
-        .create_resize(
-            "offline",
-            json!({"statefulSetName": "db", "mode": "Offline", "volumes": [{"name": "data", "size": "96Mi"}]}),
-        )
-        .await;
-    let resize = wait_phase(&harness, "offline", 300).await;
-    let status = resize.status.unwrap();
-    assert_eq!(status.phase, Some(Phase::Succeeded), "{:?}", status.message);
+    resize_succeeds(
+        &harness,
+        "offline",
+        json!({"statefulSetName": "db", "mode": "Offline", "volumes": [{"name": "data", "size": "96Mi"}]}),
+        300,
+    )
+    .await;
     let set = harness.ns.api::<StatefulSet>().get("db").await.unwrap();
     assert_eq!(
         set.spec.unwrap().persistent_volume_claim_retention_policy,
