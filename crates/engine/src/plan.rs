@@ -60,7 +60,6 @@ pub enum Decision {
     Prechecked(Prechecked),
     /// One step of the run: write `step.status`, then carry out `step.actions` in order.
     Run {
-        run: Run,
         step: RunDecision,
         /// Steps rows have just left, with how long each took (for the step-duration metric).
         finished_steps: Vec<FinishedStep>,
@@ -129,11 +128,7 @@ pub fn plan(input: &Input, observed: Observed) -> Decision {
             let mut step = plan_run(run, &copy, status, &observed, input.now);
             let finished_steps = stamp_steps(status, &mut step.status, &MicroTime(input.now.0));
             defer_spec_change(&mut step.status, input.facts.generation, input.now);
-            Decision::Run {
-                run,
-                step,
-                finished_steps,
-            }
+            Decision::Run { step, finished_steps }
         }
         (Route::Retention, Some(status)) => {
             let retained = |name: &&String| status.created_objects.retained_volumes.contains(name);

@@ -108,9 +108,9 @@ async fn reconcile_inner(resize: &VolumeResize, ctx: &Context) -> Result<Action,
         Decision::Prechecked(prechecked) => {
             apply_precheck(ctx, resize, &namespace, &input, prechecked, stateful_set).await
         }
-        Decision::Run {
-            step, finished_steps, ..
-        } => apply_run(ctx, resize, &namespace, step, finished_steps, stateful_set).await,
+        Decision::Run { step, finished_steps } => {
+            apply_run(ctx, resize, &namespace, step, finished_steps, stateful_set).await
+        }
         Decision::Retention(decision) => apply_retention(ctx, resize, &namespace, decision).await,
         Decision::LetGo => let_go(ctx, resize, &namespace).await,
         Decision::Idle => Ok(Action::await_change()),
