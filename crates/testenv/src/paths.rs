@@ -18,9 +18,23 @@ fn cache_dir() -> PathBuf {
         .join("ferry")
 }
 
-/// The repository root (this crate lives in `crates/testenv`).
+/// The repository root: `$FERRY_REPO`, else the nearest directory holding `scripts/testenv` above
+/// the package cargo runs a test in (`CARGO_MANIFEST_DIR` at run time) or the current directory.
+/// Found at run time, never compiled in: a path in the binary would make every new checkout
+/// rebuild this crate and everything that links it.
 pub fn repo_root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
+    if let Some(repo) = std::env::var_os("FERRY_REPO") {
+        return PathBuf::from(repo);
+    }
+    let start = std::env::var_os("CARGO_MANIFEST_DIR")
+        .map(PathBuf::from)
+        .or_else(|| std::env::current_dir().ok())
+        .unwrap_or_else(|| PathBuf::from("."));
+    start
+        .ancestors()
+        .find(|dir| dir.join("scripts/testenv").is_file())
+        .map(PathBuf::from)
+        .unwrap_or(start)
 }
 
 /// The cargo target dir the scripts use, where the workspace binaries are.

@@ -5,16 +5,18 @@
 
 use std::collections::BTreeSet;
 
-/// Where the chart's dashboard lives.
-pub const DASHBOARD_PATH: &str = concat!(
-    env!("CARGO_MANIFEST_DIR"),
-    "/../../deploy/helm/ferry/dashboards/ferry.json"
-);
+/// Where the chart's dashboard lives, from the operator's package directory (which cargo sets as
+/// `CARGO_MANIFEST_DIR` when it runs a test; read at run time so a new checkout rebuilds nothing).
+pub fn dashboard_path() -> std::path::PathBuf {
+    let package = std::env::var_os("CARGO_MANIFEST_DIR").map_or_else(|| ".".into(), std::path::PathBuf::from);
+    package.join("../../deploy/helm/ferry/dashboards/ferry.json")
+}
 
 /// The dashboard, parsed.
 pub fn load() -> Result<serde_json::Value, String> {
-    let text = std::fs::read_to_string(DASHBOARD_PATH).map_err(|e| format!("{DASHBOARD_PATH}: {e}"))?;
-    serde_json::from_str(&text).map_err(|e| format!("{DASHBOARD_PATH}: {e}"))
+    let path = dashboard_path();
+    let text = std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+    serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))
 }
 
 /// Every PromQL query of the dashboard: each `expr` of the panels' targets (rows' nested panels

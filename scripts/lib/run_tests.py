@@ -1,0 +1,160 @@
+"""Builds every test binary of the workspace once and runs them side by side (see docs/testenv.md).
+
+    run_tests.py build                  build the binaries and the test binaries (one cargo run)
+    run_tests.py run [-- ARGS...]       build, then run every test binary; ARGS go to each binary
+                                        (a name filter, --ignored, ...)
+
+One cargo invocation, one profile, one feature set (`cargo test --workspace --no-run --features
+ferry-mover/test-hooks`) builds the test binaries and the workspace's binaries the tests and the
+control plane run (`ferry`, `ferry-mover`, `ferry-testenv`, `kubectl-ferry`), so each crate compiles
+once. `cargo test` would then run the test binaries one after another; the end-to-end binaries spend
+their time waiting on Kubernetes, not on the CPU, so here they start first, with more test threads,
+and the others run beside them. Each binary's output is printed whole when it ends, in the form
+`cargo test` prints ("Running ...", "test result: ..."), then a table of how long each took.
+
+FERRY_TEST_JOBS (default 3) binaries at a time; FERRY_E2E_THREADS (default 4) test threads in each
+end-to-end binary (the others use libtest's default, one per core).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import fresh_mtimes  # noqa: E402
+
+BUILD_ARGS = ["test", "--workspace", "--no-run", "--locked", "--features", "ferry-mover/test-hooks"]
+
+
+@dataclass
+class TestBinary:
+    package: str
+    target: str
+    kind: str
+    executable: str
+    manifest_dir: str
+    output: str = ""
+    status: int | None = None
+    seconds: float = 0.0
+    summary: str = field(default="")
+
+    @property
+    def name(self) -> str:
+        return f"{self.package} {self.kind} {self.target}"
+
+    @property
+    def end_to_end(self) -> bool:
+        return self.target == "e2e"
+
+
+def package_name(package_id: str) -> str:
+    """`path+file:///r/crates/api#ferry-api@0.1.0` -> ferry-api; `.../crates/mover#0.1.0` -> mover."""
+    url, _, fragment = package_id.partition("#")
+    return fragment.split("@")[0] if "@" in fragment else url.rstrip("/").split("/")[-1]
+
+
+def build() -> list[TestBinary]:
+    """Runs the one build; returns the test binaries it made, end-to-end ones first."""
+    with tempfile.TemporaryFile() as messages:
+        status = fresh_mtimes.run_cargo([*BUILD_ARGS, "--message-format=json-render-diagnostics"], stdout=messages)
+        if status != 0:
+            sys.exit(f"[tests] the build failed (cargo exit {status})")
+        messages.seek(0)
+        binaries = []
+        for line in messages:
+            message = json.loads(line)
+            if message.get("reason") != "compiler-artifact" or not message.get("executable"):
+                continue
+            if not message["profile"]["test"]:
+                continue
+            target = message["target"]
+            binaries.append(
+                TestBinary(
+                    package=package_name(message["package_id"]),
+                    target=target["name"],
+                    kind=target["kind"][0],
+                    executable=message["executable"],
+                    manifest_dir=str(Path(message["manifest_path"]).parent),
+                )
+            )
+    binaries.sort(key=lambda b: (not b.end_to_end, b.package, b.target))
+    return binaries
+
+
+def run_one(binary: TestBinary, args: list[str], e2e_threads: int) -> None:
+    # What `cargo test` gives a test binary: its package directory as working directory and
+    # CARGO_MANIFEST_DIR (the tests find the repository and the chart from it).
+    env = dict(os.environ, CARGO_MANIFEST_DIR=binary.manifest_dir, CARGO_PKG_NAME=binary.package)
+    threads = [f"--test-threads={e2e_threads}"] if binary.end_to_end else []
+    started = time.monotonic()
+    done = subprocess.run(
+        [binary.executable, *threads, *args],
+        cwd=binary.manifest_dir,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        stdin=subprocess.DEVNULL,
+        check=False,
+    )
+    binary.seconds = time.monotonic() - started
+    binary.status = done.returncode
+    binary.output = done.stdout.decode(errors="replace")
+    results = [line for line in binary.output.splitlines() if line.startswith("test result:")]
+    binary.summary = results[-1] if results else f"no result (exit {done.returncode})"
+
+
+def run(args: list[str]) -> int:
+    binaries = build()
+    if not binaries:
+        sys.exit("[tests] the build made no test binaries")
+    jobs = int(os.environ.get("FERRY_TEST_JOBS", "3"))
+    e2e_threads = int(os.environ.get("FERRY_E2E_THREADS", "4"))
+    pending = list(binaries)
+    lock = threading.Lock()
+
+    def worker() -> None:
+        while True:
+            with lock:
+                if not pending:
+                    return
+                binary = pending.pop(0)
+            run_one(binary, args, e2e_threads)
+            with lock:
+                print(f"\n     Running {binary.name} ({binary.executable})", flush=True)
+                print(binary.output, end="" if binary.output.endswith("\n") else "\n", flush=True)
+
+    print(f"[tests] {len(binaries)} test binaries, {jobs} at a time, {e2e_threads} threads in each end-to-end one", flush=True)
+    workers = [threading.Thread(target=worker) for _ in range(min(jobs, len(binaries)))]
+    for thread in workers:
+        thread.start()
+    for thread in workers:
+        thread.join()
+    print("\n[tests] seconds  binary  result", flush=True)
+    for binary in sorted(binaries, key=lambda b: -b.seconds):
+        print(f"[tests] {binary.seconds:7.1f}  {binary.name}  {binary.summary}", flush=True)
+    return 0 if all(b.status == 0 for b in binaries) else 1
+
+
+def main() -> None:
+    argv = sys.argv[1:]
+    if argv[:1] == ["build"] and len(argv) == 1:
+        build()
+        return
+    if argv[:1] == ["run"]:
+        rest = argv[1:]
+        if rest[:1] == ["--"]:
+            rest = rest[1:]
+        sys.exit(run(rest))
+    sys.exit(__doc__)
+
+
+if __name__ == "__main__":
+    main()
