@@ -38,6 +38,7 @@ CACHE_DIR = Path(os.environ.get("FERRY_CACHE_DIR") or XDG_CACHE / "ferry")
 IMAGES_DIR = CACHE_DIR / "images"
 PATH_ENV = "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 MUSL_TARGET = "x86_64-unknown-linux-musl"
+IMAGE_PROFILE = "image"  # Cargo.toml: release without cross-crate LTO, incremental
 PG_MAJOR = "15"
 PG = f"/usr/lib/postgresql/{PG_MAJOR}"
 PG_BINARIES = ["postgres", "initdb", "pg_ctl", "psql", "pgbench", "pg_isready", "pg_controldata", "pg_checksums", "pg_amcheck"]
@@ -118,7 +119,7 @@ def ferry_image(work: Path) -> tuple[oci.Rootfs, dict]:
             run(["rustup", "target", "add", MUSL_TARGET], cwd=REPO, stdout=sys.stderr)
     target_dir = cargo_target_dir()
     env = dict(os.environ, CARGO_TARGET_DIR=str(target_dir))
-    cmd = ["cargo", "build", "--release", "--locked", "--target", MUSL_TARGET]
+    cmd = ["cargo", "build", "--profile", IMAGE_PROFILE, "--locked", "--target", MUSL_TARGET]
     cmd += ["-p", "ferry-operator", "-p", "ferry-mover", "--bin", "ferry", "--bin", "ferry-mover"]
     log(" ".join(cmd))
     # Through the content-keyed freshness of every other build (nothing to do when no input changed).
@@ -127,7 +128,7 @@ def ferry_image(work: Path) -> tuple[oci.Rootfs, dict]:
         sys.exit(f"[images] {' '.join(cmd)} failed (exit {status})")
     r = oci.Rootfs()
     for name in ["ferry", "ferry-mover"]:
-        binary = target_dir / MUSL_TARGET / "release" / name
+        binary = target_dir / MUSL_TARGET / IMAGE_PROFILE / name
         require_static(binary, f"check the {MUSL_TARGET} build")
         r.file(f"usr/local/bin/{name}", src=binary, mode=0o755)
     add_etc(r, ("root", 0, "/root", "/sbin/nologin"), ("ferry", 65532, "/home/ferry", "/sbin/nologin"))
