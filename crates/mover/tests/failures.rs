@@ -195,7 +195,7 @@ fn full_target_exits_4_with_a_clear_message() {
 fn the_release_mover_has_no_corruption_hook() {
     let debug = std::path::Path::new(bin());
     let target_dir = debug.parent().and_then(|d| d.parent()).unwrap();
-    let release = target_dir.join("x86_64-unknown-linux-musl/release/ferry-mover");
+    let release = target_dir.join("x86_64-unknown-linux-musl/image/ferry-mover");
     if !release.exists() {
         assert!(
             std::env::var_os("FERRY_REQUIRE_RELEASE_MOVER").is_none(),
