@@ -156,13 +156,15 @@ def run_cargo(args: list[str], repo: Path = REPO, env: dict | None = None, **kwa
 
 
 def main() -> None:
+    # The checkout is the one cargo runs in (scripts/cargo changes to the repository first).
+    repo = Path(subprocess.run(["git", "rev-parse", "--show-toplevel"], check=True, capture_output=True, text=True).stdout.strip())
     if len(sys.argv) >= 2 and sys.argv[1] == "cargo":
-        sys.exit(run_cargo(sys.argv[2:]))
+        sys.exit(run_cargo(sys.argv[2:], repo=repo))
     if sys.argv[1:] == ["restore"]:
         target = target_dir()
         with locked(target):
             record = Record(target / ".ferry-fresh.json")
-            restore(REPO, target, record)
+            restore(repo, target, record)
             seal(record)
         return
     sys.exit(__doc__)

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -31,6 +32,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import fresh_mtimes  # noqa: E402
 
+RESULT = re.compile(r"^test result: \w+\. (\d+) passed; (\d+) failed; (\d+) ignored")
 BUILD_ARGS = ["test", "--workspace", "--no-run", "--locked", "--features", "ferry-mover/test-hooks"]
 
 
@@ -41,6 +43,7 @@ class TestBinary:
     kind: str
     executable: str
     manifest_dir: str
+    command: list[str] = field(default_factory=list)
     output: str = ""
     status: int | None = None
     seconds: float = 0.0
@@ -89,6 +92,14 @@ def build() -> list[TestBinary]:
     return binaries
 
 
+def doc_tests(args: list[str]) -> TestBinary:
+    """The workspace's doc tests (compiled by rustdoc as they run, so not among the binaries)."""
+    command = [sys.executable, "-B", fresh_mtimes.__file__, "cargo", *BUILD_ARGS[:2], "--doc", *BUILD_ARGS[3:]]
+    if args:
+        command += ["--", *args]
+    return TestBinary("workspace", "doc-tests", "doc", "cargo test --doc", str(fresh_mtimes.REPO), command)
+
+
 def run_one(binary: TestBinary, args: list[str], e2e_threads: int) -> None:
     # What `cargo test` gives a test binary: its package directory as working directory and
     # CARGO_MANIFEST_DIR (the tests find the repository and the chart from it).
@@ -96,7 +107,7 @@ def run_one(binary: TestBinary, args: list[str], e2e_threads: int) -> None:
     threads = [f"--test-threads={e2e_threads}"] if binary.end_to_end else []
     started = time.monotonic()
     done = subprocess.run(
-        [binary.executable, *threads, *args],
+        binary.command or [binary.executable, *threads, *args],
         cwd=binary.manifest_dir,
         env=env,
         stdout=subprocess.PIPE,
@@ -107,14 +118,20 @@ def run_one(binary: TestBinary, args: list[str], e2e_threads: int) -> None:
     binary.seconds = time.monotonic() - started
     binary.status = done.returncode
     binary.output = done.stdout.decode(errors="replace")
-    results = [line for line in binary.output.splitlines() if line.startswith("test result:")]
-    binary.summary = results[-1] if results else f"no result (exit {done.returncode})"
+    # The table must not repeat "test result:" lines: scripts/test and test-versions count those.
+    counts = [0, 0, 0]
+    results = [RESULT.match(line) for line in binary.output.splitlines()]
+    for result in filter(None, results):
+        counts = [total + int(n) for total, n in zip(counts, result.groups())]
+    ok = "ok" if done.returncode == 0 else f"FAILED (exit {done.returncode})"
+    binary.summary = f"{ok}: {counts[0]} passed, {counts[1]} failing, {counts[2]} ignored"
 
 
 def run(args: list[str]) -> int:
     binaries = build()
     if not binaries:
         sys.exit("[tests] the build made no test binaries")
+    binaries.append(doc_tests(args))
     jobs = int(os.environ.get("FERRY_TEST_JOBS", "3"))
     e2e_threads = int(os.environ.get("FERRY_E2E_THREADS", "4"))
     pending = list(binaries)

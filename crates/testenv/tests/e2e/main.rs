@@ -4,5 +4,6 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod executor;
+mod fresh;
 mod real_node;
 mod storage;
