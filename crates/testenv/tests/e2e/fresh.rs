@@ -236,13 +236,19 @@ fn a_new_clone_of_unchanged_code_builds_nothing_and_every_change_is_built() {
 
     // A one-line change in each crate rebuilds that crate and what depends on it, nothing else.
     let changed = bed.new_clone();
-    let steps: [(&str, (u32, u32, u32, u32), &[&str], (&str, &str)); 4] = [
-        ("api", (10, 2, 3, 4), &["api", "engine", "operator"], ("15", "4")),
-        ("engine", (10, 20, 3, 4), &["engine", "operator"], ("33", "4")),
-        ("operator", (10, 20, 30, 4), &["operator"], ("60", "4")),
-        ("mover", (10, 20, 30, 40), &["mover"], ("60", "40")),
+    // (crate changed, the four values after it, what cargo compiles, what operator and mover print)
+    let steps = [
+        (
+            "api",
+            [10, 2, 3, 4],
+            &["api", "engine", "operator"][..],
+            ["15", "4"],
+        ),
+        ("engine", [10, 20, 3, 4], &["engine", "operator"][..], ["33", "4"]),
+        ("operator", [10, 20, 30, 4], &["operator"][..], ["60", "4"]),
+        ("mover", [10, 20, 30, 40], &["mover"][..], ["60", "40"]),
     ];
-    for (name, (a, e, o, m), rebuilt, outputs) in steps {
+    for (name, [a, e, o, m], rebuilt, outputs) in steps {
         set_values(&changed, a, e, o, m);
         assert_eq!(
             bed.build(&changed),
@@ -251,7 +257,7 @@ fn a_new_clone_of_unchanged_code_builds_nothing_and_every_change_is_built() {
         );
         assert_eq!(
             bed.outputs(),
-            (outputs.0.into(), outputs.1.into()),
+            (outputs[0].into(), outputs[1].into()),
             "after the change in {name}"
         );
         assert_eq!(
