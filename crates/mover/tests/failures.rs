@@ -188,8 +188,8 @@ fn full_target_exits_4_with_a_clear_message() {
     }
 }
 
-/// The mover in the image (a release build, without `test-hooks`) ignores the corruption variable:
-/// nothing in a shipped binary can damage a copy on purpose. Built by `scripts/images build`;
+/// The mover in the image (profile `image`, optimized, without `test-hooks`) ignores the corruption
+/// variable: nothing in a shipped binary can damage a copy on purpose. Built by `scripts/images build`;
 /// `scripts/test` requires it (`FERRY_REQUIRE_RELEASE_MOVER=1`), a bare `cargo test` skips it.
 #[test]
 fn the_release_mover_has_no_corruption_hook() {
