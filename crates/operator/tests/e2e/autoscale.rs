@@ -297,9 +297,19 @@ async fn inode_exhaustion_with_many_small_files_grows_the_volume() {
     let grow = the_grow(&harness).await;
     let status = grow.status.clone().unwrap();
     assert_eq!(status.phase, Some(Phase::Succeeded), "{:?}", status.message);
-    let recorded = wait_status(&harness, "db", "the grow recorded in status", 60, |s| {
-        s.volumes.first().is_some_and(|v| v.last_resize.is_some())
-    })
+    // The pass that records the grow may have no usage reading (the pod restarting under it, the
+    // kubelet's summary late on a loaded node): wait for a status with both.
+    let recorded = wait_status(
+        &harness,
+        "db",
+        "the grow and a usage reading in status",
+        60,
+        |s| {
+            s.volumes.first().is_some_and(|v| {
+                v.last_resize.is_some() && v.replicas.first().is_some_and(|r| r.used_bytes.is_some())
+            })
+        },
+    )
     .await;
     let volume = &recorded.volumes[0];
     assert_eq!(
