@@ -43,7 +43,6 @@ class TestBinary:
     kind: str
     executable: str
     manifest_dir: str
-    command: list[str] = field(default_factory=list)
     output: str = ""
     status: int | None = None
     seconds: float = 0.0
@@ -92,13 +91,6 @@ def build() -> list[TestBinary]:
     return binaries
 
 
-def doc_tests(args: list[str]) -> TestBinary:
-    """The workspace's doc tests (compiled by rustdoc as they run, so not among the binaries)."""
-    command = [sys.executable, "-B", fresh_mtimes.__file__, "cargo", *BUILD_ARGS[:2], "--doc", *BUILD_ARGS[3:]]
-    if args:
-        command += ["--", *args]
-    return TestBinary("workspace", "doc-tests", "doc", "cargo test --doc", str(fresh_mtimes.REPO), command)
-
 
 def run_one(binary: TestBinary, args: list[str], e2e_threads: int) -> None:
     # What `cargo test` gives a test binary: its package directory as working directory and
@@ -107,7 +99,7 @@ def run_one(binary: TestBinary, args: list[str], e2e_threads: int) -> None:
     threads = [f"--test-threads={e2e_threads}"] if binary.end_to_end else []
     started = time.monotonic()
     done = subprocess.run(
-        binary.command or [binary.executable, *threads, *args],
+        [binary.executable, *threads, *args],
         cwd=binary.manifest_dir,
         env=env,
         stdout=subprocess.PIPE,
@@ -131,7 +123,6 @@ def run(args: list[str]) -> int:
     binaries = build()
     if not binaries:
         sys.exit("[tests] the build made no test binaries")
-    binaries.append(doc_tests(args))
     jobs = int(os.environ.get("FERRY_TEST_JOBS", "3"))
     e2e_threads = int(os.environ.get("FERRY_E2E_THREADS", "4"))
     pending = list(binaries)
