@@ -107,17 +107,13 @@ def busybox_image(work: Path) -> tuple[oci.Rootfs, dict]:
     return r, oci.image_config(env=[PATH_ENV], cmd=["sh"])
 
 
-def cargo_target_dir() -> Path:
-    return Path(os.environ.get("CARGO_TARGET_DIR") or XDG_CACHE / "ferry/target")
-
-
 def ferry_image(work: Path) -> tuple[oci.Rootfs, dict]:
     if shutil.which("rustup"):
         installed = output(["rustup", "target", "list", "--installed"], cwd=REPO)
         if MUSL_TARGET not in installed.split():
             log(f"rustup target add {MUSL_TARGET}")
             run(["rustup", "target", "add", MUSL_TARGET], cwd=REPO, stdout=sys.stderr)
-    target_dir = cargo_target_dir()
+    target_dir = fresh_mtimes.target_dir()
     env = dict(os.environ, CARGO_TARGET_DIR=str(target_dir))
     cmd = ["cargo", "build", "--profile", IMAGE_PROFILE, "--locked", "--target", MUSL_TARGET]
     cmd += ["-p", "ferry-operator", "-p", "ferry-mover", "--bin", "ferry", "--bin", "ferry-mover"]

@@ -1,7 +1,6 @@
 """Cargo freshness by content for a target dir shared by several checkouts (see docs/testenv.md).
 
     fresh_mtimes.py cargo ARGS...   lock the target dir, restore mtimes, run `cargo ARGS...`, seal
-    fresh_mtimes.py restore         lock, restore mtimes, seal (no cargo)
 
 Cargo decides whether a workspace crate is fresh by comparing its sources' modification times with
 its last build. A new clone gives every file a new mtime, so every crate of the workspace compiles
@@ -14,7 +13,8 @@ from those contents, never from other ones.
 
 That holds only if every build into the target dir starts with a restore; so the restore and the
 cargo run share one lock, and each run ends with a seal (the time it ended). A cargo build outside
-this tool (a `cargo build` with the same CARGO_TARGET_DIR; use scripts/cargo instead) is seen at the next restore as a
+this tool (a `cargo build` with the same CARGO_TARGET_DIR; use scripts/cargo instead) is seen at
+the next restore as a
 fingerprint newer than the seal: then every file is treated as changed (a full rebuild of the
 workspace crates; slow but never wrong).
 """
@@ -160,13 +160,6 @@ def main() -> None:
     repo = Path(subprocess.run(["git", "rev-parse", "--show-toplevel"], check=True, capture_output=True, text=True).stdout.strip())
     if len(sys.argv) >= 2 and sys.argv[1] == "cargo":
         sys.exit(run_cargo(sys.argv[2:], repo=repo))
-    if sys.argv[1:] == ["restore"]:
-        target = target_dir()
-        with locked(target):
-            record = Record(target / ".ferry-fresh.json")
-            restore(repo, target, record)
-            seal(record)
-        return
     sys.exit(__doc__)
 
 
