@@ -14,9 +14,8 @@ from those contents, never from other ones.
 That holds only if every build into the target dir starts with a restore; so the restore and the
 cargo run share one lock, and each run ends with a seal (the time it ended). A cargo build outside
 this tool (a `cargo build` with the same CARGO_TARGET_DIR; use scripts/cargo instead) is seen at
-the next restore as a
-fingerprint newer than the seal: then every file is treated as changed (a full rebuild of the
-workspace crates; slow but never wrong).
+the next restore as a fingerprint newer than the seal: then every file is treated as changed (a
+full rebuild of the workspace crates; slow but never wrong).
 """
 
 from __future__ import annotations
