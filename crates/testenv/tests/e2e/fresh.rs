@@ -171,6 +171,11 @@ impl Bed {
         compiled(&out.stdout)
     }
 
+    /// Builds through the tool and checks that cargo compiled exactly `expected` (none: fresh).
+    fn assert_builds(&self, checkout: &Path, expected: &[&str], why: &str) {
+        assert_eq!(self.build(checkout), sorted(expected), "{why}");
+    }
+
     /// Builds without the tool (as a bare `cargo build` on the shared dir would).
     fn build_bare(&self, checkout: &Path) {
         let out = Command::new("cargo")
@@ -220,19 +225,11 @@ fn sorted(names: &[&str]) -> Vec<String> {
 fn a_new_clone_of_unchanged_code_builds_nothing_and_every_change_is_built() {
     let mut bed = Bed::new();
     let first = bed.new_clone();
-    assert_eq!(
-        bed.build(&first),
-        sorted(&CRATES),
-        "the first build compiles everything"
-    );
+    bed.assert_builds(&first, &CRATES, "the first build compiles everything");
     assert_eq!(bed.outputs(), ("6".into(), "4".into()));
 
     let unchanged = bed.new_clone();
-    assert_eq!(
-        bed.build(&unchanged),
-        Vec::<String>::new(),
-        "a new clone of the same code is fresh"
-    );
+    bed.assert_builds(&unchanged, &[], "a new clone of the same code is fresh");
 
     // A one-line change in each crate rebuilds that crate and what depends on it, nothing else.
     let changed = bed.new_clone();
@@ -250,37 +247,21 @@ fn a_new_clone_of_unchanged_code_builds_nothing_and_every_change_is_built() {
     ];
     for (name, [a, e, o, m], rebuilt, outputs) in steps {
         set_values(&changed, a, e, o, m);
-        assert_eq!(
-            bed.build(&changed),
-            sorted(rebuilt),
-            "a one-line change in {name}"
-        );
+        bed.assert_builds(&changed, rebuilt, &format!("a one-line change in {name}"));
         assert_eq!(
             bed.outputs(),
             (outputs[0].into(), outputs[1].into()),
             "after the change in {name}"
         );
-        assert_eq!(
-            bed.build(&changed),
-            Vec::<String>::new(),
-            "built once after the change in {name}"
-        );
+        bed.assert_builds(&changed, &[], &format!("built once after the change in {name}"));
     }
 
     // A new clone of the origin is the old content again: a change too, so it is built.
     let back = bed.new_clone();
-    assert_eq!(
-        bed.build(&back),
-        sorted(&CRATES),
-        "going back to the committed content"
-    );
+    bed.assert_builds(&back, &CRATES, "going back to the committed content");
     assert_eq!(bed.outputs(), ("6".into(), "4".into()));
     let again = bed.new_clone();
-    assert_eq!(
-        bed.build(&again),
-        Vec::<String>::new(),
-        "and a clone after that is fresh"
-    );
+    bed.assert_builds(&again, &[], "and a clone after that is fresh");
 
     // A build the tool did not see (engine changed) must not make the next clone's engine fresh.
     let outside = bed.new_clone();
@@ -297,9 +278,5 @@ fn a_new_clone_of_unchanged_code_builds_nothing_and_every_change_is_built() {
     );
     assert_eq!(bed.outputs(), ("6".into(), "4".into()));
     let trusted = bed.new_clone();
-    assert_eq!(
-        bed.build(&trusted),
-        Vec::<String>::new(),
-        "trusted again after that rebuild"
-    );
+    bed.assert_builds(&trusted, &[], "trusted again after that rebuild");
 }
