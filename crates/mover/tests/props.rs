@@ -58,8 +58,11 @@ fn build(root: &Path, spec: &[Spec]) {
     for (comps, node, mtime, (uid, gid)) in spec {
         let p = comps.iter().fold(root.to_path_buf(), |p, c| p.join(c));
         let parent = p.parent().unwrap();
-        // Skip entries whose place is taken or whose parent cannot be a directory.
-        if std::fs::symlink_metadata(&p).is_ok() || std::fs::create_dir_all(parent).is_err() {
+        // Skip entries whose place is taken, whose parent cannot be a directory or lies outside.
+        if std::fs::symlink_metadata(&p).is_ok()
+            || through_symlink(root, comps)
+            || std::fs::create_dir_all(parent).is_err()
+        {
             continue;
         }
         let ok = match node {
@@ -113,6 +116,23 @@ fn build(root: &Path, spec: &[Spec]) {
     }
 }
 
+fn cases() -> u32 {
+    std::env::var("PROPTEST_CASES")
+        .ok()
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(16)
+}
+
+/// Whether a path under `root` passes through a symlink (creating it would write outside the
+/// tree, e.g. through `c -> ../`, and a hard link to such a file has its partner outside).
+fn through_symlink(root: &Path, comps: &[String]) -> bool {
+    let mut p = root.to_path_buf();
+    comps[..comps.len() - 1].iter().any(|c| {
+        p.push(c);
+        std::fs::symlink_metadata(&p).is_ok_and(|m| m.file_type().is_symlink())
+    })
+}
+
 fn sync(src: &Path, dst: &Path) -> ferry_mover::SyncReport {
     let opts = ferry_mover::SyncOptions {
         source: src.to_path_buf(),
@@ -125,7 +145,8 @@ fn sync(src: &Path, dst: &Path) -> ferry_mover::SyncReport {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 16, ..ProptestConfig::default() })]
+    // 16 cases in CI; PROPTEST_CASES=3000 for a soak.
+    #![proptest_config(ProptestConfig { cases: cases(), ..ProptestConfig::default() })]
 
     #[test]
     fn random_trees_sync_exactly(first in entries(), second in entries()) {
