@@ -54,7 +54,7 @@ pub struct CopyContext<'a> {
     /// `spec.timeoutSeconds`: the longest any step before the swap may take; past it the replica
     /// is rolled back. (The swap itself only goes forward.)
     pub step_timeout_seconds: Option<i64>,
-    /// A replica is taken down only while every other one is Ready (Rolling, unless `force`).
+    /// A serving replica is taken down only while every other one is Ready (Rolling, `force` or not).
     pub quorum: bool,
 }
 
@@ -105,7 +105,9 @@ impl<'a> CopyContext<'a> {
                 .timeout_seconds
                 .map_or(MOVER_STUCK_SECONDS, |limit| limit.min(MOVER_STUCK_SECONDS)),
             step_timeout_seconds: spec.timeout_seconds,
-            quorum: spec.mode == Mode::Rolling && !spec.force,
+            // `force` only lets a resize start while not all replicas are Ready (the precheck):
+            // it never lets a stop take a second replica down.
+            quorum: spec.mode == Mode::Rolling,
         }
     }
 
@@ -120,6 +122,37 @@ impl<'a> CopyContext<'a> {
     fn pod(&self, replica: i32) -> String {
         names::pod(self.sts_name, replica)
     }
+}
+
+/// The replicas handled now. Offline: every unfinished one. Rolling: one, the one already begun if
+/// any; else one that is down already (copying it first costs no availability, and the others-Ready
+/// gate would hold every other one while it is down); else the lowest.
+fn next_batch(ctx: &CopyContext, status: &VolumeResizeStatus, observed: &Observed) -> Vec<i32> {
+    let unfinished = status
+        .plan
+        .iter()
+        .filter(|row| is_copy(row) && row.finished_at.is_none());
+    let mut batch: Vec<i32> = unfinished.clone().map(|row| row.replica).collect();
+    batch.sort_unstable();
+    batch.dedup();
+    if ctx.offline {
+        return batch;
+    }
+    let begun = unfinished
+        .filter(|row| row.step.is_some())
+        .map(|row| row.replica)
+        .min();
+    let down = || {
+        observed
+            .replicas_down(ctx.sts_name, batch.iter().copied())
+            .first()
+            .copied()
+    };
+    begun
+        .or_else(down)
+        .or_else(|| batch.first().copied())
+        .into_iter()
+        .collect()
 }
 
 fn is_copy(row: &VolumePlan) -> bool {
@@ -182,18 +215,7 @@ pub fn plan_copy(
         .collect();
     update_progress(&mut status);
 
-    // The replicas handled now: the first unfinished one (Rolling) or all unfinished ones (Offline).
-    let mut batch: Vec<i32> = status
-        .plan
-        .iter()
-        .filter(|row| is_copy(row) && row.finished_at.is_none())
-        .map(|row| row.replica)
-        .collect();
-    batch.sort_unstable();
-    batch.dedup();
-    if !ctx.offline {
-        batch.truncate(1);
-    }
+    let batch = next_batch(ctx, &status, observed);
     if batch.is_empty() && status.phase != Some(Phase::RollingBack) {
         return finish(status, observed, now);
     }

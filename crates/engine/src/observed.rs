@@ -53,6 +53,9 @@ pub struct StatefulSetView {
     pub templates: BTreeMap<String, TemplateView>,
     /// Being deleted (an orphan delete waits for the orphan finalizer).
     pub deleting: bool,
+    /// The StatefulSet controller still has pods to replace for a spec change (a rolling update
+    /// under way): it may delete a replica at any moment, whatever a budget says.
+    pub rolling_out: bool,
     /// Created by someone else while the resize ran (a GitOps tool's self-heal, Helm, a parent
     /// operator): its UID is neither the one Ferry backed up nor one of Ferry's own re-creates.
     pub foreign: bool,

@@ -149,19 +149,32 @@ pub(super) fn advance(
                 status.plan[i].step = Some(RowStep::StoppingReplica);
             }
         }
-        // Before the first step down (the StatefulSet still there): the budget, and every other
-        // replica Ready, so a stop never leaves fewer serving than the application expects.
-        let not_yet_down = observed.stateful_set.as_ref().is_some_and(|sts| !sts.deleting);
-        let unready = if ctx.quorum && not_yet_down {
+        // Before the first step down (the StatefulSet still there): the budget, no rolling update
+        // under way, and every other replica Ready, so a stop never leaves fewer serving than the
+        // application expects.
+        let sts = observed.stateful_set.as_ref();
+        let not_yet_down = sts.is_some_and(|sts| !sts.deleting);
+        // Stopping replicas that serve nothing already (crash-looping, not Ready) costs no
+        // availability: the gate is for taking a serving one down.
+        let serving = observed.replicas_down(ctx.sts_name, batch.iter().copied()).len() < batch.len();
+        let unready = if ctx.quorum && serving {
             unready_others(ctx, &status, observed, batch)
         } else {
             Vec::new()
         };
-        if !unready.is_empty() {
+        let listed = unready.iter().map(i32::to_string).collect::<Vec<_>>().join(", ");
+        if sts.is_none() && !unready.is_empty() {
+            // Taken off, but another replica went down before this one stopped (the StatefulSet
+            // controller was replacing it, or it crashed): nothing would bring it back, and a budget
+            // would refuse this stop for good. The way back: the StatefulSet again, then the gate.
             summary = format!(
-                "waiting for replica(s) {} to be Ready before stopping {who}",
-                unready.iter().map(i32::to_string).collect::<Vec<_>>().join(", ")
+                "replica(s) {listed} went down before {who} was stopped; re-creating the StatefulSet so they come back first"
             );
+            actions.push(ResizeAction::RecreateStatefulSet);
+        } else if not_yet_down && !unready.is_empty() {
+            summary = format!("waiting for replica(s) {listed} to be Ready before stopping {who}");
+        } else if !ctx.offline && sts.is_some_and(|sts| sts.rolling_out && !sts.deleting) {
+            summary = format!("waiting for the StatefulSet's rolling update to finish before stopping {who}");
         } else {
             summary = if !ctx.offline && not_yet_down && observed.budget_blocks() {
                 format!("{who}: {}", crate::action::WAITING_FOR_BUDGET)

@@ -49,6 +49,12 @@ struct Cluster {
     gitops_after: Option<u32>,
     /// Ticks the StatefulSet has been missing.
     absent_ticks: u32,
+    /// A PodDisruptionBudget `minAvailable`: evicting a Ready pod that would leave fewer Ready is
+    /// refused, and `disruptions_allowed` follows the Ready pods.
+    min_available: Option<i32>,
+    /// The StatefulSet controller deletes this pod (a rolling update's next step) at the moment
+    /// Ferry takes the StatefulSet off; nothing re-creates it while the StatefulSet is gone.
+    lost_at_take_off: Option<String>,
 }
 
 impl World for Cluster {
@@ -103,6 +109,8 @@ impl Cluster {
             terminating: BTreeMap::new(),
             gitops_after: None,
             absent_ticks: 0,
+            min_available: None,
+            lost_at_take_off: None,
         };
         cluster.observed.stateful_set = Some(StatefulSetView {
             ready_replicas: REPLICAS,
@@ -116,6 +124,19 @@ impl Cluster {
         }
         cluster.settle();
         cluster
+    }
+
+    fn ready_pods(&self) -> i32 {
+        self.observed
+            .pods
+            .values()
+            .filter(|p| p.ready && !p.deleting)
+            .count() as i32
+    }
+
+    /// Replicas without a Ready pod that is staying.
+    fn replicas_down(&self) -> Vec<i32> {
+        self.observed.replicas_down("db", 0..REPLICAS)
     }
 
     fn id(&mut self) -> String {
@@ -255,9 +276,12 @@ impl Cluster {
                 }
             }
         }
-        let ready = self.observed.pods.values().filter(|p| p.ready).count() as i32;
+        let ready = self.ready_pods();
         if let Some(sts) = self.observed.stateful_set.as_mut() {
             sts.ready_replicas = ready;
+        }
+        if let Some(min) = self.min_available {
+            self.observed.disruptions_allowed = Some((ready - min).max(0));
         }
     }
 
@@ -422,7 +446,12 @@ impl Cluster {
                     c.nudged = true;
                 }
             }
-            ResizeAction::OrphanDeleteStatefulSet => self.observed.stateful_set = None,
+            ResizeAction::OrphanDeleteStatefulSet => {
+                self.observed.stateful_set = None;
+                if let Some(pod) = self.lost_at_take_off.take() {
+                    self.observed.pods.remove(&pod);
+                }
+            }
             ResizeAction::RecreateStatefulSet => {
                 if self.observed.stateful_set.is_none() {
                     self.observed.stateful_set = Some(StatefulSetView {
@@ -437,9 +466,19 @@ impl Cluster {
                 }
             }
             ResizeAction::RestartPod { pod, uid } => {
+                // The eviction API: refused while the budget allows no disruption of a Ready pod.
+                let ready = self
+                    .observed
+                    .pods
+                    .get(pod)
+                    .is_some_and(|p| p.ready && !p.deleting);
+                let refused = self
+                    .min_available
+                    .is_some_and(|min| ready && self.ready_pods() <= min);
                 if let Some(p) = self.observed.pods.get_mut(pod)
                     && &p.uid == uid
                     && !p.deleting
+                    && !refused
                 {
                     if self.grace_ticks == 0 {
                         self.observed.pods.remove(pod);
@@ -1305,10 +1344,19 @@ fn a_step_longer_than_timeout_seconds_rolls_the_replica_back() {
 }
 
 /// Rolling: a replica is never taken down while another one is not Ready (quorum), whatever a
-/// PodDisruptionBudget would allow; once it is Ready again the copy goes on.
+/// PodDisruptionBudget would allow; once it is Ready again the copy goes on. (Here db-2 goes down
+/// once replica 0's copy has begun; one down before any began would be copied first.)
 #[test]
 fn no_replica_is_stopped_while_another_is_not_ready() {
     let mut cluster = Cluster::new();
+    let mut begun = planned();
+    for _ in 0..30 {
+        if begun.plan[0].step.is_some() {
+            break;
+        }
+        begun = drive(&resize(), &mut cluster, begun, None, 1, &mut |_, _| {}).0;
+    }
+    assert!(begun.plan[0].step.is_some(), "replica 0 begun");
     cluster.observed.pods.get_mut("db-2").unwrap().ready = false;
     let nothing_down = &mut |decision: &Decision, _: &Cluster| {
         let down = decision.actions.iter().any(|a| {
@@ -1323,7 +1371,7 @@ fn no_replica_is_stopped_while_another_is_not_ready() {
             decision.summary
         );
     };
-    let (held, _) = drive(&resize(), &mut cluster, planned(), None, 40, nothing_down);
+    let (held, _) = drive(&resize(), &mut cluster, begun, None, 40, nothing_down);
     assert!(
         held.message
             .as_deref()
@@ -1395,4 +1443,96 @@ fn the_new_volume_gets_its_own_class_policy_back() {
             (Some("Retain"), Some("Delete"))
         );
     }
+}
+
+/// Never two down: after every action of a run, at most one replica lacks a Ready pod.
+fn at_most_one_down() -> impl FnMut(&Decision, &Cluster) {
+    |decision: &Decision, cluster: &Cluster| {
+        let down = cluster.replicas_down();
+        assert!(
+            down.len() <= 1,
+            "{}: replicas {down:?} down at once",
+            decision.summary
+        );
+    }
+}
+
+/// A rolling update of the StatefulSet (its controller replacing pods on its own, whatever a budget
+/// says) holds the stop until it is through; the copy then completes.
+#[test]
+fn a_rolling_update_under_way_holds_the_replica_stop() {
+    let mut cluster = Cluster::new();
+    cluster.observed.stateful_set.as_mut().unwrap().rolling_out = true;
+    let nothing_down = &mut |decision: &Decision, _: &Cluster| {
+        let down = decision.actions.iter().any(|a| {
+            matches!(
+                a,
+                ResizeAction::OrphanDeleteStatefulSet | ResizeAction::RestartPod { .. }
+            )
+        });
+        assert!(
+            !down,
+            "{}: nothing is taken down during a rolling update",
+            decision.summary
+        );
+    };
+    let (held, _) = drive(&resize(), &mut cluster, planned(), None, 40, nothing_down);
+    let message = held.message.clone().unwrap_or_default();
+    assert!(
+        message.contains("rolling update to finish before stopping replica 0"),
+        "{message}"
+    );
+    cluster.observed.stateful_set.as_mut().unwrap().rolling_out = false;
+    let (done, _) = drive(&resize(), &mut cluster, held, None, 500, &mut at_most_one_down());
+    assert_copied(&cluster, &done);
+}
+
+/// The race seen on the real node: a budget (minAvailable 2 of 3) relaxes while the StatefulSet
+/// controller replaces a pod; Ferry takes the StatefulSet off just as that pod is deleted. Nothing
+/// would re-create it, and the budget would refuse the stop of replica 0 for good. Ferry brings the
+/// StatefulSet back first, and the copy completes with never two replicas down.
+#[test]
+fn a_replica_lost_after_the_take_off_brings_the_stateful_set_back_first() {
+    let mut cluster = Cluster::new();
+    cluster.min_available = Some(2);
+    cluster.lost_at_take_off = Some("db-1".into());
+    cluster.settle();
+    let mut recreated = 0;
+    let mut inspect = at_most_one_down();
+    let watch = &mut |decision: &Decision, cluster: &Cluster| {
+        if decision
+            .summary
+            .contains("went down before replica 0 was stopped")
+        {
+            recreated += 1;
+        }
+        inspect(decision, cluster);
+    };
+    let (done, _) = drive(&resize(), &mut cluster, planned(), None, 500, watch);
+    assert_copied(&cluster, &done);
+    assert_eq!(recreated, 1, "the StatefulSet was brought back once");
+}
+
+/// `force` (an autoscaler rescue: one replica crash-looping on a full disk) starts the copy
+/// although not all replicas are Ready, copies the replica that is down first, and never takes a
+/// second one down.
+#[test]
+fn force_copies_the_replica_already_down_first_and_never_takes_a_second_down() {
+    let mut cluster = Cluster::new();
+    cluster.observed.pods.get_mut("db-2").unwrap().ready = false;
+    cluster.settle();
+    let resize = resize().with(|spec| spec.force = true);
+    let mut first_stopped = None;
+    let mut inspect = at_most_one_down();
+    let watch = &mut |decision: &Decision, cluster: &Cluster| {
+        for action in &decision.actions {
+            if let ResizeAction::RestartPod { pod, .. } = action {
+                first_stopped.get_or_insert_with(|| pod.clone());
+            }
+        }
+        inspect(decision, cluster);
+    };
+    let (done, _) = drive(&resize, &mut cluster, planned(), None, 500, watch);
+    assert_copied(&cluster, &done);
+    assert_eq!(first_stopped.as_deref(), Some("db-2"));
 }

@@ -6,6 +6,7 @@ pub mod intake;
 mod objects;
 mod observe;
 mod reconcile;
+mod rollout;
 mod run_observe;
 pub mod status_write;
 
