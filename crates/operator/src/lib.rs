@@ -11,6 +11,7 @@ pub mod http;
 pub mod leader;
 pub mod listing;
 pub mod metrics;
+pub mod ordinals;
 pub mod requests;
 pub mod resize;
 pub mod run;

@@ -59,7 +59,6 @@ pub struct Replicas {
 
 pub async fn replicas(client: &Client, namespace: &str, sts: &StatefulSet) -> Result<Replicas, Error> {
     let name = sts.name_any();
-    let count = sts.spec.as_ref().and_then(|spec| spec.replicas).unwrap_or(1);
     let uid = sts.uid();
     let pods = Api::<Pod>::namespaced(client.clone(), namespace);
     // The StatefulSet's own selector finds its pods; the controller reference confirms them.
@@ -90,7 +89,7 @@ pub async fn replicas(client: &Client, namespace: &str, sts: &StatefulSet) -> Re
         .filter_map(|pod| Some((ordinal_after(&pod.name_any(), &name)?, pod)))
         .collect();
     Ok(Replicas {
-        ordinals: (0..count.max(0)).collect(),
+        ordinals: crate::ordinals::ordinals(sts).collect(),
         pods,
     })
 }

@@ -48,18 +48,14 @@ pub fn subject(sts: &StatefulSet, claims: &[PersistentVolumeClaim]) -> Subject {
             })
         })
         .collect();
-    let spec = sts.spec.as_ref();
     Subject {
         name,
         uid: sts.uid().unwrap_or_default(),
         annotations: sts.annotations().clone(),
         templates,
         claims,
-        replicas: spec.and_then(|s| s.replicas).unwrap_or(1),
-        first_ordinal: spec
-            .and_then(|s| s.ordinals.as_ref())
-            .and_then(|o| o.start)
-            .unwrap_or(0),
+        replicas: crate::ordinals::replicas(sts),
+        first_ordinal: crate::ordinals::first_ordinal(sts),
     }
 }
 

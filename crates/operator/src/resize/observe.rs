@@ -198,11 +198,8 @@ pub(super) fn stateful_set_view(sts: &StatefulSet) -> StatefulSetView {
         .collect();
     StatefulSetView {
         name: sts.name_any(),
-        replicas: spec.and_then(|s| s.replicas).unwrap_or(1),
-        first_ordinal: spec
-            .and_then(|s| s.ordinals.as_ref())
-            .and_then(|o| o.start)
-            .unwrap_or(0),
+        replicas: crate::ordinals::replicas(sts),
+        first_ordinal: crate::ordinals::first_ordinal(sts),
         ready_replicas: sts.status.as_ref().and_then(|s| s.ready_replicas).unwrap_or(0),
         templates,
         deleting: sts.metadata.deletion_timestamp.is_some(),

@@ -1,7 +1,7 @@
 //! Autoresize on the real node: real XFS volumes filled by real pods, usage read from the real
 //! kubelet, grown in place by an ordinary VolumeResize (the operator here polls every 2 s).
 
-use crate::real_node::{assert_nothing_lost, wait_phase, writer_with};
+use crate::real_node::{assert_nothing_lost, wait_phase, writer_shaped, writer_with};
 use crate::support::Harness;
 use crate::triggers::kubectl_file;
 use ferry_api::names::{LABEL_TRIGGER, SEED_ANNOTATION_AUTO_SCALED};
@@ -9,7 +9,7 @@ use ferry_api::quantity::requested_storage;
 use ferry_api::{Phase, VolumeAutoscaler, VolumeAutoscalerStatus, VolumeResize};
 use ferry_testenv::workload::{BUSYBOX_IMAGE, df_bytes, writer_stateful_set};
 use ferry_testenv::{CLASS_BLOCK, REAL_NODE_KEY, kubectl, wait_until};
-use k8s_openapi::api::apps::v1::StatefulSet;
+use k8s_openapi::api::apps::v1::{StatefulSet, StatefulSetOrdinals};
 use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod};
 use k8s_openapi::api::events::v1::Event;
 use kube::ResourceExt;
@@ -239,6 +239,33 @@ async fn a_volume_filled_past_its_threshold_grows_in_place_and_the_cooldown_outl
         "and no shrink from the re-applied manifest"
     );
     assert_eq!(claim_size(&harness, "data-db-0").await, "384Mi");
+    harness.finish().await;
+}
+
+/// `spec.ordinals.start`: the one replica is db-3, and the autoscaler reads and grows its claim
+/// (not a claim of ordinal 0, which does not exist).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replica_numbered_from_ordinals_start_is_read_and_grown() {
+    let harness = Harness::start("vas-ordinals").await;
+    let seeds = writer_shaped(&harness, 1, CLASS_BLOCK, "320Mi", 200 << 10, 0, |set| {
+        set.spec.as_mut().unwrap().ordinals = Some(StatefulSetOrdinals { start: Some(3) });
+    })
+    .await;
+    assert_eq!(seeds.keys().collect::<Vec<_>>(), ["data-db-3"]);
+    create_autoscaler(
+        &harness,
+        "db",
+        json!({"statefulSetName": "db", "volumes": [
+            {"name": "data", "threshold": 60, "maxSize": "2Gi"},
+        ]}),
+    )
+    .await;
+    let grow = the_grow(&harness).await;
+    let status = grow.status.clone().unwrap();
+    assert_eq!(status.phase, Some(Phase::Succeeded), "{:?}", status.message);
+    assert_eq!(grow.spec.volumes[0].size, "384Mi", "320Mi + 20%");
+    assert_eq!(claim_size(&harness, "data-db-3").await, "384Mi");
+    assert_nothing_lost(&harness, 1, &seeds).await;
     harness.finish().await;
 }
 

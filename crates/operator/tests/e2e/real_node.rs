@@ -38,8 +38,9 @@ pub(crate) async fn writer_with(
     writer_shaped(harness, replicas, class, size, seed_kib, checkpoint_kib, |_| {}).await
 }
 
-/// [`writer_with`], with the StatefulSet changed by `shape` before it is created.
-async fn writer_shaped(
+/// [`writer_with`], with the StatefulSet changed by `shape` before it is created (seeds recorded
+/// for the ordinals it then has).
+pub(crate) async fn writer_shaped(
     harness: &Harness,
     replicas: i32,
     class: &str,
@@ -63,7 +64,7 @@ async fn writer_shaped(
     sets.create(&PostParams::default(), &set).await.unwrap();
     wait_ready(&sets, "db", replicas, 180).await.unwrap();
     let mut sums = BTreeMap::new();
-    for replica in 0..replicas {
+    for replica in ferry_operator::ordinals::ordinals(&set) {
         let claim = format!("data-db-{replica}");
         sums.insert(claim.clone(), seed_checksum(harness, &claim).await);
     }
@@ -157,23 +158,23 @@ fn watch_mover_containers(harness: &Harness) -> Arc<Mutex<BTreeMap<String, Strin
 pub(crate) async fn assert_nothing_lost(harness: &Harness, replicas: i32, seeds: &BTreeMap<String, String>) {
     let claims: Api<PersistentVolumeClaim> = harness.ns.api();
     let volumes: Api<PersistentVolume> = Api::all(harness.client.clone());
-    for replica in 0..replicas {
-        let claim = format!("data-db-{replica}");
-        let pod = format!("db-{replica}");
-        let acked = acknowledged(&harness.ns.name, &pod).unwrap().len();
+    assert_eq!(seeds.len(), replicas as usize, "a seed per replica: {seeds:?}");
+    for claim in seeds.keys() {
+        let pod = claim.trim_start_matches("data-");
+        let acked = acknowledged(&harness.ns.name, pod).unwrap().len();
         // The replica runs again on its volume and writes on.
         wait_until(&format!("{pod} to write on its volume"), 60, || async {
-            (acknowledged(&harness.ns.name, &pod).ok()?.len() > acked + 10).then_some(())
+            (acknowledged(&harness.ns.name, pod).ok()?.len() > acked + 10).then_some(())
         })
         .await
         .unwrap();
-        let dir = claim_directory(&claims, &volumes, &claim).await.unwrap();
+        let dir = claim_directory(&claims, &volumes, claim).await.unwrap();
         assert_eq!(
-            lost_records(&harness.ns.name, &pod, &dir).unwrap(),
+            lost_records(&harness.ns.name, pod, &dir).unwrap(),
             Vec::<u64>::new(),
             "{claim}: acknowledged records missing"
         );
-        assert_eq!(Some(&seed_checksum(harness, &claim).await), seeds.get(&claim));
+        assert_eq!(Some(&seed_checksum(harness, claim).await), seeds.get(claim));
     }
 }
 
