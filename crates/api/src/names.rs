@@ -24,7 +24,8 @@ pub const ANNOTATION_STORAGE_CLASS_PREFIX: &str = "ferry.dev/storage-class.";
 /// `ferry.dev/rollback-requested: "true"` on a finished VolumeResize asks Ferry to put every copied
 /// replica back on its retained old volume (`kubectl ferry rollback`).
 pub const ANNOTATION_ROLLBACK_REQUESTED: &str = "ferry.dev/rollback-requested";
-/// `ferry.dev/sync-claims: "true"`: resize existing PVCs to match a re-created StatefulSet's template.
+/// `ferry.dev/sync-claims: "true"`: grow existing PVCs to match a re-created StatefulSet's template
+/// (never shrinking one); `"exact"`: their size exactly, a shrink included.
 pub const ANNOTATION_SYNC_CLAIMS: &str = "ferry.dev/sync-claims";
 /// Set once on a claim Ferry re-created onto a volume when its binding stalls, so the PV controller
 /// syncs it again at once instead of at its next resync.

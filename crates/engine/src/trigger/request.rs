@@ -245,40 +245,61 @@ fn read_annotations(
     Ok(())
 }
 
-/// With `ferry.dev/sync-claims: "true"`: the running replicas' claims that differ from their
-/// template (size, or class where the template names one) ask for the template.
+/// With `ferry.dev/sync-claims: "true"`: the running replicas' claims that are smaller than their
+/// template, or of another class where the template names one, ask for the template, and never
+/// for less than the largest of those claims (one expanded by hand is not shrunk; a VolumeResize
+/// gives every claim of a template one size). With `"exact"`: the template's size exactly, a
+/// shrink included.
 fn drift(subject: &Subject) -> Reading {
-    if subject
+    let exact = match subject
         .annotations
         .get(ANNOTATION_SYNC_CLAIMS)
         .map(String::as_str)
-        != Some("true")
     {
-        return Reading::Nothing;
-    }
+        None | Some("false") => return Reading::Nothing,
+        Some("true") => false,
+        Some("exact") => true,
+        Some(other) => {
+            return Reading::Invalid {
+                message: format!(
+                    "{ANNOTATION_SYNC_CLAIMS}: {other:?} is not one of \"true\" (grow claims to the template), \"exact\" (also shrink) or \"false\""
+                ),
+            };
+        }
+    };
     let running = subject.running_ordinals();
     let mut changes = Vec::new();
     for template in &subject.templates {
         let Some(size) = &template.size else { continue };
         let Ok(bytes) = positive_bytes(size) else { continue };
-        let claims = subject
+        let claims: Vec<&Claim> = subject
             .claims
             .iter()
-            .filter(|c| c.template == template.name && running.contains(&c.ordinal));
-        let mut size_differs = false;
-        let mut class_differs = false;
-        for claim in claims {
-            size_differs |= claim.size.as_deref().and_then(|s| positive_bytes(s).ok()) != Some(bytes);
-            class_differs |=
-                template.storage_class.is_some() && claim.storage_class != template.storage_class;
+            .filter(|c| c.template == template.name && running.contains(&c.ordinal))
+            .collect();
+        let claim_bytes = |claim: &Claim| claim.size.as_deref().and_then(|s| positive_bytes(s).ok());
+        let class_differs = template.storage_class.is_some()
+            && claims
+                .iter()
+                .any(|claim| claim.storage_class != template.storage_class);
+        let size_differs = claims.iter().any(|claim| match claim_bytes(claim) {
+            Some(have) if !exact => have < bytes,
+            have => have != Some(bytes),
+        });
+        if !size_differs && !class_differs {
+            continue;
         }
-        if size_differs || class_differs {
-            changes.push(VolumeChange {
-                name: template.name.clone(),
-                size: size.clone(),
-                storage_class_name: template.storage_class.clone().filter(|_| class_differs),
-            });
-        }
+        // Grow only: the largest claim's size when it is above the template's.
+        let largest = claims
+            .iter()
+            .filter_map(|claim| Some((claim_bytes(claim)?, claim.size.clone()?)))
+            .max_by_key(|(have, _)| *have)
+            .filter(|(have, _)| !exact && *have > bytes);
+        changes.push(VolumeChange {
+            name: template.name.clone(),
+            size: largest.map_or_else(|| size.clone(), |(_, size)| size),
+            storage_class_name: template.storage_class.clone().filter(|_| class_differs),
+        });
     }
     if changes.is_empty() {
         return Reading::Nothing;

@@ -298,6 +298,51 @@ fn drift_resizes_running_claims_to_the_template_once() {
     assert_eq!(decide(&apply(after, &next), &[done]), Decision::default());
 }
 
+/// A claim expanded by hand beyond its template is never shrunk by drift: alone it is no drift, and
+/// when another claim must grow, everything grows to the larger size.
+#[test]
+fn drift_never_shrinks_a_claim_larger_than_the_template() {
+    let mut subject = with(web(), ANNOTATION_SYNC_CLAIMS, "true");
+    subject.claims[2] = claim("data", 1, "3Gi", Some("standard"));
+    assert_eq!(
+        decide(&subject, &[]),
+        Decision::default(),
+        "a larger claim alone is no drift"
+    );
+    subject.templates[0] = template("data", "2Gi", Some("standard"));
+    let created = decide(&subject, &[]).create.unwrap();
+    assert_eq!(created.spec.volumes, vec![change("data", "3Gi", None)]);
+    // A class change of a larger claim keeps its size too.
+    let mut moved = with(web(), ANNOTATION_SYNC_CLAIMS, "true");
+    moved.claims[2] = claim("data", 1, "3Gi", Some("standard"));
+    moved.templates[0] = template("data", "1Gi", Some("fast"));
+    let created = decide(&moved, &[]).create.unwrap();
+    assert_eq!(created.spec.volumes, vec![change("data", "3Gi", Some("fast"))]);
+}
+
+/// `ferry.dev/sync-claims: "exact"` asks for the template's size exactly, a shrink included.
+#[test]
+fn exact_drift_shrinks_to_the_template_when_asked() {
+    let mut subject = with(web(), ANNOTATION_SYNC_CLAIMS, "exact");
+    subject.claims[2] = claim("data", 1, "3Gi", Some("standard"));
+    let created = decide(&subject, &[]).create.unwrap();
+    assert_eq!(created.spec.volumes, vec![change("data", "1Gi", None)]);
+}
+
+/// Any other value is reported, and nothing is resized.
+#[test]
+fn an_unknown_sync_claims_value_is_refused() {
+    let mut subject = with(web(), ANNOTATION_SYNC_CLAIMS, "yes");
+    subject.templates[0] = template("data", "2Gi", Some("standard"));
+    let decision = decide(&subject, &[]);
+    assert_eq!(decision.create, None);
+    let text = status(&decision).unwrap().to_string();
+    assert!(
+        text.contains("ferry.dev/sync-claims") && text.contains("\"yes\""),
+        "{text}"
+    );
+}
+
 #[test]
 fn without_sync_claims_drift_is_left_alone() {
     let mut subject = web();

@@ -351,6 +351,45 @@ async fn drift_after_an_orphan_delete_and_reapply_brings_the_claims_to_the_templ
     harness.finish().await;
 }
 
+/// A claim expanded by hand (3Gi) is larger than the template re-applied (2Gi): drift grows the
+/// other claim and the template to 3Gi and never shrinks the larger one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn drift_never_shrinks_a_claim_expanded_by_hand() {
+    let harness = Harness::start_with_webhook("trig-drift-up").await;
+    let sts = stateful_set("web", 2, CLASS_EXPANDABLE, "1Gi");
+    let seeded = harness.seeded(sts.clone(), &["data"], 30).await;
+    let claims = harness.ns.api::<PersistentVolumeClaim>();
+    let grow = json!({"spec": {"resources": {"requests": {"storage": "3Gi"}}}});
+    claims
+        .patch("data-web-1", &PatchParams::default(), &Patch::Merge(grow))
+        .await
+        .unwrap();
+    let sets = harness.ns.api::<StatefulSet>();
+    sets.delete("web", &DeleteParams::orphan()).await.unwrap();
+    wait_until("the StatefulSet to be gone", 30, || async {
+        sets.get_opt("web").await.ok().flatten().is_none().then_some(())
+    })
+    .await
+    .unwrap();
+    let mut again: StatefulSet = serde_json::from_value(manifest(&sts, "2Gi")).unwrap();
+    again
+        .annotations_mut()
+        .insert(ANNOTATION_SYNC_CLAIMS.into(), "true".into());
+    sets.create(&PostParams::default(), &again).await.unwrap();
+
+    let sts = wait_request_done(&harness, "web", 120).await;
+    let made = trigger_resizes(&harness, "web").await;
+    assert_eq!(made.len(), 1);
+    assert_eq!(
+        made[0].spec.volumes[0].size, "3Gi",
+        "never below the larger claim"
+    );
+    assert_eq!(made[0].phase(), Phase::Succeeded);
+    assert_all_sized(&harness, &sts, 2, 3 << 30).await;
+    harness.assert_data_intact(&seeded).await;
+    harness.finish().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn with_ferry_stopped_other_updates_still_succeed() {
     let mut harness = Harness::start_with_webhook("trig-down").await;
