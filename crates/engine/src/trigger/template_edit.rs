@@ -113,12 +113,22 @@ pub fn template_edit(stored: &StatefulSet, update: &StatefulSet) -> TemplateEdit
         TemplateEdit::Resize(changes)
     }
 }
-/// A smaller size for an autoscaled template, kept aside without a request.
+/// Which templates of a StatefulSet VolumeAutoscalers govern, as far as could be read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Governed {
+    /// Template → the VolumeAutoscaler governing it.
+    Known(BTreeMap<String, String>),
+    /// The VolumeAutoscalers could not be read (why): any template may be autoscaled, so a shrink
+    /// is kept aside rather than risked (fail closed).
+    Unknown(String),
+}
+
+/// A smaller size for an autoscaled template (or one that may be), kept aside without a request.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SetAside {
     pub template: String,
-    /// The VolumeAutoscaler that grew it.
-    pub autoscaler: String,
+    /// Why: "is autoscaled by VolumeAutoscaler db", or that the autoscalers could not be read.
+    pub because: String,
     /// The size in the update (the manifest's, usually).
     pub requested: String,
     /// The size the StatefulSet has.
@@ -126,13 +136,14 @@ pub struct SetAside {
 }
 
 /// Takes out of `changes` those that only lower the size of a template an autoscaler governs
-/// (`autoscaled`: template → VolumeAutoscaler): a GitOps tool re-applying the manifest's original
-/// size after the autoscaler grew the volume must not shrink it back (a copy, for nothing).
-/// A larger size, or a class change, is a request like any other.
+/// (or may govern, when the autoscalers could not be read): a GitOps tool re-applying the
+/// manifest's original size after the autoscaler grew the volume must not shrink it back (a
+/// copy, for nothing, to a disk about full). A larger size, or a class change, is a request like
+/// any other.
 pub fn without_autoscaled_shrinks(
     stored: &StatefulSet,
     changes: Vec<VolumeChange>,
-    autoscaled: &BTreeMap<String, String>,
+    governed: &Governed,
 ) -> (Vec<VolumeChange>, Vec<SetAside>) {
     let mut kept = Vec::new();
     let mut set_aside = Vec::new();
@@ -143,13 +154,21 @@ pub fn without_autoscaled_shrinks(
             .and_then(size_of);
         let live_bytes = live.as_deref().and_then(|size| positive_bytes(size).ok());
         let requested_bytes = positive_bytes(&change.size).ok();
-        match (autoscaled.get(&change.name), live, live_bytes, requested_bytes) {
-            (Some(autoscaler), Some(live), Some(live_bytes), Some(requested_bytes))
+        let because = match governed {
+            Governed::Known(autoscaled) => autoscaled
+                .get(&change.name)
+                .map(|autoscaler| format!("is autoscaled by VolumeAutoscaler {autoscaler}")),
+            Governed::Unknown(why) => Some(format!(
+                "may be autoscaled (Ferry could not read the VolumeAutoscalers: {why}; apply again to retry)"
+            )),
+        };
+        match (because, live, live_bytes, requested_bytes) {
+            (Some(because), Some(live), Some(live_bytes), Some(requested_bytes))
                 if change.storage_class_name.is_none() && requested_bytes <= live_bytes =>
             {
                 set_aside.push(SetAside {
                     template: change.name.clone(),
-                    autoscaler: autoscaler.clone(),
+                    because,
                     requested: change.size.clone(),
                     live,
                 });

@@ -1,4 +1,4 @@
-use super::template_edit::{SetAside, TemplateEdit, template_edit, without_autoscaled_shrinks};
+use super::template_edit::{Governed, SetAside, TemplateEdit, template_edit, without_autoscaled_shrinks};
 use super::*;
 use ferry_api::names::*;
 use k8s_openapi::api::apps::v1::StatefulSet;
@@ -546,10 +546,10 @@ fn a_smaller_size_for_an_autoscaled_template_is_set_aside_and_the_rest_kept() {
         change("logs", "512Mi", None),
         change("wal", "2Gi", None),
     ];
-    let autoscaled = std::collections::BTreeMap::from([
+    let autoscaled = Governed::Known(std::collections::BTreeMap::from([
         ("data".to_string(), "db".to_string()),
         ("wal".to_string(), "db".to_string()),
-    ]);
+    ]));
     let (kept, set_aside) = without_autoscaled_shrinks(&stored, changes, &autoscaled);
     // Not autoscaled: a shrink like any other. Autoscaled but larger: a grow like any other.
     assert_eq!(
@@ -560,7 +560,7 @@ fn a_smaller_size_for_an_autoscaled_template_is_set_aside_and_the_rest_kept() {
         set_aside,
         vec![SetAside {
             template: "data".into(),
-            autoscaler: "db".into(),
+            because: "is autoscaled by VolumeAutoscaler db".into(),
             requested: "320Mi".into(),
             live: "384Mi".into(),
         }]
@@ -569,4 +569,16 @@ fn a_smaller_size_for_an_autoscaled_template_is_set_aside_and_the_rest_kept() {
     let (kept, set_aside) =
         without_autoscaled_shrinks(&stored, vec![change("data", "320Mi", Some("b"))], &autoscaled);
     assert_eq!((kept.len(), set_aside.len()), (1, 0));
+    // Autoscalers unreadable: every shrink is kept aside (fail closed), a grow still goes on.
+    let unknown = Governed::Unknown("timed out".into());
+    let changes = vec![change("logs", "512Mi", None), change("wal", "2Gi", None)];
+    let (kept, set_aside) = without_autoscaled_shrinks(&stored, changes, &unknown);
+    assert_eq!(kept, vec![change("wal", "2Gi", None)]);
+    assert_eq!(set_aside.len(), 1);
+    assert_eq!(set_aside[0].template, "logs");
+    assert!(
+        set_aside[0]
+            .because
+            .contains("could not read the VolumeAutoscalers: timed out")
+    );
 }

@@ -20,6 +20,7 @@ use ferry_api::{AutoscaledVolumeStatus, VolumeAutoscaler, VolumeResize};
 use ferry_engine::autoscale::record::{self, Made};
 use ferry_engine::autoscale::request::{Grow, resize_name, resize_spec};
 use ferry_engine::autoscale::{Reason, Verdict, decide, policy};
+use ferry_engine::trigger::template_edit::Governed;
 use k8s_openapi::api::apps::v1::StatefulSet;
 use k8s_openapi::api::core::v1::ObjectReference;
 use k8s_openapi::jiff::Timestamp;
@@ -375,24 +376,24 @@ pub fn governed_templates(
         .collect()
 }
 
-/// The templates of a StatefulSet autoscalers govern, read from the API server; none (and a
-/// warning in the log) if they cannot be read: the edit is then treated like any other.
+/// The templates of a StatefulSet autoscalers govern, read from the API server; unknown (and a
+/// warning in the log) if they cannot be read within 2 s: the webhook then keeps every shrink aside.
 pub async fn governed_templates_of(
     client: &kube::Client,
     namespace: &str,
     name: &str,
     labels: &std::collections::BTreeMap<String, String>,
-) -> std::collections::BTreeMap<String, String> {
+) -> Governed {
     let api = Api::<VolumeAutoscaler>::namespaced(client.clone(), namespace);
     match tokio::time::timeout(Duration::from_secs(2), api.list(&Default::default())).await {
-        Ok(Ok(list)) => governed_templates(&list.items, name, labels),
+        Ok(Ok(list)) => Governed::Known(governed_templates(&list.items, name, labels)),
         Ok(Err(error)) => {
-            tracing::warn!(%error, "cannot read VolumeAutoscalers for a template edit");
-            Default::default()
+            tracing::warn!(%error, "cannot read VolumeAutoscalers for a template edit; shrinks kept aside");
+            Governed::Unknown(error.to_string())
         }
         Err(_) => {
-            tracing::warn!("VolumeAutoscalers not read within 2s for a template edit");
-            Default::default()
+            tracing::warn!("VolumeAutoscalers not read within 2s for a template edit; shrinks kept aside");
+            Governed::Unknown("not read within 2 s".to_string())
         }
     }
 }

@@ -4,14 +4,15 @@
 
 use ferry_api::VolumeResize;
 use ferry_api::names::ANNOTATION_REQUESTED_TEMPLATES;
-use ferry_engine::trigger::template_edit::{TemplateEdit, template_edit, without_autoscaled_shrinks};
+use ferry_engine::trigger::template_edit::{
+    Governed, TemplateEdit, template_edit, without_autoscaled_shrinks,
+};
 use ferry_engine::trigger::{request, resize_name, same_target};
 use k8s_openapi::api::apps::v1::StatefulSet;
 use kube::ResourceExt;
 use kube::core::DynamicObject;
 use kube::core::admission::{AdmissionRequest, AdmissionResponse, AdmissionReview, Operation};
 use std::borrow::Borrow;
-use std::collections::BTreeMap;
 
 /// A request body that is not a usable admission review; the message says what is wrong.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -60,12 +61,12 @@ fn pointer_segment(key: &str) -> String {
 /// claim templates is taken out of the update (the stored templates go back, so the API server's
 /// immutability check passes) and recorded in an annotation for the operator, with a warning
 /// naming the VolumeResize that will carry it out. A smaller size for a template an autoscaler
-/// governs (`autoscaled`: template → VolumeAutoscaler) is only taken out, with a warning: the
-/// manifest's original size re-applied after a grow. Every other update passes untouched.
+/// governs (or may govern: `governed` unknown) is only taken out, with a warning: the manifest's
+/// original size re-applied after a grow. Every other update passes untouched.
 pub fn review_stateful_set(
     request: &AdmissionRequest<DynamicObject>,
     resizes: &[impl Borrow<VolumeResize>],
-    autoscaled: &BTreeMap<String, String>,
+    governed: &Governed,
 ) -> Result<AdmissionResponse, BadReview> {
     expect_kind(request, "apps", "StatefulSet")?;
     let response = AdmissionResponse::from(request);
@@ -84,7 +85,7 @@ pub fn review_stateful_set(
         TemplateEdit::Refuse(message) => return Ok(response.deny(message)),
         TemplateEdit::Resize(changes) => changes,
     };
-    let (changes, set_aside) = without_autoscaled_shrinks(&stored, changes, autoscaled);
+    let (changes, set_aside) = without_autoscaled_shrinks(&stored, changes, governed);
     let stored_templates = old_object
         .data
         .pointer("/spec/volumeClaimTemplates")
@@ -97,8 +98,8 @@ pub fn review_stateful_set(
         .iter()
         .map(|aside| {
             format!(
-                "Ferry: volume claim template {} is autoscaled by VolumeAutoscaler {}; the update's {} is below its {} and kept aside (to shrink, create a VolumeResize)",
-                aside.template, aside.autoscaler, aside.requested, aside.live
+                "Ferry: volume claim template {} {}; the update's {} is below its {} and kept aside (to shrink, create a VolumeResize)",
+                aside.template, aside.because, aside.requested, aside.live
             )
         })
         .collect();

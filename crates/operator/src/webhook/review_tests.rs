@@ -1,5 +1,6 @@
 use super::*;
 use proptest::prelude::*;
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 /// No VolumeResize in the cache.
@@ -48,7 +49,7 @@ fn sts_kind() -> Value {
 }
 
 fn mutate(body: &[u8]) -> Result<AdmissionResponse, BadReview> {
-    review_stateful_set(&parse(body)?, NO_RESIZES, &Default::default())
+    review_stateful_set(&parse(body)?, NO_RESIZES, &Governed::Known(BTreeMap::new()))
 }
 
 /// The update as the API server stores it after applying the response's patch.
@@ -107,7 +108,7 @@ fn the_manifest_size_below_an_autoscaled_template_is_kept_aside_without_a_reques
     let stored = stateful_set("384Mi", None);
     let mut update = stateful_set("320Mi", None);
     update["spec"]["template"]["spec"]["containers"][0]["image"] = "i:3".into();
-    let autoscaled = BTreeMap::from([("data".to_string(), "db".to_string())]);
+    let autoscaled = Governed::Known(BTreeMap::from([("data".to_string(), "db".to_string())]));
     let body = review(sts_kind(), "UPDATE", Some(update.clone()), Some(stored.clone()));
     let response = review_stateful_set(&parse(&body).unwrap(), NO_RESIZES, &autoscaled).unwrap();
     assert!(response.allowed);
@@ -139,6 +140,32 @@ fn the_manifest_size_below_an_autoscaled_template_is_kept_aside_without_a_reques
     let response = review_stateful_set(&parse(&body).unwrap(), NO_RESIZES, &autoscaled).unwrap();
     let result = patched(&stateful_set("1Gi", None), &response);
     assert!(result["metadata"]["annotations"][ANNOTATION_REQUESTED_TEMPLATES].is_string());
+}
+
+/// The VolumeAutoscalers could not be read: a smaller template is kept aside (fail closed) with a
+/// warning that says why, never turned into a shrink.
+#[test]
+fn a_smaller_template_is_kept_aside_when_the_autoscalers_cannot_be_read() {
+    let stored = stateful_set("384Mi", None);
+    let update = stateful_set("320Mi", None);
+    let unknown = Governed::Unknown("not read within 2 s".into());
+    let body = review(sts_kind(), "UPDATE", Some(update.clone()), Some(stored.clone()));
+    let response = review_stateful_set(&parse(&body).unwrap(), NO_RESIZES, &unknown).unwrap();
+    assert!(response.allowed);
+    let result = patched(&update, &response);
+    assert_eq!(
+        result["spec"]["volumeClaimTemplates"],
+        stored["spec"]["volumeClaimTemplates"]
+    );
+    assert!(
+        result["metadata"]["annotations"].is_null(),
+        "no request: {result}"
+    );
+    let warnings = response.warnings.unwrap();
+    assert!(
+        warnings[0].contains("could not read the VolumeAutoscalers: not read within 2 s"),
+        "{warnings:?}"
+    );
 }
 
 #[test]

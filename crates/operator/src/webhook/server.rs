@@ -165,11 +165,11 @@ async fn mutate_stateful_set(State(ctx): State<Arc<Context>>, request: Request) 
         .as_ref()
         .and_then(|old| old.metadata.labels.clone())
         .unwrap_or_default();
-    let autoscaled =
+    let governed =
         crate::autoscale::governed_templates_of(&ctx.client, &namespace, &request.name, &labels).await;
     let response = ctx
         .resizes
-        .with_readable(|resizes| review::review_stateful_set(&request, resizes, &autoscaled));
+        .with_readable(|resizes| review::review_stateful_set(&request, resizes, &governed));
     if let Ok(response) = &response
         && let Some(warnings) = &response.warnings
     {

@@ -92,3 +92,40 @@ async fn bad_policies_are_refused_by_the_api_server_with_the_field_named() {
     assert_eq!(stored.spec.volumes[0].threshold, Some(75));
     ns.cleanup().await.unwrap();
 }
+
+/// The webhook's guard against a GitOps re-apply shrinking an autoscaled volume asks the real API
+/// server which templates autoscalers govern. An identity that may not list VolumeAutoscalers gets
+/// "unknown" (every shrink kept aside), never "none" (which let the shrink through).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unreadable_autoscalers_make_the_guard_fail_closed() {
+    use ferry_engine::trigger::template_edit::Governed;
+    let client = client().await.unwrap();
+    ferry_testenv::cluster::install_crd(&client, &VolumeAutoscaler::crd())
+        .await
+        .unwrap();
+    let ns = TestNamespace::create(&client, "vas-guard").await.unwrap();
+    let good: VolumeAutoscaler = serde_json::from_value(autoscaler(
+        "db",
+        json!({"statefulSetName": "db", "volumes": [{"name": "data", "maxSize": "10Gi"}]}),
+    ))
+    .unwrap();
+    ns.api::<VolumeAutoscaler>()
+        .create(&PostParams::default(), &good)
+        .await
+        .unwrap();
+    let labels = Default::default();
+    let known = ferry_operator::autoscale::governed_templates_of(&client, &ns.name, "db", &labels).await;
+    assert_eq!(
+        known,
+        Governed::Known([("data".to_string(), "db".to_string())].into())
+    );
+    let nobody = ferry_testenv::chart::client_as("system:serviceaccount:default:nobody")
+        .await
+        .unwrap();
+    let unknown = ferry_operator::autoscale::governed_templates_of(&nobody, &ns.name, "db", &labels).await;
+    match unknown {
+        Governed::Unknown(why) => assert!(why.contains("forbidden"), "{why}"),
+        known => panic!("an unreadable list must not count as known: {known:?}"),
+    }
+    ns.cleanup().await.unwrap();
+}
