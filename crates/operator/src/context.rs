@@ -2,6 +2,7 @@
 
 use crate::metrics::Metrics;
 use ferry_api::VolumeResize;
+use futures::FutureExt;
 use kube::Client;
 use kube::core::DeserializeGuard;
 use kube::runtime::events::{Recorder, Reporter};
@@ -72,6 +73,26 @@ impl Resizes {
         self.0.extend(other.0);
     }
 
+    /// Every cache has been filled by its first complete list. Before that a cache looks like "no
+    /// VolumeResizes", which no review may take for an answer.
+    pub fn synced(&self) -> bool {
+        self.0.iter().all(|store| {
+            store
+                .wait_until_ready()
+                .now_or_never()
+                .is_some_and(|ready| ready.is_ok())
+        })
+    }
+
+    /// Waits until [`Resizes::synced`] (readiness waits on it).
+    pub async fn wait_synced(&self) {
+        for store in &self.0 {
+            if store.wait_until_ready().await.is_err() {
+                tracing::warn!("a VolumeResize cache stopped before it synced");
+            }
+        }
+    }
+
     /// `f` of every readable VolumeResize, borrowed from the cache: nothing is copied (the watch
     /// mappers run at every change of every pod and claim, the trigger controller at every
     /// StatefulSet reconcile).
@@ -86,6 +107,17 @@ impl Resizes {
 mod tests {
     use super::*;
     use kube::runtime::{reflector, watcher::Event};
+
+    #[test]
+    fn a_cache_is_synced_only_after_its_first_complete_list() {
+        let (store, mut writer) = reflector::store::<GuardedResize>();
+        let resizes = Resizes::new(vec![store]);
+        assert!(!resizes.synced(), "nothing listed yet");
+        writer.apply_watcher_event(&Event::Init);
+        assert!(!resizes.synced(), "a list under way");
+        writer.apply_watcher_event(&Event::InitDone);
+        assert!(resizes.synced());
+    }
 
     #[test]
     fn an_unreadable_resize_is_kept_in_the_cache_but_never_read() {

@@ -77,17 +77,18 @@ pub async fn run(client: Client, settings: Settings) -> Result<(), Error> {
                 .iter()
                 .map(|scope| resize_cache(&client, scope.as_deref()))
                 .unzip();
+            let resizes = Resizes::new(stores);
             let ctx = Arc::new(Context::new(
                 client.clone(),
                 metrics.clone(),
-                Resizes::new(stores),
+                resizes.clone(),
                 mover_image.clone(),
                 Some(identity.clone()),
             ));
-            Some((
-                webhook::start(ctx, webhook_settings, &settings.namespaces).await?,
-                caches,
-            ))
+            let running = webhook::start(ctx, webhook_settings, &settings.namespaces).await?;
+            // Ready once the reviews answer from a synced cache (until then they list, or refuse).
+            resizes.wait_synced().await;
+            Some((running, caches))
         }
         None => None,
     };

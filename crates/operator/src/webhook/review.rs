@@ -57,6 +57,20 @@ fn pointer_segment(key: &str) -> String {
     key.replace('~', "~0").replace('/', "~1")
 }
 
+/// Whether a StatefulSet update changes its volume claim templates (what the mutating review needs
+/// the VolumeResizes for).
+pub fn edits_templates(request: &AdmissionRequest<DynamicObject>) -> Result<bool, BadReview> {
+    expect_kind(request, "apps", "StatefulSet")?;
+    let (Operation::Update, Some(new_object), Some(old_object)) =
+        (&request.operation, &request.object, &request.old_object)
+    else {
+        return Ok(false);
+    };
+    let stored: StatefulSet = typed(old_object, "oldObject")?;
+    let update: StatefulSet = typed(new_object, "object")?;
+    Ok(template_edit(&stored, &update) != TemplateEdit::Unchanged)
+}
+
 /// The mutating review of a StatefulSet update: a change to the size or class of its volume
 /// claim templates is taken out of the update (the stored templates go back, so the API server's
 /// immutability check passes) and recorded in an annotation for the operator, with a warning

@@ -2,7 +2,7 @@
 //! and size, so a slow, garbled or huge request costs that connection only.
 
 use super::review::{self, BadReview};
-use crate::context::Context;
+use crate::context::{Context, GuardedResize};
 use crate::resize::observe;
 use axum::Router;
 use axum::body::Body;
@@ -10,6 +10,7 @@ use axum::extract::{Request, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
+use ferry_api::VolumeResize;
 use ferry_api::condition::{
     REASON_INVALID_SIZE, REASON_STATEFUL_SET_NOT_FOUND, REASON_STORAGE_CLASS_NOT_FOUND,
     REASON_TEMPLATE_NOT_FOUND,
@@ -17,6 +18,8 @@ use ferry_api::condition::{
 use ferry_engine::{Verdict, precheck};
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::service::TowerToHyperService;
+use kube::Api;
+use kube::api::ListParams;
 use kube::core::DynamicObject;
 use kube::core::admission::{AdmissionRequest, AdmissionResponse};
 use std::sync::Arc;
@@ -167,9 +170,20 @@ async fn mutate_stateful_set(State(ctx): State<Arc<Context>>, request: Request) 
         .unwrap_or_default();
     let governed =
         crate::autoscale::governed_templates_of(&ctx.client, &namespace, &request.name, &labels).await;
-    let response = ctx
-        .resizes
-        .with_readable(|resizes| review::review_stateful_set(&request, resizes, &governed));
+    let response = match with_resizes(&ctx, &namespace, |resizes| {
+        review::review_stateful_set(&request, resizes, &governed)
+    })
+    .await
+    {
+        Ok(response) => response,
+        // Unsure which resizes run: an edit of the templates waits; any other update is Ferry's
+        // business in no way and passes.
+        Err(why) => match review::edits_templates(&request) {
+            Ok(true) => Ok(AdmissionResponse::from(&request).deny(unsure(&why))),
+            Ok(false) => Ok(AdmissionResponse::from(&request)),
+            Err(bad) => Err(bad),
+        },
+    };
     if let Ok(response) = &response
         && let Some(warnings) = &response.warnings
     {
@@ -179,13 +193,65 @@ async fn mutate_stateful_set(State(ctx): State<Arc<Context>>, request: Request) 
 }
 
 async fn validate_stateful_set_create(State(ctx): State<Arc<Context>>, request: Request) -> Response {
-    match read_review(request).await {
-        Ok(request) => answer(
-            ctx.resizes
-                .with_readable(|resizes| review::review_stateful_set_create(&request, resizes)),
-        ),
-        Err(response) => response,
+    let request = match read_review(request).await {
+        Ok(request) => request,
+        Err(response) => return response,
+    };
+    let namespace = request.namespace.clone().unwrap_or_default();
+    answer(
+        match with_resizes(&ctx, &namespace, |resizes| {
+            review::review_stateful_set_create(&request, resizes)
+        })
+        .await
+        {
+            Ok(response) => response,
+            // Unsure whether a resize is replacing this StatefulSet: the create waits (a GitOps
+            // tool retries), never allowed on a guess.
+            Err(why) => Ok(AdmissionResponse::from(&request).deny(unsure(&why))),
+        },
+    )
+}
+
+/// How long a review waits for a VolumeResize list when the cache has not synced.
+const LIST_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// `f` of the readable VolumeResizes of `namespace`: from the cache once it has synced; before
+/// that (a replica just started) listed from the API server. Err (why) when neither can tell.
+async fn with_resizes<T>(
+    ctx: &Context,
+    namespace: &str,
+    f: impl FnOnce(&[&VolumeResize]) -> T,
+) -> Result<T, String> {
+    if ctx.resizes.synced() {
+        return Ok(ctx.resizes.with_readable(f));
     }
+    let api = Api::<GuardedResize>::namespaced(ctx.client.clone(), namespace);
+    match tokio::time::timeout(LIST_TIMEOUT, api.list(&ListParams::default())).await {
+        Ok(Ok(list)) => {
+            let readable: Vec<&VolumeResize> = list
+                .items
+                .iter()
+                .filter_map(|guard| guard.0.as_ref().ok())
+                .collect();
+            Ok(f(&readable))
+        }
+        Ok(Err(error)) => Err(format!("cannot list VolumeResizes: {error}")),
+        Err(_) => Err(format!(
+            "VolumeResizes not listed within {} s",
+            LIST_TIMEOUT.as_secs()
+        )),
+    }
+}
+
+/// The answer of a review that cannot tell which VolumeResizes run.
+fn unsure(why: &str) -> String {
+    tracing::warn!(
+        why,
+        "webhook: VolumeResizes unknown; the change is refused for now"
+    );
+    format!(
+        "Ferry cannot tell yet whether a VolumeResize is changing this StatefulSet's volumes ({why}); try again in a few seconds"
+    )
 }
 
 /// Reasons the prechecks give for a request that can never be carried out as written; these are

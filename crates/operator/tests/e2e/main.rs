@@ -26,3 +26,4 @@ mod rbac;
 mod real_node;
 mod triggers;
 mod validation;
+mod webhook_cache;

@@ -439,7 +439,7 @@ async fn with_ferry_stopped_other_updates_still_succeed() {
 }
 
 /// `curl` to the webhook: (HTTP status, body).
-async fn post(url: &str, content_type: &str, body: Vec<u8>) -> (u16, String) {
+pub(crate) async fn post(url: &str, content_type: &str, body: Vec<u8>) -> (u16, String) {
     let dir = tempfile::tempdir().unwrap();
     let body_path = dir.path().join("body");
     std::fs::write(&body_path, body).unwrap();
