@@ -46,10 +46,15 @@ impl TestNamespace {
     }
 
     /// Deletes the namespace (the namespace controller removes what is in it).
+    /// Deletes the namespace (in the background); one a test deleted already is fine.
     pub async fn cleanup(self) -> Result<(), Error> {
-        Api::<Namespace>::all(self.client.clone())
+        match Api::<Namespace>::all(self.client.clone())
             .delete(&self.name, &DeleteParams::background())
-            .await?;
-        Ok(())
+            .await
+        {
+            Ok(_) => Ok(()),
+            Err(kube::Error::Api(status)) if status.code == 404 => Ok(()),
+            Err(error) => Err(error.into()),
+        }
     }
 }

@@ -1,8 +1,11 @@
 //! The ConfigMaps and Secrets an ExtendedStatefulSet's pods reference: their content (for the
-//! digest that rolls the pods when it changes) and their protection from deletion while
-//! referenced (a finalizer, released when no ExtendedStatefulSet references them any more).
+//! digest that rolls the pods when it changes) and their marking as referenced (a label and the
+//! users in an annotation). The admission webhook refuses deleting a marked object while a user
+//! exists (`webhook::config_delete`); no finalizer, so nothing waits on Ferry when it is down or
+//! uninstalled, and a namespace deletion never hangs.
 
 use crate::{Error, writes};
+use ferry_api::ExtendedStatefulSet;
 use ferry_engine::extended::config::{ConfigRef, Content};
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use kube::api::{ListParams, Patch};
@@ -10,7 +13,8 @@ use kube::{Api, Client, Resource, ResourceExt};
 use serde::de::DeserializeOwned;
 use std::collections::{BTreeMap, BTreeSet};
 
-/// Finalizer on a referenced ConfigMap or Secret: deleting it waits until nothing references it.
+/// The finalizer older Ferry versions put on a referenced ConfigMap or Secret; removed wherever
+/// it is found (it made a namespace deletion wait on Ferry).
 pub const FINALIZER_IN_USE: &str = "ferry.dev/in-use";
 /// Label on a referenced ConfigMap or Secret (so Ferry watches only those).
 pub const LABEL_REFERENCED: &str = "ferry.dev/referenced";
@@ -74,17 +78,16 @@ fn users_of(object: &impl ResourceExt) -> BTreeSet<String> {
         .unwrap_or_default()
 }
 
-/// Marks `object` as used by exactly `users` (protected while any), or releases it (none).
+/// Marks `object` as used by exactly `users`, or releases it (none); an old finalizer goes.
 async fn mark<K>(api: &Api<K>, object: &K, users: &BTreeSet<String>) -> Result<(), Error>
 where
     K: Resource + Clone + DeserializeOwned + std::fmt::Debug,
 {
-    let protected = object.finalizers().iter().any(|f| f == FINALIZER_IN_USE);
-    let wanted = !users.is_empty();
-    if users_of(object) == *users && protected == wanted {
+    let old_finalizer = object.finalizers().iter().any(|f| f == FINALIZER_IN_USE);
+    if users_of(object) == *users && !old_finalizer {
         return Ok(());
     }
-    let mut finalizers: Vec<String> = object
+    let finalizers: Vec<String> = object
         .finalizers()
         .iter()
         .filter(|f| *f != FINALIZER_IN_USE)
@@ -98,7 +101,6 @@ where
             "annotations": {ANNOTATION_USED_BY: null},
         }})
     } else {
-        finalizers.push(FINALIZER_IN_USE.to_string());
         let list: Vec<&str> = users.iter().map(String::as_str).collect();
         serde_json::json!({"metadata": {
             "resourceVersion": object.resource_version(),
@@ -112,8 +114,9 @@ where
     Ok(())
 }
 
-/// Protects what `user` references now and releases what it referenced before (an empty
-/// `references` releases everything, as when it is deleted).
+/// Marks what `user` references now and releases what it referenced before (an empty
+/// `references` releases everything). Users that no longer exist (ExtendedStatefulSets deleted)
+/// are released too: there is no finalizer to do it at their deletion.
 pub async fn protect(
     client: &Client,
     namespace: &str,
@@ -122,23 +125,30 @@ pub async fn protect(
 ) -> Result<(), Error> {
     let maps = Api::<ConfigMap>::namespaced(client.clone(), namespace);
     let secrets = Api::<Secret>::namespaced(client.clone(), namespace);
-    let marked = ListParams::default().labels(LABEL_REFERENCED);
-    // Release: marked objects naming `user` that it no longer references.
-    for map in maps.list(&marked).await?.items {
-        if !references.contains(&ConfigRef::ConfigMap(map.name_any())) {
-            let mut users = users_of(&map);
-            if users.remove(user) {
-                mark(&maps, &map, &users).await?;
-            }
+    let existing: BTreeSet<String> = Api::<ExtendedStatefulSet>::namespaced(client.clone(), namespace)
+        .list_metadata(&ListParams::default())
+        .await?
+        .items
+        .iter()
+        .filter(|ests| ests.metadata.deletion_timestamp.is_none())
+        .map(ResourceExt::name_any)
+        .collect();
+    // The users a marked object keeps: those that exist, and `user` only if it still references it.
+    let kept = |reference: ConfigRef, mut users: BTreeSet<String>| {
+        users.retain(|name| existing.contains(name));
+        if !references.contains(&reference) {
+            users.remove(user);
         }
+        users
+    };
+    let marked = ListParams::default().labels(LABEL_REFERENCED);
+    for map in maps.list(&marked).await?.items {
+        let users = kept(ConfigRef::ConfigMap(map.name_any()), users_of(&map));
+        mark(&maps, &map, &users).await?;
     }
     for secret in secrets.list(&marked).await?.items {
-        if !references.contains(&ConfigRef::Secret(secret.name_any())) {
-            let mut users = users_of(&secret);
-            if users.remove(user) {
-                mark(&secrets, &secret, &users).await?;
-            }
-        }
+        let users = kept(ConfigRef::Secret(secret.name_any()), users_of(&secret));
+        mark(&secrets, &secret, &users).await?;
     }
     // Protect what it references (and exists, and is not already being deleted).
     for reference in references {

@@ -34,7 +34,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::Duration;
 
-/// Finalizer on an ExtendedStatefulSet whose configuration is protected: released on delete.
+/// The finalizer older Ferry versions put on an ExtendedStatefulSet referencing configuration;
+/// removed wherever found.
 pub const FINALIZER_RELEASE_CONFIG: &str = "ferry.dev/release-config";
 /// While an update is under way, look again this often (pods' readiness, watch times).
 const UPDATING_RECHECK: Duration = Duration::from_secs(3);
@@ -233,39 +234,31 @@ pub async fn reconcile(ests: Arc<ExtendedStatefulSet>, ctx: Arc<Context>) -> Res
     let name = ests.name_any();
     let client = &ctx.client;
     let api = Api::<ExtendedStatefulSet>::namespaced(client.clone(), &namespace);
-    let has_finalizer = ests.finalizers().iter().any(|f| f == FINALIZER_RELEASE_CONFIG);
+    // A finalizer of an older Ferry made deleting this (and its namespace) wait on Ferry: it goes.
+    if ests.finalizers().iter().any(|f| f == FINALIZER_RELEASE_CONFIG) {
+        let finalizers: Vec<&String> = ests
+            .finalizers()
+            .iter()
+            .filter(|f| *f != FINALIZER_RELEASE_CONFIG)
+            .collect();
+        let patch = serde_json::json!({"metadata": {"resourceVersion": ests.resource_version(), "finalizers": finalizers}});
+        api.patch(&name, &writes::patch(), &Patch::Merge(&patch)).await?;
+        return Ok(Action::requeue(Duration::from_millis(100)));
+    }
     if ests.metadata.deletion_timestamp.is_some() {
-        // Its StatefulSets go with it (owner references); its configuration is released.
-        if has_finalizer {
-            config::protect(client, &namespace, &name, &BTreeSet::new()).await?;
-            let finalizers: Vec<&String> = ests
-                .finalizers()
-                .iter()
-                .filter(|f| *f != FINALIZER_RELEASE_CONFIG)
-                .collect();
-            let patch = serde_json::json!({"metadata": {"resourceVersion": ests.resource_version(), "finalizers": finalizers}});
-            api.patch(&name, &writes::patch(), &Patch::Merge(&patch)).await?;
-        }
+        // Its StatefulSets go with it (owner references); the webhook no longer counts it as a
+        // user of its configuration, whose marks the next reconcile in the namespace removes.
         return Ok(Action::await_change());
     }
 
-    // Configuration: digest and protection (only when its changes roll the pods).
+    // Configuration: digest and marking (only when its changes roll the pods).
     let pod_spec = ests.spec.template.spec.template.spec.clone().unwrap_or_default();
     let referenced = if ests.spec.update_on_config_change {
         references(&pod_spec)
     } else {
         BTreeSet::new()
     };
-    if !referenced.is_empty() && !has_finalizer {
-        let mut finalizers: Vec<String> = ests.finalizers().to_vec();
-        finalizers.push(FINALIZER_RELEASE_CONFIG.to_string());
-        let patch = serde_json::json!({"metadata": {"resourceVersion": ests.resource_version(), "finalizers": finalizers}});
-        api.patch(&name, &writes::patch(), &Patch::Merge(&patch)).await?;
-        return Ok(Action::requeue(Duration::from_millis(100)));
-    }
-    if has_finalizer {
-        config::protect(client, &namespace, &name, &referenced).await?;
-    }
+    config::protect(client, &namespace, &name, &referenced).await?;
     let config_digest = if ests.spec.update_on_config_change {
         Some(digest(&config::contents(client, &namespace, &referenced).await?))
     } else {

@@ -2,6 +2,7 @@
 //! edit of a StatefulSet's volume claim templates into a VolumeResize, and the validating one
 //! that refuses a VolumeResize which names something that does not exist.
 
+pub mod config_delete;
 pub mod register;
 pub mod review;
 pub mod server;

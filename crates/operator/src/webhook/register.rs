@@ -17,7 +17,10 @@ use kube::api::{Patch, PatchParams};
 use kube::{Api, Client};
 use serde_json::{Value, json};
 
-use super::server::{MUTATE_STATEFUL_SETS, VALIDATE_STATEFUL_SET_CREATES, VALIDATE_VOLUME_RESIZES};
+use super::server::{
+    MUTATE_STATEFUL_SETS, VALIDATE_CONFIG_DELETES, VALIDATE_STATEFUL_SET_CREATES, VALIDATE_VOLUME_RESIZES,
+};
+use crate::extended::config::LABEL_REFERENCED;
 
 /// Where the API server reaches the webhook.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -152,6 +155,21 @@ pub fn validating(endpoint: &Endpoint, ca_bundle: Option<&str>, watched: &[Strin
             "failurePolicy": "Ignore",
             "sideEffects": "None",
             "timeoutSeconds": 5,
+        }, {
+            "name": "config-deletes.ferry.dev",
+            "admissionReviewVersions": ["v1"],
+            "clientConfig": endpoint.client_config(VALIDATE_CONFIG_DELETES, ca_bundle),
+            "rules": [{
+                "apiGroups": [""], "apiVersions": ["v1"], "operations": ["DELETE"],
+                "resources": ["configmaps", "secrets"], "scope": "Namespaced",
+            }],
+            "matchPolicy": "Equivalent",
+            "namespaceSelector": namespace_selector(watched),
+            // Only what Ferry marked as referenced reaches the webhook.
+            "objectSelector": {"matchLabels": {LABEL_REFERENCED: "true"}},
+            "failurePolicy": "Ignore",
+            "sideEffects": "None",
+            "timeoutSeconds": 5,
         }],
     })
 }
@@ -194,7 +212,11 @@ pub async fn register(
 
 /// The webhooks each configuration holds, by name (a chart's configurations must hold the same).
 const MUTATING_WEBHOOKS: [&str; 1] = ["statefulsets.ferry.dev"];
-const VALIDATING_WEBHOOKS: [&str; 2] = ["volumeresizes.ferry.dev", "statefulset-creates.ferry.dev"];
+const VALIDATING_WEBHOOKS: [&str; 3] = [
+    "volumeresizes.ferry.dev",
+    "statefulset-creates.ferry.dev",
+    "config-deletes.ferry.dev",
+];
 
 /// Who owns the `caBundle` Ferry injects into an installer's configurations.
 pub const CA_INJECTOR_FIELD_MANAGER: &str = "ferry-ca-injector";

@@ -1,6 +1,7 @@
 //! The HTTPS server the API server calls: one task per connection, every step bounded in time
 //! and size, so a slow, garbled or huge request costs that connection only.
 
+use super::config_delete;
 use super::review::{self, BadReview};
 use crate::context::{Context, GuardedResize};
 use crate::resize::observe;
@@ -10,11 +11,11 @@ use axum::extract::{Request, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
-use ferry_api::VolumeResize;
 use ferry_api::condition::{
     REASON_INVALID_SIZE, REASON_STATEFUL_SET_NOT_FOUND, REASON_STORAGE_CLASS_NOT_FOUND,
     REASON_TEMPLATE_NOT_FOUND,
 };
+use ferry_api::{ExtendedStatefulSet, VolumeResize};
 use ferry_engine::{Verdict, precheck};
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::service::TowerToHyperService;
@@ -22,6 +23,7 @@ use kube::Api;
 use kube::api::ListParams;
 use kube::core::DynamicObject;
 use kube::core::admission::{AdmissionRequest, AdmissionResponse};
+use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::net::TcpListener;
@@ -32,6 +34,7 @@ use tokio_rustls::rustls::ServerConfig;
 pub const MUTATE_STATEFUL_SETS: &str = "/mutate/statefulsets";
 pub const VALIDATE_VOLUME_RESIZES: &str = "/validate/volumeresizes";
 pub const VALIDATE_STATEFUL_SET_CREATES: &str = "/validate/statefulsets";
+pub const VALIDATE_CONFIG_DELETES: &str = "/validate/config-deletes";
 
 /// Largest request body read: an AdmissionReview carries the object twice, and etcd stores
 /// objects of at most ~1.5 MiB.
@@ -44,6 +47,7 @@ pub fn router(ctx: Arc<Context>) -> Router {
         .route(MUTATE_STATEFUL_SETS, post(mutate_stateful_set))
         .route(VALIDATE_VOLUME_RESIZES, post(validate_volume_resize))
         .route(VALIDATE_STATEFUL_SET_CREATES, post(validate_stateful_set_create))
+        .route(VALIDATE_CONFIG_DELETES, post(validate_config_delete))
         .with_state(ctx)
 }
 
@@ -210,6 +214,48 @@ async fn validate_stateful_set_create(State(ctx): State<Arc<Context>>, request: 
             Err(why) => Ok(AdmissionResponse::from(&request).deny(unsure(&why))),
         },
     )
+}
+
+/// A delete of a ConfigMap or Secret an ExtendedStatefulSet references: refused while one that
+/// exists references it. When its users cannot be read in time the delete passes (a protection
+/// must never hold a delete on a guess; the webhook's failure policy says the same).
+async fn validate_config_delete(State(ctx): State<Arc<Context>>, request: Request) -> Response {
+    let request = match read_review(request).await {
+        Ok(request) => request,
+        Err(response) => return response,
+    };
+    let delete = match config_delete::marked_delete(&request) {
+        Ok(Some(delete)) => delete,
+        Ok(None) => return answer(Ok(AdmissionResponse::from(&request))),
+        Err(bad) => return answer(Err(bad)),
+    };
+    let namespace = request.namespace.clone().unwrap_or_default();
+    let api = Api::<ExtendedStatefulSet>::namespaced(ctx.client.clone(), &namespace);
+    let live = async {
+        let mut live = BTreeSet::new();
+        for user in &delete.users {
+            if let Some(found) = api.get_opt(user).await?
+                && found.metadata.deletion_timestamp.is_none()
+            {
+                live.insert(user.clone());
+            }
+        }
+        Ok::<_, kube::Error>(live)
+    };
+    match tokio::time::timeout(LIST_TIMEOUT, live).await {
+        Ok(Ok(live)) => answer(Ok(config_delete::answer(&request, &delete, &live))),
+        Ok(Err(error)) => {
+            tracing::warn!(%error, object = delete.object, "webhook: cannot read the users of a referenced object; its delete passes");
+            answer(Ok(AdmissionResponse::from(&request)))
+        }
+        Err(_) => {
+            tracing::warn!(
+                object = delete.object,
+                "webhook: users of a referenced object not read in time; its delete passes"
+            );
+            answer(Ok(AdmissionResponse::from(&request)))
+        }
+    }
 }
 
 /// How long a review waits for a VolumeResize list when the cache has not synced.

@@ -188,7 +188,7 @@ async fn write_config(harness: &Harness, name: &str, value: &str) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_config_change_rolls_exactly_the_pods_that_reference_it() {
-    let harness = Harness::start("ests-config").await;
+    let harness = Harness::start_with_webhook("ests-config").await;
     write_config(&harness, "app-config", "1").await;
     write_config(&harness, "unrelated", "1").await;
     let mut ests = extended("db", 2, json!({"updateOnConfigChange": true}));
@@ -207,19 +207,18 @@ async fn a_config_change_rolls_exactly_the_pods_that_reference_it() {
     let other_before = pod_uids(&harness, "other").await;
     assert_eq!(before.len(), 2);
 
-    // The referenced ConfigMap is protected while referenced.
+    // The referenced ConfigMap is marked as referenced (no finalizer: nothing waits on Ferry).
     let maps = harness.ns.api::<ConfigMap>();
-    let protected = wait_until("app-config protected", 60, || async {
+    let protected = wait_until("app-config marked", 60, || async {
         let map = maps.get("app-config").await.ok()?;
-        map.finalizers()
-            .iter()
-            .any(|f| f == "ferry.dev/in-use")
-            .then_some(map)
+        map.labels().contains_key("ferry.dev/referenced").then_some(map)
     })
     .await
     .unwrap();
     assert_eq!(protected.annotations()["ferry.dev/used-by"], "db");
-    assert!(maps.get("unrelated").await.unwrap().finalizers().is_empty());
+    assert!(protected.finalizers().is_empty(), "{:?}", protected.finalizers());
+    let unrelated = maps.get("unrelated").await.unwrap();
+    assert!(!unrelated.labels().contains_key("ferry.dev/referenced"));
 
     // An unrelated change rolls nothing.
     write_config(&harness, "unrelated", "2").await;
@@ -240,19 +239,83 @@ async fn a_config_change_rolls_exactly_the_pods_that_reference_it() {
     .await;
     assert_eq!(pod_uids(&harness, "other").await, other_before);
 
-    // Deleting it while referenced waits; once no longer referenced it goes.
-    maps.delete("app-config", &Default::default()).await.unwrap();
-    tokio::time::sleep(std::time::Duration::from_secs(2)).await;
-    let pending = maps.get("app-config").await.unwrap();
-    assert!(pending.metadata.deletion_timestamp.is_some());
+    // Deleting it while referenced is refused, saying by whom; once no longer referenced it goes.
+    let refused = maps
+        .delete("app-config", &Default::default())
+        .await
+        .expect_err("a referenced ConfigMap is not deleted")
+        .to_string();
+    assert!(
+        refused.contains("ConfigMap app-config is referenced by ExtendedStatefulSet db"),
+        "{refused}"
+    );
+    assert!(
+        maps.get("app-config")
+            .await
+            .unwrap()
+            .metadata
+            .deletion_timestamp
+            .is_none()
+    );
     patch_spec(&harness, "db", json!({"updateOnConfigChange": false}))
         .await
         .unwrap();
-    wait_until("app-config released and gone", 60, || async {
-        maps.get_opt("app-config")
-            .await
-            .ok()
-            .and_then(|found| found.is_none().then_some(()))
+    wait_until("app-config released", 60, || async {
+        let map = maps.get("app-config").await.ok()?;
+        (!map.labels().contains_key("ferry.dev/referenced")).then_some(())
+    })
+    .await
+    .unwrap();
+    maps.delete("app-config", &Default::default()).await.unwrap();
+    harness.finish().await;
+}
+
+/// With Ferry stopped (or uninstalled) nothing it marked holds a delete: the referenced ConfigMap
+/// and Secret go, and so does the namespace with the ExtendedStatefulSet in it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_ferry_stopped_referenced_configuration_and_its_namespace_are_deleted() {
+    let mut harness = Harness::start_with_webhook("ests-gone").await;
+    write_config(&harness, "app-config", "1").await;
+    let secret: k8s_openapi::api::core::v1::Secret = serde_json::from_value(json!({
+        "apiVersion": "v1", "kind": "Secret", "metadata": {"name": "app-secret"},
+        "stringData": {"password": "p"},
+    }))
+    .unwrap();
+    let secrets = harness.ns.api::<k8s_openapi::api::core::v1::Secret>();
+    secrets.create(&PostParams::default(), &secret).await.unwrap();
+    let mut ests = extended("db", 1, json!({"updateOnConfigChange": true}));
+    let pod = ests.spec.template.spec.template.spec.as_mut().unwrap();
+    pod.containers[0].env_from = Some(vec![
+        serde_json::from_value(json!({"configMapRef": {"name": "app-config"}})).unwrap(),
+        serde_json::from_value(json!({"secretRef": {"name": "app-secret"}})).unwrap(),
+    ]);
+    create(&harness, &ests).await;
+    let maps = harness.ns.api::<ConfigMap>();
+    wait_until("both marked", 60, || async {
+        let map = maps.get("app-config").await.ok()?;
+        let secret = secrets.get("app-secret").await.ok()?;
+        (map.labels().contains_key("ferry.dev/referenced")
+            && secret.labels().contains_key("ferry.dev/referenced"))
+        .then_some(())
+    })
+    .await
+    .unwrap();
+
+    harness.stop_operator();
+    maps.delete("app-config", &Default::default()).await.unwrap();
+    wait_until("app-config gone with Ferry stopped", 30, || async {
+        maps.get_opt("app-config").await.ok()?.is_none().then_some(())
+    })
+    .await
+    .unwrap();
+    let namespaces = Api::<k8s_openapi::api::core::v1::Namespace>::all(harness.client.clone());
+    namespaces
+        .delete(&harness.ns.name, &Default::default())
+        .await
+        .unwrap();
+    let name = harness.ns.name.clone();
+    wait_until("the namespace gone with Ferry stopped", 180, || async {
+        namespaces.get_opt(&name).await.ok()?.is_none().then_some(())
     })
     .await
     .unwrap();
