@@ -137,20 +137,36 @@ pub fn plan_in_place(
 
     // Offline-only drivers: restart one pod at a time, and only while every other pod is Ready.
     // A pod that is gone and not yet re-created counts as down too (the StatefulSet's own status
-    // can lag behind it).
+    // can lag behind it). A pod that is down already (crash-looping on its full disk, the case of
+    // an autoscaler's rescue) goes first and needs no one's leave: restarting it costs no
+    // availability, and it is what finishes its growth.
     let serving_replicas = status
         .plan
         .iter()
         .filter(|row| row.strategy.is_some())
         .map(|row| row.replica);
-    let disruption_in_flight = observed.budget_blocks()
-        || !observed.replicas_down(sts_name, serving_replicas).is_empty()
-        || observed
-            .stateful_set
-            .as_ref()
-            .is_some_and(|sts| sts.ready_replicas < sts.replicas);
+    let down = observed.replicas_down(sts_name, serving_replicas);
+    // (A pod already going away is not restarted again.)
+    let restartable: Vec<&(i32, String)> = waiting_restart
+        .iter()
+        .filter(|(_, pod)| observed.pods.get(pod).is_some_and(|p| !p.deleting))
+        .collect();
+    let candidate = restartable
+        .iter()
+        .find(|(replica, _)| down.contains(replica))
+        .or(restartable.first())
+        .copied();
+    let disruption_in_flight = candidate.is_none_or(|(replica, _)| {
+        let candidate_down = down.contains(replica);
+        down.iter().any(|other| other != replica)
+            || (!candidate_down && observed.budget_blocks())
+            || observed
+                .stateful_set
+                .as_ref()
+                .is_some_and(|sts| sts.ready_replicas < sts.replicas - i32::from(candidate_down))
+    });
     if !disruption_in_flight
-        && let Some((replica, pod_name)) = waiting_restart.first()
+        && let Some((replica, pod_name)) = candidate
         && let Some(pod) = observed.pods.get(pod_name)
     {
         actions.push(ResizeAction::RestartPod {

@@ -337,7 +337,17 @@ impl Expansion {
                 );
             }
         }
-        self.most_down = self.most_down.max(3 - self.observed.pods.len());
+        // The StatefulSet counts Ready pods; a pod missing or not Ready is down.
+        let ready = self
+            .observed
+            .pods
+            .values()
+            .filter(|p| p.ready && !p.deleting)
+            .count();
+        if let Some(sts) = self.observed.stateful_set.as_mut() {
+            sts.ready_replicas = ready as i32;
+        }
+        self.most_down = self.most_down.max(3 - ready);
     }
 }
 
@@ -412,6 +422,35 @@ fn killed_after_any_action_in_place_still_completes_one_pod_at_a_time() {
             }
         }
     }
+}
+
+/// An autoscaler's rescue on an offline-only driver: db-1 crash-loops on its full disk (not Ready).
+/// Restarting it costs no availability and is what finishes its growth, so it is restarted first
+/// although not Ready; the others follow one at a time, and never two are down together.
+#[test]
+fn a_replica_down_already_is_restarted_first_on_an_offline_only_driver() {
+    let mut sim = Expansion::new(true);
+    sim.observed.pods.get_mut("db-1").unwrap().ready = false;
+    sim.observed.stateful_set.as_mut().unwrap().ready_replicas = 2;
+    let rescue = resize().with(|spec| spec.force = true);
+    let mut restarted = Vec::new();
+    let watch = &mut |decision: &Decision, _: &Expansion| {
+        for action in &decision.actions {
+            if let ResizeAction::RestartPod { pod, .. } = action {
+                restarted.push(pod.clone());
+            }
+        }
+    };
+    let (status, _) = drive(&rescue, &mut sim, planned(3), None, 100, watch);
+    assert_eq!(status.phase, Some(Phase::Succeeded), "{:?}", status.message);
+    assert_eq!(
+        restarted.first().map(String::as_str),
+        Some("db-1"),
+        "{restarted:?}"
+    );
+    assert_eq!(restarted.len(), 3, "{restarted:?}");
+    assert!(sim.observed.claims.values().all(|c| c.capacity_bytes == 2 * GI));
+    assert!(sim.most_down <= 1, "{} replicas down at once", sim.most_down);
 }
 
 /// The planner acts on `targetBytes`; a row without it falls back to `targetSize`.
