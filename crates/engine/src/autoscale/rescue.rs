@@ -64,11 +64,13 @@ fn crashing(container: &ContainerStatus) -> bool {
 }
 
 /// Whether `pod` (a replica, with its volume's last `reading` if known) cannot start or keeps
-/// crashing because its volume is full: it is not Ready, and a container either ended saying the
-/// disk is full (its termination message, which holds the end of its log with
-/// `terminationMessagePolicy: FallbackToLogsOnError`) or keeps crashing while the volume is full.
+/// crashing because this volume is full: it is not Ready, the kubelet's reading says this volume
+/// is full, and a container either ended saying the disk is full (its termination message, which
+/// holds the end of its log with `terminationMessagePolicy: FallbackToLogsOnError`) or keeps
+/// crashing. The words alone are not enough: another volume, or the container's own file system,
+/// may be the full one, and growing this volume would not help.
 pub fn crashing_on_full_disk(pod: &Pod, reading: Option<&Reading>) -> bool {
-    if pod.metadata.deletion_timestamp.is_some() || pod_ready(pod) {
+    if pod.metadata.deletion_timestamp.is_some() || pod_ready(pod) || !reading.is_some_and(is_full) {
         return false;
     }
     let Some(status) = pod.status.as_ref() else {
@@ -79,10 +81,9 @@ pub fn crashing_on_full_disk(pod: &Pod, reading: Option<&Reading>) -> bool {
         .iter()
         .flatten()
         .chain(status.container_statuses.iter().flatten());
-    let volume_full = reading.is_some_and(is_full);
     containers
         .into_iter()
-        .any(|container| ended_on_full_disk(container) || (volume_full && crashing(container)))
+        .any(|container| ended_on_full_disk(container) || crashing(container))
 }
 
 #[cfg(test)]
@@ -105,7 +106,7 @@ mod tests {
     const MI: u64 = 1 << 20;
 
     #[test]
-    fn a_crash_that_says_the_disk_is_full_is_rescued_whatever_the_reading() {
+    fn a_crash_that_says_the_disk_is_full_is_rescued_only_when_this_volume_is_full() {
         let crashed = pod(serde_json::json!({
             "conditions": [{"type": "Ready", "status": "False"}],
             "containerStatuses": [{
@@ -115,11 +116,19 @@ mod tests {
                     "message": "FATAL: could not write to file \"pg_wal/xlogtemp.42\": No space left on device\n"}},
             }],
         }));
-        assert!(crashing_on_full_disk(&crashed, None));
         assert!(crashing_on_full_disk(
+            &crashed,
+            Some(&reading(995 * MI, 1000 * MI))
+        ));
+        // Another volume (or the container's own file system) was the full one.
+        assert!(!crashing_on_full_disk(
             &crashed,
             Some(&reading(10 * MI, 1000 * MI))
         ));
+        assert!(
+            !crashing_on_full_disk(&crashed, None),
+            "no reading: not known full"
+        );
     }
 
     #[test]

@@ -440,6 +440,62 @@ async fn a_pod_crash_looping_on_a_full_disk_is_rescued() {
     harness.finish().await;
 }
 
+/// A container crash-looping with "No space left on device" about something else (here its own
+/// file system, in its words only) while the autoscaled volume has room is not rescued: growing
+/// the volume would not help, and a rescue skips the cooldown.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn full_disk_words_without_a_full_volume_grow_nothing() {
+    let harness = Harness::start("vas-no-rescue").await;
+    let mut set = full_disk_database();
+    let script = "echo 'cannot write /tmp/spill: No space left on device' >&2; exit 1";
+    set.spec
+        .as_mut()
+        .unwrap()
+        .template
+        .spec
+        .as_mut()
+        .unwrap()
+        .containers[0]
+        .command = Some(vec!["sh".into(), "-c".into(), script.into()]);
+    harness
+        .ns
+        .api::<StatefulSet>()
+        .create(&PostParams::default(), &set)
+        .await
+        .unwrap();
+    let pods = harness.ns.api::<Pod>();
+    wait_until("pg-0 to crash saying the disk is full", 120, || async {
+        let pod = pods.get_opt("pg-0").await.ok().flatten()?;
+        let container = pod.status?.container_statuses?.into_iter().next()?;
+        let message = container.last_state?.terminated?.message?;
+        message.contains("No space left on device").then_some(())
+    })
+    .await
+    .unwrap();
+    create_autoscaler(
+        &harness,
+        "pg",
+        json!({"statefulSetName": "pg", "volumes": [{"name": "data", "maxSize": "1Gi"}]}),
+    )
+    .await;
+    // Polled with the volume's reading (below the threshold), then three polls more (every 2 s).
+    let status = wait_status(&harness, "pg", "a poll with a reading", 90, |s| {
+        state_of(s) == Some("BelowThreshold")
+    })
+    .await;
+    let polled = status.last_polled_at.clone();
+    wait_status(&harness, "pg", "three more polls", 60, |s| {
+        s.last_polled_at
+            .as_ref()
+            .zip(polled.as_ref())
+            .is_some_and(|(now, then)| now.0.as_second() >= then.0.as_second() + 6)
+    })
+    .await;
+    assert!(autoscale_resizes(&harness).await.is_empty(), "no rescue");
+    assert_eq!(claim_size(&harness, "data-pg-0").await, "320Mi");
+    harness.finish().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_seed_annotation_stands_for_a_default_autoscaler() {
     let harness = Harness::start("vas-seed").await;
