@@ -69,7 +69,8 @@ pub struct VolumeResizeSpec {
     #[serde(default)]
     pub dry_run: bool,
 
-    /// Proceed even if the StatefulSet is not fully Ready.
+    /// Start even if the StatefulSet is not fully Ready (a replica that is down is then handled
+    /// first); it never lets a stop take a second replica down.
     #[serde(default)]
     pub force: bool,
 
