@@ -10,6 +10,14 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
+/// An update keeps every zone where it was: zones are added or removed only at the end of the
+/// list, and an ExtendedStatefulSet with zones keeps them (and one without gets none). Each zone's
+/// StatefulSet is named and pinned by its position (`<name>-z<i>`); moving a zone to another
+/// position, or between `<name>` and `<name>-z0`, would start replicas on new, empty claims or on
+/// nodes where their volumes cannot attach.
+const ZONES_KEEP_THEIR_PLACE: &str = "(has(oldSelf.spec.zones) && size(oldSelf.spec.zones) > 0) == (has(self.spec.zones) && size(self.spec.zones) > 0) && (!has(oldSelf.spec.zones) || !has(self.spec.zones) || (oldSelf.spec.zones.all(z, z in self.spec.zones ? self.spec.zones.indexOf(z) == oldSelf.spec.zones.indexOf(z) : oldSelf.spec.zones.indexOf(z) >= size(self.spec.zones)) && self.spec.zones.all(z, z in oldSelf.spec.zones || self.spec.zones.indexOf(z) >= size(oldSelf.spec.zones))))";
+const ZONES_KEEP_THEIR_PLACE_MESSAGE: &str = "spec.zones: zones can only be added or removed at the end of the list, and zones cannot be turned on or off for an existing ExtendedStatefulSet: each zone's StatefulSet is named and pinned by its position (<name>-z<i>) and its replicas' volumes are there; a change that moves zones would start replicas on new, empty claims or where their volumes cannot attach. Remove zones from the end (that zone's StatefulSet is drained and deleted, its claims stay), or create a new ExtendedStatefulSet and move the data";
+
 /// A StatefulSet (`spec.template`) run with extended lifecycle rules.
 #[derive(CustomResource, KubeSchema, Deserialize, Serialize, Clone, Debug, PartialEq)]
 #[kube(
@@ -28,7 +36,8 @@ use std::collections::BTreeMap;
     validation = Rule::new("!has(self.spec.scaling) || !has(self.spec.scaling.min) || self.spec.replicas >= self.spec.scaling.min").message("spec.replicas is below scaling.min"),
     validation = Rule::new("!has(self.spec.scaling) || !has(self.spec.scaling.max) || self.spec.replicas <= self.spec.scaling.max").message("spec.replicas is above scaling.max"),
     validation = Rule::new("!has(self.spec.scaling) || !has(self.spec.scaling.oddOnly) || !self.spec.scaling.oddOnly || self.spec.replicas % 2 == 1").message("spec.replicas must be odd (scaling.oddOnly)"),
-    validation = Rule::new("self.metadata.name.size() <= 52").message("ExtendedStatefulSet names must be at most 52 characters (its StatefulSets add a zone suffix and their pods an ordinal)")
+    validation = Rule::new("self.metadata.name.size() <= 52").message("ExtendedStatefulSet names must be at most 52 characters (its StatefulSets add a zone suffix and their pods an ordinal)"),
+    validation = Rule::new(ZONES_KEEP_THEIR_PLACE).message(ZONES_KEEP_THEIR_PLACE_MESSAGE)
 )]
 #[serde(rename_all = "camelCase")]
 pub struct ExtendedStatefulSetSpec {

@@ -402,7 +402,9 @@ pub async fn reconcile(ests: Arc<ExtendedStatefulSet>, ctx: Arc<Context>) -> Res
             }
         }
     }
-    // StatefulSets of zones no longer listed go (their claims stay, as with a StatefulSet).
+    // StatefulSets of zones no longer listed (the API server lets zones go only from the end of
+    // the list) are drained, then go: scaled to 0 (their controller stops the pods highest ordinal
+    // first), deleted once no pod is left. Their claims stay, as with any StatefulSet.
     let wanted_names: BTreeSet<&str> = desired.iter().map(|d| d.name.as_str()).collect();
     for owned in sets
         .list(&ListParams::default().labels(&format!("{LABEL_EXTENDED}={name}")))
@@ -414,8 +416,15 @@ pub async fn reconcile(ests: Arc<ExtendedStatefulSet>, ctx: Arc<Context>) -> Res
             .iter()
             .any(|o| Some(&o.uid) == ests.metadata.uid.as_ref());
         if ours && !wanted_names.contains(owned.name_any().as_str()) && !busy.contains(&owned.name_any()) {
-            sets.delete(&owned.name_any(), &DeleteParams::background())
-                .await?;
+            let pods_left = owned.status.as_ref().map_or(0, |status| status.replicas);
+            if owned.spec.as_ref().and_then(|spec| spec.replicas) != Some(0) {
+                let drain = serde_json::json!({"spec": {"replicas": 0}});
+                sets.patch(&owned.name_any(), &writes::patch(), &Patch::Merge(&drain))
+                    .await?;
+            } else if pods_left == 0 {
+                sets.delete(&owned.name_any(), &DeleteParams::background())
+                    .await?;
+            }
         }
     }
 

@@ -374,6 +374,65 @@ async fn zones_get_one_pinned_stateful_set_each_with_an_even_spread() {
     harness.finish().await;
 }
 
+/// Zones keep their place: removing the first zone (which shifted every StatefulSet's zone and
+/// deleted the last one) and turning zones off (which replaced `db-z*` by `db` on new, empty
+/// claims) are refused by the API server with the reason. Removing the last zone drains only that
+/// zone's StatefulSet, and its claims stay.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn zones_change_only_at_the_end_and_a_removed_zone_is_drained() {
+    let harness = Harness::start("ests-zone-edit").await;
+    create(
+        &harness,
+        &extended("db", 3, json!({"zones": ["zone-a", "zone-b", "zone-c"]})),
+    )
+    .await;
+    let sets = harness.ns.api::<StatefulSet>();
+    for index in 0..3 {
+        wait_ready(&sets, &format!("db-z{index}"), 1, 60).await.unwrap();
+    }
+    for (zones, case) in [
+        (json!(["zone-b", "zone-c"]), "the first zone removed"),
+        (json!(["zone-a", "zone-c", "zone-b"]), "zones reordered"),
+        (json!(["zone-a", "zone-b", "zone-d"]), "the last zone replaced"),
+        (json!([]), "zones turned off"),
+    ] {
+        let refused = patch_spec(&harness, "db", json!({"zones": zones}))
+            .await
+            .expect_err(case)
+            .to_string();
+        assert!(
+            refused.contains("zones can only be added or removed at the end of the list"),
+            "{case}: {refused}"
+        );
+    }
+    let uids = |list: Vec<StatefulSet>| {
+        list.iter()
+            .map(|s| (s.name_any(), s.uid().unwrap()))
+            .collect::<BTreeMap<_, _>>()
+    };
+    let before = uids(sets.list(&Default::default()).await.unwrap().items);
+    assert_eq!(before.len(), 3, "{before:?}");
+
+    patch_spec(&harness, "db", json!({"zones": ["zone-a", "zone-b"]}))
+        .await
+        .unwrap();
+    wait_until("db-z2 drained and gone", 90, || async {
+        sets.get_opt("db-z2").await.ok()?.is_none().then_some(())
+    })
+    .await
+    .unwrap();
+    wait_ready(&sets, "db-z0", 2, 60).await.unwrap();
+    let after = uids(sets.list(&Default::default()).await.unwrap().items);
+    assert_eq!(after.get("db-z0"), before.get("db-z0"), "db-z0 kept");
+    assert_eq!(after.get("db-z1"), before.get("db-z1"), "db-z1 kept");
+    let claims = harness.ns.api::<PersistentVolumeClaim>();
+    assert!(
+        claims.get_opt("data-db-z2-0").await.unwrap().is_some(),
+        "the removed zone's claim stays"
+    );
+    harness.finish().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_volume_template_change_resizes_every_zones_volumes() {
     let harness = Harness::start("ests-volumes").await;
