@@ -70,7 +70,7 @@ pub struct ExtendedStatefulSetSpec {
 
     /// Values of `topology.kubernetes.io/zone`: one StatefulSet per zone, replicas spread evenly.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    #[schemars(length(max = 16))]
+    #[schemars(length(max = 16), inner(length(min = 1, max = 63)))]
     #[x_kube(merge_strategy = ListMerge::Set)]
     pub zones: Vec<String>,
 

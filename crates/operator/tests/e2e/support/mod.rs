@@ -188,6 +188,25 @@ impl Harness {
 
     pub async fn finish(self) {
         self.operator.abort();
+        // No operator serves this namespace any more: the VolumeResizes' finalizers would hold
+        // its deletion for good (and namespaces would pile up on a control plane that runs on).
+        let resizes = self.ns.api::<VolumeResize>();
+        for resize in resizes.list(&Default::default()).await.unwrap().items {
+            if !resize.finalizers().is_empty() {
+                let patch = serde_json::json!({"metadata": {"finalizers": null}});
+                let released = resizes
+                    .patch(
+                        &resize.name_any(),
+                        &kube::api::PatchParams::default(),
+                        &kube::api::Patch::Merge(patch),
+                    )
+                    .await;
+                assert!(
+                    released.is_ok() || matches!(&released, Err(kube::Error::Api(s)) if s.code == 404),
+                    "{released:?}"
+                );
+            }
+        }
         if self.webhook_url.is_some() {
             use k8s_openapi::api::admissionregistration::v1::{
                 MutatingWebhookConfiguration, ValidatingWebhookConfiguration,
