@@ -97,6 +97,9 @@ pub struct Observed {
     pub exists: bool,
     /// The replicas it should have.
     pub replicas: i32,
+    /// The replicas it has now (`spec.replicas` of the live StatefulSet): a new version that
+    /// changes the spread (zones added or removed) is what brings `replicas` about.
+    pub live_replicas: i32,
     pub ready: i32,
     /// Pods on the newest revision that are Ready.
     pub updated_ready: i32,
@@ -178,9 +181,10 @@ pub fn next(
                 .push((false, "VersionCreated", format!("version {version} created")));
             return plan;
         }
+        // Every pod that runs now is Ready; pods the new version itself adds do not count.
         let not_ready: Vec<&str> = observed
             .iter()
-            .filter(|sts| sts.ready < sts.replicas)
+            .filter(|sts| sts.ready < sts.replicas.min(sts.live_replicas))
             .map(|sts| sts.name.as_str())
             .collect();
         if !rules.update_not_ready && !not_ready.is_empty() {
@@ -393,6 +397,7 @@ mod tests {
             name: "db".into(),
             exists: true,
             replicas,
+            live_replicas: replicas,
             ready,
             updated_ready,
             updated: updated_ready,
@@ -612,5 +617,26 @@ mod tests {
         assert!(fix.apply);
         assert_eq!(fix.progress.version, 3);
         assert_eq!(fix.progress.step, Step::Canaries);
+    }
+
+    /// A zone removed: the version that moves its replicas to the other zones' StatefulSets is what
+    /// grows them, so their pods to come never hold it back (it waited for them forever).
+    #[test]
+    fn pods_the_new_version_adds_do_not_hold_it_back() {
+        let done = at(Step::Done, 1, 100);
+        let growing = Observed {
+            live_replicas: 1,
+            ..sts(2, 1, 1)
+        };
+        let plan = next(&done, "two zones", &RULES, &[growing.clone()], JobState::Absent, 200);
+        assert!(plan.apply, "{:?}", plan.waiting);
+        assert_eq!(plan.progress.version, 2);
+        // A pod that runs and is not Ready still holds it back.
+        let not_ready = Observed {
+            ready: 0,
+            ..growing
+        };
+        let plan = next(&done, "two zones", &RULES, &[not_ready], JobState::Absent, 200);
+        assert!(!plan.apply);
     }
 }
