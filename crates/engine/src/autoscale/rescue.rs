@@ -64,13 +64,16 @@ fn crashing(container: &ContainerStatus) -> bool {
 }
 
 /// Whether `pod` (a replica, with its volume's last `reading` if known) cannot start or keeps
-/// crashing because this volume is full: it is not Ready, the kubelet's reading says this volume
-/// is full, and a container either ended saying the disk is full (its termination message, which
-/// holds the end of its log with `terminationMessagePolicy: FallbackToLogsOnError`) or keeps
-/// crashing. The words alone are not enough: another volume, or the container's own file system,
-/// may be the full one, and growing this volume would not help.
+/// crashing because its volume is full: it is not Ready, and a container either ended saying the
+/// disk is full (its termination message, which holds the end of its log with
+/// `terminationMessagePolicy: FallbackToLogsOnError`) or keeps crashing while the volume is full.
+/// A reading that shows room vetoes the words: another volume, or the container's own file system,
+/// is the full one, and growing this volume would not help. (The kubelet reports a pod's volumes
+/// only while one of its containers runs, so a pod whose only container crash-loops has no
+/// reading, and its words are all there is.)
 pub fn crashing_on_full_disk(pod: &Pod, reading: Option<&Reading>) -> bool {
-    if pod.metadata.deletion_timestamp.is_some() || pod_ready(pod) || !reading.is_some_and(is_full) {
+    let room = reading.is_some_and(|reading| !is_full(reading));
+    if pod.metadata.deletion_timestamp.is_some() || pod_ready(pod) || room {
         return false;
     }
     let Some(status) = pod.status.as_ref() else {
@@ -81,9 +84,10 @@ pub fn crashing_on_full_disk(pod: &Pod, reading: Option<&Reading>) -> bool {
         .iter()
         .flatten()
         .chain(status.container_statuses.iter().flatten());
+    let volume_full = reading.is_some_and(is_full);
     containers
         .into_iter()
-        .any(|container| ended_on_full_disk(container) || crashing(container))
+        .any(|container| ended_on_full_disk(container) || (volume_full && crashing(container)))
 }
 
 #[cfg(test)]
@@ -106,7 +110,7 @@ mod tests {
     const MI: u64 = 1 << 20;
 
     #[test]
-    fn a_crash_that_says_the_disk_is_full_is_rescued_only_when_this_volume_is_full() {
+    fn a_crash_that_says_the_disk_is_full_is_rescued_unless_this_volume_has_room() {
         let crashed = pod(serde_json::json!({
             "conditions": [{"type": "Ready", "status": "False"}],
             "containerStatuses": [{
@@ -126,8 +130,8 @@ mod tests {
             Some(&reading(10 * MI, 1000 * MI))
         ));
         assert!(
-            !crashing_on_full_disk(&crashed, None),
-            "no reading: not known full"
+            crashing_on_full_disk(&crashed, None),
+            "no reading: the words count"
         );
     }
 

@@ -628,14 +628,18 @@ mod tests {
             live_replicas: 1,
             ..sts(2, 1, 1)
         };
-        let plan = next(&done, "two zones", &RULES, &[growing.clone()], JobState::Absent, 200);
+        let plan = next(
+            &done,
+            "two zones",
+            &RULES,
+            std::slice::from_ref(&growing),
+            JobState::Absent,
+            200,
+        );
         assert!(plan.apply, "{:?}", plan.waiting);
         assert_eq!(plan.progress.version, 2);
         // A pod that runs and is not Ready still holds it back.
-        let not_ready = Observed {
-            ready: 0,
-            ..growing
-        };
+        let not_ready = Observed { ready: 0, ..growing };
         let plan = next(&done, "two zones", &RULES, &[not_ready], JobState::Absent, 200);
         assert!(!plan.apply);
     }

@@ -441,22 +441,22 @@ async fn a_pod_crash_looping_on_a_full_disk_is_rescued() {
 }
 
 /// A container crash-looping with "No space left on device" about something else (here its own
-/// file system, in its words only) while the autoscaled volume has room is not rescued: growing
-/// the volume would not help, and a rescue skips the cooldown.
+/// file system, in its words only) while the kubelet reports the autoscaled volume with room (a
+/// second container keeps the pod's volumes reported) is not rescued: growing the volume would not
+/// help, and a rescue skips the cooldown.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn full_disk_words_without_a_full_volume_grow_nothing() {
     let harness = Harness::start("vas-no-rescue").await;
     let mut set = full_disk_database();
+    let pod = set.spec.as_mut().unwrap().template.spec.as_mut().unwrap();
     let script = "echo 'cannot write /tmp/spill: No space left on device' >&2; exit 1";
-    set.spec
-        .as_mut()
-        .unwrap()
-        .template
-        .spec
-        .as_mut()
-        .unwrap()
-        .containers[0]
-        .command = Some(vec!["sh".into(), "-c".into(), script.into()]);
+    pod.containers[0].command = Some(vec!["sh".into(), "-c".into(), script.into()]);
+    let mut sidecar = pod.containers[0].clone();
+    sidecar.name = "sidecar".into();
+    sidecar.readiness_probe = None;
+    let idle = "trap 'exit 0' TERM; while true; do sleep 1; done";
+    sidecar.command = Some(vec!["sh".into(), "-c".into(), idle.into()]);
+    pod.containers.push(sidecar);
     harness
         .ns
         .api::<StatefulSet>()
