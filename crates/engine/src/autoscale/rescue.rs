@@ -68,9 +68,9 @@ fn crashing(container: &ContainerStatus) -> bool {
 /// disk is full (its termination message, which holds the end of its log with
 /// `terminationMessagePolicy: FallbackToLogsOnError`) or keeps crashing while the volume is full.
 /// A reading that shows room vetoes the words: another volume, or the container's own file system,
-/// is the full one, and growing this volume would not help. (The kubelet reports a pod's volumes
-/// only while one of its containers runs, so a pod whose only container crash-loops has no
-/// reading, and its words are all there is.)
+/// is the full one, and growing this volume would not help. The kubelet reports a pod's volumes
+/// only while one of its containers runs: with one running, a missing reading is waited for;
+/// with none (its only container crash-loops) the words are all there is.
 pub fn crashing_on_full_disk(pod: &Pod, reading: Option<&Reading>) -> bool {
     let room = reading.is_some_and(|reading| !is_full(reading));
     if pod.metadata.deletion_timestamp.is_some() || pod_ready(pod) || room {
@@ -84,6 +84,16 @@ pub fn crashing_on_full_disk(pod: &Pod, reading: Option<&Reading>) -> bool {
         .iter()
         .flatten()
         .chain(status.container_statuses.iter().flatten());
+    // A container runs, so the kubelet will report the volume: wait for that reading.
+    let running = containers.clone().any(|container| {
+        container
+            .state
+            .as_ref()
+            .is_some_and(|state| state.running.is_some())
+    });
+    if reading.is_none() && running {
+        return false;
+    }
     let volume_full = reading.is_some_and(is_full);
     containers
         .into_iter()
@@ -154,6 +164,24 @@ mod tests {
             Some(&reading(500 * MI, 1000 * MI))
         ));
         assert!(!crashing_on_full_disk(&looping, None));
+    }
+
+    #[test]
+    fn without_a_reading_a_pod_with_a_running_container_waits_for_one() {
+        // One container crashes saying so, another runs: the kubelet reports the volume soon.
+        let half = pod(serde_json::json!({
+            "conditions": [{"type": "Ready", "status": "False"}],
+            "containerStatuses": [{
+                "name": "db", "image": "db", "imageID": "", "ready": false, "restartCount": 2,
+                "state": {"waiting": {"reason": "CrashLoopBackOff"}},
+                "lastState": {"terminated": {"exitCode": 1, "message": "No space left on device"}},
+            }, {
+                "name": "sidecar", "image": "s", "imageID": "", "ready": true, "restartCount": 0,
+                "state": {"running": {}},
+            }],
+        }));
+        assert!(!crashing_on_full_disk(&half, None));
+        assert!(crashing_on_full_disk(&half, Some(&reading(999 * MI, 1000 * MI))));
     }
 
     #[test]
