@@ -78,7 +78,8 @@ pub struct VolumeResizeSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mover: Option<MoverSettings>,
 
-    /// Upper bound on the duration of any one step before it counts as failed.
+    /// Upper bound on the duration of any one step before it counts as failed: a step before a
+    /// copy's swap (the replica is rolled back), or an in-place claim reaching its size.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[x_kube(validation = Rule::new("self > 0").message("timeoutSeconds must be positive"))]
     pub timeout_seconds: Option<i64>,
