@@ -155,7 +155,9 @@ pub enum Verify {
 #[derive(Deserialize, Serialize, Clone, Debug, Default, PartialEq, KubeSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct MoverSettings {
-    /// Mover image; defaults to the operator's own image.
+    /// Mover image; defaults to the operator's own. Any other must be on the operator's list
+    /// (`--allowed-mover-images`): a VolumeResize author never chooses what runs with the
+    /// copy's privileges.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub image: Option<String>,
     /// Resource requests and limits of the mover container.
@@ -444,6 +446,7 @@ pub mod condition {
     pub const REASON_TOPOLOGY: &str = "StorageClassTopologyMismatch";
     pub const REASON_WAITING_FOR_OTHER: &str = "WaitingForOtherResize";
     pub const REASON_NOT_QUEUED: &str = "First";
+    pub const REASON_MOVER_IMAGE_NOT_ALLOWED: &str = "MoverImageNotAllowed";
 }
 
 impl VolumeResize {

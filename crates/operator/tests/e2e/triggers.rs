@@ -537,6 +537,12 @@ async fn a_volume_resize_naming_what_does_not_exist_is_refused_at_admission() {
             json!({"statefulSetName": "web", "volumes": [{"name": "data", "size": "2Gi", "storageClassName": "gold"}]}),
             "StorageClassNotFound: StorageClass \"gold\" (volume \"data\") does not exist",
         ),
+        (
+            "bad-image",
+            json!({"statefulSetName": "web", "volumes": [{"name": "data", "size": "2Gi"}],
+                "mover": {"image": "evil.example/miner:latest"}}),
+            "MoverImageNotAllowed: spec.mover.image \"evil.example/miner:latest\" is not an image this operator runs movers from",
+        ),
     ] {
         let error = harness.try_create_resize(name, spec).await.unwrap_err();
         let text = error.to_string();
