@@ -78,7 +78,8 @@ pub struct VolumeResizeSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mover: Option<MoverSettings>,
 
-    /// Upper bound on the duration of any one step before it counts as failed.
+    /// Upper bound on the duration of any one step before it counts as failed: a step before a
+    /// copy's swap (the replica is rolled back), or an in-place claim reaching its size.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[x_kube(validation = Rule::new("self > 0").message("timeoutSeconds must be positive"))]
     pub timeout_seconds: Option<i64>,
@@ -154,7 +155,9 @@ pub enum Verify {
 #[derive(Deserialize, Serialize, Clone, Debug, Default, PartialEq, KubeSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct MoverSettings {
-    /// Mover image; defaults to the operator's own image.
+    /// Mover image; defaults to the operator's own. Any other must be on the operator's list
+    /// (`--allowed-mover-images`): a VolumeResize author never chooses what runs with the
+    /// copy's privileges.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub image: Option<String>,
     /// Resource requests and limits of the mover container.
@@ -443,6 +446,7 @@ pub mod condition {
     pub const REASON_TOPOLOGY: &str = "StorageClassTopologyMismatch";
     pub const REASON_WAITING_FOR_OTHER: &str = "WaitingForOtherResize";
     pub const REASON_NOT_QUEUED: &str = "First";
+    pub const REASON_MOVER_IMAGE_NOT_ALLOWED: &str = "MoverImageNotAllowed";
 }
 
 impl VolumeResize {

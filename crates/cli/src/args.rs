@@ -101,7 +101,8 @@ pub struct RequestArgs {
     /// Most bytes per second each mover pod writes, e.g. 50Mi (default: no limit).
     #[arg(long, value_name = "QUANTITY")]
     pub bandwidth_limit: Option<String>,
-    /// Proceed even when the StatefulSet is not fully Ready.
+    /// Start even when the StatefulSet is not fully Ready (a replica that is down goes first; a
+    /// second one is never taken down).
     #[arg(long)]
     pub force: bool,
     /// Name of the VolumeResize (default: generated from the StatefulSet name).

@@ -17,13 +17,15 @@ pub struct Decision {
     pub summary: String,
 }
 
-/// `backup_name` is the deterministic name of the backup ConfigMap; `sts_name` the StatefulSet's.
+/// `backup_name` is the deterministic name of the backup ConfigMap; `sts_name` the StatefulSet's;
+/// `timeout_seconds` (`spec.timeoutSeconds`) bounds how long a claim may take to reach its size.
 pub fn plan_in_place(
     stopping: bool,
     previous: &VolumeResizeStatus,
     observed: &Observed,
     sts_name: &str,
     backup_name: &str,
+    timeout_seconds: Option<i64>,
     now: &Time,
 ) -> Decision {
     let mut status = previous.clone();
@@ -133,6 +135,42 @@ pub fn plan_in_place(
         } else {
             row.step = Some(RowStep::WaitingForCapacity);
         }
+    }
+
+    // A claim that has not reached its size within `timeoutSeconds` (a driver that never finishes,
+    // a pod that can never restart) ends the resize, while the StatefulSet is whole (it is, until
+    // every claim has its size). A requested grow is not undone: the claim keeps asking for it.
+    let overdue: Vec<String> = status
+        .plan
+        .iter()
+        .filter(|row| row.strategy == Some(ChosenStrategy::InPlace) && row.finished_at.is_none())
+        .filter_map(|row| {
+            let limit = timeout_seconds?;
+            let took = now.0.as_second() - row.started_at.as_ref()?.0.as_second();
+            (took > limit).then(|| {
+                format!(
+                    "{} did not reach {} within timeoutSeconds ({limit} s; step {:?})",
+                    row.claim_name,
+                    row.target_size,
+                    row.step.unwrap_or(RowStep::Expanding)
+                )
+            })
+        })
+        .collect();
+    if !overdue.is_empty() && observed.stateful_set.as_ref().is_some_and(|sts| !sts.deleting) {
+        let message = format!(
+            "{}; the claims keep the size they ask for (a grow is not undone)",
+            overdue.join("; ")
+        );
+        status.phase = Some(Phase::Failed);
+        status.finished_at.get_or_insert_with(|| now.clone());
+        status.message = Some(message.clone());
+        update_progress(&mut status);
+        return Decision {
+            status,
+            actions: vec![],
+            summary: message,
+        };
     }
 
     // Offline-only drivers: restart one pod at a time, and only while every other pod is Ready.

@@ -34,6 +34,33 @@ pub struct Observed {
     /// The fewest disruptions any PodDisruptionBudget covering the StatefulSet's pods allows now
     /// (`None` when no budget covers them).
     pub disruptions_allowed: Option<i32>,
+    /// The images this operator runs movers from (its settings, fixed at start, not cluster
+    /// state): a request naming another is refused.
+    pub mover_images: MoverImages,
+}
+
+/// The operator's own mover image and the others it allows (`--allowed-mover-images`).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct MoverImages {
+    pub default: String,
+    pub allowed: Vec<String>,
+}
+
+impl MoverImages {
+    /// Why `requested` (a VolumeResize's `spec.mover.image`) may not run, if it may not.
+    pub fn refusal(&self, requested: Option<&str>) -> Option<String> {
+        let image = requested?;
+        if image == self.default || self.allowed.iter().any(|allowed| allowed == image) {
+            return None;
+        }
+        let allowed = std::iter::once(self.default.as_str())
+            .chain(self.allowed.iter().map(String::as_str))
+            .collect::<Vec<_>>()
+            .join(", ");
+        Some(format!(
+            "spec.mover.image {image:?} is not an image this operator runs movers from ({allowed}); leave it out, or have the operator's --allowed-mover-images list it"
+        ))
+    }
 }
 
 #[derive(Debug, Clone, Default, PartialEq)]

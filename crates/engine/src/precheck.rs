@@ -54,6 +54,12 @@ pub fn precheck(spec: &VolumeResizeSpec, observed: &Observed) -> Precheck {
             plan: Vec::new(),
         };
     }
+    if let Some(refusal) = observed
+        .mover_images
+        .refusal(spec.mover.as_ref().and_then(|m| m.image.as_deref()))
+    {
+        return Precheck::reject(REASON_MOVER_IMAGE_NOT_ALLOWED, refusal);
+    }
     let Some(sts) = &observed.stateful_set else {
         return Precheck::reject(
             REASON_STATEFUL_SET_NOT_FOUND,

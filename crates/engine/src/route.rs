@@ -124,6 +124,7 @@ pub fn plan_run(
             observed,
             copy.sts_name,
             copy.backup_name,
+            copy.step_timeout_seconds,
             now,
         )
     } else {

@@ -19,9 +19,25 @@ pub struct Context {
     pub mover_image: String,
     /// Resources of mover pods unless a VolumeResize sets them (`--mover-resources`).
     pub mover_resources: Option<k8s_openapi::api::core::v1::ResourceRequirements>,
+    /// Images other than `mover_image` a VolumeResize may name (`--allowed-mover-images`).
+    pub allowed_mover_images: Vec<String>,
 }
 
 impl Context {
+    /// Images other than the operator's own that a VolumeResize may run movers from.
+    pub fn with_allowed_mover_images(mut self, images: Vec<String>) -> Self {
+        self.allowed_mover_images = images;
+        self
+    }
+
+    /// The mover images this operator runs, as the planners see them.
+    pub fn mover_images(&self) -> ferry_engine::observed::MoverImages {
+        ferry_engine::observed::MoverImages {
+            default: self.mover_image.clone(),
+            allowed: self.allowed_mover_images.clone(),
+        }
+    }
+
     /// Mover pods get these resources unless their VolumeResize sets its own.
     pub fn with_mover_resources(
         mut self,
@@ -49,6 +65,7 @@ impl Context {
             resizes,
             mover_image,
             mover_resources: None,
+            allowed_mover_images: Vec::new(),
         }
     }
 }

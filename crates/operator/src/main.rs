@@ -36,6 +36,10 @@ enum Command {
         /// Image for mover pods (default: the operator's own image).
         #[arg(long, env = "FERRY_MOVER_IMAGE")]
         mover_image: Option<String>,
+        /// Images besides --mover-image that a VolumeResize may name in spec.mover.image
+        /// (comma-separated; none by default: movers run the operator's image only).
+        #[arg(long, env = "FERRY_ALLOWED_MOVER_IMAGES", value_delimiter = ',')]
+        allowed_mover_images: Vec<String>,
         /// Resources of mover pods unless a VolumeResize sets its own: a ResourceRequirements in
         /// JSON, e.g. `{"requests":{"cpu":"100m","memory":"64Mi"}}`.
         #[arg(long, env = "FERRY_MOVER_RESOURCES", value_parser = ferry_operator::run::parse_mover_resources)]
@@ -114,6 +118,7 @@ fn main() -> ExitCode {
             http_addr,
             log_format,
             mover_image,
+            allowed_mover_images,
             mover_resources,
             webhook_url,
             webhook_service,
@@ -165,6 +170,7 @@ fn main() -> ExitCode {
                 namespaces,
                 http_addr: Some(http_addr),
                 mover_image,
+                allowed_mover_images,
                 mover_resources,
                 webhook,
                 autoscale_interval: Some(autoscale_interval),

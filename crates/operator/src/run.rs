@@ -35,6 +35,8 @@ pub struct Settings {
     pub mover_image: Option<String>,
     /// Resources of mover pods unless a VolumeResize sets its own.
     pub mover_resources: Option<k8s_openapi::api::core::v1::ResourceRequirements>,
+    /// Images other than `mover_image` a VolumeResize may name in `spec.mover.image`.
+    pub allowed_mover_images: Vec<String>,
     /// Serve and register the admission webhooks (none when `None`).
     pub webhook: Option<WebhookSettings>,
     /// How often autoscalers read volume usage and decide (default
@@ -78,13 +80,16 @@ pub async fn run(client: Client, settings: Settings) -> Result<(), Error> {
                 .map(|scope| resize_cache(&client, scope.as_deref()))
                 .unzip();
             let resizes = Resizes::new(stores);
-            let ctx = Arc::new(Context::new(
-                client.clone(),
-                metrics.clone(),
-                resizes.clone(),
-                mover_image.clone(),
-                Some(identity.clone()),
-            ));
+            let ctx = Arc::new(
+                Context::new(
+                    client.clone(),
+                    metrics.clone(),
+                    resizes.clone(),
+                    mover_image.clone(),
+                    Some(identity.clone()),
+                )
+                .with_allowed_mover_images(settings.allowed_mover_images.clone()),
+            );
             let running = webhook::start(ctx, webhook_settings, &settings.namespaces).await?;
             // Ready once the reviews answer from a synced cache (until then they list, or refuse).
             resizes.wait_synced().await;
@@ -219,7 +224,8 @@ async fn run_scope(
             mover_image,
             Some(identity),
         )
-        .with_mover_resources(settings.mover_resources.clone()),
+        .with_mover_resources(settings.mover_resources.clone())
+        .with_allowed_mover_images(settings.allowed_mover_images.clone()),
     );
     // The controllers' cache is what the in-flight and copy-progress gauges count (a webhook's
     // cache, which every replica keeps, leader or not, never is): counted once, here.

@@ -55,8 +55,15 @@ pub fn resize_spec(grow: &Grow) -> VolumeResizeSpec {
         AutoscaleStrategy::AllowCopy => Strategy::Auto,
     };
     spec.force = grow.reason == Reason::Rescue;
+    // Nobody watches an autoscaler's grow: a step that never ends (a driver that never finishes,
+    // a pod that can never restart) must end it, so the autoscaler reports ResizeFailed.
+    spec.timeout_seconds = Some(AUTOSCALE_TIMEOUT_SECONDS);
     spec
 }
+
+/// `timeoutSeconds` of the VolumeResizes an autoscaler makes: an hour for any step before a copy's
+/// swap (a warm copy of some 700 GB at 200 MB/s) and for an in-place grow to reach its size.
+pub const AUTOSCALE_TIMEOUT_SECONDS: i64 = 3600;
 
 #[cfg(test)]
 mod tests {
@@ -105,6 +112,7 @@ mod tests {
             ..grow()
         });
         assert!(rescue.force);
+        assert_eq!(rescue.timeout_seconds, Some(AUTOSCALE_TIMEOUT_SECONDS));
         assert_eq!(rescue.strategy, Strategy::Auto);
     }
 }

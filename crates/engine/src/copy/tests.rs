@@ -923,18 +923,7 @@ fn rollback_on_request_survives_the_operator_killed_after_any_action() {
 fn a_pod_disruption_budget_holds_the_replica_stop_until_it_allows_one() {
     let mut cluster = Cluster::new();
     cluster.observed.disruptions_allowed = Some(0);
-    let nothing_down = &mut |decision: &Decision, _: &Cluster| {
-        let down = decision.actions.iter().any(|a| {
-            matches!(
-                a,
-                ResizeAction::OrphanDeleteStatefulSet | ResizeAction::RestartPod { .. }
-            )
-        });
-        assert!(
-            !down,
-            "no replica is taken down while the budget allows no disruption"
-        );
-    };
+    let nothing_down = &mut nothing_taken_down("while the budget allows no disruption");
     let (held, _) = drive(&resize(), &mut cluster, planned(), None, 50, nothing_down);
     assert!(
         held.message.as_deref().unwrap().contains("PodDisruptionBudget"),
@@ -1358,19 +1347,7 @@ fn no_replica_is_stopped_while_another_is_not_ready() {
     }
     assert!(begun.plan[0].step.is_some(), "replica 0 begun");
     cluster.observed.pods.get_mut("db-2").unwrap().ready = false;
-    let nothing_down = &mut |decision: &Decision, _: &Cluster| {
-        let down = decision.actions.iter().any(|a| {
-            matches!(
-                a,
-                ResizeAction::OrphanDeleteStatefulSet | ResizeAction::RestartPod { .. }
-            )
-        });
-        assert!(
-            !down,
-            "{}: nothing is taken down while db-2 is not Ready",
-            decision.summary
-        );
-    };
+    let nothing_down = &mut nothing_taken_down("while db-2 is not Ready");
     let (held, _) = drive(&resize(), &mut cluster, begun, None, 40, nothing_down);
     assert!(
         held.message
@@ -1445,6 +1422,19 @@ fn the_new_volume_gets_its_own_class_policy_back() {
     }
 }
 
+/// Asserts after every decision that no replica is taken down (no orphan delete, no eviction).
+fn nothing_taken_down(why: &'static str) -> impl FnMut(&Decision, &Cluster) {
+    move |decision: &Decision, _: &Cluster| {
+        let down = decision.actions.iter().any(|a| {
+            matches!(
+                a,
+                ResizeAction::OrphanDeleteStatefulSet | ResizeAction::RestartPod { .. }
+            )
+        });
+        assert!(!down, "{}: nothing is taken down {why}", decision.summary);
+    }
+}
+
 /// Never two down: after every action of a run, at most one replica lacks a Ready pod.
 fn at_most_one_down() -> impl FnMut(&Decision, &Cluster) {
     |decision: &Decision, cluster: &Cluster| {
@@ -1463,19 +1453,7 @@ fn at_most_one_down() -> impl FnMut(&Decision, &Cluster) {
 fn a_rolling_update_under_way_holds_the_replica_stop() {
     let mut cluster = Cluster::new();
     cluster.observed.stateful_set.as_mut().unwrap().rolling_out = true;
-    let nothing_down = &mut |decision: &Decision, _: &Cluster| {
-        let down = decision.actions.iter().any(|a| {
-            matches!(
-                a,
-                ResizeAction::OrphanDeleteStatefulSet | ResizeAction::RestartPod { .. }
-            )
-        });
-        assert!(
-            !down,
-            "{}: nothing is taken down during a rolling update",
-            decision.summary
-        );
-    };
+    let nothing_down = &mut nothing_taken_down("during a rolling update");
     let (held, _) = drive(&resize(), &mut cluster, planned(), None, 40, nothing_down);
     let message = held.message.clone().unwrap_or_default();
     assert!(

@@ -69,7 +69,7 @@ fn cluster(replicas: i32, requested: u64, capacity: u64, pending: bool) -> Obser
 }
 
 fn plan(status: &VolumeResizeStatus, observed: &Observed) -> Decision {
-    plan_in_place(false, status, observed, "db", "ferry-grow-backup", &now())
+    plan_in_place(false, status, observed, "db", "ferry-grow-backup", None, &now())
 }
 
 #[test]
@@ -233,7 +233,7 @@ fn same_observation_gives_the_same_decision() {
 fn deleted_while_replacing_the_stateful_set_re_creates_it_before_stopping() {
     let mut gone = cluster(2, 2 * GI, 2 * GI, false);
     gone.stateful_set = None;
-    let decision = plan_in_place(true, &planned(2), &gone, "db", "ferry-grow-backup", &now());
+    let decision = plan_in_place(true, &planned(2), &gone, "db", "ferry-grow-backup", None, &now());
     assert_eq!(decision.actions, vec![ResizeAction::RecreateStatefulSet]);
     let stopped = plan_in_place(
         true,
@@ -241,10 +241,34 @@ fn deleted_while_replacing_the_stateful_set_re_creates_it_before_stopping() {
         &cluster(2, 2 * GI, GI, false),
         "db",
         "b",
+        None,
         &now(),
     );
     assert_eq!(stopped.status.phase, Some(Phase::Failed));
     assert!(stopped.actions.is_empty());
+}
+
+/// `timeoutSeconds`: a claim that never reaches its size (a driver that never finishes, a pod that
+/// can never restart) fails the resize once the limit has passed, with nothing more done; the grow
+/// requested stays.
+#[test]
+fn a_claim_that_never_reaches_its_size_fails_the_resize_after_timeout_seconds() {
+    let observed = cluster(3, 2 * GI, GI, true);
+    let begun = plan(&planned(3), &observed).status;
+    let at = |second| Time(Timestamp::from_second(second).unwrap());
+    let within = plan_in_place(false, &begun, &observed, "db", "b", Some(300), &at(1300));
+    assert_eq!(within.status.phase, Some(Phase::Running));
+    let late = plan_in_place(false, &begun, &observed, "db", "b", Some(300), &at(1301));
+    assert_eq!(late.status.phase, Some(Phase::Failed));
+    assert!(late.actions.is_empty());
+    let message = late.status.message.unwrap_or_default();
+    assert!(
+        message.contains("data-db-0 did not reach 2Gi within timeoutSeconds (300 s")
+            && message.contains("a grow is not undone"),
+        "{message}"
+    );
+    let unbounded = plan_in_place(false, &begun, &observed, "db", "b", None, &at(99_999));
+    assert_eq!(unbounded.status.phase, Some(Phase::Running));
 }
 
 /// Kubernetes as far as in-place expansion needs it: claims whose capacity follows their request

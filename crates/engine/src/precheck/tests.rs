@@ -180,6 +180,42 @@ fn same_size_and_class_is_nothing_to_do() {
     );
 }
 
+/// `spec.mover.image`: only the operator's own image or one it lists; anything else is refused
+/// before anything is touched, whoever wrote the VolumeResize.
+#[test]
+fn a_mover_image_the_operator_does_not_run_is_refused() {
+    let mut o = observed();
+    o.mover_images = crate::observed::MoverImages {
+        default: "ferry.local/ferry:dev".into(),
+        allowed: vec!["registry.example/ferry:1.2".into()],
+    };
+    let with_image = |image: Option<&str>| {
+        let mut s = spec(&[("data", "20Gi", None)]);
+        s.mover = Some(ferry_api::MoverSettings {
+            image: image.map(str::to_string),
+            ..ferry_api::MoverSettings::default()
+        });
+        s
+    };
+    for fine in [
+        None,
+        Some("ferry.local/ferry:dev"),
+        Some("registry.example/ferry:1.2"),
+    ] {
+        assert_eq!(reason(&precheck(&with_image(fine), &o)), "Passed", "{fine:?}");
+    }
+    let check = precheck(&with_image(Some("evil.example/miner:latest")), &o);
+    assert_eq!(reason(&check), REASON_MOVER_IMAGE_NOT_ALLOWED);
+    assert!(check.plan.is_empty());
+    let Verdict::Reject { message, .. } = &check.verdict else {
+        panic!("refused")
+    };
+    assert!(
+        message.contains("\"evil.example/miner:latest\" is not an image this operator runs movers from (ferry.local/ferry:dev, registry.example/ferry:1.2)"),
+        "{message}"
+    );
+}
+
 #[test]
 fn unready_stateful_set_waits_unless_forced() {
     let mut o = observed();

@@ -274,8 +274,12 @@ async fn placement(
     resize: &VolumeResize,
     namespace: &str,
 ) -> Result<objects::Placement, Error> {
-    let tolerations = replica_tolerations(ctx, resize, namespace).await?;
+    // The precheck refused a VolumeResize naming another image; one edited since never runs it.
     let settings = resize.spec.mover.clone().unwrap_or_default();
+    if let Some(refusal) = ctx.mover_images().refusal(settings.image.as_deref()) {
+        return Err(Error::Invariant(refusal));
+    }
+    let tolerations = replica_tolerations(ctx, resize, namespace).await?;
     Ok(objects::placement(&settings, &ctx.mover_image, tolerations))
 }
 

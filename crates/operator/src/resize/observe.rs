@@ -34,7 +34,10 @@ pub async fn observe(
     namespace: &str,
     scope: Scope,
 ) -> Result<Observation, Error> {
-    let mut observed = Observed::default();
+    let mut observed = Observed {
+        mover_images: ctx.mover_images(),
+        ..Observed::default()
+    };
     if scope == Scope::Retention {
         observed.volumes = retained_volumes(ctx, resize, namespace).await?;
     }

@@ -394,15 +394,17 @@ while true; do sleep 1; done
     .unwrap()
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_pod_crash_looping_on_a_full_disk_is_rescued() {
-    let harness = Harness::start("vas-rescue").await;
-    let sets = harness.ns.api::<StatefulSet>();
-    sets.create(&PostParams::default(), &full_disk_database())
+/// Creates StatefulSet `set` (pg), waits until pg-0's first container has ended saying "No space
+/// left on device", then puts an autoscaler on its volume.
+async fn crash_loop_under_an_autoscaler(harness: &Harness, set: &StatefulSet) {
+    harness
+        .ns
+        .api::<StatefulSet>()
+        .create(&PostParams::default(), set)
         .await
         .unwrap();
     let pods = harness.ns.api::<Pod>();
-    wait_until("pg-0 to crash on its full disk", 120, || async {
+    wait_until("pg-0 to crash saying the disk is full", 120, || async {
         let pod = pods.get_opt("pg-0").await.ok().flatten()?;
         let container = pod.status?.container_statuses?.into_iter().next()?;
         let message = container.last_state?.terminated?.message?;
@@ -411,11 +413,18 @@ async fn a_pod_crash_looping_on_a_full_disk_is_rescued() {
     .await
     .unwrap();
     create_autoscaler(
-        &harness,
+        harness,
         "pg",
         json!({"statefulSetName": "pg", "volumes": [{"name": "data", "maxSize": "1Gi"}]}),
     )
     .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pod_crash_looping_on_a_full_disk_is_rescued() {
+    let harness = Harness::start("vas-rescue").await;
+    crash_loop_under_an_autoscaler(&harness, &full_disk_database()).await;
+    let pods = harness.ns.api::<Pod>();
     let grow = the_grow(&harness).await;
     let status = grow.status.clone().unwrap();
     assert_eq!(status.phase, Some(Phase::Succeeded), "{:?}", status.message);
@@ -457,27 +466,7 @@ async fn full_disk_words_without_a_full_volume_grow_nothing() {
     let idle = "trap 'exit 0' TERM; while true; do sleep 1; done";
     sidecar.command = Some(vec!["sh".into(), "-c".into(), idle.into()]);
     pod.containers.push(sidecar);
-    harness
-        .ns
-        .api::<StatefulSet>()
-        .create(&PostParams::default(), &set)
-        .await
-        .unwrap();
-    let pods = harness.ns.api::<Pod>();
-    wait_until("pg-0 to crash saying the disk is full", 120, || async {
-        let pod = pods.get_opt("pg-0").await.ok().flatten()?;
-        let container = pod.status?.container_statuses?.into_iter().next()?;
-        let message = container.last_state?.terminated?.message?;
-        message.contains("No space left on device").then_some(())
-    })
-    .await
-    .unwrap();
-    create_autoscaler(
-        &harness,
-        "pg",
-        json!({"statefulSetName": "pg", "volumes": [{"name": "data", "maxSize": "1Gi"}]}),
-    )
-    .await;
+    crash_loop_under_an_autoscaler(&harness, &set).await;
     // Polled with the volume's reading (below the threshold), then three polls more (every 2 s).
     let status = wait_status(&harness, "pg", "a poll with a reading", 90, |s| {
         state_of(s) == Some("BelowThreshold")

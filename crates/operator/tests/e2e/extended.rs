@@ -270,6 +270,44 @@ async fn a_config_change_rolls_exactly_the_pods_that_reference_it() {
     harness.finish().await;
 }
 
+/// An ExtendedStatefulSet deleted releases its configuration at once: the delete refused while it
+/// existed goes through (the webhook counts only users that exist; no finalizer held it).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_deleted_extended_stateful_set_releases_its_configuration() {
+    let harness = Harness::start_with_webhook("ests-release").await;
+    write_config(&harness, "app-config", "1").await;
+    let mut ests = extended("db", 1, json!({"updateOnConfigChange": true}));
+    let pod = ests.spec.template.spec.template.spec.as_mut().unwrap();
+    pod.containers[0].env_from = Some(vec![
+        serde_json::from_value(json!({"configMapRef": {"name": "app-config"}})).unwrap(),
+    ]);
+    create(&harness, &ests).await;
+    let maps = harness.ns.api::<ConfigMap>();
+    wait_until("app-config marked", 60, || async {
+        let map = maps.get("app-config").await.ok()?;
+        map.labels().contains_key("ferry.dev/referenced").then_some(())
+    })
+    .await
+    .unwrap();
+    let refused = maps.delete("app-config", &Default::default()).await;
+    assert!(refused.is_err(), "referenced: refused");
+
+    let all = harness.ns.api::<ExtendedStatefulSet>();
+    all.delete("db", &Default::default()).await.unwrap();
+    wait_until("db gone (no finalizer holds it)", 30, || async {
+        all.get_opt("db").await.ok()?.is_none().then_some(())
+    })
+    .await
+    .unwrap();
+    maps.delete("app-config", &Default::default()).await.unwrap();
+    wait_until("app-config gone", 30, || async {
+        maps.get_opt("app-config").await.ok()?.is_none().then_some(())
+    })
+    .await
+    .unwrap();
+    harness.finish().await;
+}
+
 /// With Ferry stopped (or uninstalled) nothing it marked holds a delete: the referenced ConfigMap
 /// and Secret go, and so does the namespace with the ExtendedStatefulSet in it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

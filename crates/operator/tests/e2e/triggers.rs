@@ -317,6 +317,24 @@ async fn annotations_by_name_and_by_the_seed_operators_index_resize_and_are_remo
     harness.finish().await;
 }
 
+/// The way people work around immutable templates today: orphan delete, then apply anew with
+/// `size` and `ferry.dev/sync-claims: "true"`.
+async fn reapply_with_sync_claims(harness: &Harness, sts: &StatefulSet, size: &str) {
+    let sets = harness.ns.api::<StatefulSet>();
+    let name = sts.name_any();
+    sets.delete(&name, &DeleteParams::orphan()).await.unwrap();
+    wait_until("the StatefulSet to be gone", 30, || async {
+        sets.get_opt(&name).await.ok().flatten().is_none().then_some(())
+    })
+    .await
+    .unwrap();
+    let mut again: StatefulSet = serde_json::from_value(manifest(sts, size)).unwrap();
+    again
+        .annotations_mut()
+        .insert(ANNOTATION_SYNC_CLAIMS.into(), "true".into());
+    sets.create(&PostParams::default(), &again).await.unwrap();
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn drift_after_an_orphan_delete_and_reapply_brings_the_claims_to_the_template() {
     let harness = Harness::start_with_webhook("trig-drift").await;
@@ -324,18 +342,7 @@ async fn drift_after_an_orphan_delete_and_reapply_brings_the_claims_to_the_templ
     let seeded = harness.seeded(sts.clone(), &["data"], 30).await;
     let sets = harness.ns.api::<StatefulSet>();
 
-    // The way people work around immutable templates today: orphan delete, apply anew.
-    sets.delete("web", &DeleteParams::orphan()).await.unwrap();
-    wait_until("the StatefulSet to be gone", 30, || async {
-        sets.get_opt("web").await.ok().flatten().is_none().then_some(())
-    })
-    .await
-    .unwrap();
-    let mut again: StatefulSet = serde_json::from_value(manifest(&sts, "2Gi")).unwrap();
-    again
-        .annotations_mut()
-        .insert(ANNOTATION_SYNC_CLAIMS.into(), "true".into());
-    sets.create(&PostParams::default(), &again).await.unwrap();
+    reapply_with_sync_claims(&harness, &sts, "2Gi").await;
 
     let sts = wait_request_done(&harness, "web", 120).await;
     let made = trigger_resizes(&harness, "web").await;
@@ -364,18 +371,7 @@ async fn drift_never_shrinks_a_claim_expanded_by_hand() {
         .patch("data-web-1", &PatchParams::default(), &Patch::Merge(grow))
         .await
         .unwrap();
-    let sets = harness.ns.api::<StatefulSet>();
-    sets.delete("web", &DeleteParams::orphan()).await.unwrap();
-    wait_until("the StatefulSet to be gone", 30, || async {
-        sets.get_opt("web").await.ok().flatten().is_none().then_some(())
-    })
-    .await
-    .unwrap();
-    let mut again: StatefulSet = serde_json::from_value(manifest(&sts, "2Gi")).unwrap();
-    again
-        .annotations_mut()
-        .insert(ANNOTATION_SYNC_CLAIMS.into(), "true".into());
-    sets.create(&PostParams::default(), &again).await.unwrap();
+    reapply_with_sync_claims(&harness, &sts, "2Gi").await;
 
     let sts = wait_request_done(&harness, "web", 120).await;
     let made = trigger_resizes(&harness, "web").await;
@@ -540,6 +536,12 @@ async fn a_volume_resize_naming_what_does_not_exist_is_refused_at_admission() {
             "no-class",
             json!({"statefulSetName": "web", "volumes": [{"name": "data", "size": "2Gi", "storageClassName": "gold"}]}),
             "StorageClassNotFound: StorageClass \"gold\" (volume \"data\") does not exist",
+        ),
+        (
+            "bad-image",
+            json!({"statefulSetName": "web", "volumes": [{"name": "data", "size": "2Gi"}],
+                "mover": {"image": "evil.example/miner:latest"}}),
+            "MoverImageNotAllowed: spec.mover.image \"evil.example/miner:latest\" is not an image this operator runs movers from",
         ),
     ] {
         let error = harness.try_create_resize(name, spec).await.unwrap_err();
