@@ -15,7 +15,8 @@ pub enum Route {
     Run(Run),
     /// Finished: release retained old volumes when their time is up.
     Retention,
-    /// Deleted and at a safe point: hand over what is left and remove the finalizer.
+    /// Deleted and at a safe point, or finished retaining nothing: hand over what is left and
+    /// remove the finalizer.
     LetGo,
     /// Nothing to do until something changes.
     Idle,
@@ -98,6 +99,9 @@ pub fn route(facts: &Facts) -> Route {
         {
             Route::Retention
         }
+        // Finished with nothing retained: nothing is left for a deletion to wait for, so the
+        // finalizer goes (with Ferry uninstalled it would hold the namespace's deletion).
+        Phase::Succeeded | Phase::Failed if facts.has_finalizer => Route::LetGo,
         _ => Route::Idle,
     }
 }
@@ -195,6 +199,23 @@ mod tests {
         assert_eq!(route(&facts(Some(&done), 1)), Route::Idle);
         done.created_objects.retained_volumes.push("pv-old".into());
         assert_eq!(route(&facts(Some(&done), 1)), Route::Retention);
+    }
+
+    /// A finished resize that retains nothing lets its finalizer go at once: deleting it (or its
+    /// namespace) never waits on Ferry; one that retains volumes keeps it until they are released.
+    #[test]
+    fn a_finished_resize_retaining_nothing_lets_its_finalizer_go() {
+        for phase in [Phase::Succeeded, Phase::Failed] {
+            let finalized = |status| Facts {
+                has_finalizer: true,
+                ..facts(Some(status), 1)
+            };
+            let done = status(phase, 1);
+            assert_eq!(route(&finalized(&done)), Route::LetGo, "{phase:?}");
+            let mut retaining = done.clone();
+            retaining.created_objects.retained_volumes.push("pv-old".into());
+            assert_eq!(route(&finalized(&retaining)), Route::Retention, "{phase:?}");
+        }
     }
 
     #[test]

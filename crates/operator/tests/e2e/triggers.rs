@@ -175,6 +175,12 @@ async fn kubectl_apply_of_a_grown_template_is_accepted_and_resized_in_place() {
     assert_eq!(code, 0, "in sync after the resize: {diff}{stderr}");
     harness.wait_event("StatefulSet", "web", "ResizeSucceeded").await;
     assert_eq!(trigger_resizes(&harness, "web").await.len(), 1);
+    // Finished, retaining nothing (in place): no finalizer is left for a deletion to wait on.
+    harness
+        .wait_resize(&name, "the finished resize to drop its finalizer", |r| {
+            r.finalizers().is_empty()
+        })
+        .await;
     harness.finish().await;
 }
 
