@@ -125,14 +125,23 @@ pub async fn protect(
 ) -> Result<(), Error> {
     let maps = Api::<ConfigMap>::namespaced(client.clone(), namespace);
     let secrets = Api::<Secret>::namespaced(client.clone(), namespace);
-    let existing: BTreeSet<String> = Api::<ExtendedStatefulSet>::namespaced(client.clone(), namespace)
-        .list_metadata(&ListParams::default())
-        .await?
-        .items
-        .iter()
-        .filter(|ests| ests.metadata.deletion_timestamp.is_none())
-        .map(ResourceExt::name_any)
-        .collect();
+    let marked = ListParams::default().labels(LABEL_REFERENCED);
+    let marked_maps = maps.list(&marked).await?.items;
+    let marked_secrets = secrets.list(&marked).await?.items;
+    // Which users still exist is asked only when something is marked (in most namespaces nothing
+    // is, and this runs at every reconcile).
+    let existing: BTreeSet<String> = if marked_maps.is_empty() && marked_secrets.is_empty() {
+        BTreeSet::new()
+    } else {
+        Api::<ExtendedStatefulSet>::namespaced(client.clone(), namespace)
+            .list_metadata(&ListParams::default())
+            .await?
+            .items
+            .iter()
+            .filter(|ests| ests.metadata.deletion_timestamp.is_none())
+            .map(ResourceExt::name_any)
+            .collect()
+    };
     // The users a marked object keeps: those that exist, and `user` only if it still references it.
     let kept = |reference: ConfigRef, mut users: BTreeSet<String>| {
         users.retain(|name| existing.contains(name));
@@ -141,12 +150,11 @@ pub async fn protect(
         }
         users
     };
-    let marked = ListParams::default().labels(LABEL_REFERENCED);
-    for map in maps.list(&marked).await?.items {
+    for map in marked_maps {
         let users = kept(ConfigRef::ConfigMap(map.name_any()), users_of(&map));
         mark(&maps, &map, &users).await?;
     }
-    for secret in secrets.list(&marked).await?.items {
+    for secret in marked_secrets {
         let users = kept(ConfigRef::Secret(secret.name_any()), users_of(&secret));
         mark(&secrets, &secret, &users).await?;
     }
