@@ -199,7 +199,7 @@ async fn observe(pods: &Api<Pod>, desired: &Desired, live: Option<&StatefulSet>)
         name: desired.name.clone(),
         exists: true,
         replicas: desired.replicas,
-        live_replicas: live.spec.as_ref().and_then(|spec| spec.replicas).unwrap_or(1),
+        live_replicas: crate::ordinals::replicas(live),
         ready: status.ready_replicas.unwrap_or(0),
         updated_ready,
         updated,

@@ -23,7 +23,7 @@ pub(super) fn rolling_out(sts: &StatefulSet) -> bool {
         return false;
     }
     // Pods at or above the partition (an index from the first ordinal) get the new revision.
-    let replicas = spec.replicas.unwrap_or(1).max(0);
+    let replicas = crate::ordinals::replicas(sts).max(0);
     let partition = strategy
         .rolling_update
         .and_then(|r| r.partition)
