@@ -45,8 +45,8 @@ impl TestNamespace {
         Api::namespaced(self.client.clone(), &self.name)
     }
 
-    /// Deletes the namespace (the namespace controller removes what is in it).
-    /// Deletes the namespace (in the background); one a test deleted already is fine.
+    /// Deletes the namespace, in the background (the namespace controller removes what is in
+    /// it); one a test deleted already is fine.
     pub async fn cleanup(self) -> Result<(), Error> {
         match Api::<Namespace>::all(self.client.clone())
             .delete(&self.name, &DeleteParams::background())
