@@ -227,7 +227,7 @@ async fn server_side_apply_reapplied_every_second_shrinks_once_by_copy() {
             std::fs::remove_file(&path).unwrap();
         })
     };
-    let resize = wait_until("the VolumeResize from the edit to finish", 300, || async {
+    let finished = wait_until("the VolumeResize from the edit to finish", 300, || async {
         let resize = harness
             .ns
             .api::<VolumeResize>()
@@ -237,8 +237,11 @@ async fn server_side_apply_reapplied_every_second_shrinks_once_by_copy() {
             .flatten()?;
         resize.phase().is_terminal().then_some(resize)
     })
-    .await
-    .unwrap();
+    .await;
+    let resize = match finished {
+        Ok(resize) => resize,
+        Err(error) => panic!("{error:?}\n{}", harness.describe_resize(&name).await),
+    };
     let sts = wait_request_done(&harness, "web", 60).await;
     stop.store(true, Ordering::Relaxed);
     reapply.await.unwrap();

@@ -266,6 +266,26 @@ impl Harness {
         .unwrap()
     }
 
+    /// The VolumeResize `name`'s status and the Events about it and its StatefulSet, for a failure
+    /// message: a test that times out says where the resize stood.
+    pub async fn describe_resize(&self, name: &str) -> String {
+        let Ok(Some(resize)) = self.ns.api::<VolumeResize>().get_opt(name).await else {
+            return format!("VolumeResize {name}: not found");
+        };
+        let status = serde_json::to_string_pretty(&resize.status).unwrap_or_default();
+        let stateful_set = resize.spec.stateful_set_name.clone();
+        let mut events = self.events_for("VolumeResize", name).await;
+        events.extend(self.events_for("StatefulSet", &stateful_set).await);
+        let events: Vec<String> = events
+            .into_iter()
+            .map(|(kind, reason, note)| format!("  {kind} {reason}: {note}"))
+            .collect();
+        format!(
+            "VolumeResize {name} status: {status}\nEvents:\n{}",
+            events.join("\n")
+        )
+    }
+
     /// Waits until the namespaced object `name` of kind `K` satisfies `done`, returning it.
     pub async fn wait_object<K>(&self, name: &str, what: &str, seconds: u64, done: impl Fn(&K) -> bool) -> K
     where
