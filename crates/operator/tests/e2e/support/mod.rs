@@ -258,12 +258,15 @@ impl Harness {
         done: impl Fn(&VolumeResize) -> bool,
     ) -> VolumeResize {
         let api = self.ns.api::<VolumeResize>();
-        wait_until(what, 60, || async {
+        let waited = wait_until(what, 60, || async {
             let resize = api.get_opt(name).await.ok().flatten()?;
             done(&resize).then_some(resize)
         })
-        .await
-        .unwrap()
+        .await;
+        match waited {
+            Ok(resize) => resize,
+            Err(error) => panic!("{error:?}\n{}", self.describe_resize(name).await),
+        }
     }
 
     /// The VolumeResize `name`'s status and the Events about it and its StatefulSet, for a failure
