@@ -227,21 +227,11 @@ async fn server_side_apply_reapplied_every_second_shrinks_once_by_copy() {
             std::fs::remove_file(&path).unwrap();
         })
     };
-    let finished = wait_until("the VolumeResize from the edit to finish", 300, || async {
-        let resize = harness
-            .ns
-            .api::<VolumeResize>()
-            .get_opt(&name)
-            .await
-            .ok()
-            .flatten()?;
-        resize.phase().is_terminal().then_some(resize)
-    })
-    .await;
-    let resize = match finished {
-        Ok(resize) => resize,
-        Err(error) => panic!("{error:?}\n{}", harness.describe_resize(&name).await),
-    };
+    let resize = harness
+        .wait_resize_for(&name, "the VolumeResize from the edit to finish", 300, |r| {
+            r.phase().is_terminal()
+        })
+        .await;
     let sts = wait_request_done(&harness, "web", 60).await;
     stop.store(true, Ordering::Relaxed);
     reapply.await.unwrap();

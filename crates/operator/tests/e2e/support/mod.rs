@@ -257,8 +257,19 @@ impl Harness {
         what: &str,
         done: impl Fn(&VolumeResize) -> bool,
     ) -> VolumeResize {
+        self.wait_resize_for(name, what, 60, done).await
+    }
+
+    /// `wait_resize` with its own time limit, for the waits on a whole copy.
+    pub async fn wait_resize_for(
+        &self,
+        name: &str,
+        what: &str,
+        seconds: u64,
+        done: impl Fn(&VolumeResize) -> bool,
+    ) -> VolumeResize {
         let api = self.ns.api::<VolumeResize>();
-        let waited = wait_until(what, 60, || async {
+        let waited = wait_until(what, seconds, || async {
             let resize = api.get_opt(name).await.ok().flatten()?;
             done(&resize).then_some(resize)
         })
