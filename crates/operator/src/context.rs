@@ -21,6 +21,8 @@ pub struct Context {
     pub mover_resources: Option<k8s_openapi::api::core::v1::ResourceRequirements>,
     /// Images other than `mover_image` a VolumeResize may name (`--allowed-mover-images`).
     pub allowed_mover_images: Vec<String>,
+    /// The key of ExtendedStatefulSets' configuration digests (`--config-digest-key-secret`).
+    pub config_digest_key: ferry_engine::extended::config::DigestKey,
 }
 
 impl Context {
@@ -36,6 +38,12 @@ impl Context {
             default: self.mover_image.clone(),
             allowed: self.allowed_mover_images.clone(),
         }
+    }
+
+    /// Configuration digests are keyed with `key` (one per installation, the same in every replica).
+    pub fn with_config_digest_key(mut self, key: ferry_engine::extended::config::DigestKey) -> Self {
+        self.config_digest_key = key;
+        self
     }
 
     /// Mover pods get these resources unless their VolumeResize sets its own.
@@ -66,6 +74,8 @@ impl Context {
             mover_image,
             mover_resources: None,
             allowed_mover_images: Vec::new(),
+            // Replaced by the installation's key where digests are made (`run_scope`).
+            config_digest_key: crate::extended::digest_key::random(),
         }
     }
 }

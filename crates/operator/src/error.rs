@@ -32,6 +32,8 @@ pub enum Error {
     Tls(String),
     #[error("webhook: {0}")]
     Webhook(String),
+    #[error("configuration digest key: {0}")]
+    DigestKey(String),
     #[error("kubeconfig: {0}")]
     Config(String),
     #[error("unexpected cluster state: {0}")]
@@ -53,6 +55,7 @@ impl Error {
             Error::Config(_) => "Config",
             Error::Tls(_) => "Tls",
             Error::Webhook(_) => "Webhook",
+            Error::DigestKey(_) => "DigestKey",
             Error::Invariant(_) => "UnexpectedState",
             Error::LeadershipLost(_) => "LeadershipLost",
         }

@@ -76,6 +76,11 @@ enum Command {
         /// within about this time.
         #[arg(long, env = "FERRY_LEADER_ELECTION_DURATION", default_value = "15s", value_parser = parse_interval)]
         leader_election_duration: std::time::Duration,
+        /// Keep the key of ExtendedStatefulSets' configuration digests in this Secret,
+        /// `<namespace>/<name>`, shared by every replica (made by the first one to start). Without
+        /// it each start makes a key of its own, and such ExtendedStatefulSets roll once after it.
+        #[arg(long, env = "FERRY_CONFIG_DIGEST_KEY_SECRET")]
+        config_digest_key_secret: Option<String>,
         /// How often VolumeAutoscalers read volume usage and decide, e.g. `30s` or `1m` (also the
         /// least time between two stats requests to one node).
         #[arg(long, env = "FERRY_AUTOSCALE_INTERVAL", default_value = "1m", value_parser = parse_interval)]
@@ -128,6 +133,7 @@ fn main() -> ExitCode {
             webhook_configuration,
             leader_election_lease,
             leader_election_duration,
+            config_digest_key_secret,
             autoscale_interval,
         } => {
             init_logging(log_format);
@@ -166,6 +172,17 @@ fn main() -> ExitCode {
                     return ExitCode::from(2);
                 }
             };
+            let config_digest_key = match config_digest_key_secret
+                .as_deref()
+                .map(|secret| namespaced_name(secret, "--config-digest-key-secret"))
+            {
+                None => None,
+                Some(Ok((namespace, name))) => Some(SecretRef { namespace, name }),
+                Some(Err(message)) => {
+                    eprintln!("ferry: {message}");
+                    return ExitCode::from(2);
+                }
+            };
             match runtime.block_on(start(Settings {
                 namespaces,
                 http_addr: Some(http_addr),
@@ -176,6 +193,7 @@ fn main() -> ExitCode {
                 autoscale_interval: Some(autoscale_interval),
                 leader_election,
                 identity: None,
+                config_digest_key,
             })) {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(error) => {

@@ -4,6 +4,7 @@ use crate::autoscale::{self, Autoscaling, Summaries};
 use crate::context::{Context, GuardedResize, Resizes};
 use crate::leader::{self, LeaderElection};
 use crate::metrics::Metrics;
+use crate::webhook::shared_ca::SecretRef;
 use crate::webhook::{self, WebhookSettings};
 use crate::{Error, http, requests, resize, triggers};
 use ferry_api::names::LABEL_AUTOSCALER_UID;
@@ -47,6 +48,10 @@ pub struct Settings {
     /// This replica's name: the Lease holder and the Events' reporting instance (default:
     /// `$POD_NAME`, else `$HOSTNAME`).
     pub identity: Option<String>,
+    /// The Secret that keeps the configuration digest's key, shared by every replica (made by the
+    /// first). Without it the key is random per process: ExtendedStatefulSets with
+    /// `updateOnConfigChange` then roll once after every restart.
+    pub config_digest_key: Option<SecretRef>,
 }
 
 /// The operator's own image; the mover is a second entry point of the same image.
@@ -71,6 +76,15 @@ pub async fn run(client: Client, settings: Settings) -> Result<(), Error> {
         .clone()
         .unwrap_or_else(|| DEFAULT_IMAGE.to_string());
     let scopes = scopes(&settings.namespaces);
+    let config_digest_key = match &settings.config_digest_key {
+        Some(secret) => crate::extended::digest_key::load_or_create(&client, secret).await?,
+        None => {
+            tracing::warn!(
+                "no --config-digest-key-secret: configuration digests use a key of this process alone, so ExtendedStatefulSets with updateOnConfigChange roll once after every restart"
+            );
+            crate::extended::digest_key::random()
+        }
+    };
     // Every replica serves the webhooks, from a VolumeResize cache of its own (a follower runs no
     // controller whose cache it could share).
     let _webhook = match &settings.webhook {
@@ -114,6 +128,7 @@ pub async fn run(client: Client, settings: Settings) -> Result<(), Error> {
             metrics.clone(),
             mover_image.clone(),
             identity.clone(),
+            config_digest_key.clone(),
         )
     }));
     match &mut leadership {
@@ -205,6 +220,7 @@ async fn run_scope(
     metrics: Arc<Metrics>,
     mover_image: String,
     identity: String,
+    config_digest_key: ferry_engine::extended::config::DigestKey,
 ) {
     let scope = scope.as_deref();
     // Guarded: a VolumeResize this Ferry cannot read reaches the reconcile as an error (reported
@@ -225,7 +241,8 @@ async fn run_scope(
             Some(identity),
         )
         .with_mover_resources(settings.mover_resources.clone())
-        .with_allowed_mover_images(settings.allowed_mover_images.clone()),
+        .with_allowed_mover_images(settings.allowed_mover_images.clone())
+        .with_config_digest_key(config_digest_key),
     );
     // The controllers' cache is what the in-flight and copy-progress gauges count (a webhook's
     // cache, which every replica keeps, leader or not, never is): counted once, here.

@@ -59,6 +59,8 @@ pub struct OperatorIdentity {
     pub user: String,
     /// Prefix of the cluster-scoped objects (ClusterRole, ClusterRoleBinding) to remove at the end.
     pub release: String,
+    /// The Secret the chart makes for the configuration digest's key (in the release namespace).
+    pub config_digest_key_secret: String,
 }
 
 /// Applies the chart's ServiceAccount, RBAC, leader Lease and webhook CA Secret for a release
@@ -83,10 +85,22 @@ pub async fn install_identity(namespace: &str) -> Result<OperatorIdentity, Error
     apply(&rendered).await?;
     let account = service_account_name(&rendered)
         .ok_or_else(|| Error::Setup("the chart renders no ServiceAccount".into()))?;
+    let config_digest_key_secret = name_ending(&rendered, "-config-digest-key")
+        .ok_or_else(|| Error::Setup("the chart renders no configuration digest key Secret".into()))?;
     Ok(OperatorIdentity {
         user: format!("system:serviceaccount:{namespace}:{account}"),
         release: namespace.to_string(),
+        config_digest_key_secret,
     })
+}
+
+/// The first object name in rendered YAML that ends with `suffix`.
+fn name_ending(rendered: &str, suffix: &str) -> Option<String> {
+    rendered
+        .lines()
+        .filter_map(|line| line.strip_prefix("  name: "))
+        .map(|name| name.trim().to_string())
+        .find(|name| name.ends_with(suffix))
 }
 
 /// The name of the first ServiceAccount in rendered YAML.

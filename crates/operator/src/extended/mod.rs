@@ -5,6 +5,7 @@
 //! volume claim template, and writes status.
 
 pub mod config;
+pub mod digest_key;
 
 use crate::context::Context;
 use crate::events::{self, Notice};
@@ -262,7 +263,10 @@ pub async fn reconcile(ests: Arc<ExtendedStatefulSet>, ctx: Arc<Context>) -> Res
     };
     config::protect(client, &namespace, &name, &referenced).await?;
     let config_digest = if ests.spec.update_on_config_change {
-        Some(digest(&config::contents(client, &namespace, &referenced).await?))
+        Some(digest(
+            &ctx.config_digest_key,
+            &config::contents(client, &namespace, &referenced).await?,
+        ))
     } else {
         None
     };

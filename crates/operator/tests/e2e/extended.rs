@@ -270,6 +270,90 @@ async fn a_config_change_rolls_exactly_the_pods_that_reference_it() {
     harness.finish().await;
 }
 
+/// The configuration digest on the pod template is keyed with the installation's key, kept in the
+/// chart's Secret: a reader of pods cannot test guesses of a Secret (here a 4-digit PIN) against
+/// it, as they could against the bare SHA-256 Ferry wrote before. A restarted operator reads the
+/// same key back, so a later change digests under it too.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_config_digest_is_keyed_with_the_installations_key() {
+    use ferry_engine::extended::config::{ConfigRef, DigestKey, digest};
+    use k8s_openapi::api::core::v1::Secret;
+    use sha2::{Digest, Sha256};
+    let mut harness = Harness::start("ests-digest").await;
+    let secrets = harness.ns.api::<Secret>();
+    let write_pin = |pin: &'static str| {
+        let secrets = secrets.clone();
+        async move {
+            let secret = json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "pin"}, "stringData": {"pin": pin}});
+            secrets
+                .patch("pin", &PatchParams::apply("test").force(), &Patch::Apply(secret))
+                .await
+                .unwrap();
+        }
+    };
+    write_pin("4711").await;
+    let mut ests = extended("db", 1, json!({"updateOnConfigChange": true}));
+    let pod = ests.spec.template.spec.template.spec.as_mut().unwrap();
+    pod.containers[0].env = Some(vec![
+        serde_json::from_value(
+            json!({"name": "PIN", "valueFrom": {"secretKeyRef": {"name": "pin", "key": "pin"}}}),
+        )
+        .unwrap(),
+    ]);
+    create(&harness, &ests).await;
+    let sets = harness.ns.api::<StatefulSet>();
+    let annotation_of = |set: &StatefulSet| {
+        set.spec
+            .as_ref()?
+            .template
+            .metadata
+            .as_ref()?
+            .annotations
+            .as_ref()?
+            .get("ferry.dev/config-digest")
+            .cloned()
+    };
+    let first = wait_until("db's config digest", 60, || async {
+        annotation_of(&sets.get_opt("db").await.ok()??)
+    })
+    .await
+    .unwrap();
+
+    let identity = harness.identity.as_ref().unwrap();
+    let stored = secrets.get(&identity.config_digest_key_secret).await.unwrap();
+    let key = DigestKey::from_bytes(&stored.data.unwrap()["config-digest.key"].0).expect("a 32-byte key");
+    let pin = |value: &str| {
+        BTreeMap::from([(
+            ConfigRef::Secret("pin".into()),
+            Some(BTreeMap::from([("pin".to_string(), value.as_bytes().to_vec())])),
+        )])
+    };
+    assert_eq!(first, digest(&key, &pin("4711")));
+    // What the unkeyed digest was: SHA-256 of the same encoding. Anyone could compute it per guess.
+    let mut bare = Sha256::new();
+    bare.update(b"Secret\0pin\0pin\0");
+    bare.update(4u64.to_be_bytes());
+    bare.update(b"4711\x01");
+    let bare: String = bare
+        .finalize()
+        .iter()
+        .take(8)
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    assert_ne!(first, bare);
+
+    // A restarted operator keeps the key: the next change is digested under the same one.
+    harness.restart_operator();
+    write_pin("0815").await;
+    let second = digest(&key, &pin("0815"));
+    wait_until("db's digest of the new PIN", 60, || async {
+        (annotation_of(&sets.get_opt("db").await.ok()??)? == second).then_some(())
+    })
+    .await
+    .unwrap();
+    harness.finish().await;
+}
+
 /// An ExtendedStatefulSet deleted releases its configuration at once: the delete refused while it
 /// existed goes through (the webhook counts only users that exist; no finalizer held it).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

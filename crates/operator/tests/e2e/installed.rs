@@ -254,6 +254,13 @@ async fn the_chart_runs_ferry_on_the_node_hands_over_mid_resize_and_uninstalls_c
             .0,
         ca_pem
     );
+    // The replicas share one configuration digest key, which the first wrote into the chart's
+    // empty Secret (docs/security.md).
+    let digest_key = secrets
+        .get(&format!("{fullname}-config-digest-key"))
+        .await
+        .unwrap();
+    assert_eq!(digest_key.data.unwrap()["config-digest.key"].0.len(), 32);
     for pod in &operator_pods {
         let ip = pod.status.as_ref().unwrap().pod_ip.clone().unwrap();
         let answer = review_at(&ip, &format!("{fullname}.{ns}.svc"), &ca_pem, &ns).await;

@@ -31,7 +31,7 @@ impl Harness {
         install_crd(&client).await;
         let ns = TestNamespace::create(&client, prefix).await.unwrap();
         let (identity, operator_client) = chart_identity(&ns.name).await;
-        let (operator, metrics_url) = spawn_operator(&operator_client, &ns.name, None);
+        let (operator, metrics_url) = spawn_operator(&operator_client, &ns.name, None, Some(&identity));
         Harness {
             client,
             operator_client,
@@ -67,7 +67,6 @@ impl Harness {
         install_crd(&client).await;
         let ns = TestNamespace::create(&client, prefix).await.unwrap();
         let (identity, operator_client) = chart_identity(&ns.name).await;
-        let identity = Some(identity);
         let url = format!("https://127.0.0.1:{}", free_port());
         ferry_operator::webhook::register::register(
             &client,
@@ -77,11 +76,11 @@ impl Harness {
         )
         .await
         .unwrap();
-        let (operator, metrics_url) = spawn_operator(&operator_client, &ns.name, Some(&url));
+        let (operator, metrics_url) = spawn_operator(&operator_client, &ns.name, Some(&url), Some(&identity));
         let harness = Harness {
             client,
             operator_client,
-            identity,
+            identity: Some(identity),
             ns,
             operator,
             metrics_url,
@@ -116,8 +115,12 @@ impl Harness {
     /// knows nothing but what the cluster and the VolumeResize status say.
     pub fn restart_operator(&mut self) {
         self.operator.abort();
-        (self.operator, self.metrics_url) =
-            spawn_operator(&self.operator_client, &self.ns.name, self.webhook_url.as_deref());
+        (self.operator, self.metrics_url) = spawn_operator(
+            &self.operator_client,
+            &self.ns.name,
+            self.webhook_url.as_deref(),
+            self.identity.as_ref(),
+        );
     }
 
     /// Waits for the VolumeResize `name` to finish, killing the operator (and starting a fresh one)
@@ -384,9 +387,15 @@ impl Harness {
     }
 }
 
-/// Runs the operator in this process, serving its endpoints on a free port; returns the task and
-/// its /metrics URL.
-fn spawn_operator(client: &Client, namespace: &str, webhook_url: Option<&str>) -> (JoinHandle<()>, String) {
+/// Runs the operator in this process, serving its endpoints on a free port, with the chart's
+/// configuration digest key Secret when `identity` says where it is; returns the task and its
+/// /metrics URL.
+fn spawn_operator(
+    client: &Client,
+    namespace: &str,
+    webhook_url: Option<&str>,
+    identity: Option<&ferry_testenv::chart::OperatorIdentity>,
+) -> (JoinHandle<()>, String) {
     let port = free_port();
     let webhook = webhook_url.map(|url| {
         let webhook_port: u16 = url.rsplit(':').next().unwrap().parse().unwrap();
@@ -406,6 +415,10 @@ fn spawn_operator(client: &Client, namespace: &str, webhook_url: Option<&str>) -
         mover_image: Some(ferry_testenv::workload::FERRY_IMAGE.to_string()),
         webhook,
         autoscale_interval: Some(std::time::Duration::from_secs(2)),
+        config_digest_key: identity.map(|identity| ferry_operator::webhook::shared_ca::SecretRef {
+            namespace: namespace.to_string(),
+            name: identity.config_digest_key_secret.clone(),
+        }),
         ..Settings::default()
     };
     let client = client.clone();
