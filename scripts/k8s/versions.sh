@@ -9,6 +9,9 @@
 #                               v1.37, 1.37, or a full v1.37.2 (which must be the checked-in patch).
 
 k8s_modules_dir="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+# The other Go tools of the test bed, the same for every minor (build.sh).
+kwok_version=v0.7.0
+helm_version=v3.22.0
 
 k8s_minors() {
   local dir
