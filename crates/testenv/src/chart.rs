@@ -57,14 +57,16 @@ pub async fn render(release: &str, namespace: &str, extra: &[&str]) -> Result<St
 pub struct OperatorIdentity {
     /// `system:serviceaccount:<namespace>:<name>`.
     pub user: String,
-    /// Prefix of the cluster-scoped objects (ClusterRole, ClusterRoleBinding) to remove at the end.
+    /// Release of the cluster-scoped objects (ClusterRole, ClusterRoleBinding, the author policy
+    /// and its binding) to remove at the end.
     pub release: String,
     /// The Secret the chart makes for the configuration digest's key (in the release namespace).
     pub config_digest_key_secret: String,
 }
 
-/// Applies the chart's ServiceAccount, RBAC, leader Lease and webhook CA Secret for a release
-/// named `namespace` watching only `namespace`.
+/// Applies the chart's ServiceAccount, RBAC, leader Lease, webhook CA and digest key Secrets and
+/// the author policy (Ferry objects grant no more than their author has) for a release named
+/// `namespace` watching only `namespace`.
 pub async fn install_identity(namespace: &str) -> Result<OperatorIdentity, Error> {
     let watched = format!("watchNamespaces={{{namespace}}}");
     let rendered = render(
@@ -79,6 +81,8 @@ pub async fn install_identity(namespace: &str) -> Result<OperatorIdentity, Error
             "templates/rbac.yaml",
             "--show-only",
             "templates/self.yaml",
+            "--show-only",
+            "templates/author-policy.yaml",
         ],
     )
     .await?;
@@ -155,7 +159,7 @@ pub async fn remove_identity(identity: &OperatorIdentity) -> Result<(), Error> {
     let selector = format!("app.kubernetes.io/instance={}", identity.release);
     let (code, _, err) = cluster::kubectl(&[
         "delete",
-        "clusterrole,clusterrolebinding",
+        "clusterrole,clusterrolebinding,validatingadmissionpolicy,validatingadmissionpolicybinding",
         "-l",
         &selector,
         "--ignore-not-found",

@@ -6,6 +6,7 @@
 
 mod support;
 
+mod authors;
 mod autoscale;
 mod autoscale_usage;
 mod autoscaler_validation;

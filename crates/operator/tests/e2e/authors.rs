@@ -1,0 +1,202 @@
+//! A Ferry object never lets its author do more than they could with the StatefulSet themselves
+//! (docs/security.md): the chart's ValidatingAdmissionPolicy makes the API server check the
+//! author's own rights before it stores a VolumeResize, VolumeAutoscaler or ExtendedStatefulSet.
+
+use crate::support::Harness;
+use ferry_testenv::CLASS_EXPANDABLE;
+use ferry_testenv::fixtures::stateful_set;
+use k8s_openapi::api::authorization::v1::SubjectAccessReview;
+use kube::api::{DynamicObject, PostParams};
+use kube::core::{ApiResource, GroupVersionKind};
+use kube::{Api, Client};
+use serde_json::{Value, json};
+
+/// Creates (dry run: the API server admits it fully, then stores nothing) a Ferry object of `kind`
+/// as `author`; the refusal's message, or `None` when it was admitted.
+async fn dry_run_create(author: &Client, namespace: &str, kind: &str, spec: Value) -> Option<String> {
+    let resource = ApiResource::from_gvk(&GroupVersionKind::gvk("ferry.dev", "v1alpha1", kind));
+    let api: Api<DynamicObject> = Api::namespaced_with(author.clone(), namespace, &resource);
+    let object: DynamicObject = serde_json::from_value(json!({
+        "apiVersion": "ferry.dev/v1alpha1", "kind": kind,
+        "metadata": {"name": "by-author"}, "spec": spec,
+    }))
+    .unwrap();
+    let params = PostParams {
+        dry_run: true,
+        ..PostParams::default()
+    };
+    match api.create(&params, &object).await {
+        Ok(_) => None,
+        Err(kube::Error::Api(status)) => {
+            assert_eq!(status.code, 403, "{kind}: {status:?}");
+            Some(status.message)
+        }
+        Err(other) => panic!("{kind}: {other}"),
+    }
+}
+
+/// Grants the ServiceAccount `author` one `rule` through the Role `name` (as admin), and waits
+/// until the API server's authorizer says so (RBAC reaches it through a watch, not at once).
+async fn grant(admin: &Client, namespace: &str, name: &str, rule: Value) {
+    let role = json!({
+        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+        "metadata": {"name": name, "namespace": namespace}, "rules": [rule],
+    });
+    let binding = json!({
+        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+        "metadata": {"name": name, "namespace": namespace},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": name},
+        "subjects": [{"kind": "ServiceAccount", "name": "author", "namespace": namespace}],
+    });
+    ferry_testenv::chart::apply(&format!("{role}\n---\n{binding}"))
+        .await
+        .unwrap();
+    let review: SubjectAccessReview = serde_json::from_value(json!({
+        "spec": {
+            "user": format!("system:serviceaccount:{namespace}:author"),
+            "resourceAttributes": {
+                "namespace": namespace,
+                "group": rule["apiGroups"][0],
+                "resource": rule["resources"][0],
+                "verb": rule["verbs"][0],
+                "name": rule["resourceNames"].get(0).cloned().unwrap_or(json!("")),
+            },
+        },
+    }))
+    .unwrap();
+    let reviews: Api<SubjectAccessReview> = Api::all(admin.clone());
+    ferry_testenv::wait_until("the grant to reach the authorizer", 30, || async {
+        let answer = reviews.create(&PostParams::default(), &review).await.ok()?;
+        answer.status?.allowed.then_some(())
+    })
+    .await
+    .unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_ferry_object_never_grants_its_author_more_than_they_have() {
+    let harness = Harness::start("authors").await;
+    let ns = harness.ns.name.clone();
+    harness
+        .healthy_stateful_set(stateful_set("db", 1, CLASS_EXPANDABLE, "1Gi"))
+        .await;
+    ferry_testenv::chart::apply(
+        &json!({
+            "apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "author", "namespace": ns},
+        })
+        .to_string(),
+    )
+    .await
+    .unwrap();
+    // May write Ferry's objects, nothing else.
+    let admin = harness.client.clone();
+    grant(
+        &admin,
+        &ns,
+        "ferry-objects",
+        json!({
+            "apiGroups": ["ferry.dev"],
+            "resources": ["volumeresizes", "volumeautoscalers", "extendedstatefulsets"],
+            "verbs": ["create", "get", "update"],
+        }),
+    )
+    .await;
+    let author = ferry_testenv::chart::client_as(&format!("system:serviceaccount:{ns}:author"))
+        .await
+        .unwrap();
+    let resize = json!({"statefulSetName": "db", "volumes": [{"name": "data", "size": "2Gi"}]});
+    let autoscaler = |target: Value| {
+        let mut spec = json!({"volumes": [{"name": "data", "threshold": 80, "maxSize": "4Gi"}]});
+        spec.as_object_mut()
+            .unwrap()
+            .extend(target.as_object().unwrap().clone());
+        spec
+    };
+    let by_name = autoscaler(json!({"statefulSetName": "db"}));
+    let by_selector = autoscaler(json!({"selector": {"matchLabels": {"app": "db"}}}));
+    let template = serde_json::to_value(stateful_set("app", 1, CLASS_EXPANDABLE, "1Gi")).unwrap();
+    let extended = json!({"replicas": 1, "template": {"spec": template["spec"]}});
+    let mut hooked = extended.clone();
+    hooked["preUpdate"] = json!({"spec": {"template": {"spec": {
+        "restartPolicy": "Never", "containers": [{"name": "hook", "image": "busybox"}],
+    }}}});
+
+    let refused = dry_run_create(&author, &ns, "VolumeResize", resize.clone())
+        .await
+        .unwrap();
+    assert!(refused.contains("may not patch StatefulSet db"), "{refused}");
+    let refused = dry_run_create(&author, &ns, "VolumeAutoscaler", by_name.clone())
+        .await
+        .unwrap();
+    assert!(refused.contains("may not patch StatefulSet db"), "{refused}");
+    let refused = dry_run_create(&author, &ns, "ExtendedStatefulSet", extended.clone())
+        .await
+        .unwrap();
+    assert!(refused.contains("may not create StatefulSets"), "{refused}");
+
+    // Patching db alone is not enough for a resize: it runs pods.
+    grant(
+        &admin,
+        &ns,
+        "patch-db",
+        json!({
+            "apiGroups": ["apps"], "resources": ["statefulsets"], "resourceNames": ["db"], "verbs": ["patch"],
+        }),
+    )
+    .await;
+    let refused = dry_run_create(&author, &ns, "VolumeResize", resize.clone())
+        .await
+        .unwrap();
+    assert!(refused.contains("may not create pods"), "{refused}");
+
+    grant(
+        &admin,
+        &ns,
+        "pods",
+        json!({"apiGroups": [""], "resources": ["pods"], "verbs": ["create"]}),
+    )
+    .await;
+    assert_eq!(dry_run_create(&author, &ns, "VolumeResize", resize).await, None);
+    assert_eq!(
+        dry_run_create(&author, &ns, "VolumeAutoscaler", by_name).await,
+        None
+    );
+    // A selector may pick any StatefulSet here: rights on db alone do not cover it.
+    let refused = dry_run_create(&author, &ns, "VolumeAutoscaler", by_selector)
+        .await
+        .unwrap();
+    assert!(
+        refused.contains("may not patch StatefulSets in namespace"),
+        "{refused}"
+    );
+
+    grant(
+        &admin,
+        &ns,
+        "create-sets",
+        json!({
+            "apiGroups": ["apps"], "resources": ["statefulsets"], "verbs": ["create"],
+        }),
+    )
+    .await;
+    assert_eq!(
+        dry_run_create(&author, &ns, "ExtendedStatefulSet", extended).await,
+        None
+    );
+    let refused = dry_run_create(&author, &ns, "ExtendedStatefulSet", hooked.clone())
+        .await
+        .unwrap();
+    assert!(refused.contains("may not create Jobs"), "{refused}");
+    grant(
+        &admin,
+        &ns,
+        "jobs",
+        json!({"apiGroups": ["batch"], "resources": ["jobs"], "verbs": ["create"]}),
+    )
+    .await;
+    assert_eq!(
+        dry_run_create(&author, &ns, "ExtendedStatefulSet", hooked).await,
+        None
+    );
+    harness.finish().await;
+}
