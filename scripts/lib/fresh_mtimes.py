@@ -1,29 +1,31 @@
 """Cargo freshness by content for a target dir shared by several checkouts (see docs/testenv.md).
 
-    fresh_mtimes.py cargo ARGS...   lock the target dir, restore mtimes, run `cargo ARGS...`, seal
+    fresh_mtimes.py cargo ARGS...   lock the target dir, sync the build tree, run `cargo ARGS...`, seal
 
 Cargo decides whether a workspace crate is fresh by comparing its sources' modification times with
-its last build. A new clone gives every file a new mtime, so every crate of the workspace compiles
-again although nothing changed. This tool makes the working tree look like one long-lived checkout:
-for every tracked file it keeps, beside the target dir, the git blob id of the content it last saw
-and the time it first saw that content. A file whose content is unchanged gets that time back; a
-file whose content is new gets "now" (later than every build so far) and becomes the new record.
-So an artifact looks fresh only if it was built after its sources' contents were first seen, i.e.
-from those contents, never from other ones.
+its last build, and rustc's incremental caches are only reused when the sources sit at the same
+path as before. A new clone gives every file a new mtime and, in CI, a new path: every crate of
+the workspace would compile again from scratch although nothing (or one line) changed. So cargo
+never builds from the checkout itself but from one long-lived copy of it beside the target dir
+(`<target>-src`, e.g. ~/.cache/ferry/target-src): before each run the checkout's files (tracked
+and new, not ignored) are copied there, writing only files whose content differs from the copy's
+(those, and only those, get a new mtime) and removing files the checkout no longer has. To cargo
+and rustc every checkout is then the same long-lived one at the same path.
 
-That holds only if every build into the target dir starts with a restore; so the restore and the
-cargo run share one lock, and each run ends with a seal (the time it ended). A cargo build outside
-this tool (a `cargo build` with the same CARGO_TARGET_DIR; use scripts/cargo instead) is seen at
-the next restore as a fingerprint newer than the seal: then every file is treated as changed (a
-full rebuild of the workspace crates; slow but never wrong).
+That holds only if every build into the target dir starts with a sync; so the sync and the cargo
+run share one lock, and each run ends with a seal (the time it ended). A cargo build outside this
+tool (a `cargo build` with the same CARGO_TARGET_DIR; use scripts/cargo instead) is seen at the
+next sync as a fingerprint newer than the seal: then every file of the tree is touched (a full
+rebuild of the workspace crates; slow but never wrong). Builds run from the tree, so a command
+that writes sources (`cargo fmt`, `clippy --fix`) must run in the checkout, not through this tool.
 """
 
 from __future__ import annotations
 
 import fcntl
-import hashlib
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -31,7 +33,7 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
-RECORD_VERSION = 1
+RECORD_VERSION = 2
 
 
 def log(message: str) -> None:
@@ -44,17 +46,6 @@ def target_dir() -> Path:
         return Path(configured)
     cache = os.environ.get("XDG_CACHE_HOME") or str(Path(os.environ.get("HOME", "/root")) / ".cache")
     return Path(cache) / "ferry" / "target"
-
-
-def blob_id(path: Path) -> str:
-    """The git blob id of a file's content (what `git hash-object` prints)."""
-    data = path.read_bytes()
-    return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
-
-
-def tracked_files(repo: Path) -> list[str]:
-    listed = subprocess.run(["git", "-C", str(repo), "ls-files", "-z"], check=True, capture_output=True)
-    return [name for name in listed.stdout.decode().split("\0") if name]
 
 
 def newest_fingerprint_ns(target: Path) -> int:
@@ -71,54 +62,116 @@ def newest_fingerprint_ns(target: Path) -> int:
 
 
 class Record:
-    """What this target dir was last built from: per tracked path, [blob id, first-seen time]."""
+    """When the last cargo run into this target dir ended (None while one runs or after a crash)."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        self.files: dict[str, list] = {}
         self.sealed_ns: int | None = None
         try:
             doc = json.loads(path.read_text())
         except (OSError, ValueError):
             return
         if doc.get("version") == RECORD_VERSION:
-            self.files = doc.get("files", {})
             self.sealed_ns = doc.get("sealedNs")
 
     def save(self) -> None:
         tmp = self.path.with_suffix(".tmp")
-        tmp.write_text(json.dumps({"version": RECORD_VERSION, "sealedNs": self.sealed_ns, "files": self.files}))
+        tmp.write_text(json.dumps({"version": RECORD_VERSION, "sealedNs": self.sealed_ns}))
         os.replace(tmp, self.path)
 
 
-def restore(repo: Path, target: Path, record: Record) -> None:
+def source_files(repo: Path) -> list[str]:
+    """The checkout's files as git sees them: tracked ones and new ones not ignored."""
+    listed = subprocess.run(
+        ["git", "-C", str(repo), "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+        check=True,
+        capture_output=True,
+    )
+    return sorted({name for name in listed.stdout.decode().split("\0") if name})
+
+
+def build_tree(target: Path) -> Path:
+    """Where cargo builds from: one long-lived copy of whichever checkout builds into `target`."""
+    return target.parent / f"{target.name}-src"
+
+
+def same_file(source: Path, copy: Path) -> bool:
+    try:
+        if copy.is_symlink() or not copy.is_file():
+            return False
+        mine, theirs = source.stat(), copy.stat()
+        if mine.st_size != theirs.st_size or (mine.st_mode & 0o777) != (theirs.st_mode & 0o777):
+            return False
+        return source.read_bytes() == copy.read_bytes()
+    except OSError:
+        return False
+
+
+def sync(repo: Path, tree: Path, trusted: bool) -> None:
+    """Makes `tree` hold exactly the checkout's files, writing only those whose content changed (so
+    they, and only they, get a new mtime); when the last build is not trusted, every file is new."""
     started = time.monotonic()
-    now = time.time_ns()
+    kept = changed = 0
+    wanted = set()
+    for name in source_files(repo):
+        source, copy = repo / name, tree / name
+        if source.is_symlink():
+            link = os.readlink(source)
+            wanted.add(name)
+            if copy.is_symlink() and os.readlink(copy) == link and trusted:
+                kept += 1
+                continue
+            copy.parent.mkdir(parents=True, exist_ok=True)
+            if copy.is_dir() and not copy.is_symlink():
+                shutil.rmtree(copy)
+            elif copy.exists() or copy.is_symlink():
+                copy.unlink()
+            os.symlink(link, copy)
+            changed += 1
+            continue
+        if not source.is_file():
+            continue  # deleted in the working tree
+        wanted.add(name)
+        if same_file(source, copy):
+            if trusted:
+                kept += 1
+                continue
+            os.utime(copy)  # untrusted: content as before, but its build must be redone
+            changed += 1
+            continue
+        copy.parent.mkdir(parents=True, exist_ok=True)
+        if copy.is_dir() and not copy.is_symlink():
+            shutil.rmtree(copy)
+        partial = copy.with_name(f".{copy.name}.ferry-sync")
+        shutil.copyfile(source, partial)
+        os.chmod(partial, source.stat().st_mode & 0o777)
+        os.replace(partial, copy)
+        changed += 1
+    removed = 0
+    for directory, subdirs, files in os.walk(tree, topdown=False):
+        for entry in [*files, *(d for d in subdirs if os.path.islink(os.path.join(directory, d)))]:
+            path = os.path.join(directory, entry)
+            if os.path.relpath(path, tree) not in wanted:
+                os.unlink(path)
+                removed += 1
+        if directory != str(tree) and not os.listdir(directory):
+            os.rmdir(directory)
+    log(f"{tree}: {kept} files as built before, {changed} new or changed, {removed} removed ({time.monotonic() - started:.1f}s)")
+
+
+def prepare(repo: Path, target: Path, record: Record) -> Path:
+    """Copies the checkout into the build tree (see the module's doc); returns the tree."""
     newest = newest_fingerprint_ns(target)
-    trusted = record.sealed_ns is not None and newest <= record.sealed_ns
-    if not trusted and record.files:
+    tree = build_tree(target)
+    trusted = record.sealed_ns is not None and newest <= record.sealed_ns and tree.is_dir()
+    if not trusted and (tree.exists() or record.sealed_ns is not None):
         why = "the last run did not end" if record.sealed_ns is None else "something was built there without scripts/cargo"
         log(f"{target}: {why}; every workspace file counts as changed this time")
-    kept = changed = 0
-    files = {}
-    for name in tracked_files(repo):
-        path = repo / name
-        if path.is_symlink() or not path.is_file():
-            continue  # deleted in the working tree, or a link (its target is tracked itself)
-        blob = blob_id(path)
-        seen = record.files.get(name) if trusted else None
-        if seen and seen[0] == blob:
-            first_seen = seen[1]
-            kept += 1
-        else:
-            first_seen = now
-            changed += 1
-        os.utime(path, ns=(first_seen, first_seen))
-        files[name] = [blob, first_seen]
-    record.files = files
+    tree.mkdir(parents=True, exist_ok=True)
+    sync(repo, tree, trusted)
     record.sealed_ns = None  # until the build that follows has ended
     record.save()
-    log(f"{kept} files as built before, {changed} new or changed ({time.monotonic() - started:.1f}s)")
+    return tree
 
 
 def seal(record: Record) -> None:
@@ -135,23 +188,36 @@ def locked(target: Path):
 
 def run_cargo(args: list[str], repo: Path = REPO, env: dict | None = None, **kwargs) -> int:
     """`cargo ARGS...` in `repo` with mtimes restored first, under the target dir's lock."""
+    return run_cargo_together([(args, kwargs)], repo=repo, env=env)[0]
+
+
+def run_cargo_together(runs: list[tuple[list[str], dict]], repo: Path = REPO, env: dict | None = None) -> list[int]:
+    """Several `cargo ARGS...` side by side (each with its own Popen keyword arguments), after one
+    restore and under one hold of the lock; sealed when the last has ended. Returns their exit codes.
+
+    On two cores one cargo run of a small change is mostly one rustc at a time (the changed crate,
+    then each crate on top of it, then links): two runs of different profiles side by side keep
+    both cores busy. Runs of the same profile wait for each other on cargo's own lock."""
     env = dict(env or os.environ)
     target = Path(env.get("CARGO_TARGET_DIR") or target_dir())
     env["CARGO_TARGET_DIR"] = str(target)
     with locked(target):
         record = Record(target / ".ferry-fresh.json")
-        restore(repo, target, record)
-        child = subprocess.Popen(["cargo", *args], cwd=repo, env=env, **kwargs)
+        tree = prepare(repo, target, record)
+        children = [subprocess.Popen(["cargo", *args], cwd=tree, env=env, **kwargs) for args, kwargs in runs]
         # An interrupted run still seals what cargo managed to finish: pass the signal on, wait.
-        forward = lambda signum, _frame: child.send_signal(signum)  # noqa: E731
+        def forward(signum, _frame) -> None:
+            for child in children:
+                child.send_signal(signum)
+
         previous = {s: signal.signal(s, forward) for s in (signal.SIGINT, signal.SIGTERM)}
         try:
-            status = child.wait()
+            statuses = [child.wait() for child in children]
         finally:
             for s, handler in previous.items():
                 signal.signal(s, handler)
         seal(record)
-    return status
+    return statuses
 
 
 def main() -> None:

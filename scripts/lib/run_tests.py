@@ -32,6 +32,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import fresh_mtimes  # noqa: E402
 
+REPO = Path(__file__).resolve().parents[2]
 RESULT = re.compile(r"^test result: \w+\. (\d+) passed; (\d+) failed; (\d+) ignored")
 BUILD_ARGS = ["test", "--workspace", "--no-run", "--locked", "--features", "ferry-mover/test-hooks"]
 
@@ -63,6 +64,15 @@ def package_name(package_id: str) -> str:
     return fragment.split("@")[0] if "@" in fragment else url.rstrip("/").split("/")[-1]
 
 
+def in_checkout(path: Path) -> Path:
+    """A path cargo reported in the build tree (fresh_mtimes.py), as the same path in this checkout."""
+    tree = fresh_mtimes.build_tree(fresh_mtimes.target_dir())
+    try:
+        return REPO / path.relative_to(tree)
+    except ValueError:
+        return path
+
+
 def build() -> list[TestBinary]:
     """Runs the one build; returns the test binaries it made, end-to-end ones first."""
     with tempfile.TemporaryFile() as messages:
@@ -84,7 +94,7 @@ def build() -> list[TestBinary]:
                     target=target["name"],
                     kind=target["kind"][0],
                     executable=message["executable"],
-                    manifest_dir=str(Path(message["manifest_path"]).parent),
+                    manifest_dir=str(in_checkout(Path(message["manifest_path"]).parent)),
                 )
             )
     binaries.sort(key=lambda b: (not b.end_to_end, b.package, b.target))
