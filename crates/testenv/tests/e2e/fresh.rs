@@ -2,8 +2,9 @@
 //! with real git and real cargo, on a small workspace shaped like Ferry's (`api` ← `engine` ←
 //! `operator`, and `mover` apart), built into a target dir of its own so the shared one is never
 //! touched: a new clone of unchanged code builds nothing, and every change — a line in any crate,
-//! going back to an older content, a build made without the tool — is built, proven by running the
-//! binaries.
+//! going back to an older content, a build made without the tool, a new file not yet committed — is
+//! built, proven by running the binaries; and every clone builds from the same tree beside the
+//! target dir (what lets rustc reuse its incremental caches), which loses the files a clone lacks.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -168,7 +169,22 @@ impl Bed {
             .output()
             .unwrap();
         assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        for line in String::from_utf8_lossy(&out.stdout).lines() {
+            let message: serde_json::Value = serde_json::from_str(line).unwrap();
+            if let Some(manifest) = message["manifest_path"].as_str() {
+                assert!(
+                    Path::new(manifest).starts_with(self.tree()),
+                    "{manifest} is not in the build tree {}",
+                    self.tree().display()
+                );
+            }
+        }
         compiled(&out.stdout)
+    }
+
+    /// Where the tool builds every checkout from.
+    fn tree(&self) -> PathBuf {
+        self.root.join("target-src")
     }
 
     /// Builds through the tool and checks that cargo compiled exactly `expected` (none: fresh).
@@ -279,4 +295,22 @@ fn a_new_clone_of_unchanged_code_builds_nothing_and_every_change_is_built() {
     assert_eq!(bed.outputs(), ("6".into(), "4".into()));
     let trusted = bed.new_clone();
     bed.assert_builds(&trusted, &[], "trusted again after that rebuild");
+
+    // A new file not yet committed is built; a clone without it builds without it.
+    let uncommitted = bed.new_clone();
+    write(&uncommitted, "mover/src/extra.rs", "pub const VALUE: u32 = 77;\n");
+    write(
+        &uncommitted,
+        "mover/src/main.rs",
+        "mod extra;\nfn main() {\n    println!(\"{}\", extra::VALUE);\n}\n",
+    );
+    bed.assert_builds(&uncommitted, &["mover"], "a new, uncommitted file");
+    assert_eq!(bed.outputs(), ("6".into(), "77".into()));
+    let without = bed.new_clone();
+    bed.assert_builds(&without, &["mover"], "the clone without the new file");
+    assert_eq!(bed.outputs(), ("6".into(), "4".into()));
+    assert!(
+        !bed.tree().join("mover/src/extra.rs").exists(),
+        "a file the checkout lacks is gone from the build tree"
+    );
 }
