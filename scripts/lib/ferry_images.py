@@ -107,26 +107,21 @@ def busybox_image(work: Path) -> tuple[oci.Rootfs, dict]:
     return r, oci.image_config(env=[PATH_ENV], cmd=["sh"])
 
 
-def image_cargo_args() -> list[str]:
-    """The cargo build of the image's binaries (after adding the musl target when rustup lacks it)."""
+def ferry_image(work: Path) -> tuple[oci.Rootfs, dict]:
     if shutil.which("rustup"):
         installed = output(["rustup", "target", "list", "--installed"], cwd=REPO)
         if MUSL_TARGET not in installed.split():
             log(f"rustup target add {MUSL_TARGET}")
             run(["rustup", "target", "add", MUSL_TARGET], cwd=REPO, stdout=sys.stderr)
-    args = ["build", "--profile", IMAGE_PROFILE, "--locked", "--target", MUSL_TARGET]
-    return args + ["-p", "ferry-operator", "-p", "ferry-mover", "--bin", "ferry", "--bin", "ferry-mover"]
-
-
-def ferry_image(work: Path) -> tuple[oci.Rootfs, dict]:
     target_dir = fresh_mtimes.target_dir()
     env = dict(os.environ, CARGO_TARGET_DIR=str(target_dir))
-    args = image_cargo_args()
-    log("cargo " + " ".join(args))
+    cmd = ["cargo", "build", "--profile", IMAGE_PROFILE, "--locked", "--target", MUSL_TARGET]
+    cmd += ["-p", "ferry-operator", "-p", "ferry-mover", "--bin", "ferry", "--bin", "ferry-mover"]
+    log(" ".join(cmd))
     # Through the content-keyed freshness of every other build (nothing to do when no input changed).
-    status = fresh_mtimes.run_cargo(args, env=env, stdout=sys.stderr)
+    status = fresh_mtimes.run_cargo(cmd[1:], env=env, stdout=sys.stderr)
     if status != 0:
-        sys.exit(f"[images] cargo {' '.join(args)} failed (exit {status})")
+        sys.exit(f"[images] {' '.join(cmd)} failed (exit {status})")
     r = oci.Rootfs()
     for name in ["ferry", "ferry-mover"]:
         binary = target_dir / MUSL_TARGET / IMAGE_PROFILE / name

@@ -187,37 +187,24 @@ def locked(target: Path):
 
 
 def run_cargo(args: list[str], repo: Path = REPO, env: dict | None = None, **kwargs) -> int:
-    """`cargo ARGS...` in `repo` with mtimes restored first, under the target dir's lock."""
-    return run_cargo_together([(args, kwargs)], repo=repo, env=env)[0]
-
-
-def run_cargo_together(runs: list[tuple[list[str], dict]], repo: Path = REPO, env: dict | None = None) -> list[int]:
-    """Several `cargo ARGS...` side by side (each with its own Popen keyword arguments), after one
-    restore and under one hold of the lock; sealed when the last has ended. Returns their exit codes.
-
-    On two cores one cargo run of a small change is mostly one rustc at a time (the changed crate,
-    then each crate on top of it, then links): two runs of different profiles side by side keep
-    both cores busy. Runs of the same profile wait for each other on cargo's own lock."""
+    """`cargo ARGS...` in the build tree, synced from `repo` first, under the target dir's lock."""
     env = dict(env or os.environ)
     target = Path(env.get("CARGO_TARGET_DIR") or target_dir())
     env["CARGO_TARGET_DIR"] = str(target)
     with locked(target):
         record = Record(target / ".ferry-fresh.json")
         tree = prepare(repo, target, record)
-        children = [subprocess.Popen(["cargo", *args], cwd=tree, env=env, **kwargs) for args, kwargs in runs]
+        child = subprocess.Popen(["cargo", *args], cwd=tree, env=env, **kwargs)
         # An interrupted run still seals what cargo managed to finish: pass the signal on, wait.
-        def forward(signum, _frame) -> None:
-            for child in children:
-                child.send_signal(signum)
-
+        forward = lambda signum, _frame: child.send_signal(signum)  # noqa: E731
         previous = {s: signal.signal(s, forward) for s in (signal.SIGINT, signal.SIGTERM)}
         try:
-            statuses = [child.wait() for child in children]
+            status = child.wait()
         finally:
             for s, handler in previous.items():
                 signal.signal(s, handler)
         seal(record)
-    return statuses
+    return status
 
 
 def main() -> None:

@@ -1,13 +1,13 @@
 """Builds every test binary of the workspace once and runs them side by side (see docs/testenv.md).
 
-    run_tests.py build                  build the binaries, the test binaries and the image's binaries
+    run_tests.py build                  build the binaries and the test binaries (one cargo run)
     run_tests.py run [-- ARGS...]       build, then run every test binary; ARGS go to each binary
                                         (a name filter, --ignored, ...)
 
 One cargo invocation, one profile, one feature set (`cargo test --workspace --no-run --features
 ferry-mover/test-hooks`) builds the test binaries and the workspace's binaries the tests and the
 control plane run (`ferry`, `ferry-mover`, `ferry-testenv`, `kubectl-ferry`), so each crate compiles
-once in that profile; the image's build (profile `image`, scripts/lib/ferry_images.py) runs beside it. `cargo test` would then run the test binaries one after another; the end-to-end binaries spend
+once. `cargo test` would then run the test binaries one after another; the end-to-end binaries spend
 their time waiting on Kubernetes, not on the CPU, so here they start first, with more test threads,
 and the others run beside them. Each binary's output is printed whole when it ends, in the form
 `cargo test` prints ("Running ...", "test result: ..."), then a table of how long each took.
@@ -30,7 +30,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import ferry_images  # noqa: E402
 import fresh_mtimes  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
@@ -77,15 +76,9 @@ def in_checkout(path: Path) -> Path:
 def build() -> list[TestBinary]:
     """Runs the one build; returns the test binaries it made, end-to-end ones first."""
     with tempfile.TemporaryFile() as messages:
-        # The image's binaries (release-like, musl) build beside the test binaries: on two cores
-        # each alone is mostly one rustc at a time; `scripts/testenv up` then finds them built.
-        tests = ([*BUILD_ARGS, "--message-format=json-render-diagnostics"], {"stdout": messages})
-        image = (ferry_images.image_cargo_args(), {"stdout": sys.stderr})
-        test_status, image_status = fresh_mtimes.run_cargo_together([tests, image])
-        if test_status != 0:
-            sys.exit(f"[tests] the build failed (cargo exit {test_status})")
-        if image_status != 0:
-            sys.exit(f"[tests] the build of the image's binaries failed (cargo exit {image_status})")
+        status = fresh_mtimes.run_cargo([*BUILD_ARGS, "--message-format=json-render-diagnostics"], stdout=messages)
+        if status != 0:
+            sys.exit(f"[tests] the build failed (cargo exit {status})")
         messages.seek(0)
         binaries = []
         for line in messages:
