@@ -15,6 +15,7 @@ pub mod ordinals;
 pub mod requests;
 pub mod resize;
 pub mod run;
+pub mod shared_secret;
 pub mod triggers;
 pub mod webhook;
 pub mod writes;

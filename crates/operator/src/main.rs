@@ -2,7 +2,7 @@
 
 use clap::{Parser, Subcommand, ValueEnum};
 use ferry_operator::leader::LeaderElection;
-use ferry_operator::webhook::shared_ca::SecretRef;
+use ferry_operator::shared_secret::SecretRef;
 use ferry_operator::webhook::{Certificates, Endpoint, WebhookSettings};
 use ferry_operator::{Error, Settings, crd, run};
 use std::net::SocketAddr;

@@ -4,7 +4,7 @@ use crate::autoscale::{self, Autoscaling, Summaries};
 use crate::context::{Context, GuardedResize, Resizes};
 use crate::leader::{self, LeaderElection};
 use crate::metrics::Metrics;
-use crate::webhook::shared_ca::SecretRef;
+use crate::shared_secret::SecretRef;
 use crate::webhook::{self, WebhookSettings};
 use crate::{Error, http, requests, resize, triggers};
 use ferry_api::names::LABEL_AUTOSCALER_UID;

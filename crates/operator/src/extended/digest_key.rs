@@ -5,12 +5,10 @@
 //! replicas and pods roll only when their configuration changes.
 
 use crate::Error;
-use crate::webhook::shared_ca::SecretRef;
+use crate::shared_secret::{SecretRef, fill_once};
 use ferry_engine::extended::config::DigestKey;
 use k8s_openapi::ByteString;
-use k8s_openapi::api::core::v1::Secret;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use kube::{Api, Client};
+use kube::Client;
 use rand::RngCore;
 use std::collections::BTreeMap;
 
@@ -24,60 +22,31 @@ pub fn random() -> DigestKey {
     DigestKey::from_array(bytes)
 }
 
-/// Reads the key from the Secret, or makes one and stores it there when the Secret holds none:
-/// into the empty Secret the chart made, or as a new Secret. Of two replicas filling it at once,
-/// the write guarded by the older resourceVersion fails and that replica reads the winner's key.
+/// Reads the key from the Secret, or makes one and stores it there when the Secret holds none
+/// (`shared_secret::fill_once`: of two replicas filling it at once, both end with the winner's key).
 pub async fn load_or_create(client: &Client, secret: &SecretRef) -> Result<DigestKey, Error> {
-    let secrets: Api<Secret> = Api::namespaced(client.clone(), &secret.namespace);
-    let existing = secrets.get_opt(&secret.name).await?;
-    if let Some(stored) = &existing
-        && stored_field(stored).is_some()
-    {
-        return key_of(stored, secret);
+    let filled = fill_once(
+        client,
+        secret,
+        |data| data.contains_key(KEY_FIELD),
+        || {
+            let key = random();
+            Ok(BTreeMap::from([(
+                KEY_FIELD.to_string(),
+                ByteString(key.as_bytes().to_vec()),
+            )]))
+        },
+    )
+    .await?;
+    let key = key_of(&filled.data, secret)?;
+    if filled.made_here {
+        tracing::info!(secret = %secret.name, "made the configuration digest key and stored it for the other replicas");
     }
-    let key = random();
-    let data = BTreeMap::from([(KEY_FIELD.to_string(), ByteString(key.as_bytes().to_vec()))]);
-    let written = match existing {
-        Some(mut empty) => {
-            empty.data.get_or_insert_with(BTreeMap::new).extend(data);
-            secrets
-                .replace(&secret.name, &crate::writes::create(), &empty)
-                .await
-        }
-        None => {
-            let stored = Secret {
-                metadata: ObjectMeta {
-                    name: Some(secret.name.clone()),
-                    labels: Some(BTreeMap::from([(
-                        "app.kubernetes.io/managed-by".to_string(),
-                        "ferry".to_string(),
-                    )])),
-                    ..ObjectMeta::default()
-                },
-                data: Some(data),
-                ..Secret::default()
-            };
-            secrets.create(&crate::writes::create(), &stored).await
-        }
-    };
-    match written {
-        Ok(_) => {
-            tracing::info!(secret = %secret.name, "made the configuration digest key and stored it for the other replicas");
-            Ok(key)
-        }
-        Err(kube::Error::Api(status)) if status.code == 409 => {
-            key_of(&secrets.get(&secret.name).await?, secret)
-        }
-        Err(error) => Err(error.into()),
-    }
+    Ok(key)
 }
 
-fn stored_field(stored: &Secret) -> Option<&ByteString> {
-    stored.data.as_ref().and_then(|data| data.get(KEY_FIELD))
-}
-
-fn key_of(stored: &Secret, secret: &SecretRef) -> Result<DigestKey, Error> {
-    stored_field(stored)
+fn key_of(data: &BTreeMap<String, ByteString>, secret: &SecretRef) -> Result<DigestKey, Error> {
+    data.get(KEY_FIELD)
         .and_then(|bytes| DigestKey::from_bytes(&bytes.0))
         .ok_or_else(|| {
             Error::DigestKey(format!(

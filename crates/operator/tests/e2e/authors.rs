@@ -35,6 +35,23 @@ async fn dry_run_create(author: &Client, namespace: &str, kind: &str, spec: Valu
     }
 }
 
+/// Asserts that `author` may not create the Ferry object, for the reason `why` names.
+async fn assert_refused(author: &Client, namespace: &str, kind: &str, spec: &Value, why: &str) {
+    let refused = dry_run_create(author, namespace, kind, spec.clone())
+        .await
+        .unwrap_or_else(|| panic!("{kind} was admitted; expected: {why}"));
+    assert!(refused.contains(why), "{kind}: {refused}");
+}
+
+/// Asserts that `author` may create the Ferry object.
+async fn assert_admitted(author: &Client, namespace: &str, kind: &str, spec: &Value) {
+    assert_eq!(
+        dry_run_create(author, namespace, kind, spec.clone()).await,
+        None,
+        "{kind}"
+    );
+}
+
 /// Grants the ServiceAccount `author` one `rule` through the Role `name` (as admin), and waits
 /// until the API server's authorizer says so (RBAC reaches it through a watch, not at once).
 async fn grant(admin: &Client, namespace: &str, name: &str, rule: Value) {
@@ -121,18 +138,30 @@ async fn a_ferry_object_never_grants_its_author_more_than_they_have() {
         "restartPolicy": "Never", "containers": [{"name": "hook", "image": "busybox"}],
     }}}});
 
-    let refused = dry_run_create(&author, &ns, "VolumeResize", resize.clone())
-        .await
-        .unwrap();
-    assert!(refused.contains("may not patch StatefulSet db"), "{refused}");
-    let refused = dry_run_create(&author, &ns, "VolumeAutoscaler", by_name.clone())
-        .await
-        .unwrap();
-    assert!(refused.contains("may not patch StatefulSet db"), "{refused}");
-    let refused = dry_run_create(&author, &ns, "ExtendedStatefulSet", extended.clone())
-        .await
-        .unwrap();
-    assert!(refused.contains("may not create StatefulSets"), "{refused}");
+    assert_refused(
+        &author,
+        &ns,
+        "VolumeResize",
+        &resize,
+        "may not patch StatefulSet db",
+    )
+    .await;
+    assert_refused(
+        &author,
+        &ns,
+        "VolumeAutoscaler",
+        &by_name,
+        "may not patch StatefulSet db",
+    )
+    .await;
+    assert_refused(
+        &author,
+        &ns,
+        "ExtendedStatefulSet",
+        &extended,
+        "may not create StatefulSets",
+    )
+    .await;
 
     // Patching db alone is not enough for a resize: it runs pods.
     grant(
@@ -144,10 +173,7 @@ async fn a_ferry_object_never_grants_its_author_more_than_they_have() {
         }),
     )
     .await;
-    let refused = dry_run_create(&author, &ns, "VolumeResize", resize.clone())
-        .await
-        .unwrap();
-    assert!(refused.contains("may not create pods"), "{refused}");
+    assert_refused(&author, &ns, "VolumeResize", &resize, "may not create pods").await;
 
     grant(
         &admin,
@@ -156,19 +182,17 @@ async fn a_ferry_object_never_grants_its_author_more_than_they_have() {
         json!({"apiGroups": [""], "resources": ["pods"], "verbs": ["create"]}),
     )
     .await;
-    assert_eq!(dry_run_create(&author, &ns, "VolumeResize", resize).await, None);
-    assert_eq!(
-        dry_run_create(&author, &ns, "VolumeAutoscaler", by_name).await,
-        None
-    );
+    assert_admitted(&author, &ns, "VolumeResize", &resize).await;
+    assert_admitted(&author, &ns, "VolumeAutoscaler", &by_name).await;
     // A selector may pick any StatefulSet here: rights on db alone do not cover it.
-    let refused = dry_run_create(&author, &ns, "VolumeAutoscaler", by_selector)
-        .await
-        .unwrap();
-    assert!(
-        refused.contains("may not patch StatefulSets in namespace"),
-        "{refused}"
-    );
+    assert_refused(
+        &author,
+        &ns,
+        "VolumeAutoscaler",
+        &by_selector,
+        "may not patch StatefulSets in namespace",
+    )
+    .await;
 
     grant(
         &admin,
@@ -179,14 +203,15 @@ async fn a_ferry_object_never_grants_its_author_more_than_they_have() {
         }),
     )
     .await;
-    assert_eq!(
-        dry_run_create(&author, &ns, "ExtendedStatefulSet", extended).await,
-        None
-    );
-    let refused = dry_run_create(&author, &ns, "ExtendedStatefulSet", hooked.clone())
-        .await
-        .unwrap();
-    assert!(refused.contains("may not create Jobs"), "{refused}");
+    assert_admitted(&author, &ns, "ExtendedStatefulSet", &extended).await;
+    assert_refused(
+        &author,
+        &ns,
+        "ExtendedStatefulSet",
+        &hooked,
+        "may not create Jobs",
+    )
+    .await;
     grant(
         &admin,
         &ns,
@@ -194,9 +219,6 @@ async fn a_ferry_object_never_grants_its_author_more_than_they_have() {
         json!({"apiGroups": ["batch"], "resources": ["jobs"], "verbs": ["create"]}),
     )
     .await;
-    assert_eq!(
-        dry_run_create(&author, &ns, "ExtendedStatefulSet", hooked).await,
-        None
-    );
+    assert_admitted(&author, &ns, "ExtendedStatefulSet", &hooked).await;
     harness.finish().await;
 }

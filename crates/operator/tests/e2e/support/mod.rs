@@ -415,7 +415,7 @@ fn spawn_operator(
         mover_image: Some(ferry_testenv::workload::FERRY_IMAGE.to_string()),
         webhook,
         autoscale_interval: Some(std::time::Duration::from_secs(2)),
-        config_digest_key: identity.map(|identity| ferry_operator::webhook::shared_ca::SecretRef {
+        config_digest_key: identity.map(|identity| ferry_operator::shared_secret::SecretRef {
             namespace: namespace.to_string(),
             name: identity.config_digest_key_secret.clone(),
         }),
