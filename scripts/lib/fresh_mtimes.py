@@ -107,6 +107,15 @@ def same_file(source: Path, copy: Path) -> bool:
         return False
 
 
+def make_room(copy: Path) -> None:
+    """Clears `copy`'s place in the tree (a file, link or directory there before) and makes its parent."""
+    copy.parent.mkdir(parents=True, exist_ok=True)
+    if copy.is_dir() and not copy.is_symlink():
+        shutil.rmtree(copy)
+    elif copy.is_symlink() or copy.exists():
+        copy.unlink()
+
+
 def sync(repo: Path, tree: Path, trusted: bool) -> None:
     """Makes `tree` hold exactly the checkout's files, writing only those whose content changed (so
     they, and only they, get a new mtime); when the last build is not trusted, every file is new."""
@@ -121,11 +130,7 @@ def sync(repo: Path, tree: Path, trusted: bool) -> None:
             if copy.is_symlink() and os.readlink(copy) == link and trusted:
                 kept += 1
                 continue
-            copy.parent.mkdir(parents=True, exist_ok=True)
-            if copy.is_dir() and not copy.is_symlink():
-                shutil.rmtree(copy)
-            elif copy.exists() or copy.is_symlink():
-                copy.unlink()
+            make_room(copy)
             os.symlink(link, copy)
             changed += 1
             continue
@@ -139,9 +144,7 @@ def sync(repo: Path, tree: Path, trusted: bool) -> None:
             os.utime(copy)  # untrusted: content as before, but its build must be redone
             changed += 1
             continue
-        copy.parent.mkdir(parents=True, exist_ok=True)
-        if copy.is_dir() and not copy.is_symlink():
-            shutil.rmtree(copy)
+        make_room(copy)
         partial = copy.with_name(f".{copy.name}.ferry-sync")
         shutil.copyfile(source, partial)
         os.chmod(partial, source.stat().st_mode & 0o777)

@@ -32,7 +32,6 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import fresh_mtimes  # noqa: E402
 
-REPO = Path(__file__).resolve().parents[2]
 RESULT = re.compile(r"^test result: \w+\. (\d+) passed; (\d+) failed; (\d+) ignored")
 BUILD_ARGS = ["test", "--workspace", "--no-run", "--locked", "--features", "ferry-mover/test-hooks"]
 
@@ -68,7 +67,7 @@ def in_checkout(path: Path) -> Path:
     """A path cargo reported in the build tree (fresh_mtimes.py), as the same path in this checkout."""
     tree = fresh_mtimes.build_tree(fresh_mtimes.target_dir())
     try:
-        return REPO / path.relative_to(tree)
+        return fresh_mtimes.REPO / path.relative_to(tree)
     except ValueError:
         return path
 

@@ -37,7 +37,7 @@ pub struct WebhookSettings {
     pub certificates: Certificates,
     /// With `Certificates::SelfSigned`: keep the CA in this Secret, shared by every replica
     /// (without it each process makes its own, which suits one replica only).
-    pub ca_secret: Option<shared_ca::SecretRef>,
+    pub ca_secret: Option<crate::shared_secret::SecretRef>,
     /// The configurations an installer made (the chart): Ferry only keeps their `caBundle`.
     /// Without it Ferry registers whole configurations of its own.
     pub configuration: Option<String>,

@@ -4,7 +4,7 @@
 
 use super::tls::Authority;
 use crate::Error;
-pub use crate::shared_secret::SecretRef;
+use crate::shared_secret::SecretRef;
 use crate::shared_secret::fill_once;
 use k8s_openapi::ByteString;
 use kube::Client;
