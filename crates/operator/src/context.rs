@@ -7,6 +7,7 @@ use kube::Client;
 use kube::core::DeserializeGuard;
 use kube::runtime::events::{Recorder, Reporter};
 use kube::runtime::reflector::Store;
+use kube::runtime::reflector::store::WriterDropped;
 use std::sync::Arc;
 
 pub struct Context {
@@ -85,6 +86,16 @@ impl Context {
 /// would fail on such an object and stall, for every VolumeResize it covers.
 pub type GuardedResize = DeserializeGuard<VolumeResize>;
 
+/// How often [`Resizes::wait_synced`] asks, and how often it says it still waits.
+const SYNC_POLL: std::time::Duration = std::time::Duration::from_millis(50);
+const SYNC_REPORT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// Whether the cache's first complete list is in: `None` while it is under way, `Err` when the
+/// cache stopped first. Polled with a no-op waker, so it never waits and never needs waking.
+fn first_list_done(store: &Store<GuardedResize>) -> Option<Result<(), WriterDropped>> {
+    store.wait_until_ready().now_or_never()
+}
+
 /// The VolumeResizes of every watched namespace: one cache per namespace (or one for all). The
 /// caches hold every object, readable or not; readers get only the readable ones.
 #[derive(Clone, Default)]
@@ -103,19 +114,34 @@ impl Resizes {
     /// Every cache has been filled by its first complete list. Before that a cache looks like "no
     /// VolumeResizes", which no review may take for an answer.
     pub fn synced(&self) -> bool {
-        self.0.iter().all(|store| {
-            store
-                .wait_until_ready()
-                .now_or_never()
-                .is_some_and(|ready| ready.is_ok())
-        })
+        self.0
+            .iter()
+            .all(|store| matches!(first_list_done(store), Some(Ok(()))))
     }
 
-    /// Waits until [`Resizes::synced`] (readiness waits on it).
+    /// Waits until [`Resizes::synced`] (readiness waits on it), or a cache stopped before it
+    /// synced. It asks again every [`SYNC_POLL`] instead of waiting to be woken: kube's store wakes
+    /// only the last task that polled its readiness, and every webhook review polls it
+    /// ([`Resizes::synced`]), so a review during the first list would take this wait's wake-up and
+    /// the operator would never start its controllers.
     pub async fn wait_synced(&self) {
+        let started = tokio::time::Instant::now();
+        let mut next_report = SYNC_REPORT;
         for store in &self.0 {
-            if store.wait_until_ready().await.is_err() {
-                tracing::warn!("a VolumeResize cache stopped before it synced");
+            loop {
+                match first_list_done(store) {
+                    Some(Ok(())) => break,
+                    Some(Err(_)) => {
+                        tracing::warn!("a VolumeResize cache stopped before it synced");
+                        break;
+                    }
+                    None => {}
+                }
+                if started.elapsed() >= next_report {
+                    tracing::warn!(waited = ?started.elapsed(), "still waiting for the VolumeResize cache's first list");
+                    next_report += SYNC_REPORT;
+                }
+                tokio::time::sleep(SYNC_POLL).await;
             }
         }
     }
@@ -144,6 +170,27 @@ mod tests {
         assert!(!resizes.synced(), "a list under way");
         writer.apply_watcher_event(&Event::InitDone);
         assert!(resizes.synced());
+    }
+
+    /// kube's store wakes only the last task that polled its readiness: a webhook review asking
+    /// `synced()` while the operator waited in `wait_synced()` took that place, and the operator
+    /// then waited for good, never starting its controllers (seen as a flaky end-to-end test).
+    #[tokio::test]
+    async fn a_review_asking_during_the_sync_never_strands_the_wait_for_it() {
+        let (store, mut writer) = reflector::store::<GuardedResize>();
+        let resizes = Resizes::new(vec![store]);
+        let waiting = tokio::spawn({
+            let resizes = resizes.clone();
+            async move { resizes.wait_synced().await }
+        });
+        tokio::task::yield_now().await;
+        assert!(!resizes.synced(), "a review during the first list");
+        writer.apply_watcher_event(&Event::Init);
+        writer.apply_watcher_event(&Event::InitDone);
+        tokio::time::timeout(std::time::Duration::from_secs(5), waiting)
+            .await
+            .expect("wait_synced ends once the cache has synced")
+            .unwrap();
     }
 
     #[test]

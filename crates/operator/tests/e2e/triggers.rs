@@ -113,7 +113,7 @@ async fn trigger_resizes(harness: &Harness, name: &str) -> Vec<VolumeResize> {
 /// Waits until the StatefulSet says its request succeeded and carries no request any more.
 async fn wait_request_done(harness: &Harness, name: &str, seconds: u64) -> StatefulSet {
     let api = harness.ns.api::<StatefulSet>();
-    wait_until(
+    let done = wait_until(
         &format!("StatefulSet {name} to report its resize done"),
         seconds,
         || async {
@@ -128,8 +128,18 @@ async fn wait_request_done(harness: &Harness, name: &str, seconds: u64) -> State
             (status.starts_with("Succeeded: ") && !requested).then_some(sts)
         },
     )
-    .await
-    .unwrap()
+    .await;
+    match done {
+        Ok(sts) => sts,
+        Err(error) => {
+            let sts = api.get_opt(name).await.ok().flatten();
+            let annotations = sts.map(|sts| sts.annotations().clone()).unwrap_or_default();
+            panic!(
+                "{error}\nannotations: {annotations:?}\n{}",
+                harness.explain().await
+            )
+        }
+    }
 }
 
 /// The VolumeResize name in Ferry's admission warning.

@@ -171,6 +171,36 @@ impl Harness {
             .collect()
     }
 
+    /// What a test that timed out should print: whether the operator is ready, its VolumeResizes
+    /// and the namespace's Events.
+    pub async fn explain(&self) -> String {
+        let readyz = self.metrics_url.replace("/metrics", "/readyz");
+        let ready = tokio::process::Command::new("curl")
+            .args(["-s", "-o", "/dev/null", "-w", "%{http_code}", &readyz])
+            .output()
+            .await
+            .map(|output| String::from_utf8_lossy(&output.stdout).into_owned())
+            .unwrap_or_else(|error| error.to_string());
+        let mut text = format!("operator /readyz: {ready}\n");
+        let resizes = self.ns.api::<VolumeResize>().list(&Default::default()).await;
+        for resize in resizes.map(|list| list.items).unwrap_or_default() {
+            let status = serde_json::to_string(&resize.status).unwrap_or_default();
+            text.push_str(&format!("VolumeResize {}: {status}\n", resize.name_any()));
+        }
+        let events = self.ns.api::<Event>().list(&Default::default()).await;
+        for event in events.map(|list| list.items).unwrap_or_default() {
+            let regarding = event.regarding.unwrap_or_default();
+            text.push_str(&format!(
+                "Event {}/{} {}: {}\n",
+                regarding.kind.unwrap_or_default(),
+                regarding.name.unwrap_or_default(),
+                event.reason.unwrap_or_default(),
+                event.note.unwrap_or_default()
+            ));
+        }
+        text
+    }
+
     /// The operator's metrics as served on /metrics now.
     pub async fn metrics(&self) -> String {
         let url = self.metrics_url.clone();
