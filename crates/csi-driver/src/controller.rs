@@ -1,0 +1,356 @@
+//! The CSI Controller service: creating, deleting, growing and (for drivers that need it)
+//! attaching volumes.
+
+use crate::Error;
+use crate::disk;
+use crate::proto::csi::controller_server::Controller;
+use crate::proto::csi::controller_service_capability::{self, rpc};
+use crate::proto::csi::validate_volume_capabilities_response::Confirmed;
+use crate::proto::csi::*;
+use crate::server::Driver;
+use crate::store::remove_file;
+use crate::volume::{self, Expansion, ZONE_KEY};
+use std::collections::HashMap;
+use std::sync::Arc;
+use tonic::{Request, Response, Status};
+
+pub struct ControllerService {
+    driver: Arc<Driver>,
+}
+
+impl ControllerService {
+    pub fn new(driver: Arc<Driver>) -> Self {
+        ControllerService { driver }
+    }
+}
+
+impl Driver {
+    fn create_volume(&self, request: CreateVolumeRequest) -> Result<volume::Volume, Error> {
+        volume::check_id(&request.name)?;
+        let wanted = volume::wanted(
+            &request.parameters,
+            &request.volume_capabilities,
+            request.capacity_range.as_ref(),
+        )?;
+        volume::check_topology(request.accessibility_requirements.as_ref(), &self.config.zone)?;
+        if request.volume_content_source.is_some() {
+            return Err(Error::Unsupported(
+                "volume content sources (clones, snapshots) are not offered".into(),
+            ));
+        }
+        if let Some(existing) = self.store.get(&request.name)? {
+            volume::check_same(&existing, &wanted)?;
+            return Ok(existing);
+        }
+        let bytes = volume::size_to_make(&wanted, self.max_volume_bytes()?)?;
+        let image = self.store.image(&request.name);
+        let in_progress = self.store.image_in_progress(&request.name);
+        disk::make_image(&in_progress, bytes, wanted.file_system)?;
+        std::fs::rename(&in_progress, &image).map_err(|e| Error::io(image.display(), e))?;
+        let made = volume::Volume {
+            id: request.name,
+            capacity_bytes: bytes,
+            file_system: wanted.file_system,
+            expansion: wanted.expansion,
+            zone: self.config.zone.clone(),
+            parameters: wanted.parameters,
+            attached_to: None,
+        };
+        self.store.put(&made)?;
+        tracing::info!(volume = %made.id, bytes, "created");
+        Ok(made)
+    }
+
+    fn delete_volume(&self, id: &str) -> Result<(), Error> {
+        volume::check_id(id)?;
+        let image = self.store.image(id);
+        if let Some(node) = self.store.get(id)?.and_then(|existing| existing.attached_to) {
+            return Err(Error::FailedPrecondition(format!(
+                "volume {id} is still attached to {node}"
+            )));
+        }
+        if let Some(device) = disk::loop_device(&image)? {
+            return Err(Error::FailedPrecondition(format!(
+                "volume {id} is still staged on the node ({device})"
+            )));
+        }
+        remove_file(&self.store.image_in_progress(id))?;
+        remove_file(&image)?;
+        self.store.remove(id)?;
+        tracing::info!(volume = %id, "deleted");
+        Ok(())
+    }
+
+    fn expand_volume(&self, request: ControllerExpandVolumeRequest) -> Result<u64, Error> {
+        volume::check_id(&request.volume_id)?;
+        let mut existing = self.store.require(&request.volume_id)?;
+        let bytes = volume::size_to_grow(
+            &existing,
+            request.capacity_range.as_ref(),
+            self.max_volume_bytes()?,
+        )?;
+        if bytes == existing.capacity_bytes {
+            return Ok(bytes);
+        }
+        let image = self.store.image(&existing.id);
+        // The external-resizer reads FAILED_PRECONDITION as "in use" and retries once no pod
+        // uses the claim.
+        if existing.expansion == Expansion::Offline
+            && let Some(device) = disk::loop_device(&image)?
+        {
+            return Err(Error::FailedPrecondition(format!(
+                "volume {} is in use ({device}): its class grows only while no pod mounts it",
+                existing.id
+            )));
+        }
+        disk::grow_image(&image, bytes)?;
+        existing.capacity_bytes = bytes;
+        self.store.put(&existing)?;
+        tracing::info!(volume = %existing.id, bytes, "grown (the node grows the file system)");
+        Ok(bytes)
+    }
+
+    fn publish_volume(&self, request: ControllerPublishVolumeRequest) -> Result<(), Error> {
+        volume::check_id(&request.volume_id)?;
+        self.require_attaching()?;
+        let mut existing = self.store.require(&request.volume_id)?;
+        if request.node_id != self.config.node_id {
+            return Err(Error::NotFound(format!(
+                "node {} is not served here",
+                request.node_id
+            )));
+        }
+        let capability = request
+            .volume_capability
+            .ok_or_else(|| Error::InvalidArgument("volume_capability is not set".into()))?;
+        volume::check_capabilities(std::slice::from_ref(&capability))?;
+        match &existing.attached_to {
+            Some(node) if *node == request.node_id => Ok(()),
+            Some(node) => Err(Error::FailedPrecondition(format!(
+                "volume {} is attached to {node}",
+                existing.id
+            ))),
+            None => {
+                existing.attached_to = Some(request.node_id);
+                self.store.put(&existing)?;
+                tracing::info!(volume = %existing.id, "attached");
+                Ok(())
+            }
+        }
+    }
+
+    fn unpublish_volume(&self, request: ControllerUnpublishVolumeRequest) -> Result<(), Error> {
+        volume::check_id(&request.volume_id)?;
+        self.require_attaching()?;
+        let Some(mut existing) = self.store.get(&request.volume_id)? else {
+            return Ok(());
+        };
+        if existing.attached_to.is_none() {
+            return Ok(());
+        }
+        if let Some(device) = disk::loop_device(&self.store.image(&existing.id))? {
+            return Err(Error::FailedPrecondition(format!(
+                "volume {} is still staged on the node ({device}): unstage it first",
+                existing.id
+            )));
+        }
+        existing.attached_to = None;
+        self.store.put(&existing)?;
+        tracing::info!(volume = %existing.id, "detached");
+        Ok(())
+    }
+
+    fn require_attaching(&self) -> Result<(), Error> {
+        if self.config.attach_required {
+            Ok(())
+        } else {
+            Err(Error::Unsupported(format!(
+                "{} does not attach volumes",
+                self.config.name
+            )))
+        }
+    }
+
+    fn controller_capabilities(&self) -> Vec<ControllerServiceCapability> {
+        let mut kinds = vec![rpc::Type::CreateDeleteVolume, rpc::Type::ExpandVolume];
+        if self.config.attach_required {
+            kinds.push(rpc::Type::PublishUnpublishVolume);
+        }
+        kinds
+            .into_iter()
+            .map(|kind| ControllerServiceCapability {
+                r#type: Some(controller_service_capability::Type::Rpc(
+                    controller_service_capability::Rpc { r#type: kind as i32 },
+                )),
+            })
+            .collect()
+    }
+}
+
+fn volume_message(volume: &volume::Volume) -> Volume {
+    Volume {
+        capacity_bytes: i64::try_from(volume.capacity_bytes).unwrap_or(i64::MAX),
+        volume_id: volume.id.clone(),
+        volume_context: HashMap::new(),
+        content_source: None,
+        accessible_topology: vec![Topology {
+            segments: HashMap::from([(ZONE_KEY.to_string(), volume.zone.clone())]),
+        }],
+    }
+}
+
+fn unimplemented<T>(what: &str) -> Result<Response<T>, Status> {
+    Err(Status::unimplemented(format!(
+        "{what} is not offered by this driver"
+    )))
+}
+
+#[tonic::async_trait]
+impl Controller for ControllerService {
+    async fn create_volume(
+        &self,
+        request: Request<CreateVolumeRequest>,
+    ) -> Result<Response<CreateVolumeResponse>, Status> {
+        let request = request.into_inner();
+        let made = self.driver.call(move |d| d.create_volume(request)).await?;
+        Ok(Response::new(CreateVolumeResponse {
+            volume: Some(volume_message(&made)),
+        }))
+    }
+
+    async fn delete_volume(
+        &self,
+        request: Request<DeleteVolumeRequest>,
+    ) -> Result<Response<DeleteVolumeResponse>, Status> {
+        let id = request.into_inner().volume_id;
+        self.driver.call(move |d| d.delete_volume(&id)).await?;
+        Ok(Response::new(DeleteVolumeResponse {}))
+    }
+
+    async fn controller_publish_volume(
+        &self,
+        request: Request<ControllerPublishVolumeRequest>,
+    ) -> Result<Response<ControllerPublishVolumeResponse>, Status> {
+        let request = request.into_inner();
+        self.driver.call(move |d| d.publish_volume(request)).await?;
+        Ok(Response::new(ControllerPublishVolumeResponse {
+            publish_context: HashMap::new(),
+        }))
+    }
+
+    async fn controller_unpublish_volume(
+        &self,
+        request: Request<ControllerUnpublishVolumeRequest>,
+    ) -> Result<Response<ControllerUnpublishVolumeResponse>, Status> {
+        let request = request.into_inner();
+        self.driver.call(move |d| d.unpublish_volume(request)).await?;
+        Ok(Response::new(ControllerUnpublishVolumeResponse {}))
+    }
+
+    async fn validate_volume_capabilities(
+        &self,
+        request: Request<ValidateVolumeCapabilitiesRequest>,
+    ) -> Result<Response<ValidateVolumeCapabilitiesResponse>, Status> {
+        let request = request.into_inner();
+        let response = self
+            .driver
+            .call(move |d| {
+                volume::check_id(&request.volume_id)?;
+                d.store.require(&request.volume_id)?;
+                Ok(match volume::check_capabilities(&request.volume_capabilities) {
+                    Ok(_) => ValidateVolumeCapabilitiesResponse {
+                        confirmed: Some(Confirmed {
+                            volume_context: request.volume_context,
+                            volume_capabilities: request.volume_capabilities,
+                            parameters: request.parameters,
+                            mutable_parameters: request.mutable_parameters,
+                        }),
+                        message: String::new(),
+                    },
+                    Err(refused) => ValidateVolumeCapabilitiesResponse {
+                        confirmed: None,
+                        message: refused.to_string(),
+                    },
+                })
+            })
+            .await?;
+        Ok(Response::new(response))
+    }
+
+    async fn list_volumes(
+        &self,
+        _: Request<ListVolumesRequest>,
+    ) -> Result<Response<ListVolumesResponse>, Status> {
+        unimplemented("ListVolumes")
+    }
+
+    async fn get_capacity(
+        &self,
+        _: Request<GetCapacityRequest>,
+    ) -> Result<Response<GetCapacityResponse>, Status> {
+        unimplemented("GetCapacity")
+    }
+
+    async fn controller_get_capabilities(
+        &self,
+        _: Request<ControllerGetCapabilitiesRequest>,
+    ) -> Result<Response<ControllerGetCapabilitiesResponse>, Status> {
+        Ok(Response::new(ControllerGetCapabilitiesResponse {
+            capabilities: self.driver.controller_capabilities(),
+        }))
+    }
+
+    async fn create_snapshot(
+        &self,
+        _: Request<CreateSnapshotRequest>,
+    ) -> Result<Response<CreateSnapshotResponse>, Status> {
+        unimplemented("CreateSnapshot")
+    }
+
+    async fn delete_snapshot(
+        &self,
+        _: Request<DeleteSnapshotRequest>,
+    ) -> Result<Response<DeleteSnapshotResponse>, Status> {
+        unimplemented("DeleteSnapshot")
+    }
+
+    async fn list_snapshots(
+        &self,
+        _: Request<ListSnapshotsRequest>,
+    ) -> Result<Response<ListSnapshotsResponse>, Status> {
+        unimplemented("ListSnapshots")
+    }
+
+    async fn get_snapshot(
+        &self,
+        _: Request<GetSnapshotRequest>,
+    ) -> Result<Response<GetSnapshotResponse>, Status> {
+        unimplemented("GetSnapshot")
+    }
+
+    async fn controller_expand_volume(
+        &self,
+        request: Request<ControllerExpandVolumeRequest>,
+    ) -> Result<Response<ControllerExpandVolumeResponse>, Status> {
+        let request = request.into_inner();
+        let bytes = self.driver.call(move |d| d.expand_volume(request)).await?;
+        Ok(Response::new(ControllerExpandVolumeResponse {
+            capacity_bytes: i64::try_from(bytes).unwrap_or(i64::MAX),
+            node_expansion_required: true,
+        }))
+    }
+
+    async fn controller_get_volume(
+        &self,
+        _: Request<ControllerGetVolumeRequest>,
+    ) -> Result<Response<ControllerGetVolumeResponse>, Status> {
+        unimplemented("ControllerGetVolume")
+    }
+
+    async fn controller_modify_volume(
+        &self,
+        _: Request<ControllerModifyVolumeRequest>,
+    ) -> Result<Response<ControllerModifyVolumeResponse>, Status> {
+        unimplemented("ControllerModifyVolume")
+    }
+}

@@ -1,0 +1,299 @@
+//! The driver as the sidecars and the kubelet call it: its own binary on a unix socket, real loop
+//! devices, file systems and mounts (these tests need root, as the real node does), every call
+//! repeated, the driver killed and restarted in the middle, bytes checked after.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod harness;
+
+use ferry_csi_driver::proto::csi::*;
+use harness::*;
+use tonic::Code;
+
+const MIB: i64 = 1 << 20;
+
+#[tokio::test]
+async fn a_volume_is_a_real_file_system_that_grows_online_and_survives_a_restart() {
+    let mut driver = Driver::start("block.csi.ferry.dev", false).await;
+    let info = driver
+        .identity()
+        .get_plugin_info(GetPluginInfoRequest {})
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(info.name, "block.csi.ferry.dev");
+    let probe = driver
+        .identity()
+        .probe(ProbeRequest {})
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(probe.ready, Some(true));
+
+    let made = driver.create("pvc-a", 300 * MIB, "xfs", "online").await.unwrap();
+    assert_eq!(made.capacity_bytes, 300 * MIB);
+    assert_eq!(
+        made.accessible_topology[0].segments["topology.kubernetes.io/zone"],
+        ZONE
+    );
+    // Repeated: the same volume; bigger: ALREADY_EXISTS.
+    assert_eq!(
+        driver.create("pvc-a", 300 * MIB, "xfs", "online").await.unwrap(),
+        made
+    );
+    assert_eq!(
+        code(driver.create("pvc-a", 1024 * MIB, "xfs", "online").await),
+        Code::AlreadyExists
+    );
+
+    let volume = driver.paths("pvc-a");
+    for _ in 0..2 {
+        driver.stage("pvc-a", &volume, "xfs").await.unwrap();
+        driver.publish("pvc-a", &volume, false).await.unwrap();
+    }
+    let total = df_total(&volume.target);
+    // XFS keeps a 64 MiB log and its metadata out of what df shows.
+    assert!(
+        (200 * MIB..=300 * MIB).contains(&total),
+        "df shows {total} bytes for a 300 MiB volume"
+    );
+
+    let kept = write_file(&volume.target.join("kept"), 100 * MIB as usize);
+    assert_eq!(
+        fill_until_full(&volume.target.join("filler")),
+        libc_enospc(),
+        "writing past the size"
+    );
+    std::fs::remove_file(volume.target.join("filler")).unwrap();
+
+    let stats = driver.stats("pvc-a", &volume.target).await.unwrap();
+    let bytes = stats
+        .usage
+        .iter()
+        .find(|u| u.unit == volume_usage::Unit::Bytes as i32)
+        .unwrap();
+    assert_eq!(bytes.total, total);
+    assert!(
+        bytes.used >= 100 * MIB,
+        "used {} bytes after writing 100 MiB",
+        bytes.used
+    );
+    assert!(
+        stats
+            .usage
+            .iter()
+            .any(|u| u.unit == volume_usage::Unit::Inodes as i32 && u.used > 0)
+    );
+
+    assert_eq!(
+        code(driver.delete("pvc-a").await),
+        Code::FailedPrecondition,
+        "deleting a staged volume"
+    );
+
+    for _ in 0..2 {
+        let grown = driver.controller_expand("pvc-a", 600 * MIB).await.unwrap();
+        assert_eq!(grown.capacity_bytes, 600 * MIB);
+        assert!(grown.node_expansion_required);
+        driver.node_expand("pvc-a", &volume).await.unwrap();
+    }
+    assert!(
+        df_total(&volume.target) > 500 * MIB,
+        "df after growth: {}",
+        df_total(&volume.target)
+    );
+
+    // Killed and started again: it finds the volume, repeated calls change nothing, the bytes are there.
+    driver.restart().await;
+    driver.stage("pvc-a", &volume, "xfs").await.unwrap();
+    driver.publish("pvc-a", &volume, false).await.unwrap();
+    assert_eq!(checksum(&volume.target.join("kept")), kept);
+    driver.stats("pvc-a", &volume.target).await.unwrap();
+
+    for _ in 0..2 {
+        driver.unpublish("pvc-a", &volume).await.unwrap();
+        driver.unstage("pvc-a", &volume).await.unwrap();
+    }
+    assert!(!volume.target.exists());
+    assert!(
+        loop_device_of(&driver.image("pvc-a")).is_none(),
+        "the loop device is detached"
+    );
+    for _ in 0..2 {
+        driver.delete("pvc-a").await.unwrap();
+    }
+    assert!(!driver.image("pvc-a").exists(), "the disk is freed");
+    assert_eq!(
+        code(driver.controller_expand("pvc-a", 700 * MIB).await),
+        Code::NotFound
+    );
+}
+
+#[tokio::test]
+async fn bad_requests_get_the_codes_the_spec_names() {
+    let driver = Driver::start("block.csi.ferry.dev", false).await;
+    assert_eq!(
+        code(driver.create("pvc-huge", 1 << 50, "xfs", "online").await),
+        Code::OutOfRange
+    );
+    assert_eq!(
+        code(driver.create("../escape", 300 * MIB, "xfs", "online").await),
+        Code::InvalidArgument
+    );
+    assert_eq!(
+        code(driver.create("pvc-b", 300 * MIB, "btrfs", "online").await),
+        Code::InvalidArgument
+    );
+    assert_eq!(
+        code(driver.create("pvc-b", 300 * MIB, "ext4", "online").await),
+        Code::InvalidArgument
+    );
+    assert_eq!(
+        code(driver.create("pvc-b", 300 * MIB, "xfs", "sometimes").await),
+        Code::InvalidArgument
+    );
+    let volume = driver.paths("pvc-missing");
+    assert_eq!(
+        code(driver.stage("pvc-missing", &volume, "xfs").await),
+        Code::NotFound
+    );
+    assert_eq!(
+        code(driver.controller_expand("pvc-missing", 400 * MIB).await),
+        Code::NotFound
+    );
+    driver.delete("pvc-missing").await.unwrap();
+
+    driver.create("pvc-c", 300 * MIB, "xfs", "online").await.unwrap();
+    let volume = driver.paths("pvc-c");
+    assert_eq!(
+        code(driver.publish("pvc-c", &volume, false).await),
+        Code::FailedPrecondition,
+        "publish before stage"
+    );
+    assert_eq!(
+        code(driver.stage("pvc-c", &volume, "ext4").await),
+        Code::InvalidArgument
+    );
+    assert_eq!(
+        code(driver.node_expand("pvc-c", &volume).await),
+        Code::FailedPrecondition,
+        "expand unstaged"
+    );
+    driver.delete("pvc-c").await.unwrap();
+}
+
+#[tokio::test]
+async fn a_fixed_ext4_volume_has_its_size_and_refuses_growth() {
+    let driver = Driver::start("block.csi.ferry.dev", false).await;
+    driver
+        .create("pvc-fixed", 64 * MIB, "ext4", "none")
+        .await
+        .unwrap();
+    let volume = driver.paths("pvc-fixed");
+    driver.stage("pvc-fixed", &volume, "ext4").await.unwrap();
+    driver.publish("pvc-fixed", &volume, false).await.unwrap();
+    let total = df_total(&volume.target);
+    assert!(
+        (48 * MIB..=64 * MIB).contains(&total),
+        "df shows {total} bytes for a 64 MiB ext4 volume"
+    );
+    assert_eq!(fill_until_full(&volume.target.join("filler")), libc_enospc());
+    assert_eq!(
+        code(driver.controller_expand("pvc-fixed", 128 * MIB).await),
+        Code::FailedPrecondition
+    );
+    driver.unpublish("pvc-fixed", &volume).await.unwrap();
+    driver.unstage("pvc-fixed", &volume).await.unwrap();
+    driver.delete("pvc-fixed").await.unwrap();
+}
+
+#[tokio::test]
+async fn an_offline_volume_grows_only_while_unstaged() {
+    let driver = Driver::start("block.csi.ferry.dev", false).await;
+    driver
+        .create("pvc-off", 300 * MIB, "xfs", "offline")
+        .await
+        .unwrap();
+    let volume = driver.paths("pvc-off");
+    driver.stage("pvc-off", &volume, "xfs").await.unwrap();
+    driver.publish("pvc-off", &volume, false).await.unwrap();
+    let kept = write_file(&volume.target.join("kept"), 50 * MIB as usize);
+    // In use: FAILED_PRECONDITION, which the external-resizer reads as "wait until no pod uses it".
+    assert_eq!(
+        code(driver.controller_expand("pvc-off", 500 * MIB).await),
+        Code::FailedPrecondition
+    );
+    driver.unpublish("pvc-off", &volume).await.unwrap();
+    driver.unstage("pvc-off", &volume).await.unwrap();
+    driver.controller_expand("pvc-off", 500 * MIB).await.unwrap();
+    // The pod starts again: staged, published, then the kubelet grows the file system.
+    driver.stage("pvc-off", &volume, "xfs").await.unwrap();
+    driver.publish("pvc-off", &volume, false).await.unwrap();
+    assert!(
+        df_total(&volume.target) < 300 * MIB,
+        "the file system has not grown yet"
+    );
+    driver.node_expand("pvc-off", &volume).await.unwrap();
+    assert!(
+        df_total(&volume.target) > 400 * MIB,
+        "df after growth: {}",
+        df_total(&volume.target)
+    );
+    assert_eq!(checksum(&volume.target.join("kept")), kept);
+    driver.unpublish("pvc-off", &volume).await.unwrap();
+    driver.unstage("pvc-off", &volume).await.unwrap();
+    driver.delete("pvc-off").await.unwrap();
+}
+
+#[tokio::test]
+async fn an_attached_volume_is_staged_only_where_attached_and_detached_only_when_unstaged() {
+    let driver = Driver::start("attach.csi.ferry.dev", true).await;
+    let mut controller = driver.controller();
+    let capabilities = controller.controller_get_capabilities(ControllerGetCapabilitiesRequest {});
+    let capabilities = capabilities.await.unwrap().into_inner().capabilities;
+    assert!(capabilities.iter().any(|c| matches!(
+        &c.r#type,
+        Some(controller_service_capability::Type::Rpc(rpc))
+            if rpc.r#type == controller_service_capability::rpc::Type::PublishUnpublishVolume as i32
+    )));
+    driver
+        .create("pvc-att", 300 * MIB, "xfs", "online")
+        .await
+        .unwrap();
+    let volume = driver.paths("pvc-att");
+    assert_eq!(
+        code(driver.stage("pvc-att", &volume, "xfs").await),
+        Code::FailedPrecondition,
+        "stage before attach"
+    );
+    assert_eq!(
+        code(driver.attach("pvc-att", "node-elsewhere").await),
+        Code::NotFound
+    );
+    for _ in 0..2 {
+        driver.attach("pvc-att", NODE).await.unwrap();
+    }
+    driver.stage("pvc-att", &volume, "xfs").await.unwrap();
+    driver.publish("pvc-att", &volume, false).await.unwrap();
+    assert_eq!(
+        code(driver.detach("pvc-att").await),
+        Code::FailedPrecondition,
+        "detach while staged"
+    );
+    assert_eq!(
+        code(driver.delete("pvc-att").await),
+        Code::FailedPrecondition,
+        "delete while attached"
+    );
+    driver.unpublish("pvc-att", &volume).await.unwrap();
+    driver.unstage("pvc-att", &volume).await.unwrap();
+    assert_eq!(
+        code(driver.delete("pvc-att").await),
+        Code::FailedPrecondition,
+        "delete while attached"
+    );
+    for _ in 0..2 {
+        driver.detach("pvc-att").await.unwrap();
+    }
+    driver.delete("pvc-att").await.unwrap();
+}
