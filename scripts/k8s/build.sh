@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Builds kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, kubelet (from the checked-in Go
-# module of one minor, scripts/k8s/v1.MINOR), kwok and helm into a cache outside the repository, keyed
-# by version and the go.sum hash. Prints the bin directory. A second run with the same inputs does
-# nothing. Helm is built in the same `go build` as Kubernetes when the minor's module requires it
-# (regen-gomod.sh decides), so the two share their compiled client-go; otherwise it is installed on
-# its own, as kwok always is (kwok v0.7 does not build against the newer kubelet libraries).
+# module of one minor, scripts/k8s/v1.MINOR), kwok, helm and the CSI sidecars into a cache outside the
+# repository, keyed by version and the go.sum hash. Prints the bin directory. A second run with the
+# same inputs does nothing. Helm and the sidecars are built in the same `go build` as Kubernetes when
+# the minor's module requires them (regen-gomod.sh decides), so they share their compiled client-go;
+# otherwise helm is installed on its own, as kwok always is (kwok v0.7 does not build against the
+# newer kubelet libraries), and the sidecars are built from the newest minor's module.
 #   FERRY_K8S_VERSION=v1.35 scripts/k8s/build.sh     (default: the newest minor in scripts/k8s)
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -26,6 +27,15 @@ for b in kube-apiserver kube-controller-manager kube-scheduler kubectl kubelet; 
   [ -x "$bin/$b" ] || packages+=("k8s.io/kubernetes/cmd/$b")
 done
 if [ "$helm_in_module" = 1 ] && ! helm_built; then packages+=(helm.sh/helm/v3/cmd/helm); fi
+# A sidecar binary is named after its package's last element (csi-provisioner, ...).
+csi_dir="$k8s_dir"
+grep -q "kubernetes-csi/external-provisioner" "$k8s_dir/go.mod" || csi_dir="$k8s_modules_dir/$(k8s_minors | tail -n 1)"
+csi_packages=()
+for sidecar in "${csi_sidecars[@]}"; do
+  package=${sidecar%@*}
+  [ -x "$bin/${package##*/}" ] || csi_packages+=("$package")
+done
+if [ "$csi_dir" = "$k8s_dir" ]; then packages+=("${csi_packages[@]}"); csi_packages=(); fi
 if [ "${#packages[@]}" -gt 0 ]; then
   echo "building ${packages[*]##*/} (Kubernetes ${k8s_version}) into $bin (cold: 10-25 min on 2 cores)" >&2
   minor=${k8s_version#v1.}; minor=${minor%%.*}
@@ -36,6 +46,10 @@ if [ "${#packages[@]}" -gt 0 ]; then
     ldflags+=" -X ${pkg}.gitTreeState=clean -X ${pkg}.buildDate=${build_date}"
   done
   (cd "$k8s_dir" && CGO_ENABLED=0 go build -trimpath -ldflags "$ldflags" -o "$bin/" "${packages[@]}")
+fi
+if [ "${#csi_packages[@]}" -gt 0 ]; then
+  echo "building the CSI sidecars from $csi_dir (they do not build against Kubernetes ${k8s_version}'s libraries)" >&2
+  (cd "$csi_dir" && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$bin/" "${csi_packages[@]}")
 fi
 if [ ! -x "$bin/kwok" ]; then
   echo "building kwok ${kwok_version}" >&2
@@ -48,6 +62,14 @@ if [ ! -x "$bin/kwok" ]; then
      "$kwok_dir"/kustomize/stage/pod/fast/pod-ready.yaml \
      "$kwok_dir"/kustomize/stage/pod/fast/pod-complete.yaml \
      "$kwok_dir"/kustomize/stage/pod/fast/pod-delete.yaml "$bin/../kwok-stages/"
+fi
+# The test CSI driver's kubelet registration (scripts/csi-registrar), keyed by its source and go.sum.
+registrar_dir="$here/../csi-registrar"
+registrar_key=$(cat "$registrar_dir/main.go" "$registrar_dir/go.sum" | sha256sum | cut -c1-16)
+if [ "$(cat "$bin/csi-registrar.key" 2>/dev/null)" != "$registrar_key" ]; then
+  echo "building csi-registrar" >&2
+  (cd "$registrar_dir" && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$bin/csi-registrar" .)
+  echo "$registrar_key" > "$bin/csi-registrar.key"
 fi
 if ! helm_built; then
   echo "building helm ${helm_version} on its own (tests install and upgrade charts with it)" >&2

@@ -3,7 +3,9 @@
 # requires k8s.io/kubernetes at that release and replaces every staging module (the `k8s.io/* v0.0.0`
 # lines of the release's own go.mod) with its published v0.<minor>.<patch>. Helm joins the module when
 # it builds against that minor's libraries: build.sh then compiles it in the same `go build` as
-# Kubernetes, sharing the client-go and API packages (about 100 s less on an empty cache). Run when
+# Kubernetes, sharing the client-go and API packages (about 100 s less on an empty cache); so do the
+# CSI sidecars (versions.sh) when they build against it, else build.sh builds them from the newest
+# minor's module. Run when
 # adding a minor or bumping its patch release; the result is checked in so builds are reproducible.
 #   scripts/k8s/regen-gomod.sh v1.37.2     writes scripts/k8s/v1.37/
 set -euo pipefail
@@ -50,4 +52,14 @@ if ! { GOFLAGS=-mod=mod go get "helm.sh/helm/v3/cmd/helm@${helm_version}" &&
   with_helm="without helm (${helm_version} does not build against these libraries; build.sh installs it on its own)"
 fi
 rm -f go.mod.k8s-only go.sum.k8s-only
-echo "${minor_dir#"$here"/}/go.mod regenerated for ${version} (${#staging[@]} staging modules replaced), ${with_helm}"
+cp go.mod go.mod.before-csi
+cp go.sum go.sum.before-csi
+with_csi="with the CSI sidecars"
+if ! { GOFLAGS=-mod=mod go get "${csi_sidecars[@]}" &&
+  CGO_ENABLED=0 go build "${csi_sidecars[@]%@*}"; }; then
+  mv go.mod.before-csi go.mod
+  mv go.sum.before-csi go.sum
+  with_csi="without the CSI sidecars (they do not build against these libraries)"
+fi
+rm -f go.mod.before-csi go.sum.before-csi
+echo "${minor_dir#"$here"/}/go.mod regenerated for ${version} (${#staging[@]} staging modules replaced), ${with_helm}, ${with_csi}"

@@ -12,6 +12,18 @@ k8s_modules_dir="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 # The other Go tools of the test bed, the same for every minor (build.sh).
 kwok_version=v0.7.0
 helm_version=v3.22.0
+# The upstream CSI sidecars the real node's CSI driver runs behind (scripts/lib/csi.sh). The module
+# proxy here serves external-resizer v2.2.0 and v2.3.0 but not v2.2.1, and no version of
+# node-driver-registrar (its v2 tags lack the /v2 module path): the driver registers itself with the
+# kubelet's plugin registry, as that registrar would. external-provisioner v6.3.0 does not build
+# against client-go v0.37 (its CSIStorageCapacity informer bridge); v6.4.0 is made for it.
+csi_sidecars=(
+  "github.com/kubernetes-csi/external-provisioner/v6/cmd/csi-provisioner@v6.4.0"
+  "github.com/kubernetes-csi/external-attacher/v4/cmd/csi-attacher@v4.12.0"
+  "github.com/kubernetes-csi/external-resizer/v2/cmd/csi-resizer@v2.2.0"
+  "github.com/kubernetes-csi/external-snapshotter/v8/cmd/csi-snapshotter@v8.6.0"
+  "github.com/kubernetes-csi/external-snapshotter/v8/cmd/snapshot-controller@v8.6.0"
+)
 
 k8s_minors() {
   local dir

@@ -10,7 +10,9 @@
 //!
 //! Shape: [`volume`] holds the pure decisions (sizes, parameters, compatibility), [`store`] the
 //! volume records on disk, [`disk`] the loop devices, file systems and mounts, and the services
-//! ([`identity`], [`controller`], [`node`], [`registration`]) turn gRPC calls into those.
+//! ([`identity`], [`controller`], [`node`]) turn gRPC calls into those. The kubelet learns of the
+//! driver from scripts/csi-registrar (the kubelet dials its plugin registry with the socket path as
+//! HTTP/2 :authority, which h2 under tonic refuses).
 //! Every call may be repeated (after a crash of the driver, a sidecar or the kubelet): each step
 //! looks at what is already there first, and a restarted driver finds its volumes from its state
 //! directory and the kernel's loop devices and mounts.
@@ -22,7 +24,6 @@ pub mod identity;
 pub mod mountinfo;
 pub mod node;
 pub mod proto;
-pub mod registration;
 pub mod server;
 pub mod store;
 pub mod volume;

@@ -16,9 +16,6 @@ struct Cli {
     /// The unix socket the CSI services listen on (the sidecars' and the kubelet's --csi-address).
     #[arg(long)]
     endpoint: PathBuf,
-    /// Also register with the kubelet through this socket in its plugin registry directory.
-    #[arg(long)]
-    registration_socket: Option<PathBuf>,
     /// The node this driver serves (the kubelet's node name).
     #[arg(long)]
     node_id: String,
@@ -53,7 +50,7 @@ async fn main() -> std::process::ExitCode {
         max_volume_bytes: cli.max_volume_bytes,
         state_dir: cli.state_dir,
     };
-    match serve(config, &cli.endpoint, cli.registration_socket.as_deref()).await {
+    match serve(config, &cli.endpoint).await {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(error) => {
             tracing::error!(%error, "ferry-csi stopped");

@@ -10,14 +10,3 @@
 pub mod csi {
     tonic::include_proto!("csi.v1");
 }
-
-#[allow(
-    clippy::all,
-    clippy::pedantic,
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic
-)]
-pub mod registration {
-    tonic::include_proto!("pluginregistration");
-}

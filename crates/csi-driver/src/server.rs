@@ -1,5 +1,4 @@
-//! The driver's shared state and its gRPC servers: the CSI services on the driver's socket and the
-//! kubelet's plugin registration on a socket in the kubelet's plugin registry.
+//! The driver's shared state and its gRPC server: the CSI services on the driver's socket.
 
 use crate::Error;
 use crate::controller::ControllerService;
@@ -8,8 +7,6 @@ use crate::node::NodeService;
 use crate::proto::csi::controller_server::ControllerServer;
 use crate::proto::csi::identity_server::IdentityServer;
 use crate::proto::csi::node_server::NodeServer;
-use crate::proto::registration::registration_server::RegistrationServer;
-use crate::registration::RegistrationService;
 use crate::store::Store;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -77,29 +74,17 @@ impl Driver {
     }
 }
 
-/// Serves the CSI services at `endpoint` and, when given, the plugin registration at
-/// `registration_socket`, until either server fails.
-pub async fn serve(config: Config, endpoint: &Path, registration_socket: Option<&Path>) -> Result<(), Error> {
+/// Serves the CSI services at `endpoint` until the server fails.
+pub async fn serve(config: Config, endpoint: &Path) -> Result<(), Error> {
     let driver = Arc::new(Driver::new(config)?);
     let csi = listen(endpoint)?;
-    let csi_server = tonic::transport::Server::builder()
+    tracing::info!(driver = %driver.config.name, endpoint = %endpoint.display(), "serving CSI");
+    tonic::transport::Server::builder()
         .add_service(IdentityServer::new(IdentityService::new(Arc::clone(&driver))))
         .add_service(ControllerServer::new(ControllerService::new(Arc::clone(&driver))))
         .add_service(NodeServer::new(NodeService::new(Arc::clone(&driver))))
-        .serve_with_incoming(UnixListenerStream::new(csi));
-    tracing::info!(driver = %driver.config.name, endpoint = %endpoint.display(), "serving CSI");
-    match registration_socket {
-        None => csi_server.await?,
-        Some(socket) => {
-            let registration = listen(socket)?;
-            let service = RegistrationService::new(&driver.config.name, endpoint);
-            let registration_server = tonic::transport::Server::builder()
-                .add_service(RegistrationServer::new(service))
-                .serve_with_incoming(UnixListenerStream::new(registration));
-            tracing::info!(socket = %socket.display(), "serving plugin registration");
-            tokio::try_join!(csi_server, registration_server)?;
-        }
-    }
+        .serve_with_incoming(UnixListenerStream::new(csi))
+        .await?;
     Ok(())
 }
 

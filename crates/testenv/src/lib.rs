@@ -41,6 +41,19 @@ pub const BLOCK_PROVISIONER: &str = "testenv.ferry.dev/block";
 pub const CLASS_BLOCK: &str = "ferry-block";
 /// Real-node StorageClass that cannot be expanded.
 pub const CLASS_BLOCK_FIXED: &str = "ferry-block-fixed";
+/// The CSI driver of the real node (crates/csi-driver, run by scripts/testenv behind the upstream
+/// sidecars): file systems on loop devices, attached without VolumeAttachments.
+pub const CSI_DRIVER: &str = "block.csi.ferry.dev";
+/// The same driver under a second name whose CSIDriver says `attachRequired: true`, so every volume
+/// goes through a VolumeAttachment (the upstream external-attacher).
+pub const CSI_ATTACH_DRIVER: &str = "attach.csi.ferry.dev";
+/// The zone of the real node and of every CSI volume.
+pub const REAL_NODE_ZONE: &str = "zone-r";
+/// Real-node CSI StorageClass whose volumes grow only while no pod mounts them: the claim waits until
+/// its pod is gone, then sits at `FileSystemResizePending` until the pod starts again.
+pub const CLASS_BLOCK_OFFLINE: &str = "ferry-block-offline";
+/// Real-node CSI StorageClass of [`CSI_ATTACH_DRIVER`] (grows online).
+pub const CLASS_BLOCK_ATTACH: &str = "ferry-block-attach";
 /// The node run by a real kubelet and containerd (tainted `ferry.dev/real-node=true:NoSchedule`).
 pub const REAL_NODE: &str = "node-real";
 /// Label and taint key of the real node.

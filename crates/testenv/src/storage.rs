@@ -12,8 +12,9 @@
 use crate::block::{BlockVolume, FileSystem};
 use crate::quantity::bytes;
 use crate::{
-    BLOCK_PROVISIONER, CLASS_BLOCK, CLASS_BLOCK_FIXED, CLASS_EXPANDABLE, CLASS_FIXED, CLASS_OFFLINE_EXPAND,
-    Error, PROVISIONER, REAL_NODE,
+    BLOCK_PROVISIONER, CLASS_BLOCK, CLASS_BLOCK_ATTACH, CLASS_BLOCK_FIXED, CLASS_BLOCK_OFFLINE,
+    CLASS_EXPANDABLE, CLASS_FIXED, CLASS_OFFLINE_EXPAND, CSI_ATTACH_DRIVER, CSI_DRIVER, Error, PROVISIONER,
+    REAL_NODE, REAL_NODE_ZONE,
 };
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim, Pod};
@@ -105,6 +106,34 @@ pub fn storage_classes() -> Vec<StorageClass> {
             "allowVolumeExpansion": expandable,
             "volumeBindingMode": "WaitForFirstConsumer",
             "allowedTopologies": topology,
+        }))
+        .ok()
+    })
+    .chain(csi_storage_classes())
+    .collect()
+}
+
+/// The real node's classes of the CSI driver; the agent only declares them (the upstream
+/// external-provisioner and -resizer serve their claims).
+fn csi_storage_classes() -> Vec<StorageClass> {
+    [
+        (CLASS_BLOCK_OFFLINE, CSI_DRIVER, "offline"),
+        (CLASS_BLOCK_ATTACH, CSI_ATTACH_DRIVER, "online"),
+    ]
+    .into_iter()
+    .filter_map(|(name, driver, expansion)| {
+        serde_json::from_value(json!({
+            "apiVersion": "storage.k8s.io/v1",
+            "kind": "StorageClass",
+            "metadata": {"name": name},
+            "provisioner": driver,
+            "parameters": {"expansion": expansion, "csi.storage.k8s.io/fstype": "xfs"},
+            "reclaimPolicy": "Delete",
+            "allowVolumeExpansion": true,
+            "volumeBindingMode": "WaitForFirstConsumer",
+            "allowedTopologies": [{"matchLabelExpressions": [
+                {"key": "topology.kubernetes.io/zone", "values": [REAL_NODE_ZONE]}
+            ]}],
         }))
         .ok()
     })

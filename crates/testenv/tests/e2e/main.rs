@@ -3,7 +3,9 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod csi;
 mod executor;
 mod fresh;
 mod real_node;
+mod real_pods;
 mod storage;

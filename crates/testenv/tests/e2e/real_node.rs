@@ -2,12 +2,11 @@
 //! are real file systems of the requested size, and logs, exec and the stats summary work through
 //! the API server as on a cluster.
 
+use crate::real_pods::{kubectl_ok, pod_with_claim, wait_running};
 use ferry_testenv::fixtures::claim_directory;
 use ferry_testenv::quantity::bytes;
-use ferry_testenv::workload::{BUSYBOX_IMAGE, acknowledged, df_bytes, records, writer_stateful_set};
-use ferry_testenv::{
-    CLASS_BLOCK, CLASS_BLOCK_FIXED, REAL_NODE, REAL_NODE_KEY, TestNamespace, client, kubectl, wait_until,
-};
+use ferry_testenv::workload::{acknowledged, df_bytes, records, writer_stateful_set};
+use ferry_testenv::{CLASS_BLOCK, CLASS_BLOCK_FIXED, REAL_NODE, TestNamespace, client, kubectl, wait_until};
 use k8s_openapi::api::apps::v1::StatefulSet;
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim, Pod};
 use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
@@ -15,53 +14,6 @@ use kube::{Api, Client};
 use serde_json::json;
 
 const MI: u64 = 1 << 20;
-
-/// A claim of `class` and a busybox pod on the real node mounting it at /data, running `script`.
-async fn pod_with_claim(ns: &TestNamespace, name: &str, class: &str, size: &str, script: &str) {
-    let claims: Api<PersistentVolumeClaim> = ns.api();
-    let claim = serde_json::from_value(json!({
-        "metadata": {"name": name},
-        "spec": {"accessModes": ["ReadWriteOnce"], "storageClassName": class,
-                 "resources": {"requests": {"storage": size}}},
-    }))
-    .unwrap();
-    claims.create(&PostParams::default(), &claim).await.unwrap();
-    let pod = serde_json::from_value(json!({
-        "metadata": {"name": name},
-        "spec": {
-            "nodeSelector": {REAL_NODE_KEY: "true"},
-            "tolerations": [{"key": REAL_NODE_KEY, "operator": "Exists", "effect": "NoSchedule"}],
-            "terminationGracePeriodSeconds": 1,
-            "containers": [{"name": "main", "image": BUSYBOX_IMAGE, "imagePullPolicy": "Never",
-                            "command": ["sh", "-c", script],
-                            "volumeMounts": [{"name": "data", "mountPath": "/data"}]}],
-            "volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": name}}],
-        },
-    }))
-    .unwrap();
-    ns.api::<Pod>()
-        .create(&PostParams::default(), &pod)
-        .await
-        .unwrap();
-}
-
-async fn wait_running(pods: &Api<Pod>, name: &str) -> Pod {
-    wait_until(&format!("pod {name} Running"), 120, || async {
-        let pod = pods.get_opt(name).await.ok().flatten()?;
-        (pod.status.as_ref()?.phase.as_deref() == Some("Running")).then_some(pod)
-    })
-    .await
-    .unwrap()
-}
-
-/// `kubectl` in the namespace, returning stdout; panics with stderr when it fails.
-async fn kubectl_ok(ns: &TestNamespace, args: &[&str]) -> String {
-    let mut all = vec!["-n", ns.name.as_str()];
-    all.extend_from_slice(args);
-    let (code, stdout, stderr) = kubectl(&all).await.unwrap();
-    assert_eq!(code, 0, "kubectl {args:?}: {stderr}");
-    stdout
-}
 
 /// The claim's volume entry in the real node's stats summary, read through the API server.
 async fn volume_stats(client: &Client, namespace: &str, claim: &str) -> Option<serde_json::Value> {

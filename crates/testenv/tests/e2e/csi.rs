@@ -1,0 +1,241 @@
+//! The real node's CSI storage: Ferry's test CSI driver behind the upstream external-provisioner,
+//! -resizer and -attacher, registered with the real kubelet. Volumes are `spec.csi` PVs the
+//! provisioner made, the kubelet stages, publishes and grows them through the driver, and the
+//! bytes on them are checked by checksum.
+
+use crate::real_pods::{kubectl_ok, pod_with_claim, start_pod, wait_running};
+use ferry_testenv::quantity::bytes;
+use ferry_testenv::workload::df_bytes;
+use ferry_testenv::{
+    CLASS_BLOCK_ATTACH, CLASS_BLOCK_OFFLINE, CSI_ATTACH_DRIVER, CSI_DRIVER, REAL_NODE, REAL_NODE_ZONE,
+    TestNamespace, client, wait_until,
+};
+use k8s_openapi::api::core::v1::{Event, PersistentVolume, PersistentVolumeClaim, Pod};
+use k8s_openapi::api::storage::v1::{CSINode, VolumeAttachment};
+use kube::api::{DeleteParams, ListParams, Patch, PatchParams};
+use kube::{Api, Client};
+use serde_json::json;
+
+const MI: u64 = 1 << 20;
+
+async fn claim_capacity(claims: &Api<PersistentVolumeClaim>, name: &str) -> Option<u64> {
+    let claim = claims.get_opt(name).await.ok().flatten()?;
+    bytes(claim.status?.capacity?.get("storage")?)
+}
+
+async fn grow_claim(claims: &Api<PersistentVolumeClaim>, name: &str, size: &str) {
+    let patch = json!({"spec": {"resources": {"requests": {"storage": size}}}});
+    claims
+        .patch(name, &PatchParams::default(), &Patch::Merge(patch))
+        .await
+        .unwrap();
+}
+
+/// The claim's PV, checked to be a CSI volume of `driver` in the real node's zone.
+async fn csi_volume(
+    client: &Client,
+    claims: &Api<PersistentVolumeClaim>,
+    claim: &str,
+    driver: &str,
+) -> PersistentVolume {
+    let name = claims
+        .get(claim)
+        .await
+        .unwrap()
+        .spec
+        .unwrap()
+        .volume_name
+        .unwrap();
+    let volume = Api::<PersistentVolume>::all(client.clone())
+        .get(&name)
+        .await
+        .unwrap();
+    let spec = volume.spec.clone().unwrap();
+    let csi = spec.csi.clone().expect("a spec.csi volume");
+    assert_eq!(csi.driver, driver);
+    assert_eq!(csi.fs_type.as_deref(), Some("xfs"));
+    let annotations = volume.metadata.annotations.clone().unwrap_or_default();
+    assert_eq!(
+        annotations
+            .get("pv.kubernetes.io/provisioned-by")
+            .map(String::as_str),
+        Some(driver)
+    );
+    let affinity = serde_json::to_string(&spec.node_affinity).unwrap();
+    assert!(affinity.contains(REAL_NODE_ZONE), "{affinity}");
+    volume
+}
+
+/// The sha256 of /data/kept in the pod, as `sha256sum` prints it.
+async fn kept_checksum(ns: &TestNamespace, pod: &str) -> String {
+    kubectl_ok(ns, &["exec", pod, "--", "sha256sum", "/data/kept"]).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_kubelet_lists_both_csi_drivers_with_their_zone() {
+    let client = client().await.unwrap();
+    let node = Api::<CSINode>::all(client).get(REAL_NODE).await.unwrap();
+    let drivers = node.spec.drivers;
+    for name in [CSI_DRIVER, CSI_ATTACH_DRIVER] {
+        let driver = drivers
+            .iter()
+            .find(|d| d.name == name)
+            .unwrap_or_else(|| panic!("{name} in {drivers:?}"));
+        assert_eq!(driver.node_id, REAL_NODE);
+        assert_eq!(
+            driver.topology_keys.as_deref(),
+            Some(&["topology.kubernetes.io/zone".to_string()][..])
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_attached_csi_volume_fills_up_grows_online_and_is_detached_and_freed() {
+    let client = client().await.unwrap();
+    let ns = TestNamespace::create(&client, "csi-attach").await.unwrap();
+    let script = "dd if=/dev/urandom of=/data/kept bs=1M count=20 && sync && \
+                  dd if=/dev/zero of=/data/fill bs=1M 2>&1; echo dd-exit=$?; rm -f /data/fill; sleep 3600";
+    pod_with_claim(&ns, "att", CLASS_BLOCK_ATTACH, "300Mi", script).await;
+    let pods: Api<Pod> = ns.api();
+    wait_running(&pods, "att").await;
+    let claims: Api<PersistentVolumeClaim> = ns.api();
+    let volume = csi_volume(&client, &claims, "att", CSI_ATTACH_DRIVER).await;
+    let volume_name = volume.metadata.name.clone().unwrap();
+
+    // Attached through a VolumeAttachment the external-attacher marked attached.
+    let attachments: Api<VolumeAttachment> = Api::all(client.clone());
+    let of_volume = |list: Vec<VolumeAttachment>| {
+        list.into_iter()
+            .filter(|a| a.spec.source.persistent_volume_name.as_deref() == Some(volume_name.as_str()))
+            .collect::<Vec<_>>()
+    };
+    let attached = of_volume(attachments.list(&ListParams::default()).await.unwrap().items);
+    assert_eq!(attached.len(), 1, "{attached:?}");
+    assert_eq!(attached[0].spec.node_name, REAL_NODE);
+    assert_eq!(attached[0].status.as_ref().map(|s| s.attached), Some(true));
+
+    // Writing past the claim's size fails with ENOSPC.
+    let logs = wait_until("dd to hit the end of the volume", 90, || async {
+        let (_, text, _) = ferry_testenv::kubectl(&["-n", &ns.name, "logs", "att"])
+            .await
+            .ok()?;
+        text.contains("dd-exit=").then_some(text)
+    })
+    .await
+    .unwrap();
+    assert!(
+        logs.contains("No space left on device") && logs.contains("dd-exit=1"),
+        "{logs}"
+    );
+    let kept = kept_checksum(&ns, "att").await;
+    let size = df_bytes(&ns.name, "att", "/data").await.unwrap();
+    // XFS keeps a 64 MiB log and its metadata out of what df shows.
+    assert!((200 * MI..=300 * MI).contains(&size), "df size {size}");
+
+    // Grown online: the running pod's `df` sees it.
+    grow_claim(&claims, "att", "480Mi").await;
+    wait_until("the claim's capacity to reach 480Mi", 90, || async {
+        (claim_capacity(&claims, "att").await? == 480 * MI).then_some(())
+    })
+    .await
+    .unwrap();
+    let size = wait_until("df in the pod to show the growth", 60, || async {
+        let size = df_bytes(&ns.name, "att", "/data").await.ok()?;
+        (size > 380 * MI).then_some(size)
+    })
+    .await
+    .unwrap();
+    assert!(size <= 480 * MI, "df size after growth {size}");
+    assert_eq!(kept_checksum(&ns, "att").await, kept);
+
+    // The pod gone: detached, no VolumeAttachment left; the claim gone: the PV and its disk too.
+    pods.delete("att", &DeleteParams::default()).await.unwrap();
+    wait_until("the VolumeAttachment to be gone", 120, || async {
+        of_volume(attachments.list(&ListParams::default()).await.ok()?.items)
+            .is_empty()
+            .then_some(())
+    })
+    .await
+    .unwrap();
+    claims.delete("att", &DeleteParams::default()).await.unwrap();
+    let volumes: Api<PersistentVolume> = Api::all(client.clone());
+    wait_until("the released PV to be deleted", 120, || async {
+        volumes.get_opt(&volume_name).await.ok()?.is_none().then_some(())
+    })
+    .await
+    .unwrap();
+    let image = ferry_testenv::paths::state_dir()
+        .join("csi/attach/state/volumes")
+        .join(format!("{}.img", volume.spec.unwrap().csi.unwrap().volume_handle));
+    assert!(!image.exists(), "disk image {image:?} deleted");
+    ns.cleanup().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_offline_csi_volume_grows_once_its_pod_is_gone_and_back() {
+    let client = client().await.unwrap();
+    let ns = TestNamespace::create(&client, "csi-offline").await.unwrap();
+    let script = "[ -f /data/kept ] || dd if=/dev/urandom of=/data/kept bs=1M count=20; sync; sleep 3600";
+    pod_with_claim(&ns, "off", CLASS_BLOCK_OFFLINE, "300Mi", script).await;
+    let pods: Api<Pod> = ns.api();
+    wait_running(&pods, "off").await;
+    let claims: Api<PersistentVolumeClaim> = ns.api();
+    csi_volume(&client, &claims, "off", CSI_DRIVER).await;
+    let kept = wait_until("the pod to write its file", 60, || async {
+        let (code, out, _) =
+            ferry_testenv::kubectl(&["-n", &ns.name, "exec", "off", "--", "sha256sum", "/data/kept"])
+                .await
+                .ok()?;
+        (code == 0).then_some(out)
+    })
+    .await
+    .unwrap();
+
+    // While the pod runs, the driver refuses and the external-resizer says it waits for the pod.
+    grow_claim(&claims, "off", "480Mi").await;
+    let events: Api<Event> = ns.api();
+    wait_until("the resizer's in-use event", 90, || async {
+        let list = events.list(&ListParams::default()).await.ok()?.items;
+        list.iter()
+            .any(|e| {
+                e.involved_object.name.as_deref() == Some("off")
+                    && e.message
+                        .as_deref()
+                        .is_some_and(|m| m.contains("offline expansion"))
+            })
+            .then_some(())
+    })
+    .await
+    .unwrap();
+    assert_eq!(claim_capacity(&claims, "off").await, Some(300 * MI));
+    assert!(df_bytes(&ns.name, "off", "/data").await.unwrap() <= 300 * MI);
+
+    // The pod gone: the volume grows, and the claim waits for the node to grow its file system.
+    pods.delete("off", &DeleteParams::default()).await.unwrap();
+    wait_until("the claim to wait for the file-system resize", 120, || async {
+        let claim = claims.get_opt("off").await.ok().flatten()?;
+        let conditions = claim.status?.conditions.unwrap_or_default();
+        conditions
+            .iter()
+            .any(|c| c.type_ == "FileSystemResizePending")
+            .then_some(())
+    })
+    .await
+    .unwrap();
+    wait_until("the old pod to be gone", 60, || async {
+        pods.get_opt("off").await.ok()?.is_none().then_some(())
+    })
+    .await
+    .unwrap();
+    start_pod(&ns, "off", "off", script).await;
+    wait_running(&pods, "off").await;
+    wait_until("the claim's capacity to reach 480Mi", 90, || async {
+        (claim_capacity(&claims, "off").await? == 480 * MI).then_some(())
+    })
+    .await
+    .unwrap();
+    let size = df_bytes(&ns.name, "off", "/data").await.unwrap();
+    assert!(size > 380 * MI && size <= 480 * MI, "df size after growth {size}");
+    assert_eq!(kept_checksum(&ns, "off").await, kept);
+    ns.cleanup().await.unwrap();
+}

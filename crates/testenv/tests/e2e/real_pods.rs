@@ -1,0 +1,60 @@
+//! Pods on the real node, for the tests of its storage.
+
+use ferry_testenv::workload::BUSYBOX_IMAGE;
+use ferry_testenv::{REAL_NODE_KEY, TestNamespace, kubectl, wait_until};
+use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod};
+use kube::Api;
+use kube::api::PostParams;
+use serde_json::json;
+
+/// A claim of `class` and a busybox pod on the real node mounting it at /data, running `script`.
+pub async fn pod_with_claim(ns: &TestNamespace, name: &str, class: &str, size: &str, script: &str) {
+    let claims: Api<PersistentVolumeClaim> = ns.api();
+    let claim = serde_json::from_value(json!({
+        "metadata": {"name": name},
+        "spec": {"accessModes": ["ReadWriteOnce"], "storageClassName": class,
+                 "resources": {"requests": {"storage": size}}},
+    }))
+    .unwrap();
+    claims.create(&PostParams::default(), &claim).await.unwrap();
+    start_pod(ns, name, name, script).await;
+}
+
+/// A busybox pod on the real node mounting `claim` at /data, running `script`.
+pub async fn start_pod(ns: &TestNamespace, name: &str, claim: &str, script: &str) {
+    let pod = serde_json::from_value(json!({
+        "metadata": {"name": name},
+        "spec": {
+            "nodeSelector": {REAL_NODE_KEY: "true"},
+            "tolerations": [{"key": REAL_NODE_KEY, "operator": "Exists", "effect": "NoSchedule"}],
+            "terminationGracePeriodSeconds": 1,
+            "containers": [{"name": "main", "image": BUSYBOX_IMAGE, "imagePullPolicy": "Never",
+                            "command": ["sh", "-c", script],
+                            "volumeMounts": [{"name": "data", "mountPath": "/data"}]}],
+            "volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": claim}}],
+        },
+    }))
+    .unwrap();
+    ns.api::<Pod>()
+        .create(&PostParams::default(), &pod)
+        .await
+        .unwrap();
+}
+
+pub async fn wait_running(pods: &Api<Pod>, name: &str) -> Pod {
+    wait_until(&format!("pod {name} Running"), 120, || async {
+        let pod = pods.get_opt(name).await.ok().flatten()?;
+        (pod.status.as_ref()?.phase.as_deref() == Some("Running")).then_some(pod)
+    })
+    .await
+    .unwrap()
+}
+
+/// `kubectl` in the namespace, returning stdout; panics with stderr when it fails.
+pub async fn kubectl_ok(ns: &TestNamespace, args: &[&str]) -> String {
+    let mut all = vec!["-n", ns.name.as_str()];
+    all.extend_from_slice(args);
+    let (code, stdout, stderr) = kubectl(&all).await.unwrap();
+    assert_eq!(code, 0, "kubectl {args:?}: {stderr}");
+    stdout
+}

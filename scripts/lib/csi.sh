@@ -1,0 +1,101 @@
+# The real node's CSI storage, sourced by scripts/testenv after real-node.sh: Ferry's test CSI driver
+# (crates/csi-driver: file systems on loop devices) run twice, as block.csi.ferry.dev and as
+# attach.csi.ferry.dev (whose CSIDriver says attachRequired, so its volumes go through
+# VolumeAttachments), each behind the unmodified upstream sidecars built by scripts/k8s/build.sh:
+# external-provisioner (with topology) and external-resizer, and external-attacher for the second.
+# Each driver is registered with the kubelet through its plugin registry by scripts/csi-registrar
+# (node-driver-registrar's job; the module proxy serves no version of it), so CSINode lists it.
+#
+# The drivers' volumes live under $state/csi/<driver>/state; their loop devices and mounts are
+# kernel state that outlives a session, found and removed by csi_clean.
+
+csi_dir="$state/csi"
+csi_drivers=(block attach)
+csi_zone="zone-r"
+
+csi_name() { echo "$1.csi.ferry.dev"; }
+csi_socket() { echo "$csi_dir/$1/csi.sock"; }
+csi_processes() { # every process name start_csi uses
+  local driver
+  for driver in "${csi_drivers[@]}"; do
+    echo "csi-$driver" "csi-$driver-registrar" "csi-$driver-provisioner" "csi-$driver-resizer"
+    [ "$driver" != attach ] || echo "csi-$driver-attacher"
+  done
+}
+
+csi_registered() { # every driver is listed by the real node's CSINode
+  local listed driver
+  listed=" $(kctl get csinode "$real_node" -o jsonpath='{.spec.drivers[*].name}' 2>/dev/null) "
+  for driver in "${csi_drivers[@]}"; do
+    [[ "$listed" == *" $(csi_name "$driver") "* ]] || return 1
+  done
+}
+
+# Started again whenever it exits, as the kubelet restarts a container: a sidecar exits when it
+# loses its driver (a driver killed in a test), and a killed driver comes back.
+start_supervised() { # name command...
+  local name=$1; shift
+  start "$name" bash -c 'while :; do "$@"; echo "[testenv] exited ($?); starting again in 1 s"; sleep 1; done' "$name" "$@"
+}
+
+apply_csi_drivers() {
+  local driver attach
+  for driver in "${csi_drivers[@]}"; do
+    attach=false
+    [ "$driver" != attach ] || attach=true
+    kctl apply -f - >/dev/null <<YAML
+apiVersion: storage.k8s.io/v1
+kind: CSIDriver
+metadata:
+  name: $(csi_name "$driver")
+spec:
+  attachRequired: ${attach}
+  podInfoOnMount: false
+  volumeLifecycleModes: [Persistent]
+  fsGroupPolicy: File
+YAML
+  done
+}
+
+start_csi() {
+  local driver name socket flags
+  log "starting the CSI drivers and sidecars on $real_node (${csi_drivers[*]})"
+  apply_csi_drivers
+  for driver in "${csi_drivers[@]}"; do
+    name=$(csi_name "$driver")
+    socket=$(csi_socket "$driver")
+    mkdir -p "$csi_dir/$driver"
+    flags=()
+    [ "$driver" != attach ] || flags+=(--attach-required)
+    stop_if_rebuilt "csi-$driver" "$CARGO_TARGET_DIR/debug/ferry-csi"
+    start_supervised "csi-$driver" env RUST_LOG="${RUST_LOG:-info}" "$CARGO_TARGET_DIR/debug/ferry-csi" \
+      --driver-name "$name" --endpoint "$socket" --node-id "$real_node" --zone "$csi_zone" \
+      --state-dir "$csi_dir/$driver/state" "${flags[@]}"
+    wait_for "the $name socket" 30 test -S "$socket"
+    start_supervised "csi-$driver-registrar" "$bin/csi-registrar" --driver-name "$name" --csi-address "$socket" \
+      --registration-socket "$node_dir/kubelet/plugins_registry/$name-reg.sock"
+    start_supervised "csi-$driver-provisioner" "$bin/csi-provisioner" --csi-address "$socket" --kubeconfig "$kubeconfig" \
+      --leader-election=false --feature-gates Topology=true --timeout 60s --v 2
+    start_supervised "csi-$driver-resizer" "$bin/csi-resizer" --csi-address "$socket" --kubeconfig "$kubeconfig" \
+      --leader-election=false --handle-volume-inuse-error=true --timeout 60s --v 2
+    if [ "$driver" = attach ]; then
+      start_supervised "csi-$driver-attacher" "$bin/csi-attacher" --csi-address "$socket" --kubeconfig "$kubeconfig" \
+        --leader-election=false --timeout 60s --v 2
+    fi
+  done
+  wait_for "the CSI drivers in CSINode $real_node" 60 csi_registered
+}
+
+stop_csi() {
+  local name
+  for name in $(csi_processes); do stop_process "$name"; done
+}
+
+# Unmounts and detaches the drivers' volumes (the kubelet's mounts of them go with real_node_clean).
+csi_clean() {
+  local target device
+  for target in $(mounts_under "$csi_dir"); do umount -l "$target" 2>/dev/null || true; done
+  for device in $(losetup -n -O NAME,BACK-FILE 2>/dev/null | awk -v p="$csi_dir/" 'index($2, p) == 1 {print $1}'); do
+    losetup -d "$device" 2>/dev/null || true
+  done
+}
