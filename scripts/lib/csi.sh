@@ -92,10 +92,4 @@ stop_csi() {
 }
 
 # Unmounts and detaches the drivers' volumes (the kubelet's mounts of them go with real_node_clean).
-csi_clean() {
-  local target device
-  for target in $(mounts_under "$csi_dir"); do umount -l "$target" 2>/dev/null || true; done
-  for device in $(losetup -n -O NAME,BACK-FILE 2>/dev/null | awk -v p="$csi_dir/" 'index($2, p) == 1 {print $1}'); do
-    losetup -d "$device" 2>/dev/null || true
-  done
-}
+csi_clean() { unmount_and_detach_under "$csi_dir"; }

@@ -52,15 +52,18 @@ real_node_clean() {
   done
 }
 
-# Removes the disks of the agent's real-node volumes: their mounts and loop devices (the files go with
-# the state directory).
-disks_clean() {
+# Unmounts everything under a directory and detaches the loop devices over files in it.
+unmount_and_detach_under() { # dir
   local target device
-  for target in $(mounts_under "$state/disks"); do umount -l "$target" 2>/dev/null || true; done
-  for device in $(losetup -n -O NAME,BACK-FILE 2>/dev/null | awk -v p="$state/disks/" 'index($2, p) == 1 {print $1}'); do
+  for target in $(mounts_under "$1"); do umount -l "$target" 2>/dev/null || true; done
+  for device in $(losetup -n -O NAME,BACK-FILE 2>/dev/null | awk -v p="$1/" 'index($2, p) == 1 {print $1}'); do
     losetup -d "$device" 2>/dev/null || true
   done
 }
+
+# Removes the disks of the agent's real-node volumes: their mounts and loop devices (the files go with
+# the state directory).
+disks_clean() { unmount_and_detach_under "$state/disks"; }
 
 make_node_pki() { # the kubelet's client identity (system:node:node-real) and serving certificate
   [ -f "$pki/node-client.crt" ] && [ -f "$pki/node-serving.crt" ] && return 0

@@ -328,9 +328,8 @@ pub fn fill_until_full(path: &Path) -> i32 {
     }
 }
 
-pub fn libc_enospc() -> i32 {
-    28
-}
+/// The OS error number of a full file system.
+pub const ENOSPC: i32 = 28;
 
 pub fn loop_device_of(image: &Path) -> Option<String> {
     let output = Command::new("losetup")

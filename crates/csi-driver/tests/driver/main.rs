@@ -61,7 +61,7 @@ async fn a_volume_is_a_real_file_system_that_grows_online_and_survives_a_restart
     let kept = write_file(&volume.target.join("kept"), 100 * MIB as usize);
     assert_eq!(
         fill_until_full(&volume.target.join("filler")),
-        libc_enospc(),
+        ENOSPC,
         "writing past the size"
     );
     std::fs::remove_file(volume.target.join("filler")).unwrap();
@@ -197,7 +197,7 @@ async fn a_fixed_ext4_volume_has_its_size_and_refuses_growth() {
         (48 * MIB..=64 * MIB).contains(&total),
         "df shows {total} bytes for a 64 MiB ext4 volume"
     );
-    assert_eq!(fill_until_full(&volume.target.join("filler")), libc_enospc());
+    assert_eq!(fill_until_full(&volume.target.join("filler")), ENOSPC);
     assert_eq!(
         code(driver.controller_expand("pvc-fixed", 128 * MIB).await),
         Code::FailedPrecondition

@@ -3,8 +3,8 @@
 //! provisioner made, the kubelet stages, publishes and grows them through the driver, and the
 //! bytes on them are checked by checksum.
 
+use crate::claims::{capacity, grow};
 use crate::real_pods::{kubectl_ok, pod_with_claim, start_pod, wait_running};
-use ferry_testenv::quantity::bytes;
 use ferry_testenv::workload::df_bytes;
 use ferry_testenv::{
     CLASS_BLOCK_ATTACH, CLASS_BLOCK_OFFLINE, CSI_ATTACH_DRIVER, CSI_DRIVER, REAL_NODE, REAL_NODE_ZONE,
@@ -12,24 +12,10 @@ use ferry_testenv::{
 };
 use k8s_openapi::api::core::v1::{Event, PersistentVolume, PersistentVolumeClaim, Pod};
 use k8s_openapi::api::storage::v1::{CSINode, VolumeAttachment};
-use kube::api::{DeleteParams, ListParams, Patch, PatchParams};
+use kube::api::{DeleteParams, ListParams};
 use kube::{Api, Client};
-use serde_json::json;
 
 const MI: u64 = 1 << 20;
-
-async fn claim_capacity(claims: &Api<PersistentVolumeClaim>, name: &str) -> Option<u64> {
-    let claim = claims.get_opt(name).await.ok().flatten()?;
-    bytes(claim.status?.capacity?.get("storage")?)
-}
-
-async fn grow_claim(claims: &Api<PersistentVolumeClaim>, name: &str, size: &str) {
-    let patch = json!({"spec": {"resources": {"requests": {"storage": size}}}});
-    claims
-        .patch(name, &PatchParams::default(), &Patch::Merge(patch))
-        .await
-        .unwrap();
-}
 
 /// The claim's PV, checked to be a CSI volume of `driver` in the real node's zone.
 async fn csi_volume(
@@ -133,9 +119,9 @@ async fn an_attached_csi_volume_fills_up_grows_online_and_is_detached_and_freed(
     assert!((200 * MI..=300 * MI).contains(&size), "df size {size}");
 
     // Grown online: the running pod's `df` sees it.
-    grow_claim(&claims, "att", "480Mi").await;
+    grow(&claims, "att", "480Mi").await;
     wait_until("the claim's capacity to reach 480Mi", 90, || async {
-        (claim_capacity(&claims, "att").await? == 480 * MI).then_some(())
+        (capacity(&claims, "att").await? == 480 * MI).then_some(())
     })
     .await
     .unwrap();
@@ -192,7 +178,7 @@ async fn an_offline_csi_volume_grows_once_its_pod_is_gone_and_back() {
     .unwrap();
 
     // While the pod runs, the driver refuses and the external-resizer says it waits for the pod.
-    grow_claim(&claims, "off", "480Mi").await;
+    grow(&claims, "off", "480Mi").await;
     let events: Api<Event> = ns.api();
     wait_until("the resizer's in-use event", 90, || async {
         let list = events.list(&ListParams::default()).await.ok()?.items;
@@ -207,7 +193,7 @@ async fn an_offline_csi_volume_grows_once_its_pod_is_gone_and_back() {
     })
     .await
     .unwrap();
-    assert_eq!(claim_capacity(&claims, "off").await, Some(300 * MI));
+    assert_eq!(capacity(&claims, "off").await, Some(300 * MI));
     assert!(df_bytes(&ns.name, "off", "/data").await.unwrap() <= 300 * MI);
 
     // The pod gone: the volume grows, and the claim waits for the node to grow its file system.
@@ -230,7 +216,7 @@ async fn an_offline_csi_volume_grows_once_its_pod_is_gone_and_back() {
     start_pod(&ns, "off", "off", script).await;
     wait_running(&pods, "off").await;
     wait_until("the claim's capacity to reach 480Mi", 90, || async {
-        (claim_capacity(&claims, "off").await? == 480 * MI).then_some(())
+        (capacity(&claims, "off").await? == 480 * MI).then_some(())
     })
     .await
     .unwrap();

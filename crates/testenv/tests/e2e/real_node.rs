@@ -2,16 +2,15 @@
 //! are real file systems of the requested size, and logs, exec and the stats summary work through
 //! the API server as on a cluster.
 
+use crate::claims::{capacity, grow};
 use crate::real_pods::{kubectl_ok, pod_with_claim, wait_running};
 use ferry_testenv::fixtures::claim_directory;
-use ferry_testenv::quantity::bytes;
 use ferry_testenv::workload::{acknowledged, df_bytes, records, writer_stateful_set};
 use ferry_testenv::{CLASS_BLOCK, CLASS_BLOCK_FIXED, REAL_NODE, TestNamespace, client, kubectl, wait_until};
 use k8s_openapi::api::apps::v1::StatefulSet;
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim, Pod};
-use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
+use kube::api::{DeleteParams, PostParams};
 use kube::{Api, Client};
-use serde_json::json;
 
 const MI: u64 = 1 << 20;
 
@@ -93,15 +92,9 @@ async fn real_disk_expands_online_and_is_freed_when_released() {
         .unwrap()
         .volume_name
         .unwrap();
-    let patch = json!({"spec": {"resources": {"requests": {"storage": "480Mi"}}}});
-    claims
-        .patch("grower", &PatchParams::default(), &Patch::Merge(patch))
-        .await
-        .unwrap();
+    grow(&claims, "grower", "480Mi").await;
     wait_until("the claim's capacity to reach 480Mi", 60, || async {
-        let claim = claims.get_opt("grower").await.ok().flatten()?;
-        let capacity = bytes(claim.status?.capacity?.get("storage")?)?;
-        (capacity == 480 * MI).then_some(())
+        (capacity(&claims, "grower").await? == 480 * MI).then_some(())
     })
     .await
     .unwrap();

@@ -1,29 +1,16 @@
 //! The test StorageClasses on the real control plane: provisioning through the real StatefulSet
 //! controller, PV binder and scheduler; online and offline-only expansion.
 
+use crate::claims::{capacity, grow};
 use ferry_testenv::fixtures::{claim_directory, stateful_set, wait_ready};
 use ferry_testenv::quantity::bytes;
 use ferry_testenv::{CLASS_EXPANDABLE, CLASS_FIXED, CLASS_OFFLINE_EXPAND, TestNamespace, client, wait_until};
 use k8s_openapi::api::apps::v1::StatefulSet;
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim, Pod};
-use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
+use kube::api::{DeleteParams, PostParams};
 use kube::{Api, ResourceExt};
-use serde_json::json;
 
 const GI: u64 = 1 << 30;
-
-async fn capacity(claims: &Api<PersistentVolumeClaim>, name: &str) -> Option<u64> {
-    let claim = claims.get_opt(name).await.ok().flatten()?;
-    bytes(claim.status?.capacity?.get("storage")?)
-}
-
-async fn grow(claims: &Api<PersistentVolumeClaim>, name: &str, size: &str) {
-    let patch = json!({"spec": {"resources": {"requests": {"storage": size}}}});
-    claims
-        .patch(name, &PatchParams::default(), &Patch::Merge(patch))
-        .await
-        .unwrap();
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn stateful_set_claims_are_provisioned_bound_and_pods_ready() {
