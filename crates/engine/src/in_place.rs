@@ -1,6 +1,8 @@
 //! In-place expansion (SPEC §2): grow each claim, wait for the capacity (restarting one pod at a time
-//! where the driver reports `FileSystemResizePending`), then re-create the StatefulSet with the new
-//! template so future replicas get the new size. No data is copied and no pod restarts otherwise.
+//! where only a new pod finishes the file-system resize: the kubelet reported `NodeResizeError`, or
+//! said nothing for [`crate::observed::NODE_RESIZE_GRACE_SECONDS`]), then re-create the StatefulSet
+//! with the new template so future replicas get the new size. No data is copied and no pod restarts
+//! otherwise.
 
 use crate::action::ResizeAction;
 use crate::observed::Observed;
@@ -119,7 +121,7 @@ pub fn plan_in_place(
                 claim: row.claim_name.clone(),
                 bytes: target,
             });
-        } else if claim.file_system_resize_pending {
+        } else if claim.node_resize.needs_new_pod(now) {
             let pod_name = format!("{sts_name}-{}", row.replica);
             let current_uid = observed.pods.get(&pod_name).map(|pod| pod.uid.as_str());
             let already_restarted =

@@ -25,7 +25,7 @@ pub mod strategy;
 pub mod trigger;
 
 pub use observed::{
-    ClaimView, MoverPhase, MoverView, NodeView, Observed, PeerResize, PodView, StatefulSetView,
+    ClaimView, MoverPhase, MoverView, NodeResize, NodeView, Observed, PeerResize, PodView, StatefulSetView,
     StorageClassView, TemplateView, VolumeView,
 };
 pub use plan::{Decision, Input, Scope, plan, scope};

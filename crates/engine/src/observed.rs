@@ -154,8 +154,8 @@ pub struct ClaimView {
     /// The PersistentVolume it is bound to.
     pub volume_name: Option<String>,
     pub deleting: bool,
-    /// The driver grew the volume; the file system grows when the pod restarts.
-    pub file_system_resize_pending: bool,
+    /// Where the node side of its growth stands.
+    pub node_resize: NodeResize,
     /// Its status says Bound (a claim created with `volumeName` is Pending until the PV controller
     /// binds the volume to it).
     pub bound: bool,
@@ -163,6 +163,40 @@ pub struct ClaimView {
     pub created: Option<Time>,
     /// Ferry already asked the PV controller to look at this claim again (annotation).
     pub nudged: bool,
+}
+
+/// The node side of a claim's growth, from its conditions.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub enum NodeResize {
+    #[default]
+    Idle,
+    /// `FileSystemResizePending` since then: the volume grew, and the kubelet grows the file system
+    /// while the pod runs (a CSI driver that expands online) or when a pod next mounts it.
+    Pending { since: Option<Time> },
+    /// `FileSystemResizePending` with the kubelet's `NodeResizeError`: it could not grow the file
+    /// system while mounted (a node plugin that expands only offline), so only a new pod finishes.
+    Failed,
+}
+
+/// How long a file-system resize may stay pending with no word from the kubelet before Ferry takes
+/// it that only a new pod will finish it (a kubelet that expands online does so within seconds).
+pub const NODE_RESIZE_GRACE_SECONDS: i64 = 120;
+
+impl NodeResize {
+    pub fn is_pending(&self) -> bool {
+        *self != NodeResize::Idle
+    }
+
+    /// Only restarting the pod that mounts the claim finishes the resize.
+    pub fn needs_new_pod(&self, now: &Time) -> bool {
+        match self {
+            NodeResize::Idle => false,
+            NodeResize::Failed => true,
+            NodeResize::Pending { since } => since
+                .as_ref()
+                .is_none_or(|since| now.0.as_second() - since.0.as_second() > NODE_RESIZE_GRACE_SECONDS),
+        }
+    }
 }
 
 impl ClaimView {

@@ -1,5 +1,7 @@
 use super::*;
-use crate::observed::{ClaimView, PodView, StatefulSetView, TemplateView};
+use crate::observed::{
+    ClaimView, NODE_RESIZE_GRACE_SECONDS, NodeResize, PodView, StatefulSetView, TemplateView,
+};
 use crate::sim::{World, drive, resize};
 use ferry_api::VolumePlan;
 use k8s_openapi::jiff::Timestamp;
@@ -30,7 +32,7 @@ fn planned(replicas: i32) -> VolumeResizeStatus {
     }
 }
 
-fn cluster(replicas: i32, requested: u64, capacity: u64, pending: bool) -> Observed {
+fn cluster(replicas: i32, requested: u64, capacity: u64, node_resize: NodeResize) -> Observed {
     Observed {
         stateful_set: Some(StatefulSetView {
             templates: [("data".to_string(), TemplateView::sized(GI, None))].into(),
@@ -46,7 +48,7 @@ fn cluster(replicas: i32, requested: u64, capacity: u64, pending: bool) -> Obser
                     ClaimView {
                         requested_bytes: requested,
                         capacity_bytes: capacity,
-                        file_system_resize_pending: pending,
+                        node_resize: node_resize.clone(),
                         ..ClaimView::default()
                     },
                 )
@@ -74,7 +76,7 @@ fn plan(status: &VolumeResizeStatus, observed: &Observed) -> Decision {
 
 #[test]
 fn backs_up_before_touching_anything() {
-    let mut observed = cluster(3, GI, GI, false);
+    let mut observed = cluster(3, GI, GI, NodeResize::Idle);
     observed.backup_exists = false;
     let decision = plan(&planned(3), &observed);
     assert_eq!(decision.actions, vec![ResizeAction::BackupStatefulSet]);
@@ -87,7 +89,7 @@ fn backs_up_before_touching_anything() {
 
 #[test]
 fn expands_every_claim_then_waits_for_capacity() {
-    let decision = plan(&planned(3), &cluster(3, GI, GI, false));
+    let decision = plan(&planned(3), &cluster(3, GI, GI, NodeResize::Idle));
     let expected: Vec<_> = (0..3)
         .map(|r| ResizeAction::ExpandClaim {
             claim: format!("data-db-{r}"),
@@ -103,7 +105,7 @@ fn expands_every_claim_then_waits_for_capacity() {
             .all(|row| row.step == Some(RowStep::Expanding))
     );
 
-    let decision = plan(&decision.status, &cluster(3, 2 * GI, GI, false));
+    let decision = plan(&decision.status, &cluster(3, 2 * GI, GI, NodeResize::Idle));
     assert!(decision.actions.is_empty(), "requested already: only wait");
     assert!(
         decision
@@ -117,8 +119,8 @@ fn expands_every_claim_then_waits_for_capacity() {
 
 #[test]
 fn offline_driver_restarts_one_pod_at_a_time_and_each_once() {
-    let status = plan(&planned(3), &cluster(3, 2 * GI, GI, true)).status;
-    let decision = plan(&status, &cluster(3, 2 * GI, GI, true));
+    let status = plan(&planned(3), &cluster(3, 2 * GI, GI, NodeResize::Failed)).status;
+    let decision = plan(&status, &cluster(3, 2 * GI, GI, NodeResize::Failed));
     assert_eq!(
         decision.actions,
         vec![ResizeAction::RestartPod {
@@ -129,17 +131,17 @@ fn offline_driver_restarts_one_pod_at_a_time_and_each_once() {
     assert_eq!(decision.status.plan[0].restarted_pod.as_deref(), Some("uid-0"));
 
     // db-0 is being replaced: no other pod may go down meanwhile.
-    let mut observed = cluster(3, 2 * GI, GI, true);
+    let mut observed = cluster(3, 2 * GI, GI, NodeResize::Failed);
     observed.pods.get_mut("db-0").unwrap().deleting = true;
     assert!(plan(&decision.status, &observed).actions.is_empty());
     // db-0 is gone and not yet re-created, while the StatefulSet's status still says 3 Ready (it
     // lags): still no other pod goes down.
-    let mut observed = cluster(3, 2 * GI, GI, true);
+    let mut observed = cluster(3, 2 * GI, GI, NodeResize::Failed);
     observed.pods.remove("db-0");
     assert!(plan(&decision.status, &observed).actions.is_empty());
 
     // db-0 came back (new UID, Ready) but its resize is still finishing: never restart it again; db-1 is next.
-    let mut observed = cluster(3, 2 * GI, GI, true);
+    let mut observed = cluster(3, 2 * GI, GI, NodeResize::Failed);
     observed.pods.get_mut("db-0").unwrap().uid = "uid-0-new".into();
     let next = plan(&decision.status, &observed);
     assert_eq!(
@@ -147,6 +149,34 @@ fn offline_driver_restarts_one_pod_at_a_time_and_each_once() {
         vec![ResizeAction::RestartPod {
             pod: "db-1".into(),
             uid: "uid-1".into()
+        }]
+    );
+}
+
+/// A CSI driver that expands online: the external-resizer marks the claim
+/// `FileSystemResizePending` while the kubelet grows the file system in the running pod. Restarting
+/// the pod then would cost a replica's downtime for nothing (found on the real node's CSI driver).
+#[test]
+fn a_pending_file_system_resize_is_left_to_the_kubelet_while_it_may_still_finish_online() {
+    let since = |seconds_ago: i64| NodeResize::Pending {
+        since: Some(Time(Timestamp::from_second(1000 - seconds_ago).unwrap())),
+    };
+    let status = plan(&planned(2), &cluster(2, 2 * GI, GI, since(1))).status;
+    let decision = plan(&status, &cluster(2, 2 * GI, GI, since(1)));
+    assert_eq!(decision.actions, vec![]);
+    assert_eq!(decision.status.plan[0].step, Some(RowStep::WaitingForCapacity));
+    let decision = plan(&status, &cluster(2, 2 * GI, GI, since(NODE_RESIZE_GRACE_SECONDS)));
+    assert_eq!(decision.actions, vec![]);
+    // No word from the kubelet for longer than any online growth takes: a new pod finishes it.
+    let decision = plan(
+        &status,
+        &cluster(2, 2 * GI, GI, since(NODE_RESIZE_GRACE_SECONDS + 1)),
+    );
+    assert_eq!(
+        decision.actions,
+        vec![ResizeAction::RestartPod {
+            pod: "db-0".into(),
+            uid: "uid-0".into()
         }]
     );
 }
@@ -164,9 +194,9 @@ fn a_scaled_down_claim_does_not_hold_back_restarts() {
         target_size: "2Gi".into(),
         ..VolumePlan::default()
     });
-    let status = plan(&status, &cluster(2, 2 * GI, GI, true)).status;
+    let status = plan(&status, &cluster(2, 2 * GI, GI, NodeResize::Failed)).status;
     assert_eq!(
-        plan(&status, &cluster(2, 2 * GI, GI, true)).actions,
+        plan(&status, &cluster(2, 2 * GI, GI, NodeResize::Failed)).actions,
         vec![ResizeAction::RestartPod {
             pod: "db-0".into(),
             uid: "uid-0".into()
@@ -176,27 +206,27 @@ fn a_scaled_down_claim_does_not_hold_back_restarts() {
 
 #[test]
 fn replaces_the_stateful_set_once_every_claim_has_grown() {
-    let status = plan(&planned(2), &cluster(2, 2 * GI, 2 * GI, false)).status;
-    let decision = plan(&status, &cluster(2, 2 * GI, 2 * GI, false));
+    let status = plan(&planned(2), &cluster(2, 2 * GI, 2 * GI, NodeResize::Idle)).status;
+    let decision = plan(&status, &cluster(2, 2 * GI, 2 * GI, NodeResize::Idle));
     assert_eq!(decision.actions, vec![ResizeAction::OrphanDeleteStatefulSet]);
     assert_eq!(decision.status.progress.as_deref(), Some("2/2"));
     assert!(decision.status.plan.iter().all(|row| row.finished_at.is_some()));
 
-    let mut deleting = cluster(2, 2 * GI, 2 * GI, false);
+    let mut deleting = cluster(2, 2 * GI, 2 * GI, NodeResize::Idle);
     deleting.stateful_set.as_mut().unwrap().deleting = true;
     assert!(
         plan(&status, &deleting).actions.is_empty(),
         "wait for the orphan delete to finish"
     );
 
-    let mut gone = cluster(2, 2 * GI, 2 * GI, false);
+    let mut gone = cluster(2, 2 * GI, 2 * GI, NodeResize::Idle);
     gone.stateful_set = None;
     assert_eq!(
         plan(&status, &gone).actions,
         vec![ResizeAction::RecreateStatefulSet]
     );
 
-    let mut replaced = cluster(2, 2 * GI, 2 * GI, false);
+    let mut replaced = cluster(2, 2 * GI, 2 * GI, NodeResize::Idle);
     replaced
         .stateful_set
         .as_mut()
@@ -211,7 +241,7 @@ fn replaces_the_stateful_set_once_every_claim_has_grown() {
 
 #[test]
 fn waits_for_ready_replicas_before_succeeding() {
-    let mut replaced = cluster(2, 2 * GI, 2 * GI, false);
+    let mut replaced = cluster(2, 2 * GI, 2 * GI, NodeResize::Idle);
     let sts = replaced.stateful_set.as_mut().unwrap();
     sts.templates
         .insert("data".into(), TemplateView::sized(2 * GI, None));
@@ -223,7 +253,7 @@ fn waits_for_ready_replicas_before_succeeding() {
 
 #[test]
 fn same_observation_gives_the_same_decision() {
-    let observed = cluster(3, 2 * GI, GI, false);
+    let observed = cluster(3, 2 * GI, GI, NodeResize::Idle);
     let first = plan(&planned(3), &observed);
     let second = plan(&first.status, &observed);
     assert_eq!(first.status, second.status, "a repeated reconcile writes nothing");
@@ -231,14 +261,14 @@ fn same_observation_gives_the_same_decision() {
 
 #[test]
 fn deleted_while_replacing_the_stateful_set_re_creates_it_before_stopping() {
-    let mut gone = cluster(2, 2 * GI, 2 * GI, false);
+    let mut gone = cluster(2, 2 * GI, 2 * GI, NodeResize::Idle);
     gone.stateful_set = None;
     let decision = plan_in_place(true, &planned(2), &gone, "db", "ferry-grow-backup", None, &now());
     assert_eq!(decision.actions, vec![ResizeAction::RecreateStatefulSet]);
     let stopped = plan_in_place(
         true,
         &planned(2),
-        &cluster(2, 2 * GI, GI, false),
+        &cluster(2, 2 * GI, GI, NodeResize::Idle),
         "db",
         "b",
         None,
@@ -253,7 +283,7 @@ fn deleted_while_replacing_the_stateful_set_re_creates_it_before_stopping() {
 /// requested stays.
 #[test]
 fn a_claim_that_never_reaches_its_size_fails_the_resize_after_timeout_seconds() {
-    let observed = cluster(3, 2 * GI, GI, true);
+    let observed = cluster(3, 2 * GI, GI, NodeResize::Failed);
     let begun = plan(&planned(3), &observed).status;
     let at = |second| Time(Timestamp::from_second(second).unwrap());
     let within = plan_in_place(false, &begun, &observed, "db", "b", Some(300), &at(1300));
@@ -287,7 +317,7 @@ struct Expansion {
 
 impl Expansion {
     fn new(offline: bool) -> Self {
-        let mut observed = cluster(3, GI, GI, false);
+        let mut observed = cluster(3, GI, GI, NodeResize::Idle);
         observed.backup_exists = false;
         Expansion {
             observed,
@@ -335,7 +365,8 @@ impl Expansion {
         for claim in self.observed.claims.values_mut() {
             if claim.requested_bytes > claim.capacity_bytes {
                 if self.offline {
-                    claim.file_system_resize_pending = true;
+                    // The kubelet could not grow it while mounted.
+                    claim.node_resize = NodeResize::Failed;
                 } else {
                     claim.capacity_bytes = claim.requested_bytes;
                 }
@@ -346,10 +377,10 @@ impl Expansion {
                 self.next_uid += 1;
                 let claim = format!("data-{pod}");
                 if let Some(c) = self.observed.claims.get_mut(&claim)
-                    && c.file_system_resize_pending
+                    && c.node_resize.is_pending()
                 {
                     c.capacity_bytes = c.requested_bytes;
-                    c.file_system_resize_pending = false;
+                    c.node_resize = NodeResize::Idle;
                 }
                 self.observed.pods.insert(
                     pod,
@@ -482,7 +513,7 @@ fn a_replica_down_already_is_restarted_first_on_an_offline_only_driver() {
 fn expands_to_target_bytes() {
     let mut status = planned(3);
     status.plan[1].target_bytes = Some(3 * GI);
-    let decision = plan(&status, &cluster(3, GI, GI, false));
+    let decision = plan(&status, &cluster(3, GI, GI, NodeResize::Idle));
     let requested: Vec<u64> = decision
         .actions
         .iter()
@@ -500,7 +531,7 @@ fn expands_to_target_bytes() {
 fn a_target_that_is_not_a_size_fails_the_resize_instead_of_succeeding_without_it() {
     let mut status = planned(3);
     status.plan[0].target_size = "lots".into();
-    let decision = plan(&status, &cluster(3, GI, GI, false));
+    let decision = plan(&status, &cluster(3, GI, GI, NodeResize::Idle));
     assert!(decision.actions.is_empty(), "{:?}", decision.actions);
     assert_eq!(decision.status.phase, Some(Phase::Failed));
     assert_eq!(

@@ -9,11 +9,13 @@ use ferry_api::names::ANNOTATION_BIND_NUDGE;
 use ferry_api::quantity::requested_storage;
 use ferry_api::{Phase, VolumeResize, parse_bytes};
 use ferry_engine::{
-    ClaimView, NodeView, Observed, PeerResize, PodView, Scope, StatefulSetView, StorageClassView,
+    ClaimView, NodeResize, NodeView, Observed, PeerResize, PodView, Scope, StatefulSetView, StorageClassView,
     TemplateView, VolumeView,
 };
 use k8s_openapi::api::apps::v1::StatefulSet;
-use k8s_openapi::api::core::v1::{Node, PersistentVolume, PersistentVolumeClaim, Pod};
+use k8s_openapi::api::core::v1::{
+    Node, PersistentVolume, PersistentVolumeClaim, PersistentVolumeClaimCondition, Pod,
+};
 use k8s_openapi::api::storage::v1::StorageClass;
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use kube::api::ListParams;
@@ -224,16 +226,23 @@ pub(super) fn claim_view(claim: &PersistentVolumeClaim) -> ClaimView {
         capacity_bytes: bytes(capacity).unwrap_or(0),
         volume_name: spec.and_then(|s| s.volume_name.clone()),
         deleting: claim.metadata.deletion_timestamp.is_some(),
-        file_system_resize_pending: status
-            .and_then(|s| s.conditions.as_ref())
-            .is_some_and(|conditions| {
-                conditions
-                    .iter()
-                    .any(|c| c.type_ == "FileSystemResizePending" && c.status == "True")
-            }),
+        node_resize: node_resize(status.and_then(|s| s.conditions.as_deref()).unwrap_or_default()),
         bound: status.and_then(|s| s.phase.as_deref()) == Some("Bound"),
         created: claim.metadata.creation_timestamp.clone(),
         nudged: claim.annotations().contains_key(ANNOTATION_BIND_NUDGE),
+    }
+}
+
+/// The node side of a claim's growth: `FileSystemResizePending` (set by the external-resizer or
+/// the in-tree expander) and the kubelet's `NodeResizeError`.
+fn node_resize(conditions: &[PersistentVolumeClaimCondition]) -> NodeResize {
+    let holds = |kind: &str| conditions.iter().find(|c| c.type_ == kind && c.status == "True");
+    match holds("FileSystemResizePending") {
+        None => NodeResize::Idle,
+        Some(_) if holds("NodeResizeError").is_some() => NodeResize::Failed,
+        Some(pending) => NodeResize::Pending {
+            since: pending.last_transition_time.clone(),
+        },
     }
 }
 
