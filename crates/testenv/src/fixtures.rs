@@ -98,24 +98,20 @@ pub async fn wait_ready(
     .await
 }
 
-/// The directory behind a bound PVC on this machine: a hostPath directory (kwok nodes) or the
-/// mounted file system of a `local` PV (the real node).
+/// The directory behind a bound PVC on this machine: a hostPath directory (kwok nodes), the
+/// mounted file system of a `local` PV, or a CSI volume of the real node mounted for as long as the
+/// returned [`crate::volume_dir::VolumeDir`] lives.
 pub async fn claim_directory(
     claims: &Api<PersistentVolumeClaim>,
     volumes: &Api<PersistentVolume>,
     claim: &str,
-) -> Result<std::path::PathBuf, Error> {
+) -> Result<crate::volume_dir::VolumeDir, Error> {
     let volume_name = wait_until(&format!("PVC {claim} to be bound"), 60, || async {
         claims.get_opt(claim).await.ok().flatten()?.spec?.volume_name
     })
     .await?;
     let volume = volumes.get(&volume_name).await?;
-    let spec = volume.spec.unwrap_or_default();
-    spec.host_path
-        .map(|h| h.path)
-        .or(spec.local.map(|l| l.path))
-        .map(std::path::PathBuf::from)
-        .ok_or_else(|| Error::Setup(format!("PV {volume_name} has neither hostPath nor local")))
+    crate::volume_dir::VolumeDir::of(&volume_name, &volume.spec.unwrap_or_default())
 }
 
 /// Fills a directory with `files` files of varied sizes (real random bytes) in a small tree.

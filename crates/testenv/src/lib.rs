@@ -19,6 +19,7 @@ pub mod namespace;
 pub mod paths;
 pub mod quantity;
 pub mod storage;
+pub mod volume_dir;
 pub mod wait;
 pub mod workload;
 
@@ -35,11 +36,15 @@ pub const CLASS_FIXED: &str = "ferry-fixed";
 pub const CLASS_EXPANDABLE: &str = "ferry-expandable";
 /// StorageClass that expands only when the pod restarts (`FileSystemResizePending`).
 pub const CLASS_OFFLINE_EXPAND: &str = "ferry-offline-expand";
-/// Provisioner name of the real node's StorageClasses (real file systems of the requested size).
+/// Provisioner name of [`CLASS_LOCAL`] (the test agent: real file systems of the requested size).
 pub const BLOCK_PROVISIONER: &str = "testenv.ferry.dev/block";
-/// Real-node StorageClass that expands online (disk and file system grow while mounted).
+/// Real-node StorageClass of `local` PVs, served by the test agent rather than by CSI, because users
+/// run Ferry on `local` PVs too; grows online (disk and file system grow while mounted).
+pub const CLASS_LOCAL: &str = "ferry-local";
+/// Real-node CSI StorageClass of [`CSI_DRIVER`]: XFS, grows online (disk and file system grow while
+/// mounted).
 pub const CLASS_BLOCK: &str = "ferry-block";
-/// Real-node StorageClass that cannot be expanded.
+/// Real-node CSI StorageClass of [`CSI_DRIVER`]: ext4, cannot be expanded.
 pub const CLASS_BLOCK_FIXED: &str = "ferry-block-fixed";
 /// The CSI driver of the real node (crates/csi-driver, run by scripts/testenv behind the upstream
 /// sidecars): file systems on loop devices, attached without VolumeAttachments.

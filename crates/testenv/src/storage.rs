@@ -5,16 +5,17 @@
 //!   hostPath PV for the kwok nodes' classes, a `local` PV on a real file system of the requested
 //!   size ([`crate::block`]) for the real node's classes;
 //! - deletes released PVs with reclaim policy Delete, and their directories or disks;
-//! - expands PVs and PVCs: online for `ferry-expandable` and `ferry-block` (the latter grows the disk
+//! - expands PVs and PVCs: online for `ferry-expandable` and `ferry-local` (the latter grows the disk
 //!   and its file system); for `ferry-offline-expand` the PVC sits at `FileSystemResizePending` until
-//!   a pod that mounts it starts after the resize.
+//!   a pod that mounts it starts after the resize (with the kubelet's `NodeResizeError` while a pod
+//!   that mounted it before runs).
 
 use crate::block::{BlockVolume, FileSystem};
 use crate::quantity::bytes;
 use crate::{
     BLOCK_PROVISIONER, CLASS_BLOCK, CLASS_BLOCK_ATTACH, CLASS_BLOCK_FIXED, CLASS_BLOCK_OFFLINE,
-    CLASS_EXPANDABLE, CLASS_FIXED, CLASS_OFFLINE_EXPAND, CSI_ATTACH_DRIVER, CSI_DRIVER, Error, PROVISIONER,
-    REAL_NODE, REAL_NODE_ZONE,
+    CLASS_EXPANDABLE, CLASS_FIXED, CLASS_LOCAL, CLASS_OFFLINE_EXPAND, CSI_ATTACH_DRIVER, CSI_DRIVER, Error,
+    PROVISIONER, REAL_NODE, REAL_NODE_ZONE,
 };
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim, Pod};
@@ -35,6 +36,7 @@ const ANN_PROVISIONER: &str = "volume.kubernetes.io/storage-provisioner";
 const ANN_SELECTED_NODE: &str = "volume.kubernetes.io/selected-node";
 const ANN_PROVISIONED_BY: &str = "pv.kubernetes.io/provisioned-by";
 const FS_RESIZE_PENDING: &str = "FileSystemResizePending";
+const NODE_RESIZE_ERROR: &str = "NodeResizeError";
 /// Pod UIDs that had the claim mounted when its file-system resize became pending.
 const ANN_MOUNTED_AT_RESIZE: &str = "testenv.ferry.dev/mounted-at-resize";
 
@@ -60,8 +62,7 @@ fn class_of(class: &str) -> Option<(Expansion, Backing)> {
         CLASS_FIXED => Some((Expansion::None, Backing::Directory)),
         CLASS_EXPANDABLE => Some((Expansion::Online, Backing::Directory)),
         CLASS_OFFLINE_EXPAND => Some((Expansion::Offline, Backing::Directory)),
-        CLASS_BLOCK => Some((Expansion::Online, Backing::Disk)),
-        CLASS_BLOCK_FIXED => Some((Expansion::None, Backing::Disk)),
+        CLASS_LOCAL => Some((Expansion::Online, Backing::Disk)),
         _ => None,
     }
 }
@@ -80,8 +81,7 @@ pub fn storage_classes() -> Vec<StorageClass> {
         (CLASS_FIXED, false, "none", Backing::Directory),
         (CLASS_EXPANDABLE, true, "online", Backing::Directory),
         (CLASS_OFFLINE_EXPAND, true, "offline", Backing::Directory),
-        (CLASS_BLOCK, true, "online", Backing::Disk),
-        (CLASS_BLOCK_FIXED, false, "none", Backing::Disk),
+        (CLASS_LOCAL, true, "online", Backing::Disk),
     ]
     .into_iter()
     .filter_map(|(name, expandable, mode, backing)| {
@@ -113,23 +113,25 @@ pub fn storage_classes() -> Vec<StorageClass> {
     .collect()
 }
 
-/// The real node's classes of the CSI driver; the agent only declares them (the upstream
+/// The real node's classes of the CSI drivers; the agent only declares them (the upstream
 /// external-provisioner and -resizer serve their claims).
 fn csi_storage_classes() -> Vec<StorageClass> {
     [
-        (CLASS_BLOCK_OFFLINE, CSI_DRIVER, "offline"),
-        (CLASS_BLOCK_ATTACH, CSI_ATTACH_DRIVER, "online"),
+        (CLASS_BLOCK, CSI_DRIVER, "xfs", "online"),
+        (CLASS_BLOCK_FIXED, CSI_DRIVER, "ext4", "none"),
+        (CLASS_BLOCK_OFFLINE, CSI_DRIVER, "xfs", "offline"),
+        (CLASS_BLOCK_ATTACH, CSI_ATTACH_DRIVER, "xfs", "online"),
     ]
     .into_iter()
-    .filter_map(|(name, driver, expansion)| {
+    .filter_map(|(name, driver, file_system, expansion)| {
         serde_json::from_value(json!({
             "apiVersion": "storage.k8s.io/v1",
             "kind": "StorageClass",
             "metadata": {"name": name},
             "provisioner": driver,
-            "parameters": {"expansion": expansion, "csi.storage.k8s.io/fstype": "xfs"},
+            "parameters": {"expansion": expansion, "csi.storage.k8s.io/fstype": file_system},
             "reclaimPolicy": "Delete",
-            "allowVolumeExpansion": true,
+            "allowVolumeExpansion": expansion != "none",
             "volumeBindingMode": "WaitForFirstConsumer",
             "allowedTopologies": [{"matchLabelExpressions": [
                 {"key": "topology.kubernetes.io/zone", "values": [REAL_NODE_ZONE]}
@@ -138,6 +140,36 @@ fn csi_storage_classes() -> Vec<StorageClass> {
         .ok()
     })
     .collect()
+}
+
+/// Declares `class`: applied when it is new or only its mutable fields differ, else deleted and
+/// created again (a StorageClass's provisioner and parameters are immutable, and a control plane
+/// reused from an older checkout may hold an older declaration). Existing PVs keep their own
+/// copy of what they need, so recreating a class never touches a volume.
+async fn declare_class(classes: &Api<StorageClass>, class: &StorageClass) -> Result<(), Error> {
+    let name = class.name_any();
+    if let Some(existing) = classes.get_opt(&name).await? {
+        let immutable = |c: &StorageClass| {
+            (
+                c.provisioner.clone(),
+                c.parameters.clone().unwrap_or_default(),
+                c.reclaim_policy.clone(),
+                c.volume_binding_mode.clone(),
+            )
+        };
+        if immutable(&existing) != immutable(class) {
+            tracing::info!(class = %name, "recreating: its provisioner or parameters changed");
+            classes.delete(&name, &DeleteParams::default()).await?;
+        }
+    }
+    classes
+        .patch(
+            &name,
+            &PatchParams::apply("ferry-testenv").force(),
+            &Patch::Apply(class),
+        )
+        .await?;
+    Ok(())
 }
 
 struct Driver {
@@ -153,14 +185,7 @@ pub async fn run(client: Client, volumes_dir: PathBuf, disks_dir: PathBuf) -> Re
     std::fs::create_dir_all(&disks_dir).map_err(|e| Error::io(disks_dir.display(), e))?;
     let classes: Api<StorageClass> = Api::all(client.clone());
     for class in storage_classes() {
-        let name = class.name_any();
-        classes
-            .patch(
-                &name,
-                &PatchParams::apply("ferry-testenv").force(),
-                &Patch::Apply(&class),
-            )
-            .await?;
+        declare_class(&classes, &class).await?;
     }
     let driver = Arc::new(Driver {
         client: client.clone(),
@@ -272,11 +297,8 @@ async fn provision(
             let Some(size_bytes) = size.as_ref().and_then(bytes) else {
                 return Ok(Action::await_change());
             };
-            let file_system = if class == CLASS_BLOCK {
-                FileSystem::Xfs
-            } else {
-                FileSystem::Ext4
-            };
+            // XFS, so the agent can grow it while mounted.
+            let file_system = FileSystem::Xfs;
             let disk = BlockVolume::new(&driver.disks_dir, &name);
             disk.ensure(size_bytes, file_system)?;
             // Like a cloud disk with a minimum size, the PV says what was really made.
@@ -388,6 +410,15 @@ async fn expand(
                 "lastTransitionTime": Time(k8s_openapi::jiff::Timestamp::now()),
                 "message": "Waiting for user to (re-)start a pod to finish file system resize of volume on node."
             })).map_err(|e| Error::Setup(e.to_string()))?);
+            // As the kubelet does when a node plugin that expands only offline refuses to grow a
+            // mounted file system.
+            if !mounted.is_empty() {
+                pending.push(serde_json::from_value(json!({
+                    "type": NODE_RESIZE_ERROR, "status": "True",
+                    "lastTransitionTime": Time(k8s_openapi::jiff::Timestamp::now()),
+                    "message": "failed to expand pvc with rpc error: code = FailedPrecondition desc = the file system grows only while unmounted"
+                })).map_err(|e| Error::Setup(e.to_string()))?);
+            }
             claims
                 .patch_status(
                     &claim.name_any(),
@@ -405,7 +436,7 @@ async fn expand(
     }
     let remaining: Vec<_> = conditions
         .into_iter()
-        .filter(|c| c.type_ != FS_RESIZE_PENDING && c.type_ != "Resizing")
+        .filter(|c| ![FS_RESIZE_PENDING, NODE_RESIZE_ERROR, "Resizing"].contains(&c.type_.as_str()))
         .collect();
     claims
         .patch_status(
