@@ -93,6 +93,7 @@ pub fn plan_in_place(
 
     let mut actions = Vec::new();
     let mut waiting_restart = Vec::new();
+    let mut held_down = Vec::new();
     let mut all_expanded = true;
     for row in status
         .plan
@@ -121,6 +122,23 @@ pub fn plan_in_place(
                 claim: row.claim_name.clone(),
                 bytes: target,
             });
+        } else if claim.expansion_refused_in_use {
+            // A driver that grows a volume only while no pod uses it: the replica stays down (no
+            // StatefulSet to re-create its pod) until the volume has grown.
+            let pod_name = format!("{sts_name}-{}", row.replica);
+            // Held down: the pod Ferry stopped is going or gone (a pod under another UID came back).
+            let held = row.restarted_pod.is_some()
+                && observed
+                    .pods
+                    .get(&pod_name)
+                    .is_none_or(|pod| pod.deleting && Some(&pod.uid) == row.restarted_pod.as_ref());
+            if held {
+                row.step = Some(RowStep::RestartingPod);
+                held_down.push(row.replica);
+            } else {
+                row.step = Some(RowStep::WaitingForCapacity);
+                waiting_restart.push((row.replica, pod_name, Remedy::StopUntilGrown));
+            }
         } else if claim.node_resize.needs_new_pod(now) {
             let pod_name = format!("{sts_name}-{}", row.replica);
             let current_uid = observed.pods.get(&pod_name).map(|pod| pod.uid.as_str());
@@ -132,7 +150,7 @@ pub fn plan_in_place(
                 RowStep::WaitingForCapacity
             });
             if !already_restarted {
-                waiting_restart.push((row.replica, pod_name));
+                waiting_restart.push((row.replica, pod_name, Remedy::Restart));
             }
         } else {
             row.step = Some(RowStep::WaitingForCapacity);
@@ -187,40 +205,60 @@ pub fn plan_in_place(
         .map(|row| row.replica);
     let down = observed.replicas_down(sts_name, serving_replicas);
     // (A pod already going away is not restarted again.)
-    let restartable: Vec<&(i32, String)> = waiting_restart
+    let restartable: Vec<&(i32, String, Remedy)> = waiting_restart
         .iter()
-        .filter(|(_, pod)| observed.pods.get(pod).is_some_and(|p| !p.deleting))
+        .filter(|(_, pod, _)| observed.pods.get(pod).is_some_and(|p| !p.deleting))
         .collect();
     let candidate = restartable
         .iter()
-        .find(|(replica, _)| down.contains(replica))
+        .find(|(replica, _, _)| down.contains(replica))
         .or(restartable.first())
         .copied();
-    let disruption_in_flight = candidate.is_none_or(|(replica, _)| {
-        let candidate_down = down.contains(replica);
-        down.iter().any(|other| other != replica)
-            || (!candidate_down && observed.budget_blocks())
-            || observed
-                .stateful_set
-                .as_ref()
-                .is_some_and(|sts| sts.ready_replicas < sts.replicas - i32::from(candidate_down))
-    });
+    let disruption_in_flight = !held_down.is_empty()
+        || candidate.is_none_or(|(replica, _, _)| {
+            let candidate_down = down.contains(replica);
+            down.iter().any(|other| other != replica)
+                || (!candidate_down && observed.budget_blocks())
+                || observed
+                    .stateful_set
+                    .as_ref()
+                    .is_some_and(|sts| sts.ready_replicas < sts.replicas - i32::from(candidate_down))
+        });
+    let mut stopping = false;
     if !disruption_in_flight
-        && let Some((replica, pod_name)) = candidate
+        && let Some((replica, pod_name, remedy)) = candidate
         && let Some(pod) = observed.pods.get(pod_name)
     {
-        actions.push(ResizeAction::RestartPod {
-            pod: pod_name.clone(),
-            uid: pod.uid.clone(),
-        });
-        let restarted = status
-            .plan
-            .iter_mut()
-            .filter(|r| r.replica == *replica && r.strategy == Some(ChosenStrategy::InPlace));
-        for row in restarted {
-            row.step = Some(RowStep::RestartingPod);
-            row.restarted_pod = Some(pod.uid.clone());
+        let restart = match (remedy, &observed.stateful_set) {
+            (Remedy::Restart, _) | (Remedy::StopUntilGrown, None) => true,
+            (Remedy::StopUntilGrown, Some(sts)) => {
+                // First the StatefulSet goes (its pods keep running), so nothing re-creates the pod.
+                if !sts.deleting {
+                    actions.push(ResizeAction::OrphanDeleteStatefulSet);
+                }
+                false
+            }
+        };
+        if restart {
+            stopping = true;
+            actions.push(ResizeAction::RestartPod {
+                pod: pod_name.clone(),
+                uid: pod.uid.clone(),
+            });
+            let restarted = status
+                .plan
+                .iter_mut()
+                .filter(|r| r.replica == *replica && r.strategy == Some(ChosenStrategy::InPlace));
+            for row in restarted {
+                row.step = Some(RowStep::RestartingPod);
+                row.restarted_pod = Some(pod.uid.clone());
+            }
         }
+    }
+    // A replica held down comes back once its volume has grown (the kubelet grows its file system
+    // when the new pod mounts it): the StatefulSet is re-created, with the new template.
+    if !all_expanded && observed.stateful_set.is_none() && held_down.is_empty() && !stopping {
+        actions.push(ResizeAction::RecreateStatefulSet);
     }
     update_progress(&mut status);
     if !all_expanded {
@@ -277,6 +315,14 @@ pub fn plan_in_place(
             }
         }
     }
+}
+
+/// How only a new pod lets a claim's growth finish.
+enum Remedy {
+    /// The node grows the file system when a new pod mounts it: delete the pod once.
+    Restart,
+    /// The driver grows the volume only while no pod uses it: keep the pod away until it has.
+    StopUntilGrown,
 }
 
 fn decide(mut status: VolumeResizeStatus, actions: Vec<ResizeAction>, summary: &str) -> Decision {

@@ -156,6 +156,10 @@ pub struct ClaimView {
     pub deleting: bool,
     /// Where the node side of its growth stands.
     pub node_resize: NodeResize,
+    /// The driver refused to grow the volume while a pod uses it (`ControllerResizeError` with the
+    /// CSI code FAILED_PRECONDITION, which the CSI spec gives to exactly that) and it has not grown
+    /// since.
+    pub expansion_refused_in_use: bool,
     /// Its status says Bound (a claim created with `volumeName` is Pending until the PV controller
     /// binds the volume to it).
     pub bound: bool,

@@ -181,6 +181,62 @@ fn a_pending_file_system_resize_is_left_to_the_kubelet_while_it_may_still_finish
     );
 }
 
+/// A CSI driver that grows a volume only while no pod uses it (ControllerExpandVolume answers
+/// FAILED_PRECONDITION while it is staged): one replica at a time is kept down, with no
+/// StatefulSet to re-create its pod, until its volume has grown; then the StatefulSet comes back.
+#[test]
+fn a_driver_refusing_to_grow_a_volume_in_use_gets_one_replica_at_a_time_kept_down_until_it_grew() {
+    let refused = |observed: &mut Observed, claim: &str, refused: bool| {
+        observed.claims.get_mut(claim).unwrap().expansion_refused_in_use = refused;
+    };
+    let mut observed = cluster(2, 2 * GI, GI, NodeResize::Idle);
+    refused(&mut observed, "data-db-0", true);
+    refused(&mut observed, "data-db-1", true);
+    let status = plan(&planned(2), &observed).status;
+    // First the StatefulSet goes, its pods running on.
+    let decision = plan(&status, &observed);
+    assert_eq!(decision.actions, vec![ResizeAction::OrphanDeleteStatefulSet]);
+    // Then one pod, which nothing re-creates.
+    let sts = observed.stateful_set.take();
+    let decision = plan(&decision.status, &observed);
+    assert_eq!(
+        decision.actions,
+        vec![ResizeAction::RestartPod {
+            pod: "db-0".into(),
+            uid: "uid-0".into()
+        }]
+    );
+    let status = decision.status;
+    // db-0 stays down while its volume has not grown, going and then gone; db-1 keeps running.
+    observed.pods.get_mut("db-0").unwrap().deleting = true;
+    assert_eq!(plan(&status, &observed).actions, vec![]);
+    observed.pods.remove("db-0");
+    let decision = plan(&status, &observed);
+    assert_eq!(decision.actions, vec![]);
+    assert_eq!(decision.status.plan[0].step, Some(RowStep::RestartingPod));
+    // Grown on the controller side: the StatefulSet comes back and brings db-0 with it.
+    refused(&mut observed, "data-db-0", false);
+    observed.claims.get_mut("data-db-0").unwrap().node_resize = NodeResize::Pending { since: Some(now()) };
+    let decision = plan(&status, &observed);
+    assert_eq!(decision.actions, vec![ResizeAction::RecreateStatefulSet]);
+    // db-0 is back on its grown volume: db-1 is next, the same way.
+    observed.stateful_set = sts;
+    observed.pods.insert(
+        "db-0".into(),
+        PodView {
+            uid: "uid-0-new".into(),
+            ready: true,
+            deleting: false,
+        },
+    );
+    let claim = observed.claims.get_mut("data-db-0").unwrap();
+    claim.capacity_bytes = 2 * GI;
+    claim.node_resize = NodeResize::Idle;
+    let decision = plan(&decision.status, &observed);
+    assert_eq!(decision.actions, vec![ResizeAction::OrphanDeleteStatefulSet]);
+    assert_eq!(decision.status.plan[0].step, Some(RowStep::Expanded));
+}
+
 /// A claim of a scaled-down ordinal (listed in the plan with no strategy, no pod) is not a replica
 /// that is down: it never holds back the restarts of the running ones.
 #[test]

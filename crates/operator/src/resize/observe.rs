@@ -219,6 +219,7 @@ pub(super) fn claim_view(claim: &PersistentVolumeClaim) -> ClaimView {
     let capacity = status
         .and_then(|s| s.capacity.as_ref())
         .and_then(|c| c.get("storage"));
+    let conditions = status.and_then(|s| s.conditions.as_deref()).unwrap_or_default();
     ClaimView {
         uid: claim.uid().unwrap_or_default(),
         storage_class: spec.and_then(|s| s.storage_class_name.clone()),
@@ -226,7 +227,8 @@ pub(super) fn claim_view(claim: &PersistentVolumeClaim) -> ClaimView {
         capacity_bytes: bytes(capacity).unwrap_or(0),
         volume_name: spec.and_then(|s| s.volume_name.clone()),
         deleting: claim.metadata.deletion_timestamp.is_some(),
-        node_resize: node_resize(status.and_then(|s| s.conditions.as_deref()).unwrap_or_default()),
+        node_resize: node_resize(conditions),
+        expansion_refused_in_use: expansion_refused_in_use(conditions),
         bound: status.and_then(|s| s.phase.as_deref()) == Some("Bound"),
         created: claim.metadata.creation_timestamp.clone(),
         nudged: claim.annotations().contains_key(ANNOTATION_BIND_NUDGE),
@@ -244,6 +246,17 @@ fn node_resize(conditions: &[PersistentVolumeClaimCondition]) -> NodeResize {
             since: pending.last_transition_time.clone(),
         },
     }
+}
+
+/// The external-resizer's `ControllerResizeError` carrying the driver's FAILED_PRECONDITION ("the
+/// volume is in use and the plugin doesn't support online expansion", CSI spec), and no
+/// `FileSystemResizePending` yet (the resizer keeps the old error once the volume has grown).
+fn expansion_refused_in_use(conditions: &[PersistentVolumeClaimCondition]) -> bool {
+    let holds = |kind: &str| conditions.iter().find(|c| c.type_ == kind && c.status == "True");
+    holds("FileSystemResizePending").is_none()
+        && holds("ControllerResizeError")
+            .and_then(|c| c.message.as_deref())
+            .is_some_and(|message| message.contains("code = FailedPrecondition"))
 }
 
 pub(super) fn pod_view(pod: &Pod) -> PodView {
