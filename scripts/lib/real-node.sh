@@ -193,6 +193,9 @@ imageGCLowThresholdPercent: 99
 evictionHard: {memory.available: "100Mi", nodefs.available: "1%", imagefs.available: "1%", nodefs.inodesFree: "1%"}
 # Volume usage in the stats summary is fresh enough for autoresize tests.
 volumeStatsAggPeriod: 5s
+# The kubelet grows a mounted CSI volume's file system (online NodeExpandVolume) when it next syncs
+# the pod: with the default 1m every online growth waited up to 90 s.
+syncFrequency: 10s
 serializeImagePulls: false
 shutdownGracePeriod: 0s
 EOF

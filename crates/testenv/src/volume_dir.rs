@@ -73,7 +73,7 @@ impl AsRef<Path> for VolumeDir {
 }
 
 /// The image file of a volume of one of the real node's CSI drivers (`scripts/lib/csi.sh`).
-fn driver_image(driver: &str, handle: &str) -> Option<PathBuf> {
+pub fn driver_image(driver: &str, handle: &str) -> Option<PathBuf> {
     let short = match driver {
         CSI_DRIVER | CSI_ATTACH_DRIVER => driver.split('.').next()?,
         _ => return None,

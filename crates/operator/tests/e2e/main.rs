@@ -24,6 +24,7 @@ mod in_place;
 mod installed;
 mod prechecks;
 mod rbac;
+mod real_csi;
 mod real_node;
 mod triggers;
 mod validation;

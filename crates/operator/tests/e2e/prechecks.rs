@@ -552,7 +552,7 @@ async fn a_target_class_out_of_the_replicas_reach_is_refused() {
         "move-far",
         spec,
         REASON_TOPOLOGY,
-        "provisions only where kubernetes.io/hostname in [node-real]; replica 0 (data-db-0) runs on node",
+        "provisions only where topology.kubernetes.io/zone in [zone-r]; replica 0 (data-db-0) runs on node",
     )
     .await;
     harness.finish().await;

@@ -26,7 +26,12 @@ const MI: u64 = 1 << 20;
 
 /// A writer StatefulSet of `replicas` on the real node (8 MiB of seed data, no shutdown
 /// checkpoint), Ready; returns the seed's checksum per claim.
-async fn writer(harness: &Harness, replicas: i32, class: &str, size: &str) -> BTreeMap<String, String> {
+pub(crate) async fn writer(
+    harness: &Harness,
+    replicas: i32,
+    class: &str,
+    size: &str,
+) -> BTreeMap<String, String> {
     writer_with(harness, replicas, class, size, 8 << 10, 0).await
 }
 
@@ -105,7 +110,7 @@ pub(crate) async fn wait_phase(harness: &Harness, name: &str, seconds: u64) -> V
 }
 
 /// Creates the VolumeResize `name` and waits (up to `seconds`) for it to end Succeeded.
-async fn resize_succeeds(
+pub(crate) async fn resize_succeeds(
     harness: &Harness,
     name: &str,
     spec: serde_json::Value,

@@ -6,7 +6,7 @@ use crate::claims::{capacity, grow};
 use crate::real_pods::{kubectl_ok, pod_with_claim, wait_running};
 use ferry_testenv::fixtures::claim_directory;
 use ferry_testenv::workload::{acknowledged, df_bytes, records, writer_stateful_set};
-use ferry_testenv::{CLASS_BLOCK, CLASS_BLOCK_FIXED, REAL_NODE, TestNamespace, client, kubectl, wait_until};
+use ferry_testenv::{CLASS_BLOCK_FIXED, CLASS_LOCAL, REAL_NODE, TestNamespace, client, kubectl, wait_until};
 use k8s_openapi::api::apps::v1::StatefulSet;
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim, Pod};
 use kube::api::{DeleteParams, PostParams};
@@ -76,7 +76,7 @@ async fn real_disk_expands_online_and_is_freed_when_released() {
     let client = client().await.unwrap();
     let ns = TestNamespace::create(&client, "real-expand").await.unwrap();
     // XFS (ext4 cannot grow online here), whose minimum size is 300Mi.
-    pod_with_claim(&ns, "grower", CLASS_BLOCK, "320Mi", "sleep 3600").await;
+    pod_with_claim(&ns, "grower", CLASS_LOCAL, "320Mi", "sleep 3600").await;
     let pods: Api<Pod> = ns.api();
     wait_running(&pods, "grower").await;
     assert!(df_bytes(&ns.name, "grower", "/data").await.unwrap() <= 320 * MI);

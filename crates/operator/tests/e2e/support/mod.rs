@@ -240,6 +240,29 @@ impl Harness {
                 );
             }
         }
+        // Old volumes the namespace's resizes retained go with it: no operator expires them now, and
+        // a control plane that runs on would keep their disks.
+        let volumes: Api<k8s_openapi::api::core::v1::PersistentVolume> = Api::all(self.client.clone());
+        for volume in volumes.list(&Default::default()).await.unwrap().items {
+            let spec = volume.spec.as_ref();
+            let ours = spec
+                .and_then(|s| s.claim_ref.as_ref())
+                .is_some_and(|claim| claim.namespace.as_deref() == Some(self.ns.name.as_str()));
+            if ours && spec.and_then(|s| s.persistent_volume_reclaim_policy.as_deref()) == Some("Retain") {
+                let patch = serde_json::json!({"spec": {"persistentVolumeReclaimPolicy": "Delete"}});
+                let released = volumes
+                    .patch(
+                        &volume.name_any(),
+                        &kube::api::PatchParams::default(),
+                        &kube::api::Patch::Merge(patch),
+                    )
+                    .await;
+                assert!(
+                    released.is_ok() || matches!(&released, Err(kube::Error::Api(s)) if s.code == 404),
+                    "{released:?}"
+                );
+            }
+        }
         if self.webhook_url.is_some() {
             use k8s_openapi::api::admissionregistration::v1::{
                 MutatingWebhookConfiguration, ValidatingWebhookConfiguration,

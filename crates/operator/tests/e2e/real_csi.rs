@@ -1,0 +1,147 @@
+//! What only CSI volumes have, on the real node's driver behind the upstream sidecars:
+//! `VolumeAttachment`s (the external-attacher) and the external-provisioner's deletion finalizer.
+
+use crate::real_node::{assert_nothing_lost, resize_succeeds, writer};
+use crate::support::Harness;
+use ferry_testenv::volume_dir::driver_image;
+use ferry_testenv::{CLASS_BLOCK, CLASS_BLOCK_ATTACH, CSI_ATTACH_DRIVER, CSI_DRIVER, REAL_NODE, wait_until};
+use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
+use k8s_openapi::api::storage::v1::VolumeAttachment;
+use kube::Api;
+use kube::api::ListParams;
+use serde_json::json;
+
+/// The external-provisioner's finalizer, on a bound volume with reclaim policy Delete: it deletes
+/// the disk before the PV goes.
+const PROVISIONER_FINALIZER: &str = "external-provisioner.volume.kubernetes.io/finalizer";
+
+async fn volume_of(harness: &Harness, claim: &str) -> PersistentVolume {
+    let claims: Api<PersistentVolumeClaim> = harness.ns.api();
+    let name = claims
+        .get(claim)
+        .await
+        .unwrap()
+        .spec
+        .unwrap()
+        .volume_name
+        .unwrap();
+    Api::<PersistentVolume>::all(harness.client.clone())
+        .get(&name)
+        .await
+        .unwrap()
+}
+
+/// The `VolumeAttachment`s of a PV: (node, attached).
+async fn attachments(harness: &Harness, volume: &str) -> Vec<(String, bool)> {
+    Api::<VolumeAttachment>::all(harness.client.clone())
+        .list(&ListParams::default())
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .filter(|va| va.spec.source.persistent_volume_name.as_deref() == Some(volume))
+        .map(|va| (va.spec.node_name, va.status.is_some_and(|s| s.attached)))
+        .collect()
+}
+
+/// A replica moves off `ferry-block-attach` (its volume detached, no `VolumeAttachment` left) with
+/// the old volume retained for 20 s (the provisioner never deletes it meanwhile, and deletes it with
+/// its disk when retention ends), then back onto it (attached where it runs).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replica_moves_off_and_onto_an_attached_class_and_its_retained_volume_is_freed_at_expiry() {
+    let harness = Harness::start("real-attach").await;
+    let seeds = writer(&harness, 1, CLASS_BLOCK_ATTACH, "320Mi").await;
+    let first = volume_of(&harness, "data-db-0").await;
+    let first_name = first.metadata.name.clone().unwrap();
+    let first_csi = first.spec.as_ref().unwrap().csi.clone().unwrap();
+    assert_eq!(first_csi.driver, CSI_ATTACH_DRIVER);
+    assert_eq!(
+        attachments(&harness, &first_name).await,
+        vec![(REAL_NODE.to_string(), true)]
+    );
+    assert!(
+        first
+            .metadata
+            .finalizers
+            .as_ref()
+            .unwrap()
+            .iter()
+            .any(|f| f == PROVISIONER_FINALIZER),
+        "a bound volume with reclaim policy Delete carries the provisioner's finalizer"
+    );
+    let first_image = driver_image(&first_csi.driver, &first_csi.volume_handle).unwrap();
+    assert!(first_image.exists());
+
+    resize_succeeds(
+        &harness,
+        "off-attach",
+        json!({"statefulSetName": "db", "retainOldVolumes": "20s", "volumes": [
+            {"name": "data", "size": "320Mi", "storageClassName": CLASS_BLOCK}
+        ]}),
+        300,
+    )
+    .await;
+    let second = volume_of(&harness, "data-db-0").await;
+    assert_eq!(
+        second.spec.as_ref().unwrap().csi.as_ref().unwrap().driver,
+        CSI_DRIVER
+    );
+    assert_nothing_lost(&harness, 1, &seeds).await;
+    // The old volume is retained: its disk is still there and the provisioner keeps its finalizer.
+    let volumes: Api<PersistentVolume> = Api::all(harness.client.clone());
+    let retained = volumes.get(&first_name).await.unwrap();
+    assert_eq!(
+        retained
+            .spec
+            .as_ref()
+            .unwrap()
+            .persistent_volume_reclaim_policy
+            .as_deref(),
+        Some("Retain")
+    );
+    // The provisioner drops its finalizer from a volume set to Retain: nothing holds the PV object,
+    // only the policy keeps the disk.
+    assert!(
+        !retained
+            .metadata
+            .finalizers
+            .unwrap_or_default()
+            .iter()
+            .any(|f| f == PROVISIONER_FINALIZER),
+        "the external-provisioner's finalizer is gone from a retained volume"
+    );
+    assert!(first_image.exists(), "a retained volume keeps its disk");
+    wait_until("the old volume's VolumeAttachment to go", 90, || async {
+        attachments(&harness, &first_name).await.is_empty().then_some(())
+    })
+    .await
+    .unwrap();
+    // Retention over: the provisioner deletes the disk, then the PV.
+    wait_until("the retained volume to be deleted with its disk", 180, || async {
+        (volumes.get_opt(&first_name).await.ok()?.is_none() && !first_image.exists()).then_some(())
+    })
+    .await
+    .unwrap();
+
+    resize_succeeds(
+        &harness,
+        "onto-attach",
+        json!({"statefulSetName": "db", "retainOldVolumes": "1h", "volumes": [
+            {"name": "data", "size": "320Mi", "storageClassName": CLASS_BLOCK_ATTACH}
+        ]}),
+        300,
+    )
+    .await;
+    let third = volume_of(&harness, "data-db-0").await;
+    let third_name = third.metadata.name.clone().unwrap();
+    assert_eq!(
+        third.spec.as_ref().unwrap().csi.as_ref().unwrap().driver,
+        CSI_ATTACH_DRIVER
+    );
+    assert_eq!(
+        attachments(&harness, &third_name).await,
+        vec![(REAL_NODE.to_string(), true)]
+    );
+    assert_nothing_lost(&harness, 1, &seeds).await;
+    harness.finish().await;
+}
