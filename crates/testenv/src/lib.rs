@@ -17,6 +17,7 @@ pub mod fixtures;
 pub mod kubelet;
 pub mod namespace;
 pub mod paths;
+pub mod processes;
 pub mod quantity;
 pub mod storage;
 pub mod volume_dir;

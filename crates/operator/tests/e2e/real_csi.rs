@@ -1,10 +1,13 @@
 //! What only CSI volumes have, on the real node's driver behind the upstream sidecars:
-//! `VolumeAttachment`s (the external-attacher) and the external-provisioner's deletion finalizer.
+//! `VolumeAttachment`s (the external-attacher), the external-provisioner's deletion finalizer, and a
+//! driver and sidecars that can die mid-resize.
 
 use crate::real_node::{assert_nothing_lost, resize_succeeds, writer};
 use crate::support::Harness;
 use ferry_testenv::volume_dir::driver_image;
-use ferry_testenv::{CLASS_BLOCK, CLASS_BLOCK_ATTACH, CSI_ATTACH_DRIVER, CSI_DRIVER, REAL_NODE, wait_until};
+use ferry_testenv::{
+    CLASS_BLOCK, CLASS_BLOCK_ATTACH, CLASS_LOCAL, CSI_ATTACH_DRIVER, CSI_DRIVER, REAL_NODE, wait_until,
+};
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
 use k8s_openapi::api::storage::v1::VolumeAttachment;
 use kube::Api;
@@ -144,4 +147,84 @@ async fn a_replica_moves_off_and_onto_an_attached_class_and_its_retained_volume_
     );
     assert_nothing_lost(&harness, 1, &seeds).await;
     harness.finish().await;
+}
+
+/// Kills the supervised processes `names`, one every `every` seconds in turn, until `stop`; returns
+/// how many processes it killed.
+fn keep_killing(
+    names: &'static [&'static str],
+    every: u64,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+) -> tokio::task::JoinHandle<usize> {
+    tokio::spawn(async move {
+        let mut killed = 0;
+        // The first a second in: before any resize this test makes can have finished.
+        tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+        for name in names.iter().cycle() {
+            if stop.load(std::sync::atomic::Ordering::Relaxed) {
+                break;
+            }
+            killed += ferry_testenv::processes::kill_supervised(name).unwrap().len();
+            tokio::time::sleep(std::time::Duration::from_secs(every)).await;
+        }
+        killed
+    })
+}
+
+/// Users run Ferry on `local` PVs too: a replica moves off one (served by the test agent) onto the
+/// CSI driver while the driver and the external-provisioner are killed again and again, then grows
+/// in place while the driver and the external-resizer are: both resizes finish, every acknowledged
+/// write kept.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_move_off_local_pvs_and_a_growth_finish_with_the_driver_and_its_sidecars_killed() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let harness = Harness::start("real-csi-kill").await;
+    let seeds = writer(&harness, 1, CLASS_LOCAL, "320Mi").await;
+    let local = volume_of(&harness, "data-db-0").await;
+    assert!(local.spec.unwrap().local.is_some());
+
+    let stop = Arc::new(AtomicBool::new(false));
+    let killer = keep_killing(&["csi-block", "csi-block-provisioner"], 3, stop.clone());
+    resize_succeeds(
+        &harness,
+        "to-csi",
+        json!({"statefulSetName": "db", "retainOldVolumes": "1m", "volumes": [
+            {"name": "data", "size": "320Mi", "storageClassName": CLASS_BLOCK}
+        ]}),
+        300,
+    )
+    .await;
+    stop.store(true, Ordering::Relaxed);
+    assert!(
+        killer.await.unwrap() > 0,
+        "the driver or the provisioner was killed mid-resize"
+    );
+    let csi = volume_of(&harness, "data-db-0").await.spec.unwrap().csi.unwrap();
+    assert_eq!(csi.driver, CSI_DRIVER);
+    assert_nothing_lost(&harness, 1, &seeds).await;
+
+    let stop = Arc::new(AtomicBool::new(false));
+    let killer = keep_killing(&["csi-block", "csi-block-resizer"], 3, stop.clone());
+    resize_succeeds(
+        &harness,
+        "grow",
+        json!({"statefulSetName": "db", "volumes": [{"name": "data", "size": "480Mi"}]}),
+        300,
+    )
+    .await;
+    stop.store(true, Ordering::Relaxed);
+    assert!(
+        killer.await.unwrap() > 0,
+        "the driver or the resizer was killed mid-resize"
+    );
+    assert_eq!(capacity(&harness, "data-db-0").await, 480 << 20);
+    assert_nothing_lost(&harness, 1, &seeds).await;
+    harness.finish().await;
+}
+
+async fn capacity(harness: &Harness, claim: &str) -> u64 {
+    let claims: Api<PersistentVolumeClaim> = harness.ns.api();
+    let status = claims.get(claim).await.unwrap().status.unwrap();
+    ferry_testenv::quantity::bytes(status.capacity.unwrap().get("storage").unwrap()).unwrap()
 }

@@ -10,7 +10,7 @@ use ferry_testenv::fixtures::{claim_directory, wait_ready};
 use ferry_testenv::quantity::bytes;
 use ferry_testenv::workload::{acknowledged, df_bytes, lost_records, writer_stateful_set};
 use ferry_testenv::{
-    CLASS_BLOCK, CLASS_BLOCK_FIXED, CLASS_BLOCK_OFFLINE, CLASS_LOCAL, MOVER_LABEL, REAL_NODE, wait_until,
+    CLASS_BLOCK, CLASS_BLOCK_FIXED, CLASS_BLOCK_OFFLINE, MOVER_LABEL, REAL_NODE, wait_until,
 };
 use k8s_openapi::api::apps::v1::StatefulSet;
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim, Pod};
@@ -230,86 +230,6 @@ async fn rolling_shrink_onto_another_class_loses_no_acknowledged_write() {
     harness.finish().await;
 }
 
-/// `ferry-block-offline`: the real driver grows a volume only while no pod uses it (the upstream
-/// external-resizer waits, then reports FAILED_PRECONDITION). Each replica in turn is kept down
-/// until its volume has grown, once, never two at a time, every acknowledged write kept.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn in_place_growth_on_an_offline_only_class_keeps_one_replica_down_at_a_time() {
-    let harness = Harness::start("real-offline").await;
-    let seeds = writer(&harness, 2, CLASS_BLOCK_OFFLINE, "320Mi").await;
-    let before = harness.pod_uids("db").await;
-    let stop = Arc::new(AtomicBool::new(false));
-    let sampler = support::watch_unavailable(harness.ns.api(), "db", 2, stop.clone());
-    let status = resize_succeeds(
-        &harness,
-        "grow",
-        json!({"statefulSetName": "db", "volumes": [{"name": "data", "size": "480Mi"}]}),
-        360,
-    )
-    .await;
-    stop.store(true, Ordering::Relaxed);
-    let most_unavailable = sampler.await.unwrap();
-    assert!(
-        most_unavailable <= 1,
-        "at most one replica down at a time, saw {most_unavailable}"
-    );
-    let after = harness.pod_uids("db").await;
-    for row in &status.plan {
-        let pod = format!("db-{}", row.replica);
-        assert_eq!(row.strategy, Some(ferry_api::ChosenStrategy::InPlace));
-        assert_eq!(
-            row.restarted_pod.as_ref(),
-            before.get(&pod),
-            "{pod} stopped once, from its original"
-        );
-        assert_ne!(after.get(&pod), before.get(&pod), "{pod} came back as a new pod");
-        let size = df_bytes(&harness.ns.name, &pod, "/data").await.unwrap();
-        assert!(size > 400 * MI && size <= 480 * MI, "{pod}: df size {size}");
-    }
-    assert_nothing_lost(&harness, 2, &seeds).await;
-    harness.finish().await;
-}
-
-/// Users run Ferry on `local` PVs too: a replica moves off one (served by the test agent) onto a
-/// CSI volume of the real node's driver.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_replica_moves_off_a_local_volume_onto_csi_losing_nothing() {
-    let harness = Harness::start("real-local").await;
-    let seeds = writer(&harness, 1, CLASS_LOCAL, "320Mi").await;
-    let claims: Api<PersistentVolumeClaim> = harness.ns.api();
-    let volumes: Api<PersistentVolume> = Api::all(harness.client.clone());
-    let source = claims
-        .get("data-db-0")
-        .await
-        .unwrap()
-        .spec
-        .unwrap()
-        .volume_name
-        .unwrap();
-    assert!(volumes.get(&source).await.unwrap().spec.unwrap().local.is_some());
-    resize_succeeds(
-        &harness,
-        "to-csi",
-        json!({"statefulSetName": "db", "volumes": [
-            {"name": "data", "size": "320Mi", "storageClassName": CLASS_BLOCK}
-        ]}),
-        300,
-    )
-    .await;
-    let target = claims
-        .get("data-db-0")
-        .await
-        .unwrap()
-        .spec
-        .unwrap()
-        .volume_name
-        .unwrap();
-    let csi = volumes.get(&target).await.unwrap().spec.unwrap().csi.unwrap();
-    assert_eq!(csi.driver, ferry_testenv::CSI_DRIVER);
-    assert_nothing_lost(&harness, 1, &seeds).await;
-    harness.finish().await;
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn in_place_online_growth_keeps_every_replica_running() {
     let harness = Harness::start("real-inplace").await;
@@ -518,5 +438,54 @@ async fn a_shrink_below_the_data_in_use_is_refused_and_changes_nothing() {
     );
     assert_eq!(claims.list(&ListParams::default()).await.unwrap().items.len(), 1);
     assert_nothing_lost(&harness, 1, &seeds).await;
+    harness.finish().await;
+}
+
+/// `ferry-block-offline`: the real driver grows a volume only while no pod uses it (the upstream
+/// external-resizer waits, then reports FAILED_PRECONDITION). Each replica in turn is kept down
+/// until its volume has grown, once, never two at a time, every acknowledged write kept, even with
+/// the operator killed at each step (expanding, waiting for capacity, a replica kept down).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn in_place_growth_completes_after_the_operator_is_killed_at_each_step_on_the_real_node() {
+    let mut harness = Harness::start("real-inplace-killed").await;
+    let seeds = writer(&harness, 2, CLASS_BLOCK_OFFLINE, "320Mi").await;
+    let before = harness.pod_uids("db").await;
+    let stop = Arc::new(AtomicBool::new(false));
+    let sampler = support::watch_unavailable(harness.ns.api(), "db", 2, stop.clone());
+    harness
+        .create_resize(
+            "grow",
+            json!({"statefulSetName": "db", "volumes": [{"name": "data", "size": "480Mi"}]}),
+        )
+        .await;
+    let steps = [
+        RowStep::Expanding,
+        RowStep::WaitingForCapacity,
+        RowStep::RestartingPod,
+    ];
+    let (resize, killed_at) = harness.finish_killing_at_each_step("grow", &steps, 360).await;
+    stop.store(true, Ordering::Relaxed);
+    let status = resize.status.unwrap();
+    assert_eq!(status.phase, Some(Phase::Succeeded), "{:?}", status.message);
+    assert_eq!(killed_at.len(), 3, "killed at every kind of step: {killed_at:?}");
+    let most_unavailable = sampler.await.unwrap();
+    assert!(
+        most_unavailable <= 1,
+        "at most one replica down at a time, saw {most_unavailable}"
+    );
+    let after = harness.pod_uids("db").await;
+    for row in &status.plan {
+        let pod = format!("db-{}", row.replica);
+        assert_eq!(row.strategy, Some(ferry_api::ChosenStrategy::InPlace));
+        assert_eq!(
+            row.restarted_pod.as_ref(),
+            before.get(&pod),
+            "{pod} stopped once, from its original"
+        );
+        assert_ne!(after.get(&pod), before.get(&pod), "{pod} came back as a new pod");
+        let size = df_bytes(&harness.ns.name, &pod, "/data").await.unwrap();
+        assert!(size > 400 * MI && size <= 480 * MI, "{pod}: df size {size}");
+    }
+    assert_nothing_lost(&harness, 2, &seeds).await;
     harness.finish().await;
 }
