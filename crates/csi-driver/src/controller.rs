@@ -1,5 +1,5 @@
-//! The CSI Controller service: creating, deleting, growing and (for drivers that need it)
-//! attaching volumes.
+//! The CSI Controller service: creating (empty, cloned or restored), deleting, growing and (for
+//! drivers that need it) attaching volumes, and taking and deleting snapshots.
 
 use crate::Error;
 use crate::disk;
@@ -33,19 +33,50 @@ impl Driver {
             request.capacity_range.as_ref(),
         )?;
         volume::check_topology(request.accessibility_requirements.as_ref(), &self.config.zone)?;
-        if request.volume_content_source.is_some() {
-            return Err(Error::Unsupported(
-                "volume content sources (clones, snapshots) are not offered".into(),
-            ));
-        }
+        let source = requested_source(request.volume_content_source.as_ref())?;
         if let Some(existing) = self.store.get(&request.name)? {
             volume::check_same(&existing, &wanted)?;
+            if existing.source != source {
+                return Err(Error::AlreadyExists(format!(
+                    "volume {} exists, made from {:?}",
+                    existing.id, existing.source
+                )));
+            }
             return Ok(existing);
         }
-        let bytes = volume::size_to_make(&wanted, self.max_volume_bytes()?)?;
         let image = self.store.image(&request.name);
         let in_progress = self.store.image_in_progress(&request.name);
-        disk::make_image(&in_progress, bytes, wanted.file_system)?;
+        let bytes = match &source {
+            None => {
+                let bytes = volume::size_to_make(&wanted, self.max_volume_bytes()?)?;
+                disk::make_image(&in_progress, bytes, wanted.file_system)?;
+                bytes
+            }
+            Some(volume::Source::Snapshot(id)) => {
+                let snapshot = self.snapshots.require(id)?;
+                let bytes = volume::size_from_source(
+                    &wanted,
+                    self.max_volume_bytes()?,
+                    snapshot.file_system,
+                    snapshot.size_bytes,
+                )?;
+                disk::copy_image(&self.snapshots.image(id), &in_progress)?;
+                disk::grow_image(&in_progress, bytes)?;
+                bytes
+            }
+            Some(volume::Source::Volume(id)) => {
+                let original = self.store.require(id)?;
+                let bytes = volume::size_from_source(
+                    &wanted,
+                    self.max_volume_bytes()?,
+                    original.file_system,
+                    original.capacity_bytes,
+                )?;
+                self.copy_consistent(id, &in_progress)?;
+                disk::grow_image(&in_progress, bytes)?;
+                bytes
+            }
+        };
         std::fs::rename(&in_progress, &image).map_err(|e| Error::io(image.display(), e))?;
         let made = volume::Volume {
             id: request.name,
@@ -55,10 +86,67 @@ impl Driver {
             zone: self.config.zone.clone(),
             parameters: wanted.parameters,
             attached_to: None,
+            source,
         };
         self.store.put(&made)?;
-        tracing::info!(volume = %made.id, bytes, "created");
+        tracing::info!(volume = %made.id, bytes, source = ?made.source, "created");
         Ok(made)
+    }
+
+    /// Copies volume `id`'s image to `target`, its file system frozen meanwhile if it is mounted
+    /// (so the copy is what the file system held at one instant, like a cloud snapshot).
+    fn copy_consistent(&self, id: &str, target: &std::path::Path) -> Result<(), Error> {
+        let image = self.store.image(id);
+        let mounted = match disk::loop_device(&image)? {
+            Some(device) => crate::mountinfo::of_source(&device)?.into_iter().next(),
+            None => None,
+        };
+        let Some(mount) = mounted else {
+            return disk::copy_image(&image, target);
+        };
+        disk::freeze(&mount.mount_point)?;
+        let copied = disk::copy_image(&image, target);
+        let thawed = disk::thaw(&mount.mount_point);
+        copied.and(thawed)
+    }
+
+    fn create_snapshot(&self, request: CreateSnapshotRequest) -> Result<Snapshot, Error> {
+        volume::check_id(&request.name)?;
+        volume::check_id(&request.source_volume_id)?;
+        if let Some(existing) = self.snapshots.get(&request.name)? {
+            if existing.source_volume_id != request.source_volume_id {
+                return Err(Error::AlreadyExists(format!(
+                    "snapshot {} exists, of volume {}",
+                    existing.id, existing.source_volume_id
+                )));
+            }
+            return Ok(snapshot_message(&existing));
+        }
+        let source = self.store.require(&request.source_volume_id)?;
+        let in_progress = self.snapshots.image_in_progress(&request.name);
+        self.copy_consistent(&source.id, &in_progress)?;
+        let image = self.snapshots.image(&request.name);
+        std::fs::rename(&in_progress, &image).map_err(|e| Error::io(image.display(), e))?;
+        let taken = crate::snapshots::Snapshot {
+            id: request.name,
+            source_volume_id: source.id,
+            size_bytes: source.capacity_bytes,
+            file_system: source.file_system,
+            created: std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX))
+                .unwrap_or(0),
+        };
+        self.snapshots.put(&taken)?;
+        tracing::info!(snapshot = %taken.id, volume = %taken.source_volume_id, "snapshot taken");
+        Ok(snapshot_message(&taken))
+    }
+
+    fn delete_snapshot(&self, id: &str) -> Result<(), Error> {
+        volume::check_id(id)?;
+        self.snapshots.remove(id)?;
+        tracing::info!(snapshot = %id, "snapshot deleted");
+        Ok(())
     }
 
     fn delete_volume(&self, id: &str) -> Result<(), Error> {
@@ -172,7 +260,12 @@ impl Driver {
     }
 
     fn controller_capabilities(&self) -> Vec<ControllerServiceCapability> {
-        let mut kinds = vec![rpc::Type::CreateDeleteVolume, rpc::Type::ExpandVolume];
+        let mut kinds = vec![
+            rpc::Type::CreateDeleteVolume,
+            rpc::Type::ExpandVolume,
+            rpc::Type::CreateDeleteSnapshot,
+            rpc::Type::CloneVolume,
+        ];
         if self.config.attach_required {
             kinds.push(rpc::Type::PublishUnpublishVolume);
         }
@@ -187,12 +280,56 @@ impl Driver {
     }
 }
 
+/// The content source a CreateVolume asks for (None: an empty volume).
+fn requested_source(source: Option<&VolumeContentSource>) -> Result<Option<volume::Source>, Error> {
+    use volume_content_source::Type;
+    let Some(kind) = source.and_then(|s| s.r#type.as_ref()) else {
+        return Ok(None);
+    };
+    let source = match kind {
+        Type::Snapshot(s) => volume::Source::Snapshot(s.snapshot_id.clone()),
+        Type::Volume(v) => volume::Source::Volume(v.volume_id.clone()),
+    };
+    match &source {
+        volume::Source::Snapshot(id) | volume::Source::Volume(id) => volume::check_id(id)?,
+    }
+    Ok(Some(source))
+}
+
+fn content_source_message(source: &volume::Source) -> VolumeContentSource {
+    use volume_content_source::{SnapshotSource, Type, VolumeSource};
+    VolumeContentSource {
+        r#type: Some(match source {
+            volume::Source::Snapshot(id) => Type::Snapshot(SnapshotSource {
+                snapshot_id: id.clone(),
+            }),
+            volume::Source::Volume(id) => Type::Volume(VolumeSource {
+                volume_id: id.clone(),
+            }),
+        }),
+    }
+}
+
+fn snapshot_message(snapshot: &crate::snapshots::Snapshot) -> Snapshot {
+    Snapshot {
+        size_bytes: i64::try_from(snapshot.size_bytes).unwrap_or(i64::MAX),
+        snapshot_id: snapshot.id.clone(),
+        source_volume_id: snapshot.source_volume_id.clone(),
+        creation_time: Some(prost_types::Timestamp {
+            seconds: snapshot.created,
+            nanos: 0,
+        }),
+        ready_to_use: true,
+        group_snapshot_id: String::new(),
+    }
+}
+
 fn volume_message(volume: &volume::Volume) -> Volume {
     Volume {
         capacity_bytes: i64::try_from(volume.capacity_bytes).unwrap_or(i64::MAX),
         volume_id: volume.id.clone(),
         volume_context: HashMap::new(),
-        content_source: None,
+        content_source: volume.source.as_ref().map(content_source_message),
         accessible_topology: vec![Topology {
             segments: HashMap::from([(ZONE_KEY.to_string(), volume.zone.clone())]),
         }],
@@ -302,16 +439,22 @@ impl Controller for ControllerService {
 
     async fn create_snapshot(
         &self,
-        _: Request<CreateSnapshotRequest>,
+        request: Request<CreateSnapshotRequest>,
     ) -> Result<Response<CreateSnapshotResponse>, Status> {
-        unimplemented("CreateSnapshot")
+        let request = request.into_inner();
+        let snapshot = self.driver.call(move |d| d.create_snapshot(request)).await?;
+        Ok(Response::new(CreateSnapshotResponse {
+            snapshot: Some(snapshot),
+        }))
     }
 
     async fn delete_snapshot(
         &self,
-        _: Request<DeleteSnapshotRequest>,
+        request: Request<DeleteSnapshotRequest>,
     ) -> Result<Response<DeleteSnapshotResponse>, Status> {
-        unimplemented("DeleteSnapshot")
+        let id = request.into_inner().snapshot_id;
+        self.driver.call(move |d| d.delete_snapshot(&id)).await?;
+        Ok(Response::new(DeleteSnapshotResponse {}))
     }
 
     async fn list_snapshots(

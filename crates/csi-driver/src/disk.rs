@@ -72,6 +72,21 @@ pub fn detach(image: &Path) -> Result<(), Error> {
     Ok(())
 }
 
+/// Copies an image, keeping it sparse.
+pub fn copy_image(source: &Path, target: &Path) -> Result<(), Error> {
+    run(Command::new("cp").arg("--sparse=always").arg(source).arg(target)).map(drop)
+}
+
+/// Freezes the file system mounted at `mount_point` (writes wait) so a copy of its device is
+/// consistent; [`thaw`] lets writes go on.
+pub fn freeze(mount_point: &Path) -> Result<(), Error> {
+    run(Command::new("fsfreeze").arg("--freeze").arg(mount_point)).map(drop)
+}
+
+pub fn thaw(mount_point: &Path) -> Result<(), Error> {
+    run(Command::new("fsfreeze").arg("--unfreeze").arg(mount_point)).map(drop)
+}
+
 /// Makes the loop device see the image's new size.
 pub fn refresh_capacity(device: &str) -> Result<(), Error> {
     run(Command::new("losetup").arg("--set-capacity").arg(device)).map(drop)
@@ -92,6 +107,11 @@ pub fn mount(device: &str, target: &Path, file_system: FileSystem, options: &[St
     }
     let mut command = Command::new("mount");
     command.args(["-t", file_system.name()]);
+    let mut options = options.to_vec();
+    // A clone or a restored snapshot carries its source's UUID, which XFS refuses to mount twice.
+    if file_system == FileSystem::Xfs {
+        options.push("nouuid".into());
+    }
     if !options.is_empty() {
         command.arg("-o").arg(options.join(","));
     }

@@ -25,6 +25,7 @@ pub mod mountinfo;
 pub mod node;
 pub mod proto;
 pub mod server;
+pub mod snapshots;
 pub mod store;
 pub mod volume;
 

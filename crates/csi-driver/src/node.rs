@@ -10,7 +10,7 @@ use crate::proto::csi::volume_capability::AccessType;
 use crate::proto::csi::volume_capability::access_mode::Mode;
 use crate::proto::csi::*;
 use crate::server::Driver;
-use crate::volume::{self, ZONE_KEY};
+use crate::volume::{self, FileSystem, ZONE_KEY};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -64,6 +64,11 @@ impl Driver {
         };
         let device = disk::attach(&self.store.image(&existing.id))?;
         disk::mount(&device, &staging, existing.file_system, &flags)?;
+        // A volume restored or cloned bigger than its source holds the source's file system: it
+        // grows to the volume when first staged (a no-op when it fills the device already).
+        if existing.source.is_some() && existing.file_system == FileSystem::Xfs {
+            disk::grow_file_system(existing.file_system, &staging)?;
+        }
         tracing::info!(volume = %existing.id, %device, staging = %staging.display(), "staged");
         Ok(())
     }

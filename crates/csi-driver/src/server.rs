@@ -7,6 +7,7 @@ use crate::node::NodeService;
 use crate::proto::csi::controller_server::ControllerServer;
 use crate::proto::csi::identity_server::IdentityServer;
 use crate::proto::csi::node_server::NodeServer;
+use crate::snapshots::SnapshotStore;
 use crate::store::Store;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -33,6 +34,7 @@ pub struct Config {
 pub struct Driver {
     pub config: Config,
     pub store: Store,
+    pub snapshots: SnapshotStore,
     /// One call that changes volumes at a time: the sidecars and the kubelet may call concurrently,
     /// and a loop device or mount half-made by one call must not be seen by another.
     serial: tokio::sync::Mutex<()>,
@@ -41,9 +43,11 @@ pub struct Driver {
 impl Driver {
     pub fn new(config: Config) -> Result<Driver, Error> {
         let store = Store::open(&config.state_dir)?;
+        let snapshots = SnapshotStore::open(&config.state_dir)?;
         Ok(Driver {
             config,
             store,
+            snapshots,
             serial: tokio::sync::Mutex::new(()),
         })
     }

@@ -105,6 +105,49 @@ pub struct Volume {
     /// The node it is attached to (ControllerPublishVolume), for drivers that need attaching.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub attached_to: Option<String>,
+    /// What it was made from (a clone or a snapshot restore).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<Source>,
+}
+
+/// What a volume's content was copied from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum Source {
+    Snapshot(String),
+    Volume(String),
+}
+
+/// The size of a volume made from a source of `source_bytes` holding `source_file_system`: the
+/// file system must be the one asked for, and the volume at least as big as its source. XFS grows
+/// to the volume's size when the volume is staged; ext4 cannot grow on this machine, so an ext4
+/// volume gets exactly its source's size.
+pub fn size_from_source(
+    wanted: &Wanted,
+    max_bytes: u64,
+    source_file_system: FileSystem,
+    source_bytes: u64,
+) -> Result<u64, Error> {
+    if source_file_system != wanted.file_system {
+        return Err(Error::InvalidArgument(format!(
+            "the source holds {}, the volume asks for {}",
+            source_file_system.name(),
+            wanted.file_system.name()
+        )));
+    }
+    let size = size_to_make(wanted, max_bytes)?.max(source_bytes);
+    if wanted.limit_bytes > 0 && size > wanted.limit_bytes {
+        return Err(Error::OutOfRange(format!(
+            "the source is {source_bytes} bytes, past limit_bytes {}",
+            wanted.limit_bytes
+        )));
+    }
+    if wanted.file_system == FileSystem::Ext4 && size != source_bytes {
+        return Err(Error::OutOfRange(format!(
+            "an ext4 volume made from a source gets the source's size ({source_bytes} bytes): ext4 cannot grow on this machine"
+        )));
+    }
+    Ok(size)
 }
 
 /// A volume id (or CreateVolume name) safe as a file name.

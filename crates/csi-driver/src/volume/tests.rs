@@ -112,6 +112,7 @@ fn a_repeated_create_matches_only_the_same_request() {
         zone: "zone-r".into(),
         parameters: first.parameters.clone(),
         attached_to: None,
+        source: None,
     };
     check_same(&made, &first).unwrap();
     let bigger = wanted(
@@ -143,6 +144,7 @@ fn growth_never_shrinks_and_fixed_classes_refuse() {
         zone: "zone-r".into(),
         parameters: BTreeMap::new(),
         attached_to: None,
+        source: None,
     };
     assert_eq!(
         size_to_grow(&volume, Some(&range(512 << 20, 0)), u64::MAX).unwrap(),
@@ -181,5 +183,61 @@ fn topology_outside_the_zone_is_refused() {
     assert!(matches!(
         check_topology(Some(&requirement(vec![zone("zone-a")])), "zone-r"),
         Err(Error::ResourceExhausted(_))
+    ));
+}
+
+#[test]
+fn a_volume_from_a_source_keeps_its_file_system_and_at_least_its_size() {
+    const MI: u64 = 1 << 20;
+    let xfs = wanted(
+        &params(&[]),
+        &[mount("xfs", Mode::SingleNodeWriter)],
+        Some(&range(300 << 20, 0)),
+    )
+    .unwrap();
+    // Asked for less than the source: the source's size.
+    assert_eq!(
+        size_from_source(&xfs, 1 << 40, FileSystem::Xfs, 400 * MI).unwrap(),
+        400 * MI
+    );
+    // Asked for more: the volume's size (the file system grows when staged).
+    let big = wanted(
+        &params(&[]),
+        &[mount("xfs", Mode::SingleNodeWriter)],
+        Some(&range(500 << 20, 0)),
+    )
+    .unwrap();
+    assert_eq!(
+        size_from_source(&big, 1 << 40, FileSystem::Xfs, 400 * MI).unwrap(),
+        500 * MI
+    );
+    // Another file system than the source's, a limit below the source, ext4 bigger than its source.
+    assert!(matches!(
+        size_from_source(&xfs, 1 << 40, FileSystem::Ext4, 400 * MI),
+        Err(Error::InvalidArgument(_))
+    ));
+    let capped = wanted(
+        &params(&[]),
+        &[mount("xfs", Mode::SingleNodeWriter)],
+        Some(&range(300 << 20, 300 << 20)),
+    )
+    .unwrap();
+    assert!(matches!(
+        size_from_source(&capped, 1 << 40, FileSystem::Xfs, 400 * MI),
+        Err(Error::OutOfRange(_))
+    ));
+    let ext4 = wanted(
+        &params(&[("expansion", "none")]),
+        &[mount("ext4", Mode::SingleNodeWriter)],
+        Some(&range(128 << 20, 0)),
+    )
+    .unwrap();
+    assert_eq!(
+        size_from_source(&ext4, 1 << 40, FileSystem::Ext4, 128 * MI).unwrap(),
+        128 * MI
+    );
+    assert!(matches!(
+        size_from_source(&ext4, 1 << 40, FileSystem::Ext4, 64 * MI),
+        Err(Error::OutOfRange(_))
     ));
 }

@@ -101,6 +101,51 @@ impl Driver {
         Ok(response.into_inner().volume.unwrap())
     }
 
+    /// CreateVolume from a content source (a snapshot or another volume).
+    pub async fn create_from(
+        &self,
+        name: &str,
+        bytes: i64,
+        source: volume_content_source::Type,
+    ) -> Result<Volume, tonic::Status> {
+        let request = CreateVolumeRequest {
+            name: name.to_string(),
+            capacity_range: Some(CapacityRange {
+                required_bytes: bytes,
+                limit_bytes: 0,
+            }),
+            volume_capabilities: vec![capability("xfs")],
+            parameters: HashMap::from([("expansion".to_string(), "online".to_string())]),
+            volume_content_source: Some(VolumeContentSource { r#type: Some(source) }),
+            ..Default::default()
+        };
+        let response = self.controller().create_volume(request).await?;
+        Ok(response.into_inner().volume.unwrap())
+    }
+
+    pub async fn snapshot(&self, name: &str, volume: &str) -> Result<Snapshot, tonic::Status> {
+        let request = CreateSnapshotRequest {
+            source_volume_id: volume.to_string(),
+            name: name.to_string(),
+            ..Default::default()
+        };
+        Ok(self
+            .controller()
+            .create_snapshot(request)
+            .await?
+            .into_inner()
+            .snapshot
+            .unwrap())
+    }
+
+    pub async fn delete_snapshot(&self, id: &str) -> Result<(), tonic::Status> {
+        let request = DeleteSnapshotRequest {
+            snapshot_id: id.to_string(),
+            ..Default::default()
+        };
+        self.controller().delete_snapshot(request).await.map(drop)
+    }
+
     pub async fn delete(&self, id: &str) -> Result<(), tonic::Status> {
         let request = DeleteVolumeRequest {
             volume_id: id.to_string(),

@@ -297,3 +297,112 @@ async fn an_attached_volume_is_staged_only_where_attached_and_detached_only_when
     }
     driver.delete("pvc-att").await.unwrap();
 }
+
+/// A snapshot of a mounted volume (its file system frozen for the copy) restores into a bigger
+/// volume that holds the same bytes and grows to its size when staged; a clone of the mounted
+/// volume is staged beside it (XFS with the same UUID, mounted `nouuid`). Repeats give the same,
+/// other sources ALREADY_EXISTS, missing ones NOT_FOUND, and deleting a snapshot twice is fine.
+#[tokio::test]
+async fn snapshots_and_clones_copy_the_bytes_of_a_mounted_volume() {
+    use volume_content_source::{SnapshotSource, Type, VolumeSource};
+    let driver = Driver::start("block.csi.ferry.dev", false).await;
+    driver
+        .create("pvc-src", 300 * MIB, "xfs", "online")
+        .await
+        .unwrap();
+    driver
+        .create("pvc-other", 300 * MIB, "xfs", "online")
+        .await
+        .unwrap();
+    let source = driver.paths("pvc-src");
+    driver.stage("pvc-src", &source, "xfs").await.unwrap();
+    driver.publish("pvc-src", &source, false).await.unwrap();
+    let sum = write_file(&source.target.join("kept"), 20 << 20);
+
+    let taken = driver.snapshot("snap-1", "pvc-src").await.unwrap();
+    assert!(taken.ready_to_use);
+    assert_eq!(taken.size_bytes, 300 * MIB);
+    assert_eq!(taken.source_volume_id, "pvc-src");
+    assert_eq!(driver.snapshot("snap-1", "pvc-src").await.unwrap(), taken);
+    assert_eq!(
+        code(driver.snapshot("snap-1", "pvc-other").await),
+        Code::AlreadyExists
+    );
+    assert_eq!(
+        code(driver.snapshot("snap-2", "pvc-missing").await),
+        Code::NotFound
+    );
+    // The source still takes writes: it was thawed.
+    write_file(&source.target.join("after"), 1 << 20);
+
+    let from_snapshot = Type::Snapshot(SnapshotSource {
+        snapshot_id: "snap-1".into(),
+    });
+    let restored = driver
+        .create_from("pvc-restored", 400 * MIB, from_snapshot.clone())
+        .await
+        .unwrap();
+    assert_eq!(restored.capacity_bytes, 400 * MIB);
+    assert_eq!(
+        restored.content_source.clone().unwrap().r#type,
+        Some(from_snapshot.clone())
+    );
+    assert_eq!(
+        driver
+            .create_from("pvc-restored", 400 * MIB, from_snapshot.clone())
+            .await
+            .unwrap(),
+        restored
+    );
+    let from_clone = Type::Volume(VolumeSource {
+        volume_id: "pvc-src".into(),
+    });
+    assert_eq!(
+        code(
+            driver
+                .create_from("pvc-restored", 400 * MIB, from_clone.clone())
+                .await
+        ),
+        Code::AlreadyExists
+    );
+    let copy = driver.paths("pvc-restored");
+    driver.stage("pvc-restored", &copy, "xfs").await.unwrap();
+    driver.publish("pvc-restored", &copy, false).await.unwrap();
+    assert_eq!(checksum(&copy.target.join("kept")), sum);
+    assert!(
+        !copy.target.join("after").exists(),
+        "the snapshot is of its moment"
+    );
+    let total = df_total(&copy.target);
+    assert!(
+        total > 330 * MIB,
+        "a restore grows to its volume's size: df shows {total}"
+    );
+
+    let cloned = driver
+        .create_from("pvc-clone", 300 * MIB, from_clone)
+        .await
+        .unwrap();
+    assert_eq!(cloned.capacity_bytes, 300 * MIB);
+    let clone = driver.paths("pvc-clone");
+    driver.stage("pvc-clone", &clone, "xfs").await.unwrap();
+    driver.publish("pvc-clone", &clone, false).await.unwrap();
+    assert_eq!(checksum(&clone.target.join("kept")), sum);
+    assert!(clone.target.join("after").exists());
+
+    driver.delete_snapshot("snap-1").await.unwrap();
+    driver.delete_snapshot("snap-1").await.unwrap();
+    assert_eq!(
+        code(driver.create_from("pvc-late", 300 * MIB, from_snapshot).await),
+        Code::NotFound
+    );
+    for (id, paths) in [
+        ("pvc-src", &source),
+        ("pvc-restored", &copy),
+        ("pvc-clone", &clone),
+    ] {
+        driver.unpublish(id, paths).await.unwrap();
+        driver.unstage(id, paths).await.unwrap();
+        driver.delete(id).await.unwrap();
+    }
+}
