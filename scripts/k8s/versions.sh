@@ -24,6 +24,8 @@ csi_sidecars=(
   "github.com/kubernetes-csi/external-snapshotter/v8/cmd/csi-snapshotter@v8.6.0"
   "github.com/kubernetes-csi/external-snapshotter/v8/cmd/snapshot-controller@v8.6.0"
 )
+# The VolumeSnapshot CRDs come from the snapshotter's client module, at the snapshotter's version.
+snapshot_crds_module="github.com/kubernetes-csi/external-snapshotter/client/v8@v8.6.0"
 
 k8s_minors() {
   local dir

@@ -17,10 +17,35 @@ csi_name() { echo "$1.csi.ferry.dev"; }
 csi_socket() { echo "$csi_dir/$1/csi.sock"; }
 csi_processes() { # every process name start_csi uses
   local driver
+  echo csi-snapshot-controller
   for driver in "${csi_drivers[@]}"; do
     echo "csi-$driver" "csi-$driver-registrar" "csi-$driver-provisioner" "csi-$driver-resizer"
     [ "$driver" != attach ] || echo "csi-$driver-attacher"
+    [ "$driver" != block ] || echo "csi-$driver-snapshotter"
   done
+}
+
+# VolumeSnapshot, VolumeSnapshotContent and VolumeSnapshotClass (not the group snapshot CRDs), from
+# the Go module cache (downloaded through the module proxy when missing), and one class for the
+# block driver.
+apply_snapshot_crds() {
+  local dir kind
+  dir=$(cd / && go mod download -json "$snapshot_crds_module" | sed -n 's/^\t"Dir": "\(.*\)",$/\1/p')
+  [ -d "$dir/config/crd" ] || die "no VolumeSnapshot CRDs in $snapshot_crds_module (got '$dir')"
+  for kind in volumesnapshotclasses volumesnapshotcontents volumesnapshots; do
+    kctl apply --server-side --force-conflicts -f "$dir/config/crd/snapshot.storage.k8s.io_$kind.yaml" >/dev/null
+  done
+  for kind in volumesnapshotclasses volumesnapshotcontents volumesnapshots; do
+    kctl wait --for condition=established --timeout 60s "crd/$kind.snapshot.storage.k8s.io" >/dev/null
+  done
+  kctl apply -f - >/dev/null <<YAML
+apiVersion: snapshot.storage.k8s.io/v1
+kind: VolumeSnapshotClass
+metadata:
+  name: ferry-block-snapshots
+driver: $(csi_name block)
+deletionPolicy: Delete
+YAML
 }
 
 csi_registered() { # every driver is listed by the real node's CSINode
@@ -61,6 +86,9 @@ start_csi() {
   local driver name socket flags
   log "starting the CSI drivers and sidecars on $real_node (${csi_drivers[*]})"
   apply_csi_drivers
+  apply_snapshot_crds
+  start_supervised csi-snapshot-controller "$bin/snapshot-controller" --kubeconfig "$kubeconfig" \
+    --leader-election=false --v 2
   for driver in "${csi_drivers[@]}"; do
     name=$(csi_name "$driver")
     socket=$(csi_socket "$driver")
@@ -78,6 +106,10 @@ start_csi() {
       --leader-election=false --feature-gates Topology=true --timeout 60s --v 2
     start_supervised "csi-$driver-resizer" "$bin/csi-resizer" --csi-address "$socket" --kubeconfig "$kubeconfig" \
       --leader-election=false --handle-volume-inuse-error=true --timeout 60s --v 2
+    if [ "$driver" = block ]; then
+      start_supervised "csi-$driver-snapshotter" "$bin/csi-snapshotter" --csi-address "$socket" --kubeconfig "$kubeconfig" \
+        --leader-election=false --timeout 60s --v 2
+    fi
     if [ "$driver" = attach ]; then
       start_supervised "csi-$driver-attacher" "$bin/csi-attacher" --csi-address "$socket" --kubeconfig "$kubeconfig" \
         --leader-election=false --timeout 60s --v 2

@@ -58,6 +58,8 @@ pub const REAL_NODE_ZONE: &str = "zone-r";
 /// Real-node CSI StorageClass whose volumes grow only while no pod mounts them: the claim waits until
 /// its pod is gone, then sits at `FileSystemResizePending` until the pod starts again.
 pub const CLASS_BLOCK_OFFLINE: &str = "ferry-block-offline";
+/// The VolumeSnapshotClass of [`CSI_DRIVER`] (`scripts/lib/csi.sh`; deletion policy Delete).
+pub const SNAPSHOT_CLASS: &str = "ferry-block-snapshots";
 /// Real-node CSI StorageClass of [`CSI_ATTACH_DRIVER`] (grows online).
 pub const CLASS_BLOCK_ATTACH: &str = "ferry-block-attach";
 /// The node run by a real kubelet and containerd (tainted `ferry.dev/real-node=true:NoSchedule`).

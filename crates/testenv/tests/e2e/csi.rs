@@ -1,5 +1,6 @@
 //! The real node's CSI storage: Ferry's test CSI driver behind the upstream external-provisioner,
-//! -resizer and -attacher, registered with the real kubelet. Volumes are `spec.csi` PVs the
+//! -resizer, -attacher and -snapshotter (with the snapshot-controller), registered with the real
+//! kubelet. Volumes are `spec.csi` PVs the
 //! provisioner made, the kubelet stages, publishes and grows them through the driver, and the
 //! bytes on them are checked by checksum.
 
@@ -7,8 +8,8 @@ use crate::claims::{capacity, grow};
 use crate::real_pods::{kubectl_ok, pod_with_claim, start_pod, wait_running};
 use ferry_testenv::workload::df_bytes;
 use ferry_testenv::{
-    CLASS_BLOCK_ATTACH, CLASS_BLOCK_OFFLINE, CSI_ATTACH_DRIVER, CSI_DRIVER, REAL_NODE, REAL_NODE_ZONE,
-    TestNamespace, client, wait_until,
+    CLASS_BLOCK, CLASS_BLOCK_ATTACH, CLASS_BLOCK_OFFLINE, CSI_ATTACH_DRIVER, CSI_DRIVER, REAL_NODE,
+    REAL_NODE_ZONE, SNAPSHOT_CLASS, TestNamespace, client, wait_until,
 };
 use k8s_openapi::api::core::v1::{Event, PersistentVolume, PersistentVolumeClaim, Pod};
 use k8s_openapi::api::storage::v1::{CSINode, VolumeAttachment};
@@ -223,5 +224,108 @@ async fn an_offline_csi_volume_grows_once_its_pod_is_gone_and_back() {
     let size = df_bytes(&ns.name, "off", "/data").await.unwrap();
     assert!(size > 380 * MI && size <= 480 * MI, "df size after growth {size}");
     assert_eq!(kept_checksum(&ns, "off").await, kept);
+    ns.cleanup().await.unwrap();
+}
+
+/// A claim with a `dataSource`, as users write it.
+async fn claim_from(ns: &TestNamespace, name: &str, size: &str, source: serde_json::Value) {
+    let claim = serde_json::from_value(serde_json::json!({
+        "metadata": {"name": name},
+        "spec": {"accessModes": ["ReadWriteOnce"], "storageClassName": CLASS_BLOCK,
+                 "resources": {"requests": {"storage": size}}, "dataSource": source},
+    }))
+    .unwrap();
+    ns.api::<PersistentVolumeClaim>()
+        .create(&kube::api::PostParams::default(), &claim)
+        .await
+        .unwrap();
+}
+
+/// Through the upstream external-snapshotter and snapshot-controller: a VolumeSnapshot of a claim in
+/// use becomes ready, a bigger claim restored from it holds the same bytes and a file system of its
+/// own size, and a clone of the claim (a `PersistentVolumeClaim` data source) holds them too.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn snapshots_restores_and_clones_go_through_the_upstream_snapshotter_and_provisioner() {
+    let client = client().await.unwrap();
+    let ns = TestNamespace::create(&client, "csi-snap").await.unwrap();
+    let script = "dd if=/dev/urandom of=/data/kept bs=1M count=20 && sync && sleep 3600";
+    pod_with_claim(&ns, "src", CLASS_BLOCK, "300Mi", script).await;
+    let pods: Api<Pod> = ns.api();
+    wait_running(&pods, "src").await;
+    let kept = wait_until("the pod to write its file", 60, || async {
+        let (code, out, _) =
+            ferry_testenv::kubectl(&["-n", &ns.name, "exec", "src", "--", "sha256sum", "/data/kept"])
+                .await
+                .ok()?;
+        (code == 0).then_some(out)
+    })
+    .await
+    .unwrap();
+
+    let resource = kube::discovery::ApiResource::from_gvk(&kube::api::GroupVersionKind::gvk(
+        "snapshot.storage.k8s.io",
+        "v1",
+        "VolumeSnapshot",
+    ));
+    let snapshots: Api<kube::api::DynamicObject> = Api::namespaced_with(client.clone(), &ns.name, &resource);
+    let snapshot: kube::api::DynamicObject = serde_json::from_value(serde_json::json!({
+        "apiVersion": "snapshot.storage.k8s.io/v1", "kind": "VolumeSnapshot",
+        "metadata": {"name": "snap"},
+        "spec": {"volumeSnapshotClassName": SNAPSHOT_CLASS, "source": {"persistentVolumeClaimName": "src"}},
+    }))
+    .unwrap();
+    snapshots
+        .create(&kube::api::PostParams::default(), &snapshot)
+        .await
+        .unwrap();
+    wait_until("the VolumeSnapshot to be ready", 120, || async {
+        let snapshot = snapshots.get("snap").await.ok()?;
+        (snapshot.data["status"]["readyToUse"] == serde_json::json!(true)).then_some(())
+    })
+    .await
+    .unwrap();
+
+    claim_from(
+        &ns,
+        "restored",
+        "400Mi",
+        serde_json::json!({
+            "apiGroup": "snapshot.storage.k8s.io", "kind": "VolumeSnapshot", "name": "snap"
+        }),
+    )
+    .await;
+    claim_from(
+        &ns,
+        "clone",
+        "300Mi",
+        serde_json::json!({"kind": "PersistentVolumeClaim", "name": "src"}),
+    )
+    .await;
+    for name in ["restored", "clone"] {
+        start_pod(&ns, name, name, "sleep 3600").await;
+        wait_running(&pods, name).await;
+        assert_eq!(
+            kept_checksum(&ns, name).await,
+            kept,
+            "{name} holds the source's bytes"
+        );
+    }
+    let claims: Api<PersistentVolumeClaim> = ns.api();
+    assert_eq!(capacity(&claims, "restored").await, Some(400 * MI));
+    let size = df_bytes(&ns.name, "restored", "/data").await.unwrap();
+    assert!(
+        size > 330 * MI && size <= 400 * MI,
+        "the restored file system fills its volume: df {size}"
+    );
+    let restored = csi_volume(&client, &claims, "restored", CSI_DRIVER).await;
+    assert!(
+        restored
+            .spec
+            .unwrap()
+            .csi
+            .unwrap()
+            .volume_handle
+            .starts_with("pvc-")
+    );
     ns.cleanup().await.unwrap();
 }
