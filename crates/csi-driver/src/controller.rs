@@ -34,6 +34,7 @@ impl Driver {
         )?;
         volume::check_topology(request.accessibility_requirements.as_ref(), &self.config.zone)?;
         let source = requested_source(request.volume_content_source.as_ref())?;
+        let read_only = volume::read_only_wanted(&request.mutable_parameters)?.unwrap_or(false);
         if let Some(existing) = self.store.get(&request.name)? {
             volume::check_same(&existing, &wanted)?;
             if existing.source != source {
@@ -87,6 +88,7 @@ impl Driver {
             parameters: wanted.parameters,
             attached_to: None,
             source,
+            read_only,
         };
         self.store.put(&made)?;
         tracing::info!(volume = %made.id, bytes, source = ?made.source, "created");
@@ -108,6 +110,28 @@ impl Driver {
         let copied = disk::copy_image(&image, target);
         let thawed = disk::thaw(&mount.mount_point);
         copied.and(thawed)
+    }
+
+    /// ControllerModifyVolume: records the read-only setting and applies it at once to the file
+    /// system where the volume is staged (a remount of the file system itself, so the pods' bind
+    /// mounts follow); a volume staged later is mounted with it.
+    fn modify_volume(&self, request: ControllerModifyVolumeRequest) -> Result<(), Error> {
+        volume::check_id(&request.volume_id)?;
+        let mut existing = self.store.require(&request.volume_id)?;
+        let Some(read_only) = volume::read_only_wanted(&request.mutable_parameters)? else {
+            return Ok(());
+        };
+        if existing.read_only != read_only {
+            existing.read_only = read_only;
+            self.store.put(&existing)?;
+        }
+        if let Some(device) = disk::loop_device(&self.store.image(&existing.id))? {
+            for mount in crate::mountinfo::of_source(&device)? {
+                disk::remount(&mount.mount_point, read_only)?;
+            }
+        }
+        tracing::info!(volume = %existing.id, read_only, "modified");
+        Ok(())
     }
 
     fn create_snapshot(&self, request: CreateSnapshotRequest) -> Result<Snapshot, Error> {
@@ -265,6 +289,7 @@ impl Driver {
             rpc::Type::ExpandVolume,
             rpc::Type::CreateDeleteSnapshot,
             rpc::Type::CloneVolume,
+            rpc::Type::ModifyVolume,
         ];
         if self.config.attach_required {
             kinds.push(rpc::Type::PublishUnpublishVolume);
@@ -492,8 +517,10 @@ impl Controller for ControllerService {
 
     async fn controller_modify_volume(
         &self,
-        _: Request<ControllerModifyVolumeRequest>,
+        request: Request<ControllerModifyVolumeRequest>,
     ) -> Result<Response<ControllerModifyVolumeResponse>, Status> {
-        unimplemented("ControllerModifyVolume")
+        let request = request.into_inner();
+        self.driver.call(move |d| d.modify_volume(request)).await?;
+        Ok(Response::new(ControllerModifyVolumeResponse {}))
     }
 }

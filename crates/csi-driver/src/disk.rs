@@ -130,6 +130,13 @@ pub fn bind(source: &Path, target: &Path, read_only: bool) -> Result<(), Error> 
     Ok(())
 }
 
+/// Remounts the file system mounted at `mount_point` read-only or writable: the file system
+/// itself, so every bind mount of it follows (writes there fail with EROFS).
+pub fn remount(mount_point: &Path, read_only: bool) -> Result<(), Error> {
+    let mode = if read_only { "remount,ro" } else { "remount,rw" };
+    run(Command::new("mount").args(["-o", mode]).arg(mount_point)).map(drop)
+}
+
 /// Unmounts whatever is mounted at `target`, if anything.
 pub fn unmount(target: &Path) -> Result<(), Error> {
     while mountinfo::at(target)?.is_some() {

@@ -58,10 +58,14 @@ impl Driver {
                 existing.id, self.config.node_id
             )));
         }
-        let flags = match capability.access_type {
+        let mut flags = match capability.access_type {
             Some(AccessType::Mount(mount)) => mount.mount_flags,
             _ => Vec::new(),
         };
+        // The mutable parameter set by a VolumeAttributesClass.
+        if existing.read_only {
+            flags.push("ro".into());
+        }
         let device = disk::attach(&self.store.image(&existing.id))?;
         disk::mount(&device, &staging, existing.file_system, &flags)?;
         // A volume restored or cloned bigger than its source holds the source's file system: it

@@ -108,6 +108,38 @@ pub struct Volume {
     /// What it was made from (a clone or a snapshot restore).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub source: Option<Source>,
+    /// The mutable parameter (VolumeAttributesClass): its file system is mounted read-only.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub read_only: bool,
+}
+
+/// The one mutable parameter (a VolumeAttributesClass's `parameters`): `readOnly: "true"` makes
+/// the volume's file system read-only wherever it is mounted, `"false"` writable again.
+pub const READ_ONLY_PARAMETER: &str = "readOnly";
+
+/// The read-only setting `mutable_parameters` ask for (None: they leave it as it is); any other
+/// key or value is INVALID_ARGUMENT, which the external-resizer reports as an infeasible change.
+pub fn read_only_wanted(
+    mutable_parameters: &std::collections::HashMap<String, String>,
+) -> Result<Option<bool>, Error> {
+    let mut wanted = None;
+    for (key, value) in mutable_parameters {
+        match (key.as_str(), value.as_str()) {
+            (READ_ONLY_PARAMETER, "true") => wanted = Some(true),
+            (READ_ONLY_PARAMETER, "false") => wanted = Some(false),
+            (READ_ONLY_PARAMETER, other) => {
+                return Err(Error::InvalidArgument(format!(
+                    "{READ_ONLY_PARAMETER} must be \"true\" or \"false\", not {other:?}"
+                )));
+            }
+            (other, _) => {
+                return Err(Error::InvalidArgument(format!(
+                    "{other:?} is not a mutable parameter of this driver (only {READ_ONLY_PARAMETER})"
+                )));
+            }
+        }
+    }
+    Ok(wanted)
 }
 
 /// What a volume's content was copied from.

@@ -113,6 +113,7 @@ fn a_repeated_create_matches_only_the_same_request() {
         parameters: first.parameters.clone(),
         attached_to: None,
         source: None,
+        read_only: false,
     };
     check_same(&made, &first).unwrap();
     let bigger = wanted(
@@ -145,6 +146,7 @@ fn growth_never_shrinks_and_fixed_classes_refuse() {
         parameters: BTreeMap::new(),
         attached_to: None,
         source: None,
+        read_only: false,
     };
     assert_eq!(
         size_to_grow(&volume, Some(&range(512 << 20, 0)), u64::MAX).unwrap(),
@@ -239,5 +241,26 @@ fn a_volume_from_a_source_keeps_its_file_system_and_at_least_its_size() {
     assert!(matches!(
         size_from_source(&ext4, 1 << 40, FileSystem::Ext4, 64 * MI),
         Err(Error::OutOfRange(_))
+    ));
+}
+
+#[test]
+fn the_one_mutable_parameter_is_read_only_and_anything_else_is_invalid() {
+    assert_eq!(read_only_wanted(&params(&[])).unwrap(), None);
+    assert_eq!(
+        read_only_wanted(&params(&[("readOnly", "true")])).unwrap(),
+        Some(true)
+    );
+    assert_eq!(
+        read_only_wanted(&params(&[("readOnly", "false")])).unwrap(),
+        Some(false)
+    );
+    assert!(matches!(
+        read_only_wanted(&params(&[("readOnly", "yes")])),
+        Err(Error::InvalidArgument(_))
+    ));
+    assert!(matches!(
+        read_only_wanted(&params(&[("iops", "9000")])),
+        Err(Error::InvalidArgument(_))
     ));
 }

@@ -146,6 +146,21 @@ impl Driver {
         self.controller().delete_snapshot(request).await.map(drop)
     }
 
+    pub async fn modify(&self, id: &str, parameters: &[(&str, &str)]) -> Result<(), tonic::Status> {
+        let request = ControllerModifyVolumeRequest {
+            volume_id: id.to_string(),
+            mutable_parameters: parameters
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+            ..Default::default()
+        };
+        self.controller()
+            .controller_modify_volume(request)
+            .await
+            .map(drop)
+    }
+
     pub async fn delete(&self, id: &str) -> Result<(), tonic::Status> {
         let request = DeleteVolumeRequest {
             volume_id: id.to_string(),

@@ -406,3 +406,44 @@ async fn snapshots_and_clones_copy_the_bytes_of_a_mounted_volume() {
         driver.delete(id).await.unwrap();
     }
 }
+
+/// ControllerModifyVolume applies the one mutable parameter at once: the staged file system turns
+/// read-only (a write through the published path fails with EROFS) and stays so when staged again,
+/// then writable; an unknown parameter is INVALID_ARGUMENT and changes nothing.
+#[tokio::test]
+async fn the_read_only_parameter_is_applied_to_the_mounted_file_system() {
+    let driver = Driver::start("block.csi.ferry.dev", false).await;
+    driver.create("pvc-ro", 300 * MIB, "xfs", "online").await.unwrap();
+    let paths = driver.paths("pvc-ro");
+    driver.stage("pvc-ro", &paths, "xfs").await.unwrap();
+    driver.publish("pvc-ro", &paths, false).await.unwrap();
+    let sum = write_file(&paths.target.join("before"), 1 << 20);
+
+    driver.modify("pvc-ro", &[("readOnly", "true")]).await.unwrap();
+    driver.modify("pvc-ro", &[("readOnly", "true")]).await.unwrap();
+    let refused = std::fs::write(paths.target.join("during"), b"x").unwrap_err();
+    assert_eq!(refused.raw_os_error(), Some(EROFS));
+    assert_eq!(checksum(&paths.target.join("before")), sum);
+    driver.unpublish("pvc-ro", &paths).await.unwrap();
+    driver.unstage("pvc-ro", &paths).await.unwrap();
+    driver.stage("pvc-ro", &paths, "xfs").await.unwrap();
+    driver.publish("pvc-ro", &paths, false).await.unwrap();
+    let refused = std::fs::write(paths.target.join("during"), b"x").unwrap_err();
+    assert_eq!(
+        refused.raw_os_error(),
+        Some(EROFS),
+        "staged again, still read-only"
+    );
+
+    assert_eq!(
+        code(driver.modify("pvc-ro", &[("iops", "9000")]).await),
+        Code::InvalidArgument
+    );
+    driver.modify("pvc-ro", &[("readOnly", "false")]).await.unwrap();
+    std::fs::write(paths.target.join("after"), b"x").unwrap();
+    driver.unpublish("pvc-ro", &paths).await.unwrap();
+    driver.unstage("pvc-ro", &paths).await.unwrap();
+    driver.delete("pvc-ro").await.unwrap();
+}
+
+const EROFS: i32 = 30;
