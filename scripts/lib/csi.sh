@@ -48,6 +48,23 @@ deletionPolicy: Delete
 YAML
 }
 
+# The block driver's VolumeAttributesClasses: its one mutable parameter, readOnly, applied to the
+# mounted file system at once (ControllerModifyVolume through the external-resizer).
+apply_attributes_classes() {
+  local mode
+  for mode in writable read-only; do
+    kctl apply -f - >/dev/null <<YAML
+apiVersion: storage.k8s.io/v1
+kind: VolumeAttributesClass
+metadata:
+  name: ferry-block-$mode
+driverName: $(csi_name block)
+parameters:
+  readOnly: "$([ "$mode" = read-only ] && echo true || echo false)"
+YAML
+  done
+}
+
 csi_registered() { # every driver is listed by the real node's CSINode
   local listed driver
   listed=" $(kctl get csinode "$real_node" -o jsonpath='{.spec.drivers[*].name}' 2>/dev/null) "
@@ -87,6 +104,7 @@ start_csi() {
   log "starting the CSI drivers and sidecars on $real_node (${csi_drivers[*]})"
   apply_csi_drivers
   apply_snapshot_crds
+  apply_attributes_classes
   start_supervised csi-snapshot-controller "$bin/snapshot-controller" --kubeconfig "$kubeconfig" \
     --leader-election=false --v 2
   for driver in "${csi_drivers[@]}"; do

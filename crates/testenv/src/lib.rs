@@ -60,6 +60,10 @@ pub const REAL_NODE_ZONE: &str = "zone-r";
 pub const CLASS_BLOCK_OFFLINE: &str = "ferry-block-offline";
 /// The VolumeSnapshotClass of [`CSI_DRIVER`] (`scripts/lib/csi.sh`; deletion policy Delete).
 pub const SNAPSHOT_CLASS: &str = "ferry-block-snapshots";
+/// VolumeAttributesClasses of [`CSI_DRIVER`]: its mutable parameter `readOnly` false and true
+/// (`scripts/lib/csi.sh`).
+pub const ATTRIBUTES_WRITABLE: &str = "ferry-block-writable";
+pub const ATTRIBUTES_READ_ONLY: &str = "ferry-block-read-only";
 /// Real-node CSI StorageClass of [`CSI_ATTACH_DRIVER`] (grows online).
 pub const CLASS_BLOCK_ATTACH: &str = "ferry-block-attach";
 /// The node run by a real kubelet and containerd (tainted `ferry.dev/real-node=true:NoSchedule`).

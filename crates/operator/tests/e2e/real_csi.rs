@@ -49,7 +49,8 @@ async fn attachments(harness: &Harness, volume: &str) -> Vec<(String, bool)> {
 
 /// A replica moves off `ferry-block-attach` (its volume detached, no `VolumeAttachment` left) with
 /// the old volume retained for 20 s (the provisioner never deletes it meanwhile, and deletes it with
-/// its disk when retention ends), then back onto it (attached where it runs).
+/// its disk when retention ends), then back onto it (attached where it runs) with the
+/// external-attacher and the driver killed every few seconds meanwhile.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_replica_moves_off_and_onto_an_attached_class_and_its_retained_volume_is_freed_at_expiry() {
     let harness = Harness::start("real-attach").await;
@@ -126,6 +127,9 @@ async fn a_replica_moves_off_and_onto_an_attached_class_and_its_retained_volume_
     .await
     .unwrap();
 
+    // Back onto the attached class with the external-attacher and the driver killed meanwhile.
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let killer = keep_killing(&["csi-attach-attacher", "csi-attach"], 3, stop.clone());
     resize_succeeds(
         &harness,
         "onto-attach",
@@ -135,6 +139,11 @@ async fn a_replica_moves_off_and_onto_an_attached_class_and_its_retained_volume_
         300,
     )
     .await;
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    assert!(
+        killer.await.unwrap() > 0,
+        "the attacher or the driver was killed mid-resize"
+    );
     let third = volume_of(&harness, "data-db-0").await;
     let third_name = third.metadata.name.clone().unwrap();
     assert_eq!(

@@ -329,3 +329,95 @@ async fn snapshots_restores_and_clones_go_through_the_upstream_snapshotter_and_p
     );
     ns.cleanup().await.unwrap();
 }
+
+/// `sh -c script` in the pod: (exit code, stderr).
+async fn exec(ns: &TestNamespace, pod: &str, script: &str) -> (i32, String) {
+    let (code, _, stderr) = ferry_testenv::kubectl(&["-n", &ns.name, "exec", pod, "--", "sh", "-c", script])
+        .await
+        .unwrap();
+    (code, stderr)
+}
+
+/// Sets the claim's VolumeAttributesClass and waits for what its status then says.
+async fn modify(claims: &Api<PersistentVolumeClaim>, claim: &str, class: &str, until: &str) {
+    let patch = serde_json::json!({"spec": {"volumeAttributesClassName": class}});
+    claims
+        .patch(
+            claim,
+            &kube::api::PatchParams::default(),
+            &kube::api::Patch::Merge(patch),
+        )
+        .await
+        .unwrap();
+    wait_until(&format!("claim {claim}: {until}"), 90, || async {
+        let status = claims.get(claim).await.ok()?.status?;
+        let current = status.current_volume_attributes_class_name.as_deref();
+        let modify = status.modify_volume_status.as_ref().map(|m| m.status.as_str());
+        let reached = match until {
+            "Infeasible" => modify == Some("Infeasible"),
+            _ => current == Some(until) && modify.is_none(),
+        };
+        reached.then_some(())
+    })
+    .await
+    .unwrap();
+}
+
+/// A VolumeAttributesClass change goes through the upstream external-resizer to the driver's
+/// ControllerModifyVolume, which really applies its one mutable parameter: the mounted file system
+/// turns read-only (writes in the running pod fail) and writable again; a class with a parameter
+/// the driver does not have is reported Infeasible and changes nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_volume_attributes_class_change_is_applied_to_the_mounted_volume() {
+    use ferry_testenv::{ATTRIBUTES_READ_ONLY, ATTRIBUTES_WRITABLE};
+    let client = client().await.unwrap();
+    let ns = TestNamespace::create(&client, "csi-vac").await.unwrap();
+    let claim = serde_json::from_value(serde_json::json!({
+        "metadata": {"name": "tiered"},
+        "spec": {"accessModes": ["ReadWriteOnce"], "storageClassName": CLASS_BLOCK,
+                 "volumeAttributesClassName": ATTRIBUTES_WRITABLE,
+                 "resources": {"requests": {"storage": "300Mi"}}},
+    }))
+    .unwrap();
+    let claims: Api<PersistentVolumeClaim> = ns.api();
+    claims
+        .create(&kube::api::PostParams::default(), &claim)
+        .await
+        .unwrap();
+    start_pod(&ns, "tiered", "tiered", "sleep 3600").await;
+    wait_running(&ns.api::<Pod>(), "tiered").await;
+    assert_eq!(exec(&ns, "tiered", "echo before > /data/before").await.0, 0);
+
+    modify(&claims, "tiered", ATTRIBUTES_READ_ONLY, ATTRIBUTES_READ_ONLY).await;
+    let (code, stderr) = exec(&ns, "tiered", "echo during > /data/during").await;
+    assert_ne!(code, 0, "a write to a read-only volume fails");
+    assert!(stderr.contains("Read-only file system"), "{stderr}");
+    assert_eq!(exec(&ns, "tiered", "grep -q before /data/before").await.0, 0);
+
+    modify(&claims, "tiered", ATTRIBUTES_WRITABLE, ATTRIBUTES_WRITABLE).await;
+    assert_eq!(exec(&ns, "tiered", "echo after > /data/after").await.0, 0);
+
+    // A parameter this driver does not have: Infeasible, and the volume stays as it was.
+    let unknown = format!("{}-iops", ns.name);
+    let class = serde_json::from_value(serde_json::json!({
+        "metadata": {"name": unknown},
+        "driverName": CSI_DRIVER,
+        "parameters": {"iops": "9000"},
+    }))
+    .unwrap();
+    let classes: Api<k8s_openapi::api::storage::v1::VolumeAttributesClass> = Api::all(client.clone());
+    classes
+        .create(&kube::api::PostParams::default(), &class)
+        .await
+        .unwrap();
+    modify(&claims, "tiered", &unknown, "Infeasible").await;
+    let status = claims.get("tiered").await.unwrap().status.unwrap();
+    assert_eq!(
+        status.current_volume_attributes_class_name.as_deref(),
+        Some(ATTRIBUTES_WRITABLE)
+    );
+    assert_eq!(exec(&ns, "tiered", "echo still > /data/still").await.0, 0);
+    ns.cleanup().await.unwrap();
+    // Deleted once no claim names it (the API server's protection finalizer).
+    classes.delete(&unknown, &DeleteParams::default()).await.unwrap();
+}
