@@ -168,6 +168,8 @@ impl Driver {
 
     fn delete_snapshot(&self, id: &str) -> Result<(), Error> {
         volume::check_id(id)?;
+        remove_file(&self.snapshots.image_in_progress(id))?;
+        remove_file(&self.snapshots.image(id))?;
         self.snapshots.remove(id)?;
         tracing::info!(snapshot = %id, "snapshot deleted");
         Ok(())

@@ -7,8 +7,9 @@ use crate::node::NodeService;
 use crate::proto::csi::controller_server::ControllerServer;
 use crate::proto::csi::identity_server::IdentityServer;
 use crate::proto::csi::node_server::NodeServer;
-use crate::snapshots::SnapshotStore;
+use crate::snapshots::Snapshot;
 use crate::store::Store;
+use crate::volume::Volume;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use tokio::net::UnixListener;
@@ -33,8 +34,8 @@ pub struct Config {
 
 pub struct Driver {
     pub config: Config,
-    pub store: Store,
-    pub snapshots: SnapshotStore,
+    pub store: Store<Volume>,
+    pub snapshots: Store<Snapshot>,
     /// One call that changes volumes at a time: the sidecars and the kubelet may call concurrently,
     /// and a loop device or mount half-made by one call must not be seen by another.
     serial: tokio::sync::Mutex<()>,
@@ -43,7 +44,7 @@ pub struct Driver {
 impl Driver {
     pub fn new(config: Config) -> Result<Driver, Error> {
         let store = Store::open(&config.state_dir)?;
-        let snapshots = SnapshotStore::open(&config.state_dir)?;
+        let snapshots = Store::open(&config.state_dir)?;
         Ok(Driver {
             config,
             store,

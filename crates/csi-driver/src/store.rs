@@ -1,23 +1,39 @@
-//! The driver's volumes on disk: `<state>/volumes/<id>.json` (the record, written last when
-//! creating and removed last when deleting, so it says the volume is whole) and `<id>.img` (the
-//! sparse file behind its loop device). A record is replaced by writing a new file and renaming it,
-//! so a killed driver leaves the old record or the new one, never half of one.
+//! The driver's records on disk, one directory per kind: `<state>/volumes/` and
+//! `<state>/snapshots/`, each entry `<id>.json` (the record, written last when creating and removed
+//! last when deleting, so it says the entry is whole) and `<id>.img` (the sparse file holding its
+//! bytes). A record is replaced by writing a new file and renaming it, so a killed driver leaves the
+//! old record or the new one, never half of one.
 
 use crate::Error;
-use crate::volume::Volume;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
 use std::io::ErrorKind;
+use std::marker::PhantomData;
 use std::path::{Path, PathBuf};
 
-#[derive(Debug, Clone)]
-pub struct Store {
-    dir: PathBuf,
+/// What a [`Store`] keeps: a record named by its id.
+pub trait Record: Serialize + DeserializeOwned {
+    /// What the CSI spec calls it, for NOT_FOUND messages ("volume", "snapshot").
+    const KIND: &'static str;
+    /// Its directory under the state directory.
+    const DIR: &'static str;
+    fn id(&self) -> &str;
 }
 
-impl Store {
-    pub fn open(state_dir: &Path) -> Result<Store, Error> {
-        let dir = state_dir.join("volumes");
+#[derive(Debug, Clone)]
+pub struct Store<T> {
+    dir: PathBuf,
+    kind: PhantomData<T>,
+}
+
+impl<T: Record> Store<T> {
+    pub fn open(state_dir: &Path) -> Result<Store<T>, Error> {
+        let dir = state_dir.join(T::DIR);
         std::fs::create_dir_all(&dir).map_err(|e| Error::io(dir.display(), e))?;
-        Ok(Store { dir })
+        Ok(Store {
+            dir,
+            kind: PhantomData,
+        })
     }
 
     pub fn dir(&self) -> &Path {
@@ -37,7 +53,7 @@ impl Store {
         self.dir.join(format!("{id}.json"))
     }
 
-    pub fn get(&self, id: &str) -> Result<Option<Volume>, Error> {
+    pub fn get(&self, id: &str) -> Result<Option<T>, Error> {
         let path = self.record(id);
         let text = match std::fs::read(&path) {
             Ok(text) => text,
@@ -52,16 +68,16 @@ impl Store {
             })
     }
 
-    /// The volume, or NOT_FOUND.
-    pub fn require(&self, id: &str) -> Result<Volume, Error> {
+    /// The record, or NOT_FOUND.
+    pub fn require(&self, id: &str) -> Result<T, Error> {
         self.get(id)?
-            .ok_or_else(|| Error::NotFound(format!("volume {id} does not exist")))
+            .ok_or_else(|| Error::NotFound(format!("{} {id} does not exist", T::KIND)))
     }
 
-    pub fn put(&self, volume: &Volume) -> Result<(), Error> {
-        let path = self.record(&volume.id);
-        let next = self.dir.join(format!("{}.json.new", volume.id));
-        let text = serde_json::to_vec_pretty(volume).map_err(|source| Error::Record {
+    pub fn put(&self, record: &T) -> Result<(), Error> {
+        let path = self.record(record.id());
+        let next = self.dir.join(format!("{}.json.new", record.id()));
+        let text = serde_json::to_vec_pretty(record).map_err(|source| Error::Record {
             path: path.display().to_string(),
             source,
         })?;
@@ -69,26 +85,27 @@ impl Store {
         std::fs::rename(&next, &path).map_err(|e| Error::io(path.display(), e))
     }
 
+    /// Removes the record (its image goes first, by the caller).
     pub fn remove(&self, id: &str) -> Result<(), Error> {
         remove_file(&self.record(id))
     }
 
-    /// Every volume with a record, by id.
-    pub fn list(&self) -> Result<Vec<Volume>, Error> {
+    /// Every record, by id.
+    pub fn list(&self) -> Result<Vec<T>, Error> {
         let entries = std::fs::read_dir(&self.dir).map_err(|e| Error::io(self.dir.display(), e))?;
-        let mut volumes = Vec::new();
+        let mut records = Vec::new();
         for entry in entries {
             let entry = entry.map_err(|e| Error::io(self.dir.display(), e))?;
             let name = entry.file_name();
             let Some(id) = name.to_str().and_then(|n| n.strip_suffix(".json")) else {
                 continue;
             };
-            if let Some(volume) = self.get(id)? {
-                volumes.push(volume);
+            if let Some(record) = self.get(id)? {
+                records.push(record);
             }
         }
-        volumes.sort_by(|a, b| a.id.cmp(&b.id));
-        Ok(volumes)
+        records.sort_by(|a, b| a.id().cmp(b.id()));
+        Ok(records)
     }
 }
 

@@ -142,6 +142,14 @@ pub fn read_only_wanted(
     Ok(wanted)
 }
 
+impl crate::store::Record for Volume {
+    const KIND: &'static str = "volume";
+    const DIR: &'static str = "volumes";
+    fn id(&self) -> &str {
+        &self.id
+    }
+}
+
 /// What a volume's content was copied from.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
