@@ -106,12 +106,22 @@ pub async fn claim_directory(
     volumes: &Api<PersistentVolume>,
     claim: &str,
 ) -> Result<crate::volume_dir::VolumeDir, Error> {
+    let volume = bound_volume(claims, volumes, claim).await?;
+    let name = volume.metadata.name.clone().unwrap_or_default();
+    crate::volume_dir::VolumeDir::of(&name, &volume.spec.unwrap_or_default())
+}
+
+/// The PV a claim is bound to, waiting up to 60 s for the binding.
+pub async fn bound_volume(
+    claims: &Api<PersistentVolumeClaim>,
+    volumes: &Api<PersistentVolume>,
+    claim: &str,
+) -> Result<PersistentVolume, Error> {
     let volume_name = wait_until(&format!("PVC {claim} to be bound"), 60, || async {
         claims.get_opt(claim).await.ok().flatten()?.spec?.volume_name
     })
     .await?;
-    let volume = volumes.get(&volume_name).await?;
-    crate::volume_dir::VolumeDir::of(&volume_name, &volume.spec.unwrap_or_default())
+    Ok(volumes.get(&volume_name).await?)
 }
 
 /// Fills a directory with `files` files of varied sizes (real random bytes) in a small tree.

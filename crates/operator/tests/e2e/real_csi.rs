@@ -20,16 +20,8 @@ const PROVISIONER_FINALIZER: &str = "external-provisioner.volume.kubernetes.io/f
 
 async fn volume_of(harness: &Harness, claim: &str) -> PersistentVolume {
     let claims: Api<PersistentVolumeClaim> = harness.ns.api();
-    let name = claims
-        .get(claim)
-        .await
-        .unwrap()
-        .spec
-        .unwrap()
-        .volume_name
-        .unwrap();
-    Api::<PersistentVolume>::all(harness.client.clone())
-        .get(&name)
+    let volumes: Api<PersistentVolume> = Api::all(harness.client.clone());
+    ferry_testenv::fixtures::bound_volume(&claims, &volumes, claim)
         .await
         .unwrap()
 }

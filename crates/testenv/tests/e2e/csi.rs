@@ -25,16 +25,8 @@ async fn csi_volume(
     claim: &str,
     driver: &str,
 ) -> PersistentVolume {
-    let name = claims
-        .get(claim)
-        .await
-        .unwrap()
-        .spec
-        .unwrap()
-        .volume_name
-        .unwrap();
-    let volume = Api::<PersistentVolume>::all(client.clone())
-        .get(&name)
+    let volumes: Api<PersistentVolume> = Api::all(client.clone());
+    let volume = ferry_testenv::fixtures::bound_volume(claims, &volumes, claim)
         .await
         .unwrap();
     let spec = volume.spec.clone().unwrap();
