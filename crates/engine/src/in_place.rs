@@ -177,6 +177,15 @@ pub fn plan_in_place(
             })
         })
         .collect();
+    // A replica kept down for a driver that never grew its volume comes back before the resize
+    // fails: the StatefulSet is re-created first (it is whole again on the next pass).
+    if !overdue.is_empty() && observed.stateful_set.is_none() {
+        return decide(
+            status,
+            vec![ResizeAction::RecreateStatefulSet],
+            "re-creating the StatefulSet before failing: a claim did not grow in time",
+        );
+    }
     if !overdue.is_empty() && observed.stateful_set.as_ref().is_some_and(|sts| !sts.deleting) {
         let message = format!(
             "{}; the claims keep the size they ask for (a grow is not undone)",

@@ -237,6 +237,65 @@ fn a_driver_refusing_to_grow_a_volume_in_use_gets_one_replica_at_a_time_kept_dow
     assert_eq!(decision.status.plan[0].step, Some(RowStep::Expanded));
 }
 
+/// A driver that never grows the volume of a replica Ferry keeps down: once the claim is overdue,
+/// the StatefulSet comes back (and with it the replica) before the resize fails.
+#[test]
+fn a_replica_kept_down_for_a_volume_that_never_grows_comes_back_before_the_resize_fails() {
+    let mut observed = cluster(2, 2 * GI, GI, NodeResize::Idle);
+    for claim in observed.claims.values_mut() {
+        claim.expansion_refused_in_use = true;
+    }
+    observed.stateful_set = None;
+    let status = plan(&planned(2), &observed).status;
+    let stopped = plan(&status, &observed);
+    assert_eq!(
+        stopped.actions,
+        vec![ResizeAction::RestartPod {
+            pod: "db-0".into(),
+            uid: "uid-0".into()
+        }]
+    );
+    observed.pods.remove("db-0");
+    let late = |seconds: i64| Time(Timestamp::from_second(1000 + seconds).unwrap());
+    let held = plan_in_place(
+        false,
+        &stopped.status,
+        &observed,
+        "db",
+        "ferry-grow-backup",
+        Some(60),
+        &late(30),
+    );
+    assert_eq!(held.actions, vec![], "within the timeout the replica stays down");
+    let overdue = plan_in_place(
+        false,
+        &stopped.status,
+        &observed,
+        "db",
+        "ferry-grow-backup",
+        Some(60),
+        &late(61),
+    );
+    assert_eq!(overdue.actions, vec![ResizeAction::RecreateStatefulSet]);
+    assert_ne!(
+        overdue.status.phase,
+        Some(Phase::Failed),
+        "not Failed while a replica is down"
+    );
+    // Back, whole: now it fails, the claims keeping what they ask for.
+    observed.stateful_set = cluster(2, 2 * GI, GI, NodeResize::Idle).stateful_set;
+    let failed = plan_in_place(
+        false,
+        &overdue.status,
+        &observed,
+        "db",
+        "ferry-grow-backup",
+        Some(60),
+        &late(62),
+    );
+    assert_eq!(failed.status.phase, Some(Phase::Failed));
+}
+
 /// A claim of a scaled-down ordinal (listed in the plan with no strategy, no pod) is not a replica
 /// that is down: it never holds back the restarts of the running ones.
 #[test]
