@@ -8,7 +8,6 @@ use crate::proto::csi::controller_service_capability::{self, rpc};
 use crate::proto::csi::validate_volume_capabilities_response::Confirmed;
 use crate::proto::csi::*;
 use crate::server::Driver;
-use crate::store::remove_file;
 use crate::volume::{self, Expansion, ZONE_KEY};
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -168,8 +167,6 @@ impl Driver {
 
     fn delete_snapshot(&self, id: &str) -> Result<(), Error> {
         volume::check_id(id)?;
-        remove_file(&self.snapshots.image_in_progress(id))?;
-        remove_file(&self.snapshots.image(id))?;
         self.snapshots.remove(id)?;
         tracing::info!(snapshot = %id, "snapshot deleted");
         Ok(())
@@ -188,8 +185,6 @@ impl Driver {
                 "volume {id} is still staged on the node ({device})"
             )));
         }
-        remove_file(&self.store.image_in_progress(id))?;
-        remove_file(&image)?;
         self.store.remove(id)?;
         tracing::info!(volume = %id, "deleted");
         Ok(())

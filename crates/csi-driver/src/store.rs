@@ -85,8 +85,11 @@ impl<T: Record> Store<T> {
         std::fs::rename(&next, &path).map_err(|e| Error::io(path.display(), e))
     }
 
-    /// Removes the record (its image goes first, by the caller).
+    /// Removes an entry: its images, then its record (so a killed driver leaves a record that
+    /// still says the entry exists, and the repeated call finishes the job).
     pub fn remove(&self, id: &str) -> Result<(), Error> {
+        remove_file(&self.image_in_progress(id))?;
+        remove_file(&self.image(id))?;
         remove_file(&self.record(id))
     }
 

@@ -127,24 +127,14 @@ impl BlockVolume {
 
     /// The loop device over the image, attaching one when there is none.
     fn attach(&self) -> Result<String, Error> {
-        if let Some(device) = self.device()? {
-            return Ok(device);
+        match self.device()? {
+            Some(device) => Ok(device),
+            None => new_loop_device(&self.image),
         }
-        let output = run(Command::new("losetup")
-            .args(["--find", "--show"])
-            .arg(&self.image))?;
-        Ok(output.trim().to_string())
     }
 
     fn device(&self) -> Result<Option<String>, Error> {
-        let output = run(Command::new("losetup").arg("-j").arg(&self.image))?;
-        // "/dev/loop3: [2049]:1234 (/path/to/file.img)"
-        Ok(output
-            .lines()
-            .next()
-            .and_then(|line| line.split(':').next())
-            .filter(|device| !device.is_empty())
-            .map(str::to_string))
+        loop_device(&self.image)
     }
 
     fn mounted(&self) -> Result<bool, Error> {
@@ -166,8 +156,26 @@ fn has_file_system(device: &str) -> Result<bool, Error> {
     Ok(output.status.success() && !output.stdout.is_empty())
 }
 
+/// The loop device attached over `image`, if any.
+pub(crate) fn loop_device(image: &Path) -> Result<Option<String>, Error> {
+    let listed = run(Command::new("losetup")
+        .args(["-n", "-O", "NAME", "-j"])
+        .arg(image))?;
+    Ok(listed
+        .lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty())
+        .map(str::to_string))
+}
+
+/// Attaches a new loop device over `image`.
+pub(crate) fn new_loop_device(image: &Path) -> Result<String, Error> {
+    let device = run(Command::new("losetup").args(["--find", "--show"]).arg(image))?;
+    Ok(device.trim().to_string())
+}
+
 /// Runs a command, returning its stdout, or its stderr as the error.
-fn run(command: &mut Command) -> Result<String, Error> {
+pub(crate) fn run(command: &mut Command) -> Result<String, Error> {
     let output = command
         .output()
         .map_err(|e| Error::io(format!("{command:?}"), e))?;

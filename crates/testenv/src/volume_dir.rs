@@ -7,6 +7,7 @@
 //! files), or through a loop device of its own, detached again on drop (lazily, if the driver
 //! staged the volume on it meanwhile; the kernel frees it at the driver's unmount).
 
+use crate::block::{loop_device, new_loop_device, run};
 use crate::paths::state_dir;
 use crate::{CSI_ATTACH_DRIVER, CSI_DRIVER, Error};
 use k8s_openapi::api::core::v1::PersistentVolumeSpec;
@@ -101,7 +102,7 @@ impl HostMount {
         let (device, own_device) = match loop_device(image)? {
             Some(device) => (device, None),
             None => {
-                let device = run(Command::new("losetup").args(["--find", "--show"]).arg(image))?;
+                let device = new_loop_device(image)?;
                 (device.clone(), Some(device))
             }
         };
@@ -130,28 +131,4 @@ impl Drop for HostMount {
             let _ = Command::new("losetup").arg("-d").arg(device).status();
         }
     }
-}
-
-fn loop_device(image: &Path) -> Result<Option<String>, Error> {
-    let listed = run(Command::new("losetup")
-        .args(["-n", "-O", "NAME", "-j"])
-        .arg(image))?;
-    Ok(listed
-        .lines()
-        .map(str::trim)
-        .find(|l| !l.is_empty())
-        .map(str::to_string))
-}
-
-fn run(command: &mut Command) -> Result<String, Error> {
-    let output = command
-        .output()
-        .map_err(|e| Error::io(format!("{command:?}"), e))?;
-    if !output.status.success() {
-        return Err(Error::Setup(format!(
-            "{command:?} failed: {}",
-            String::from_utf8_lossy(&output.stderr).trim()
-        )));
-    }
-    Ok(String::from_utf8_lossy(&output.stdout).trim().to_string())
 }

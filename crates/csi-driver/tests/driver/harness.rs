@@ -87,21 +87,11 @@ impl Driver {
         fs: &str,
         expansion: &str,
     ) -> Result<Volume, tonic::Status> {
-        let request = CreateVolumeRequest {
-            name: name.to_string(),
-            capacity_range: Some(CapacityRange {
-                required_bytes: bytes,
-                limit_bytes: 0,
-            }),
-            volume_capabilities: vec![capability(fs)],
-            parameters: HashMap::from([("expansion".to_string(), expansion.to_string())]),
-            ..Default::default()
-        };
-        let response = self.controller().create_volume(request).await?;
-        Ok(response.into_inner().volume.unwrap())
+        self.create_volume(create_request(name, bytes, fs, expansion))
+            .await
     }
 
-    /// CreateVolume from a content source (a snapshot or another volume).
+    /// CreateVolume (XFS, online) from a content source (a snapshot or another volume).
     pub async fn create_from(
         &self,
         name: &str,
@@ -109,16 +99,13 @@ impl Driver {
         source: volume_content_source::Type,
     ) -> Result<Volume, tonic::Status> {
         let request = CreateVolumeRequest {
-            name: name.to_string(),
-            capacity_range: Some(CapacityRange {
-                required_bytes: bytes,
-                limit_bytes: 0,
-            }),
-            volume_capabilities: vec![capability("xfs")],
-            parameters: HashMap::from([("expansion".to_string(), "online".to_string())]),
             volume_content_source: Some(VolumeContentSource { r#type: Some(source) }),
-            ..Default::default()
+            ..create_request(name, bytes, "xfs", "online")
         };
+        self.create_volume(request).await
+    }
+
+    async fn create_volume(&self, request: CreateVolumeRequest) -> Result<Volume, tonic::Status> {
         let response = self.controller().create_volume(request).await?;
         Ok(response.into_inner().volume.unwrap())
     }
@@ -278,6 +265,19 @@ impl Drop for Driver {
         let _ = self.child.kill();
         let _ = self.child.wait();
         clean_under(self.dir.path());
+    }
+}
+
+fn create_request(name: &str, bytes: i64, fs: &str, expansion: &str) -> CreateVolumeRequest {
+    CreateVolumeRequest {
+        name: name.to_string(),
+        capacity_range: Some(CapacityRange {
+            required_bytes: bytes,
+            limit_bytes: 0,
+        }),
+        volume_capabilities: vec![capability(fs)],
+        parameters: HashMap::from([("expansion".to_string(), expansion.to_string())]),
+        ..Default::default()
     }
 }
 

@@ -238,7 +238,7 @@ pub(super) fn claim_view(claim: &PersistentVolumeClaim) -> ClaimView {
 /// The node side of a claim's growth: `FileSystemResizePending` (set by the external-resizer or
 /// the in-tree expander) and the kubelet's `NodeResizeError`.
 fn node_resize(conditions: &[PersistentVolumeClaimCondition]) -> NodeResize {
-    let holds = |kind: &str| conditions.iter().find(|c| c.type_ == kind && c.status == "True");
+    let holds = |kind: &str| holding(conditions, kind);
     match holds("FileSystemResizePending") {
         None => NodeResize::Idle,
         Some(_) if holds("NodeResizeError").is_some() => NodeResize::Failed,
@@ -252,11 +252,19 @@ fn node_resize(conditions: &[PersistentVolumeClaimCondition]) -> NodeResize {
 /// volume is in use and the plugin doesn't support online expansion", CSI spec), and no
 /// `FileSystemResizePending` yet (the resizer keeps the old error once the volume has grown).
 fn expansion_refused_in_use(conditions: &[PersistentVolumeClaimCondition]) -> bool {
-    let holds = |kind: &str| conditions.iter().find(|c| c.type_ == kind && c.status == "True");
+    let holds = |kind: &str| holding(conditions, kind);
     holds("FileSystemResizePending").is_none()
         && holds("ControllerResizeError")
             .and_then(|c| c.message.as_deref())
             .is_some_and(|message| message.contains("code = FailedPrecondition"))
+}
+
+/// The claim's condition of this type, when it holds (status True).
+fn holding<'a>(
+    conditions: &'a [PersistentVolumeClaimCondition],
+    kind: &str,
+) -> Option<&'a PersistentVolumeClaimCondition> {
+    conditions.iter().find(|c| c.type_ == kind && c.status == "True")
 }
 
 pub(super) fn pod_view(pod: &Pod) -> PodView {

@@ -120,22 +120,15 @@ async fn a_replica_moves_off_and_onto_an_attached_class_and_its_retained_volume_
     .unwrap();
 
     // Back onto the attached class with the external-attacher and the driver killed meanwhile.
-    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let killer = keep_killing(&["csi-attach-attacher", "csi-attach"], 3, stop.clone());
-    resize_succeeds(
+    resize_succeeds_while_killing(
         &harness,
+        &["csi-attach-attacher", "csi-attach"],
         "onto-attach",
         json!({"statefulSetName": "db", "retainOldVolumes": "1h", "volumes": [
             {"name": "data", "size": "320Mi", "storageClassName": CLASS_BLOCK_ATTACH}
         ]}),
-        300,
     )
     .await;
-    stop.store(true, std::sync::atomic::Ordering::Relaxed);
-    assert!(
-        killer.await.unwrap() > 0,
-        "the attacher or the driver was killed mid-resize"
-    );
     let third = volume_of(&harness, "data-db-0").await;
     let third_name = third.metadata.name.clone().unwrap();
     assert_eq!(
@@ -150,26 +143,37 @@ async fn a_replica_moves_off_and_onto_an_attached_class_and_its_retained_volume_
     harness.finish().await;
 }
 
-/// Kills the supervised processes `names`, one every `every` seconds in turn, until `stop`; returns
-/// how many processes it killed.
-fn keep_killing(
+/// Runs the VolumeResize `name` to success (within 300 s) while the supervised processes `names`
+/// are killed in turn, the first a second in (before the resize can have finished), then one every
+/// 3 s; asserts at least one was killed.
+async fn resize_succeeds_while_killing(
+    harness: &Harness,
     names: &'static [&'static str],
-    every: u64,
-    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
-) -> tokio::task::JoinHandle<usize> {
-    tokio::spawn(async move {
+    name: &str,
+    spec: serde_json::Value,
+) {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let stop = Arc::new(AtomicBool::new(false));
+    let stopped = stop.clone();
+    let killer = tokio::spawn(async move {
         let mut killed = 0;
-        // The first a second in: before any resize this test makes can have finished.
         tokio::time::sleep(std::time::Duration::from_secs(1)).await;
-        for name in names.iter().cycle() {
-            if stop.load(std::sync::atomic::Ordering::Relaxed) {
+        for process in names.iter().cycle() {
+            if stopped.load(Ordering::Relaxed) {
                 break;
             }
-            killed += ferry_testenv::processes::kill_supervised(name).unwrap().len();
-            tokio::time::sleep(std::time::Duration::from_secs(every)).await;
+            killed += ferry_testenv::processes::kill_supervised(process).unwrap().len();
+            tokio::time::sleep(std::time::Duration::from_secs(3)).await;
         }
         killed
-    })
+    });
+    resize_succeeds(harness, name, spec, 300).await;
+    stop.store(true, Ordering::Relaxed);
+    assert!(
+        killer.await.unwrap() > 0,
+        "one of {names:?} was killed mid-resize"
+    );
 }
 
 /// Users run Ferry on `local` PVs too: a replica moves off one (served by the test agent) onto the
@@ -178,47 +182,31 @@ fn keep_killing(
 /// write kept.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_move_off_local_pvs_and_a_growth_finish_with_the_driver_and_its_sidecars_killed() {
-    use std::sync::Arc;
-    use std::sync::atomic::{AtomicBool, Ordering};
     let harness = Harness::start("real-csi-kill").await;
     let seeds = writer(&harness, 1, CLASS_LOCAL, "320Mi").await;
     let local = volume_of(&harness, "data-db-0").await;
     assert!(local.spec.unwrap().local.is_some());
 
-    let stop = Arc::new(AtomicBool::new(false));
-    let killer = keep_killing(&["csi-block", "csi-block-provisioner"], 3, stop.clone());
-    resize_succeeds(
+    resize_succeeds_while_killing(
         &harness,
+        &["csi-block", "csi-block-provisioner"],
         "to-csi",
         json!({"statefulSetName": "db", "retainOldVolumes": "1m", "volumes": [
             {"name": "data", "size": "320Mi", "storageClassName": CLASS_BLOCK}
         ]}),
-        300,
     )
     .await;
-    stop.store(true, Ordering::Relaxed);
-    assert!(
-        killer.await.unwrap() > 0,
-        "the driver or the provisioner was killed mid-resize"
-    );
     let csi = volume_of(&harness, "data-db-0").await.spec.unwrap().csi.unwrap();
     assert_eq!(csi.driver, CSI_DRIVER);
     assert_nothing_lost(&harness, 1, &seeds).await;
 
-    let stop = Arc::new(AtomicBool::new(false));
-    let killer = keep_killing(&["csi-block", "csi-block-resizer"], 3, stop.clone());
-    resize_succeeds(
+    resize_succeeds_while_killing(
         &harness,
+        &["csi-block", "csi-block-resizer"],
         "grow",
         json!({"statefulSetName": "db", "volumes": [{"name": "data", "size": "480Mi"}]}),
-        300,
     )
     .await;
-    stop.store(true, Ordering::Relaxed);
-    assert!(
-        killer.await.unwrap() > 0,
-        "the driver or the resizer was killed mid-resize"
-    );
     assert_eq!(capacity(&harness, "data-db-0").await, 480 << 20);
     assert_nothing_lost(&harness, 1, &seeds).await;
     harness.finish().await;

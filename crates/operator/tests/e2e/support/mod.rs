@@ -227,17 +227,7 @@ impl Harness {
         for resize in resizes.list(&Default::default()).await.unwrap().items {
             if !resize.finalizers().is_empty() {
                 let patch = serde_json::json!({"metadata": {"finalizers": null}});
-                let released = resizes
-                    .patch(
-                        &resize.name_any(),
-                        &kube::api::PatchParams::default(),
-                        &kube::api::Patch::Merge(patch),
-                    )
-                    .await;
-                assert!(
-                    released.is_ok() || matches!(&released, Err(kube::Error::Api(s)) if s.code == 404),
-                    "{released:?}"
-                );
+                merge_patch_unless_gone(&resizes, &resize.name_any(), patch).await;
             }
         }
         // Old volumes the namespace's resizes retained go with it: no operator expires them now, and
@@ -250,17 +240,7 @@ impl Harness {
                 .is_some_and(|claim| claim.namespace.as_deref() == Some(self.ns.name.as_str()));
             if ours && spec.and_then(|s| s.persistent_volume_reclaim_policy.as_deref()) == Some("Retain") {
                 let patch = serde_json::json!({"spec": {"persistentVolumeReclaimPolicy": "Delete"}});
-                let released = volumes
-                    .patch(
-                        &volume.name_any(),
-                        &kube::api::PatchParams::default(),
-                        &kube::api::Patch::Merge(patch),
-                    )
-                    .await;
-                assert!(
-                    released.is_ok() || matches!(&released, Err(kube::Error::Api(s)) if s.code == 404),
-                    "{released:?}"
-                );
+                merge_patch_unless_gone(&volumes, &volume.name_any(), patch).await;
             }
         }
         if self.webhook_url.is_some() {
@@ -706,4 +686,22 @@ pub fn watch_unavailable(
         }
         most
     })
+}
+
+/// A merge patch of `name` that succeeds, or finds the object gone already.
+async fn merge_patch_unless_gone<K>(api: &Api<K>, name: &str, patch: serde_json::Value)
+where
+    K: Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+{
+    let patched = api
+        .patch(
+            name,
+            &kube::api::PatchParams::default(),
+            &kube::api::Patch::Merge(patch),
+        )
+        .await;
+    assert!(
+        patched.is_ok() || matches!(&patched, Err(kube::Error::Api(s)) if s.code == 404),
+        "{patched:?}"
+    );
 }
