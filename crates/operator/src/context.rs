@@ -24,6 +24,8 @@ pub struct Context {
     pub allowed_mover_images: Vec<String>,
     /// The key of ExtendedStatefulSets' configuration digests (`--config-digest-key-secret`).
     pub config_digest_key: ferry_engine::extended::config::DigestKey,
+    /// Features this installation uses (`--disable-features`).
+    pub features: crate::features::Features,
 }
 
 impl Context {
@@ -44,6 +46,12 @@ impl Context {
     /// Configuration digests are keyed with `key` (one per installation, the same in every replica).
     pub fn with_config_digest_key(mut self, key: ferry_engine::extended::config::DigestKey) -> Self {
         self.config_digest_key = key;
+        self
+    }
+
+    /// Uses only `features` (the others are switched off, their permissions not granted).
+    pub fn with_features(mut self, features: crate::features::Features) -> Self {
+        self.features = features;
         self
     }
 
@@ -77,6 +85,7 @@ impl Context {
             allowed_mover_images: Vec::new(),
             // Replaced by the installation's key where digests are made (`run_scope`).
             config_digest_key: crate::extended::digest_key::random(),
+            features: crate::features::Features::default(),
         }
     }
 }

@@ -7,6 +7,7 @@ pub mod crd;
 pub mod error;
 pub mod events;
 pub mod extended;
+pub mod features;
 pub mod http;
 pub mod leader;
 pub mod listing;

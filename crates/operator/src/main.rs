@@ -1,6 +1,7 @@
 //! `ferry`: the Ferry operator binary.
 
 use clap::{Parser, Subcommand, ValueEnum};
+use ferry_operator::features::{Feature, Features};
 use ferry_operator::leader::LeaderElection;
 use ferry_operator::shared_secret::SecretRef;
 use ferry_operator::webhook::{Certificates, Endpoint, WebhookSettings};
@@ -85,6 +86,12 @@ enum Command {
         /// least time between two stats requests to one node).
         #[arg(long, env = "FERRY_AUTOSCALE_INTERVAL", default_value = "1m", value_parser = parse_interval)]
         autoscale_interval: std::time::Duration,
+        /// Features to switch off, comma-separated: `secret-references` (Secrets an
+        /// ExtendedStatefulSet references are not read), `kubelet-stats` (VolumeAutoscalers read
+        /// no usage), `update-hooks` (no pre- or post-update Jobs). The chart's `features` values
+        /// set this and withhold the permissions.
+        #[arg(long, env = "FERRY_DISABLE_FEATURES", value_delimiter = ',', value_parser = Feature::parse)]
+        disable_features: Vec<Feature>,
     },
     /// Print the CustomResourceDefinitions as YAML.
     Crd,
@@ -135,6 +142,7 @@ fn main() -> ExitCode {
             leader_election_duration,
             config_digest_key_secret,
             autoscale_interval,
+            disable_features,
         } => {
             init_logging(log_format);
             let webhook = match webhook_settings(
@@ -194,6 +202,7 @@ fn main() -> ExitCode {
                 leader_election,
                 identity: None,
                 config_digest_key,
+                features: Features::without(&disable_features),
             })) {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(error) => {

@@ -2,6 +2,7 @@
 
 use crate::autoscale::{self, Autoscaling, Summaries};
 use crate::context::{Context, GuardedResize, Resizes};
+use crate::features::{Feature, Features};
 use crate::leader::{self, LeaderElection};
 use crate::metrics::Metrics;
 use crate::shared_secret::SecretRef;
@@ -52,6 +53,8 @@ pub struct Settings {
     /// first). Without it the key is random per process: ExtendedStatefulSets with
     /// `updateOnConfigChange` then roll once after every restart.
     pub config_digest_key: Option<SecretRef>,
+    /// Features switched off (with the chart's permissions they need); all on by default.
+    pub features: Features,
 }
 
 /// The operator's own image; the mover is a second entry point of the same image.
@@ -242,7 +245,8 @@ async fn run_scope(
         )
         .with_mover_resources(settings.mover_resources.clone())
         .with_allowed_mover_images(settings.allowed_mover_images.clone())
-        .with_config_digest_key(config_digest_key),
+        .with_config_digest_key(config_digest_key)
+        .with_features(settings.features),
     );
     // The controllers' cache is what the in-flight and copy-progress gauges count (a webhook's
     // cache, which every replica keeps, leader or not, never is): counted once, here.
@@ -473,10 +477,16 @@ fn extended_controller(
             .map(|name| ObjectRef::new(&name).within(&namespace))
             .collect()
     }
-    Controller::new(extended, watcher::Config::default().any_semantic())
+    let controller = Controller::new(extended, watcher::Config::default().any_semantic())
         .owns(stateful_sets, watcher::Config::default().any_semantic())
-        .watches(maps, referenced.clone(), |map: ConfigMap| users_of(&map))
-        .watches(secrets, referenced, |secret: Secret| users_of(&secret))
+        .watches(maps, referenced.clone(), |map: ConfigMap| users_of(&map));
+    // Switched off, Secrets are never watched (the permission is not granted).
+    let controller = if ctx.features.enabled(Feature::SecretReferences) {
+        controller.watches(secrets, referenced, |secret: Secret| users_of(&secret))
+    } else {
+        controller
+    };
+    controller
         .shutdown_on_signal()
         .run(crate::extended::reconcile, crate::extended::error_policy, ctx)
         .for_each(|result| async move {

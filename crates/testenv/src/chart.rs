@@ -68,22 +68,33 @@ pub struct OperatorIdentity {
 /// the author policy (Ferry objects grant no more than their author has) for a release named
 /// `namespace` watching only `namespace`.
 pub async fn install_identity(namespace: &str) -> Result<OperatorIdentity, Error> {
+    install_identity_with(namespace, &[]).await
+}
+
+/// As [`install_identity`], with more chart values (`key=value`, as `helm --set` takes them).
+pub async fn install_identity_with(namespace: &str, values: &[&str]) -> Result<OperatorIdentity, Error> {
     let watched = format!("watchNamespaces={{{namespace}}}");
+    let mut args = vec!["--set", watched.as_str()];
+    for value in values {
+        args.extend(["--set", value]);
+    }
     let rendered = render(
         namespace,
         namespace,
         &[
-            "--set",
-            &watched,
-            "--show-only",
-            "templates/serviceaccount.yaml",
-            "--show-only",
-            "templates/rbac.yaml",
-            "--show-only",
-            "templates/self.yaml",
-            "--show-only",
-            "templates/author-policy.yaml",
-        ],
+            args.as_slice(),
+            &[
+                "--show-only",
+                "templates/serviceaccount.yaml",
+                "--show-only",
+                "templates/rbac.yaml",
+                "--show-only",
+                "templates/self.yaml",
+                "--show-only",
+                "templates/author-policy.yaml",
+            ],
+        ]
+        .concat(),
     )
     .await?;
     apply(&rendered).await?;

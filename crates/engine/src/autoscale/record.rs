@@ -239,6 +239,24 @@ pub fn invalid(
     }
 }
 
+/// The status of a volume whose usage this installation does not read (the kubelet's stats are
+/// switched off): nothing is decided, earlier grows are kept.
+pub fn usage_not_read(
+    previous: Option<&AutoscaledVolumeStatus>,
+    stateful_set: &str,
+    volume: &str,
+    why: String,
+) -> AutoscaledVolumeStatus {
+    AutoscaledVolumeStatus {
+        stateful_set: stateful_set.to_string(),
+        name: volume.to_string(),
+        state: Some("UsageUnknown".to_string()),
+        message: Some(format!("volume usage is not read: {why}")),
+        replicas: Vec::new(),
+        ..previous.cloned().unwrap_or_default()
+    }
+}
+
 /// The fullest volume, for `kubectl get vas`: e.g. `83% data`.
 pub fn usage_column(volumes: &[AutoscaledVolumeStatus]) -> Option<String> {
     volumes

@@ -10,6 +10,7 @@ mod summaries;
 
 use crate::context::Context;
 use crate::events::{self, Notice};
+use crate::features::{Feature, Features};
 use crate::metrics::{ReasonLabels, VolumeLabels};
 use crate::{Error, writes};
 use ferry_api::names::{
@@ -204,6 +205,14 @@ async fn volume_pass(
             ));
         }
     };
+    // Switched off: no usage is read (and `nodes/proxy` is not granted), so nothing is decided.
+    if !scaling.ctx.features.enabled(Feature::KubeletStats) {
+        let why = Features::switched_off(Feature::KubeletStats);
+        return Ok((
+            record::usage_not_read(previous, &sts_name, &volume.name, why),
+            vec![],
+        ));
+    }
     let template_size = match observe::template_size(sts, &volume.name) {
         Ok(size) => size,
         Err(message) => {

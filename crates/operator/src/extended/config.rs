@@ -115,19 +115,25 @@ where
 }
 
 /// Marks what `user` references now and releases what it referenced before (an empty
-/// `references` releases everything). Users that no longer exist (ExtendedStatefulSets deleted)
+/// `references` releases everything); Secrets only when `secrets_followed`. Users that no longer exist (ExtendedStatefulSets deleted)
 /// are released too: there is no finalizer to do it at their deletion.
 pub async fn protect(
     client: &Client,
     namespace: &str,
     user: &str,
     references: &BTreeSet<ConfigRef>,
+    secrets_followed: bool,
 ) -> Result<(), Error> {
     let maps = Api::<ConfigMap>::namespaced(client.clone(), namespace);
     let secrets = Api::<Secret>::namespaced(client.clone(), namespace);
     let marked = ListParams::default().labels(LABEL_REFERENCED);
     let marked_maps = maps.list(&marked).await?.items;
-    let marked_secrets = secrets.list(&marked).await?.items;
+    // (Not followed: Secrets may not be read at all, and none is referenced here.)
+    let marked_secrets = if secrets_followed {
+        secrets.list(&marked).await?.items
+    } else {
+        Vec::new()
+    };
     // Which users still exist is asked only when something is marked (in most namespaces nothing
     // is, and this runs at every reconcile).
     let existing: BTreeSet<String> = if marked_maps.is_empty() && marked_secrets.is_empty() {

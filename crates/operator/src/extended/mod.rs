@@ -9,6 +9,7 @@ pub mod digest_key;
 
 use crate::context::Context;
 use crate::events::{self, Notice};
+use crate::features::{Feature, Features};
 use crate::{Error, writes};
 use ferry_api::listed::Listing;
 use ferry_api::names::{
@@ -16,7 +17,7 @@ use ferry_api::names::{
 };
 use ferry_api::{ExtendedStatefulSet, ExtendedStatefulSetStatus, VolumeResize, VolumeResizeSpec, ZoneStatus};
 use ferry_engine::conditions::{condition, set_condition};
-use ferry_engine::extended::config::{digest, references};
+use ferry_engine::extended::config::{ConfigRef, digest, references};
 use ferry_engine::extended::desired::{
     ANNOTATION_STALE, ANNOTATION_VERSION, Desired, LABEL_EXTENDED, stateful_sets, version_digest,
     with_partition,
@@ -256,12 +257,22 @@ pub async fn reconcile(ests: Arc<ExtendedStatefulSet>, ctx: Arc<Context>) -> Res
 
     // Configuration: digest and marking (only when its changes roll the pods).
     let pod_spec = ests.spec.template.spec.template.spec.clone().unwrap_or_default();
-    let referenced = if ests.spec.update_on_config_change {
+    let mut referenced = if ests.spec.update_on_config_change {
         references(&pod_spec)
     } else {
         BTreeSet::new()
     };
-    config::protect(client, &namespace, &name, &referenced).await?;
+    // Switched off: Secrets are neither read nor marked; their changes do not roll the pods.
+    let secrets_followed = ctx.features.enabled(Feature::SecretReferences);
+    let unfollowed: Vec<String> = referenced
+        .iter()
+        .filter_map(|reference| match reference {
+            ConfigRef::Secret(secret) if !secrets_followed => Some(secret.clone()),
+            _ => None,
+        })
+        .collect();
+    referenced.retain(|reference| secrets_followed || !matches!(reference, ConfigRef::Secret(_)));
+    config::protect(client, &namespace, &name, &referenced, secrets_followed).await?;
     let config_digest = if ests.spec.update_on_config_change {
         Some(digest(
             &ctx.config_digest_key,
@@ -291,6 +302,13 @@ pub async fn reconcile(ests: Arc<ExtendedStatefulSet>, ctx: Arc<Context>) -> Res
 
     let mut notices: Vec<(bool, &'static str, String)> = Vec::new();
     let mut problems: Vec<String> = Vec::new();
+    if !unfollowed.is_empty() {
+        problems.push(format!(
+            "a change to Secret {} does not roll the pods: {}",
+            unfollowed.join(", "),
+            Features::switched_off(Feature::SecretReferences)
+        ));
+    }
     let mut volume_resizes = BTreeMap::new();
     // Volume claim templates: a change is a VolumeResize per StatefulSet; the StatefulSet keeps
     // its live templates until the resize re-creates it with the new ones.
@@ -347,6 +365,8 @@ pub async fn reconcile(ests: Arc<ExtendedStatefulSet>, ctx: Arc<Context>) -> Res
     let previous = progress_of(ests.status.as_ref());
     let jobs = Api::<Job>::namespaced(client.clone(), &namespace);
     let job = match previous.step {
+        // (Switched off, no Job is made or read: `jobs` is not granted.)
+        _ if !ctx.features.enabled(Feature::UpdateHooks) => JobState::Absent,
         Step::PreUpdate => job_state(&jobs, &job_name(&name, Hook::PreUpdate, previous.version)).await?,
         Step::PostUpdate => job_state(&jobs, &job_name(&name, Hook::PostUpdate, previous.version)).await?,
         _ => JobState::Absent,
@@ -354,6 +374,15 @@ pub async fn reconcile(ests: Arc<ExtendedStatefulSet>, ctx: Arc<Context>) -> Res
     let plan = rollout::next(&previous, &version, &rules(&ests), &observed, job, now);
     notices.extend(plan.notices.iter().cloned());
     if let Some(hook) = plan.create_job
+        && !ctx.features.enabled(Feature::UpdateHooks)
+    {
+        // The rollout waits at the hook: an update never goes ahead without the Job it asked for.
+        problems.push(format!(
+            "{}: not created: {}",
+            job_name(&name, hook, plan.progress.version),
+            Features::switched_off(Feature::UpdateHooks)
+        ));
+    } else if let Some(hook) = plan.create_job
         && let Err(error) = create_job(&jobs, &ests, hook, plan.progress.version).await
     {
         match error.refusal() {

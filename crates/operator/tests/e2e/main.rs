@@ -20,6 +20,7 @@ mod copy_refused;
 mod copy_rollback;
 mod endpoints;
 mod extended;
+mod features;
 mod in_place;
 mod installed;
 mod prechecks;

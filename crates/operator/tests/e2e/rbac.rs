@@ -2,7 +2,7 @@
 //! nothing the table lists goes missing). That nothing *needed* is missing is shown by every other
 //! test here, which runs the operator as the chart's ServiceAccount.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 type Permission = (String, String, String);
 
@@ -50,17 +50,34 @@ fn granted(manifests: &str) -> BTreeSet<Permission> {
 
 /// (API group, resource, verb) of every row of the tables in docs/rbac.md.
 fn documented(page: &str) -> BTreeSet<Permission> {
-    let mut out = BTreeSet::new();
-    for line in page.lines().filter(|line| line.starts_with("| `")) {
+    documented_with_features(page).into_keys().collect()
+}
+
+/// Every documented permission, with the chart value of the feature it serves alone (a row whose
+/// reason starts "feature `<value>`:"), if any.
+fn documented_with_features(page: &str) -> BTreeMap<Permission, Option<String>> {
+    let mut out = BTreeMap::new();
+    // (Only the permission tables: their first cell is an API group, as `apps` or `""`.)
+    for line in page
+        .lines()
+        .filter(|line| line.starts_with("| `") && !line.starts_with("| `features."))
+    {
         let cells: Vec<&str> = line.split('|').map(str::trim).collect();
         let group = cells[1].trim_matches('`').replace("\"\"", "");
+        let feature = cells[4]
+            .strip_prefix("feature `")
+            .and_then(|rest| rest.split_once('`'))
+            .map(|(value, _)| value.to_string());
         for resource in cells[2].split(',') {
             for verb in cells[3].split(',') {
-                out.insert((
-                    group.clone(),
-                    resource.trim().trim_matches('`').to_string(),
-                    verb.trim().to_string(),
-                ));
+                out.insert(
+                    (
+                        group.clone(),
+                        resource.trim().trim_matches('`').to_string(),
+                        verb.trim().to_string(),
+                    ),
+                    feature.clone(),
+                );
             }
         }
     }
@@ -84,6 +101,43 @@ fn the_cluster_role_grants_only_the_documented_permissions() {
     );
 }
 
+/// The chart rendered for a cluster-wide install with `features.<value>=false`.
+async fn rendered_without(value: &str) -> String {
+    let off = format!("features.{value}=false");
+    ferry_testenv::chart::render("ferry", "ferry-system", &["--set", &off])
+        .await
+        .unwrap()
+}
+
+#[tokio::test]
+async fn each_switched_off_feature_withholds_exactly_its_rules() {
+    let documented = documented_with_features(&repo_file("docs/rbac.md"));
+    let features: BTreeSet<&String> = documented.values().flatten().collect();
+    assert_eq!(
+        features.iter().map(|f| f.as_str()).collect::<Vec<_>>(),
+        ["kubeletStats", "secretReferences", "updateHooks"],
+        "the features docs/rbac.md marks"
+    );
+    for feature in features {
+        let granted = granted(&rendered_without(feature).await);
+        let needed: BTreeSet<Permission> = documented
+            .iter()
+            .filter(|(_, only_for)| only_for.as_ref() != Some(feature))
+            .map(|(permission, _)| permission.clone())
+            .collect();
+        let extra: Vec<_> = granted.difference(&needed).collect();
+        assert!(
+            extra.is_empty(),
+            "with {feature} off the chart still grants {extra:?}"
+        );
+        let missing: Vec<_> = needed.difference(&granted).collect();
+        assert!(
+            missing.is_empty(),
+            "with {feature} off the chart lacks {missing:?}"
+        );
+    }
+}
+
 #[test]
 fn the_table_parser_reads_groups_resources_and_verbs() {
     let page =
@@ -92,4 +146,9 @@ fn the_table_parser_reads_groups_resources_and_verbs() {
     assert!(parsed.contains(&("".into(), "pods/log".into(), "list".into())));
     assert!(parsed.contains(&("apps".into(), "statefulsets".into(), "patch".into())));
     assert_eq!(parsed.len(), 5);
+    let marked = documented_with_features("| `batch` | `jobs` | get | feature `updateHooks`: hooks |\n");
+    assert_eq!(
+        marked[&("batch".into(), "jobs".into(), "get".into())].as_deref(),
+        Some("updateHooks")
+    );
 }

@@ -71,3 +71,12 @@ annotations:
   cert-manager.io/inject-ca-from: {{ printf "%s/%s-webhook" .Release.Namespace (include "ferry.fullname" .) }}
 {{- end }}
 {{- end -}}
+
+{{/* The operator's --disable-features from the chart's `features` values (empty: all on). */}}
+{{- define "ferry.disabledFeatures" -}}
+{{- $off := list -}}
+{{- if not .Values.features.secretReferences }}{{ $off = append $off "secret-references" }}{{ end -}}
+{{- if not .Values.features.kubeletStats }}{{ $off = append $off "kubelet-stats" }}{{ end -}}
+{{- if not .Values.features.updateHooks }}{{ $off = append $off "update-hooks" }}{{ end -}}
+{{- join "," $off -}}
+{{- end -}}

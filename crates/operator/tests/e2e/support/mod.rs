@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 use ferry_api::{RowStep, VolumeResize, VolumeResizeSpec};
+use ferry_operator::features::{Feature, Features};
 use ferry_operator::{Settings, run};
 use ferry_testenv::{TestNamespace, client, wait_until};
 use k8s_openapi::api::events::v1::Event;
@@ -23,15 +24,33 @@ pub struct Harness {
     metrics_url: String,
     /// Where the operator serves its admission webhooks, when it does.
     pub webhook_url: Option<String>,
+    /// What the operator runs with switched off (every restart too).
+    features: Features,
 }
 
 impl Harness {
     pub async fn start(prefix: &str) -> Harness {
+        Harness::start_without(prefix, &[]).await
+    }
+
+    /// Like `start`, with `disabled` features switched off in the chart (their permissions not
+    /// granted) and in the operator.
+    pub async fn start_without(prefix: &str, disabled: &[Feature]) -> Harness {
         let client = client().await.unwrap();
         install_crd(&client).await;
         let ns = TestNamespace::create(&client, prefix).await.unwrap();
-        let (identity, operator_client) = chart_identity(&ns.name).await;
-        let (operator, metrics_url) = spawn_operator(&operator_client, &ns.name, None, Some(&identity));
+        let values: Vec<String> = disabled
+            .iter()
+            .map(|feature| format!("{}=false", feature.chart_value()))
+            .collect();
+        let values: Vec<&str> = values.iter().map(String::as_str).collect();
+        let identity = ferry_testenv::chart::install_identity_with(&ns.name, &values)
+            .await
+            .unwrap();
+        let operator_client = ferry_testenv::chart::client_as(&identity.user).await.unwrap();
+        let features = Features::without(disabled);
+        let (operator, metrics_url) =
+            spawn_operator(&operator_client, &ns.name, None, Some(&identity), features);
         Harness {
             client,
             operator_client,
@@ -40,6 +59,7 @@ impl Harness {
             operator,
             metrics_url,
             webhook_url: None,
+            features,
         }
     }
 
@@ -56,6 +76,7 @@ impl Harness {
             operator: tokio::spawn(async {}),
             metrics_url: String::new(),
             webhook_url: None,
+            features: Features::default(),
         }
     }
 
@@ -76,7 +97,9 @@ impl Harness {
         )
         .await
         .unwrap();
-        let (operator, metrics_url) = spawn_operator(&operator_client, &ns.name, Some(&url), Some(&identity));
+        let features = Features::default();
+        let (operator, metrics_url) =
+            spawn_operator(&operator_client, &ns.name, Some(&url), Some(&identity), features);
         let harness = Harness {
             client,
             operator_client,
@@ -85,6 +108,7 @@ impl Harness {
             operator,
             metrics_url,
             webhook_url: Some(url),
+            features,
         };
         harness.wait_webhook_registered().await;
         harness
@@ -120,6 +144,7 @@ impl Harness {
             &self.ns.name,
             self.webhook_url.as_deref(),
             self.identity.as_ref(),
+            self.features,
         );
     }
 
@@ -428,6 +453,7 @@ fn spawn_operator(
     namespace: &str,
     webhook_url: Option<&str>,
     identity: Option<&ferry_testenv::chart::OperatorIdentity>,
+    features: Features,
 ) -> (JoinHandle<()>, String) {
     let port = free_port();
     let webhook = webhook_url.map(|url| {
@@ -452,6 +478,7 @@ fn spawn_operator(
             namespace: namespace.to_string(),
             name: identity.config_digest_key_secret.clone(),
         }),
+        features,
         ..Settings::default()
     };
     let client = client.clone();

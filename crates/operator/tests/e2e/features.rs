@@ -1,0 +1,202 @@
+//! Features switched off in the chart run with their permissions gone (docs/security.md): the
+//! operator's ServiceAccount is refused what only they need, and Ferry says what it does not do
+//! instead of failing on a 403.
+
+use crate::support::Harness;
+use ferry_api::{ExtendedStatefulSet, VolumeAutoscaler};
+use ferry_operator::features::Feature;
+use ferry_testenv::fixtures::{stateful_set, wait_ready};
+use ferry_testenv::{CLASS_EXPANDABLE, wait_until};
+use k8s_openapi::api::apps::v1::StatefulSet;
+use k8s_openapi::api::batch::v1::Job;
+use k8s_openapi::api::core::v1::{ConfigMap, Node, Secret};
+use kube::api::{ListParams, PostParams};
+use kube::{Api, ResourceExt};
+use serde_json::{Value, json};
+
+/// The API server's answer to a request the operator should never be allowed to make.
+fn assert_forbidden<T: std::fmt::Debug>(what: &str, result: Result<T, kube::Error>) {
+    match result {
+        Err(kube::Error::Api(status)) => assert_eq!(status.code, 403, "{what}: {status:?}"),
+        other => panic!("{what}: expected 403 Forbidden, got {other:?}"),
+    }
+}
+
+/// An ExtendedStatefulSet `name` of kwok pods with one `data` template, plus `extra` in its spec.
+fn extended(name: &str, extra: Value) -> Value {
+    let template = serde_json::to_value(stateful_set(name, 1, CLASS_EXPANDABLE, "1Gi")).unwrap();
+    let mut spec = json!({"replicas": 1, "template": {"spec": template["spec"]}});
+    spec.as_object_mut()
+        .unwrap()
+        .extend(extra.as_object().unwrap().clone());
+    json!({
+        "apiVersion": "ferry.dev/v1alpha1", "kind": "ExtendedStatefulSet",
+        "metadata": {"name": name}, "spec": spec,
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn switched_off_features_run_without_their_permissions() {
+    let harness = Harness::start_without("features-off", &Feature::ALL).await;
+    let ns = &harness.ns.name;
+
+    // The permissions are gone: the operator's own identity is refused them.
+    let operator = &harness.operator_client;
+    assert_forbidden(
+        "list Secrets",
+        Api::<Secret>::namespaced(operator.clone(), ns)
+            .list(&ListParams::default())
+            .await,
+    );
+    assert_forbidden(
+        "get a Job",
+        Api::<Job>::namespaced(operator.clone(), ns).get("any").await,
+    );
+    let node = Api::<Node>::all(harness.client.clone())
+        .list(&ListParams::default())
+        .await
+        .unwrap()
+        .items[0]
+        .name_any();
+    match ferry_operator::autoscale::node_summary(operator, &node).await {
+        Err(ferry_operator::Error::Kube(kube::Error::Api(status))) => {
+            assert_eq!(status.code, 403, "{status:?}")
+        }
+        other => panic!("the kubelet's stats through nodes/proxy: expected 403, got {other:?}"),
+    }
+
+    // Secret references: the ConfigMap is followed and marked, the Secret neither read nor marked,
+    // and the ExtendedStatefulSet says so while its StatefulSet runs.
+    let maps = harness.ns.api::<ConfigMap>();
+    let secrets = harness.ns.api::<Secret>();
+    maps.create(
+        &PostParams::default(),
+        &serde_json::from_value(json!({"metadata": {"name": "app-config"}, "data": {"a": "1"}})).unwrap(),
+    )
+    .await
+    .unwrap();
+    secrets
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({"metadata": {"name": "app-secret"}, "stringData": {"b": "2"}}))
+                .unwrap(),
+        )
+        .await
+        .unwrap();
+    let mut db = extended("db", json!({"updateOnConfigChange": true}));
+    db["spec"]["template"]["spec"]["template"]["spec"]["containers"][0]["envFrom"] = json!([
+        {"configMapRef": {"name": "app-config"}},
+        {"secretRef": {"name": "app-secret"}},
+    ]);
+    harness
+        .ns
+        .api::<ExtendedStatefulSet>()
+        .create(&PostParams::default(), &serde_json::from_value(db).unwrap())
+        .await
+        .unwrap();
+    wait_ready(&harness.ns.api::<StatefulSet>(), "db", 1, 60)
+        .await
+        .unwrap();
+    let said = harness
+        .wait_object(
+            "db",
+            "the Secret reported as not followed",
+            60,
+            |ests: &ExtendedStatefulSet| {
+                ests.status.as_ref().is_some_and(|status| {
+                    status.conditions.iter().any(|c| {
+                        c.type_ == "Invalid" && c.status == "True" && c.message.contains("Secret app-secret")
+                    })
+                })
+            },
+        )
+        .await;
+    let invalid = said
+        .status
+        .unwrap()
+        .conditions
+        .into_iter()
+        .find(|c| c.type_ == "Invalid")
+        .unwrap();
+    assert!(
+        invalid.message.contains("secret-references switched off"),
+        "{}",
+        invalid.message
+    );
+    let marked = wait_until("app-config marked as referenced", 60, || async {
+        let map = maps.get("app-config").await.ok()?;
+        map.labels().contains_key("ferry.dev/referenced").then_some(map)
+    })
+    .await
+    .unwrap();
+    assert_eq!(marked.annotations()["ferry.dev/used-by"], "db");
+    let secret = secrets.get("app-secret").await.unwrap();
+    assert!(
+        !secret.labels().contains_key("ferry.dev/referenced"),
+        "{:?}",
+        secret.labels()
+    );
+
+    // Update hooks: an ExtendedStatefulSet with one is refused at admission (the chart's policy).
+    let hooked = extended(
+        "hooked",
+        json!({"preUpdate": {"spec": {"template": {"spec": {
+            "restartPolicy": "Never", "containers": [{"name": "hook", "image": "busybox"}],
+        }}}}}),
+    );
+    let hooked: ExtendedStatefulSet = serde_json::from_value(hooked).unwrap();
+    let dry_run = PostParams {
+        dry_run: true,
+        ..PostParams::default()
+    };
+    let extended_api = harness.ns.api::<ExtendedStatefulSet>();
+    // (Waits only for the API server to load the freshly applied policy.)
+    let refusal = wait_until("the hook refused by the chart's policy", 30, || async {
+        match extended_api.create(&dry_run, &hooked).await {
+            Err(kube::Error::Api(status)) => Some(status),
+            _ => None,
+        }
+    })
+    .await
+    .unwrap();
+    assert!(
+        refusal.message.contains("update-hooks switched off") && refusal.message.contains("preUpdate"),
+        "{refusal:?}"
+    );
+    assert!(extended_api.get_opt("hooked").await.unwrap().is_none());
+
+    // Kubelet stats: an autoscaler reads no usage and says why.
+    let autoscaler: VolumeAutoscaler = serde_json::from_value(json!({
+        "apiVersion": "ferry.dev/v1alpha1", "kind": "VolumeAutoscaler", "metadata": {"name": "db"},
+        "spec": {"statefulSetName": "db", "volumes": [{"name": "data", "threshold": 80, "maxSize": "4Gi"}]},
+    }))
+    .unwrap();
+    harness
+        .ns
+        .api::<VolumeAutoscaler>()
+        .create(&PostParams::default(), &autoscaler)
+        .await
+        .unwrap();
+    let found = harness
+        .wait_object(
+            "db",
+            "the autoscaler to say it reads no usage",
+            60,
+            |vas: &VolumeAutoscaler| {
+                vas.status
+                    .as_ref()
+                    .is_some_and(|status| !status.volumes.is_empty())
+            },
+        )
+        .await;
+    let volume = &found.status.unwrap().volumes[0];
+    assert_eq!(volume.state.as_deref(), Some("UsageUnknown"), "{volume:?}");
+    assert!(
+        volume
+            .message
+            .as_deref()
+            .is_some_and(|m| m.contains("kubelet-stats switched off")),
+        "{volume:?}"
+    );
+    harness.finish().await;
+}
