@@ -44,9 +44,19 @@ pub fn backup(resize: &str) -> String {
     format!("ferry-{resize}-backup")
 }
 
-/// The Lease that holds a StatefulSet for one resize at a time.
-pub fn hold(stateful_set: &str) -> String {
-    format!("ferry-hold-{stateful_set}")
+/// The Lease that holds a StatefulSet for one resize at a time, kept in the operator's own
+/// namespace: `ferry-hold.<namespace>.<statefulset>` (a namespace has no dots, so no two
+/// StatefulSets share one). Past the 253 characters of a name, the end is a digest of the rest.
+pub fn hold(namespace: &str, stateful_set: &str) -> String {
+    const MAX: usize = 253;
+    let name = format!("ferry-hold.{namespace}.{stateful_set}");
+    if name.len() <= MAX {
+        return name;
+    }
+    use sha2::Digest;
+    let digest = hex_digest(sha2::Sha256::new_with_prefix(name.as_bytes()), 8);
+    // (Names are ASCII: any byte index is a character boundary.)
+    format!("{}-{digest}", name[..MAX - 17].trim_end_matches(['.', '-']))
 }
 
 /// The first `bytes` bytes of a finished SHA-256, in hex: short digests for names and annotations.
@@ -98,6 +108,15 @@ mod tests {
         );
         assert_eq!(pod("db", 2), "db-2");
         assert_eq!(backup("grow"), "ferry-grow-backup");
-        assert_eq!(hold("db"), "ferry-hold-db");
+        assert_eq!(hold("team", "db"), "ferry-hold.team.db");
+    }
+
+    #[test]
+    fn a_hold_name_stays_a_valid_name_and_unique_however_long_its_parts() {
+        let long = "s".repeat(253);
+        let (one, other) = (hold("team", &long), hold("team2", &long));
+        assert!(one.len() <= 253 && other.len() <= 253, "{one}");
+        assert_ne!(one, other);
+        assert_ne!(hold("team", &long), hold("team", &"s".repeat(252)));
     }
 }

@@ -26,6 +26,9 @@ pub struct Context {
     pub config_digest_key: ferry_engine::extended::config::DigestKey,
     /// Features this installation uses (`--disable-features`).
     pub features: crate::features::Features,
+    /// Where the per-StatefulSet hold Leases are kept (`--hold-namespace`); `None`: beside the
+    /// StatefulSet.
+    pub hold_namespace: Option<String>,
 }
 
 impl Context {
@@ -52,6 +55,12 @@ impl Context {
     /// Uses only `features` (the others are switched off, their permissions not granted).
     pub fn with_features(mut self, features: crate::features::Features) -> Self {
         self.features = features;
+        self
+    }
+
+    /// Hold Leases go to `namespace` (the operator's own) instead of beside each StatefulSet.
+    pub fn with_hold_namespace(mut self, namespace: Option<String>) -> Self {
+        self.hold_namespace = namespace;
         self
     }
 
@@ -86,6 +95,7 @@ impl Context {
             // Replaced by the installation's key where digests are made (`run_scope`).
             config_digest_key: crate::extended::digest_key::random(),
             features: crate::features::Features::default(),
+            hold_namespace: None,
         }
     }
 }

@@ -92,6 +92,10 @@ enum Command {
         /// set this and withhold the permissions.
         #[arg(long, env = "FERRY_DISABLE_FEATURES", value_delimiter = ',', value_parser = Feature::parse)]
         disable_features: Vec<Feature>,
+        /// Keep the per-StatefulSet hold Leases (one resize at a time) in this namespace, the
+        /// operator's own; without it they go beside each StatefulSet.
+        #[arg(long, env = "FERRY_HOLD_NAMESPACE")]
+        hold_namespace: Option<String>,
     },
     /// Print the CustomResourceDefinitions as YAML.
     Crd,
@@ -143,6 +147,7 @@ fn main() -> ExitCode {
             config_digest_key_secret,
             autoscale_interval,
             disable_features,
+            hold_namespace,
         } => {
             init_logging(log_format);
             let webhook = match webhook_settings(
@@ -203,6 +208,7 @@ fn main() -> ExitCode {
                 identity: None,
                 config_digest_key,
                 features: Features::without(&disable_features),
+                hold_namespace,
             })) {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(error) => {

@@ -55,6 +55,9 @@ pub struct Settings {
     pub config_digest_key: Option<SecretRef>,
     /// Features switched off (with the chart's permissions they need); all on by default.
     pub features: Features,
+    /// The namespace of the per-StatefulSet hold Leases (the operator's own); `None`: beside each
+    /// StatefulSet, which needs Lease rights in every watched namespace.
+    pub hold_namespace: Option<String>,
 }
 
 /// The operator's own image; the mover is a second entry point of the same image.
@@ -246,7 +249,8 @@ async fn run_scope(
         .with_mover_resources(settings.mover_resources.clone())
         .with_allowed_mover_images(settings.allowed_mover_images.clone())
         .with_config_digest_key(config_digest_key)
-        .with_features(settings.features),
+        .with_features(settings.features)
+        .with_hold_namespace(settings.hold_namespace.clone()),
     );
     // The controllers' cache is what the in-flight and copy-progress gauges count (a webhook's
     // cache, which every replica keeps, leader or not, never is): counted once, here.

@@ -3,6 +3,10 @@
 //! VolumeResizes prechecked at the same moment (each from a cache that does not show the other yet)
 //! cannot both start. The Lease goes when its resize ends or lets go on deletion; one left by a
 //! resize that no longer exists, or has ended, is taken back.
+//!
+//! The Leases live in the operator's own namespace (`--hold-namespace`, the chart's release
+//! namespace), so Ferry needs no right to Leases where users keep theirs (kube-system's and
+//! kube-node-lease's included); without that flag, beside the StatefulSet.
 
 use crate::Error;
 use crate::context::Context;
@@ -15,9 +19,14 @@ use kube::{Api, Resource, ResourceExt};
 /// Annotation on the Lease: the UID of the VolumeResize holding it.
 const HOLDER_UID: &str = "ferry.dev/holder-uid";
 
-/// Name of the Lease that holds a StatefulSet for one resize.
-pub fn hold_name(stateful_set: &str) -> String {
-    ferry_engine::names::hold(stateful_set)
+/// Where the Lease that holds the StatefulSet of `resize` (in `namespace`) is: its namespace and
+/// name.
+pub fn hold_location(ctx: &Context, resize: &VolumeResize, namespace: &str) -> (String, String) {
+    let home = ctx.hold_namespace.as_deref().unwrap_or(namespace);
+    (
+        home.to_string(),
+        ferry_engine::names::hold(namespace, &resize.spec.stateful_set_name),
+    )
 }
 
 /// Who holds the StatefulSet, when it is not this resize.
@@ -31,15 +40,21 @@ pub enum Hold {
 
 /// Takes the StatefulSet's hold for `resize`, or says who has it.
 pub async fn acquire(ctx: &Context, resize: &VolumeResize, namespace: &str) -> Result<Hold, Error> {
-    let leases = Api::<Lease>::namespaced(ctx.client.clone(), namespace);
-    let name = hold_name(&resize.spec.stateful_set_name);
+    let (home, name) = hold_location(ctx, resize, namespace);
+    let leases = Api::<Lease>::namespaced(ctx.client.clone(), &home);
     let uid = resize.uid().unwrap_or_default();
+    // Beside the resize, garbage-collected with it should Ferry never get to let go itself (an
+    // owner reference cannot cross namespaces: elsewhere the next resize takes it back).
+    let owner_references = if home == namespace {
+        resize.controller_owner_ref(&()).map(|owner| vec![owner])
+    } else {
+        None
+    };
     let lease = Lease {
         metadata: ObjectMeta {
             name: Some(name.clone()),
             annotations: Some([(HOLDER_UID.to_string(), uid.clone())].into()),
-            // Garbage-collected with the resize should Ferry never get to let go itself.
-            owner_references: resize.controller_owner_ref(&()).map(|owner| vec![owner]),
+            owner_references,
             ..ObjectMeta::default()
         },
         spec: Some(LeaseSpec {
@@ -84,8 +99,8 @@ pub async fn acquire(ctx: &Context, resize: &VolumeResize, namespace: &str) -> R
 
 /// Lets go of the StatefulSet's hold if this resize has it.
 pub async fn release(ctx: &Context, resize: &VolumeResize, namespace: &str) -> Result<(), Error> {
-    let leases = Api::<Lease>::namespaced(ctx.client.clone(), namespace);
-    let name = hold_name(&resize.spec.stateful_set_name);
+    let (home, name) = hold_location(ctx, resize, namespace);
+    let leases = Api::<Lease>::namespaced(ctx.client.clone(), &home);
     let Some(existing) = leases.get_opt(&name).await? else {
         return Ok(());
     };

@@ -286,7 +286,7 @@ async fn second_resize_on_the_same_stateful_set_waits_its_turn() {
 
     // The first holds the StatefulSet through the API server, not only in the operator's cache.
     let leases = harness.ns.api::<k8s_openapi::api::coordination::v1::Lease>();
-    let hold = ferry_operator::resize::hold::hold_name("db");
+    let hold = ferry_engine::names::hold(&harness.ns.name, "db");
     let held = leases.get(&hold).await.unwrap();
     assert_eq!(held.spec.unwrap().holder_identity.as_deref(), Some("first"));
 
@@ -425,11 +425,15 @@ fn direct_context(harness: &Harness) -> ferry_operator::context::Context {
 /// first lets go, or once the first no longer exists.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn exactly_one_of_two_racing_resizes_takes_the_hold() {
-    use ferry_operator::resize::hold::{Hold, acquire, hold_name, release};
+    use ferry_operator::resize::hold::{Hold, acquire, release};
     use k8s_openapi::api::coordination::v1::Lease;
 
     let harness = Harness::start("pre-hold").await;
-    let ctx = direct_context(&harness);
+    // The holds live in the operator's own namespace, not beside the StatefulSet.
+    let home = ferry_testenv::TestNamespace::create(&harness.client, "pre-hold-home")
+        .await
+        .unwrap();
+    let ctx = direct_context(&harness).with_hold_namespace(Some(home.name.clone()));
     let ns = harness.ns.name.clone();
     // On a StatefulSet that never gets Ready: the operator keeps both waiting (Pending, not
     // finished) and never takes the hold itself.
@@ -476,11 +480,26 @@ async fn exactly_one_of_two_racing_resizes_takes_the_hold() {
         "idempotent"
     );
     release(&ctx, loser, &ns).await.unwrap();
-    let leases = harness.ns.api::<Lease>();
+    let hold = ferry_engine::names::hold(&ns, "absent");
+    let held = home.api::<Lease>().get_opt(&hold).await.unwrap();
+    assert!(held.is_some(), "only the holder lets go");
     assert!(
-        leases.get_opt(&hold_name("absent")).await.unwrap().is_some(),
-        "only the holder lets go"
+        held.unwrap().metadata.owner_references.is_none(),
+        "no owner reference across namespaces"
     );
+    // (The chart's leader Lease is there: this namespace is also the test's release namespace.)
+    let beside: Vec<String> = harness
+        .ns
+        .api::<Lease>()
+        .list(&Default::default())
+        .await
+        .unwrap()
+        .items
+        .iter()
+        .map(|lease| lease.name_any())
+        .filter(|name| name.starts_with("ferry-hold"))
+        .collect();
+    assert!(beside.is_empty(), "holds beside the StatefulSet: {beside:?}");
     release(&ctx, winner, &ns).await.unwrap();
     assert_eq!(acquire(&ctx, loser, &ns).await.unwrap(), Hold::Ours);
     // A holder that has ended (its status says so; Ferry crashed before letting go) leaves its
@@ -503,6 +522,7 @@ async fn exactly_one_of_two_racing_resizes_takes_the_hold() {
         "taken back first"
     );
     assert_eq!(acquire(&ctx, winner, &ns).await.unwrap(), Hold::Ours);
+    home.cleanup().await.unwrap();
     harness.finish().await;
 }
 

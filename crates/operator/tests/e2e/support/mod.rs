@@ -479,6 +479,8 @@ fn spawn_operator(
             name: identity.config_digest_key_secret.clone(),
         }),
         features,
+        // As the chart: in the release's namespace (here the watched one).
+        hold_namespace: Some(namespace.to_string()),
         ..Settings::default()
     };
     let client = client.clone();
