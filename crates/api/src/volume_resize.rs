@@ -297,6 +297,11 @@ pub struct VolumePlan {
     /// Bytes in use on the current volume, measured by a mover pod before anything is touched.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub used_bytes: Option<u64>,
+    /// Capabilities this row's mover pods get: `DAC_OVERRIDE`, and only those the data measured
+    /// before the copy needs (`CHOWN`/`FOWNER` for other owners, `FSETID`, `MKNOD`, `SETFCAP`).
+    /// Absent when the measuring mover did not say (every capability a copy can use).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mover_capabilities: Option<Vec<String>>,
     /// Reclaim policy the source volume had before Ferry set it to Retain; it gets it back when
     /// retention is up (never `Delete` on a volume that was `Retain`).
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -47,6 +47,8 @@ pub enum ResizeAction {
         source: String,
         target: String,
         pass: Pass,
+        /// Linux capabilities of the mover container (every other one dropped).
+        capabilities: Vec<String>,
     },
     /// Start a pod that measures the bytes in use on a claim (read-only).
     MeasureUsage { pod: String, claim: String },

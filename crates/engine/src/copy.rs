@@ -13,6 +13,7 @@ use ferry_mover_report::{Progress, SyncResult, UsageResult};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
 mod advance;
+pub mod capabilities;
 mod measure;
 mod progress;
 mod reasons;

@@ -262,7 +262,16 @@ impl MoverView {
     /// `stuck_after` seconds.
     pub fn failure(&self, now: &Time, stuck_after: i64) -> Option<String> {
         if let MoverPhase::Failed { exit_code, message } = &self.phase {
-            return Some(format!("failed (exit code {exit_code}): {}", message.trim()));
+            // Refused for lack of a capability it was not given: say why it had so few.
+            let hint = if *exit_code == ferry_mover_report::EXIT_PERMISSION {
+                "; a mover runs with only the capabilities the data measured before the copy needed, and an entry made since (a device node, another owner, a set-id or capability file) needs more: delete and re-create the VolumeResize to measure again"
+            } else {
+                ""
+            };
+            return Some(format!(
+                "failed (exit code {exit_code}): {}{hint}",
+                message.trim()
+            ));
         }
         let reason = self.stuck.as_ref()?;
         let waited = now.0.as_second() - self.created.as_ref()?.0.as_second();
@@ -350,5 +359,35 @@ impl Observed {
                 .find(|(_, class)| class.is_default)
                 .map(|(name, _)| name.clone())
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn failed(exit_code: i32) -> MoverView {
+        MoverView {
+            phase: MoverPhase::Failed {
+                exit_code,
+                message: "permission denied while creating dev/null: Operation not permitted\n".into(),
+            },
+            ..MoverView::default()
+        }
+    }
+
+    #[test]
+    fn a_mover_refused_an_operation_says_its_capabilities_followed_the_measured_data() {
+        let now = Time(k8s_openapi::jiff::Timestamp::UNIX_EPOCH);
+        let refused = failed(ferry_mover_report::EXIT_PERMISSION)
+            .failure(&now, 60)
+            .unwrap();
+        assert!(
+            refused.starts_with("failed (exit code 5): permission denied while creating dev/null")
+                && refused.contains("re-create the VolumeResize to measure again"),
+            "{refused}"
+        );
+        let mismatch = failed(3).failure(&now, 60).unwrap();
+        assert!(!mismatch.contains("measure again"), "{mismatch}");
     }
 }

@@ -65,7 +65,12 @@ pub struct SyncResult {
     pub metadata_fixed: u64,
 }
 
-/// The result of `ferry-mover usage`: what a tree occupies, for the shrink precheck.
+/// The mover's exit code when the kernel refused an operation (EACCES / EPERM): with a mover pod
+/// given only the capabilities its data needed when measured, an entry made since can need more.
+pub const EXIT_PERMISSION: i32 = 5;
+
+/// The result of `ferry-mover usage`: what a tree occupies, for the shrink precheck, and what
+/// copying it exactly needs, for the mover pods' capabilities.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct UsageResult {
@@ -74,6 +79,30 @@ pub struct UsageResult {
     /// Distinct inodes, the root included.
     #[serde(default)]
     pub inodes: u64,
+    /// What the tree holds that only a privileged copy keeps; absent from movers older than this
+    /// field (then nothing is known, and a copy gets every capability).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub needs: Option<CopyNeeds>,
+}
+
+/// Entries a copy can only recreate exactly with a capability (each `true` when at least one
+/// entry of the tree is such).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CopyNeeds {
+    /// Entries not owned by user and group 0: `CHOWN` to give them away, `FOWNER` to set their
+    /// mode, times and ACLs after that.
+    #[serde(default)]
+    pub other_owners: bool,
+    /// Set-user-ID or set-group-ID entries: `FSETID`, or the kernel clears the bits.
+    #[serde(default)]
+    pub set_id: bool,
+    /// Character or block device nodes: `MKNOD` (FIFOs and sockets need nothing).
+    #[serde(default)]
+    pub device_nodes: bool,
+    /// Files with capabilities (`security.capability`): `SETFCAP`.
+    #[serde(default)]
+    pub file_capabilities: bool,
 }
 
 /// The result file of a failed run.
@@ -148,9 +177,14 @@ mod tests {
             usage,
             UsageResult {
                 bytes: 114_688,
-                inodes: 4
+                inodes: 4,
+                needs: None,
             }
         );
+        let with_needs = r#"{"bytes":4096,"inodes":2,"needs":{"otherOwners":true,"setId":false,"deviceNodes":true,"fileCapabilities":false}}"#;
+        let usage: UsageResult = round_trip(with_needs);
+        let needs = usage.needs.unwrap();
+        assert!(needs.other_owners && needs.device_nodes && !needs.set_id && !needs.file_capabilities);
     }
 
     #[test]

@@ -14,7 +14,7 @@ pub const EXIT_VERIFY_MISMATCH: i32 = 3;
 /// Exit code: the target filesystem is full (ENOSPC / EDQUOT).
 pub const EXIT_TARGET_FULL: i32 = 4;
 /// Exit code: permission denied (EACCES / EPERM).
-pub const EXIT_PERMISSION: i32 = 5;
+pub const EXIT_PERMISSION: i32 = ferry_mover_report::EXIT_PERMISSION;
 /// A strict pass saw its source change (something still writes to it).
 pub const EXIT_SOURCE_CHANGED: i32 = 6;
 

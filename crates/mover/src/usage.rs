@@ -1,13 +1,27 @@
-//! Space and inodes used by a tree (for the shrink precheck): like `du`, hard links once.
+//! Space and inodes used by a tree (for the shrink precheck): like `du`, hard links once. And what
+//! copying it exactly needs (for the capabilities the planner gives the mover pods).
 
 use std::collections::HashSet;
 use std::path::Path;
 
 use crate::error::MoverError;
+use crate::meta::{EntryMeta, Kind};
 use crate::progress::Warnings;
 
+pub use ferry_mover_report::CopyNeeds;
 /// Bytes allocated on disk and inodes in use by a tree: the wire type the planner reads back.
 pub use ferry_mover_report::UsageResult as Usage;
+
+/// The extended attribute that holds a file's capabilities.
+const FILE_CAPABILITIES: &[u8] = b"security.capability";
+
+/// What recreating `entry` exactly needs, added to `needs`.
+fn note_needs(needs: &mut CopyNeeds, entry: &EntryMeta) {
+    needs.other_owners |= entry.uid != 0 || entry.gid != 0;
+    needs.set_id |= entry.perm & 0o6000 != 0;
+    needs.device_nodes |= matches!(entry.kind, Kind::CharDev | Kind::BlockDev);
+    needs.file_capabilities |= entry.xattrs.iter().any(|(name, _)| name == FILE_CAPABILITIES);
+}
 
 /// Measures `dir`.
 pub fn usage(dir: &Path) -> Result<Usage, MoverError> {
@@ -18,15 +32,101 @@ pub fn usage(dir: &Path) -> Result<Usage, MoverError> {
             dir.display()
         )));
     }
-    let tree = crate::walk::scan(dir, false, &Warnings::new(false), None)?;
+    // With extended attributes: file capabilities are one.
+    let tree = crate::walk::scan(dir, true, &Warnings::new(false), None)?;
     let mut seen = HashSet::new();
-    let mut u = Usage { bytes: 0, inodes: 0 };
+    let mut u = Usage::default();
+    // (The root too: the copy gives the target's root the source root's owner and mode.)
+    let mut needs = CopyNeeds::default();
     for e in &tree.entries {
+        note_needs(&mut needs, &e.meta);
         if e.meta.nlink > 1 && !seen.insert((e.meta.dev, e.meta.ino)) {
             continue;
         }
         u.bytes += e.meta.blocks * 512;
         u.inodes += 1;
     }
+    u.needs = Some(needs);
     Ok(u)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::{PermissionsExt, chown};
+
+    fn needs_of(dir: &Path) -> CopyNeeds {
+        usage(dir).unwrap().needs.unwrap()
+    }
+
+    #[test]
+    fn plain_files_of_root_need_nothing_and_each_special_entry_names_its_need() {
+        // (Giving files away, device nodes and file capabilities need root: the test runs as it.)
+        use std::os::unix::fs::MetadataExt;
+        if std::fs::metadata("/proc/self").map(|m| m.uid()).ok() != Some(0) {
+            eprintln!("skipped: needs root");
+            return;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        std::fs::create_dir(root.join("sub")).unwrap();
+        std::fs::write(root.join("sub/plain"), b"data").unwrap();
+        rustix::fs::mknodat(
+            rustix::fs::CWD,
+            root.join("fifo"),
+            rustix::fs::FileType::Fifo,
+            rustix::fs::Mode::from_raw_mode(0o644),
+            0,
+        )
+        .unwrap();
+        assert_eq!(needs_of(root), CopyNeeds::default(), "root's files and a FIFO");
+
+        chown(root.join("sub/plain"), Some(999), None).unwrap();
+        assert_eq!(
+            needs_of(root),
+            CopyNeeds {
+                other_owners: true,
+                ..CopyNeeds::default()
+            }
+        );
+        chown(root.join("sub/plain"), Some(0), Some(0)).unwrap();
+
+        std::fs::write(root.join("tool"), b"#!/bin/sh\n").unwrap();
+        std::fs::set_permissions(root.join("tool"), std::fs::Permissions::from_mode(0o4755)).unwrap();
+        assert!(needs_of(root).set_id);
+        std::fs::set_permissions(root.join("tool"), std::fs::Permissions::from_mode(0o755)).unwrap();
+
+        rustix::fs::mknodat(
+            rustix::fs::CWD,
+            root.join("null"),
+            rustix::fs::FileType::CharacterDevice,
+            rustix::fs::Mode::from_raw_mode(0o666),
+            rustix::fs::makedev(1, 3),
+        )
+        .unwrap();
+        assert_eq!(
+            needs_of(root),
+            CopyNeeds {
+                device_nodes: true,
+                ..CopyNeeds::default()
+            }
+        );
+        std::fs::remove_file(root.join("null")).unwrap();
+
+        // A v2 capability set (CAP_NET_BIND_SERVICE), as setcap writes it.
+        let mut capability = vec![0u8; 20];
+        capability[0..4].copy_from_slice(&0x0200_0001u32.to_le_bytes());
+        capability[4..8].copy_from_slice(&(1u32 << 10).to_le_bytes());
+        match xattr::set(root.join("tool"), "security.capability", &capability) {
+            Ok(()) => assert_eq!(
+                needs_of(root),
+                CopyNeeds {
+                    file_capabilities: true,
+                    ..CopyNeeds::default()
+                }
+            ),
+            // (A file system without security xattrs, e.g. some tmpfs: nothing to see.)
+            Err(error) => eprintln!("file capabilities not checked: {error}"),
+        }
+    }
 }

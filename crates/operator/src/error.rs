@@ -295,6 +295,7 @@ mod tests {
                 source: "s".into(),
                 target: "t".into(),
                 pass: ferry_engine::action::Pass::Warm,
+                capabilities: vec![],
             },
             ResizeAction::BindClaim {
                 claim: "c".into(),

@@ -105,6 +105,7 @@ pub(super) fn advance(
                 source: row.claim_name.clone(),
                 target: temp,
                 pass: Pass::Final,
+                capabilities: capabilities::of_row(&row),
             });
             status.plan[i].step = Some(RowStep::FinalSync);
             summary = format!("final sync of {who} (stopped)");
@@ -121,6 +122,7 @@ pub(super) fn advance(
                         source: row.claim_name.clone(),
                         target: temp,
                         pass: Pass::Warm,
+                        capabilities: capabilities::of_row(&row),
                     });
                     status.plan[i].step = Some(RowStep::WarmCopy);
                     ready_to_stop = false;

@@ -52,12 +52,14 @@ pub(super) fn measure_usage(
             }
             Some(mover) => match &mover.phase {
                 MoverPhase::Succeeded => {
-                    row.used_bytes = mover
+                    let usage = mover
                         .result
                         .as_deref()
-                        .and_then(|r| serde_json::from_str::<UsageResult>(r).ok())
-                        .map(|usage| usage.bytes);
+                        .and_then(|r| serde_json::from_str::<UsageResult>(r).ok());
+                    row.used_bytes = usage.map(|usage| usage.bytes);
                     row.bytes_total = row.used_bytes;
+                    // What its mover pods may do: only what this data needs.
+                    row.mover_capabilities = usage.map(|usage| capabilities::for_needs(usage.needs));
                 }
                 _ => {
                     if let Some(failure) = mover.failure(now, ctx.stuck_after_seconds) {

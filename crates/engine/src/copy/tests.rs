@@ -55,6 +55,11 @@ struct Cluster {
     /// The StatefulSet controller deletes this pod (a rolling update's next step) at the moment
     /// Ferry takes the StatefulSet off; nothing re-creates it while the StatefulSet is gone.
     lost_at_take_off: Option<String>,
+    /// What the measuring pods report copying the data needs (JSON of `CopyNeeds`; none: an older
+    /// mover that does not say).
+    usage_needs: Option<&'static str>,
+    /// The capabilities of every mover pod started, in order.
+    mover_capabilities: Vec<Vec<String>>,
 }
 
 impl World for Cluster {
@@ -111,6 +116,8 @@ impl Cluster {
             absent_ticks: 0,
             min_available: None,
             lost_at_take_off: None,
+            usage_needs: None,
+            mover_capabilities: Vec::new(),
         };
         cluster.observed.stateful_set = Some(StatefulSetView {
             ready_replicas: REPLICAS,
@@ -301,7 +308,9 @@ impl Cluster {
                 source,
                 target,
                 pass,
+                capabilities,
             } => {
+                self.mover_capabilities.push(capabilities.clone());
                 let fails = *pass == Pass::Final && self.fail_final_of.as_deref() == Some(source.as_str());
                 let volume_of =
                     |name: &str| self.observed.claims.get(name).and_then(|c| c.volume_name.clone());
@@ -357,7 +366,10 @@ impl Cluster {
                     .and_then(|v| self.data.get(&v))
                     .map(|d| d.len() as u64 * self.bytes_per_char)
                     .unwrap_or(0);
-                let result = Some(format!(r#"{{"bytes":{used},"inodes":3}}"#));
+                let result = Some(match self.usage_needs {
+                    Some(needs) => format!(r#"{{"bytes":{used},"inodes":3,"needs":{needs}}}"#),
+                    None => format!(r#"{{"bytes":{used},"inodes":3}}"#),
+                });
                 if self.unschedulable_usage && !self.observed.movers.contains_key(pod) {
                     let waiting = MoverView {
                         stuck: Some("Unschedulable: 0/4 nodes are available".into()),
@@ -722,6 +734,42 @@ fn deleted_after_any_action_it_stops_at_a_safe_point() {
             assert_replica_whole(&cluster, replica, &format!("deleted after {deleted_after}"));
         }
     }
+}
+
+#[test]
+fn mover_pods_get_only_the_capabilities_their_measured_data_needs() {
+    // Files of other owners, nothing else: owners are kept, nothing more is allowed.
+    let mut cluster = Cluster::new();
+    cluster.usage_needs = Some(r#"{"otherOwners":true}"#);
+    let (status, _) = run(&mut cluster, None);
+    assert_eq!(status.phase, Some(Phase::Succeeded), "{:?}", status.message);
+    assert_eq!(
+        cluster.mover_capabilities.len(),
+        2 * REPLICAS as usize,
+        "a warm and a final pass each"
+    );
+    assert!(
+        cluster
+            .mover_capabilities
+            .iter()
+            .all(|capabilities| *capabilities == ["CHOWN", "FOWNER", "DAC_OVERRIDE"]),
+        "{:?}",
+        cluster.mover_capabilities
+    );
+    assert!(status.plan.iter().all(|row| row.mover_capabilities.is_some()));
+
+    // A measuring mover that does not say (an older image): every capability, as before.
+    let mut older = Cluster::new();
+    let (status, _) = run(&mut older, None);
+    assert_eq!(status.phase, Some(Phase::Succeeded), "{:?}", status.message);
+    assert!(
+        older
+            .mover_capabilities
+            .iter()
+            .all(|capabilities| *capabilities == capabilities::EVERY_COPY_CAPABILITY),
+        "{:?}",
+        older.mover_capabilities
+    );
 }
 
 #[test]

@@ -166,6 +166,7 @@ async fn carry_out(
             source,
             target,
             pass,
+            capabilities,
         } => {
             let placement = placement(ctx, resize, namespace).await?;
             let settings = resize.spec.mover.clone().unwrap_or_default();
@@ -181,6 +182,7 @@ async fn carry_out(
                     .as_deref()
                     .and_then(|q| parse_bytes(q).ok()),
                 resources: settings.resources.or_else(|| ctx.mover_resources.clone()),
+                capabilities: capabilities.clone(),
             };
             let mover = objects::mover_pod(&Owner::of(resize), pod, &placement, &copy);
             ignore_conflict(
@@ -393,6 +395,7 @@ mod tests {
                     source: "data-db-0".into(),
                     target: "data-db-0-ferry-1a2b".into(),
                     pass: Pass::Warm,
+                    capabilities: vec!["DAC_OVERRIDE".into()],
                 },
                 "data-db-0-ferry-1a2b-warm".to_string(),
             ),

@@ -116,6 +116,8 @@ pub struct CopyJob<'a> {
     /// Most bytes per second written (`spec.mover.bandwidthLimit`, parsed).
     pub bandwidth_limit: Option<u64>,
     pub resources: Option<ResourceRequirements>,
+    /// Linux capabilities of the mover container, every other one dropped (what the data needs).
+    pub capabilities: Vec<String>,
 }
 
 /// The mover's command line for `copy`.
@@ -158,7 +160,7 @@ pub fn mover_command(copy: &CopyJob) -> Vec<String> {
 }
 
 /// A mover pod: least privilege (no service-account token, no network use, read-only source, only
-/// the capabilities needed to keep ownership and special files), on the source volume's node (its
+/// the capabilities its data needs, `copy.capabilities`), on the source volume's node (its
 /// PV's node affinity places it there), copying `copy.source` onto `copy.target`.
 pub fn mover_pod(owner: &Owner, name: &str, placement: &Placement, copy: &CopyJob) -> Pod {
     let pass = match copy.pass {
@@ -169,14 +171,7 @@ pub fn mover_pod(owner: &Owner, name: &str, placement: &Placement, copy: &CopyJo
         name: MOVER_CONTAINER.to_string(),
         command: Some(mover_command(copy)),
         resources: copy.resources.clone(),
-        security_context: Some(container_security(&[
-            "CHOWN",
-            "FOWNER",
-            "DAC_OVERRIDE",
-            "FSETID",
-            "MKNOD",
-            "SETFCAP",
-        ])),
+        security_context: Some(container_security(&copy.capabilities)),
         volume_mounts: Some(vec![mount("source", true), mount("target", false)]),
         ..Container::default()
     };
@@ -215,13 +210,13 @@ pub fn usage_pod(owner: &Owner, name: &str, placement: &Placement, claim: &str) 
 }
 
 /// No privilege escalation, a read-only root file system, every capability dropped but `add`.
-fn container_security(add: &[&str]) -> SecurityContext {
+fn container_security<S: AsRef<str>>(add: &[S]) -> SecurityContext {
     SecurityContext {
         allow_privilege_escalation: Some(false),
         read_only_root_filesystem: Some(true),
         capabilities: Some(Capabilities {
             drop: Some(vec!["ALL".to_string()]),
-            add: Some(add.iter().map(|c| c.to_string()).collect()),
+            add: Some(add.iter().map(|c| c.as_ref().to_string()).collect()),
         }),
         ..SecurityContext::default()
     }

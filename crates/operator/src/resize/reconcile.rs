@@ -433,6 +433,7 @@ fn describe(action: &ResizeAction) -> String {
             source,
             target,
             pass,
+            ..
         } => {
             format!("{pass:?} copy of PVC {source} to {target} in mover pod {pod}")
         }

@@ -123,7 +123,8 @@ pub(crate) async fn resize_succeeds(
     status
 }
 
-/// Records the container IDs of every mover pod seen while the test runs.
+/// Records the container IDs of every mover pod seen while the test runs, as
+/// `<node> <container ID> [<added capabilities>] <command>`.
 fn watch_mover_containers(harness: &Harness) -> Arc<Mutex<BTreeMap<String, String>>> {
     let seen = Arc::new(Mutex::new(BTreeMap::new()));
     let pods: Api<Pod> = harness.ns.api();
@@ -150,8 +151,15 @@ fn watch_mover_containers(harness: &Harness) -> Arc<Mutex<BTreeMap<String, Strin
                         .and_then(|c| c.command.clone())
                         .unwrap_or_default()
                         .join(" ");
+                    let capabilities = pod
+                        .spec
+                        .as_ref()
+                        .and_then(|s| s.containers.first())
+                        .and_then(|c| c.security_context.as_ref()?.capabilities.as_ref()?.add.clone())
+                        .unwrap_or_default()
+                        .join(",");
                     if let (Some(id), Ok(mut seen)) = (id, record.lock()) {
-                        seen.insert(pod.name_any(), format!("{node} {id} {command}"));
+                        seen.insert(pod.name_any(), format!("{node} {id} [{capabilities}] {command}"));
                     }
                 }
             }
@@ -191,7 +199,7 @@ async fn rolling_shrink_onto_another_class_loses_no_acknowledged_write() {
     let harness = Harness::start("real-copy").await;
     let seeds = writer(&harness, 2, CLASS_BLOCK, "320Mi").await;
     let movers = watch_mover_containers(&harness);
-    resize_succeeds(
+    let status = resize_succeeds(
         &harness,
         "shrink",
         json!({"statefulSetName": "db", "volumes": [
@@ -226,7 +234,98 @@ async fn rolling_shrink_onto_another_class_loses_no_acknowledged_write() {
             name.ends_with("-final"),
             "{name}: {placed}"
         );
+        // The writer's plain files need no device, set-id or file-capability rights.
+        let capabilities = mover_capabilities(placed);
+        assert!(
+            capabilities.contains(&"DAC_OVERRIDE".to_string()),
+            "{name}: {placed}"
+        );
+        for needless in ["FSETID", "MKNOD", "SETFCAP"] {
+            assert!(!capabilities.contains(&needless.to_string()), "{name}: {placed}");
+        }
     }
+    for row in &status.plan {
+        let recorded = row.mover_capabilities.clone().unwrap();
+        assert!(
+            movers
+                .iter()
+                .filter(|(name, _)| name.starts_with(&row.claim_name) && !name.ends_with("-usage"))
+                .all(|(_, placed)| mover_capabilities(placed) == recorded),
+            "{}: recorded {recorded:?}, movers {movers:?}",
+            row.claim_name
+        );
+    }
+    harness.finish().await;
+}
+
+/// The capabilities in a record of [`watch_mover_containers`].
+fn mover_capabilities(placed: &str) -> Vec<String> {
+    let inside = placed
+        .split_once('[')
+        .and_then(|(_, rest)| rest.split_once(']'))
+        .map(|(inside, _)| inside)
+        .unwrap_or_default();
+    inside
+        .split(',')
+        .filter(|c| !c.is_empty())
+        .map(String::from)
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_copy_keeps_owners_set_id_bits_and_device_nodes_with_only_the_capabilities_they_need() {
+    use std::os::unix::fs::{FileTypeExt, MetadataExt};
+    let harness = Harness::start("real-special").await;
+    let seeds = writer(&harness, 1, CLASS_BLOCK, "320Mi").await;
+    // Entries only a privileged copy keeps: another owner, a set-user-ID file, a device node.
+    let script = "mknod /data/null c 1 3 && echo x > /data/owned && chown 999:998 /data/owned \
+                  && echo y > /data/tool && chmod 4755 /data/tool";
+    let (code, out, err) =
+        ferry_testenv::kubectl(&["-n", &harness.ns.name, "exec", "db-0", "--", "sh", "-c", script])
+            .await
+            .unwrap();
+    assert_eq!(code, 0, "{out} {err}");
+    let movers = watch_mover_containers(&harness);
+    let status = resize_succeeds(
+        &harness,
+        "special",
+        json!({"statefulSetName": "db", "volumes": [
+            {"name": "data", "size": "384Mi", "storageClassName": CLASS_BLOCK_FIXED}
+        ]}),
+        300,
+    )
+    .await;
+    let needed = ["CHOWN", "FOWNER", "DAC_OVERRIDE", "FSETID", "MKNOD"].map(String::from);
+    assert_eq!(status.plan[0].mover_capabilities.as_deref(), Some(&needed[..]));
+    let movers = movers.lock().unwrap().clone();
+    let copies: Vec<_> = movers
+        .iter()
+        .filter(|(name, _)| !name.ends_with("-usage"))
+        .collect();
+    assert!(
+        copies.iter().any(|(name, _)| name.ends_with("-final")),
+        "{movers:?}"
+    );
+    for (name, placed) in copies {
+        assert_eq!(
+            mover_capabilities(placed),
+            needed,
+            "{name}: {placed} (no SETFCAP)"
+        );
+    }
+
+    // On the new volume, each entry is what it was.
+    let claims: Api<PersistentVolumeClaim> = harness.ns.api();
+    let volumes: Api<PersistentVolume> = Api::all(harness.client.clone());
+    let dir = claim_directory(&claims, &volumes, "data-db-0").await.unwrap();
+    let owned = std::fs::symlink_metadata(dir.join("owned")).unwrap();
+    assert_eq!((owned.uid(), owned.gid()), (999, 998));
+    let tool = std::fs::symlink_metadata(dir.join("tool")).unwrap();
+    assert_eq!(tool.mode() & 0o7777, 0o4755);
+    let null = std::fs::symlink_metadata(dir.join("null")).unwrap();
+    assert!(null.file_type().is_char_device());
+    assert_eq!(null.rdev(), (1 << 8) | 3, "device 1:3 (Linux's makedev)");
+    assert_nothing_lost(&harness, 1, &seeds).await;
     harness.finish().await;
 }
 
