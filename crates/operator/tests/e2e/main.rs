@@ -25,6 +25,7 @@ mod in_place;
 mod installed;
 mod prechecks;
 mod rbac;
+mod real_availability;
 mod real_csi;
 mod real_node;
 mod triggers;

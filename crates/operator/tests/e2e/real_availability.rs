@@ -1,0 +1,143 @@
+//! Availability on the real node: a copy never stops a replica while another is down; it waits for
+//! the others to be Ready (the row the simulator covered, here with real pods and a real kubelet).
+
+use crate::real_node::{assert_nothing_lost, wait_phase, writer_shaped};
+use crate::support::Harness;
+use ferry_api::{Phase, RowStep};
+use ferry_testenv::workload::acks_dir;
+use ferry_testenv::{CLASS_BLOCK, CLASS_BLOCK_FIXED};
+use k8s_openapi::api::core::v1::Pod;
+use kube::ResourceExt;
+use kube::api::ListParams;
+use serde_json::json;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+/// Of `replicas` pods, how many do not serve: missing, going away or not Ready.
+fn down(pods: &[Pod], replicas: usize) -> usize {
+    let serving = pods
+        .iter()
+        .filter(|pod| pod.metadata.deletion_timestamp.is_none())
+        .filter(|pod| {
+            pod.status
+                .as_ref()
+                .and_then(|status| status.conditions.as_ref())
+                .is_some_and(|conditions| {
+                    conditions
+                        .iter()
+                        .any(|c| c.type_ == "Ready" && c.status == "True")
+                })
+        })
+        .count();
+    replicas.saturating_sub(serving)
+}
+
+async fn db_pods(pods: &kube::Api<Pod>) -> Option<Vec<Pod>> {
+    Some(
+        pods.list(&ListParams::default().labels("app=db"))
+            .await
+            .ok()?
+            .items,
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_copy_waits_for_the_other_replicas_to_be_ready_before_a_stop() {
+    let harness = Harness::start("real-ready").await;
+    // Ready while it writes and no `<pod>.unready` marker is beside its acknowledgements (on the
+    // host, so the test sets it without a pod and no copy carries it).
+    let seeds = writer_shaped(&harness, 2, CLASS_BLOCK, "320Mi", 32 << 10, 0, |set| {
+        let container = &mut set
+            .spec
+            .as_mut()
+            .unwrap()
+            .template
+            .spec
+            .as_mut()
+            .unwrap()
+            .containers[0];
+        let probe = container.readiness_probe.as_mut().unwrap();
+        probe.exec.as_mut().unwrap().command = Some(
+            [
+                "sh",
+                "-c",
+                "test -s /data/records && test ! -e /acks/$(hostname).unready",
+            ]
+            .map(String::from)
+            .to_vec(),
+        );
+    })
+    .await;
+    let marker = acks_dir(&harness.ns.name).join("db-1.unready");
+    let pods = harness.ns.api::<Pod>();
+
+    // Watched all along: at most one replica down at any moment.
+    let most_down = Arc::new(AtomicUsize::new(0));
+    let watch = tokio::spawn({
+        let most_down = most_down.clone();
+        let pods = pods.clone();
+        async move {
+            loop {
+                if let Some(list) = db_pods(&pods).await {
+                    most_down.fetch_max(down(&list, 2), Ordering::Relaxed);
+                }
+                tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+            }
+        }
+    });
+    // A slow warm copy (32 MiB at 2 MiB/s), so db-1 goes down while db-0 is still being copied.
+    harness
+        .create_resize(
+            "grow",
+            json!({"statefulSetName": "db", "mover": {"bandwidthLimit": "2Mi"}, "volumes": [
+                {"name": "data", "size": "384Mi", "storageClassName": CLASS_BLOCK_FIXED}
+            ]}),
+        )
+        .await;
+    harness
+        .wait_resize_for("grow", "the warm copy of db-0", 120, |resize| {
+            resize.status.as_ref().is_some_and(|status| {
+                status
+                    .plan
+                    .iter()
+                    .any(|row| row.replica == 0 && row.step == Some(RowStep::WarmCopy))
+            })
+        })
+        .await;
+    std::fs::write(&marker, b"").unwrap();
+    let waiting = harness
+        .wait_resize_for(
+            "grow",
+            "the copy to wait for db-1 before stopping db-0",
+            120,
+            |resize| {
+                resize
+                    .status
+                    .as_ref()
+                    .and_then(|s| s.message.as_deref())
+                    .is_some_and(|m| m.contains("waiting for replica(s) 1 to be Ready before stopping"))
+            },
+        )
+        .await;
+    let db0 = pods.get("db-0").await.unwrap().uid();
+    tokio::time::sleep(std::time::Duration::from_secs(5)).await;
+    assert_eq!(
+        pods.get("db-0").await.unwrap().uid(),
+        db0,
+        "db-0 kept serving while db-1 was down: {:?}",
+        waiting.status
+    );
+
+    std::fs::remove_file(&marker).unwrap();
+    let done = wait_phase(&harness, "grow", 300).await;
+    let status = done.status.unwrap();
+    assert_eq!(status.phase, Some(Phase::Succeeded), "{:?}", status.message);
+    watch.abort();
+    assert_eq!(
+        most_down.load(Ordering::Relaxed),
+        1,
+        "never more than one replica down"
+    );
+    assert_nothing_lost(&harness, 2, &seeds).await;
+    harness.finish().await;
+}
