@@ -35,3 +35,44 @@ pub fn kill_supervised(name: &str) -> Result<Vec<String>, Error> {
     }
     Ok(children)
 }
+
+/// SIGKILLs the processes running `program` in the containers of pod `pod` on the real node (as
+/// the kernel's OOM killer would): found by the `HOSTNAME` the runtime gives every container of a
+/// pod and by the program's name, so no other test's pods are touched. Returns the killed process
+/// IDs (none when the program is not running there yet).
+pub fn kill_in_pod(pod: &str, program: &str) -> Result<Vec<String>, Error> {
+    let hostname = format!("HOSTNAME={pod}");
+    let mut killed = Vec::new();
+    let entries = std::fs::read_dir("/proc").map_err(|e| Error::io("/proc", e))?;
+    for entry in entries.flatten() {
+        let pid = entry.file_name().to_string_lossy().to_string();
+        if !pid.bytes().all(|b| b.is_ascii_digit()) {
+            continue;
+        }
+        // (Processes that end meanwhile, or that are not ours to read, are simply not matches.)
+        let Ok(cmdline) = std::fs::read(format!("/proc/{pid}/cmdline")) else {
+            continue;
+        };
+        let runs_program = cmdline
+            .split(|b| *b == 0)
+            .next()
+            .map(|arg0| String::from_utf8_lossy(arg0).rsplit('/').next() == Some(program))
+            .unwrap_or(false);
+        if !runs_program {
+            continue;
+        }
+        let Ok(environ) = std::fs::read(format!("/proc/{pid}/environ")) else {
+            continue;
+        };
+        if environ.split(|b| *b == 0).any(|var| var == hostname.as_bytes()) {
+            let status = Command::new("kill")
+                .args(["-KILL", &pid])
+                .status()
+                .map_err(|e| Error::io("kill", e))?;
+            if status.success() {
+                killed.push(pid);
+            }
+        }
+    }
+    Ok(killed)
+}

@@ -27,6 +27,7 @@ mod prechecks;
 mod rbac;
 mod real_availability;
 mod real_csi;
+mod real_faults;
 mod real_node;
 mod triggers;
 mod validation;
