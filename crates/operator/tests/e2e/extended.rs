@@ -270,6 +270,93 @@ async fn a_config_change_rolls_exactly_the_pods_that_reference_it() {
     harness.finish().await;
 }
 
+/// A changed Secret (read through `env.valueFrom`) rolls exactly the pods of the ExtendedStatefulSet
+/// that reads it; a changed ConfigMap mounted as a volume rolls exactly the pods that mount it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_secret_change_and_a_mounted_config_map_change_roll_exactly_their_readers() {
+    use k8s_openapi::api::core::v1::Secret;
+    let harness = Harness::start("ests-secret").await;
+    let secrets = harness.ns.api::<Secret>();
+    let write_secret = |value: &'static str| {
+        let secrets = secrets.clone();
+        async move {
+            let secret: Secret = serde_json::from_value(json!({
+                "apiVersion": "v1", "kind": "Secret", "metadata": {"name": "db-password"},
+                "stringData": {"password": value},
+            }))
+            .unwrap();
+            secrets
+                .patch(
+                    "db-password",
+                    &PatchParams::apply("test").force(),
+                    &Patch::Apply(serde_json::to_value(&secret).unwrap()),
+                )
+                .await
+                .unwrap();
+        }
+    };
+    write_secret("one").await;
+    write_config(&harness, "web-files", "1").await;
+    // db reads the Secret in an env var; web mounts the ConfigMap; neither reads the other's.
+    let mut db = extended("db", 2, json!({"updateOnConfigChange": true}));
+    db.spec.template.spec.template.spec.as_mut().unwrap().containers[0].env = Some(vec![
+        serde_json::from_value(json!({"name": "PASSWORD", "valueFrom": {
+            "secretKeyRef": {"name": "db-password", "key": "password"}}}))
+        .unwrap(),
+    ]);
+    let mut web = extended("web", 2, json!({"updateOnConfigChange": true}));
+    let web_pod = web.spec.template.spec.template.spec.as_mut().unwrap();
+    web_pod.volumes = Some(vec![
+        serde_json::from_value(json!({"name": "files", "configMap": {"name": "web-files"}})).unwrap(),
+    ]);
+    web_pod.containers[0]
+        .volume_mounts
+        .get_or_insert_with(Vec::new)
+        .push(serde_json::from_value(json!({"name": "files", "mountPath": "/files"})).unwrap());
+    create(&harness, &db).await;
+    create(&harness, &web).await;
+    let sets = harness.ns.api::<StatefulSet>();
+    wait_ready(&sets, "db", 2, 60).await.unwrap();
+    wait_ready(&sets, "web", 2, 60).await.unwrap();
+    for name in ["db", "web"] {
+        wait_status(&harness, name, "version 1 done", 60, |s| {
+            s.version == 1 && s.update_step.as_deref() == Some("Done")
+        })
+        .await;
+    }
+    let (db_before, web_before) = (pod_uids(&harness, "db").await, pod_uids(&harness, "web").await);
+
+    // The Secret: every db pod is replaced, no web pod.
+    write_secret("two").await;
+    wait_until("every db pod replaced", 120, || async {
+        let now = pod_uids(&harness, "db").await;
+        (now.len() == 2 && now.iter().all(|(name, uid)| db_before.get(name) != Some(uid))).then_some(())
+    })
+    .await
+    .unwrap();
+    wait_status(&harness, "db", "db version 2 done", 60, |s| {
+        s.version == 2 && s.update_step.as_deref() == Some("Done")
+    })
+    .await;
+    assert_eq!(pod_uids(&harness, "web").await, web_before, "web reads no Secret");
+
+    // The mounted ConfigMap: every web pod is replaced, no db pod.
+    let db_after = pod_uids(&harness, "db").await;
+    write_config(&harness, "web-files", "2").await;
+    wait_until("every web pod replaced", 120, || async {
+        let now = pod_uids(&harness, "web").await;
+        (now.len() == 2 && now.iter().all(|(name, uid)| web_before.get(name) != Some(uid))).then_some(())
+    })
+    .await
+    .unwrap();
+    wait_status(&harness, "web", "web version 2 done", 60, |s| {
+        s.version == 2 && s.update_step.as_deref() == Some("Done")
+    })
+    .await;
+    assert_eq!(pod_uids(&harness, "db").await, db_after, "db mounts no ConfigMap");
+    harness.finish().await;
+}
+
 /// The configuration digest on the pod template is keyed with the installation's key, kept in the
 /// chart's Secret: a reader of pods cannot test guesses of a Secret (here a 4-digit PIN) against
 /// it, as they could against the bare SHA-256 Ferry wrote before. A restarted operator reads the
