@@ -4,7 +4,7 @@
 use crate::real_node::{assert_nothing_lost, wait_phase, writer_shaped, writer_with};
 use crate::support::Harness;
 use crate::triggers::kubectl_file;
-use ferry_api::names::{LABEL_TRIGGER, SEED_ANNOTATION_AUTO_SCALED};
+use ferry_api::names::{LABEL_AUTOSCALER_UID, LABEL_TRIGGER, SEED_ANNOTATION_AUTO_SCALED};
 use ferry_api::quantity::requested_storage;
 use ferry_api::{Phase, VolumeAutoscaler, VolumeAutoscalerStatus, VolumeResize};
 use ferry_testenv::workload::{BUSYBOX_IMAGE, df_bytes, writer_stateful_set};
@@ -536,6 +536,40 @@ async fn the_seed_annotation_stands_for_a_default_autoscaler() {
     })
     .await
     .unwrap();
+    harness.finish().await;
+}
+
+/// The seed operator's annotation alone grows a real volume: the default autoscaler it stands for
+/// (threshold 80%, +20%) reads the real kubelet's usage and grows the volume in place.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_seed_annotation_alone_grows_a_real_volume_past_eighty_percent() {
+    let harness = Harness::start("vas-seed-real").await;
+    // 210 MiB of the 256 MiB file system of a 320Mi XFS volume: 82%.
+    let seeds = writer_shaped(&harness, 1, CLASS_BLOCK, "320Mi", 210 << 10, 0, |set| {
+        set.metadata.annotations =
+            Some([(SEED_ANNOTATION_AUTO_SCALED.to_string(), "true".to_string())].into());
+    })
+    .await;
+    let grow = the_grow(&harness).await;
+    let status = grow.status.clone().unwrap();
+    assert_eq!(status.phase, Some(Phase::Succeeded), "{:?}", status.message);
+    assert_eq!(grow.spec.volumes[0].size, "384Mi", "320Mi + 20%");
+    assert!(
+        grow.labels().get(LABEL_AUTOSCALER_UID).is_some(),
+        "made by an autoscaler: {:?}",
+        grow.labels()
+    );
+    let made = harness
+        .ns
+        .api::<VolumeAutoscaler>()
+        .get("db-auto-scaled")
+        .await
+        .unwrap();
+    assert_eq!(grow.labels()[LABEL_AUTOSCALER_UID], made.uid().unwrap());
+    assert_eq!(claim_size(&harness, "data-db-0").await, "384Mi");
+    let df = df_bytes(&harness.ns.name, "db-0", "/data").await.unwrap();
+    assert!(df > 300 * MI && df <= 384 * MI, "df size {df}");
+    assert_nothing_lost(&harness, 1, &seeds).await;
     harness.finish().await;
 }
 
