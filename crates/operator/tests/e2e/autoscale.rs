@@ -539,6 +539,53 @@ async fn the_seed_annotation_stands_for_a_default_autoscaler() {
     harness.finish().await;
 }
 
+/// A provider that allows one modification per 6 h holds a second grow back once the cooldown is
+/// over: the volume, filled past its threshold again, stays as it is and status says until when.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_provider_window_holds_a_second_grow_back_after_the_cooldown() {
+    let harness = Harness::start("vas-provider").await;
+    let seeds = writer_with(&harness, 1, CLASS_BLOCK, "320Mi", SEED_KIB, 0).await;
+    create_autoscaler(
+        &harness,
+        "db",
+        json!({"statefulSetName": "db", "volumes": [{
+            "name": "data", "threshold": 60, "maxSize": "4Gi", "cooldown": "1s", "provider": "one-per-6h",
+        }]}),
+    )
+    .await;
+    let grow = the_grow(&harness).await;
+    let status = grow.status.clone().unwrap();
+    assert_eq!(status.phase, Some(Phase::Succeeded), "{:?}", status.message);
+    assert_eq!(grow.spec.volumes[0].size, "1Gi", "the provider's unit is the GiB");
+    assert_eq!(claim_size(&harness, "data-db-0").await, "1Gi");
+
+    // 670 MiB of the grown file system's ~960 MiB: past 60% again, long after the 1 s cooldown.
+    exec(
+        &harness,
+        "db-0",
+        "dd if=/dev/zero of=/data/more bs=1M count=500 2>/dev/null && sync",
+    )
+    .await;
+    let held = wait_status(
+        &harness,
+        "db",
+        "the provider window to hold the grow back",
+        90,
+        |s| state_of(s) == Some("ProviderLimit"),
+    )
+    .await;
+    let message = held.volumes[0].message.clone().unwrap_or_default();
+    assert!(
+        message.contains("allows 1 modification(s) per 6h; next at"),
+        "{message}"
+    );
+    tokio::time::sleep(std::time::Duration::from_secs(5)).await;
+    assert_eq!(autoscale_resizes(&harness).await.len(), 1, "no second grow");
+    assert_eq!(claim_size(&harness, "data-db-0").await, "1Gi");
+    assert_nothing_lost(&harness, 1, &seeds).await;
+    harness.finish().await;
+}
+
 /// The seed operator's annotation alone grows a real volume: the default autoscaler it stands for
 /// (threshold 80%, +20%) reads the real kubelet's usage and grows the volume in place.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
