@@ -27,8 +27,29 @@ async fn slow_copy(harness: &Harness) {
         .await;
 }
 
-/// Waits for row 0 to be at `step`, then SIGKILLs the mover of the pass whose pod name ends with
-/// `pass` once its process runs; returns the row's source volume.
+/// SIGKILLs the mover of claim `claim`'s `pass` (warm or final) as soon as its process runs.
+async fn kill_mover(harness: &Harness, claim: &str, pass: &str, seconds: u64) {
+    let pods = harness.ns.api::<Pod>();
+    let killed = wait_until(
+        &format!("the {pass} mover of {claim} killed"),
+        seconds,
+        || async {
+            let movers = pods.list(&ListParams::default().labels(MOVER_LABEL)).await.ok()?;
+            let mover = movers.items.iter().find(|pod| {
+                let name = pod.name_any();
+                name.starts_with(&format!("{claim}-ferry-")) && name.ends_with(&format!("-{pass}"))
+            })?;
+            let killed = ferry_testenv::processes::kill_in_pod(&mover.name_any(), "ferry-mover").ok()?;
+            (!killed.is_empty()).then_some(killed)
+        },
+    )
+    .await
+    .unwrap();
+    assert!(!killed.is_empty());
+}
+
+/// Waits for row 0 to be at `step`, then SIGKILLs the mover of its `pass`; returns the row's
+/// source volume.
 async fn kill_mover_at(harness: &Harness, step: RowStep, pass: &str) -> String {
     let at_step = harness
         .wait_resize_for(
@@ -44,19 +65,7 @@ async fn kill_mover_at(harness: &Harness, step: RowStep, pass: &str) -> String {
         )
         .await;
     let source = at_step.status.unwrap().plan[0].source_volume.clone().unwrap();
-    let pods = harness.ns.api::<Pod>();
-    let killed = wait_until(&format!("the {pass} mover killed"), 60, || async {
-        let movers = pods.list(&ListParams::default().labels(MOVER_LABEL)).await.ok()?;
-        let mover = movers
-            .items
-            .iter()
-            .find(|pod| pod.name_any().ends_with(&format!("-{pass}")))?;
-        let killed = ferry_testenv::processes::kill_in_pod(&mover.name_any(), "ferry-mover").ok()?;
-        (!killed.is_empty()).then_some(killed)
-    })
-    .await
-    .unwrap();
-    assert!(!killed.is_empty());
+    kill_mover(harness, "data-db-0", pass, 60).await;
     source
 }
 
@@ -112,5 +121,98 @@ async fn a_mover_killed_in_the_final_pass_rolls_back_losing_nothing() {
     slow_copy(&harness).await;
     let source = kill_mover_at(&harness, RowStep::FinalSync, "final").await;
     assert_rolled_back(&harness, &source, &seeds).await;
+    harness.finish().await;
+}
+
+/// Offline, one mover at a time: two replicas are swapped (or swapping) when the last one's final
+/// sync is killed. Every replica ends exactly on one side, with all its data: the swapped ones on
+/// their new volume (the old one retained and listed), the last one back on its own.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_mover_killed_after_part_of_an_offline_batch_swapped_leaves_each_replica_on_one_side() {
+    let harness = Harness::start("real-kill-batch").await;
+    // 16 MiB each at 2 MiB/s: a final sync lasts 8 s, long enough to be caught.
+    let seeds = writer_with(&harness, 3, CLASS_BLOCK, "320Mi", 16 << 10, 0).await;
+    harness
+        .create_resize(
+            "copy",
+            json!({"statefulSetName": "db", "mode": "Offline", "warmCopy": false,
+                   "mover": {"concurrency": 1, "bandwidthLimit": "2Mi"}, "volumes": [
+                {"name": "data", "size": "384Mi", "storageClassName": CLASS_BLOCK_FIXED}
+            ]}),
+        )
+        .await;
+    // The movers go one at a time, in no set order: the last row is the one still to be synced
+    // once two are past their final sync.
+    let past_final = |row: &ferry_api::VolumePlan| {
+        matches!(
+            row.step,
+            Some(RowStep::Swapping | RowStep::StartingReplica | RowStep::Copied)
+        )
+    };
+    let two_swapped = harness
+        .wait_resize_for("copy", "two rows past their final sync", 240, |resize| {
+            resize
+                .status
+                .as_ref()
+                .is_some_and(|status| status.plan.iter().filter(|row| past_final(row)).count() == 2)
+        })
+        .await;
+    let last = two_swapped
+        .status
+        .unwrap()
+        .plan
+        .into_iter()
+        .find(|row| !past_final(row))
+        .unwrap();
+    kill_mover(&harness, &last.claim_name, "final", 60).await;
+    let ended = wait_phase(&harness, "copy", 300).await;
+    let status = ended.status.unwrap();
+    assert_eq!(status.phase, Some(Phase::Failed), "{:?}", status.message);
+    let message = status.message.clone().unwrap_or_default();
+    assert!(
+        message.contains(&last.claim_name) && message.contains("exit code 137"),
+        "{message}"
+    );
+    wait_ready(&harness.ns.api::<StatefulSet>(), "db", 3, 120)
+        .await
+        .unwrap();
+    let claims = harness.ns.api::<PersistentVolumeClaim>();
+    let retained = &status.created_objects.retained_volumes;
+    let mut swapped = 0;
+    for row in &status.plan {
+        let claim = claims.get(&row.claim_name).await.unwrap();
+        let volume = claim.spec.unwrap().volume_name;
+        match row.step {
+            Some(RowStep::Copied) => {
+                swapped += 1;
+                assert_eq!(volume, row.target_volume, "{}: on its new volume", row.claim_name);
+                assert!(
+                    retained.contains(row.source_volume.as_ref().unwrap()),
+                    "{}: old volume retained and listed: {retained:?}",
+                    row.claim_name
+                );
+            }
+            step => {
+                assert_eq!(step, Some(RowStep::RolledBack), "{}", row.claim_name);
+                assert_eq!(
+                    volume, row.source_volume,
+                    "{}: back on its own volume",
+                    row.claim_name
+                );
+            }
+        }
+    }
+    let killed = status
+        .plan
+        .iter()
+        .find(|row| row.replica == last.replica)
+        .unwrap();
+    assert_eq!(killed.step, Some(RowStep::RolledBack));
+    assert_eq!(
+        swapped, 2,
+        "the two swapped before the kill stay swapped: {:?}",
+        status.plan
+    );
+    assert_nothing_lost(&harness, 3, &seeds).await;
     harness.finish().await;
 }
