@@ -184,10 +184,20 @@ pub async fn remove_identity(identity: &OperatorIdentity) -> Result<(), Error> {
 
 /// A client for the control plane that acts as `user` (impersonation by the admin identity).
 pub async fn client_as(user: &str) -> Result<Client, Error> {
+    client_as_via(user, None).await
+}
+
+/// [`client_as`], reaching the API server at `url` when given (an [`crate::api_path::ApiPath`]).
+pub async fn client_as_via(user: &str, url: Option<&str>) -> Result<Client, Error> {
     let path = cluster::kubeconfig_path().await?;
     let kubeconfig = Kubeconfig::read_from(&path)?;
     let mut config = Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default()).await?;
     config.auth_info.impersonate = Some(user.to_string());
+    if let Some(url) = url {
+        config.cluster_url = url
+            .parse()
+            .map_err(|e| Error::Setup(format!("API server URL {url}: {e}")))?;
+    }
     Ok(Client::try_from(config)?)
 }
 

@@ -8,6 +8,7 @@
 //!
 //! Tests use [`cluster::client`] and [`namespace::TestNamespace`]; the agent binary runs the rest.
 
+pub mod api_path;
 pub mod block;
 pub mod chart;
 pub mod cluster;

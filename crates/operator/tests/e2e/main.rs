@@ -29,6 +29,7 @@ mod real_availability;
 mod real_csi;
 mod real_faults;
 mod real_node;
+mod real_outage;
 mod triggers;
 mod validation;
 mod webhook_cache;

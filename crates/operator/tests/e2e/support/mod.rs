@@ -33,9 +33,19 @@ impl Harness {
         Harness::start_without(prefix, &[]).await
     }
 
+    /// Like `start`, with the operator reaching the API server through `path`, which the test can
+    /// cut (an outage the operator alone sees).
+    pub async fn start_behind(prefix: &str, path: &ferry_testenv::api_path::ApiPath) -> Harness {
+        Harness::start_with(prefix, &[], Some(&path.url())).await
+    }
+
     /// Like `start`, with `disabled` features switched off in the chart (their permissions not
     /// granted) and in the operator.
     pub async fn start_without(prefix: &str, disabled: &[Feature]) -> Harness {
+        Harness::start_with(prefix, disabled, None).await
+    }
+
+    async fn start_with(prefix: &str, disabled: &[Feature], api_url: Option<&str>) -> Harness {
         let client = client().await.unwrap();
         install_crd(&client).await;
         let ns = TestNamespace::create(&client, prefix).await.unwrap();
@@ -47,7 +57,9 @@ impl Harness {
         let identity = ferry_testenv::chart::install_identity_with(&ns.name, &values)
             .await
             .unwrap();
-        let operator_client = ferry_testenv::chart::client_as(&identity.user).await.unwrap();
+        let operator_client = ferry_testenv::chart::client_as_via(&identity.user, api_url)
+            .await
+            .unwrap();
         let features = Features::without(disabled);
         let (operator, metrics_url) =
             spawn_operator(&operator_client, &ns.name, None, Some(&identity), features);
