@@ -18,6 +18,7 @@ pub mod resize;
 pub mod run;
 pub mod shared_secret;
 pub mod triggers;
+pub mod watch_backoff;
 pub mod webhook;
 pub mod writes;
 

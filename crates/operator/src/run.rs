@@ -6,6 +6,7 @@ use crate::features::{Feature, Features};
 use crate::leader::{self, LeaderElection};
 use crate::metrics::Metrics;
 use crate::shared_secret::SecretRef;
+use crate::watch_backoff::WatchBackoff;
 use crate::webhook::{self, WebhookSettings};
 use crate::{Error, http, requests, resize, triggers};
 use ferry_api::names::LABEL_AUTOSCALER_UID;
@@ -212,7 +213,7 @@ fn resize_cache(client: &Client, scope: Option<&str>) -> (Store<GuardedResize>, 
             watcher::Config::default().any_semantic(),
         ),
     )
-    .default_backoff()
+    .backoff(WatchBackoff::default())
     .for_each(|_| futures::future::ready(()));
     (store, AbortOnDrop(tokio::spawn(stream)))
 }
@@ -236,7 +237,8 @@ async fn run_scope(
     let pods = scoped::<Pod>(&client, scope);
     let claims = scoped::<PersistentVolumeClaim>(&client, scope);
     let budgets = scoped::<PodDisruptionBudget>(&client, scope);
-    let controller = Controller::new(resizes, watcher::Config::default().any_semantic());
+    let controller = Controller::new(resizes, watcher::Config::default().any_semantic())
+        .trigger_backoff(WatchBackoff::default());
     let cache = Resizes::new(vec![controller.store()]);
     let ctx = Arc::new(
         Context::new(
@@ -376,6 +378,7 @@ fn requests_controller(
     // StatefulSet to wake.
     let resizes = scoped::<GuardedResize>(client, scope);
     Controller::new(stateful_sets, watcher::Config::default().any_semantic())
+        .trigger_backoff(WatchBackoff::default())
         .watches(resizes, watcher::Config::default().any_semantic(), |object: GuardedResize| {
             let resize = object.0.ok()?;
             let namespace = resize.namespace();
@@ -407,7 +410,8 @@ fn autoscale_controller(
         summaries: Summaries::new(client.clone(), interval),
         interval,
     });
-    let controller = Controller::new(autoscalers, watcher::Config::default().any_semantic());
+    let controller = Controller::new(autoscalers, watcher::Config::default().any_semantic())
+        .trigger_backoff(WatchBackoff::default());
     let store = controller.store();
     controller
         .watches(stateful_sets, watcher::Config::default().any_semantic(), {
@@ -482,6 +486,7 @@ fn extended_controller(
             .collect()
     }
     let controller = Controller::new(extended, watcher::Config::default().any_semantic())
+        .trigger_backoff(WatchBackoff::default())
         .owns(stateful_sets, watcher::Config::default().any_semantic())
         .watches(maps, referenced.clone(), |map: ConfigMap| users_of(&map));
     // Switched off, Secrets are never watched (the permission is not granted).
