@@ -13,6 +13,7 @@ pub mod in_place;
 pub mod names;
 pub mod observed;
 pub mod plan;
+pub mod pods;
 pub mod precheck;
 pub mod retention;
 pub mod revert;

@@ -235,19 +235,12 @@ struct Watches {
     tasks: Vec<tokio::task::JoinHandle<()>>,
 }
 
-fn pod_ready(pod: &Pod) -> bool {
-    pod.status
-        .as_ref()
-        .and_then(|s| s.conditions.as_ref())
-        .is_some_and(|c| c.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
-}
-
 fn seen_pod(pod: &Pod) -> Seen {
     let status = pod.status.as_ref();
     Seen::Pod {
         name: pod.name_any(),
         uid: pod.uid().unwrap_or_default(),
-        ready: pod_ready(pod),
+        ready: ferry_engine::pods::ready(pod),
         deleting: pod.metadata.deletion_timestamp.is_some(),
         phase: status.and_then(|s| s.phase.clone()).unwrap_or_default(),
         result: status
@@ -695,7 +688,7 @@ async fn run_once(config: &Config, run: usize, warm: bool, hand: bool) -> Vec<Va
         Some(orig.pod.as_str()),
         "held: replica not stopped"
     );
-    assert!(pod_ready(&pod_now), "held: replica still Ready");
+    assert!(ferry_engine::pods::ready(&pod_now), "held: replica still Ready");
     let gate_row = held.status.unwrap().plan.remove(0);
 
     let dir = source_dir.clone();
@@ -723,7 +716,7 @@ async fn run_once(config: &Config, run: usize, warm: bool, hand: bool) -> Vec<Va
     assert_eq!(done.phase(), Phase::Succeeded, "{:?}", status.message);
     wait_until("the new pod to be Ready", 60, || async {
         let pod = pods.get_opt(POD).await.ok().flatten()?;
-        (pod.uid().as_deref() != Some(orig.pod.as_str()) && pod_ready(&pod)).then_some(())
+        (pod.uid().as_deref() != Some(orig.pod.as_str()) && ferry_engine::pods::ready(&pod)).then_some(())
     })
     .await
     .unwrap();

@@ -21,17 +21,6 @@ fn says_disk_full(message: Option<&str>) -> bool {
     })
 }
 
-fn pod_ready(pod: &Pod) -> bool {
-    pod.status
-        .as_ref()
-        .and_then(|status| status.conditions.as_ref())
-        .is_some_and(|conditions| {
-            conditions
-                .iter()
-                .any(|condition| condition.type_ == "Ready" && condition.status == "True")
-        })
-}
-
 /// A container whose last end (or current state) says the disk is full.
 fn ended_on_full_disk(container: &ContainerStatus) -> bool {
     let terminated = [
@@ -73,7 +62,7 @@ fn crashing(container: &ContainerStatus) -> bool {
 /// with none (its only container crash-loops) the words are all there is.
 pub fn crashing_on_full_disk(pod: &Pod, reading: Option<&Reading>) -> bool {
     let room = reading.is_some_and(|reading| !is_full(reading));
-    if pod.metadata.deletion_timestamp.is_some() || pod_ready(pod) || room {
+    if pod.metadata.deletion_timestamp.is_some() || crate::pods::ready(pod) || room {
         return false;
     }
     let Some(status) = pod.status.as_ref() else {

@@ -148,13 +148,6 @@ fn progress_of(status: Option<&ExtendedStatefulSetStatus>) -> Progress {
     }
 }
 
-fn pod_ready(pod: &Pod) -> bool {
-    pod.status
-        .as_ref()
-        .and_then(|s| s.conditions.as_ref())
-        .is_some_and(|c| c.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
-}
-
 /// One StatefulSet as the rollout sees it: pods on its newest revision count only once the
 /// StatefulSet controller has seen the latest spec (before that its revision is the old one).
 async fn observe(pods: &Api<Pod>, desired: &Desired, live: Option<&StatefulSet>) -> Result<Observed, Error> {
@@ -191,7 +184,7 @@ async fn observe(pods: &Api<Pod>, desired: &Desired, live: Option<&StatefulSet>)
                 .any(|o| o.controller == Some(true) && Some(&o.uid) == live.metadata.uid.as_ref());
             if owned && pod.labels().get("controller-revision-hash").map(String::as_str) == Some(revision) {
                 updated += 1;
-                if pod_ready(&pod) && pod.metadata.deletion_timestamp.is_none() {
+                if ferry_engine::pods::ready(&pod) && pod.metadata.deletion_timestamp.is_none() {
                     updated_ready += 1;
                 }
             }

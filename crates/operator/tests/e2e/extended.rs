@@ -328,33 +328,29 @@ async fn a_secret_change_and_a_mounted_config_map_change_roll_exactly_their_read
 
     // The Secret: every db pod is replaced, no web pod.
     write_secret("two").await;
-    wait_until("every db pod replaced", 120, || async {
-        let now = pod_uids(&harness, "db").await;
-        (now.len() == 2 && now.iter().all(|(name, uid)| db_before.get(name) != Some(uid))).then_some(())
-    })
-    .await
-    .unwrap();
-    wait_status(&harness, "db", "db version 2 done", 60, |s| {
-        s.version == 2 && s.update_step.as_deref() == Some("Done")
-    })
-    .await;
+    rolled_to_version_2(&harness, "db", &db_before).await;
     assert_eq!(pod_uids(&harness, "web").await, web_before, "web reads no Secret");
 
     // The mounted ConfigMap: every web pod is replaced, no db pod.
     let db_after = pod_uids(&harness, "db").await;
     write_config(&harness, "web-files", "2").await;
-    wait_until("every web pod replaced", 120, || async {
-        let now = pod_uids(&harness, "web").await;
-        (now.len() == 2 && now.iter().all(|(name, uid)| web_before.get(name) != Some(uid))).then_some(())
+    rolled_to_version_2(&harness, "web", &web_before).await;
+    assert_eq!(pod_uids(&harness, "db").await, db_after, "db mounts no ConfigMap");
+    harness.finish().await;
+}
+
+/// Waits until both pods of `app` are new (none of `before`) and its version 2 is done.
+async fn rolled_to_version_2(harness: &Harness, app: &str, before: &BTreeMap<String, String>) {
+    wait_until(&format!("every {app} pod replaced"), 120, || async {
+        let now = pod_uids(harness, app).await;
+        (now.len() == 2 && now.iter().all(|(name, uid)| before.get(name) != Some(uid))).then_some(())
     })
     .await
     .unwrap();
-    wait_status(&harness, "web", "web version 2 done", 60, |s| {
+    wait_status(harness, app, &format!("{app} version 2 done"), 60, |s| {
         s.version == 2 && s.update_step.as_deref() == Some("Done")
     })
     .await;
-    assert_eq!(pod_uids(&harness, "db").await, db_after, "db mounts no ConfigMap");
-    harness.finish().await;
 }
 
 /// The configuration digest on the pod template is keyed with the installation's key, kept in the

@@ -17,17 +17,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 fn down(pods: &[Pod], replicas: usize) -> usize {
     let serving = pods
         .iter()
-        .filter(|pod| pod.metadata.deletion_timestamp.is_none())
-        .filter(|pod| {
-            pod.status
-                .as_ref()
-                .and_then(|status| status.conditions.as_ref())
-                .is_some_and(|conditions| {
-                    conditions
-                        .iter()
-                        .any(|c| c.type_ == "Ready" && c.status == "True")
-                })
-        })
+        .filter(|pod| pod.metadata.deletion_timestamp.is_none() && ferry_engine::pods::ready(pod))
         .count();
     replicas.saturating_sub(serving)
 }
