@@ -109,7 +109,12 @@ fn usage_counts_allocated_bytes_and_inodes_once_per_hard_link() {
     let (code, out, _) = run(&["usage", d.to_str().unwrap()], &[]);
     assert_eq!(code, 0);
     let v: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
-    assert_eq!(keys(&v), ["bytes", "inodes"]);
+    assert_eq!(keys(&v), ["bytes", "inodes", "needs"]);
+    // Root's plain files, a hard link and a sparse file: a copy needs no capability beyond reading.
+    assert_eq!(
+        v["needs"],
+        serde_json::json!({"otherOwners": false, "setId": false, "deviceNodes": false, "fileCapabilities": false})
+    );
     assert_eq!(v["inodes"], 3, "root, a (=b), sparse");
     let bytes = v["bytes"].as_u64().unwrap();
     assert!((100_000..200_000).contains(&bytes), "{bytes}");

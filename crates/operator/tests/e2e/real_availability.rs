@@ -36,7 +36,7 @@ async fn a_copy_waits_for_the_other_replicas_to_be_ready_before_a_stop() {
     let harness = Harness::start("real-ready").await;
     // Ready while it writes and no `<pod>.unready` marker is beside its acknowledgements (on the
     // host, so the test sets it without a pod and no copy carries it).
-    let seeds = writer_shaped(&harness, 2, CLASS_BLOCK, "320Mi", 32 << 10, 0, |set| {
+    let seeds = writer_shaped(&harness, 2, CLASS_BLOCK, "320Mi", 16 << 10, 0, |set| {
         let container = &mut set
             .spec
             .as_mut()
@@ -75,7 +75,7 @@ async fn a_copy_waits_for_the_other_replicas_to_be_ready_before_a_stop() {
             }
         }
     });
-    // A slow warm copy (32 MiB at 2 MiB/s), so db-1 goes down while db-0 is still being copied.
+    // A slow warm copy (16 MiB at 2 MiB/s), so db-1 goes down while db-0 is still being copied.
     harness
         .create_resize(
             "grow",

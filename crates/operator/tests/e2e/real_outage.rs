@@ -47,7 +47,7 @@ async fn an_api_server_outage_during_a_rolling_copy_delays_it_and_loses_nothing(
     let spec = json!({"statefulSetName": "db", "volumes": [
         {"name": "data", "size": "384Mi", "storageClassName": CLASS_BLOCK_FIXED}
     ]});
-    resize_through_an_outage(&harness, &path, "copy", spec, Duration::from_secs(20)).await;
+    resize_through_an_outage(&harness, &path, "copy", spec, Duration::from_secs(10)).await;
     assert_nothing_lost(&harness, 2, &seeds).await;
     harness.finish().await;
 }
