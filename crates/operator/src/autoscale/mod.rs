@@ -227,7 +227,6 @@ async fn volume_pass(
     let readings = observe::usage(&scaling.summaries, namespace, &replicas.pods, &claims).await;
     let uid = autoscaler.uid().unwrap_or_default();
     let situation = observe::situation(observe::Facts {
-        autoscaler_uid: &uid,
         sts: &sts_name,
         volume: &volume.name,
         current_size: template_size.max(largest_claim),
@@ -337,7 +336,7 @@ async fn create_resize(
     resize.metadata.namespace = Some(namespace.to_string());
     resize.metadata.labels = Some(
         [
-            (LABEL_TRIGGER.to_string(), "autoscale".to_string()),
+            (LABEL_TRIGGER.to_string(), observe::TRIGGER_AUTOSCALE.to_string()),
             (LABEL_STATEFUL_SET.to_string(), grow.stateful_set.to_string()),
             (LABEL_AUTOSCALER_UID.to_string(), autoscaler_uid.to_string()),
             (LABEL_MANAGED_BY.to_string(), MANAGED_BY_VALUE.to_string()),

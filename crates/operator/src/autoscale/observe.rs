@@ -4,7 +4,7 @@
 use super::summaries::Summaries;
 use crate::Error;
 use ferry_api::listed::Listing;
-use ferry_api::names::{LABEL_AUTOSCALER_UID, LABEL_STATEFUL_SET};
+use ferry_api::names::{LABEL_STATEFUL_SET, LABEL_TRIGGER};
 use ferry_api::quantity::requested_storage;
 use ferry_api::{Phase, VolumeAutoscaler, VolumeResize, parse_bytes};
 use ferry_engine::autoscale::rescue::crashing_on_full_disk;
@@ -173,12 +173,14 @@ fn unix_seconds(resize: &VolumeResize) -> Option<i64> {
         .map(|time| time.0.as_second())
 }
 
+/// The `LABEL_TRIGGER` value of the VolumeResizes autoscalers make.
+pub const TRIGGER_AUTOSCALE: &str = "autoscale";
+
 /// A VolumeResize made this close to a recorded grow is that grow.
 const SAME_GROW_SECONDS: i64 = 60;
 
 /// Everything the decision needs for one volume of one StatefulSet.
 pub struct Facts<'a> {
-    pub autoscaler_uid: &'a str,
     pub sts: &'a str,
     pub volume: &'a str,
     pub current_size: u64,
@@ -195,15 +197,18 @@ pub fn situation(facts: Facts) -> Situation {
     // An unreadable resize that may be at work on this StatefulSet counts as running: growing
     // beside it could start a second resize of the same StatefulSet.
     let resize_running = crate::listing::working_on(facts.resizes, facts.sts);
-    // This autoscaler's own resizes of this volume (rebuilding the record if status lost it). An
-    // unreadable one cannot be told to be of this volume: the grow times in status stand for it.
+    // The autoscalers' resizes of this volume (rebuilding the record if status lost it). Any
+    // autoscaler's, not only this one's: cooldowns and provider windows are about the volume, and a
+    // default autoscaler the garbage collector took for an orphan of the StatefulSet Ferry
+    // re-created comes back with a new UID and no status. An unreadable one cannot be told to be of
+    // this volume: the grow times in status stand for it.
     let mut own: Vec<&VolumeResize> = facts
         .resizes
         .readable
         .iter()
         .filter(on_this_set)
         .filter(|resize| {
-            resize.labels().get(LABEL_AUTOSCALER_UID).map(String::as_str) == Some(facts.autoscaler_uid)
+            resize.labels().get(LABEL_TRIGGER).map(String::as_str) == Some(TRIGGER_AUTOSCALE)
                 && resize.labels().get(LABEL_STATEFUL_SET).map(String::as_str) == Some(facts.sts)
                 && resize
                     .spec
@@ -253,5 +258,56 @@ pub fn situation(facts: Facts) -> Situation {
         resize_failed,
         history,
         now: facts.now,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ferry_api::names::LABEL_AUTOSCALER_UID;
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+    use k8s_openapi::jiff::Timestamp;
+
+    /// A grow of db's `data` made by the autoscaler with `uid` at `made` (Unix seconds).
+    fn grow(name: &str, uid: &str, made: i64) -> VolumeResize {
+        let change = serde_json::from_value(serde_json::json!({"name": "data", "size": "2Gi"})).unwrap();
+        let mut resize =
+            VolumeResize::new(name, ferry_api::VolumeResizeSpec::for_volumes("db", vec![change]));
+        resize.metadata.labels = Some(
+            [
+                (LABEL_TRIGGER.to_string(), "autoscale".to_string()),
+                (LABEL_AUTOSCALER_UID.to_string(), uid.to_string()),
+                (LABEL_STATEFUL_SET.to_string(), "db".to_string()),
+            ]
+            .into(),
+        );
+        resize.metadata.creation_timestamp = Some(Time(Timestamp::from_second(made).unwrap()));
+        resize
+    }
+
+    /// The default autoscaler is deleted and made again whenever the garbage collector takes it for
+    /// an orphan of the StatefulSet Ferry re-creates (same name, new UID): a new UID, no status.
+    /// The volume's grows still count, so a cooldown or a provider's window holds across that.
+    #[test]
+    fn grows_of_the_volume_by_an_earlier_autoscaler_count_in_the_history() {
+        let replicas = Replicas {
+            ordinals: vec![0],
+            pods: BTreeMap::new(),
+        };
+        let resizes = Listing {
+            readable: vec![grow("db-grow-1", "the-autoscaler-before", 1000)],
+            unreadable: Vec::new(),
+        };
+        let seen = situation(Facts {
+            sts: "db",
+            volume: "data",
+            current_size: 1 << 30,
+            replicas: &replicas,
+            readings: Vec::new(),
+            resizes: &resizes,
+            recorded_history: Vec::new(),
+            now: 2000,
+        });
+        assert_eq!(seen.history, vec![1000]);
     }
 }

@@ -606,13 +606,24 @@ async fn the_seed_annotation_alone_grows_a_real_volume_past_eighty_percent() {
         "made by an autoscaler: {:?}",
         grow.labels()
     );
-    let made = harness
-        .ns
-        .api::<VolumeAutoscaler>()
-        .get("db-auto-scaled")
-        .await
-        .unwrap();
-    assert_eq!(grow.labels()[LABEL_AUTOSCALER_UID], made.uid().unwrap());
+    // The default autoscaler follows the re-created StatefulSet and counts the grow. (The garbage
+    // collector may take it for an orphan of the old StatefulSet and delete it: made again, with a
+    // new UID and no status, it still counts the grow, so a cooldown or provider window holds.)
+    let autoscalers = harness.ns.api::<VolumeAutoscaler>();
+    let sets = harness.ns.api::<StatefulSet>();
+    wait_until(
+        "the default autoscaler owned by the live StatefulSet, counting the grow",
+        60,
+        || async {
+            let made = autoscalers.get_opt("db-auto-scaled").await.ok()??;
+            let live = sets.get("db").await.ok()?;
+            let owned = made.owner_references().first()?.uid == live.uid()?;
+            let counted = made.status?.volumes.first()?.history.len() == 1;
+            (owned && counted).then_some(())
+        },
+    )
+    .await
+    .unwrap();
     assert_eq!(claim_size(&harness, "data-db-0").await, "384Mi");
     let df = df_bytes(&harness.ns.name, "db-0", "/data").await.unwrap();
     assert!(df > 300 * MI && df <= 384 * MI, "df size {df}");
