@@ -6,10 +6,12 @@
 
 mod support;
 
+mod api_outage;
 mod authors;
 mod autoscale;
 mod autoscale_usage;
 mod autoscaler_validation;
+mod availability;
 mod copy;
 mod copy_budget;
 mod copy_deleted;
@@ -20,16 +22,14 @@ mod copy_refused;
 mod copy_rollback;
 mod endpoints;
 mod extended;
+mod faults;
 mod features;
 mod in_place;
 mod installed;
 mod prechecks;
 mod rbac;
-mod real_availability;
 mod real_csi;
-mod real_faults;
 mod real_node;
-mod real_outage;
 mod triggers;
 mod validation;
 mod webhook_cache;
