@@ -23,17 +23,20 @@ pub fn kill_supervised(name: &str) -> Result<Vec<String>, Error> {
         .map(str::to_string)
         .collect();
     for child in &children {
-        let status = Command::new("kill")
-            .args(["-KILL", child])
-            .status()
-            .map_err(|e| Error::io("kill", e))?;
-        if !status.success() {
-            return Err(Error::Setup(format!(
-                "kill -KILL {child} ({name}) failed: {status}"
-            )));
+        if !sigkill(child)? {
+            return Err(Error::Setup(format!("kill -KILL {child} ({name}) failed")));
         }
     }
     Ok(children)
+}
+
+/// `kill -KILL pid`; whether it was delivered.
+fn sigkill(pid: &str) -> Result<bool, Error> {
+    let status = Command::new("kill")
+        .args(["-KILL", pid])
+        .status()
+        .map_err(|e| Error::io("kill", e))?;
+    Ok(status.success())
 }
 
 /// SIGKILLs the processes running `program` in the containers of pod `pod` on the real node (as
@@ -64,14 +67,8 @@ pub fn kill_in_pod(pod: &str, program: &str) -> Result<Vec<String>, Error> {
         let Ok(environ) = std::fs::read(format!("/proc/{pid}/environ")) else {
             continue;
         };
-        if environ.split(|b| *b == 0).any(|var| var == hostname.as_bytes()) {
-            let status = Command::new("kill")
-                .args(["-KILL", &pid])
-                .status()
-                .map_err(|e| Error::io("kill", e))?;
-            if status.success() {
-                killed.push(pid);
-            }
+        if environ.split(|b| *b == 0).any(|var| var == hostname.as_bytes()) && sigkill(&pid)? {
+            killed.push(pid);
         }
     }
     Ok(killed)

@@ -257,25 +257,21 @@ fn a_replica_kept_down_for_a_volume_that_never_grows_comes_back_before_the_resiz
     );
     observed.pods.remove("db-0");
     let late = |seconds: i64| Time(Timestamp::from_second(1000 + seconds).unwrap());
-    let held = plan_in_place(
-        false,
-        &stopped.status,
-        &observed,
-        "db",
-        "ferry-grow-backup",
-        Some(60),
-        &late(30),
-    );
+    // The plan `seconds` after the stop, with a 60 s timeout.
+    let after = |seconds: i64| {
+        plan_in_place(
+            false,
+            &stopped.status,
+            &observed,
+            "db",
+            "ferry-grow-backup",
+            Some(60),
+            &late(seconds),
+        )
+    };
+    let held = after(30);
     assert_eq!(held.actions, vec![], "within the timeout the replica stays down");
-    let overdue = plan_in_place(
-        false,
-        &stopped.status,
-        &observed,
-        "db",
-        "ferry-grow-backup",
-        Some(60),
-        &late(61),
-    );
+    let overdue = after(61);
     assert_eq!(overdue.actions, vec![ResizeAction::RecreateStatefulSet]);
     assert_ne!(
         overdue.status.phase,
