@@ -6,6 +6,7 @@ use crate::mountinfo;
 use crate::volume::FileSystem;
 use std::path::Path;
 use std::process::Command;
+use std::time::{Duration, Instant};
 
 /// Makes a sparse image of `bytes` with a file system on it, from scratch (any earlier attempt at
 /// `path` is thrown away: it was never handed out).
@@ -65,12 +66,30 @@ pub fn attach(image: &Path) -> Result<String, Error> {
     Ok(output.trim().to_string())
 }
 
+/// Detaches the loop device over `image` and waits until it is gone. While anything still holds
+/// the device open (udev probing it after the unmount, a backup tool), `losetup -d` only marks it
+/// to detach on last close, so answering at once would let DeleteVolume find it staged.
 pub fn detach(image: &Path) -> Result<(), Error> {
-    if let Some(device) = loop_device(image)? {
-        run(Command::new("losetup").arg("-d").arg(&device))?;
+    let Some(device) = loop_device(image)? else {
+        return Ok(());
+    };
+    run(Command::new("losetup").arg("-d").arg(&device))?;
+    let deadline = Instant::now() + DETACH_WAIT;
+    while loop_device(image)?.is_some() {
+        if Instant::now() >= deadline {
+            return Err(Error::Busy(format!(
+                "{device} is still held open {}s after detaching it; the kernel detaches it on last close",
+                DETACH_WAIT.as_secs()
+            )));
+        }
+        std::thread::sleep(DETACH_POLL);
     }
     Ok(())
 }
+
+/// How long an unstage waits for a held loop device to close before answering "try again".
+const DETACH_WAIT: Duration = Duration::from_secs(10);
+const DETACH_POLL: Duration = Duration::from_millis(50);
 
 /// Copies an image, keeping it sparse.
 pub fn copy_image(source: &Path, target: &Path) -> Result<(), Error> {

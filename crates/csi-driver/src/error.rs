@@ -22,6 +22,9 @@ pub enum Error {
     /// The requested topology is not one this driver serves (RESOURCE_EXHAUSTED).
     #[error("{0}")]
     ResourceExhausted(String),
+    /// Something outside the driver still holds what the call must release; the caller retries (UNAVAILABLE).
+    #[error("{0}")]
+    Busy(String),
     /// A capability this driver does not offer (INVALID_ARGUMENT for volume capabilities).
     #[error("{0}")]
     Unsupported(String),
@@ -52,6 +55,7 @@ impl Error {
             Error::OutOfRange(_) => Code::OutOfRange,
             Error::FailedPrecondition(_) => Code::FailedPrecondition,
             Error::ResourceExhausted(_) => Code::ResourceExhausted,
+            Error::Busy(_) => Code::Unavailable,
             Error::Io { .. } | Error::Command(_) | Error::Record { .. } | Error::Transport(_) => {
                 Code::Internal
             }

@@ -207,6 +207,36 @@ async fn a_fixed_ext4_volume_has_its_size_and_refuses_growth() {
     driver.delete("pvc-fixed").await.unwrap();
 }
 
+/// Unstaging a loop device that something still holds open (udev probing it after the unmount,
+/// a backup tool) only marks it to detach on last close; NodeUnstageVolume answers once it is
+/// really gone, so DeleteVolume right after never finds it staged.
+#[tokio::test]
+async fn unstage_returns_only_when_the_loop_device_is_gone() {
+    let driver = Driver::start("block.csi.ferry.dev", false).await;
+    driver
+        .create("pvc-held", 300 * MIB, "xfs", "online")
+        .await
+        .unwrap();
+    let volume = driver.paths("pvc-held");
+    driver.stage("pvc-held", &volume, "xfs").await.unwrap();
+    driver.publish("pvc-held", &volume, false).await.unwrap();
+    driver.unpublish("pvc-held", &volume).await.unwrap();
+    let device = loop_device_of(&driver.image("pvc-held")).unwrap();
+    let holder = std::fs::File::open(&device).unwrap();
+    let released = std::thread::spawn(move || {
+        std::thread::sleep(std::time::Duration::from_millis(1500));
+        drop(holder);
+    });
+    driver.unstage("pvc-held", &volume).await.unwrap();
+    assert_eq!(
+        loop_device_of(&driver.image("pvc-held")),
+        None,
+        "unstage answered while {device} was still attached"
+    );
+    driver.delete("pvc-held").await.unwrap();
+    released.join().unwrap();
+}
+
 #[tokio::test]
 async fn an_offline_volume_grows_only_while_unstaged() {
     let driver = Driver::start("block.csi.ferry.dev", false).await;
