@@ -33,6 +33,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import fresh_mtimes  # noqa: E402
 
 RESULT = re.compile(r"^test result: \w+\. (\d+) passed; (\d+) failed; (\d+) ignored")
+TIMED = re.compile(r"^test (\S+) \.\.\. (\w+) <([\d.]+)s>")
+SLOWEST = 12
 BUILD_ARGS = ["test", "--workspace", "--no-run", "--locked", "--features", "ferry-mover/test-hooks"]
 
 
@@ -106,6 +108,11 @@ def run_one(binary: TestBinary, args: list[str], e2e_threads: int) -> None:
     # CARGO_MANIFEST_DIR (the tests find the repository and the chart from it).
     env = dict(os.environ, CARGO_MANIFEST_DIR=binary.manifest_dir, CARGO_PKG_NAME=binary.package)
     threads = [f"--test-threads={e2e_threads}"] if binary.end_to_end else []
+    if binary.end_to_end:
+        # Each end-to-end test's time on its result line ("ok <12.345s>"), to see what makes the
+        # CI's length; libtest offers it on a stable toolchain only with RUSTC_BOOTSTRAP.
+        threads += ["-Z", "unstable-options", "--report-time"]
+        env["RUSTC_BOOTSTRAP"] = "1"
     started = time.monotonic()
     done = subprocess.run(
         [binary.executable, *threads, *args],
@@ -160,6 +167,15 @@ def run(args: list[str]) -> int:
     print("\n[tests] seconds  binary  result", flush=True)
     for binary in sorted(binaries, key=lambda b: -b.seconds):
         print(f"[tests] {binary.seconds:7.1f}  {binary.name}  {binary.summary}", flush=True)
+    timed = [
+        (float(found.group(3)), found.group(1), found.group(2))
+        for binary in binaries
+        for found in map(TIMED.match, binary.output.splitlines())
+        if found
+    ]
+    print(f"[tests] the {SLOWEST} slowest end-to-end tests (seconds)", flush=True)
+    for seconds, test, outcome in sorted(timed, reverse=True)[:SLOWEST]:
+        print(f"[tests] {seconds:7.1f}  {test}  {outcome}", flush=True)
     return 0 if all(b.status == 0 for b in binaries) else 1
 
 
