@@ -77,13 +77,25 @@ impl Error {
     /// its message (after what Ferry was doing, for an action's request), when that is what this
     /// error is.
     pub fn refusal(&self) -> Option<String> {
-        let status = self
-            .api_status()
-            .filter(|status| status.code == 403 || status.code == 422)?;
-        Some(match self {
+        self.api_status()
+            .filter(|status| status.code == 403 || status.code == 422)
+            .map(|status| self.answered(status))
+    }
+
+    /// A fault on the API server's side that passes by itself (5xx: an admission webhook it could
+    /// not call, etcd slow; 429: too many requests), as its message after what Ferry was doing.
+    pub fn transient_fault(&self) -> Option<String> {
+        self.api_status()
+            .filter(|status| status.code >= 500 || status.code == 429)
+            .map(|status| self.answered(status))
+    }
+
+    /// The API server's answer, after what Ferry was doing when it asked.
+    fn answered(&self, status: &kube::core::Status) -> String {
+        match self {
             Error::Action { action, object, .. } => format!("{action} {object}: {}", status.message),
             _ => status.message.clone(),
-        })
+        }
     }
 
     /// The object changed since this reconcile read it (a write with its resourceVersion or UID as

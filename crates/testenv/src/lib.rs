@@ -9,6 +9,7 @@
 //! Tests use [`cluster::client`] and [`namespace::TestNamespace`]; the agent binary runs the rest.
 
 pub mod api_path;
+pub mod api_server;
 pub mod block;
 pub mod chart;
 pub mod cluster;

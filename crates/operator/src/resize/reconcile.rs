@@ -507,25 +507,43 @@ pub fn error_policy(object: Arc<crate::context::GuardedResize>, error: &Error, c
     if let Some(refusal) = error.refusal() {
         // The API server said no (Pod Security, a quota, RBAC, validation): retrying as fast as
         // for a passing fault only spams it; say so where the user looks, and retry slowly.
-        let note = format!("the API server refused a request; retrying every 30 s: {refusal}");
+        let note = format!(
+            "the API server refused a request; retrying every {} s: {refusal}",
+            REFUSED_RETRY.as_secs()
+        );
         // Only a readable VolumeResize is reconciled, so only one can have failed.
         if let Ok(resize) = &object.0 {
-            tokio::spawn(report_refusal(Arc::new(resize.clone()), ctx, note));
+            tokio::spawn(report(Arc::new(resize.clone()), ctx, "RequestRefused", note));
         }
-        return Action::requeue(Duration::from_secs(30));
+        return Action::requeue(REFUSED_RETRY);
     }
     if error.is_permanent() {
-        Action::await_change()
-    } else {
-        Action::requeue(Duration::from_secs(5))
+        return Action::await_change();
     }
+    if let Some(fault) = error.transient_fault()
+        && let Ok(resize) = &object.0
+    {
+        // Not fatal: nothing was done past the status written before the action, which is
+        // repeated as it is. The user sees why the resize stands still.
+        let note = format!(
+            "a request failed on the API server's side; retrying every {} s: {fault}",
+            TRANSIENT_RETRY.as_secs()
+        );
+        tokio::spawn(report(Arc::new(resize.clone()), ctx, "RetryingAfterError", note));
+    }
+    Action::requeue(TRANSIENT_RETRY)
 }
 
-/// A Warning Event `RequestRefused` on the VolumeResize and the refusal in its status message.
-async fn report_refusal(resize: Arc<VolumeResize>, ctx: Arc<Context>, note: String) {
+/// How soon a request the API server refused is asked again (only a change elsewhere helps).
+const REFUSED_RETRY: Duration = Duration::from_secs(30);
+/// How soon a reconcile that failed on a passing fault (a 5xx, a lost connection) tries again.
+const TRANSIENT_RETRY: Duration = Duration::from_secs(5);
+
+/// A Warning Event with `reason` on the VolumeResize and `note` in its status message.
+async fn report(resize: Arc<VolumeResize>, ctx: Arc<Context>, reason: &'static str, note: String) {
     let notice = Notice {
         warning: true,
-        reason: "RequestRefused",
+        reason,
         action: "Reconcile",
         note: note.clone(),
     };
@@ -542,6 +560,6 @@ async fn report_refusal(resize: Arc<VolumeResize>, ctx: Arc<Context>, note: Stri
         )
         .await
     {
-        tracing::warn!(%error, "could not report the refusal in the status");
+        tracing::warn!(%error, "could not report the failed request in the status");
     }
 }

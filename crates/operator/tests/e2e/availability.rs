@@ -1,14 +1,17 @@
-//! Availability on the real node: a copy never stops a replica while another is down; it waits for
-//! the others to be Ready (the row the simulator covered, here with real pods and a real kubelet).
+//! Availability on the real node: a copy never stops a replica while another is down or while a
+//! PodDisruptionBudget allows no disruption; it waits for the others to be Ready and for the budget
+//! (the rows the simulator and kwok covered, here with real pods, a real kubelet and the real
+//! disruption controller).
 
 use crate::real_node::{assert_nothing_lost, wait_phase, writer_shaped};
 use crate::support::Harness;
 use ferry_api::{Phase, RowStep};
 use ferry_testenv::workload::acks_dir;
-use ferry_testenv::{CLASS_BLOCK, CLASS_BLOCK_FIXED};
+use ferry_testenv::{CLASS_BLOCK, CLASS_BLOCK_FIXED, wait_until};
 use k8s_openapi::api::core::v1::Pod;
-use kube::ResourceExt;
-use kube::api::ListParams;
+use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+use kube::api::{ListParams, Patch, PatchParams, PostParams};
+use kube::{Api, ResourceExt};
 use serde_json::json;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -32,7 +35,7 @@ async fn db_pods(pods: &kube::Api<Pod>) -> Option<Vec<Pod>> {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_copy_waits_for_the_other_replicas_to_be_ready_before_a_stop() {
+async fn a_copy_waits_for_the_other_replicas_and_the_disruption_budget_before_a_stop() {
     let harness = Harness::start("real-ready").await;
     // Ready while it writes and no `<pod>.unready` marker is beside its acknowledgements (on the
     // host, so the test sets it without a pod and no copy carries it).
@@ -118,7 +121,46 @@ async fn a_copy_waits_for_the_other_replicas_to_be_ready_before_a_stop() {
         waiting.status
     );
 
+    // db-1 serves again, but a budget now wants both replicas up: the stop still waits.
+    let budgets: Api<PodDisruptionBudget> = harness.ns.api();
+    let budget = serde_json::from_value(json!({
+        "metadata": {"name": "db"},
+        "spec": {"minAvailable": 2, "selector": {"matchLabels": {"app": "db"}}},
+    }))
+    .unwrap();
+    budgets.create(&PostParams::default(), &budget).await.unwrap();
+    wait_until(
+        "the disruption controller to count the budget's pods",
+        60,
+        || async {
+            let status = budgets.get_opt("db").await.ok().flatten()?.status?;
+            (status.expected_pods == 2 && status.disruptions_allowed == 0).then_some(())
+        },
+    )
+    .await
+    .unwrap();
     std::fs::remove_file(&marker).unwrap();
+    let held = harness
+        .wait_resize_for("grow", "the copy to wait for the budget", 120, |resize| {
+            resize
+                .status
+                .as_ref()
+                .and_then(|s| s.message.as_deref())
+                .is_some_and(|m| m.contains("PodDisruptionBudget"))
+        })
+        .await;
+    tokio::time::sleep(std::time::Duration::from_secs(5)).await;
+    assert_eq!(
+        pods.get("db-0").await.unwrap().uid(),
+        db0,
+        "db-0 kept serving while the budget allowed no disruption: {:?}",
+        held.status
+    );
+    let relax = json!({"spec": {"minAvailable": 1}});
+    budgets
+        .patch("db", &PatchParams::default(), &Patch::Merge(relax))
+        .await
+        .unwrap();
     let done = wait_phase(&harness, "grow", 300).await;
     let status = done.status.unwrap();
     assert_eq!(status.phase, Some(Phase::Succeeded), "{:?}", status.message);

@@ -1,17 +1,20 @@
 //! Faults on the real node, with a real writer whose every acknowledged record is checked: a mover
 //! killed by SIGKILL (as the OOM killer kills) in the warm pass, while the replica serves, and in
-//! the final pass, while it is stopped. Either way the replica is rolled back onto its own volume
-//! and loses nothing, and nothing of the copy is left behind.
+//! the final pass, while it is stopped; the target filling up in the warm pass. Either way the
+//! replica is rolled back onto its own volume and loses nothing, and nothing of the copy is left
+//! behind.
 
 use crate::real_node::{assert_nothing_lost, wait_phase, writer_with};
 use crate::support::Harness;
+use crate::support::down_webhook::DownWebhook;
+use ferry_api::names::LABEL_MOVER_PASS;
 use ferry_api::{Phase, RowStep, VolumeResize};
-use ferry_testenv::fixtures::wait_ready;
+use ferry_testenv::fixtures::{claim_directory, wait_ready};
 use ferry_testenv::{CLASS_BLOCK, CLASS_BLOCK_FIXED, MOVER_LABEL, wait_until};
 use k8s_openapi::api::apps::v1::StatefulSet;
-use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod};
-use kube::ResourceExt;
+use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim, Pod};
 use kube::api::ListParams;
+use kube::{Api, ResourceExt};
 use serde_json::json;
 
 /// Starts a copy of db's one replica onto the fixed class, its movers paced at 2 MiB/s so that a
@@ -69,19 +72,20 @@ async fn kill_mover_at(harness: &Harness, step: RowStep, pass: &str) -> String {
     source
 }
 
-/// The copy ended Failed with the kill named, rolled back: db's replica Ready on `source`, no
+/// The copy ended Failed with `because` in its message, rolled back: db's replica Ready on `source`, no
 /// temporary claim or mover left, every acknowledged record there.
 async fn assert_rolled_back(
     harness: &Harness,
     source: &str,
     seeds: &std::collections::BTreeMap<String, String>,
+    because: &str,
 ) {
     let ended = wait_phase(harness, "copy", 300).await;
     let status = ended.status.unwrap();
     assert_eq!(status.phase, Some(Phase::Failed), "{:?}", status.message);
     let message = status.message.clone().unwrap_or_default();
     assert!(
-        message.starts_with("rolled back") && message.contains("exit code 137"),
+        message.starts_with("rolled back") && message.contains(because),
         "{message}"
     );
     assert_eq!(status.plan[0].step, Some(RowStep::RolledBack));
@@ -109,7 +113,7 @@ async fn a_mover_killed_in_the_warm_pass_rolls_back_losing_nothing() {
     let seeds = writer_with(&harness, 1, CLASS_BLOCK, "320Mi", 32 << 10, 0).await;
     slow_copy(&harness).await;
     let source = kill_mover_at(&harness, RowStep::WarmCopy, "warm").await;
-    assert_rolled_back(&harness, &source, &seeds).await;
+    assert_rolled_back(&harness, &source, &seeds, "exit code 137").await;
     harness.finish().await;
 }
 
@@ -120,7 +124,80 @@ async fn a_mover_killed_in_the_final_pass_rolls_back_losing_nothing() {
     let seeds = writer_with(&harness, 1, CLASS_BLOCK, "320Mi", 4 << 10, 16 << 10).await;
     slow_copy(&harness).await;
     let source = kill_mover_at(&harness, RowStep::FinalSync, "final").await;
-    assert_rolled_back(&harness, &source, &seeds).await;
+    assert_rolled_back(&harness, &source, &seeds, "exit code 137").await;
+    harness.finish().await;
+}
+
+/// The target filling up in the warm pass, while the replica serves. Its data grew past the
+/// shrink's size after the precheck measured it: here while a webhook that is down held the warm
+/// mover back with 500s, which the status and an Event report, retried and not fatal. The warm
+/// mover then meets ENOSPC, and the copy rolls back without ever stopping the replica.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_target_filled_in_the_warm_pass_rolls_back_without_stopping_the_replica() {
+    let harness = Harness::start("real-full-warm").await;
+    // 40 MiB in use passes the shrink check for 64Mi (ext4 leaves about 54 MiB of it).
+    let seeds = writer_with(&harness, 1, CLASS_BLOCK_FIXED, "256Mi", 40 << 10, 0).await;
+    let serving = harness.pod_uids("db").await;
+    let claims: Api<PersistentVolumeClaim> = harness.ns.api();
+    let source = claims
+        .get("data-db-0")
+        .await
+        .unwrap()
+        .spec
+        .unwrap()
+        .volume_name
+        .unwrap();
+    let down = DownWebhook::install(
+        &harness.client,
+        &harness.ns.name,
+        "pods",
+        json!({"matchLabels": {LABEL_MOVER_PASS: "warm"}}),
+    )
+    .await;
+    harness
+        .create_resize(
+            "copy",
+            json!({"statefulSetName": "db", "volumes": [{"name": "data", "size": "64Mi"}]}),
+        )
+        .await;
+    let held = harness
+        .wait_resize_for("copy", "the failing request in the status", 120, |r| {
+            r.status
+                .as_ref()
+                .and_then(|s| s.message.as_deref())
+                .is_some_and(|m| m.contains("failed on the API server's side"))
+        })
+        .await;
+    let message = held.status.as_ref().unwrap().message.clone().unwrap();
+    assert!(message.contains("failed calling webhook"), "{message}");
+    assert!(!held.phase().is_terminal(), "not fatal: {message}");
+    let events = harness
+        .wait_event("VolumeResize", "copy", "RetryingAfterError")
+        .await;
+    assert!(
+        events
+            .iter()
+            .any(|(kind, _, note)| kind == "Warning" && note.contains("failed calling webhook")),
+        "{events:?}"
+    );
+
+    // 30 MiB more while the mover is held: 70 MiB no longer fit.
+    let volumes: Api<PersistentVolume> = Api::all(harness.client.clone());
+    let grown: Vec<u8> = (0..30 << 20).map(|i: u32| (i % 241) as u8).collect();
+    {
+        let dir = claim_directory(&claims, &volumes, "data-db-0").await.unwrap();
+        std::fs::write(dir.join("grown-after-the-precheck"), &grown).unwrap();
+    }
+    down.remove().await;
+
+    assert_rolled_back(&harness, &source, &seeds, "No space left on device").await;
+    assert_eq!(
+        harness.pod_uids("db").await,
+        serving,
+        "the replica was never stopped"
+    );
+    let dir = claim_directory(&claims, &volumes, "data-db-0").await.unwrap();
+    assert!(std::fs::read(dir.join("grown-after-the-precheck")).unwrap() == grown);
     harness.finish().await;
 }
 

@@ -2,6 +2,8 @@
 //! operator itself running in-process, scoped to that namespace.
 #![allow(dead_code)]
 
+pub mod down_webhook;
+
 use ferry_api::{RowStep, VolumeResize, VolumeResizeSpec};
 use ferry_operator::features::{Feature, Features};
 use ferry_operator::{Settings, run};
@@ -37,6 +39,12 @@ impl Harness {
     /// cut (an outage the operator alone sees).
     pub async fn start_behind(prefix: &str, path: &ferry_testenv::api_path::ApiPath) -> Harness {
         Harness::start_with(prefix, &[], Some(&path.url())).await
+    }
+
+    /// Like `start`, with the operator talking to the API server at `api_url` (the test's own
+    /// observations go to the control plane's first API server).
+    pub async fn start_via(prefix: &str, api_url: &str) -> Harness {
+        Harness::start_with(prefix, &[], Some(api_url)).await
     }
 
     /// Like `start`, with `disabled` features switched off in the chart (their permissions not
