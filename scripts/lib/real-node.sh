@@ -224,7 +224,8 @@ start_pod_network_paths() {
 }
 
 start_real_node() {
-  if running kubelet && running containerd && real_node_ready; then
+  # (A kubelet an older version of this script started without its supervisor is started again.)
+  if running kubelet && running containerd && real_node_ready && kubelet_supervised; then
     log "real node already running"
     start_pod_network_paths
     import_images
@@ -246,11 +247,16 @@ start_real_node() {
   start containerd nsenter --net="/run/netns/$node_netns" containerd --config "$node_dir/containerd.toml"
   wait_for containerd 60 containerd_ready
   import_images
-  start kubelet nsenter --net="/run/netns/$node_netns" "$bin/kubelet" --config "$node_dir/kubelet.yaml" \
+  # Supervised, as systemd runs a node's kubelet: a test that kills it sees it come back.
+  start_supervised kubelet nsenter --net="/run/netns/$node_netns" "$bin/kubelet" --config "$node_dir/kubelet.yaml" \
     --kubeconfig "$node_dir/kubeconfig" --hostname-override "$real_node" --node-ip "$node_ip" \
     --root-dir "$node_dir/kubelet" --volume-plugin-dir "$node_dir/volume-plugins" \
     --node-labels "ferry.dev/real-node=true,topology.kubernetes.io/zone=zone-r" --v 2
   wait_for "the real node Ready" 120 real_node_ready
+}
+
+kubelet_supervised() {
+  tr '\0' ' ' < "/proc/$(cat "$pids/kubelet.pid")/cmdline" | grep -q '^bash -c while'
 }
 
 stop_real_node() {

@@ -9,8 +9,11 @@ ferry-mover/test-hooks`) builds the test binaries and the workspace's binaries t
 control plane run (`ferry`, `ferry-mover`, `ferry-testenv`, `kubectl-ferry`), so each crate compiles
 once. `cargo test` would then run the test binaries one after another; the end-to-end binaries spend
 their time waiting on Kubernetes, not on the CPU, so here they start first, with more test threads,
-and the others run beside them. Each binary's output is printed whole when it ends, in the form
-`cargo test` prints ("Running ...", "test result: ..."), then a table of how long each took.
+and the others run beside them. End-to-end tests in a module `alone` (a kubelet restart, an
+operator watching every namespace) would disturb every other test on the shared control plane and
+real node: they run last, one at a time, once everything else has ended. Each binary's output is
+printed whole when it ends, in the form `cargo test` prints ("Running ...", "test result: ..."),
+then a table of how long each took and the slowest end-to-end tests.
 
 FERRY_TEST_JOBS (default 3) binaries at a time; FERRY_E2E_THREADS (default 4) test threads in each
 end-to-end binary (the others use libtest's default, one per core).
@@ -35,6 +38,8 @@ import fresh_mtimes  # noqa: E402
 RESULT = re.compile(r"^test result: \w+\. (\d+) passed; (\d+) failed; (\d+) ignored")
 TIMED = re.compile(r"^test (\S+) \.\.\. (\w+) <([\d.]+)s>")
 SLOWEST = 12
+# End-to-end tests in a module of this name run alone, after all the others (run_alone).
+ALONE = "alone::"
 BUILD_ARGS = ["test", "--workspace", "--no-run", "--locked", "--features", "ferry-mover/test-hooks"]
 
 
@@ -103,19 +108,18 @@ def build() -> list[TestBinary]:
 
 
 
-def run_one(binary: TestBinary, args: list[str], e2e_threads: int) -> None:
+def invoke(binary: TestBinary, args: list[str]) -> tuple[int, str]:
+    """Runs the test binary with `args` as `cargo test` would; its exit status and output."""
     # What `cargo test` gives a test binary: its package directory as working directory and
     # CARGO_MANIFEST_DIR (the tests find the repository and the chart from it).
     env = dict(os.environ, CARGO_MANIFEST_DIR=binary.manifest_dir, CARGO_PKG_NAME=binary.package)
-    threads = [f"--test-threads={e2e_threads}"] if binary.end_to_end else []
     if binary.end_to_end:
         # Each end-to-end test's time on its result line ("ok <12.345s>"), to see what makes the
         # CI's length; libtest offers it on a stable toolchain only with RUSTC_BOOTSTRAP.
-        threads += ["-Z", "unstable-options", "--report-time"]
+        args = ["-Z", "unstable-options", "--report-time", *args]
         env["RUSTC_BOOTSTRAP"] = "1"
-    started = time.monotonic()
     done = subprocess.run(
-        [binary.executable, *threads, *args],
+        [binary.executable, *args],
         cwd=binary.manifest_dir,
         env=env,
         stdout=subprocess.PIPE,
@@ -123,16 +127,48 @@ def run_one(binary: TestBinary, args: list[str], e2e_threads: int) -> None:
         stdin=subprocess.DEVNULL,
         check=False,
     )
-    binary.seconds = time.monotonic() - started
-    binary.status = done.returncode
-    binary.output = done.stdout.decode(errors="replace")
+    return done.returncode, done.stdout.decode(errors="replace")
+
+
+def record(binary: TestBinary, status: int, output: str, seconds: float) -> None:
+    """Adds one invocation's outcome to the binary's (a binary may run twice: beside the others,
+    then its tests that must run alone)."""
+    binary.seconds += seconds
+    binary.status = status if binary.status in (None, 0) else binary.status
+    binary.output += output
     # The table must not repeat "test result:" lines: scripts/test and test-versions count those.
     counts = [0, 0, 0]
     results = [RESULT.match(line) for line in binary.output.splitlines()]
     for result in filter(None, results):
         counts = [total + int(n) for total, n in zip(counts, result.groups())]
-    ok = "ok" if done.returncode == 0 else f"FAILED (exit {done.returncode})"
+    ok = "ok" if binary.status == 0 else f"FAILED (exit {binary.status})"
     binary.summary = f"{ok}: {counts[0]} passed, {counts[1]} failing, {counts[2]} ignored"
+
+
+def run_one(binary: TestBinary, args: list[str], e2e_threads: int) -> None:
+    """The binary's tests beside the others: all but those that must run alone."""
+    threads = [f"--test-threads={e2e_threads}", "--skip", ALONE] if binary.end_to_end else []
+    started = time.monotonic()
+    status, output = invoke(binary, [*threads, *args])
+    record(binary, status, output, time.monotonic() - started)
+
+
+def run_alone(binary: TestBinary, args: list[str]) -> str:
+    """The binary's tests (of those `args` select) that disturb everything else on the shared
+    control plane and real node (a kubelet restart, an operator watching every namespace): one at
+    a time, after every other test has ended."""
+    status, listed = invoke(binary, ["--list", "--format", "terse", *args])
+    if status != 0:
+        record(binary, status, listed, 0.0)
+        return listed
+    names = [line.removesuffix(": test") for line in listed.splitlines() if line.endswith(": test")]
+    printed = ""
+    for name in [n for n in names if n.startswith(ALONE)]:
+        started = time.monotonic()
+        status, output = invoke(binary, ["--test-threads=1", "--exact", name])
+        record(binary, status, output, time.monotonic() - started)
+        printed += output
+    return printed
 
 
 def run(args: list[str]) -> int:
@@ -164,6 +200,11 @@ def run(args: list[str]) -> int:
         thread.start()
     for thread in workers:
         thread.join()
+    for binary in [b for b in binaries if b.end_to_end]:
+        output = run_alone(binary, args)
+        if output:
+            print(f"\n     Running {binary.name}, its tests that run alone ({binary.executable})", flush=True)
+            print(output, end="" if output.endswith("\n") else "\n", flush=True)
     print("\n[tests] seconds  binary  result", flush=True)
     for binary in sorted(binaries, key=lambda b: -b.seconds):
         print(f"[tests] {binary.seconds:7.1f}  {binary.name}  {binary.summary}", flush=True)

@@ -1,11 +1,11 @@
-//! The processes `scripts/testenv` supervises (the CSI drivers and sidecars), for tests that kill
-//! them.
+//! The processes `scripts/testenv` supervises (the CSI drivers and sidecars, the real node's
+//! kubelet) and those in the real node's pods, for tests that kill them.
 
 use crate::Error;
 use crate::paths::state_dir;
 use std::process::Command;
 
-/// SIGKILLs what the supervised process `name` (e.g. `csi-block`, `csi-block-resizer`) runs now;
+/// SIGKILLs what the supervised process `name` (e.g. `csi-block`, `csi-block-resizer`, `kubelet`) runs now;
 /// its supervisor starts it again a second later, as the kubelet restarts a container. Returns the
 /// killed process IDs.
 pub fn kill_supervised(name: &str) -> Result<Vec<String>, Error> {
@@ -40,12 +40,24 @@ fn sigkill(pid: &str) -> Result<bool, Error> {
 }
 
 /// SIGKILLs the processes running `program` in the containers of pod `pod` on the real node (as
-/// the kernel's OOM killer would): found by the `HOSTNAME` the runtime gives every container of a
-/// pod and by the program's name, so no other test's pods are touched. Returns the killed process
-/// IDs (none when the program is not running there yet).
+/// the kernel's OOM killer would). Returns the killed process IDs (none when the program is not
+/// running there yet).
 pub fn kill_in_pod(pod: &str, program: &str) -> Result<Vec<String>, Error> {
-    let hostname = format!("HOSTNAME={pod}");
     let mut killed = Vec::new();
+    for pid in running_in_pod(pod, program)? {
+        if sigkill(&pid)? {
+            killed.push(pid);
+        }
+    }
+    Ok(killed)
+}
+
+/// The processes running `program` in the containers of pod `pod` on the real node: found by the
+/// `HOSTNAME` the runtime gives every container of a pod and by the program's name, so no other
+/// test's pods are matched.
+pub fn running_in_pod(pod: &str, program: &str) -> Result<Vec<String>, Error> {
+    let hostname = format!("HOSTNAME={pod}");
+    let mut found = Vec::new();
     let entries = std::fs::read_dir("/proc").map_err(|e| Error::io("/proc", e))?;
     for entry in entries.flatten() {
         let pid = entry.file_name().to_string_lossy().to_string();
@@ -67,9 +79,9 @@ pub fn kill_in_pod(pod: &str, program: &str) -> Result<Vec<String>, Error> {
         let Ok(environ) = std::fs::read(format!("/proc/{pid}/environ")) else {
             continue;
         };
-        if environ.split(|b| *b == 0).any(|var| var == hostname.as_bytes()) && sigkill(&pid)? {
-            killed.push(pid);
+        if environ.split(|b| *b == 0).any(|var| var == hostname.as_bytes()) {
+            found.push(pid);
         }
     }
-    Ok(killed)
+    Ok(found)
 }

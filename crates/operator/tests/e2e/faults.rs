@@ -19,7 +19,7 @@ use serde_json::json;
 
 /// Starts a copy of db's one replica onto the fixed class, its movers paced at 2 MiB/s so that a
 /// pass lasts long enough to be killed in.
-async fn slow_copy(harness: &Harness) {
+pub(crate) async fn slow_copy(harness: &Harness) {
     harness
         .create_resize(
             "copy",

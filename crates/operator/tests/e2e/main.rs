@@ -6,6 +6,7 @@
 
 mod support;
 
+mod alone;
 mod api_outage;
 mod authors;
 mod autoscale;
