@@ -188,9 +188,12 @@ resolvConf: ""
 registerWithTaints:
 - {key: ferry.dev/real-node, value: "true", effect: NoSchedule}
 # The images are imported, never pulled: never collect them, and never evict on this shared disk.
+# Disk pressure makes the kubelet delete unused images, the pause image among them (containerd 1.6
+# does not pin it), and then no pod starts: so the thresholds are absolute and small (1% of a
+# 252 GB disk was 2.5 GB, crossed here with 2.6 GB still free).
 imageGCHighThresholdPercent: 100
 imageGCLowThresholdPercent: 99
-evictionHard: {memory.available: "100Mi", nodefs.available: "1%", imagefs.available: "1%", nodefs.inodesFree: "1%"}
+evictionHard: {memory.available: "100Mi", nodefs.available: "100Mi", imagefs.available: "100Mi", nodefs.inodesFree: "1000"}
 # Volume usage in the stats summary is fresh enough for autoresize tests.
 volumeStatsAggPeriod: 5s
 # The kubelet grows a mounted CSI volume's file system (online NodeExpandVolume) when it next syncs

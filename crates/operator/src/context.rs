@@ -29,6 +29,8 @@ pub struct Context {
     /// Where the per-StatefulSet hold Leases are kept (`--hold-namespace`); `None`: beside the
     /// StatefulSet.
     pub hold_namespace: Option<String>,
+    /// Refused requests in a row per VolumeResize, for the retry's backoff.
+    pub refusals: crate::resize::refusals::Refusals,
 }
 
 impl Context {
@@ -96,6 +98,7 @@ impl Context {
             config_digest_key: crate::extended::digest_key::random(),
             features: crate::features::Features::default(),
             hold_namespace: None,
+            refusals: Default::default(),
         }
     }
 }

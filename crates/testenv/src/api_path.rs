@@ -23,7 +23,12 @@ pub struct ApiPath {
 impl ApiPath {
     /// Starts relaying a free loopback port to the API server of the kubeconfig.
     pub async fn start() -> Result<ApiPath, Error> {
-        let server = api_server_address().await?;
+        ApiPath::start_to(api_server_address().await?).await
+    }
+
+    /// Starts relaying a free loopback port to the API server at `server` (e.g. a second one,
+    /// [`crate::api_server::ApiServerReplica::address`]).
+    pub async fn start_to(server: SocketAddr) -> Result<ApiPath, Error> {
         let listener = TcpListener::bind("127.0.0.1:0")
             .await
             .map_err(|e| Error::io("binding the API path", e))?;

@@ -51,7 +51,12 @@ impl ApiServerReplica {
 
     /// `https://127.0.0.1:<port>`.
     pub fn url(&self) -> String {
-        format!("https://127.0.0.1:{}", self.port)
+        format!("https://{}", self.address())
+    }
+
+    /// `127.0.0.1:<port>`.
+    pub fn address(&self) -> std::net::SocketAddr {
+        std::net::SocketAddr::from(([127, 0, 0, 1], self.port))
     }
 
     /// SIGKILLs it, as a crashed or evicted API server: no graceful end of its watches.

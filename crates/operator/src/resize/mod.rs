@@ -6,6 +6,7 @@ pub mod intake;
 mod objects;
 mod observe;
 mod reconcile;
+pub mod refusals;
 mod rollout;
 mod run_observe;
 pub mod status_write;

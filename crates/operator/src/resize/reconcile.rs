@@ -3,6 +3,7 @@
 use super::execute::execute;
 use super::hold::{self, Hold};
 use super::observe::observe;
+use super::refusals::REFUSED_RETRY_MAX;
 use super::run_observe::claimed_in;
 use super::status_write::write_status;
 use crate::Error;
@@ -66,6 +67,9 @@ pub async fn reconcile(
     ctx.metrics
         .reconcile_duration
         .observe(started.elapsed().as_secs_f64());
+    if result.is_ok() {
+        ctx.refusals.cleared(&key_of(&object));
+    }
     let outcome = if result.is_ok() { "ok" } else { "error" };
     ctx.metrics
         .reconciles
@@ -507,15 +511,17 @@ pub fn error_policy(object: Arc<crate::context::GuardedResize>, error: &Error, c
     if let Some(refusal) = error.refusal() {
         // The API server said no (Pod Security, a quota, RBAC, validation): retrying as fast as
         // for a passing fault only spams it; say so where the user looks, and retry slowly.
+        let retry = ctx.refusals.refused(&key_of(&object));
+        // The same words at every retry: a changed status would wake this resize at once.
         let note = format!(
-            "the API server refused a request; retrying every {} s: {refusal}",
-            REFUSED_RETRY.as_secs()
+            "the API server refused a request; retrying, backing off to every {} s: {refusal}",
+            REFUSED_RETRY_MAX.as_secs()
         );
         // Only a readable VolumeResize is reconciled, so only one can have failed.
         if let Ok(resize) = &object.0 {
             tokio::spawn(report(Arc::new(resize.clone()), ctx, "RequestRefused", note));
         }
-        return Action::requeue(REFUSED_RETRY);
+        return Action::requeue(retry);
     }
     if error.is_permanent() {
         return Action::await_change();
@@ -534,10 +540,13 @@ pub fn error_policy(object: Arc<crate::context::GuardedResize>, error: &Error, c
     Action::requeue(TRANSIENT_RETRY)
 }
 
-/// How soon a request the API server refused is asked again (only a change elsewhere helps).
-const REFUSED_RETRY: Duration = Duration::from_secs(30);
 /// How soon a reconcile that failed on a passing fault (a 5xx, a lost connection) tries again.
 const TRANSIENT_RETRY: Duration = Duration::from_secs(5);
+
+/// `namespace/name` of a VolumeResize as the watch delivered it.
+fn key_of(object: &crate::context::GuardedResize) -> String {
+    format!("{}/{}", object.namespace().unwrap_or_default(), object.name_any())
+}
 
 /// A Warning Event with `reason` on the VolumeResize and `note` in its status message.
 async fn report(resize: Arc<VolumeResize>, ctx: Arc<Context>, reason: &'static str, note: String) {

@@ -1,11 +1,11 @@
 //! The API server lost to the operator at a random moment of a rolling copy and of an in-place
 //! growth, on the real node with a real writer: the resize waits (its pods and volumes go on
-//! without it), then finishes, and every acknowledged record is there. Two faults, neither of which
-//! disturbs the tests beside it on the shared control plane:
-//! - an outage of 30 s: a cut of the operator's own path to the API server
-//!   (`ferry_testenv::api_path`);
-//! - a restart: the operator talks to a second API server on the same etcd
-//!   (`ferry_testenv::api_server`), which is SIGKILLed and started again.
+//! without it), then finishes, and every acknowledged record is there. The operator talks to a
+//! second API server on the same etcd (`ferry_testenv::api_server`) through a path of its own
+//! (`ferry_testenv::api_path`), so neither fault disturbs the tests beside it on the shared
+//! control plane:
+//! - an outage of 30 s: the path cut (connections reset, new ones refused);
+//! - a restart: the second API server SIGKILLed and started again.
 
 use crate::real_node::{assert_nothing_lost, wait_phase, writer};
 use crate::support::Harness;
@@ -18,56 +18,62 @@ use std::time::{Duration, Instant};
 
 const OUTAGE: Duration = Duration::from_secs(30);
 
-/// A way to lose the API server, and to get it back.
-trait Fault {
-    async fn begin(&self);
-    async fn end(&self);
+/// A way to lose the API server for a while.
+enum Fault<'a> {
+    /// The operator's path cut for [`OUTAGE`].
+    Outage(&'a ApiPath),
+    /// The API server SIGKILLed, then started again at once (as its supervisor would); ready when
+    /// this returns.
+    Restart(&'a ApiServerReplica),
 }
 
-/// Cut for [`OUTAGE`].
-impl Fault for ApiPath {
-    async fn begin(&self) {
-        self.cut();
-        eprintln!("API server out of the operator's reach for {OUTAGE:?}");
-        tokio::time::sleep(OUTAGE).await;
-    }
-    async fn end(&self) {
-        self.restore();
-    }
-}
-
-/// Killed, then started again at once (as its supervisor would), ready when `end` returns.
-impl Fault for ApiServerReplica {
-    async fn begin(&self) {
-        self.kill().await.unwrap();
-        eprintln!("the operator's API server killed");
-    }
-    async fn end(&self) {
-        let restart = Instant::now();
-        self.start_again().await.unwrap();
-        eprintln!(
-            "the operator's API server ready again after {:?}",
-            restart.elapsed()
-        );
+impl Fault<'_> {
+    async fn bring(&self) {
+        match self {
+            Fault::Outage(path) => {
+                path.cut();
+                eprintln!("API server out of the operator's reach for {OUTAGE:?}");
+                tokio::time::sleep(OUTAGE).await;
+                path.restore();
+            }
+            Fault::Restart(server) => {
+                server.kill().await.unwrap();
+                let restart = Instant::now();
+                server.start_again().await.unwrap();
+                eprintln!(
+                    "the operator's API server killed, ready again after {:?}",
+                    restart.elapsed()
+                );
+            }
+        }
     }
 }
 
-/// Starts the resize `name`, brings `fault` at a random moment within `window`, and waits for the
-/// resize to succeed; returns how long it took in all.
-async fn resize_through(
-    harness: &Harness,
-    fault: &impl Fault,
-    name: &str,
-    spec: serde_json::Value,
-    window: Duration,
-) -> Duration {
-    let started = Instant::now();
-    harness.create_resize(name, spec).await;
+/// The operator's way to the API server: a path it can be cut from, in front of a second API
+/// server that can be restarted.
+struct Faults {
+    server: ApiServerReplica,
+    path: ApiPath,
+}
+
+impl Faults {
+    async fn start() -> Faults {
+        let server = ApiServerReplica::start().await.unwrap();
+        let path = ApiPath::start_to(server.address()).await.unwrap();
+        Faults { server, path }
+    }
+}
+
+/// Brings `fault` at a random moment within `window` (printed, so a failure can be replayed).
+async fn at_random(name: &str, fault: Fault<'_>, window: Duration) {
     let delay = random_delay(window);
     tokio::time::sleep(delay).await;
-    eprintln!("{name}: the fault {delay:?} after the start");
-    fault.begin().await;
-    fault.end().await;
+    eprintln!("{name}: the fault {delay:?} later");
+    fault.bring().await;
+}
+
+/// Waits for the resize `name` to succeed; returns how long it took since `started`.
+async fn succeeded(harness: &Harness, name: &str, started: Instant) -> Duration {
     let ended = wait_phase(harness, name, 300).await;
     let status = ended.status.unwrap();
     assert_eq!(status.phase, Some(Phase::Succeeded), "{:?}", status.message);
@@ -76,43 +82,50 @@ async fn resize_through(
     took
 }
 
+/// Two in-place growths of one StatefulSet: the first through an outage, the second through a
+/// restart, each at a random moment of the growth.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_api_server_outage_during_a_rolling_copy_delays_it_and_loses_nothing() {
-    let path = ApiPath::start().await.unwrap();
-    let harness = Harness::start_behind("real-outage-copy", &path).await;
+async fn an_api_server_outage_and_restart_during_in_place_growths_delay_them_and_lose_nothing() {
+    let faults = Faults::start().await;
+    let harness = Harness::start_behind("real-outage-grow", &faults.path).await;
     let seeds = writer(&harness, 2, CLASS_BLOCK, "320Mi").await;
-    let spec = json!({"statefulSetName": "db", "volumes": [
-        {"name": "data", "size": "384Mi", "storageClassName": CLASS_BLOCK_FIXED}
-    ]});
-    resize_through(&harness, &path, "copy", spec, Duration::from_secs(10)).await;
+    for (name, size, fault) in [
+        ("grow", "384Mi", Fault::Outage(&faults.path)),
+        ("grow-again", "448Mi", Fault::Restart(&faults.server)),
+    ] {
+        let started = Instant::now();
+        harness
+            .create_resize(
+                name,
+                json!({"statefulSetName": "db", "volumes": [{"name": "data", "size": size}]}),
+            )
+            .await;
+        at_random(name, fault, Duration::from_secs(5)).await;
+        succeeded(&harness, name, started).await;
+    }
     assert_nothing_lost(&harness, 2, &seeds).await;
     harness.finish().await;
 }
 
+/// One rolling copy through both: an outage at a random moment of it, then a restart at a random
+/// moment after the API server is back (while the copy goes on).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_api_server_outage_during_an_in_place_growth_delays_it_and_loses_nothing() {
-    let path = ApiPath::start().await.unwrap();
-    let harness = Harness::start_behind("real-outage-grow", &path).await;
+async fn an_api_server_outage_and_restart_during_a_rolling_copy_delay_it_and_lose_nothing() {
+    let faults = Faults::start().await;
+    let harness = Harness::start_behind("real-outage-copy", &faults.path).await;
     let seeds = writer(&harness, 2, CLASS_BLOCK, "320Mi").await;
-    let spec = json!({"statefulSetName": "db", "volumes": [{"name": "data", "size": "384Mi"}]});
-    resize_through(&harness, &path, "grow", spec, Duration::from_secs(5)).await;
-    assert_nothing_lost(&harness, 2, &seeds).await;
-    harness.finish().await;
-}
-
-/// Both resizes on one StatefulSet, the operator's own API server restarted at a random moment of
-/// each: first an in-place growth, then a rolling copy onto a class that cannot grow.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_api_server_restart_during_a_growth_and_a_rolling_copy_delays_them_and_loses_nothing() {
-    let server = ApiServerReplica::start().await.unwrap();
-    let harness = Harness::start_via("real-restart", &server.url()).await;
-    let seeds = writer(&harness, 2, CLASS_BLOCK, "320Mi").await;
-    let grow = json!({"statefulSetName": "db", "volumes": [{"name": "data", "size": "384Mi"}]});
-    resize_through(&harness, &server, "grow", grow, Duration::from_secs(5)).await;
-    let copy = json!({"statefulSetName": "db", "volumes": [
-        {"name": "data", "size": "448Mi", "storageClassName": CLASS_BLOCK_FIXED}
-    ]});
-    resize_through(&harness, &server, "copy", copy, Duration::from_secs(10)).await;
+    let started = Instant::now();
+    harness
+        .create_resize(
+            "copy",
+            json!({"statefulSetName": "db", "volumes": [
+                {"name": "data", "size": "384Mi", "storageClassName": CLASS_BLOCK_FIXED}
+            ]}),
+        )
+        .await;
+    at_random("copy", Fault::Outage(&faults.path), Duration::from_secs(10)).await;
+    at_random("copy", Fault::Restart(&faults.server), Duration::from_secs(10)).await;
+    succeeded(&harness, "copy", started).await;
     assert_nothing_lost(&harness, 2, &seeds).await;
     harness.finish().await;
 }
