@@ -58,8 +58,8 @@ pub async fn reconcile(
             // Read from a cache that lagged behind the last status write: nothing was done (the
             // status is written before acting); decide again from the current object.
             Err(error) if error.is_stale_read() => {
-                tracing::debug!(name = %resize.name_any(), "VolumeResize changed since it was read; reading it again");
-                Ok(Action::requeue(STALE_RETRY))
+                tracing::debug!(name = %resize.name_any(), "VolumeResize changed since it was read; reading it from the API server");
+                again_from_the_api(resize, &ctx).await
             }
             other => other,
         },
@@ -78,6 +78,26 @@ pub async fn reconcile(
         })
         .inc();
     result
+}
+
+/// The reconcile once more, with the VolumeResize read from the API server instead of the cache.
+/// Waiting for the watch is not enough: after an API server restart the watches failed for about
+/// 30 s ("too old resource version", the new watch cache younger than the version they resumed
+/// from), and a copy stood still for all of it, rereading its stale copy. A second stale read, or
+/// an object this Ferry cannot parse (the guarded cache reports it), waits for the watch.
+async fn again_from_the_api(resize: &VolumeResize, ctx: &Context) -> Result<Action, Error> {
+    let namespace = resize.namespace().unwrap_or_default();
+    let api = Api::<VolumeResize>::namespaced(ctx.client.clone(), &namespace);
+    let current = match api.get_opt(&resize.name_any()).await {
+        Ok(Some(current)) => current,
+        Ok(None) => return Ok(Action::await_change()),
+        Err(kube::Error::SerdeError(_)) => return Ok(Action::requeue(STALE_RETRY)),
+        Err(error) => return Err(error.into()),
+    };
+    match reconcile_inner(&current, ctx).await {
+        Err(error) if error.is_stale_read() => Ok(Action::requeue(STALE_RETRY)),
+        other => other,
+    }
 }
 
 /// Guard → observe → plan → write status → act → report. What happens is the engine's decision

@@ -4,6 +4,17 @@
 
 pub mod down_webhook;
 
+/// With `FERRY_TEST_LOG` set (a `RUST_LOG`-style filter, e.g. `ferry_operator=debug`), the
+/// in-process operators log to stderr (`--nocapture` shows it), each line with its time.
+fn log_operators() {
+    if let Ok(filter) = std::env::var("FERRY_TEST_LOG") {
+        let _ = tracing_subscriber::fmt()
+            .with_env_filter(tracing_subscriber::EnvFilter::new(filter))
+            .with_writer(std::io::stderr)
+            .try_init();
+    }
+}
+
 use ferry_api::{RowStep, VolumeResize, VolumeResizeSpec};
 use ferry_operator::features::{Feature, Features};
 use ferry_operator::{Settings, run};
@@ -54,6 +65,7 @@ impl Harness {
     }
 
     async fn start_with(prefix: &str, disabled: &[Feature], api_url: Option<&str>) -> Harness {
+        log_operators();
         let client = client().await.unwrap();
         install_crd(&client).await;
         let ns = TestNamespace::create(&client, prefix).await.unwrap();
