@@ -2,6 +2,7 @@
 //! and one at a time (`scripts/lib/run_tests.py` runs the module `alone` after every other test).
 
 use crate::faults::slow_copy;
+use crate::installed::on_the_real_node;
 use crate::real_node::{assert_nothing_lost, wait_phase, writer_with};
 use crate::support::Harness;
 use ferry_api::{Phase, RowStep, VolumeResize};
@@ -94,33 +95,11 @@ async fn the_default_install_copies_in_any_namespace_through_a_kubelet_restart_i
 async fn install_with_defaults(home: &Harness) {
     let release = home.ns.name.as_str();
     let chart = chart_dir().to_string_lossy().into_owned();
-    let node_selector = format!(r#"nodeSelector={{"kubernetes.io/hostname":"{REAL_NODE}"}}"#);
-    let tolerations =
-        r#"tolerations=[{"key":"ferry.dev/real-node","operator":"Exists","effect":"NoSchedule"}]"#;
-    let install = [
-        "install",
-        release,
-        chart.as_str(),
-        "--namespace",
-        release,
-        "--set",
-        "image.repository=ferry.local/ferry",
-        "--set",
-        "image.tag=dev",
-        "--set",
-        "image.pullPolicy=Never",
-        "--set",
-        "replicaCount=1",
-        "--set",
-        "crds.install=false",
-        "--set-json",
-        node_selector.as_str(),
-        "--set-json",
-        tolerations,
-        "--wait",
-        "--timeout",
-        "180s",
-    ];
+    let values = on_the_real_node(release, &["--set", "replicaCount=1"]);
+    let install: Vec<&str> = ["install", release, chart.as_str()]
+        .into_iter()
+        .chain(values.iter().map(String::as_str))
+        .collect();
     let (code, out, err) = helm(&install).await.unwrap();
     assert_eq!(code, 0, "helm install: {err}\n{out}");
 }

@@ -142,34 +142,22 @@ fn assert_one_at_a_time(actions: &[(String, String)], first: &str, second: &str)
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_chart_runs_ferry_on_the_node_hands_over_mid_resize_and_uninstalls_cleanly() {
-    let harness = Harness::start_bare("helm").await;
-    let ns = harness.ns.name.clone();
-    let release = ns.clone();
-    let fullname = format!("{release}-ferry");
-    let chart = chart_dir().to_string_lossy().into_owned();
-    let watched = format!("watchNamespaces={{{ns}}}");
+/// `helm` arguments that install into `namespace` from the local image, on the real node, with
+/// the CRDs left to the suite (every test running at the same time shares them), waiting for the
+/// pods; `extra` values go between the namespace and the rest.
+pub(crate) fn on_the_real_node(namespace: &str, extra: &[&str]) -> Vec<String> {
     let node_selector = format!(r#"nodeSelector={{"kubernetes.io/hostname":"{REAL_NODE}"}}"#);
     let tolerations =
         r#"tolerations=[{"key":"ferry.dev/real-node","operator":"Exists","effect":"NoSchedule"}]"#;
-    let lease_duration = format!("leaderElection.leaseDuration={LEASE_SECONDS}s");
-    let mut values = vec![
-        "--namespace",
-        ns.as_str(),
+    let local_image = [
         "--set",
         "image.repository=ferry.local/ferry",
         "--set",
         "image.tag=dev",
         "--set",
         "image.pullPolicy=Never",
-        "--set",
-        watched.as_str(),
-        "--set",
-        "replicaCount=2",
-        "--set",
-        lease_duration.as_str(),
-        // The CRDs are shared by every test running at the same time: installed by the suite.
+    ];
+    let rest = [
         "--set",
         "crds.install=false",
         "--set-json",
@@ -180,12 +168,41 @@ async fn the_chart_runs_ferry_on_the_node_hands_over_mid_resize_and_uninstalls_c
         "--timeout",
         "180s",
     ];
+    ["--namespace", namespace]
+        .iter()
+        .chain(&local_image)
+        .chain(extra)
+        .chain(&rest)
+        .map(|arg| arg.to_string())
+        .collect()
+}
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_chart_runs_ferry_on_the_node_hands_over_mid_resize_and_uninstalls_cleanly() {
+    let harness = Harness::start_bare("helm").await;
+    let ns = harness.ns.name.clone();
+    let release = ns.clone();
+    let fullname = format!("{release}-ferry");
+    let chart = chart_dir().to_string_lossy().into_owned();
+    let watched = format!("watchNamespaces={{{ns}}}");
+    let lease_duration = format!("leaderElection.leaseDuration={LEASE_SECONDS}s");
+    let mut values = on_the_real_node(
+        &ns,
+        &[
+            "--set",
+            &watched,
+            "--set",
+            "replicaCount=2",
+            "--set",
+            &lease_duration,
+        ],
+    );
+    let values_ref: Vec<&str> = values.iter().map(String::as_str).collect();
     // A bad value fails at install with the schema's message, and installs nothing.
     let (code, _, err) = helm(
         &[
             &["install", &release, &chart, "--set", "replicaCount=0"][..],
-            &values[..2],
+            &values_ref[..2],
         ]
         .concat(),
     )
@@ -195,7 +212,7 @@ async fn the_chart_runs_ferry_on_the_node_hands_over_mid_resize_and_uninstalls_c
     assert!(err.contains("replicaCount"), "{err}");
 
     let mut install = vec!["install", release.as_str(), chart.as_str()];
-    install.extend_from_slice(&values);
+    install.extend_from_slice(&values_ref);
     let notes = helm_ok(&install).await;
     assert!(notes.contains("Uninstalling keeps your data"), "{notes}");
 
@@ -321,7 +338,7 @@ async fn the_chart_runs_ferry_on_the_node_hands_over_mid_resize_and_uninstalls_c
         "--set",
         "logFormat=text",
     ];
-    upgrade.extend_from_slice(&values);
+    upgrade.extend_from_slice(&values_ref);
     helm_ok(&upgrade).await;
     let deployments: Api<Deployment> = harness.ns.api();
     let deployment = deployments.get(&fullname).await.unwrap();
@@ -335,7 +352,8 @@ async fn the_chart_runs_ferry_on_the_node_hands_over_mid_resize_and_uninstalls_c
 
     // helm uninstall: nothing of the chart is left, the data is.
     values.truncate(2);
-    helm_ok(&[&["uninstall", release.as_str(), "--wait"][..], &values[..]].concat()).await;
+    let namespace: Vec<&str> = values.iter().map(String::as_str).collect();
+    helm_ok(&[&["uninstall", release.as_str(), "--wait"][..], &namespace[..]].concat()).await;
     assert!(deployments.get_opt(&fullname).await.unwrap().is_none());
     assert!(
         Api::<ClusterRole>::all(harness.client.clone())
