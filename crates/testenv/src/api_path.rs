@@ -1,11 +1,10 @@
-//! A path to the API server that one test can cut: a TCP relay on loopback in front of the API
-//! server's port. An operator whose client goes through it loses the API server when the test cuts
+//! A path to an API server that one test can cut: a TCP relay on loopback in front of its port
+//! (the tests put it in front of their own second API server, `crate::api_server`). An operator whose client goes through it loses the API server when the test cuts
 //! it (connections reset, new ones refused), exactly as in an API server outage or a partition,
 //! while every other test on the shared control plane goes on undisturbed. TLS passes through
 //! untouched (the server's certificate names 127.0.0.1).
 
-use crate::{Error, cluster};
-use kube::config::{KubeConfigOptions, Kubeconfig};
+use crate::Error;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -21,11 +20,6 @@ pub struct ApiPath {
 }
 
 impl ApiPath {
-    /// Starts relaying a free loopback port to the API server of the kubeconfig.
-    pub async fn start() -> Result<ApiPath, Error> {
-        ApiPath::start_to(api_server_address().await?).await
-    }
-
     /// Starts relaying a free loopback port to the API server at `server` (e.g. a second one,
     /// [`crate::api_server::ApiServerReplica::address`]).
     pub async fn start_to(server: SocketAddr) -> Result<ApiPath, Error> {
@@ -91,19 +85,6 @@ impl Drop for ApiPath {
         self.cut();
         self.relay.abort();
     }
-}
-
-/// Host and port of the kubeconfig's API server.
-async fn api_server_address() -> Result<SocketAddr, Error> {
-    let path = cluster::kubeconfig_path().await?;
-    let kubeconfig = Kubeconfig::read_from(&path)?;
-    let config = kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default()).await?;
-    let uri = config.cluster_url;
-    let host = uri.host().unwrap_or("127.0.0.1").to_string();
-    let port = uri.port_u16().unwrap_or(443);
-    format!("{host}:{port}")
-        .parse()
-        .map_err(|e| Error::Setup(format!("the API server's address {host}:{port}: {e}")))
 }
 
 /// A moment chosen at random in `0..max` (printed by the caller, so a failure can be replayed).

@@ -8,7 +8,6 @@
 
 use crate::paths::state_dir;
 use crate::{Error, cluster, wait_until};
-use kube::config::{KubeConfigOptions, Kubeconfig};
 use std::ffi::OsString;
 use std::path::PathBuf;
 use std::process::Stdio;
@@ -111,14 +110,7 @@ impl ApiServerReplica {
 
     /// The admin kubeconfig's client, sent to this API server.
     async fn admin_client(&self) -> Result<kube::Client, Error> {
-        let path = cluster::kubeconfig_path().await?;
-        let kubeconfig = Kubeconfig::read_from(&path)?;
-        let mut config =
-            kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default()).await?;
-        config.cluster_url = self
-            .url()
-            .parse()
-            .map_err(|e| Error::Setup(format!("the second API server's URL: {e}")))?;
+        let config = cluster::config_via(Some(&self.url())).await?;
         Ok(kube::Client::try_from(config)?)
     }
 }

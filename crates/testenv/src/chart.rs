@@ -5,8 +5,7 @@
 //! test with the API server's 403.
 
 use crate::{Error, cluster, paths};
-use kube::config::{KubeConfigOptions, Kubeconfig};
-use kube::{Client, Config};
+use kube::Client;
 use std::path::PathBuf;
 use std::process::Stdio;
 use tokio::io::AsyncWriteExt;
@@ -189,15 +188,8 @@ pub async fn client_as(user: &str) -> Result<Client, Error> {
 
 /// [`client_as`], reaching the API server at `url` when given (an [`crate::api_path::ApiPath`]).
 pub async fn client_as_via(user: &str, url: Option<&str>) -> Result<Client, Error> {
-    let path = cluster::kubeconfig_path().await?;
-    let kubeconfig = Kubeconfig::read_from(&path)?;
-    let mut config = Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default()).await?;
+    let mut config = cluster::config_via(url).await?;
     config.auth_info.impersonate = Some(user.to_string());
-    if let Some(url) = url {
-        config.cluster_url = url
-            .parse()
-            .map_err(|e| Error::Setup(format!("API server URL {url}: {e}")))?;
-    }
     Ok(Client::try_from(config)?)
 }
 

@@ -40,6 +40,20 @@ pub async fn client() -> Result<Client, Error> {
     connect(&path).await
 }
 
+/// The control plane's kubeconfig as a client configuration (admin), sent to the API server at
+/// `url` when given (an [`crate::api_path::ApiPath`], an [`crate::api_server::ApiServerReplica`]).
+pub async fn config_via(url: Option<&str>) -> Result<Config, Error> {
+    let path = kubeconfig_path().await?;
+    let kubeconfig = Kubeconfig::read_from(&path)?;
+    let mut config = Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default()).await?;
+    if let Some(url) = url {
+        config.cluster_url = url
+            .parse()
+            .map_err(|e| Error::Setup(format!("API server URL {url}: {e}")))?;
+    }
+    Ok(config)
+}
+
 async fn connect(path: &PathBuf) -> Result<Client, Error> {
     let kubeconfig = Kubeconfig::read_from(path)?;
     let config = Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default()).await?;

@@ -1,17 +1,15 @@
 //! Tests that disturb everything else on the shared control plane and real node, so they run last
 //! and one at a time (`scripts/lib/run_tests.py` runs the module `alone` after every other test).
 
-use crate::faults::slow_copy;
+use crate::faults::{copy_at, mover_pod, slow_copy};
 use crate::installed::on_the_real_node;
 use crate::real_node::{assert_nothing_lost, wait_phase, writer_with};
 use crate::support::Harness;
-use ferry_api::{Phase, RowStep, VolumeResize};
+use ferry_api::{Phase, RowStep};
 use ferry_testenv::chart::{chart_dir, helm};
 use ferry_testenv::processes::{kill_supervised, running_in_pod};
-use ferry_testenv::{CLASS_BLOCK, MOVER_LABEL, REAL_NODE, wait_until};
-use k8s_openapi::api::core::v1::Pod;
+use ferry_testenv::{CLASS_BLOCK, REAL_NODE, wait_until};
 use k8s_openapi::api::rbac::v1::RoleBinding;
-use kube::ResourceExt;
 use kube::api::{Api, ListParams};
 
 /// Ferry installed with the chart's defaults (one replica, for time): no `watchNamespaces`, so one
@@ -40,24 +38,11 @@ async fn the_default_install_copies_in_any_namespace_through_a_kubelet_restart_i
     // 16 MiB written at shutdown: the final pass has them to copy, at 2 MiB/s about 8 s.
     let seeds = writer_with(&work, 1, CLASS_BLOCK, "320Mi", 4 << 10, 16 << 10).await;
     slow_copy(&work).await;
-    work.wait_resize_for("copy", "row 0 at FinalSync", 180, |resize: &VolumeResize| {
-        resize.status.as_ref().is_some_and(|status| {
-            status
-                .plan
-                .first()
-                .is_some_and(|row| row.step == Some(RowStep::FinalSync))
-        })
-    })
-    .await;
-    let pods = work.ns.api::<Pod>();
+    copy_at(&work, RowStep::FinalSync).await;
     let (mover, running) = wait_until("the final mover to run", 60, || async {
-        let movers = pods.list(&ListParams::default().labels(MOVER_LABEL)).await.ok()?;
-        let mover = movers
-            .items
-            .into_iter()
-            .find(|pod| pod.name_any().ends_with("-final"))?;
-        let running = running_in_pod(&mover.name_any(), "ferry-mover").ok()?;
-        (!running.is_empty()).then_some((mover.name_any(), running))
+        let mover = mover_pod(&work, "data-db-0", "final").await?;
+        let running = running_in_pod(&mover, "ferry-mover").ok()?;
+        (!running.is_empty()).then_some((mover, running))
     })
     .await
     .unwrap();

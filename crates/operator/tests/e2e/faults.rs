@@ -30,19 +30,29 @@ pub(crate) async fn slow_copy(harness: &Harness) {
         .await;
 }
 
+/// The pod of the mover of claim `claim`'s `pass` (warm or final), once it exists.
+pub(crate) async fn mover_pod(harness: &Harness, claim: &str, pass: &str) -> Option<String> {
+    let movers = harness
+        .ns
+        .api::<Pod>()
+        .list(&ListParams::default().labels(MOVER_LABEL))
+        .await
+        .ok()?;
+    movers
+        .items
+        .iter()
+        .map(|pod| pod.name_any())
+        .find(|name| name.starts_with(&format!("{claim}-ferry-")) && name.ends_with(&format!("-{pass}")))
+}
+
 /// SIGKILLs the mover of claim `claim`'s `pass` (warm or final) as soon as its process runs.
 async fn kill_mover(harness: &Harness, claim: &str, pass: &str, seconds: u64) {
-    let pods = harness.ns.api::<Pod>();
     let killed = wait_until(
         &format!("the {pass} mover of {claim} killed"),
         seconds,
         || async {
-            let movers = pods.list(&ListParams::default().labels(MOVER_LABEL)).await.ok()?;
-            let mover = movers.items.iter().find(|pod| {
-                let name = pod.name_any();
-                name.starts_with(&format!("{claim}-ferry-")) && name.ends_with(&format!("-{pass}"))
-            })?;
-            let killed = ferry_testenv::processes::kill_in_pod(&mover.name_any(), "ferry-mover").ok()?;
+            let mover = mover_pod(harness, claim, pass).await?;
+            let killed = ferry_testenv::processes::kill_in_pod(&mover, "ferry-mover").ok()?;
             (!killed.is_empty()).then_some(killed)
         },
     )
@@ -51,10 +61,9 @@ async fn kill_mover(harness: &Harness, claim: &str, pass: &str, seconds: u64) {
     assert!(!killed.is_empty());
 }
 
-/// Waits for row 0 to be at `step`, then SIGKILLs the mover of its `pass`; returns the row's
-/// source volume.
-async fn kill_mover_at(harness: &Harness, step: RowStep, pass: &str) -> String {
-    let at_step = harness
+/// The copy once its row 0 is at `step`.
+pub(crate) async fn copy_at(harness: &Harness, step: RowStep) -> VolumeResize {
+    harness
         .wait_resize_for(
             "copy",
             &format!("row 0 at {step:?}"),
@@ -66,7 +75,13 @@ async fn kill_mover_at(harness: &Harness, step: RowStep, pass: &str) -> String {
                     .is_some_and(|status| status.plan.first().is_some_and(|row| row.step == Some(step)))
             },
         )
-        .await;
+        .await
+}
+
+/// Waits for row 0 to be at `step`, then SIGKILLs the mover of its `pass`; returns the row's
+/// source volume.
+async fn kill_mover_at(harness: &Harness, step: RowStep, pass: &str) -> String {
+    let at_step = copy_at(harness, step).await;
     let source = at_step.status.unwrap().plan[0].source_volume.clone().unwrap();
     kill_mover(harness, "data-db-0", pass, 60).await;
     source

@@ -52,12 +52,6 @@ impl Harness {
         Harness::start_with(prefix, &[], Some(&path.url())).await
     }
 
-    /// Like `start`, with the operator talking to the API server at `api_url` (the test's own
-    /// observations go to the control plane's first API server).
-    pub async fn start_via(prefix: &str, api_url: &str) -> Harness {
-        Harness::start_with(prefix, &[], Some(api_url)).await
-    }
-
     /// Like `start`, with `disabled` features switched off in the chart (their permissions not
     /// granted) and in the operator.
     pub async fn start_without(prefix: &str, disabled: &[Feature]) -> Harness {
