@@ -2,10 +2,11 @@
 # Builds kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, kubelet (from the checked-in Go
 # module of one minor, scripts/k8s/v1.MINOR), kwok, helm and the CSI sidecars into a cache outside the
 # repository, keyed by version and the go.sum hash. Prints the bin directory. A second run with the
-# same inputs does nothing. Helm and the sidecars are built in the same `go build` as Kubernetes when
-# the minor's module requires them (regen-gomod.sh decides), so they share their compiled client-go;
-# otherwise helm is installed on its own, as kwok always is (kwok v0.7 does not build against the
-# newer kubelet libraries), and the sidecars are built from the newest minor's module.
+# same inputs does nothing. Helm, kwok and the sidecars are built in the same `go build` as Kubernetes
+# when the minor's module requires them (regen-gomod.sh decides), so they share their compiled
+# client-go; otherwise helm and kwok are installed on their own (kwok at kwok_standalone_version:
+# v0.7 does not build against the newer kubelet libraries), and the sidecars are built from the
+# newest minor's module.
 #   FERRY_K8S_VERSION=v1.35 scripts/k8s/build.sh     (default: the newest minor in scripts/k8s)
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -21,12 +22,15 @@ helm_version_flag="-X helm.sh/helm/v3/internal/version.version=${helm_version}"
 helm_built() { [ "$("$bin/helm" version --template '{{.Version}}' 2>/dev/null)" = "$helm_version" ]; }
 helm_in_module=0
 grep -qE "^\s*helm\.sh/helm/v3 ${helm_version}( |$)" "$k8s_dir/go.mod" && helm_in_module=1
+kwok_in_module=0
+grep -qE "^\s*sigs\.k8s\.io/kwok ${kwok_version}( |$)" "$k8s_dir/go.mod" && kwok_in_module=1
 
 packages=()
 for b in kube-apiserver kube-controller-manager kube-scheduler kubectl kubelet; do
   [ -x "$bin/$b" ] || packages+=("k8s.io/kubernetes/cmd/$b")
 done
 if [ "$helm_in_module" = 1 ] && ! helm_built; then packages+=(helm.sh/helm/v3/cmd/helm); fi
+if [ "$kwok_in_module" = 1 ] && [ ! -x "$bin/kwok" ]; then packages+=(sigs.k8s.io/kwok/cmd/kwok); fi
 # A sidecar binary is named after its package's last element (csi-provisioner, ...).
 csi_dir="$k8s_dir"
 grep -q "kubernetes-csi/external-provisioner" "$k8s_dir/go.mod" || csi_dir="$k8s_modules_dir/$(k8s_minors | tail -n 1)"
@@ -52,10 +56,17 @@ if [ "${#csi_packages[@]}" -gt 0 ]; then
   (cd "$csi_dir" && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$bin/" "${csi_packages[@]}")
 fi
 if [ ! -x "$bin/kwok" ]; then
-  echo "building kwok ${kwok_version}" >&2
+  echo "building kwok ${kwok_standalone_version} on its own" >&2
   # kwok's own go.mod needs no replaces; install it in module mode outside our module.
-  (cd / && CGO_ENABLED=0 GOBIN="$bin" GOFLAGS=-mod=mod go install -trimpath -ldflags "-s -w" "sigs.k8s.io/kwok/cmd/kwok@${kwok_version}")
-  kwok_dir=$(cd / && go list -m -json "sigs.k8s.io/kwok@${kwok_version}" 2>/dev/null | python3 -c 'import json,sys; print(json.load(sys.stdin).get("Dir",""))')
+  (cd / && CGO_ENABLED=0 GOBIN="$bin" GOFLAGS=-mod=mod go install -trimpath -ldflags "-s -w" "sigs.k8s.io/kwok/cmd/kwok@${kwok_standalone_version}")
+fi
+# kwok's stages (which pods and nodes it fakes, and how), from the kwok module the binary was built from.
+if [ ! -f "$bin/../kwok-stages/pod-ready.yaml" ]; then
+  if [ "$kwok_in_module" = 1 ]; then
+    kwok_dir=$(cd "$k8s_dir" && go list -m -json sigs.k8s.io/kwok | python3 -c 'import json,sys; print(json.load(sys.stdin).get("Dir",""))')
+  else
+    kwok_dir=$(cd / && go list -m -json "sigs.k8s.io/kwok@${kwok_standalone_version}" 2>/dev/null | python3 -c 'import json,sys; print(json.load(sys.stdin).get("Dir",""))')
+  fi
   mkdir -p "$bin/../kwok-stages"
   cp "$kwok_dir"/kustomize/stage/node/fast/node-initialize.yaml \
      "$kwok_dir"/kustomize/stage/node/heartbeat-with-lease/node-heartbeat-with-lease.yaml \

@@ -5,7 +5,7 @@
 # it builds against that minor's libraries: build.sh then compiles it in the same `go build` as
 # Kubernetes, sharing the client-go and API packages (about 100 s less on an empty cache); so do the
 # CSI sidecars (versions.sh) when they build against it, else build.sh builds them from the newest
-# minor's module. Run when
+# minor's module; and kwok (about 130 s less). Run when
 # adding a minor or bumping its patch release; the result is checked in so builds are reproducible.
 #   scripts/k8s/regen-gomod.sh v1.37.2     writes scripts/k8s/v1.37/
 set -euo pipefail
@@ -62,4 +62,21 @@ if ! { GOFLAGS=-mod=mod go get "${csi_sidecars[@]}" &&
   with_csi="without the CSI sidecars (they do not build against these libraries)"
 fi
 rm -f go.mod.before-csi go.sum.before-csi
-echo "${minor_dir#"$here"/}/go.mod regenerated for ${version} (${#staging[@]} staging modules replaced), ${with_helm}, ${with_csi}"
+cp go.mod go.mod.before-kwok
+cp go.sum go.sum.before-kwok
+with_kwok="with kwok ${kwok_version}"
+if ! { GOFLAGS=-mod=mod go get "sigs.k8s.io/kwok/cmd/kwok@${kwok_version}" &&
+  CGO_ENABLED=0 go build -o /dev/null sigs.k8s.io/kwok/cmd/kwok; }; then
+  mv go.mod.before-kwok go.mod
+  mv go.sum.before-kwok go.sum
+  with_kwok="without kwok (${kwok_version} does not build against these libraries; build.sh installs ${kwok_standalone_version} on its own)"
+fi
+rm -f go.mod.before-kwok go.sum.before-kwok
+# A later `go get` may raise a module an earlier binary needs (kwok raises go-runewidth, which helm
+# uses): record every package's sums, so build.sh's read-only build of them all finds them.
+packages=(k8s.io/kubernetes/cmd/{kube-apiserver,kube-controller-manager,kube-scheduler,kubectl,kubelet})
+grep -q "helm.sh/helm/v3 " go.mod && packages+=(helm.sh/helm/v3/cmd/helm)
+grep -q "sigs.k8s.io/kwok " go.mod && packages+=(sigs.k8s.io/kwok/cmd/kwok)
+grep -q "kubernetes-csi/external-provisioner" go.mod && packages+=("${csi_sidecars[@]%@*}")
+GOFLAGS=-mod=mod go list -deps "${packages[@]}" >/dev/null
+echo "${minor_dir#"$here"/}/go.mod regenerated for ${version} (${#staging[@]} staging modules replaced), ${with_helm}, ${with_csi}, ${with_kwok}"

@@ -10,7 +10,10 @@
 
 k8s_modules_dir="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 # The other Go tools of the test bed, the same for every minor (build.sh).
-kwok_version=v0.7.0
+# kwok joins a minor's module where it builds against its libraries (v1.37: v0.8.0, regen-gomod.sh);
+# the other minors install v0.7.0 on its own.
+kwok_version=v0.8.0
+kwok_standalone_version=v0.7.0
 helm_version=v3.22.0
 # The upstream CSI sidecars the real node's CSI driver runs behind (scripts/lib/csi.sh). The module
 # proxy here serves external-resizer v2.2.0 and v2.3.0 but not v2.2.1, and no version of
