@@ -12,7 +12,7 @@ use ferry_api::{VolumeResize, parse_bytes};
 use ferry_engine::action::ResizeAction;
 use k8s_openapi::api::apps::v1::StatefulSet;
 use k8s_openapi::api::core::v1::{ConfigMap, PersistentVolume, PersistentVolumeClaim, Pod, Toleration};
-use kube::api::{DeleteParams, EvictParams, Patch, Preconditions, PropagationPolicy};
+use kube::api::{DeleteParams, EvictParams, Patch, Preconditions};
 use kube::{Api, ResourceExt};
 
 /// Re-exported for the observation of mover pods (their log).
@@ -102,29 +102,7 @@ async fn carry_out(
         }
         ResizeAction::OrphanDeleteStatefulSet => {
             let Some(sts) = stateful_set else { return Ok(()) };
-            // Keep the live spec first: the re-create starts from it, not from the older backup.
-            let live = objects::serialize_kept(sts)?;
-            Api::<ConfigMap>::namespaced(client.clone(), namespace)
-                .patch(
-                    &backup_name(resize),
-                    &crate::writes::patch(),
-                    &Patch::Merge(objects::live_backup_patch(live)),
-                )
-                .await?;
-            let params = DeleteParams {
-                propagation_policy: Some(PropagationPolicy::Orphan),
-                preconditions: Some(Preconditions {
-                    uid: sts.uid(),
-                    resource_version: None,
-                }),
-                ..DeleteParams::default()
-            };
-            ignore_gone(
-                Api::<StatefulSet>::namespaced(client, namespace)
-                    .delete(&sts.name_any(), &params)
-                    .await
-                    .map(|_| ()),
-            )
+            super::stop::keep_live_and_orphan_delete(client, namespace, &backup_name(resize), sts).await
         }
         ResizeAction::RestoreStatefulSet => {
             let backup = Api::<ConfigMap>::namespaced(client.clone(), namespace)

@@ -10,6 +10,7 @@ pub mod refusals;
 mod rollout;
 mod run_observe;
 pub mod status_write;
+pub mod stop;
 
 pub use observe::{Observation, observe};
 pub use reconcile::{error_policy, reconcile};

@@ -31,6 +31,7 @@ mod prechecks;
 mod rbac;
 mod real_csi;
 mod real_node;
+mod stop_race;
 mod triggers;
 mod validation;
 mod webhook_cache;
