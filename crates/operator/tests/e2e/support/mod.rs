@@ -534,11 +534,19 @@ pub fn free_port() -> u16 {
         .unwrap()
 }
 
-/// Installs the CRDs (VolumeResize, VolumeAutoscaler, ExtendedStatefulSet) and waits until they are established.
+/// Installs the CRDs (VolumeResize, VolumeAutoscaler, ExtendedStatefulSet) and waits until they are
+/// established: once per test process (no test edits or deletes them, and `helm uninstall` keeps
+/// them), as each apply of three large CRDs cost the API server more than many a test's own
+/// requests.
 pub async fn install_crd(client: &Client) {
-    for crd in ferry_operator::crd::all() {
-        ferry_testenv::cluster::install_crd(client, &crd).await.unwrap();
-    }
+    static INSTALLED: tokio::sync::OnceCell<()> = tokio::sync::OnceCell::const_new();
+    INSTALLED
+        .get_or_init(|| async {
+            for crd in ferry_operator::crd::all() {
+                ferry_testenv::cluster::install_crd(client, &crd).await.unwrap();
+            }
+        })
+        .await;
 }
 
 pub fn condition<'a>(
