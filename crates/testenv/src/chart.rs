@@ -5,10 +5,14 @@
 //! test with the API server's 403.
 
 use crate::{Error, cluster, paths};
-use kube::Client;
+use kube::api::{
+    Api, ApiResource, DeleteParams, DynamicObject, GroupVersionKind, ListParams, Patch, PatchParams,
+};
+use kube::discovery::{ApiCapabilities, Scope};
+use kube::{Client, ResourceExt};
+use std::collections::HashMap;
 use std::path::PathBuf;
-use std::process::Stdio;
-use tokio::io::AsyncWriteExt;
+use std::sync::{Mutex, OnceLock};
 
 /// The chart in this repository.
 pub fn chart_dir() -> PathBuf {
@@ -126,58 +130,85 @@ fn service_account_name(rendered: &str) -> Option<String> {
         .map(|name| name.trim().to_string())
 }
 
-/// `kubectl apply` (server-side) of YAML documents.
+/// Server-side apply of YAML documents, as `kubectl apply --server-side --field-manager ferry-tests`
+/// would, but in this process: a kubectl per test (two with the delete) cost the run half a CPU
+/// minute, and the API server a full discovery each.
 pub async fn apply(yaml: &str) -> Result<(), Error> {
-    let kubeconfig = cluster::kubeconfig_path().await?;
-    let mut child = tokio::process::Command::new(cluster::control_plane_binary("kubectl")?)
-        .arg("--kubeconfig")
-        .arg(&kubeconfig)
-        .args([
-            "apply",
-            "--server-side",
-            "--field-manager",
-            "ferry-tests",
-            "-f",
-            "-",
-        ])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .map_err(|e| Error::io("kubectl", e))?;
-    if let Some(mut stdin) = child.stdin.take() {
-        stdin
-            .write_all(yaml.as_bytes())
-            .await
-            .map_err(|e| Error::io("kubectl stdin", e))?;
-    }
-    let output = child
-        .wait_with_output()
-        .await
-        .map_err(|e| Error::io("kubectl", e))?;
-    if !output.status.success() {
-        return Err(Error::Setup(format!(
-            "kubectl apply: {}",
-            String::from_utf8_lossy(&output.stderr)
-        )));
+    use serde::Deserialize;
+    let client = cluster::client().await?;
+    for document in serde_yaml::Deserializer::from_str(yaml) {
+        let value = serde_yaml::Value::deserialize(document)
+            .map_err(|e| Error::Setup(format!("apply: YAML: {e}")))?;
+        if value.is_null() {
+            continue;
+        }
+        let object: DynamicObject =
+            serde_yaml::from_value(value).map_err(|e| Error::Setup(format!("apply: an object: {e}")))?;
+        let types = object
+            .types
+            .clone()
+            .ok_or_else(|| Error::Setup("apply: an object without apiVersion and kind".into()))?;
+        let kind = GroupVersionKind::try_from(&types)
+            .map_err(|e| Error::Setup(format!("apply: {}: {e}", types.kind)))?;
+        let (resource, capabilities) = api_resource(&client, &kind).await?;
+        let api: Api<DynamicObject> = match (&capabilities.scope, object.namespace()) {
+            (Scope::Namespaced, Some(namespace)) => {
+                Api::namespaced_with(client.clone(), &namespace, &resource)
+            }
+            (Scope::Namespaced, None) => Api::default_namespaced_with(client.clone(), &resource),
+            (Scope::Cluster, _) => Api::all_with(client.clone(), &resource),
+        };
+        api.patch(
+            &object.name_any(),
+            &PatchParams::apply("ferry-tests"),
+            &Patch::Apply(&object),
+        )
+        .await?;
     }
     Ok(())
 }
 
-/// Removes the release's cluster-scoped RBAC (its namespaced objects go with the namespace).
-pub async fn remove_identity(identity: &OperatorIdentity) -> Result<(), Error> {
-    let selector = format!("app.kubernetes.io/instance={}", identity.release);
-    let (code, _, err) = cluster::kubectl(&[
-        "delete",
-        "clusterrole,clusterrolebinding,validatingadmissionpolicy,validatingadmissionpolicybinding",
-        "-l",
-        &selector,
-        "--ignore-not-found",
-    ])
-    .await?;
-    if code != 0 {
-        return Err(Error::Setup(format!("kubectl delete: {err}")));
+/// The API resource of a kind, discovered once per process.
+async fn api_resource(
+    client: &Client,
+    kind: &GroupVersionKind,
+) -> Result<(ApiResource, ApiCapabilities), Error> {
+    type Known = HashMap<(String, String, String), (ApiResource, ApiCapabilities)>;
+    static KNOWN: OnceLock<Mutex<Known>> = OnceLock::new();
+    let known = KNOWN.get_or_init(Mutex::default);
+    let key = (kind.group.clone(), kind.version.clone(), kind.kind.clone());
+    if let Some(found) = known.lock().ok().and_then(|map| map.get(&key).cloned()) {
+        return Ok(found);
     }
+    let found = kube::discovery::pinned_kind(client, kind).await?;
+    if let Ok(mut map) = known.lock() {
+        map.insert(key, found.clone());
+    }
+    Ok(found)
+}
+
+/// Removes the cluster-scoped objects of a release made by [`install_identity`] (the namespaced
+/// ones go with the namespace).
+pub async fn remove_identity(identity: &OperatorIdentity) -> Result<(), Error> {
+    use k8s_openapi::api::admissionregistration::v1::{
+        ValidatingAdmissionPolicy, ValidatingAdmissionPolicyBinding,
+    };
+    use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding};
+    let client = cluster::client().await?;
+    let selector = ListParams::default().labels(&format!("app.kubernetes.io/instance={}", identity.release));
+    let deleted = DeleteParams::default();
+    Api::<ClusterRole>::all(client.clone())
+        .delete_collection(&deleted, &selector)
+        .await?;
+    Api::<ClusterRoleBinding>::all(client.clone())
+        .delete_collection(&deleted, &selector)
+        .await?;
+    Api::<ValidatingAdmissionPolicy>::all(client.clone())
+        .delete_collection(&deleted, &selector)
+        .await?;
+    Api::<ValidatingAdmissionPolicyBinding>::all(client)
+        .delete_collection(&deleted, &selector)
+        .await?;
     Ok(())
 }
 
