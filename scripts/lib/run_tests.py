@@ -177,8 +177,9 @@ def run(args: list[str]) -> int:
         sys.exit("[tests] the build made no test binaries")
     jobs = int(os.environ.get("FERRY_TEST_JOBS", "3"))
     # Four threads: the operator's binary (92 tests, most of their time waiting on Kubernetes: real
-    # pods, paced copies, a 30 s API server outage) took 558 s on three, past the 10-minute CI; the
-    # race four threads once surfaced is fixed (docs/testenv.md).
+    # pods, paced copies, an API server outage) took 558 s on three, past the 10-minute CI; the
+    # race four threads once surfaced is fixed (docs/testenv.md). Five gained nothing (620 s against
+    # 612 s): the two cores are the limit.
     e2e_threads = int(os.environ.get("FERRY_E2E_THREADS", "4"))
     pending = list(binaries)
     lock = threading.Lock()
