@@ -6,10 +6,8 @@ use crate::support;
 
 use ferry_api::{Phase, RowStep};
 use ferry_testenv::fixtures::{stateful_set, wait_ready};
-use ferry_testenv::{CLASS_FIXED, MOVER_LABEL, wait_until};
+use ferry_testenv::{CLASS_FIXED, wait_until};
 use k8s_openapi::api::apps::v1::StatefulSet;
-use k8s_openapi::api::core::v1::Pod;
-use kube::api::ListParams;
 use serde_json::json;
 use support::Harness;
 
@@ -52,13 +50,7 @@ async fn copy_completes_after_the_operator_is_killed_at_each_kind_of_step() {
         .unwrap();
     harness.assert_data_intact(&seeded).await;
     wait_until("mover pods to be gone", 30, || async {
-        let movers = harness
-            .ns
-            .api::<Pod>()
-            .list(&ListParams::default().labels(MOVER_LABEL))
-            .await
-            .ok()?;
-        movers.items.is_empty().then_some(())
+        harness.mover_pods().await.ok()?.is_empty().then_some(())
     })
     .await
     .unwrap();

@@ -10,10 +10,9 @@ use crate::support::down_webhook::DownWebhook;
 use ferry_api::names::LABEL_MOVER_PASS;
 use ferry_api::{Phase, RowStep, VolumeResize};
 use ferry_testenv::fixtures::{claim_directory, wait_ready};
-use ferry_testenv::{CLASS_BLOCK, CLASS_BLOCK_FIXED, MOVER_LABEL, wait_until};
+use ferry_testenv::{CLASS_BLOCK, CLASS_BLOCK_FIXED, wait_until};
 use k8s_openapi::api::apps::v1::StatefulSet;
-use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim, Pod};
-use kube::api::ListParams;
+use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
 use kube::{Api, ResourceExt};
 use serde_json::json;
 
@@ -32,14 +31,10 @@ pub(crate) async fn slow_copy(harness: &Harness) {
 
 /// The pod of the mover of claim `claim`'s `pass` (warm or final), once it exists.
 pub(crate) async fn mover_pod(harness: &Harness, claim: &str, pass: &str) -> Option<String> {
-    let movers = harness
-        .ns
-        .api::<Pod>()
-        .list(&ListParams::default().labels(MOVER_LABEL))
+    harness
+        .mover_pods()
         .await
-        .ok()?;
-    movers
-        .items
+        .ok()?
         .iter()
         .map(|pod| pod.name_any())
         .find(|name| name.starts_with(&format!("{claim}-ferry-")) && name.ends_with(&format!("-{pass}")))

@@ -5,7 +5,7 @@ use crate::support;
 use ferry_api::{ChosenStrategy, Phase};
 use ferry_testenv::fixtures::stateful_set;
 use ferry_testenv::quantity::bytes;
-use ferry_testenv::{CLASS_EXPANDABLE, CLASS_OFFLINE_EXPAND, MOVER_LABEL};
+use ferry_testenv::{CLASS_EXPANDABLE, CLASS_OFFLINE_EXPAND};
 use k8s_openapi::api::apps::v1::StatefulSet;
 use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod};
 use kube::api::ListParams;
@@ -54,13 +54,10 @@ async fn assert_grown(harness: &Harness, size: u64) {
         Some(size),
         "the StatefulSet template has the new size"
     );
-    let movers = harness
-        .ns
-        .api::<Pod>()
-        .list(&ListParams::default().labels(MOVER_LABEL))
-        .await
-        .unwrap();
-    assert!(movers.items.is_empty(), "in-place expansion copies nothing");
+    assert!(
+        harness.mover_pods().await.unwrap().is_empty(),
+        "in-place expansion copies nothing"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

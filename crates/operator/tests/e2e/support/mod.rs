@@ -642,13 +642,7 @@ impl Harness {
             .unwrap();
         let names: Vec<String> = list.items.iter().map(|c| c.name_any()).collect();
         assert_eq!(names.len(), claims, "no temporary claim left: {names:?}");
-        let movers = self
-            .ns
-            .api::<k8s_openapi::api::core::v1::Pod>()
-            .list(&kube::api::ListParams::default().labels(ferry_testenv::MOVER_LABEL))
-            .await
-            .unwrap();
-        assert!(movers.items.is_empty(), "no mover pod left");
+        assert!(self.mover_pods().await.unwrap().is_empty(), "no mover pod left");
         // Every volume of this namespace is either bound to one of its claims or listed as retained
         // by a VolumeResize: nothing is left that nobody knows about.
         let bound: Vec<String> = list
@@ -700,6 +694,16 @@ impl Harness {
                 claim.and_then(|c| c.name.clone())
             );
         }
+    }
+
+    /// The namespace's mover pods (label `ferry.dev/mover`), as the API server lists them now.
+    pub async fn mover_pods(&self) -> Result<Vec<k8s_openapi::api::core::v1::Pod>, kube::Error> {
+        let list = self
+            .ns
+            .api::<k8s_openapi::api::core::v1::Pod>()
+            .list(&kube::api::ListParams::default().labels(ferry_testenv::MOVER_LABEL))
+            .await?;
+        Ok(list.items)
     }
 
     /// Every seeded claim still holds exactly its data (on whichever volume it is bound to now).
