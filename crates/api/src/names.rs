@@ -44,6 +44,11 @@ pub const ANNOTATION_RETAINED_FROM: &str = "ferry.dev/retained-from";
 /// JSON list of `{name, size, storageClassName?}`. Written by Ferry's admission webhook, which puts
 /// the stored templates back so the API server's immutability check passes.
 pub const ANNOTATION_REQUESTED_TEMPLATES: &str = "ferry.dev/requested-templates";
+/// On a final mover pod: empty while it waits on standby, `go` once the replica's pod is gone and
+/// its pass may begin. The mover reads it through a downward API file (`/signal/go`).
+pub const ANNOTATION_FINAL_PASS: &str = "ferry.dev/final-pass";
+/// The value of [`ANNOTATION_FINAL_PASS`] that starts the pass.
+pub const FINAL_PASS_GO: &str = "go";
 /// On a StatefulSet: the VolumeResize that serves (or served) its current request.
 pub const ANNOTATION_RESIZE_BY: &str = "ferry.dev/resize-by";
 /// On a StatefulSet: where its requested resize stands (`Running: …`, `Succeeded: …`, `Failed: …`).

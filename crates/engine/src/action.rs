@@ -52,8 +52,14 @@ pub enum ResizeAction {
     },
     /// Start a pod that measures the bytes in use on a claim (read-only).
     MeasureUsage { pod: String, claim: String },
-    /// Delete a mover pod (it has finished, or the copy is abandoned).
-    DeleteMover { pod: String },
+    /// Delete a mover pod (it has finished, or the copy is abandoned). `exited`: the UID of a
+    /// mover whose container exited 0. It has flushed its writes and nothing runs in it any more,
+    /// so that pod (only that UID) goes at once, grace period 0, instead of after the kubelet's
+    /// teardown: the claims it names are free for the swap seconds sooner.
+    DeleteMover { pod: String, exited: Option<String> },
+    /// Let a standby final mover (started while the replica still served, its volumes mounted,
+    /// waiting) begin its pass: the replica's pod is gone. Only the pod of this UID.
+    StartFinalPass { pod: String, uid: String },
     /// Keep a volume's data when its claim goes away.
     /// `uid`: only if the volume still has it (a PV re-created under the same name is not touched).
     SetReclaimPolicy {

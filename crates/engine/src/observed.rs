@@ -246,6 +246,10 @@ pub enum MoverPhase {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct MoverView {
     pub phase: MoverPhase,
+    /// The pod's UID.
+    pub uid: String,
+    /// A final mover waiting for its go (the replica's pod gone) before it makes its pass.
+    pub awaiting_go: bool,
     /// Why the pod cannot run while it waits: unschedulable (no node fits, a zone the target
     /// class excludes), an image that cannot be pulled, a container that cannot be created.
     pub stuck: Option<String>,
@@ -258,6 +262,19 @@ pub struct MoverView {
 }
 
 impl MoverView {
+    /// Whether its container ended with exit code 0: the outcome is in, nothing runs in it.
+    pub fn exited_ok(&self) -> bool {
+        self.phase == MoverPhase::Succeeded
+    }
+
+    /// The action removing this pod, `name`: at once when it exited 0, gracefully otherwise.
+    pub fn delete(&self, name: &str) -> crate::action::ResizeAction {
+        crate::action::ResizeAction::DeleteMover {
+            pod: name.to_string(),
+            exited: self.exited_ok().then(|| self.uid.clone()),
+        }
+    }
+
     /// Why this mover counts as failed now, if it does: it failed, or it has been unable to run for
     /// `stuck_after` seconds.
     pub fn failure(&self, now: &Time, stuck_after: i64) -> Option<String> {

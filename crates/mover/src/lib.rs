@@ -16,7 +16,7 @@
 //! ```text
 //! ferry-mover sync --source DIR --target DIR [--delete] [--verify none|metadata|checksum]
 //!                  [--checksum-compare] [--threads N] [--progress json|human|none] [--result-file PATH]
-//!                  [--bwlimit BYTES_PER_SECOND]
+//!                  [--bwlimit BYTES_PER_SECOND] [--wait-for FILE]
 //! ferry-mover digest DIR [--json]
 //! ferry-mover usage DIR            # prints {"bytes":N,"inodes":N}
 //! ```
@@ -66,6 +66,7 @@ mod meta;
 mod options;
 mod plan;
 mod progress;
+mod signal;
 mod sync;
 mod throttle;
 mod usage;
@@ -81,5 +82,6 @@ pub use meta::Kind;
 pub use options::{Hook, SyncOptions, SyncReport, VerifyMode};
 pub use plan::TEMP_PREFIX;
 pub use progress::{ProgressLine, ProgressMode};
+pub use signal::wait_for_go;
 pub use sync::sync;
 pub use usage::{Usage, usage};

@@ -83,6 +83,10 @@ struct SyncArgs {
     /// (default: human on a terminal, json otherwise).
     #[arg(long, value_enum)]
     progress: Option<ProgressArg>,
+    /// Start the pass only once FILE has content (a final pass's go: the replica's pod is gone).
+    /// Waits with the volumes already mounted, so starting the pod costs no downtime.
+    #[arg(long, value_name = "FILE")]
+    wait_for: Option<PathBuf>,
     /// Where to write the final result JSON (default: $FERRY_RESULT_FILE, else
     /// /dev/termination-log when running in a pod, else nowhere).
     #[arg(long)]
@@ -221,6 +225,9 @@ fn run_sync(args: SyncArgs) -> i32 {
         after_scan: None,
     };
     let result_file = args.result_file.or_else(default_result_file);
+    if let Some(go) = &args.wait_for {
+        ferry_mover::wait_for_go(go);
+    }
     let (code, json) = match ferry_mover::sync(&opts) {
         Ok(r) => (0, serde_json::to_string(&r).unwrap_or_default()),
         Err(e) => {

@@ -124,6 +124,7 @@ pub enum ActionKind {
     StartMover,
     MeasureUsage,
     DeleteMover,
+    StartFinalPass,
     SetReclaimPolicy,
     DeleteClaim,
     ReserveVolume,
@@ -133,7 +134,7 @@ pub enum ActionKind {
 
 impl ActionKind {
     /// Every kind, for tests and documentation.
-    pub const ALL: [ActionKind; 15] = [
+    pub const ALL: [ActionKind; 16] = [
         ActionKind::BackupStatefulSet,
         ActionKind::ExpandClaim,
         ActionKind::RestartPod,
@@ -144,6 +145,7 @@ impl ActionKind {
         ActionKind::StartMover,
         ActionKind::MeasureUsage,
         ActionKind::DeleteMover,
+        ActionKind::StartFinalPass,
         ActionKind::SetReclaimPolicy,
         ActionKind::DeleteClaim,
         ActionKind::ReserveVolume,
@@ -164,6 +166,7 @@ impl ActionKind {
             ResizeAction::StartMover { .. } => ActionKind::StartMover,
             ResizeAction::MeasureUsage { .. } => ActionKind::MeasureUsage,
             ResizeAction::DeleteMover { .. } => ActionKind::DeleteMover,
+            ResizeAction::StartFinalPass { .. } => ActionKind::StartFinalPass,
             ResizeAction::SetReclaimPolicy { .. } => ActionKind::SetReclaimPolicy,
             ResizeAction::DeleteClaim { .. } => ActionKind::DeleteClaim,
             ResizeAction::ReserveVolume { .. } => ActionKind::ReserveVolume,
@@ -185,6 +188,7 @@ impl ActionKind {
             ActionKind::StartMover => "StartMoverFailed",
             ActionKind::MeasureUsage => "MeasureUsageFailed",
             ActionKind::DeleteMover => "DeleteMoverFailed",
+            ActionKind::StartFinalPass => "StartFinalPassFailed",
             ActionKind::SetReclaimPolicy => "SetReclaimPolicyFailed",
             ActionKind::DeleteClaim => "DeleteClaimFailed",
             ActionKind::ReserveVolume => "ReserveVolumeFailed",
@@ -206,6 +210,7 @@ impl ActionKind {
             ActionKind::StartMover => "starting mover pod",
             ActionKind::MeasureUsage => "starting usage pod",
             ActionKind::DeleteMover => "deleting mover pod",
+            ActionKind::StartFinalPass => "starting the final pass of mover pod",
             ActionKind::SetReclaimPolicy => "setting the reclaim policy of volume",
             ActionKind::DeleteClaim => "deleting claim",
             ActionKind::ReserveVolume => "reserving volume",

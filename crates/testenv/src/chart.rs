@@ -67,8 +67,9 @@ pub struct OperatorIdentity {
     pub config_digest_key_secret: String,
 }
 
-/// Applies the chart's ServiceAccount, RBAC, leader Lease, webhook CA and digest key Secrets and
-/// the author policy (Ferry objects grant no more than their author has) for a release named
+/// Applies the chart's ServiceAccount, RBAC, leader Lease, webhook CA and digest key Secrets, the
+/// author policy (Ferry objects grant no more than their author has) and the policy confining the
+/// operator's pod patches to its final movers' go, for a release named
 /// `namespace` watching only `namespace`.
 pub async fn install_identity(namespace: &str) -> Result<OperatorIdentity, Error> {
     install_identity_with(namespace, &[]).await
@@ -95,6 +96,8 @@ pub async fn install_identity_with(namespace: &str, values: &[&str]) -> Result<O
                 "templates/self.yaml",
                 "--show-only",
                 "templates/author-policy.yaml",
+                "--show-only",
+                "templates/operator-pod-policy.yaml",
             ],
         ]
         .concat(),

@@ -28,6 +28,8 @@ pub(super) fn advance(
             .filter(|m| matches!(m.phase, MoverPhase::Waiting | MoverPhase::Running))
             .count(),
     );
+    // A standby final mover per row of the batch, all at once: only where they fit the limit.
+    let standby = !ctx.offline && rows.len() <= ctx.concurrency;
     let mut actions = Vec::new();
     // The running replicas can be stopped once all their rows have a target and a finished warm copy
     // (rows of replicas already stopped do not hold this back).
@@ -41,7 +43,8 @@ pub(super) fn advance(
         }
         let temp = ctx.temp_claim(&row);
         let final_mover = observed.movers.get(&ctx.mover(&row, Pass::Final));
-        let final_done = final_mover.is_some_and(|m| m.phase == MoverPhase::Succeeded);
+        // A standby that exited without its go never made the final pass.
+        let final_done = final_mover.is_some_and(|m| m.phase == MoverPhase::Succeeded && !m.awaiting_go);
         // Once the swap has begun (recorded in status before acting) it only goes forward: the mover
         // pods it removes no longer show that the final sync succeeded.
         let swapping = row.step == Some(RowStep::Swapping);
@@ -77,72 +80,104 @@ pub(super) fn advance(
             summary = format!("creating the new volumes of {who}");
             continue;
         }
+        let replica_present = !replica_absent;
         if let Some(mover) = final_mover {
-            absorb_progress(&mut status.plan[i], mover);
-            status.plan[i].step = Some(RowStep::FinalSync);
-            summary = format!("final sync of {who} (stopped)");
-            continue;
-        }
-        if !pod_running(row.replica) {
-            // A Terminating pod's application may still write during its grace period (a
-            // checkpoint, a flush): the final pass starts only once the pod is gone.
-            if observed.pods.contains_key(&ctx.pod(row.replica)) {
-                status.plan[i].step = Some(RowStep::StoppingReplica);
-                summary = format!("waiting for {who} to stop before the final sync");
+            let final_name = ctx.mover(&row, Pass::Final);
+            if replica_absent {
+                // The replica's pod is gone: nothing writes to the source any more.
+                if mover.awaiting_go {
+                    actions.push(ResizeAction::StartFinalPass {
+                        pod: final_name,
+                        uid: mover.uid.clone(),
+                    });
+                }
+                absorb_progress(&mut status.plan[i], mover);
+                status.plan[i].step = Some(RowStep::FinalSync);
+                summary = format!("final sync of {who} (stopped)");
                 continue;
             }
-            if mover_slots == 0 {
-                continue;
+            ready_to_stop &= mover.awaiting_go && mover.phase == MoverPhase::Running;
+            if !mover.awaiting_go {
+                // Its pass began (or ended) while a pod of the replica exists: the copy may lack
+                // that pod's writes. Another final mover makes the pass once it is gone.
+                actions.push(mover.delete(&final_name));
+                summary = format!("a pod of {who} came back during its final sync; starting it again");
+            } else if mover.phase != MoverPhase::Running {
+                summary = format!("starting the final mover of {who} before stopping it");
             }
-            mover_slots -= 1;
-            // The replica is stopped: the final pass copies what changed since the warm one.
-            let warm = ctx.mover(&row, Pass::Warm);
-            if observed.movers.contains_key(&warm) {
-                actions.push(ResizeAction::DeleteMover { pod: warm });
-            }
-            actions.push(ResizeAction::StartMover {
-                pod: ctx.mover(&row, Pass::Final),
-                source: row.claim_name.clone(),
-                target: temp,
-                pass: Pass::Final,
-                capabilities: capabilities::of_row(&row),
-            });
-            status.plan[i].step = Some(RowStep::FinalSync);
-            summary = format!("final sync of {who} (stopped)");
             continue;
         }
-        if ctx.warm_copy {
-            let warm = ctx.mover(&row, Pass::Warm);
-            match observed.movers.get(&warm).map(|m| &m.phase) {
-                None if mover_slots == 0 => ready_to_stop = false,
+        let warm = ctx.mover(&row, Pass::Warm);
+        let warm_mover = observed.movers.get(&warm);
+        if ctx.warm_copy && pod_running(row.replica) {
+            let warm_pending = match warm_mover.map(|m| &m.phase) {
+                None if mover_slots == 0 => true,
                 None => {
                     mover_slots -= 1;
                     actions.push(ResizeAction::StartMover {
-                        pod: warm,
+                        pod: warm.clone(),
                         source: row.claim_name.clone(),
-                        target: temp,
+                        target: temp.clone(),
                         pass: Pass::Warm,
                         capabilities: capabilities::of_row(&row),
                     });
                     status.plan[i].step = Some(RowStep::WarmCopy);
-                    ready_to_stop = false;
+                    true
                 }
                 Some(MoverPhase::Succeeded) => {
-                    let result = observed.movers.get(&warm).and_then(|m| m.result.as_deref());
+                    let result = warm_mover.and_then(|m| m.result.as_deref());
                     let copied = absorb_result(&mut status.plan[i], result);
                     status.plan[i].bytes_copied = copied;
+                    false
                 }
                 Some(_) => {
-                    if let Some(mover) = observed.movers.get(&warm) {
+                    if let Some(mover) = warm_mover {
                         absorb_progress(&mut status.plan[i], mover);
                     }
                     status.plan[i].step = Some(RowStep::WarmCopy);
-                    ready_to_stop = false;
+                    true
                 }
-            }
-            if !ready_to_stop {
+            };
+            if warm_pending {
+                ready_to_stop = false;
                 summary = format!("warm copy of {who} while serving");
+                continue;
             }
+        }
+        // The final mover: started on standby while a pod of the replica still exists, so its pod's
+        // start is not downtime; it begins its pass on its go, once that pod is gone. Where every
+        // row's standby cannot run at once (offline, or fewer mover slots than rows) it starts
+        // only once the replica is gone, as a standby would hold a slot another row needs.
+        if replica_present && !standby {
+            if !pod_running(row.replica) {
+                // A Terminating pod's application may still write during its grace period.
+                status.plan[i].step = Some(RowStep::StoppingReplica);
+                summary = format!("waiting for {who} to stop before the final sync");
+            }
+            continue;
+        }
+        if mover_slots == 0 {
+            ready_to_stop = false;
+            continue;
+        }
+        mover_slots -= 1;
+        if let Some(mover) = warm_mover {
+            actions.push(mover.delete(&warm));
+        }
+        actions.push(ResizeAction::StartMover {
+            pod: ctx.mover(&row, Pass::Final),
+            source: row.claim_name.clone(),
+            target: temp,
+            pass: Pass::Final,
+            capabilities: capabilities::of_row(&row),
+        });
+        if replica_present {
+            ready_to_stop = false;
+            status.plan[i].step = Some(RowStep::StoppingReplica);
+            summary = format!("starting the final mover of {who} before stopping it");
+        } else {
+            status.plan[i].step = Some(RowStep::FinalSync);
+            summary = format!("final sync of {who} (stopped)");
         }
     }
     if ready_to_stop && replica_running {

@@ -129,7 +129,6 @@ pub(super) fn usage_leftovers(
         .plan
         .iter()
         .map(|row| usage_pod_name(row, ctx.suffix))
-        .filter(|pod| observed.movers.contains_key(pod))
-        .map(|pod| ResizeAction::DeleteMover { pod })
+        .filter_map(|pod| observed.movers.get(&pod).map(|mover| mover.delete(&pod)))
         .collect()
 }

@@ -52,8 +52,8 @@ pub(super) fn roll_back(
         }
         for pass in [Pass::Warm, Pass::Final] {
             let pod = ctx.mover(row, pass);
-            if observed.movers.contains_key(&pod) {
-                actions.push(ResizeAction::DeleteMover { pod });
+            if let Some(mover) = observed.movers.get(&pod) {
+                actions.push(mover.delete(&pod));
             }
         }
         let temp = ctx.temp_claim(row);

@@ -112,8 +112,7 @@ pub fn swap_claim_to(
     let mut deletes: Vec<ResizeAction> = [Pass::Warm, Pass::Final]
         .into_iter()
         .map(|pass| ctx.mover(row, pass))
-        .filter(|pod| observed.movers.contains_key(pod))
-        .map(|pod| ResizeAction::DeleteMover { pod })
+        .filter_map(|pod| observed.movers.get(&pod).map(|mover| mover.delete(&pod)))
         .collect();
     for name in [ctx.temp_claim(row), row.claim_name.clone()] {
         if let Some(claim) = observed.claims.get(&name)
@@ -189,8 +188,8 @@ pub(super) fn undo_stale_swaps(
         }
         for pass in [Pass::Warm, Pass::Final] {
             let pod = ctx.mover(row, pass);
-            if observed.movers.contains_key(&pod) {
-                actions.push(ResizeAction::DeleteMover { pod });
+            if let Some(mover) = observed.movers.get(&pod) {
+                actions.push(mover.delete(&pod));
             }
         }
         // Its temporary claim already went with the swap: the copy it held (set to Retain for

@@ -60,6 +60,8 @@ struct Cluster {
     usage_needs: Option<&'static str>,
     /// The capabilities of every mover pod started, in order.
     mover_capabilities: Vec<Vec<String>>,
+    /// Each mover pod's source and target claims.
+    mover_claims: BTreeMap<String, (String, String)>,
 }
 
 impl World for Cluster {
@@ -118,6 +120,7 @@ impl Cluster {
             lost_at_take_off: None,
             usage_needs: None,
             mover_capabilities: Vec::new(),
+            mover_claims: BTreeMap::new(),
         };
         cluster.observed.stateful_set = Some(StatefulSetView {
             ready_replicas: REPLICAS,
@@ -131,6 +134,30 @@ impl Cluster {
         }
         cluster.settle();
         cluster
+    }
+
+    /// A mover's pass: the source's data onto the target now (or a failure), the outcome seen at
+    /// the next tick.
+    fn copy_and_finish(&mut self, pod: &str, final_pass: bool) {
+        let Some((source, target)) = self.mover_claims.get(pod).cloned() else {
+            return;
+        };
+        let fails = final_pass && self.fail_final_of.as_deref() == Some(source.as_str());
+        let volume_of = |name: &str| self.observed.claims.get(name).and_then(|c| c.volume_name.clone());
+        let phase = if fails {
+            MoverPhase::Failed {
+                exit_code: 3,
+                message: "verify mismatch".into(),
+            }
+        } else {
+            if let (Some(from), Some(to)) = (volume_of(&source), volume_of(&target)) {
+                let copied = self.data.get(&from).cloned().unwrap_or_default();
+                self.data.insert(to, copied);
+            }
+            MoverPhase::Succeeded
+        };
+        let delay = if fails { self.fail_final_delay } else { 0 };
+        self.finishing.insert(pod.to_string(), (delay, phase));
     }
 
     fn ready_pods(&self) -> i32 {
@@ -311,21 +338,6 @@ impl Cluster {
                 capabilities,
             } => {
                 self.mover_capabilities.push(capabilities.clone());
-                let fails = *pass == Pass::Final && self.fail_final_of.as_deref() == Some(source.as_str());
-                let volume_of =
-                    |name: &str| self.observed.claims.get(name).and_then(|c| c.volume_name.clone());
-                let phase = if fails {
-                    MoverPhase::Failed {
-                        exit_code: 3,
-                        message: "verify mismatch".into(),
-                    }
-                } else {
-                    if let (Some(from), Some(to)) = (volume_of(source), volume_of(target)) {
-                        let copied = self.data.get(&from).cloned().unwrap_or_default();
-                        self.data.insert(to, copied);
-                    }
-                    MoverPhase::Succeeded
-                };
                 let copied = if *pass == Pass::Warm { 1000 } else { 10 };
                 let result = Some(format!(
                     r#"{{"files":10,"bytes":1000,"bytesCopied":{copied},"seconds":0.5}}"#
@@ -337,23 +349,29 @@ impl Cluster {
                     let waiting = MoverView {
                         stuck: Some("Unschedulable: 0/4 nodes are available".into()),
                         created: created.clone(),
+                        awaiting_go: true,
                         ..MoverView::default()
                     };
                     self.observed.movers.insert(pod.clone(), waiting);
                 }
-                // Runs until the next tick of the simulated cluster.
+                // A warm mover copies at once and runs until the next tick of the simulated
+                // cluster; a final one waits for its go, and copies then.
                 if !self.observed.movers.contains_key(pod) {
-                    let delay = if fails { self.fail_final_delay } else { 0 };
-                    if !(*pass == Pass::Warm && self.endless_warm) {
-                        self.finishing.insert(pod.clone(), (delay, phase));
-                    }
+                    let uid = self.id();
                     let running = MoverView {
                         phase: MoverPhase::Running,
+                        uid,
+                        awaiting_go: *pass == Pass::Final,
                         result,
                         created,
                         ..MoverView::default()
                     };
                     self.observed.movers.insert(pod.clone(), running);
+                    self.mover_claims
+                        .insert(pod.clone(), (source.clone(), target.clone()));
+                    if *pass == Pass::Warm && !self.endless_warm {
+                        self.copy_and_finish(pod, false);
+                    }
                 }
             }
             ResizeAction::MeasureUsage { pod, claim } => {
@@ -389,8 +407,23 @@ impl Cluster {
                     self.observed.movers.insert(pod.clone(), running);
                 }
             }
-            ResizeAction::DeleteMover { pod } => {
-                self.observed.movers.remove(pod);
+            ResizeAction::DeleteMover { pod, exited } => {
+                let same = |m: &MoverView| exited.as_ref().is_none_or(|uid| uid == &m.uid);
+                if self.observed.movers.get(pod).is_some_and(same) {
+                    self.observed.movers.remove(pod);
+                    self.finishing.remove(pod);
+                }
+            }
+            ResizeAction::StartFinalPass { pod, uid } => {
+                let waiting = self
+                    .observed
+                    .movers
+                    .get_mut(pod)
+                    .filter(|m| &m.uid == uid && m.awaiting_go);
+                if let Some(mover) = waiting {
+                    mover.awaiting_go = false;
+                    self.copy_and_finish(pod, true);
+                }
             }
             ResizeAction::SetReclaimPolicy { volume, uid, policy } => {
                 if let Some(v) = self.observed.volumes.get_mut(volume)
@@ -1561,4 +1594,85 @@ fn force_copies_the_replica_already_down_first_and_never_takes_a_second_down() {
     let (done, _) = drive(&resize, &mut cluster, planned(), None, 500, watch);
     assert_copied(&cluster, &done);
     assert_eq!(first_stopped.as_deref(), Some("db-2"));
+}
+
+/// Rolling: every replica is stopped only once its final mover runs on standby (its pod's start is
+/// no downtime), and that mover gets its go only once the replica's pod is gone.
+#[test]
+fn the_final_mover_waits_on_standby_before_the_stop_and_starts_once_the_pod_is_gone() {
+    let mut cluster = Cluster::new();
+    let mut stops = 0;
+    let mut check = |decision: &Decision, cluster: &Cluster| {
+        for action in &decision.actions {
+            match action {
+                ResizeAction::RestartPod { pod, .. } => {
+                    stops += 1;
+                    let standby = cluster
+                        .observed
+                        .movers
+                        .iter()
+                        .find(|(name, _)| {
+                            name.starts_with(&format!("data-{pod}-")) && name.ends_with("-final")
+                        })
+                        .map(|(_, mover)| mover.phase.clone());
+                    assert_eq!(
+                        standby,
+                        Some(MoverPhase::Running),
+                        "{}: {pod} stopped without its final mover on standby",
+                        decision.summary
+                    );
+                }
+                ResizeAction::StartFinalPass { pod, .. } => {
+                    let replica = pod
+                        .trim_start_matches("data-")
+                        .split('-')
+                        .take(2)
+                        .collect::<Vec<_>>()
+                        .join("-");
+                    assert!(
+                        !cluster.observed.pods.contains_key(&replica),
+                        "{}: go for {pod} while {replica} exists",
+                        decision.summary
+                    );
+                }
+                _ => {}
+            }
+        }
+    };
+    let (status, _) = drive(&resize(), &mut cluster, planned(), None, 500, &mut check);
+    assert_copied(&cluster, &status);
+    assert_eq!(stops, REPLICAS, "each replica stopped once");
+}
+
+/// Offline, every replica's final mover starts only once the StatefulSet is down: standbys for all
+/// of them at once could exceed the mover limit and hold each other up.
+#[test]
+fn offline_starts_final_movers_only_after_the_stop() {
+    let mut cluster = Cluster::new();
+    let mut check = |decision: &Decision, cluster: &Cluster| {
+        for action in &decision.actions {
+            if let ResizeAction::StartMover {
+                source,
+                pass: Pass::Final,
+                ..
+            } = action
+            {
+                let pod = source.trim_start_matches("data-");
+                assert!(
+                    cluster.observed.pods.get(pod).is_none_or(|p| p.deleting),
+                    "{}: final mover of {pod} started while it serves",
+                    decision.summary
+                );
+            }
+        }
+    };
+    let (status, _) = drive(
+        &offline_with_movers(1),
+        &mut cluster,
+        planned(),
+        None,
+        500,
+        &mut check,
+    );
+    assert_copied(&cluster, &status);
 }

@@ -53,7 +53,8 @@ fn object_of(resize: &VolumeResize, action: &ResizeAction) -> String {
         ResizeAction::RestartPod { pod, .. }
         | ResizeAction::StartMover { pod, .. }
         | ResizeAction::MeasureUsage { pod, .. }
-        | ResizeAction::DeleteMover { pod } => pod.clone(),
+        | ResizeAction::DeleteMover { pod, .. }
+        | ResizeAction::StartFinalPass { pod, .. } => pod.clone(),
         ResizeAction::SetReclaimPolicy { volume, .. } | ResizeAction::ReserveVolume { volume, .. } => {
             volume.clone()
         }
@@ -178,12 +179,42 @@ async fn carry_out(
                     .await,
             )
         }
-        ResizeAction::DeleteMover { pod } => ignore_gone(
+        ResizeAction::DeleteMover { pod, exited: None } => ignore_gone(
             Api::<Pod>::namespaced(client, namespace)
                 .delete(pod, &DeleteParams::default())
                 .await
                 .map(|_| ()),
         ),
+        // Its container exited 0: nothing is left to stop, so the pod object goes now and the
+        // claims it names are released without waiting for the kubelet's teardown.
+        ResizeAction::DeleteMover {
+            pod,
+            exited: Some(uid),
+        } => {
+            let params = DeleteParams {
+                grace_period_seconds: Some(0),
+                preconditions: Some(Preconditions {
+                    uid: Some(uid.clone()),
+                    resource_version: None,
+                }),
+                ..DeleteParams::default()
+            };
+            ignore_gone(
+                Api::<Pod>::namespaced(client, namespace)
+                    .delete(pod, &params)
+                    .await
+                    .map(|_| ()),
+            )
+        }
+        ResizeAction::StartFinalPass { pod, uid } => {
+            let patch = with_uid_precondition(objects::final_pass_go_patch(), Some(uid));
+            ignore_gone(
+                Api::<Pod>::namespaced(client, namespace)
+                    .patch(pod, &crate::writes::patch(), &Patch::Merge(patch))
+                    .await
+                    .map(|_| ()),
+            )
+        }
         ResizeAction::SetReclaimPolicy { volume, uid, policy } => {
             let patch = with_uid_precondition(objects::reclaim_policy_patch(policy), uid.as_deref());
             Api::<PersistentVolume>::all(client)

@@ -8,17 +8,18 @@
 
 use crate::Error;
 use ferry_api::names::{
-    ANNOTATION_BACKED_UP_UID, ANNOTATION_BIND_NUDGE, ANNOTATION_RECREATED_BY, LABEL_MANAGED_BY, LABEL_MOVER,
-    LABEL_MOVER_PASS, LABEL_VOLUME_RESIZE, MANAGED_BY_VALUE,
+    ANNOTATION_BACKED_UP_UID, ANNOTATION_BIND_NUDGE, ANNOTATION_FINAL_PASS, ANNOTATION_RECREATED_BY,
+    FINAL_PASS_GO, LABEL_MANAGED_BY, LABEL_MOVER, LABEL_MOVER_PASS, LABEL_VOLUME_RESIZE, MANAGED_BY_VALUE,
 };
 use ferry_api::quantity::format_bytes;
 use ferry_api::{MoverSettings, Verify, VolumeChange, VolumePlan, VolumeResize};
 use ferry_engine::action::Pass;
 use k8s_openapi::api::apps::v1::StatefulSet;
 use k8s_openapi::api::core::v1::{
-    Capabilities, ConfigMap, Container, PersistentVolumeClaim, PersistentVolumeClaimSpec,
-    PersistentVolumeClaimVolumeSource, Pod, PodSecurityContext, PodSpec, ResourceRequirements,
-    SeccompProfile, SecurityContext, Toleration, Volume, VolumeMount, VolumeResourceRequirements,
+    Capabilities, ConfigMap, Container, DownwardAPIVolumeFile, DownwardAPIVolumeSource, ObjectFieldSelector,
+    PersistentVolumeClaim, PersistentVolumeClaimSpec, PersistentVolumeClaimVolumeSource, Pod,
+    PodSecurityContext, PodSpec, ResourceRequirements, SeccompProfile, SecurityContext, Toleration, Volume,
+    VolumeMount, VolumeResourceRequirements,
 };
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
@@ -152,34 +153,86 @@ pub fn mover_command(copy: &CopyJob) -> Vec<String> {
         command.extend(["--bwlimit".to_string(), limit.max(1).to_string()]);
     }
     // The final pass runs with the replica stopped: a source that still changes means something
-    // still writes to it, and that pass must fail rather than swap in a stale copy.
+    // still writes to it, and that pass must fail rather than swap in a stale copy. It starts on
+    // standby and begins on its go (see `mover_pod`).
     if copy.pass == Pass::Final {
         command.push("--strict".to_string());
+        command.extend(["--wait-for".to_string(), format!("{SIGNAL_DIR}/{SIGNAL_FILE}")]);
     }
     command
+}
+
+/// Where a final mover reads its go: a downward API volume showing its [`ANNOTATION_FINAL_PASS`].
+const SIGNAL_DIR: &str = "/signal";
+const SIGNAL_FILE: &str = "go";
+
+/// The patch giving a standby final mover its go.
+pub fn final_pass_go_patch() -> serde_json::Value {
+    json!({"metadata": {"annotations": {ANNOTATION_FINAL_PASS: FINAL_PASS_GO}}})
 }
 
 /// A mover pod: least privilege (no service-account token, no network use, read-only source, only
 /// the capabilities its data needs, `copy.capabilities`), on the source volume's node (its
 /// PV's node affinity places it there), copying `copy.source` onto `copy.target`.
+///
+/// A final mover is started on standby while the replica still serves, its volumes mounted: its
+/// pass begins when its [`ANNOTATION_FINAL_PASS`] says `go`, which the kubelet shows it in a
+/// downward API file. So the replica's downtime holds no pod start, and the go needs no
+/// permission in the mover and no network path to it.
 pub fn mover_pod(owner: &Owner, name: &str, placement: &Placement, copy: &CopyJob) -> Pod {
     let pass = match copy.pass {
         Pass::Warm => "warm",
         Pass::Final => "final",
     };
+    let mut mounts = vec![mount("source", true), mount("target", false)];
+    let mut volumes = vec![
+        claim_volume("source", copy.source, true),
+        claim_volume("target", copy.target, false),
+    ];
+    if copy.pass == Pass::Final {
+        mounts.push(VolumeMount {
+            name: "signal".to_string(),
+            mount_path: SIGNAL_DIR.to_string(),
+            read_only: Some(true),
+            ..VolumeMount::default()
+        });
+        volumes.push(signal_volume());
+    }
     let container = Container {
         name: MOVER_CONTAINER.to_string(),
         command: Some(mover_command(copy)),
         resources: copy.resources.clone(),
         security_context: Some(container_security(&copy.capabilities)),
-        volume_mounts: Some(vec![mount("source", true), mount("target", false)]),
+        volume_mounts: Some(mounts),
         ..Container::default()
     };
-    let volumes = vec![
-        claim_volume("source", copy.source, true),
-        claim_volume("target", copy.target, false),
-    ];
-    ferry_pod(owner, name, pass, placement, container, volumes)
+    let mut pod = ferry_pod(owner, name, pass, placement, container, volumes);
+    if copy.pass == Pass::Final {
+        pod.metadata
+            .annotations
+            .get_or_insert_with(BTreeMap::new)
+            .insert(ANNOTATION_FINAL_PASS.to_string(), String::new());
+    }
+    pod
+}
+
+/// The downward API volume holding the pod's [`ANNOTATION_FINAL_PASS`] as file `go`.
+fn signal_volume() -> Volume {
+    Volume {
+        name: "signal".to_string(),
+        downward_api: Some(DownwardAPIVolumeSource {
+            items: Some(vec![DownwardAPIVolumeFile {
+                path: SIGNAL_FILE.to_string(),
+                field_ref: Some(ObjectFieldSelector {
+                    field_path: format!("metadata.annotations['{ANNOTATION_FINAL_PASS}']"),
+                    ..ObjectFieldSelector::default()
+                }),
+                ..DownwardAPIVolumeFile::default()
+            }]),
+            ..DownwardAPIVolumeSource::default()
+        }),
+        ..Volume::default()
+    }
 }
 
 /// A pod that measures the data in use on `claim` (mounted read-only) and reports it as its

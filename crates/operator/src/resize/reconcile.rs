@@ -418,6 +418,7 @@ fn action_reason(action: &ResizeAction) -> &'static str {
         ResizeAction::StartMover { .. } => "Copying",
         ResizeAction::MeasureUsage { .. } => "MeasuringUsage",
         ResizeAction::DeleteMover { .. } => "MoverRemoved",
+        ResizeAction::StartFinalPass { .. } => "FinalSync",
         ResizeAction::SetReclaimPolicy { .. } => "ReclaimPolicySet",
         ResizeAction::DeleteClaim { .. } => "SwappingVolume",
         ResizeAction::ReserveVolume { .. } => "SwappingVolume",
@@ -464,7 +465,10 @@ fn describe(action: &ResizeAction) -> String {
         ResizeAction::MeasureUsage { pod, claim } => {
             format!("measuring the data in use on PVC {claim} in pod {pod}")
         }
-        ResizeAction::DeleteMover { pod } => format!("removed mover pod {pod}"),
+        ResizeAction::DeleteMover { pod, .. } => format!("removed mover pod {pod}"),
+        ResizeAction::StartFinalPass { pod, .. } => {
+            format!("the replica's pod is gone: final pass of mover pod {pod} begins")
+        }
         ResizeAction::SetReclaimPolicy { volume, policy, .. } => {
             format!("PV {volume}: reclaim policy {policy}")
         }

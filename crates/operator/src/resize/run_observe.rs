@@ -6,7 +6,9 @@ use crate::Error;
 use crate::context::Context;
 use crate::resize::execute::MOVER_CONTAINER;
 use ferry_api::VolumeResize;
-use ferry_api::names::{ANNOTATION_BACKED_UP_UID, ANNOTATION_RECREATED_BY};
+use ferry_api::names::{
+    ANNOTATION_BACKED_UP_UID, ANNOTATION_FINAL_PASS, ANNOTATION_RECREATED_BY, FINAL_PASS_GO,
+};
 use ferry_engine::action::Pass;
 use ferry_engine::copy::{mover_name, temp_claim_name, usage_pod_name};
 use ferry_engine::{MoverPhase, MoverView, Observed};
@@ -216,8 +218,16 @@ fn mover_view(pod: &Pod) -> MoverView {
         (None, Some("Running")) => MoverPhase::Running,
         _ => MoverPhase::Waiting,
     };
+    // A final mover waits on standby while its annotation is there and not yet `go` (one made by an
+    // earlier Ferry, without the annotation, began its pass when it was created).
+    let awaiting_go = pod
+        .annotations()
+        .get(ANNOTATION_FINAL_PASS)
+        .is_some_and(|go| go != FINAL_PASS_GO);
     MoverView {
         phase,
+        uid: pod.uid().unwrap_or_default(),
+        awaiting_go,
         result: message,
         progress: None,
         stuck: stuck_reason(pod),

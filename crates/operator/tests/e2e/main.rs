@@ -27,6 +27,7 @@ mod faults;
 mod features;
 mod in_place;
 mod installed;
+mod pod_policy;
 mod prechecks;
 mod rbac;
 mod real_csi;

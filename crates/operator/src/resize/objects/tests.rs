@@ -230,6 +230,8 @@ fn the_mover_command_follows_the_copy_settings() {
             "--bwlimit",
             "52428800",
             "--strict",
+            "--wait-for",
+            "/signal/go",
         ]
     );
     let warm = mover_command(&CopyJob {
@@ -487,7 +489,7 @@ fn the_typed_objects_serialize_as_the_json_ones_did() {
         "terminationMessagePolicy": "File",
         "command": ["ferry-mover", "sync", "--source", "/source", "--target", "/target", "--delete",
                     "--verify", "checksum", "--progress", "json", "--threads", "8",
-                    "--bwlimit", "52428800", "--strict"],
+                    "--bwlimit", "52428800", "--strict", "--wait-for", "/signal/go"],
         "resources": {"requests": {"cpu": "100m"}},
         "securityContext": {
             "allowPrivilegeEscalation": false,
@@ -497,11 +499,15 @@ fn the_typed_objects_serialize_as_the_json_ones_did() {
         "volumeMounts": [
             {"name": "source", "mountPath": "/source", "readOnly": true},
             {"name": "target", "mountPath": "/target"},
+            {"name": "signal", "mountPath": "/signal", "readOnly": true},
         ],
     });
     let mover_volumes = json!([
         {"name": "source", "persistentVolumeClaim": {"claimName": "data-db-0", "readOnly": true}},
         {"name": "target", "persistentVolumeClaim": {"claimName": "data-db-0-ferry-abc"}},
+        {"name": "signal", "downwardAPI": {"items": [
+            {"path": "go", "fieldRef": {"fieldPath": "metadata.annotations['ferry.dev/final-pass']"}},
+        ]}},
     ]);
     let expected_mover = json!({
         "apiVersion": "v1",
@@ -510,6 +516,7 @@ fn the_typed_objects_serialize_as_the_json_ones_did() {
             "name": "data-db-0-ferry-abc-final",
             "labels": {"ferry.dev/volume-resize": "grow", "app.kubernetes.io/managed-by": "ferry",
                        "ferry.dev/mover": "true", "ferry.dev/mover-pass": "final"},
+            "annotations": {"ferry.dev/final-pass": ""},
             "ownerReferences": [owner_ref],
         },
         "spec": pod_spec(mover_container, mover_volumes),
@@ -519,11 +526,12 @@ fn the_typed_objects_serialize_as_the_json_ones_did() {
         json!({"name": "data-db-0-ferry-abc-final", "labels": labels, "ownerReferences": [owner_ref]});
     old_metadata["labels"][LABEL_MOVER] = json!("true");
     old_metadata["labels"][LABEL_MOVER_PASS] = json!("final");
+    old_metadata["annotations"] = json!({"ferry.dev/final-pass": ""});
     let mut old_container = json!({
         "name": MOVER_CONTAINER,
         "command": ["ferry-mover", "sync", "--source", "/source", "--target", "/target", "--delete",
                     "--verify", "checksum", "--progress", "json", "--threads", "8",
-                    "--bwlimit", "52428800", "--strict"],
+                    "--bwlimit", "52428800", "--strict", "--wait-for", "/signal/go"],
         "resources": final_copy().resources,
         "securityContext": {
             "allowPrivilegeEscalation": false,
@@ -533,6 +541,7 @@ fn the_typed_objects_serialize_as_the_json_ones_did() {
         "volumeMounts": [
             {"name": "source", "mountPath": "/source", "readOnly": true},
             {"name": "target", "mountPath": "/target"},
+            {"name": "signal", "mountPath": "/signal", "readOnly": true},
         ],
     });
     old_container["image"] = json!("registry.example/ferry:1");
@@ -550,6 +559,9 @@ fn the_typed_objects_serialize_as_the_json_ones_did() {
             "volumes": [
                 {"name": "source", "persistentVolumeClaim": {"claimName": "data-db-0", "readOnly": true}},
                 {"name": "target", "persistentVolumeClaim": {"claimName": "data-db-0-ferry-abc"}},
+                {"name": "signal", "downwardAPI": {"items": [
+                    {"path": "go", "fieldRef": {"fieldPath": "metadata.annotations['ferry.dev/final-pass']"}},
+                ]}},
             ],
         },
     });

@@ -1,0 +1,104 @@
+//! The operator's one pod write, bounded by the chart: RBAC grants it `patch` on pods (for the go of
+//! a final mover on standby), and the chart's ValidatingAdmissionPolicy `<release>-operator-pods`
+//! lets that ServiceAccount change nothing else, on no other pod, on the real API server.
+
+use ferry_testenv::{TestNamespace, client};
+use k8s_openapi::api::core::v1::Pod;
+use kube::Api;
+use kube::api::{Patch, PatchParams, PostParams};
+use serde_json::{Value, json};
+
+/// A pod no node takes (a node selector nothing has), with `labels` and `annotations`.
+fn pod(name: &str, labels: Value, annotations: Value) -> Pod {
+    serde_json::from_value(json!({
+        "metadata": {"name": name, "labels": labels, "annotations": annotations},
+        "spec": {
+            "nodeSelector": {"ferry.dev/no-such-node": "true"},
+            "containers": [{"name": "mover", "image": "ferry.local/ferry:dev"}],
+        },
+    }))
+    .unwrap()
+}
+
+async fn patch(pods: &Api<Pod>, name: &str, patch: Value) -> Result<Pod, kube::Error> {
+    pods.patch(name, &PatchParams::default(), &Patch::Merge(patch))
+        .await
+}
+
+fn assert_refused(what: &str, result: Result<Pod, kube::Error>, says: &str) {
+    match result {
+        Err(kube::Error::Api(status)) => assert!(status.message.contains(says), "{what}: {}", status.message),
+        other => panic!("{what} must be refused, got {other:?}"),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_operator_may_patch_only_the_go_of_its_own_final_movers() {
+    let admin = client().await.unwrap();
+    let ns = TestNamespace::create(&admin, "pod-policy").await.unwrap();
+    let identity = ferry_testenv::chart::install_identity(&ns.name).await.unwrap();
+    let pods = Api::<Pod>::namespaced(admin.clone(), &ns.name);
+    let mover_labels = json!({"ferry.dev/mover": "true", "ferry.dev/mover-pass": "final"});
+    for pod in [
+        pod("app", json!({"app": "db"}), json!({})),
+        pod("final", mover_labels.clone(), json!({"ferry.dev/final-pass": ""})),
+        pod("warm", json!({"ferry.dev/mover": "true"}), json!({})),
+    ] {
+        pods.create(&PostParams::default(), &pod).await.unwrap();
+    }
+    let operator = ferry_testenv::chart::client_as(&identity.user).await.unwrap();
+    let as_operator = Api::<Pod>::namespaced(operator, &ns.name);
+    let go = json!({"metadata": {"annotations": {"ferry.dev/final-pass": "go"}}});
+
+    let not_ours = "may update only its own final mover pods";
+    // A new policy takes effect once the API server has loaded it (a second or so).
+    let refused = ferry_testenv::wait_until("the policy to take effect", 30, || async {
+        patch(&as_operator, "app", go.clone()).await.err()
+    });
+    assert_refused(
+        "the go on an application's pod",
+        Err(refused.await.unwrap()),
+        not_ours,
+    );
+    assert_refused(
+        "the go on a warm mover",
+        patch(&as_operator, "warm", go.clone()).await,
+        not_ours,
+    );
+    let only_go = "may change only the ferry.dev/final-pass annotation";
+    // A strategic merge, so the API server's own validation has nothing to object to but the image.
+    let image = json!({"spec": {"containers": [{"name": "mover", "image": "elsewhere.example/evil:1"}]}});
+    let new_image = as_operator
+        .patch("final", &PatchParams::default(), &Patch::Strategic(image))
+        .await;
+    assert_refused("a final mover's image", new_image, only_go);
+    let label = json!({"metadata": {"labels": {"ferry.dev/mover-pass": "warm"}}});
+    assert_refused(
+        "a final mover's label",
+        patch(&as_operator, "final", label).await,
+        only_go,
+    );
+    let other = json!({"metadata": {"annotations": {"ferry.dev/final-pass": "go", "x": "y"}}});
+    assert_refused(
+        "another annotation",
+        patch(&as_operator, "final", other).await,
+        only_go,
+    );
+    let finalizer = json!({"metadata": {"finalizers": ["ferry.dev/keep"]}});
+    assert_refused(
+        "a finalizer",
+        patch(&as_operator, "final", finalizer).await,
+        only_go,
+    );
+
+    let given = patch(&as_operator, "final", go)
+        .await
+        .expect("the go on a final mover");
+    assert_eq!(given.metadata.annotations.unwrap()["ferry.dev/final-pass"], "go");
+    // The policy binds the operator only: anyone else is judged by RBAC alone, as before.
+    let relabelled = patch(&pods, "app", json!({"metadata": {"labels": {"tier": "1"}}})).await;
+    assert!(relabelled.is_ok(), "{relabelled:?}");
+
+    ferry_testenv::chart::remove_identity(&identity).await.unwrap();
+    ns.cleanup().await.unwrap();
+}
