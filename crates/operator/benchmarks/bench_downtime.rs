@@ -610,7 +610,7 @@ async fn run_once(config: &Config, run: usize, warm: bool, hand: bool) -> Vec<Va
         "not enough free space on {}: {free} bytes, {needed} needed",
         source_dir.display()
     );
-    let dir = source_dir.clone();
+    let dir = source_dir.to_path_buf();
     let generated = Instant::now();
     let (count, bytes) = tokio::task::spawn_blocking(move || {
         let written = write_dataset(&dir, files);
@@ -691,7 +691,7 @@ async fn run_once(config: &Config, run: usize, warm: bool, hand: bool) -> Vec<Va
     assert!(ferry_engine::pods::ready(&pod_now), "held: replica still Ready");
     let gate_row = held.status.unwrap().plan.remove(0);
 
-    let dir = source_dir.clone();
+    let dir = source_dir.to_path_buf();
     let drop_again = config.drop_before_final;
     let (changed, changed_bytes) = tokio::task::spawn_blocking(move || {
         let changed = change_one_percent(&dir, files, 0xc4a9_0000 + run as u64);
@@ -730,7 +730,7 @@ async fn run_once(config: &Config, run: usize, warm: bool, hand: bool) -> Vec<Va
     let row = status.plan[0].clone();
 
     // The new volume holds exactly what the old one held after the change.
-    let claim_dir = source_dir.clone();
+    let claim_dir = source_dir.to_path_buf();
     let new_sum = harness.checksum(CLAIM).await;
     let old_sum = tokio::task::spawn_blocking(move || tree_checksum(&claim_dir).unwrap())
         .await
@@ -756,7 +756,7 @@ async fn run_once(config: &Config, run: usize, warm: bool, hand: bool) -> Vec<Va
     }
     let hand_results = if hand && checksum_ok {
         let scratch = ferry_testenv::paths::state_dir().join("bench-scratch");
-        let source = source_dir.clone();
+        let source = source_dir.to_path_buf();
         tokio::task::spawn_blocking(move || by_hand(&source, &scratch))
             .await
             .unwrap()

@@ -25,8 +25,10 @@
 #[path = "../tests/e2e/support/mod.rs"]
 mod support;
 
+use ferry_api::names::{ANNOTATION_FINAL_PASS, FINAL_PASS_GO};
 use ferry_api::{Phase, RowStep, VolumeResize};
 use ferry_testenv::fixtures::{claim_directory, wait_ready};
+use ferry_testenv::volume_dir::VolumeDir;
 use ferry_testenv::workload::{RECORDS_FILE, acknowledged, lost_records, writer_stateful_set};
 use ferry_testenv::{CLASS_BLOCK_FIXED, wait_until};
 use futures::StreamExt;
@@ -161,6 +163,8 @@ struct Seen {
     phase: String,
     /// A pod's termination message (a mover's result).
     message: Option<String>,
+    /// A final mover's go was given (its `ferry.dev/final-pass` annotation says so).
+    go: bool,
 }
 
 fn seen<K: Resource>(kind: &'static str, object: &K) -> Seen {
@@ -183,6 +187,10 @@ fn seen_pod(pod: &Pod) -> Seen {
         ready: (status.conditions.iter().flatten()).any(|c| c.type_ == "Ready" && c.status == "True"),
         exited: terminated.is_some(),
         message: terminated.and_then(|t| t.message),
+        go: pod
+            .annotations()
+            .get(ANNOTATION_FINAL_PASS)
+            .is_some_and(|go| go == FINAL_PASS_GO),
         ..seen("pod", pod)
     }
 }
@@ -234,6 +242,14 @@ impl Watches {
                     .and_then(|s| s.phase.clone())
                     .unwrap_or_default(),
                 ..seen("claim", c)
+            }),
+            spawn_watch::<PersistentVolume>(Api::all(harness.client.clone()), log.clone(), |v| Seen {
+                phase: v
+                    .status
+                    .as_ref()
+                    .and_then(|s| s.phase.clone())
+                    .unwrap_or_default(),
+                ..seen("volume", v)
             }),
             spawn_watch::<VolumeResize>(harness.ns.api(), log.clone(), |r| Seen {
                 phase: (r.status.as_ref().and_then(|s| s.plan.first()))
@@ -288,6 +304,45 @@ fn replica(log: &[Seen], old: &str, after: Instant) -> [Option<Instant>; 4] {
     ]
 }
 
+/// What the writer itself sees of a stop: its acknowledgements file (outside the volume), read
+/// every 2 ms from the host, and the instants it grew. The longest pause between two of them is the
+/// gap between the last write before the stop and the first one after.
+struct WriterClock {
+    stop: Arc<std::sync::atomic::AtomicBool>,
+    task: std::thread::JoinHandle<Vec<Instant>>,
+}
+
+impl WriterClock {
+    fn start(namespace: &str) -> WriterClock {
+        let path = ferry_testenv::workload::acks_dir(namespace).join(POD);
+        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let stopped = stop.clone();
+        let task = std::thread::spawn(move || {
+            let mut grew = Vec::new();
+            let mut last = std::fs::metadata(&path).map_or(0, |m| m.len());
+            while !stopped.load(std::sync::atomic::Ordering::Relaxed) {
+                let len = std::fs::metadata(&path).map_or(last, |m| m.len());
+                if len != last {
+                    grew.push(Instant::now());
+                    last = len;
+                }
+                std::thread::sleep(Duration::from_millis(2));
+            }
+            grew
+        });
+        WriterClock { stop, task }
+    }
+
+    /// The longest pause in the writer's acknowledgements, in ms.
+    fn longest_gap(self) -> Option<u64> {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        let grew = self.task.join().unwrap();
+        grew.windows(2)
+            .map(|pair| pair[1].duration_since(pair[0]).as_millis() as u64)
+            .max()
+    }
+}
+
 fn ms(from: Option<Instant>, to: Option<Instant>) -> Option<u64> {
     Some(to?.checked_duration_since(from?)?.as_millis() as u64)
 }
@@ -303,13 +358,17 @@ fn emit(line: Value) -> Value {
 async fn plain_restart(harness: &Harness, watches: &Watches, run: usize, nth: usize) -> Value {
     let pods: Api<Pod> = harness.ns.api();
     let old = pods.get(POD).await.unwrap().uid().unwrap();
+    let writer = WriterClock::start(&harness.ns.name);
     let start = Instant::now();
     pods.delete(POD, &DeleteParams::default()).await.unwrap();
     let log = watches.new_pod_ready(&old, start).await;
     let [gone, created, running, ready] = replica(&log, &old, start);
+    // The writer's first records on the restarted pod.
+    tokio::time::sleep(Duration::from_millis(500)).await;
     emit(json!({
         "run": run, "kind": "restart", "nth": nth,
         "downtimeMs": ms(Some(start), ready),
+        "writerGapMs": writer.longest_gap(),
         "stagesMs": {"stopToGone": ms(Some(start), gone), "toPodCreated": ms(gone, created),
                      "toRunning": ms(created, running), "toReady": ms(running, ready)},
     }))
@@ -343,7 +402,6 @@ async fn resize(
     let (budgets, resizes) = (harness.ns.api(), harness.ns.api::<VolumeResize>());
     let claim = claims.get(CLAIM).await.unwrap();
     let (old_claim, old_volume) = (claim.uid().unwrap(), claim.spec.unwrap().volume_name.unwrap());
-    let old_dir = claim_directory(&claims, &volumes, CLAIM).await.unwrap();
     let old_pod = harness.ns.api::<Pod>().get(POD).await.unwrap().uid().unwrap();
     let sets: Api<StatefulSet> = harness.ns.api();
     let old_set = sets.get("db").await.unwrap().uid().unwrap();
@@ -368,9 +426,13 @@ async fn resize(
     })
     .await
     .unwrap();
-    let (dir, seed) = (old_dir.clone(), 0xc4a9_0000 + run as u64 * 2 + u64::from(warm));
+    // The host mounts a CSI volume only while it changes it: a mount of its own held through the
+    // resize would be one more user of the volume in every stage measured.
+    let dir = claim_directory(&claims, &volumes, CLAIM).await.unwrap();
+    let seed = 0xc4a9_0000 + run as u64 * 2 + u64::from(warm);
     let changed = tokio::task::spawn_blocking(move || change_one_percent(&dir, files, seed));
     let (changed, changed_bytes) = changed.await.unwrap();
+    let writer = WriterClock::start(&harness.ns.name);
     budgets.delete("gate", &DeleteParams::default()).await.unwrap();
     let release = Instant::now();
 
@@ -388,6 +450,7 @@ async fn resize(
     })
     .await
     .unwrap();
+    let writer_gap = writer.longest_gap();
 
     // Milestones, from the watch log.
     let log = watches.snapshot();
@@ -395,6 +458,11 @@ async fn resize(
     let mover = |s: &Seen| s.kind == "pod" && s.name.ends_with("-final");
     let step = |name: &str| at(&|s| s.kind == "resize" && s.name == kind && s.phase == name);
     let [gone, created, running, ready] = replica(&log, &old_pod, release);
+    let new_claim = claims.get(CLAIM).await.unwrap();
+    let new_volume = new_claim.spec.and_then(|s| s.volume_name).unwrap_or_default();
+    let temp_claim = |s: &Seen| s.kind == "claim" && s.name.starts_with(&format!("{CLAIM}-ferry-"));
+    let old_claim_gone = at(&|s| s.kind == "claim" && s.uid == old_claim && s.gone);
+    let claims_gone = old_claim_gone.max(at(&|s| temp_claim(s) && s.gone));
     let marks = [
         ("budgetDeleted", Some(release)),
         (
@@ -402,11 +470,19 @@ async fn resize(
             at(&|s| is_pod(s, POD) && s.uid == old_pod && (s.gone || s.deleting || !s.ready)),
         ),
         ("gone", gone),
-        ("moverCreated", at(&mover)),
-        ("moverRunning", at(&|s| mover(s) && s.phase == "Running")),
+        ("goGiven", at(&|s| mover(s) && s.go)),
         ("moverExited", at(&|s| mover(s) && s.exited)),
-        ("moverSucceeded", at(&|s| mover(s) && s.phase == "Succeeded")),
         ("stepSwapping", step(RowStep::Swapping.as_str())),
+        ("moverGone", at(&|s| mover(s) && s.gone)),
+        ("claimsGone", claims_gone),
+        (
+            "volumeAvailable",
+            at(&|s| s.kind == "volume" && s.name == new_volume && s.phase == "Available"),
+        ),
+        (
+            "claimCreated",
+            at(&|s| s.kind == "claim" && s.uid != old_claim && s.name == CLAIM && !s.gone),
+        ),
         (
             "claimBound",
             at(&|s| s.kind == "claim" && s.uid != old_claim && s.name == CLAIM && s.phase == "Bound"),
@@ -424,29 +500,35 @@ async fn resize(
     let mark = |name: &str| marks.iter().find(|(n, _)| *n == name).and_then(|(_, at)| *at);
     let result: Value = (log
         .iter()
-        .filter(|s| s.at >= Some(release) && mover(s) && s.phase == "Succeeded"))
+        .filter(|s| s.at >= Some(release) && mover(s) && s.exited))
     .find_map(|s| serde_json::from_str(s.message.as_deref()?).ok())
     .unwrap_or_default();
     let sync_ms = result["seconds"].as_f64().map(|s| (s * 1000.0).round() as u64);
+    // Each stage ends at what gates the next one.
     let mut stages: serde_json::Map<String, Value> = [
         ("stopToGone", "down", "gone"),
-        ("goneToMoverCreated", "gone", "moverCreated"),
-        ("moverCreatedToRunning", "moverCreated", "moverRunning"),
-        ("moverExitedToSucceeded", "moverExited", "moverSucceeded"),
-        ("toPodCreated", "moverSucceeded", "podCreated"),
-        ("moverDoneToClaimBound", "moverSucceeded", "claimBound"),
-        ("moverDoneToSetRecreated", "moverSucceeded", "setRecreated"),
+        ("goneToGo", "gone", "goGiven"),
+        ("goToExited", "goGiven", "moverExited"),
+        ("exitedToMoverGone", "moverExited", "moverGone"),
+        ("moverGoneToClaimsGone", "moverGone", "claimsGone"),
+        ("claimsGoneToVolumeAvailable", "claimsGone", "volumeAvailable"),
+        ("availableToClaimCreated", "volumeAvailable", "claimCreated"),
+        ("claimCreatedToBound", "claimCreated", "claimBound"),
+        ("boundToSetRecreated", "claimBound", "setRecreated"),
+        ("setToPodCreated", "setRecreated", "podCreated"),
+        ("toPodCreated", "gone", "podCreated"),
         ("toRunning", "podCreated", "podRunning"),
         ("toReady", "podRunning", "podReady"),
     ]
     .into_iter()
     .map(|(key, from, to)| (key.to_string(), json!(ms(mark(from), mark(to)))))
     .collect();
-    // The mover pod's own overhead: created → seen Succeeded, minus its sync time.
-    let mover_pod = ms(mark("moverCreated"), mark("moverSucceeded"));
+    // From the go to the exit seen: the kubelet showing the go to the mover, its pass, and the
+    // kubelet noticing the exit (its next relist). Without the pass: the two kubelet latencies.
+    let go_to_exit = ms(mark("goGiven"), mark("moverExited"));
     stages.insert(
-        "moverOverhead".into(),
-        json!(mover_pod.zip(sync_ms).map(|(a, b)| a.saturating_sub(b))),
+        "goToExitedWithoutSync".into(),
+        json!(go_to_exit.zip(sync_ms).map(|(a, b)| a.saturating_sub(b))),
     );
     stages.insert("finalSync".into(), json!(sync_ms));
     let down = mark("down").unwrap();
@@ -459,7 +541,10 @@ async fn resize(
 
     // The data: the new volume holds what the retained old one holds, and every acknowledged record.
     let new_dir = claim_directory(&claims, &volumes, CLAIM).await.unwrap();
-    let (old, new) = (old_dir.clone(), new_dir.clone());
+    let lost = lost_records(&harness.ns.name, POD, &new_dir).unwrap();
+    let retained = volumes.get(&old_volume).await.unwrap();
+    let old_dir = VolumeDir::of(&old_volume, &retained.spec.unwrap_or_default()).unwrap();
+    let (old, new) = (old_dir, new_dir);
     let (same, records_kept) = tokio::task::spawn_blocking(move || {
         let records = |dir: &Path| std::fs::read(dir.join(RECORDS_FILE)).unwrap();
         let same = checksum_without_records(&old) == checksum_without_records(&new);
@@ -467,7 +552,6 @@ async fn resize(
     })
     .await
     .unwrap();
-    let lost = lost_records(&harness.ns.name, POD, &new_dir).unwrap();
 
     // The resize and the old volume go; the new volume serves the next measurement.
     let _ = resizes.delete(kind, &DeleteParams::default()).await;
@@ -482,7 +566,7 @@ async fn resize(
         .await
         .unwrap();
     let old_gone = wait_until("the old volume to be deleted", 180, || async {
-        (!old_dir.exists()).then_some(())
+        volumes.get_opt(&old_volume).await.ok()?.is_none().then_some(())
     });
     if old_gone.await.is_err() {
         eprintln!("warning: the old volume {old_volume} is still there");
@@ -492,6 +576,7 @@ async fn resize(
         "run": run, "kind": kind, "targetSize": size, "files": files,
         "changedFiles": changed, "changedBytes": changed_bytes, "cachesDropped": dropped,
         "downtimeMs": ms(Some(down), ready),
+        "writerGapMs": writer_gap,
         "downtimeSecondsStatus": done.status.as_ref().and_then(|s| s.plan.first()?.downtime_seconds),
         "finalPass": {"seconds": result["seconds"], "bytes": result["bytes"], "files": result["files"],
                       "bytesCopied": result["bytesCopied"], "filesCopied": result["filesCopied"]},
