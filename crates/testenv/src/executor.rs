@@ -122,6 +122,15 @@ async fn reconcile(pod: Arc<Pod>, executor: Arc<Executor>) -> Result<Action, Err
         }
         return Ok(Action::await_change());
     }
+    // A running pod's downward API files follow its metadata (a final mover's go).
+    let running = executor
+        .running
+        .lock()
+        .map(|running| running.contains_key(&uid))
+        .unwrap_or(false);
+    if running {
+        mounts::write_downward(&pod, &executor.work_dir.join(&uid))?;
+    }
     let phase = pod
         .status
         .as_ref()

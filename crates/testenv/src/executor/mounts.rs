@@ -50,6 +50,9 @@ pub async fn resolve(
             let dir = pod_dir.join("volumes").join(&volume.name);
             std::fs::create_dir_all(&dir).map_err(|e| Error::io(dir.display(), e))?;
             dir
+        } else if volume.downward_api.is_some() {
+            write_downward(pod, pod_dir)?;
+            pod_dir.join("volumes").join(&volume.name)
         } else {
             continue;
         };
@@ -61,6 +64,51 @@ pub async fn resolve(
     }
     std::fs::create_dir_all(pod_dir).map_err(|e| Error::io(pod_dir.display(), e))?;
     Ok(Some(mounts))
+}
+
+/// Writes the pod's downward API volumes (name, namespace, labels and annotations by key) under
+/// `pod_dir/volumes/<volume>`, as the kubelet does at the start and again whenever the pod's
+/// metadata changes. Each file is replaced whole (a reader never sees half of it).
+pub fn write_downward(pod: &Pod, pod_dir: &Path) -> Result<(), Error> {
+    let volumes = pod.spec.as_ref().and_then(|s| s.volumes.as_ref());
+    for volume in volumes.into_iter().flatten() {
+        let Some(items) = volume.downward_api.as_ref().and_then(|d| d.items.as_ref()) else {
+            continue;
+        };
+        let dir = pod_dir.join("volumes").join(&volume.name);
+        std::fs::create_dir_all(&dir).map_err(|e| Error::io(dir.display(), e))?;
+        for item in items {
+            let Some(field) = item.field_ref.as_ref().map(|f| f.field_path.as_str()) else {
+                continue;
+            };
+            let value = field_value(pod, field).unwrap_or_default();
+            let path = dir.join(&item.path);
+            if std::fs::read_to_string(&path).ok().as_deref() == Some(value.as_str()) {
+                continue;
+            }
+            let temporary = dir.join(format!(".{}.new", item.path));
+            std::fs::write(&temporary, &value).map_err(|e| Error::io(temporary.display(), e))?;
+            std::fs::rename(&temporary, &path).map_err(|e| Error::io(path.display(), e))?;
+        }
+    }
+    Ok(())
+}
+
+/// A downward API field of `pod`: `metadata.name`, `metadata.namespace`,
+/// `metadata.annotations['k']`, `metadata.labels['k']` (a missing key is empty, as for the kubelet).
+fn field_value(pod: &Pod, field: &str) -> Option<String> {
+    let keyed = |prefix: &str| field.strip_prefix(prefix)?.strip_suffix("']").map(str::to_string);
+    match field {
+        "metadata.name" => Some(pod.name_any()),
+        "metadata.namespace" => pod.namespace(),
+        _ => {
+            if let Some(key) = keyed("metadata.annotations['") {
+                Some(pod.annotations().get(&key).cloned().unwrap_or_default())
+            } else {
+                keyed("metadata.labels['").map(|key| pod.labels().get(&key).cloned().unwrap_or_default())
+            }
+        }
+    }
 }
 
 /// The container's environment: plain values, and the downward-API fields a mover needs.
@@ -124,6 +172,35 @@ fn is_path_char(c: char) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn downward_files_follow_the_pods_annotations() {
+        let mut pod: Pod = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "m", "namespace": "ns", "annotations": {"ferry.dev/final-pass": ""}},
+            "spec": {"containers": [], "volumes": [{"name": "signal", "downwardAPI": {"items": [
+                {"path": "go", "fieldRef": {"fieldPath": "metadata.annotations['ferry.dev/final-pass']"}},
+                {"path": "name", "fieldRef": {"fieldPath": "metadata.name"}},
+                {"path": "missing", "fieldRef": {"fieldPath": "metadata.labels['x']"}},
+            ]}}]},
+        }))
+        .unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let file =
+            |name: &str| std::fs::read_to_string(dir.path().join("volumes/signal").join(name)).unwrap();
+        write_downward(&pod, dir.path()).unwrap();
+        assert_eq!(
+            (
+                file("go").as_str(),
+                file("name").as_str(),
+                file("missing").as_str()
+            ),
+            ("", "m", "")
+        );
+        pod.annotations_mut()
+            .insert("ferry.dev/final-pass".into(), "go".into());
+        write_downward(&pod, dir.path()).unwrap();
+        assert_eq!(file("go"), "go");
+    }
 
     #[test]
     fn rewrites_whole_path_prefixes_only() {
