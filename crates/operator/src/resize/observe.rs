@@ -2,7 +2,7 @@
 //! the engine's [`Scope`] for its state says: prechecks read the request's world, a run the objects
 //! it acts on, retention the volumes it kept.
 
-use super::run_observe::{claimed_in, read_run};
+use super::run_observe::{claimed_in, fetch_run, read_run};
 use crate::Error;
 use crate::context::Context;
 use ferry_api::names::ANNOTATION_BIND_NUDGE;
@@ -49,15 +49,32 @@ pub async fn observe(
             stateful_set: None,
         });
     }
-    let stateful_set = Api::<StatefulSet>::namespaced(ctx.client.clone(), namespace)
-        .get_opt(&resize.spec.stateful_set_name)
-        .await?;
-    observed.stateful_set = stateful_set.as_ref().map(stateful_set_view);
+    let sets = Api::<StatefulSet>::namespaced(ctx.client.clone(), namespace);
+    let read_set = async {
+        sets.get_opt(&resize.spec.stateful_set_name)
+            .await
+            .map_err(Error::from)
+    };
     if scope == Scope::Run {
-        read_run(ctx, resize, namespace, stateful_set.as_ref(), &mut observed).await?;
-    } else {
-        read_request(ctx, resize, namespace, stateful_set.as_ref(), &mut observed).await?;
+        let (stateful_set, reads) = futures::try_join!(read_set, fetch_run(ctx, resize, namespace))?;
+        observed.stateful_set = stateful_set.as_ref().map(stateful_set_view);
+        read_run(
+            ctx,
+            resize,
+            namespace,
+            stateful_set.as_ref(),
+            reads,
+            &mut observed,
+        )
+        .await?;
+        return Ok(Observation {
+            observed,
+            stateful_set,
+        });
     }
+    let stateful_set = read_set.await?;
+    observed.stateful_set = stateful_set.as_ref().map(stateful_set_view);
+    read_request(ctx, resize, namespace, stateful_set.as_ref(), &mut observed).await?;
     Ok(Observation {
         observed,
         stateful_set,

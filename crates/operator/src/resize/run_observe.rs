@@ -24,20 +24,56 @@ pub fn backup_name(resize: &VolumeResize) -> String {
     ferry_engine::names::backup(&resize.name_any())
 }
 
-/// What a run reads into `observed` (the StatefulSet's view is there already): the backup, the
-/// plan's claims and Ferry's temporary ones, the replicas' pods, Ferry's mover pods with their
-/// progress, the PodDisruptionBudgets over the replicas, and the volumes this resize may touch.
+/// The namespaced objects a run reads, fetched together: a reconcile in the replica's downtime
+/// waits for one round trip, not one per list.
+pub struct RunReads {
+    backup: Option<ConfigMap>,
+    claims: Vec<PersistentVolumeClaim>,
+    pods: Vec<Pod>,
+    budgets: Vec<PodDisruptionBudget>,
+}
+
+/// Reads the backup, the namespace's claims, pods and PodDisruptionBudgets at once.
+pub async fn fetch_run(ctx: &Context, resize: &VolumeResize, namespace: &str) -> Result<RunReads, Error> {
+    let all = ListParams::default();
+    let backup_api = Api::<ConfigMap>::namespaced(ctx.client.clone(), namespace);
+    let claims_api = Api::<PersistentVolumeClaim>::namespaced(ctx.client.clone(), namespace);
+    let pods_api = Api::<Pod>::namespaced(ctx.client.clone(), namespace);
+    let budgets_api = Api::<PodDisruptionBudget>::namespaced(ctx.client.clone(), namespace);
+    let name = backup_name(resize);
+    let (backup, claims, pods, budgets) = futures::try_join!(
+        backup_api.get_opt(&name),
+        claims_api.list(&all),
+        pods_api.list(&all),
+        budgets_api.list(&all),
+    )?;
+    Ok(RunReads {
+        backup,
+        claims: claims.items,
+        pods: pods.items,
+        budgets: budgets.items,
+    })
+}
+
+/// What a run puts into `observed` (the StatefulSet's view is there already) from `reads`: the
+/// backup, the plan's claims and Ferry's temporary ones, the replicas' pods, Ferry's mover pods with
+/// their progress, the PodDisruptionBudgets over the replicas, and the volumes this resize may touch
+/// (read here, together, as are the progress lines).
 pub async fn read_run(
     ctx: &Context,
     resize: &VolumeResize,
     namespace: &str,
     stateful_set: Option<&StatefulSet>,
+    reads: RunReads,
     observed: &mut Observed,
 ) -> Result<(), Error> {
     let sts_name = &resize.spec.stateful_set_name;
-    let backup = Api::<ConfigMap>::namespaced(ctx.client.clone(), namespace)
-        .get_opt(&backup_name(resize))
-        .await?;
+    let RunReads {
+        backup,
+        claims,
+        pods,
+        budgets,
+    } = reads;
     observed.backup_exists = backup.is_some();
     let backed_up_uid = backup
         .as_ref()
@@ -55,10 +91,7 @@ pub async fn read_run(
         .iter()
         .flat_map(|row| [row.claim_name.clone(), temp_claim_name(row, &suffix)])
         .collect();
-    observed.claims = Api::<PersistentVolumeClaim>::namespaced(ctx.client.clone(), namespace)
-        .list(&ListParams::default())
-        .await?
-        .items
+    observed.claims = claims
         .into_iter()
         .filter(|claim| claim_names.contains(&claim.name_any()))
         .map(|claim| (claim.name_any(), claim_view(&claim)))
@@ -79,8 +112,7 @@ pub async fn read_run(
         .collect();
     let usage_names: Vec<String> = plan.iter().map(|row| usage_pod_name(row, &suffix)).collect();
     let mut pod_labels = BTreeMap::new();
-    let pods_api = Api::<Pod>::namespaced(ctx.client.clone(), namespace);
-    for pod in pods_api.list(&ListParams::default()).await?.items {
+    for pod in pods {
         let name = pod.name_any();
         if pod_names.contains(&name) {
             pod_labels = pod.labels().clone();
@@ -89,18 +121,10 @@ pub async fn read_run(
             observed.movers.insert(name, mover_view(&pod));
         }
     }
-    for (name, mover) in observed.movers.iter_mut() {
-        if mover.phase == MoverPhase::Running && !usage_names.contains(name) {
-            mover.progress = last_progress_line(&pods_api, name).await;
-        }
-    }
     observed.disruptions_allowed = if pod_labels.is_empty() {
         None
     } else {
-        Api::<PodDisruptionBudget>::namespaced(ctx.client.clone(), namespace)
-            .list(&ListParams::default())
-            .await?
-            .items
+        budgets
             .iter()
             .filter(|budget| budget_selects(budget, &pod_labels))
             .map(|budget| budget.status.as_ref().map(|s| s.disruptions_allowed).unwrap_or(0))
@@ -119,11 +143,30 @@ pub async fn read_run(
         .collect();
     volume_names.sort();
     volume_names.dedup();
+    // A mover waiting on standby prints nothing: only one making a pass has progress to read.
+    let progressing: Vec<String> = observed
+        .movers
+        .iter()
+        .filter(|(name, mover)| {
+            mover.phase == MoverPhase::Running && !mover.awaiting_go && !usage_names.contains(name)
+        })
+        .map(|(name, _)| name.clone())
+        .collect();
+    let pods_api = Api::<Pod>::namespaced(ctx.client.clone(), namespace);
     let volumes_api = Api::<PersistentVolume>::all(ctx.client.clone());
-    for name in volume_names {
+    let (volumes, progress) = futures::join!(
+        futures::future::try_join_all(volume_names.iter().map(|name| volumes_api.get_opt(name))),
+        futures::future::join_all(progressing.iter().map(|name| last_progress_line(&pods_api, name))),
+    );
+    for (name, progress) in progressing.into_iter().zip(progress) {
+        if let Some(mover) = observed.movers.get_mut(&name) {
+            mover.progress = progress;
+        }
+    }
+    for (name, volume) in volume_names.into_iter().zip(volumes?) {
         // Only a volume bound (or reserved) to a claim of this namespace is this resize's to touch:
         // a name in status never reaches a PV of someone else's namespace.
-        if let Some(volume) = volumes_api.get_opt(&name).await?
+        if let Some(volume) = volume
             && claimed_in(&volume, namespace)
         {
             observed.volumes.insert(name, volume_view(&volume));
