@@ -225,11 +225,22 @@ fn run_sync(args: SyncArgs) -> i32 {
         after_scan: None,
     };
     let result_file = args.result_file.or_else(default_result_file);
-    if let Some(go) = &args.wait_for {
+    // When the go came, by the wall clock: what the kubelet's delivery of it costs shows against the
+    // time it was given.
+    let go_at = args.wait_for.as_ref().map(|go| {
         ferry_mover::wait_for_go(go);
-    }
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |since| since.as_millis() as u64)
+    });
     let (code, json) = match ferry_mover::sync(&opts) {
-        Ok(r) => (0, serde_json::to_string(&r).unwrap_or_default()),
+        Ok(r) => {
+            let mut result = serde_json::to_value(&r).unwrap_or_default();
+            if let (Some(at), Some(fields)) = (go_at, result.as_object_mut()) {
+                fields.insert("goAtUnixMs".into(), at.into());
+            }
+            (0, result.to_string())
+        }
         Err(e) => {
             eprintln!("ferry-mover: error: {e}");
             (e.exit_code(), failure_json(&e))

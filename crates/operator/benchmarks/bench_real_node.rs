@@ -151,6 +151,8 @@ fn checksum_without_records(dir: &Path) -> String {
 #[derive(Clone, Default)]
 struct Seen {
     at: Option<Instant>,
+    /// When it was seen, by the wall clock (ms since the epoch), to set beside the mover's own.
+    wall_ms: u64,
     kind: &'static str,
     name: String,
     uid: String,
@@ -215,8 +217,12 @@ where
                     continue;
                 }
             };
+            let wall_ms = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |since| since.as_millis() as u64);
             log.lock().unwrap().push(Seen {
                 at,
+                wall_ms,
                 gone,
                 ..map(&object)
             });
@@ -531,6 +537,25 @@ async fn resize(
         json!(go_to_exit.zip(sync_ms).map(|(a, b)| a.saturating_sub(b))),
     );
     stages.insert("finalSync".into(), json!(sync_ms));
+    // The two kubelet latencies apart, by the wall clock: the go given → seen by the mover (the
+    // downward API file rewritten), and the mover's end → its exit seen (the next relist).
+    let wall = |test: &dyn Fn(&Seen) -> bool| {
+        log.iter()
+            .find(|s| s.at >= Some(release) && test(s))
+            .map(|s| s.wall_ms)
+    };
+    let go_given = wall(&|s| mover(s) && s.go);
+    let exit_seen = wall(&|s| mover(s) && s.exited);
+    let go_seen = result["goAtUnixMs"].as_u64();
+    let ended = go_seen.zip(sync_ms).map(|(at, sync)| at + sync);
+    stages.insert(
+        "goDelivered".into(),
+        json!(go_given.zip(go_seen).map(|(a, b)| b.saturating_sub(a))),
+    );
+    stages.insert(
+        "exitNoticed".into(),
+        json!(ended.zip(exit_seen).map(|(a, b)| b.saturating_sub(a))),
+    );
     let down = mark("down").unwrap();
     let offset = |at: Instant| match at.checked_duration_since(down) {
         Some(after) => after.as_millis() as i64,
