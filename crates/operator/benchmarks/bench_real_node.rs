@@ -288,10 +288,13 @@ impl Drop for Watches {
     }
 }
 
+/// The first event seen at or after `after` that passes `test`.
+fn first_seen(log: &[Seen], after: Instant, test: impl Fn(&Seen) -> bool) -> Option<&Seen> {
+    log.iter().find(|s| s.at >= Some(after) && test(s))
+}
+
 fn first(log: &[Seen], after: Instant, test: impl Fn(&Seen) -> bool) -> Option<Instant> {
-    log.iter()
-        .filter(|s| s.at >= Some(after) && test(s))
-        .find_map(|s| s.at)
+    first_seen(log, after, test).and_then(|s| s.at)
 }
 
 fn is_pod(s: &Seen, name: &str) -> bool {
@@ -539,11 +542,7 @@ async fn resize(
     stages.insert("finalSync".into(), json!(sync_ms));
     // The two kubelet latencies apart, by the wall clock: the go given → seen by the mover (the
     // downward API file rewritten), and the mover's end → its exit seen (the next relist).
-    let wall = |test: &dyn Fn(&Seen) -> bool| {
-        log.iter()
-            .find(|s| s.at >= Some(release) && test(s))
-            .map(|s| s.wall_ms)
-    };
+    let wall = |test: &dyn Fn(&Seen) -> bool| first_seen(&log, release, test).map(|s| s.wall_ms);
     let go_given = wall(&|s| mover(s) && s.go);
     let exit_seen = wall(&|s| mover(s) && s.exited);
     let go_seen = result["goAtUnixMs"].as_u64();

@@ -199,18 +199,23 @@ pub async fn remove_identity(identity: &OperatorIdentity) -> Result<(), Error> {
     use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding};
     let client = cluster::client().await?;
     let selector = ListParams::default().labels(&format!("app.kubernetes.io/instance={}", identity.release));
-    let deleted = DeleteParams::default();
-    Api::<ClusterRole>::all(client.clone())
-        .delete_collection(&deleted, &selector)
-        .await?;
-    Api::<ClusterRoleBinding>::all(client.clone())
-        .delete_collection(&deleted, &selector)
-        .await?;
-    Api::<ValidatingAdmissionPolicy>::all(client.clone())
-        .delete_collection(&deleted, &selector)
-        .await?;
-    Api::<ValidatingAdmissionPolicyBinding>::all(client)
-        .delete_collection(&deleted, &selector)
+    delete_labelled::<ClusterRole>(&client, &selector).await?;
+    delete_labelled::<ClusterRoleBinding>(&client, &selector).await?;
+    delete_labelled::<ValidatingAdmissionPolicy>(&client, &selector).await?;
+    delete_labelled::<ValidatingAdmissionPolicyBinding>(&client, &selector).await
+}
+
+/// Deletes every cluster-scoped `K` that `selector` picks.
+async fn delete_labelled<K>(client: &Client, selector: &ListParams) -> Result<(), Error>
+where
+    K: kube::Resource<Scope = k8s_openapi::ClusterResourceScope>
+        + Clone
+        + serde::de::DeserializeOwned
+        + std::fmt::Debug,
+    K::DynamicType: Default,
+{
+    Api::<K>::all(client.clone())
+        .delete_collection(&DeleteParams::default(), selector)
         .await?;
     Ok(())
 }

@@ -89,14 +89,18 @@ async fn injected_environment(client: &Client, pod: &Pod) -> Result<Vec<(String,
         .collect())
 }
 
-/// This executor started the pod's process (it runs, or ran to its end).
-fn is_known(executor: &Executor, uid: &str) -> bool {
-    let running = executor
+/// The pod's process, started by this executor, runs now.
+fn is_running(executor: &Executor, uid: &str) -> bool {
+    executor
         .running
         .lock()
         .map(|running| running.contains_key(uid))
-        .unwrap_or(false);
-    running
+        .unwrap_or(false)
+}
+
+/// This executor started the pod's process (it runs, or ran to its end).
+fn is_known(executor: &Executor, uid: &str) -> bool {
+    is_running(executor, uid)
         || executor
             .finished
             .lock()
@@ -123,12 +127,7 @@ async fn reconcile(pod: Arc<Pod>, executor: Arc<Executor>) -> Result<Action, Err
         return Ok(Action::await_change());
     }
     // A running pod's downward API files follow its metadata (a final mover's go).
-    let running = executor
-        .running
-        .lock()
-        .map(|running| running.contains_key(&uid))
-        .unwrap_or(false);
-    if running {
+    if is_running(&executor, &uid) {
         mounts::write_downward(&pod, &executor.work_dir.join(&uid))?;
     }
     let phase = pod

@@ -42,9 +42,10 @@ pub(super) fn advance(
             continue;
         }
         let temp = ctx.temp_claim(&row);
-        let final_mover = observed.movers.get(&ctx.mover(&row, Pass::Final));
+        let final_name = ctx.mover(&row, Pass::Final);
+        let final_mover = observed.movers.get(&final_name);
         // A standby that exited without its go never made the final pass.
-        let final_done = final_mover.is_some_and(|m| m.phase == MoverPhase::Succeeded && !m.awaiting_go);
+        let final_done = final_mover.is_some_and(|m| m.exited_ok() && !m.awaiting_go);
         // Once the swap has begun (recorded in status before acting) it only goes forward: the mover
         // pods it removes no longer show that the final sync succeeded.
         let swapping = row.step == Some(RowStep::Swapping);
@@ -82,7 +83,6 @@ pub(super) fn advance(
         }
         let replica_present = !replica_absent;
         if let Some(mover) = final_mover {
-            let final_name = ctx.mover(&row, Pass::Final);
             if replica_absent {
                 // The replica's pod is gone: nothing writes to the source any more.
                 if mover.awaiting_go {
@@ -165,7 +165,7 @@ pub(super) fn advance(
             actions.push(mover.delete(&warm));
         }
         actions.push(ResizeAction::StartMover {
-            pod: ctx.mover(&row, Pass::Final),
+            pod: final_name,
             source: row.claim_name.clone(),
             target: temp,
             pass: Pass::Final,

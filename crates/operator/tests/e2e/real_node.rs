@@ -5,6 +5,7 @@
 
 use crate::support;
 
+use ferry_api::names::ANNOTATION_FINAL_PASS;
 use ferry_api::{Phase, RowStep, VolumeResize};
 use ferry_testenv::fixtures::{claim_directory, wait_ready};
 use ferry_testenv::quantity::bytes;
@@ -632,7 +633,7 @@ async fn a_standby_final_mover_waits_for_its_go_through_an_operator_killed_betwe
     assert_eq!(
         standby
             .annotations()
-            .get("ferry.dev/final-pass")
+            .get(ANNOTATION_FINAL_PASS)
             .map(String::as_str),
         Some(""),
         "no go while the replica's pod exists"
@@ -654,7 +655,7 @@ async fn a_standby_final_mover_waits_for_its_go_through_an_operator_killed_betwe
     assert_eq!(
         waiting
             .annotations()
-            .get("ferry.dev/final-pass")
+            .get(ANNOTATION_FINAL_PASS)
             .map(String::as_str),
         Some("")
     );
