@@ -55,10 +55,30 @@ async fn a_stateful_set_edited_after_it_was_read_is_not_deleted_on_that_read() {
     );
     assert_eq!(image(&still).as_deref(), Some("registry.k8s.io/pause:3.11"));
 
-    // Read again, as the next reconcile does: the delete goes through and keeps the edit.
-    ferry_operator::resize::stop::keep_live_and_orphan_delete(client, &ns, "backup", &still)
+    // Read again, as the next reconcile does: the delete goes through and keeps the edit. The
+    // StatefulSet controller may still be writing the status for the edit, and each such write
+    // is a newer read that refuses this one too, so read again until one is current: the
+    // reconcile's requeue on a stale read, done here in a loop.
+    let mut attempts = 0;
+    let deleted = loop {
+        let current = sets.get("db").await.unwrap();
+        match ferry_operator::resize::stop::keep_live_and_orphan_delete(
+            client.clone(),
+            &ns,
+            "backup",
+            &current,
+        )
         .await
-        .unwrap();
+        {
+            Ok(()) => break current,
+            Err(error) if error.is_stale_read() && attempts < 20 => {
+                attempts += 1;
+                tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+            }
+            Err(error) => panic!("the delete on a current read goes through: {error}"),
+        }
+    };
+    assert_eq!(deleted.uid(), still.uid());
     let kept = maps.get("backup").await.unwrap().data.unwrap_or_default();
     let live: StatefulSet = serde_json::from_str(&kept["live.json"]).unwrap();
     assert_eq!(
