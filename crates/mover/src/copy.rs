@@ -1,7 +1,8 @@
 //! Creating target entries: file data (sparse-aware, `copy_file_range` with a read/write
 //! fallback, big files split across threads), symlinks, special nodes and hard links.
-//! Every new inode is built under a temp name and renamed into place, so an interrupted run
-//! never leaves a half-written file under the real name.
+//! A new inode is built under a temp name and renamed into place, so an interrupted run never
+//! leaves a half-written file under the real name; only in a directory this run made, which no
+//! reader knows yet, is a file written under its final name ([`crate::fresh`]).
 
 use std::fs::{File, OpenOptions};
 use std::io;
@@ -16,7 +17,8 @@ use rustix::io::Errno;
 use xxhash_rust::xxh3::Xxh3;
 
 use crate::error::{MoverError, errno};
-use crate::meta::{self, EntryMeta, Kind};
+use crate::fresh::FreshDir;
+use crate::meta::{self, Created, EntryMeta, Kind};
 use crate::plan::TEMP_PREFIX;
 use crate::progress::{Progress, Warnings};
 use crate::throttle::{LIMITED_CHUNK, Throttle};
@@ -40,6 +42,8 @@ pub struct CopyCtx<'a> {
     pub no_copy_range: AtomicBool,
     /// Bandwidth limit shared by all copy threads (`--bwlimit`).
     pub throttle: Option<&'a Throttle>,
+    /// The directories this run made that pass nothing on to new files, by relative path.
+    pub fresh_dirs: std::collections::HashMap<PathBuf, FreshDir>,
 }
 
 impl CopyCtx<'_> {
@@ -124,47 +128,83 @@ pub fn copy_file(
         ctx.warnings
             .warn(format!("changed since scan: {}", src.display()));
     }
-    let tmp = temp_path(dst);
-    let result = write_temp(ctx, rel, &sf, src, &tmp, meta);
+    let fresh = rel.parent().and_then(|dir| ctx.fresh_dirs.get(dir));
+    let (path, file, created) = match fresh.map(|dir| create_final(dst, meta, dir)).transpose()? {
+        Some(Some((file, created))) => (dst.to_path_buf(), file, Some(created)),
+        // Not fresh, or the name is taken (a rerun's leftover): the temp name and a rename.
+        _ => (temp_path(dst), create_temp(&temp_path(dst))?, None),
+    };
+    let result = write_into(ctx, rel, &sf, src, &file, &path, meta, created);
+    drop(file);
     match result {
+        Ok(Copied::Done(bytes)) if created.is_some() => {
+            warn_if_changed(ctx, &sf, src, &before)?;
+            Ok(Copied::Done(bytes))
+        }
         Ok(Copied::Done(bytes)) => {
-            let after = sf
-                .metadata()
-                .map_err(|e| MoverError::io("reading metadata of", src, e))?;
-            if after.size() != before.size()
-                || after.mtime() != before.mtime()
-                || after.mtime_nsec() != before.mtime_nsec()
-            {
-                ctx.warnings
-                    .warn(format!("changed while being copied: {}", src.display()));
-            }
-            std::fs::rename(&tmp, dst).map_err(|e| {
-                let _ = std::fs::remove_file(&tmp);
+            warn_if_changed(ctx, &sf, src, &before)?;
+            std::fs::rename(&path, dst).map_err(|e| {
+                let _ = std::fs::remove_file(&path);
                 MoverError::io("renaming into place", dst, e)
             })?;
             Ok(Copied::Done(bytes))
         }
         other => {
-            // Never leave a temp behind on failure (ENOSPC in particular).
-            let _ = std::fs::remove_file(&tmp);
+            // Never leave a partial file behind on failure (ENOSPC in particular).
+            let _ = std::fs::remove_file(&path);
             other
         }
     }
 }
 
-fn libc_nofollow() -> i32 {
-    rustix::fs::OFlags::NOFOLLOW.bits() as i32
-}
-
-fn write_temp(
+/// A source whose size or mtime moved while it was read is copied anyway, with a warning (an
+/// error under `--strict`): the target gets the scanned mtime, so the next run copies it again.
+fn warn_if_changed(
     ctx: &CopyCtx,
-    rel: &Path,
     sf: &File,
     src: &Path,
-    tmp: &Path,
-    meta: &EntryMeta,
-) -> Result<Copied, MoverError> {
-    let tf = OpenOptions::new()
+    before: &std::fs::Metadata,
+) -> Result<(), MoverError> {
+    let after = sf
+        .metadata()
+        .map_err(|e| MoverError::io("reading metadata of", src, e))?;
+    if after.size() != before.size()
+        || after.mtime() != before.mtime()
+        || after.mtime_nsec() != before.mtime_nsec()
+    {
+        ctx.warnings
+            .warn(format!("changed while being copied: {}", src.display()));
+    }
+    Ok(())
+}
+
+/// Creates `dst` itself in a fresh directory, with its final permission bits as far as a create
+/// can give them; `None` when the name is taken.
+fn create_final(dst: &Path, meta: &EntryMeta, dir: &FreshDir) -> Result<Option<(File, Created)>, MoverError> {
+    let opened = OpenOptions::new()
+        .write(true)
+        .read(true)
+        .create_new(true)
+        .mode(meta.perm & 0o777)
+        .custom_flags(libc_nofollow())
+        .open(dst);
+    match opened {
+        Ok(file) => Ok(Some((
+            file,
+            Created {
+                uid: dir.uid,
+                gid: dir.gid,
+                mode: dir.created_mode(meta.perm),
+            },
+        ))),
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Ok(None),
+        Err(e) => Err(MoverError::io("creating", dst, e)),
+    }
+}
+
+/// Opens the temp file of a copy, emptied (a killed run may have left one).
+fn create_temp(tmp: &Path) -> Result<File, MoverError> {
+    OpenOptions::new()
         .write(true)
         .read(true)
         .create(true)
@@ -172,20 +212,49 @@ fn write_temp(
         .mode(0o600)
         .custom_flags(libc_nofollow())
         .open(tmp)
-        .map_err(|e| MoverError::io("creating", tmp, e))?;
+        .map_err(|e| MoverError::io("creating", tmp, e))
+}
+
+fn libc_nofollow() -> i32 {
+    rustix::fs::OFlags::NOFOLLOW.bits() as i32
+}
+
+/// Writes the data and metadata of `meta` into the new, empty file `tf` at `tmp`; `created` is
+/// what a file in a fresh directory already has.
+#[allow(clippy::too_many_arguments)]
+fn write_into(
+    ctx: &CopyCtx,
+    rel: &Path,
+    sf: &File,
+    src: &Path,
+    tf: &File,
+    tmp: &Path,
+    meta: &EntryMeta,
+    created: Option<Created>,
+) -> Result<Copied, MoverError> {
     let chunks = chunks(&data_segments(sf, meta).map_err(|e| MoverError::io("seeking in", src, e))?);
-    let copy_one = |&(off, len): &(u64, u64)| copy_chunk(ctx, sf, src, &tf, tmp, off, len);
+    let copy_one = |&(off, len): &(u64, u64)| copy_chunk(ctx, sf, src, tf, tmp, off, len);
     let results: Vec<(u64, u128)> = if chunks.len() > 1 {
         chunks.par_iter().map(copy_one).collect::<Result<_, _>>()?
     } else {
         chunks.iter().map(copy_one).collect::<Result<_, _>>()?
     };
-    // Holes at the end (and a source that shrank) still need the full length.
-    tf.set_len(meta.size)
-        .map_err(|e| MoverError::io("setting length of", tmp, e))?;
+    // The file was empty, so its length is where the last write ended; holes at the end (and a
+    // source that shrank) still need the full length.
+    let written_end = chunks
+        .iter()
+        .zip(&results)
+        .filter(|(_, (copied, _))| *copied > 0)
+        .map(|(&(off, _), &(copied, _))| off + copied)
+        .max()
+        .unwrap_or(0);
+    if written_end != meta.size {
+        tf.set_len(meta.size)
+            .map_err(|e| MoverError::io("setting length of", tmp, e))?;
+    }
     let bytes: u64 = results.iter().map(|r| r.0).sum();
     if ctx.corrupt == Some(rel) {
-        corrupt(&tf, tmp, meta.size)?;
+        corrupt(tf, tmp, meta.size)?;
     }
     if ctx.hash {
         let landed = tf
@@ -195,13 +264,16 @@ fn write_temp(
             return Ok(Copied::Mismatch);
         }
         for (&(off, len), &(copied, want)) in chunks.iter().zip(&results) {
-            let got = hash_range(&tf, tmp, off, len.min(copied))?;
+            let got = hash_range(tf, tmp, off, len.min(copied))?;
             if got != want {
                 return Ok(Copied::Mismatch);
             }
         }
     }
-    meta::apply_fd(&tf, tmp, meta)?;
+    match created {
+        Some(created) => meta::apply_new_fd(tf, tmp, meta, created)?,
+        None => meta::apply_fd(tf, tmp, meta)?,
+    }
     Ok(Copied::Done(bytes))
 }
 

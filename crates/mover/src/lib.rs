@@ -62,6 +62,7 @@
 mod copy;
 mod digest;
 mod error;
+mod fresh;
 mod meta;
 mod options;
 mod plan;

@@ -272,6 +272,38 @@ pub fn apply_fd(file: &File, path: &Path, meta: &EntryMeta) -> Result<(), MoverE
     Ok(())
 }
 
+/// What a file created in a fresh directory already has (see [`crate::fresh`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Created {
+    /// Owner it was created with.
+    pub uid: u32,
+    /// Group it was created with.
+    pub gid: u32,
+    /// Permission bits it was created with.
+    pub mode: u32,
+}
+
+/// [`apply_fd`] for a file just created in a fresh directory: it has no xattrs (nothing to list
+/// or remove), and an owner or mode it already has is not set again. The mode is set after the
+/// owner (chown clears setuid, which a create never gives) and whenever an xattr is (an ACL
+/// rewrites the group bits).
+pub fn apply_new_fd(file: &File, path: &Path, meta: &EntryMeta, created: Created) -> Result<(), MoverError> {
+    if (created.uid, created.gid) != (meta.uid, meta.gid) {
+        let (u, g) = ids(meta);
+        rustix::fs::fchown(file, u, g).map_err(|e| errno("changing owner of", path, e))?;
+    }
+    for (name, value) in &meta.xattrs {
+        file.set_xattr(OsStr::from_bytes(name), value)
+            .map_err(|e| MoverError::io("setting xattr of", path, e))?;
+    }
+    if !meta.xattrs.is_empty() || created.mode != meta.perm {
+        rustix::fs::fchmod(file, Mode::from_raw_mode(meta.perm))
+            .map_err(|e| errno("changing mode of", path, e))?;
+    }
+    rustix::fs::futimens(file, &timestamps(meta)).map_err(|e| errno("setting times of", path, e))?;
+    Ok(())
+}
+
 /// Applies metadata by path without following symlinks (symlinks, dirs, special files,
 /// and metadata-only fixes of regular files).
 pub fn apply_path(path: &Path, meta: &EntryMeta) -> Result<(), MoverError> {

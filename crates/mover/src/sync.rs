@@ -1,5 +1,6 @@
 //! The sync run: scan both trees, plan, remove, create/copy, fix directories, verify.
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::Mutex;
@@ -11,6 +12,7 @@ use rayon::prelude::*;
 use crate::copy::{self, Copied, CopyCtx};
 use crate::digest::metadata_digest;
 use crate::error::MoverError;
+use crate::fresh;
 use crate::meta::{self, Kind};
 use crate::options::{SyncOptions, SyncReport, VerifyMode};
 use crate::plan::{self, Op, PlanOptions, Removal};
@@ -227,15 +229,23 @@ impl Run<'_> {
 
     fn copy_phase(&self, src: &Tree, ops: &[Op], out: &Outcome) -> Result<(), MoverError> {
         // Directories first, in path order so parents exist; private until the final pass.
+        let umask = fresh::process_umask();
+        let mut fresh_dirs = HashMap::new();
         for (e, op) in src.entries.iter().zip(ops) {
             if *op == Op::Mkdir {
                 let d = self.target.join(&e.rel);
                 match std::fs::DirBuilder::new().mode(0o700).create(&d) {
+                    Ok(()) => {
+                        if let Some(dir) = fresh::inspect(&d, umask) {
+                            fresh_dirs.insert(e.rel.clone(), dir);
+                        }
+                    }
                     Err(err) if !(err.kind() == std::io::ErrorKind::AlreadyExists && d.is_dir()) => {
                         return Err(MoverError::io("creating directory", &d, err));
                     }
-                    _ => self.progress.done(0),
+                    Err(_) => {}
                 }
+                self.progress.done(0);
             }
         }
         let corrupt = self.opts.corrupt_after_write.as_deref();
@@ -247,6 +257,7 @@ impl Run<'_> {
             warnings: self.warnings,
             no_copy_range: AtomicBool::new(false),
             throttle: throttle.as_ref(),
+            fresh_dirs,
         };
         let work: Vec<usize> = (0..ops.len())
             .filter(|&i| !matches!(ops[i], Op::Skip | Op::Mkdir | Op::HardLink(_)))

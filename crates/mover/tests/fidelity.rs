@@ -63,6 +63,31 @@ fn target_with_default_acl_does_not_leak_into_copies() {
 }
 
 #[test]
+fn a_default_acl_inherited_by_a_new_directory_does_not_leak_into_its_files() {
+    // The target root exists and has a default ACL, so a directory the run makes under it
+    // inherits one, and so would the files made there: those take the general path (listed and
+    // cleared), even with nothing verifying afterwards.
+    if !have("setfacl") {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let src = tmp.path().join("src");
+    let dst = tmp.path().join("dst");
+    write(&src.join("new/f"), b"no acl here");
+    write(&src.join("new/deeper/g"), b"nor here");
+    std::fs::create_dir_all(&dst).unwrap();
+    let st = std::process::Command::new("setfacl")
+        .args(["-d", "-m", "u:1000:rwx"])
+        .arg(&dst)
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let (code, _, _, err) = sync_cli(&src, &dst, &["--verify", "none"]);
+    assert_eq!(code, 0, "{err}");
+    assert_same_tree(&src, &dst);
+}
+
+#[test]
 #[should_panic(expected = "find listings differ")]
 fn oracle_detects_a_mode_difference() {
     let tmp = tempfile::tempdir().unwrap();

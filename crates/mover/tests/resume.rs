@@ -89,18 +89,21 @@ fn stale_temps_and_half_written_files_are_repaired() {
     let dst = tmp.path().join("dst");
     write(&src.join("d/a.bin"), &pattern(300_000, 1));
     write(&src.join("d/b.bin"), &pattern(300_000, 2));
+    write(&src.join("d/c.bin"), &pattern(300_000, 3));
     let (code, _, _, _) = sync_cli(&src, &dst, &[]);
     assert_eq!(code, 0);
-    // What a killed run leaves: a temp file, and (if someone copied without temp+rename) a
-    // truncated file under the real name with a fresh mtime.
+    // What a killed run leaves: a temp file, and (in a directory it made, where files are
+    // written under their real names) a file under its real name with a fresh mtime, truncated
+    // or of full length with its times not yet set.
     write(
         &dst.join(format!("d/{}0123456789abcdef", ferry_mover::TEMP_PREFIX)),
         b"partial",
     );
     std::fs::write(dst.join("d/b.bin"), pattern(1000, 2)).unwrap();
+    std::fs::write(dst.join("d/c.bin"), pattern(300_000, 4)).unwrap();
     let (code, res, _, err) = sync_cli(&src, &dst, &[]);
     assert_eq!(code, 0, "{err}");
-    assert_eq!(res["bytesCopied"], 300_000, "{res}");
+    assert_eq!(res["bytesCopied"], 600_000, "{res}");
     assert!(temps(&dst).is_empty());
     assert_same_tree(&src, &dst);
 }
