@@ -32,6 +32,8 @@ const BUF: u64 = 1 << 20;
 pub struct CopyCtx<'a> {
     /// Hash what is read and re-read what landed (verify = checksum).
     pub hash: bool,
+    /// Read back each written file's metadata for the verify phase (any verification).
+    pub read_back: bool,
     /// Test hook: corrupt this relative path after writing it, before verifying it.
     pub corrupt: Option<&'a Path>,
     /// Progress counters.
@@ -73,8 +75,13 @@ impl CopyCtx<'_> {
 /// Result of copying one regular file.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Copied {
-    /// Installed; this many data bytes written.
-    Done(u64),
+    /// Installed.
+    Done {
+        /// Data bytes written.
+        bytes: u64,
+        /// What landed, read back from the written file once it was complete (when verifying).
+        landed: Option<Box<EntryMeta>>,
+    },
     /// The source disappeared or stopped being a regular file; nothing installed.
     Vanished,
     /// The re-read target differs from what was read; nothing installed.
@@ -137,17 +144,17 @@ pub fn copy_file(
     let result = write_into(ctx, rel, &sf, src, &file, &path, meta, created);
     drop(file);
     match result {
-        Ok(Copied::Done(bytes)) if created.is_some() => {
+        Ok(done @ Copied::Done { .. }) if created.is_some() => {
             warn_if_changed(ctx, &sf, src, &before)?;
-            Ok(Copied::Done(bytes))
+            Ok(done)
         }
-        Ok(Copied::Done(bytes)) => {
+        Ok(done @ Copied::Done { .. }) => {
             warn_if_changed(ctx, &sf, src, &before)?;
             std::fs::rename(&path, dst).map_err(|e| {
                 let _ = std::fs::remove_file(&path);
                 MoverError::io("renaming into place", dst, e)
             })?;
-            Ok(Copied::Done(bytes))
+            Ok(done)
         }
         other => {
             // Never leave a partial file behind on failure (ENOSPC in particular).
@@ -256,13 +263,8 @@ fn write_into(
     if ctx.corrupt == Some(rel) {
         corrupt(tf, tmp, meta.size)?;
     }
+    // The length that landed is checked with the rest of the metadata in the verify phase.
     if ctx.hash {
-        let landed = tf
-            .metadata()
-            .map_err(|e| MoverError::io("reading metadata of", tmp, e))?;
-        if landed.len() != meta.size {
-            return Ok(Copied::Mismatch);
-        }
         for (&(off, len), &(copied, want)) in chunks.iter().zip(&results) {
             let got = hash_range(tf, tmp, off, len.min(copied))?;
             if got != want {
@@ -274,7 +276,13 @@ fn write_into(
         Some(created) => meta::apply_new_fd(tf, tmp, meta, created)?,
         None => meta::apply_fd(tf, tmp, meta)?,
     }
-    Ok(Copied::Done(bytes))
+    // Read back through the open file: the verify phase needs no path lookup for it.
+    let landed = if ctx.read_back {
+        Some(Box::new(meta::read_fd(tf, tmp)?))
+    } else {
+        None
+    };
+    Ok(Copied::Done { bytes, landed })
 }
 
 /// Test hook: flips the first byte of the written file (or adds one to an empty file).

@@ -219,6 +219,16 @@ pub fn read_xattrs(path: &Path) -> io::Result<Vec<Xattr>> {
     Ok(out)
 }
 
+/// The metadata of an open regular file (what [`read`] gives for its path).
+pub fn read_fd(file: &File, path: &Path) -> Result<EntryMeta, MoverError> {
+    let md = file
+        .metadata()
+        .map_err(|e| MoverError::io("reading metadata of", path, e))?;
+    let mut meta = EntryMeta::from_metadata(&md);
+    meta.xattrs = read_fd_xattrs(file).map_err(|e| MoverError::io("reading xattrs of", path, e))?;
+    Ok(meta)
+}
+
 fn read_fd_xattrs(file: &File) -> io::Result<Vec<Xattr>> {
     let names = match file.list_xattr() {
         Ok(n) => n,

@@ -3,8 +3,8 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Mutex, OnceLock};
 use std::time::Instant;
 
 use rayon::prelude::*;
@@ -132,6 +132,8 @@ struct Run<'a> {
 /// Per-entry outcomes of the copy phase.
 struct Outcome {
     vanished: Vec<AtomicBool>,
+    /// Metadata read back from files written this run, for the verify phase.
+    landed: Vec<OnceLock<Box<meta::EntryMeta>>>,
     mismatches: Mutex<Vec<(PathBuf, String)>>,
     files_copied: AtomicU64,
     metadata_fixed: AtomicU64,
@@ -171,6 +173,7 @@ impl Run<'_> {
         self.progress.set_phase(Phase::Copy);
         let out = Outcome {
             vanished: src.entries.iter().map(|_| AtomicBool::new(false)).collect(),
+            landed: src.entries.iter().map(|_| OnceLock::new()).collect(),
             mismatches: Mutex::new(Vec::new()),
             files_copied: AtomicU64::new(0),
             metadata_fixed: AtomicU64::new(0),
@@ -252,6 +255,7 @@ impl Run<'_> {
         let throttle = self.opts.bwlimit.map(Throttle::new);
         let ctx = CopyCtx {
             hash: self.opts.verify == VerifyMode::Checksum,
+            read_back: self.opts.verify != VerifyMode::None,
             corrupt,
             progress: self.progress,
             warnings: self.warnings,
@@ -346,9 +350,12 @@ impl Run<'_> {
         let d = self.target.join(&e.rel);
         // Holes and vanished data count as done so that bytesDone reaches bytesTotal.
         let counted = match copy::copy_file(ctx, &e.rel, &s, &d, &e.meta)? {
-            Copied::Done(n) => {
+            Copied::Done { bytes, landed } => {
                 out.files_copied.fetch_add(1, Ordering::Relaxed);
-                n
+                if let Some(landed) = landed {
+                    let _ = out.landed[i].set(landed);
+                }
+                bytes
             }
             Copied::Vanished => {
                 out.vanished[i].store(true, Ordering::Relaxed);
@@ -379,7 +386,10 @@ impl Run<'_> {
                 if out.vanished[i].load(Ordering::Relaxed) || already.contains(&e.rel) {
                     return Ok(None);
                 }
-                let m = meta::read(&self.target.join(&e.rel), true);
+                let m = match out.landed[i].get() {
+                    Some(landed) => Ok(Some(landed.as_ref().clone())),
+                    None => meta::read(&self.target.join(&e.rel), true),
+                };
                 if i > 0 {
                     self.progress.done(0);
                 }
