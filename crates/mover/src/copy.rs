@@ -111,7 +111,7 @@ pub fn copy_file(
 ) -> Result<Copied, MoverError> {
     let sf = match OpenOptions::new()
         .read(true)
-        .custom_flags(libc_nofollow())
+        .custom_flags(source_open_flags())
         .open(src)
     {
         Ok(f) => f,
@@ -224,6 +224,12 @@ fn create_temp(tmp: &Path) -> Result<File, MoverError> {
 
 fn libc_nofollow() -> i32 {
     rustix::fs::OFlags::NOFOLLOW.bits() as i32
+}
+
+/// Flags of a source's open: not through a symlink, and non-blocking, so that an entry that
+/// became a FIFO after the scan does not wait for a writer (regular files ignore it).
+fn source_open_flags() -> i32 {
+    (rustix::fs::OFlags::NOFOLLOW | rustix::fs::OFlags::NONBLOCK).bits() as i32
 }
 
 /// Writes the data and metadata of `meta` into the new, empty file `tf` at `tmp`; `created` is
@@ -444,7 +450,11 @@ pub fn hash_range(f: &File, path: &Path, off: u64, len: u64) -> Result<u128, Mov
 /// Whether two files have identical contents (checksum-compare). A vanished source
 /// compares as equal so that nothing is done with it.
 pub fn same_contents(src: &Path, dst: &Path) -> Result<bool, MoverError> {
-    let a = match File::open(src) {
+    let a = match OpenOptions::new()
+        .read(true)
+        .custom_flags(source_open_flags())
+        .open(src)
+    {
         Ok(f) => f,
         Err(e) if gone(&e) => return Ok(true),
         Err(e) => return Err(MoverError::io("opening", src, e)),

@@ -96,3 +96,39 @@ fn a_strict_pass_fails_when_its_source_changes_under_it() {
     assert_eq!(report.warnings, 0);
     assert_same_tree(&src, &dst);
 }
+
+#[test]
+fn a_file_replaced_by_a_fifo_after_the_scan_is_a_warning_not_a_hang() {
+    // Opening a FIFO for reading blocks until a writer comes, and none will: the mover must
+    // see that it is no longer a regular file instead of waiting forever.
+    let tmp = tempfile::tempdir().unwrap();
+    let src = tmp.path().join("src");
+    let dst = tmp.path().join("dst");
+    write(&src.join("d/socketish"), b"a regular file at scan time");
+    write(&src.join("d/other"), b"stays");
+    let s = src.clone();
+    let hook = Hook(Arc::new(move || {
+        std::fs::remove_file(s.join("d/socketish")).unwrap();
+        let made = std::process::Command::new("mkfifo")
+            .arg(s.join("d/socketish"))
+            .status()
+            .unwrap();
+        assert!(made.success());
+    }));
+    let opts = SyncOptions {
+        source: src.clone(),
+        target: dst.clone(),
+        delete: true,
+        verify: VerifyMode::Checksum,
+        after_scan: Some(hook),
+        ..Default::default()
+    };
+    let (done, result) = std::sync::mpsc::channel();
+    std::thread::spawn(move || done.send(ferry_mover::sync(&opts).map(|r| r.warnings)));
+    let warnings = result
+        .recv_timeout(std::time::Duration::from_secs(30))
+        .expect("the pass ends (it hung on the FIFO)")
+        .unwrap();
+    assert!(warnings > 0, "the replaced file is a warning");
+    assert_eq!(std::fs::read(dst.join("d/other")).unwrap(), b"stays");
+}
