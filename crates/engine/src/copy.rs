@@ -16,6 +16,7 @@ mod advance;
 pub mod capabilities;
 mod measure;
 mod progress;
+pub use progress::is_result_line;
 mod reasons;
 mod replica;
 mod rollback;

@@ -31,9 +31,17 @@ pub struct Context {
     pub hold_namespace: Option<String>,
     /// Refused requests in a row per VolumeResize, for the retry's backoff.
     pub refusals: crate::resize::refusals::Refusals,
+    /// Movers' logs followed for their results, which wake the resize controller.
+    pub results: crate::resize::result_watch::ResultWatch,
 }
 
 impl Context {
+    /// Movers' results in their logs wake the resize controller through `results`.
+    pub fn with_result_watch(mut self, results: crate::resize::result_watch::ResultWatch) -> Self {
+        self.results = results;
+        self
+    }
+
     /// Images other than the operator's own that a VolumeResize may run movers from.
     pub fn with_allowed_mover_images(mut self, images: Vec<String>) -> Self {
         self.allowed_mover_images = images;
@@ -99,6 +107,7 @@ impl Context {
             features: crate::features::Features::default(),
             hold_namespace: None,
             refusals: Default::default(),
+            results: Default::default(),
         }
     }
 }

@@ -240,6 +240,7 @@ async fn run_scope(
     let controller = Controller::new(resizes, watcher::Config::default().any_semantic())
         .trigger_backoff(WatchBackoff::default());
     let cache = Resizes::new(vec![controller.store()]);
+    let (results, results_in) = crate::resize::result_watch::ResultWatch::new();
     let ctx = Arc::new(
         Context::new(
             client.clone(),
@@ -252,7 +253,8 @@ async fn run_scope(
         .with_allowed_mover_images(settings.allowed_mover_images.clone())
         .with_config_digest_key(config_digest_key)
         .with_features(settings.features)
-        .with_hold_namespace(settings.hold_namespace.clone()),
+        .with_hold_namespace(settings.hold_namespace.clone())
+        .with_result_watch(results),
     );
     // The controllers' cache is what the in-flight and copy-progress gauges count (a webhook's
     // cache, which every replica keeps, leader or not, never is): counted once, here.
@@ -328,6 +330,8 @@ async fn run_scope(
                 }
             },
         )
+        // A mover's result in its log: the pass is over before the kubelet sees the exit.
+        .reconcile_on(results_in)
         .shutdown_on_signal();
     tracing::info!(namespace = ?scope, "controllers started");
     let resizes_controller = controller

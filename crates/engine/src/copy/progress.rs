@@ -21,6 +21,12 @@ pub(super) fn absorb_progress(row: &mut VolumePlan, mover: &MoverView) {
     row.bytes_per_second = Some(progress.bytes_per_second);
 }
 
+/// Whether a line a mover printed is its result: printed once, last, after a pass that
+/// succeeded (synced and verified); its progress lines have other fields.
+pub fn is_result_line(line: &str) -> bool {
+    serde_json::from_str::<SyncResult>(line).is_ok()
+}
+
 /// Takes files and bytes from a mover's result JSON into the row; returns the bytes the pass wrote.
 pub(super) fn absorb_result(row: &mut VolumePlan, result: Option<&str>) -> Option<u64> {
     // A failure's result has no files or bytes and does not parse: the row is left as it is.
@@ -34,4 +40,21 @@ pub(super) fn absorb_result(row: &mut VolumePlan, result: Option<&str>) -> Optio
         row.bytes_per_second = Some((result.bytes_copied as f64 / result.seconds) as u64);
     }
     Some(result.bytes_copied)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_the_result_is_a_result_line() {
+        let result = r#"{"bytes":10,"bytesCopied":10,"deleted":0,"digest":"ab","files":2,"filesCopied":2,"metadataFixed":0,"seconds":0.1,"verify":"checksum","warnings":0}"#;
+        assert!(is_result_line(result));
+        let progress = r#"{"phase":"copy","filesDone":1,"filesTotal":2,"bytesDone":5,"bytesTotal":10,"bytesPerSecond":50,"elapsedSeconds":0.1}"#;
+        assert!(!is_result_line(progress));
+        let failure = r#"{"error":"target full","kind":"noSpace","exitCode":4,"mismatches":[]}"#;
+        assert!(!is_result_line(failure));
+        assert!(!is_result_line("ferry-mover: error: target full"));
+        assert!(!is_result_line(""));
+    }
 }

@@ -7,6 +7,7 @@ mod objects;
 mod observe;
 mod reconcile;
 pub mod refusals;
+pub mod result_watch;
 mod rollout;
 mod run_observe;
 pub mod status_write;

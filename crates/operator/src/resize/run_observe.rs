@@ -10,12 +10,13 @@ use ferry_api::names::{
     ANNOTATION_BACKED_UP_UID, ANNOTATION_FINAL_PASS, ANNOTATION_RECREATED_BY, FINAL_PASS_GO,
 };
 use ferry_engine::action::Pass;
-use ferry_engine::copy::{mover_name, temp_claim_name, usage_pod_name};
+use ferry_engine::copy::{is_result_line, mover_name, temp_claim_name, usage_pod_name};
 use ferry_engine::{MoverPhase, MoverView, Observed};
 use k8s_openapi::api::apps::v1::StatefulSet;
 use k8s_openapi::api::core::v1::{ConfigMap, PersistentVolume, PersistentVolumeClaim, Pod};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use kube::api::{ListParams, LogParams};
+use kube::runtime::reflector::ObjectRef;
 use kube::{Api, ResourceExt};
 use std::collections::BTreeMap;
 
@@ -158,9 +159,20 @@ pub async fn read_run(
         futures::future::try_join_all(volume_names.iter().map(|name| volumes_api.get_opt(name))),
         futures::future::join_all(progressing.iter().map(|name| last_progress_line(&pods_api, name))),
     );
-    for (name, progress) in progressing.into_iter().zip(progress) {
-        if let Some(mover) = observed.movers.get_mut(&name) {
-            mover.progress = progress;
+    let resize_ref = ObjectRef::new(&resize.name_any()).within(namespace);
+    for (name, line) in progressing.into_iter().zip(progress) {
+        let Some(mover) = observed.movers.get_mut(&name) else {
+            continue;
+        };
+        if line.as_deref().is_some_and(is_result_line) {
+            // Its pass is over, synced and verified: that is the outcome, before the kubelet
+            // notices the container's exit.
+            mover.phase = MoverPhase::Succeeded;
+            mover.result = line;
+        } else {
+            mover.progress = line;
+            ctx.results
+                .follow(&pods_api, &name, &mover.uid, resize_ref.clone());
         }
     }
     for (name, volume) in volume_names.into_iter().zip(volumes?) {

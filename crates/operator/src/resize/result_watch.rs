@@ -1,0 +1,85 @@
+//! Following a mover's log while it makes its pass. Its last line, the result, is printed the
+//! moment the pass is over (synced and verified); the kubelet notices the container's exit only
+//! on its next relist, up to a second later, and for a final pass all of that is the replica's
+//! downtime. The line wakes the resize's reconcile, which reads it as the outcome
+//! ([`is_result_line`]); nothing is decided here.
+
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
+
+use futures::channel::mpsc::{UnboundedReceiver, UnboundedSender, unbounded};
+use futures::{AsyncBufReadExt, StreamExt};
+use k8s_openapi::api::core::v1::Pod;
+use kube::Api;
+use kube::api::LogParams;
+use kube::runtime::reflector::ObjectRef;
+
+use crate::context::GuardedResize;
+use crate::resize::execute::MOVER_CONTAINER;
+use ferry_engine::copy::is_result_line;
+
+/// The movers whose logs are followed, and where their results wake the resize controller.
+#[derive(Default)]
+pub struct ResultWatch {
+    /// `None` where no controller listens (tests, the other controllers' contexts).
+    wake: Option<UnboundedSender<ObjectRef<GuardedResize>>>,
+    /// Pod UIDs followed now: one follower per pod.
+    followed: Arc<Mutex<HashSet<String>>>,
+}
+
+impl ResultWatch {
+    /// A watch and the stream of resizes to reconcile that its followers send.
+    pub fn new() -> (Self, UnboundedReceiver<ObjectRef<GuardedResize>>) {
+        let (wake, woken) = unbounded();
+        let watch = ResultWatch {
+            wake: Some(wake),
+            followed: Arc::default(),
+        };
+        (watch, woken)
+    }
+
+    /// Follows the log of mover `pod` (UID `uid`), once, until its result line, which wakes
+    /// `resize`; or until the log ends (the container exited without a result, the pod went),
+    /// after which a later reconcile may follow it again.
+    pub fn follow(&self, pods: &Api<Pod>, pod: &str, uid: &str, resize: ObjectRef<GuardedResize>) {
+        let Some(wake) = self.wake.clone() else {
+            return;
+        };
+        let first = self
+            .followed
+            .lock()
+            .is_ok_and(|mut followed| followed.insert(uid.to_string()));
+        if !first {
+            return;
+        }
+        let (pods, pod, uid, followed) = (
+            pods.clone(),
+            pod.to_string(),
+            uid.to_string(),
+            self.followed.clone(),
+        );
+        tokio::spawn(async move {
+            let params = LogParams {
+                container: Some(MOVER_CONTAINER.to_string()),
+                follow: true,
+                ..LogParams::default()
+            };
+            match pods.log_stream(&pod, &params).await {
+                Ok(log) => {
+                    let mut lines = log.lines();
+                    while let Some(Ok(line)) = lines.next().await {
+                        if is_result_line(&line) {
+                            tracing::debug!(pod, "mover result in its log; reconciling");
+                            let _ = wake.unbounded_send(resize);
+                            break;
+                        }
+                    }
+                }
+                Err(error) => tracing::debug!(pod, %error, "mover log not followable yet"),
+            }
+            if let Ok(mut followed) = followed.lock() {
+                followed.remove(&uid);
+            }
+        });
+    }
+}
