@@ -313,12 +313,17 @@ pub struct VolumePlan {
     /// When the row entered its current `step` (for step-duration metrics).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub step_started_at: Option<MicroTime>,
-    /// When Ferry took the replica down for this row (copy), to measure its downtime.
+    /// When Ferry took the replica down for this row (copy), to measure its downtime (to the
+    /// microsecond; one written by an earlier Ferry has whole seconds).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub stopped_at: Option<Time>,
-    /// Seconds the replica was down for this row: from `stoppedAt` until a new pod was Ready.
+    pub stopped_at: Option<MicroTime>,
+    /// Seconds the replica was down for this row, rounded: `downtimeMilliseconds` in seconds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub downtime_seconds: Option<i64>,
+    /// Milliseconds the replica was down for this row: from `stoppedAt` until the reconcile that
+    /// saw a new pod Ready.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub downtime_milliseconds: Option<i64>,
     /// UID of the pod Ferry deleted to let the kubelet finish a file-system resize, so a restart
     /// happens once even if the operator restarts.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -10,7 +10,7 @@ use crate::observed::{MoverPhase, MoverView, Observed, StatefulSetView};
 use crate::status::update_progress;
 use ferry_api::{ChosenStrategy, Mode, Phase, RowStep, VolumePlan, VolumeResizeSpec, VolumeResizeStatus};
 use ferry_mover_report::{Progress, SyncResult, UsageResult};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, Time};
 
 mod advance;
 pub mod capabilities;

@@ -5,7 +5,10 @@
 //! (holes found with `SEEK_DATA`/`SEEK_HOLE`), xattrs and POSIX ACLs, FIFOs, device nodes and
 //! empty directories. Runs are incremental (size + mtime quick check, or content comparison),
 //! resumable (new inodes are written under a `.ferry-tmp-*` name and renamed into place; stale
-//! temps are removed by the next run) and parallel (rayon pool; big files split in 32 MiB chunks).
+//! temps are removed by the next run; in a directory the run made itself, which no reader knows
+//! yet, a file is written under its own name and gets its mtime last, so one a killed run left
+//! half-written fails the next run's quick check) and parallel (rayon pool; big files split in
+//! 32 MiB chunks).
 //!
 //! # Library
 //! - [`sync`] makes a target equal to a source and returns a [`SyncReport`].
@@ -47,9 +50,9 @@
 //!
 //! # Verification
 //! `checksum` hashes (xxh3-128) what is read from the source while copying and compares it,
-//! per 32 MiB chunk, with a re-read of what landed before the file is renamed into place; then
-//! every target entry's metadata is compared with the source scan. `metadata` does only the
-//! second part. Files skipped by the quick check are not re-hashed (use `checksum_compare`).
+//! per 32 MiB chunk, with a re-read of what landed before the file is put in place; then
+//! every target entry's metadata is compared with the source scan (a file written in the run is
+//! read back through its open descriptor once complete). `metadata` does only the second part. Files skipped by the quick check are not re-hashed (use `checksum_compare`).
 //!
 //! # Racy files
 //! The quick check (same size and mtime) cannot see a write that lands in the same clock tick as

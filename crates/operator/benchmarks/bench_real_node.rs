@@ -601,7 +601,7 @@ async fn resize(
         "changedFiles": changed, "changedBytes": changed_bytes, "cachesDropped": dropped,
         "downtimeMs": ms(Some(down), ready),
         "writerGapMs": writer_gap,
-        "downtimeSecondsStatus": done.status.as_ref().and_then(|s| s.plan.first()?.downtime_seconds),
+        "downtimeMsStatus": done.status.as_ref().and_then(|s| s.plan.first()?.downtime_milliseconds),
         "finalPass": {"seconds": result["seconds"], "bytes": result["bytes"], "files": result["files"],
                       "bytesCopied": result["bytesCopied"], "filesCopied": result["filesCopied"]},
         "stagesMs": stages, "timelineMs": timeline,

@@ -93,7 +93,7 @@ impl Default for Metrics {
         let reconcile_duration = Histogram::new(exponential_buckets(0.005, 2.0, 12));
         let resizes = Family::<OutcomeLabels, Counter>::default();
         let copied_bytes = Counter::default();
-        let replica_downtime = Histogram::new(exponential_buckets(1.0, 2.0, 12));
+        let replica_downtime = Histogram::new(exponential_buckets(0.25, 2.0, 14));
         let step_duration =
             Family::<StepLabels, Histogram>::new_with_constructor(step_buckets as fn() -> Histogram);
         registry.register(

@@ -40,7 +40,7 @@ pub(super) fn stop_replica(
                     for &i in rows {
                         if status.plan[i].replica == replica {
                             status.plan[i].restarted_pod = Some(pod.uid.clone());
-                            status.plan[i].stopped_at.get_or_insert_with(|| now.clone());
+                            status.plan[i].stopped_at.get_or_insert_with(|| MicroTime(now.0));
                         }
                     }
                     actions.push(ResizeAction::RestartPod {
@@ -106,10 +106,12 @@ pub(super) fn start_replica(
                     let row = &mut status.plan[i];
                     row.step = Some(RowStep::Copied);
                     row.finished_at = Some(now.clone());
-                    row.downtime_seconds = row
+                    let millis = row
                         .stopped_at
                         .as_ref()
-                        .map(|t| now.0.as_second() - t.0.as_second());
+                        .map(|t| (now.0.as_millisecond() - t.0.as_millisecond()).max(0));
+                    row.downtime_milliseconds = millis;
+                    row.downtime_seconds = millis.map(|ms| (ms + 500) / 1000);
                     if let Some(source) = &row.source_volume
                         && !status.created_objects.retained_volumes.contains(source)
                     {

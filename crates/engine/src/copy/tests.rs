@@ -660,6 +660,13 @@ fn a_clean_run_copies_every_replica_once() {
         assert_eq!(row.step, Some(RowStep::Copied));
         assert_eq!(row.bytes_done, Some(1000));
         assert_eq!(row.bytes_copied, Some(1010), "warm pass and the changes");
+        // Downtime: from the stop to the reconcile that saw the new pod Ready.
+        let stopped = row.stopped_at.as_ref().expect("stop recorded").0;
+        let finished = row.finished_at.as_ref().expect("finish recorded").0;
+        let millis = finished.as_millisecond() - stopped.as_millisecond();
+        assert!(millis > 0);
+        assert_eq!(row.downtime_milliseconds, Some(millis));
+        assert_eq!(row.downtime_seconds, Some((millis + 500) / 1000));
     }
 }
 

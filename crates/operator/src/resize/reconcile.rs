@@ -214,8 +214,10 @@ fn count_progress(ctx: &Context, before: &VolumeResizeStatus, after: &VolumeResi
         ctx.metrics
             .copied_bytes
             .inc_by(row.bytes_copied.or(row.bytes_done).unwrap_or(0));
-        if let Some(seconds) = row.downtime_seconds {
-            ctx.metrics.replica_downtime.observe(seconds as f64);
+        let downtime = (row.downtime_milliseconds.map(|ms| ms as f64 / 1000.0))
+            .or(row.downtime_seconds.map(|seconds| seconds as f64));
+        if let Some(seconds) = downtime {
+            ctx.metrics.replica_downtime.observe(seconds);
         }
     }
     if after.phase != before.phase

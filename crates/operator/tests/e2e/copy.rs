@@ -154,8 +154,12 @@ async fn run_copy(harness: &Harness, before: &Before, spec: serde_json::Value) -
         assert!(row.bytes_done.unwrap_or(0) > 0, "mover result recorded: {row:?}");
         // Nothing changed between the passes: one byte copied per byte of data.
         assert_eq!(row.bytes_copied, row.bytes_total, "{row:?}");
-        let downtime = row.downtime_seconds.expect("replica downtime recorded");
-        assert!((0..120).contains(&downtime), "downtime {downtime}s: {row:?}");
+        let downtime = row.downtime_milliseconds.expect("replica downtime recorded");
+        assert!(
+            (1..120_000).contains(&downtime),
+            "downtime {downtime} ms: {row:?}"
+        );
+        assert_eq!(row.downtime_seconds, Some((downtime + 500) / 1000));
         assert!(row.stopped_at.is_some());
     }
     resize
