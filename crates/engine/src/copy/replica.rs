@@ -40,7 +40,7 @@ pub(super) fn stop_replica(
                     for &i in rows {
                         if status.plan[i].replica == replica {
                             status.plan[i].restarted_pod = Some(pod.uid.clone());
-                            status.plan[i].stopped_at.get_or_insert_with(|| MicroTime(now.0));
+                            status.plan[i].stopped_at.get_or_insert(MicroTime(now.0));
                         }
                     }
                     actions.push(ResizeAction::RestartPod {
