@@ -31,11 +31,11 @@ use ferry_testenv::fixtures::{claim_directory, wait_ready};
 use ferry_testenv::volume_dir::VolumeDir;
 use ferry_testenv::workload::{RECORDS_FILE, acknowledged, lost_records, writer_stateful_set};
 use ferry_testenv::{CLASS_BLOCK_FIXED, wait_until};
-use futures::StreamExt;
+use futures::{AsyncBufReadExt, StreamExt};
 use k8s_openapi::api::apps::v1::StatefulSet;
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim, Pod};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
-use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
+use kube::api::{DeleteParams, LogParams, Patch, PatchParams, PostParams};
 use kube::runtime::watcher::{self, Event};
 use kube::{Api, Resource, ResourceExt};
 use serde_json::{Value, json};
@@ -230,6 +230,50 @@ where
     })
 }
 
+/// Follows the log of each final mover once its go is given, as the operator does, and logs its
+/// result line (kind `result`) when it comes: the mover's end, as seen through its log.
+fn spawn_result_follower(pods: Api<Pod>, log: Log) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        let mut followed = std::collections::HashSet::new();
+        let mut stream = std::pin::pin!(watcher::watcher(pods.clone(), watcher::Config::default()));
+        while let Some(event) = stream.next().await {
+            let Ok(Event::Apply(pod) | Event::InitApply(pod)) = event else {
+                continue;
+            };
+            let view = seen_pod(&pod);
+            if !(view.name.ends_with("-final") && view.go && followed.insert(view.uid.clone())) {
+                continue;
+            }
+            let (pods, log) = (pods.clone(), log.clone());
+            tokio::spawn(async move {
+                let params = LogParams {
+                    follow: true,
+                    ..LogParams::default()
+                };
+                let Ok(stream) = pods.log_stream(&view.name, &params).await else {
+                    return;
+                };
+                let mut lines = stream.lines();
+                while let Some(Ok(line)) = lines.next().await {
+                    if ferry_engine::copy::is_result_line(&line) {
+                        let wall_ms = std::time::SystemTime::now()
+                            .duration_since(std::time::UNIX_EPOCH)
+                            .map_or(0, |since| since.as_millis() as u64);
+                        log.lock().unwrap().push(Seen {
+                            at: Some(Instant::now()),
+                            wall_ms,
+                            kind: "result",
+                            message: Some(line),
+                            ..view
+                        });
+                        break;
+                    }
+                }
+            });
+        }
+    })
+}
+
 struct Watches {
     log: Log,
     tasks: Vec<tokio::task::JoinHandle<()>>,
@@ -240,6 +284,7 @@ impl Watches {
         let log = Log::default();
         let tasks = vec![
             spawn_watch::<Pod>(harness.ns.api(), log.clone(), seen_pod),
+            spawn_result_follower(harness.ns.api(), log.clone()),
             spawn_watch::<StatefulSet>(harness.ns.api(), log.clone(), |s| seen("set", s)),
             spawn_watch::<PersistentVolumeClaim>(harness.ns.api(), log.clone(), |c| Seen {
                 phase: c
@@ -480,6 +525,7 @@ async fn resize(
         ),
         ("gone", gone),
         ("goGiven", at(&|s| mover(s) && s.go)),
+        ("resultSeen", at(&|s| s.kind == "result")),
         ("moverExited", at(&|s| mover(s) && s.exited)),
         ("stepSwapping", step(RowStep::Swapping.as_str())),
         ("moverGone", at(&|s| mover(s) && s.gone)),
@@ -507,18 +553,19 @@ async fn resize(
         ("stepCopied", step(RowStep::Copied.as_str())),
     ];
     let mark = |name: &str| marks.iter().find(|(n, _)| *n == name).and_then(|(_, at)| *at);
-    let result: Value = (log
-        .iter()
-        .filter(|s| s.at >= Some(release) && mover(s) && s.exited))
-    .find_map(|s| serde_json::from_str(s.message.as_deref()?).ok())
-    .unwrap_or_default();
+    // The result as the log gave it (the operator acts on it; the pod is then gone before the
+    // kubelet reports the exit), else the termination message.
+    let result: Value = (log.iter())
+        .filter(|s| s.at >= Some(release) && (s.kind == "result" || (mover(s) && s.exited)))
+        .find_map(|s| serde_json::from_str(s.message.as_deref()?).ok())
+        .unwrap_or_default();
     let sync_ms = result["seconds"].as_f64().map(|s| (s * 1000.0).round() as u64);
     // Each stage ends at what gates the next one.
     let mut stages: serde_json::Map<String, Value> = [
         ("stopToGone", "down", "gone"),
         ("goneToGo", "gone", "goGiven"),
-        ("goToExited", "goGiven", "moverExited"),
-        ("exitedToMoverGone", "moverExited", "moverGone"),
+        ("goToResult", "goGiven", "resultSeen"),
+        ("resultToMoverGone", "resultSeen", "moverGone"),
         ("moverGoneToClaimsGone", "moverGone", "claimsGone"),
         ("claimsGoneToVolumeAvailable", "claimsGone", "volumeAvailable"),
         ("availableToClaimCreated", "volumeAvailable", "claimCreated"),
@@ -532,19 +579,19 @@ async fn resize(
     .into_iter()
     .map(|(key, from, to)| (key.to_string(), json!(ms(mark(from), mark(to)))))
     .collect();
-    // From the go to the exit seen: the kubelet showing the go to the mover, its pass, and the
-    // kubelet noticing the exit (its next relist). Without the pass: the two kubelet latencies.
-    let go_to_exit = ms(mark("goGiven"), mark("moverExited"));
+    // From the go to the result in the log: the kubelet showing the go to the mover, its pass, and
+    // the line reaching a follower of the log. Without the pass: those two latencies.
+    let go_to_result = ms(mark("goGiven"), mark("resultSeen"));
     stages.insert(
-        "goToExitedWithoutSync".into(),
-        json!(go_to_exit.zip(sync_ms).map(|(a, b)| a.saturating_sub(b))),
+        "goToResultWithoutSync".into(),
+        json!(go_to_result.zip(sync_ms).map(|(a, b)| a.saturating_sub(b))),
     );
     stages.insert("finalSync".into(), json!(sync_ms));
     // The two kubelet latencies apart, by the wall clock: the go given → seen by the mover (the
     // downward API file rewritten), and the mover's end → its exit seen (the next relist).
     let wall = |test: &dyn Fn(&Seen) -> bool| first_seen(&log, release, test).map(|s| s.wall_ms);
     let go_given = wall(&|s| mover(s) && s.go);
-    let exit_seen = wall(&|s| mover(s) && s.exited);
+    let result_seen = wall(&|s| s.kind == "result");
     let go_seen = result["goAtUnixMs"].as_u64();
     let ended = go_seen.zip(sync_ms).map(|(at, sync)| at + sync);
     stages.insert(
@@ -552,8 +599,8 @@ async fn resize(
         json!(go_given.zip(go_seen).map(|(a, b)| b.saturating_sub(a))),
     );
     stages.insert(
-        "exitNoticed".into(),
-        json!(ended.zip(exit_seen).map(|(a, b)| b.saturating_sub(a))),
+        "resultDelivered".into(),
+        json!(ended.zip(result_seen).map(|(a, b)| b.saturating_sub(a))),
     );
     let down = mark("down").unwrap();
     let offset = |at: Instant| match at.checked_duration_since(down) {
