@@ -506,7 +506,7 @@ async fn with_ferry_stopped_referenced_configuration_and_its_namespace_are_delet
     .await
     .unwrap();
 
-    harness.stop_operator();
+    harness.stop_operator().await;
     maps.delete("app-config", &Default::default()).await.unwrap();
     wait_until("app-config gone with Ferry stopped", 30, || async {
         maps.get_opt("app-config").await.ok()?.is_none().then_some(())

@@ -622,7 +622,7 @@ async fn a_standby_final_mover_waits_for_its_go_through_an_operator_killed_betwe
     )
     .await
     .unwrap();
-    harness.stop_operator();
+    harness.stop_operator().await;
     let running = |pod: &Pod| {
         pod.status
             .as_ref()

@@ -405,7 +405,7 @@ async fn with_ferry_stopped_other_updates_still_succeed() {
         .create(&PostParams::default(), &sts)
         .await
         .unwrap();
-    harness.stop_operator();
+    harness.stop_operator().await;
     let port = harness
         .webhook_url
         .as_deref()

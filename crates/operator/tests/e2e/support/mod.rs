@@ -156,9 +156,12 @@ impl Harness {
         .unwrap();
     }
 
-    /// Stops the operator (and with it the webhook server) without starting another.
-    pub fn stop_operator(&mut self) {
+    /// Stops the operator (and with it the webhook server) without starting another, and waits
+    /// until it has: its task dropped, and with it the webhook's connection tasks (a kept-alive
+    /// connection would otherwise answer one more request).
+    pub async fn stop_operator(&mut self) {
         self.operator.abort();
+        let _ = (&mut self.operator).await;
     }
 
     /// Kills the operator wherever it is (mid-request included) and starts a fresh one, which
