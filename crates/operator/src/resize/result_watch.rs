@@ -21,7 +21,7 @@ use ferry_engine::copy::is_result_line;
 /// The movers whose logs are followed, and where their results wake the resize controller.
 #[derive(Default)]
 pub struct ResultWatch {
-    /// `None` where no controller listens (tests, the other controllers' contexts).
+    /// `None` in a context built without the resize controller (unit and e2e helpers).
     wake: Option<UnboundedSender<ObjectRef<GuardedResize>>>,
     /// Pod UIDs followed now: one follower per pod.
     followed: Arc<Mutex<HashSet<String>>>,
