@@ -139,21 +139,24 @@ pub fn copy_file(
     let (path, file, created) = match fresh.map(|dir| create_final(dst, meta, dir)).transpose()? {
         Some(Some((file, created))) => (dst.to_path_buf(), file, Some(created)),
         // Not fresh, or the name is taken (a rerun's leftover): the temp name and a rename.
-        _ => (temp_path(dst), create_temp(&temp_path(dst))?, None),
+        _ => {
+            let tmp = temp_path(dst);
+            let file = create_temp(&tmp)?;
+            (tmp, file, None)
+        }
     };
     let result = write_into(ctx, rel, &sf, src, &file, &path, meta, created);
     drop(file);
     match result {
-        Ok(done @ Copied::Done { .. }) if created.is_some() => {
-            warn_if_changed(ctx, &sf, src, &before)?;
-            Ok(done)
-        }
         Ok(done @ Copied::Done { .. }) => {
             warn_if_changed(ctx, &sf, src, &before)?;
-            std::fs::rename(&path, dst).map_err(|e| {
-                let _ = std::fs::remove_file(&path);
-                MoverError::io("renaming into place", dst, e)
-            })?;
+            // Only a file written under a temp name has to be put in place.
+            if created.is_none() {
+                std::fs::rename(&path, dst).map_err(|e| {
+                    let _ = std::fs::remove_file(&path);
+                    MoverError::io("renaming into place", dst, e)
+                })?;
+            }
             Ok(done)
         }
         other => {

@@ -32,11 +32,8 @@ impl FreshDir {
 /// general path.
 pub fn inspect(dir: &Path, umask: Option<u32>) -> Option<FreshDir> {
     let umask = umask?;
-    let bare = match xattr::list(dir) {
-        Ok(names) => names.count() == 0,
-        Err(e) => e.raw_os_error() == Some(rustix::io::Errno::OPNOTSUPP.raw_os_error()),
-    };
-    if !bare {
+    // A file system without xattrs lists none.
+    if !crate::meta::read_xattrs(dir).ok()?.is_empty() {
         return None;
     }
     let md = std::fs::symlink_metadata(dir).ok()?;
