@@ -371,7 +371,10 @@ impl Controller for ControllerService {
         request: Request<CreateVolumeRequest>,
     ) -> Result<Response<CreateVolumeResponse>, Status> {
         let request = request.into_inner();
-        let made = self.driver.call(move |d| d.create_volume(request)).await?;
+        let made = self
+            .driver
+            .call(&request.name.clone(), move |d| d.create_volume(request))
+            .await?;
         Ok(Response::new(CreateVolumeResponse {
             volume: Some(volume_message(&made)),
         }))
@@ -382,7 +385,9 @@ impl Controller for ControllerService {
         request: Request<DeleteVolumeRequest>,
     ) -> Result<Response<DeleteVolumeResponse>, Status> {
         let id = request.into_inner().volume_id;
-        self.driver.call(move |d| d.delete_volume(&id)).await?;
+        self.driver
+            .call(&id.clone(), move |d| d.delete_volume(&id))
+            .await?;
         Ok(Response::new(DeleteVolumeResponse {}))
     }
 
@@ -391,7 +396,9 @@ impl Controller for ControllerService {
         request: Request<ControllerPublishVolumeRequest>,
     ) -> Result<Response<ControllerPublishVolumeResponse>, Status> {
         let request = request.into_inner();
-        self.driver.call(move |d| d.publish_volume(request)).await?;
+        self.driver
+            .call(&request.volume_id.clone(), move |d| d.publish_volume(request))
+            .await?;
         Ok(Response::new(ControllerPublishVolumeResponse {
             publish_context: HashMap::new(),
         }))
@@ -402,7 +409,9 @@ impl Controller for ControllerService {
         request: Request<ControllerUnpublishVolumeRequest>,
     ) -> Result<Response<ControllerUnpublishVolumeResponse>, Status> {
         let request = request.into_inner();
-        self.driver.call(move |d| d.unpublish_volume(request)).await?;
+        self.driver
+            .call(&request.volume_id.clone(), move |d| d.unpublish_volume(request))
+            .await?;
         Ok(Response::new(ControllerUnpublishVolumeResponse {}))
     }
 
@@ -411,9 +420,10 @@ impl Controller for ControllerService {
         request: Request<ValidateVolumeCapabilitiesRequest>,
     ) -> Result<Response<ValidateVolumeCapabilitiesResponse>, Status> {
         let request = request.into_inner();
+        let key = request.volume_id.clone();
         let response = self
             .driver
-            .call(move |d| {
+            .call(&key, move |d| {
                 volume::check_id(&request.volume_id)?;
                 d.store.require(&request.volume_id)?;
                 Ok(match volume::check_capabilities(&request.volume_capabilities) {
@@ -464,7 +474,12 @@ impl Controller for ControllerService {
         request: Request<CreateSnapshotRequest>,
     ) -> Result<Response<CreateSnapshotResponse>, Status> {
         let request = request.into_inner();
-        let snapshot = self.driver.call(move |d| d.create_snapshot(request)).await?;
+        let snapshot = self
+            .driver
+            .call(&request.source_volume_id.clone(), move |d| {
+                d.create_snapshot(request)
+            })
+            .await?;
         Ok(Response::new(CreateSnapshotResponse {
             snapshot: Some(snapshot),
         }))
@@ -475,7 +490,9 @@ impl Controller for ControllerService {
         request: Request<DeleteSnapshotRequest>,
     ) -> Result<Response<DeleteSnapshotResponse>, Status> {
         let id = request.into_inner().snapshot_id;
-        self.driver.call(move |d| d.delete_snapshot(&id)).await?;
+        self.driver
+            .call(&id.clone(), move |d| d.delete_snapshot(&id))
+            .await?;
         Ok(Response::new(DeleteSnapshotResponse {}))
     }
 
@@ -498,7 +515,10 @@ impl Controller for ControllerService {
         request: Request<ControllerExpandVolumeRequest>,
     ) -> Result<Response<ControllerExpandVolumeResponse>, Status> {
         let request = request.into_inner();
-        let bytes = self.driver.call(move |d| d.expand_volume(request)).await?;
+        let bytes = self
+            .driver
+            .call(&request.volume_id.clone(), move |d| d.expand_volume(request))
+            .await?;
         Ok(Response::new(ControllerExpandVolumeResponse {
             capacity_bytes: i64::try_from(bytes).unwrap_or(i64::MAX),
             node_expansion_required: true,
@@ -517,7 +537,9 @@ impl Controller for ControllerService {
         request: Request<ControllerModifyVolumeRequest>,
     ) -> Result<Response<ControllerModifyVolumeResponse>, Status> {
         let request = request.into_inner();
-        self.driver.call(move |d| d.modify_volume(request)).await?;
+        self.driver
+            .call(&request.volume_id.clone(), move |d| d.modify_volume(request))
+            .await?;
         Ok(Response::new(ControllerModifyVolumeResponse {}))
     }
 }

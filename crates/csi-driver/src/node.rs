@@ -201,7 +201,9 @@ impl Node for NodeService {
         request: Request<NodeStageVolumeRequest>,
     ) -> Result<Response<NodeStageVolumeResponse>, Status> {
         let request = request.into_inner();
-        self.driver.call(move |d| d.stage(request)).await?;
+        self.driver
+            .call(&request.volume_id.clone(), move |d| d.stage(request))
+            .await?;
         Ok(Response::new(NodeStageVolumeResponse {}))
     }
 
@@ -210,7 +212,9 @@ impl Node for NodeService {
         request: Request<NodeUnstageVolumeRequest>,
     ) -> Result<Response<NodeUnstageVolumeResponse>, Status> {
         let request = request.into_inner();
-        self.driver.call(move |d| d.unstage(request)).await?;
+        self.driver
+            .call(&request.volume_id.clone(), move |d| d.unstage(request))
+            .await?;
         Ok(Response::new(NodeUnstageVolumeResponse {}))
     }
 
@@ -219,7 +223,9 @@ impl Node for NodeService {
         request: Request<NodePublishVolumeRequest>,
     ) -> Result<Response<NodePublishVolumeResponse>, Status> {
         let request = request.into_inner();
-        self.driver.call(move |d| d.publish(request)).await?;
+        self.driver
+            .call_on_volume(&request.volume_id.clone(), move |d| d.publish(request))
+            .await?;
         Ok(Response::new(NodePublishVolumeResponse {}))
     }
 
@@ -228,7 +234,9 @@ impl Node for NodeService {
         request: Request<NodeUnpublishVolumeRequest>,
     ) -> Result<Response<NodeUnpublishVolumeResponse>, Status> {
         let request = request.into_inner();
-        self.driver.call(move |d| d.unpublish(request)).await?;
+        self.driver
+            .call_on_volume(&request.volume_id.clone(), move |d| d.unpublish(request))
+            .await?;
         Ok(Response::new(NodeUnpublishVolumeResponse {}))
     }
 
@@ -250,7 +258,10 @@ impl Node for NodeService {
         request: Request<NodeExpandVolumeRequest>,
     ) -> Result<Response<NodeExpandVolumeResponse>, Status> {
         let request = request.into_inner();
-        let bytes = self.driver.call(move |d| d.expand(request)).await?;
+        let bytes = self
+            .driver
+            .call(&request.volume_id.clone(), move |d| d.expand(request))
+            .await?;
         Ok(Response::new(NodeExpandVolumeResponse {
             capacity_bytes: i64::try_from(bytes).unwrap_or(i64::MAX),
         }))
