@@ -33,6 +33,9 @@ pub struct Context {
     pub refusals: crate::resize::refusals::Refusals,
     /// Movers' logs followed for their results, which wake the resize controller.
     pub results: crate::resize::result_watch::ResultWatch,
+    /// What each running resize's lists last saw, so the next are served from the API server's
+    /// cache without going back in time.
+    pub read_floors: crate::resize::read_floors::ReadFloors,
 }
 
 impl Context {
@@ -108,6 +111,7 @@ impl Context {
             hold_namespace: None,
             refusals: Default::default(),
             results: Default::default(),
+            read_floors: Default::default(),
         }
     }
 }

@@ -5,6 +5,7 @@ pub mod hold;
 pub mod intake;
 mod objects;
 mod observe;
+pub mod read_floors;
 mod reconcile;
 pub mod refusals;
 pub mod result_watch;

@@ -270,6 +270,7 @@ async fn set_finalizer(
 async fn let_go(ctx: &Context, resize: &VolumeResize, namespace: &str) -> Result<Action, Error> {
     hand_over_retained(ctx, resize, namespace).await?;
     hold::release(ctx, resize, namespace).await?;
+    ctx.read_floors.forget(namespace, &resize.name_any());
     set_finalizer(ctx, resize, namespace, false).await?;
     Ok(Action::await_change())
 }
@@ -391,6 +392,7 @@ async fn apply_run(
     }
     if decision.status.phase.is_some_and(Phase::is_terminal) {
         hold::release(ctx, resize, namespace).await?;
+        ctx.read_floors.forget(namespace, &resize.name_any());
         if status.phase != decision.status.phase {
             let failed = decision.status.phase == Some(Phase::Failed);
             let notice = Notice {

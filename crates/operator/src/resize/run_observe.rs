@@ -15,7 +15,7 @@ use ferry_engine::{MoverPhase, MoverView, Observed};
 use k8s_openapi::api::apps::v1::StatefulSet;
 use k8s_openapi::api::core::v1::{ConfigMap, PersistentVolume, PersistentVolumeClaim, Pod};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
-use kube::api::{ListParams, LogParams};
+use kube::api::LogParams;
 use kube::runtime::reflector::ObjectRef;
 use kube::{Api, ResourceExt};
 use std::collections::BTreeMap;
@@ -36,23 +36,24 @@ pub struct RunReads {
 
 /// Reads the backup, the namespace's claims, pods and PodDisruptionBudgets at once.
 pub async fn fetch_run(ctx: &Context, resize: &VolumeResize, namespace: &str) -> Result<RunReads, Error> {
-    let all = ListParams::default();
     let backup_api = Api::<ConfigMap>::namespaced(ctx.client.clone(), namespace);
     let claims_api = Api::<PersistentVolumeClaim>::namespaced(ctx.client.clone(), namespace);
     let pods_api = Api::<Pod>::namespaced(ctx.client.clone(), namespace);
     let budgets_api = Api::<PodDisruptionBudget>::namespaced(ctx.client.clone(), namespace);
     let name = backup_name(resize);
+    let resize_name = resize.name_any();
+    let floors = &ctx.read_floors;
     let (backup, claims, pods, budgets) = futures::try_join!(
         backup_api.get_opt(&name),
-        claims_api.list(&all),
-        pods_api.list(&all),
-        budgets_api.list(&all),
+        floors.list(&claims_api, namespace, &resize_name),
+        floors.list(&pods_api, namespace, &resize_name),
+        floors.list(&budgets_api, namespace, &resize_name),
     )?;
     Ok(RunReads {
         backup,
-        claims: claims.items,
-        pods: pods.items,
-        budgets: budgets.items,
+        claims,
+        pods,
+        budgets,
     })
 }
 
