@@ -46,6 +46,11 @@ pub struct CopyCtx<'a> {
     pub throttle: Option<&'a Throttle>,
     /// The directories this run made that pass nothing on to new files, by relative path.
     pub fresh_dirs: std::collections::HashMap<PathBuf, FreshDir>,
+    /// Look at each source again once it is read (`--strict`, where a change fails the pass).
+    /// Elsewhere a change only meant a warning: the target carries the scanned mtime, so the next
+    /// pass copies the file again either way, and the second `fstat` was one of a dozen calls a
+    /// small file costs.
+    pub recheck_sources: bool,
 }
 
 impl CopyCtx<'_> {
@@ -149,7 +154,9 @@ pub fn copy_file(
     drop(file);
     match result {
         Ok(done @ Copied::Done { .. }) => {
-            warn_if_changed(ctx, &sf, src, &before)?;
+            if ctx.recheck_sources {
+                warn_if_changed(ctx, &sf, src, &before)?;
+            }
             // Only a file written under a temp name has to be put in place.
             if created.is_none() {
                 std::fs::rename(&path, dst).map_err(|e| {
@@ -167,8 +174,8 @@ pub fn copy_file(
     }
 }
 
-/// A source whose size or mtime moved while it was read is copied anyway, with a warning (an
-/// error under `--strict`): the target gets the scanned mtime, so the next run copies it again.
+/// A source whose size or mtime moved while it was read fails a strict pass (its warning is an
+/// error there).
 fn warn_if_changed(
     ctx: &CopyCtx,
     sf: &File,

@@ -262,6 +262,7 @@ impl Run<'_> {
             no_copy_range: AtomicBool::new(false),
             throttle: throttle.as_ref(),
             fresh_dirs,
+            recheck_sources: self.opts.strict,
         };
         let work: Vec<usize> = (0..ops.len())
             .filter(|&i| !matches!(ops[i], Op::Skip | Op::Mkdir | Op::HardLink(_)))

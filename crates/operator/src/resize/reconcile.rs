@@ -378,18 +378,19 @@ async fn apply_run(
             None => notes.push((action_reason(action), vec![describe(action)])),
         }
     }
-    for (reason, lines) in notes {
-        let notice = Notice {
+    let notices: Vec<Notice> = notes
+        .into_iter()
+        .map(|(reason, lines)| Notice {
             warning: false,
             reason,
             action: "Resize",
             note: lines.join("; "),
-        };
-        let objects: Vec<ObjectReference> = std::iter::once(resize.object_ref(&()))
-            .chain(sts_ref.clone())
-            .collect();
-        publish(ctx, &notice, &objects).await;
-    }
+        })
+        .collect();
+    let objects: Vec<ObjectReference> = std::iter::once(resize.object_ref(&()))
+        .chain(sts_ref.clone())
+        .collect();
+    futures::future::join_all(notices.iter().map(|notice| publish(ctx, notice, &objects))).await;
     if decision.status.phase.is_some_and(Phase::is_terminal) {
         hold::release(ctx, resize, namespace).await?;
         ctx.read_floors.forget(namespace, &resize.name_any());
