@@ -292,11 +292,14 @@ fn write_into(
         Some(created) => meta::apply_new_fd(tf, tmp, meta, created)?,
         None => meta::apply_fd(tf, tmp, meta)?,
     }
-    // Read back through the open file: the verify phase needs no path lookup for it.
-    let landed = if ctx.read_back {
-        Some(Box::new(meta::read_fd(tf, tmp)?))
-    } else {
-        None
+    // Read back through the open file: the verify phase needs no path lookup for it. A file made
+    // in a fresh directory (which passes no default ACL on) and given no xattrs has none to read
+    // back: only a call that sets one, which this run did not make, or a security module's own
+    // label, which Ferry neither copies nor checks, could add one.
+    let landed = match (ctx.read_back, created) {
+        (false, _) => None,
+        (true, Some(_)) if meta.xattrs.is_empty() => Some(Box::new(meta::read_fd_without_xattrs(tf, tmp)?)),
+        (true, _) => Some(Box::new(meta::read_fd(tf, tmp)?)),
     };
     Ok(Copied::Done { bytes, landed })
 }

@@ -221,12 +221,17 @@ pub fn read_xattrs(path: &Path) -> io::Result<Vec<Xattr>> {
 
 /// The metadata of an open regular file (what [`read`] gives for its path).
 pub fn read_fd(file: &File, path: &Path) -> Result<EntryMeta, MoverError> {
+    let mut meta = read_fd_without_xattrs(file, path)?;
+    meta.xattrs = read_fd_xattrs(file).map_err(|e| MoverError::io("reading xattrs of", path, e))?;
+    Ok(meta)
+}
+
+/// [`read_fd`] for a file known to have no xattrs.
+pub fn read_fd_without_xattrs(file: &File, path: &Path) -> Result<EntryMeta, MoverError> {
     let md = file
         .metadata()
         .map_err(|e| MoverError::io("reading metadata of", path, e))?;
-    let mut meta = EntryMeta::from_metadata(&md);
-    meta.xattrs = read_fd_xattrs(file).map_err(|e| MoverError::io("reading xattrs of", path, e))?;
-    Ok(meta)
+    Ok(EntryMeta::from_metadata(&md))
 }
 
 fn read_fd_xattrs(file: &File) -> io::Result<Vec<Xattr>> {
