@@ -342,20 +342,11 @@ async fn describe(cluster: &Cluster, args: NameArgs, style: Style) -> Result<Exi
     Ok(ExitCode::Ok)
 }
 
-/// The exit code for a resize's phase: 0 Succeeded, 1 Failed, 5 otherwise.
-pub fn phase_exit(phase: Phase) -> ExitCode {
-    match phase {
-        Phase::Succeeded => ExitCode::Ok,
-        Phase::Failed => ExitCode::Failed,
-        _ => ExitCode::InProgress,
-    }
-}
-
 async fn status(cluster: &Cluster, args: StatusArgs, style: Style) -> Result<ExitCode, CliError> {
     let mut resize = cluster.get_resize(&args.name).await?;
     if !args.follow {
         crate::out!("{}", render::status_text(&resize, style));
-        return Ok(phase_exit(resize.phase()));
+        return Ok(ExitCode::for_phase(resize.phase()));
     }
     let interval = seconds(args.interval)?;
     let deadline = (args.timeout > 0).then(|| Instant::now() + Duration::from_secs(args.timeout));
@@ -385,7 +376,7 @@ async fn status(cluster: &Cluster, args: StatusArgs, style: Style) -> Result<Exi
             crate::outln!("  {}", render::row_line(row));
         }
     }
-    Ok(phase_exit(resize.phase()))
+    Ok(ExitCode::for_phase(resize.phase()))
 }
 
 /// Why a rollback cannot be asked for, or None when it can.
@@ -534,14 +525,6 @@ mod tests {
             "metadata": {"name": "grow"}, "spec": spec, "status": status,
         }))
         .unwrap()
-    }
-
-    #[test]
-    fn phase_exit_codes() {
-        assert_eq!(phase_exit(Phase::Succeeded), ExitCode::Ok);
-        assert_eq!(phase_exit(Phase::Failed), ExitCode::Failed);
-        assert_eq!(phase_exit(Phase::Running), ExitCode::InProgress);
-        assert_eq!(phase_exit(Phase::Pending), ExitCode::InProgress);
     }
 
     #[test]

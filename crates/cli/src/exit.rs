@@ -1,5 +1,6 @@
 //! Exit codes scripts can rely on, and the errors that lead to them.
 
+use ferry_api::Phase;
 use thiserror::Error;
 
 /// The process exit code of `kubectl ferry`.
@@ -30,6 +31,15 @@ impl ExitCode {
             ExitCode::NotFound => 3,
             ExitCode::Cluster => 4,
             ExitCode::InProgress => 5,
+        }
+    }
+
+    /// The exit code for a resize's phase: 0 Succeeded, 1 Failed, 5 otherwise.
+    pub fn for_phase(phase: Phase) -> ExitCode {
+        match phase {
+            Phase::Succeeded => ExitCode::Ok,
+            Phase::Failed => ExitCode::Failed,
+            _ => ExitCode::InProgress,
         }
     }
 }
@@ -73,6 +83,14 @@ impl CliError {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn phase_exit_codes() {
+        assert_eq!(ExitCode::for_phase(Phase::Succeeded), ExitCode::Ok);
+        assert_eq!(ExitCode::for_phase(Phase::Failed), ExitCode::Failed);
+        assert_eq!(ExitCode::for_phase(Phase::Running), ExitCode::InProgress);
+        assert_eq!(ExitCode::for_phase(Phase::Pending), ExitCode::InProgress);
+    }
+
     use super::*;
 
     #[test]

@@ -1,7 +1,6 @@
 //! `kubectl ferry watch`: live progress per replica and volume. Progress bars on a terminal; plain
 //! lines (one per change) otherwise.
 
-use crate::commands::phase_exit;
 use crate::exit::{CliError, ExitCode};
 use crate::kube_io::Cluster;
 use crate::render;
@@ -78,7 +77,7 @@ async fn watch_plain(
             crate::outln!("{line}");
         }
         if resize.phase().is_terminal() {
-            return Ok(phase_exit(resize.phase()));
+            return Ok(ExitCode::for_phase(resize.phase()));
         }
         tokio::time::sleep(interval).await;
     }
@@ -136,7 +135,7 @@ async fn watch_bars(
     header.finish_and_clear();
     let resize = result?;
     crate::outln!("{}", render::headline(&resize, style));
-    Ok(phase_exit(resize.phase()))
+    Ok(ExitCode::for_phase(resize.phase()))
 }
 
 #[cfg(test)]

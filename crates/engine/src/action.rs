@@ -26,8 +26,10 @@ pub enum ResizeAction {
     BackupStatefulSet,
     /// Raise a claim's storage request.
     ExpandClaim { claim: String, bytes: u64 },
-    /// Delete a pod so the kubelet finishes an offline file-system resize (only this UID).
-    RestartPod { pod: String, uid: String },
+    /// Take a pod down through the Eviction API (only this UID): in place, so the kubelet finishes
+    /// an offline file-system resize on its new pod; in a copy, to stop the replica (its
+    /// StatefulSet is orphan-deleted, so nothing starts it again until the swap is done).
+    EvictPod { pod: String, uid: String },
     /// Delete the StatefulSet, leaving its pods and claims running (propagation Orphan).
     OrphanDeleteStatefulSet,
     /// Create the StatefulSet from the backup with the new volume claim templates.

@@ -4,9 +4,9 @@
 //! replica back. Every stage is derived from what is observed, so a restarted operator resumes.
 
 use crate::action::{MOVER_STUCK_SECONDS, Pass, ResizeAction};
-use crate::in_place::Decision;
 use crate::names;
 use crate::observed::{MoverPhase, MoverView, Observed, StatefulSetView};
+use crate::run::{Decision, unsized_target};
 use crate::status::update_progress;
 use ferry_api::{ChosenStrategy, Mode, Phase, RowStep, VolumePlan, VolumeResizeSpec, VolumeResizeStatus};
 use ferry_mover_report::{Progress, SyncResult, UsageResult};
@@ -159,17 +159,6 @@ fn next_batch(ctx: &CopyContext, status: &VolumeResizeStatus, observed: &Observe
 
 fn is_copy(row: &VolumePlan) -> bool {
     row.strategy == Some(ChosenStrategy::Copy)
-}
-
-/// Why a row cannot be copied at all: its target size is not a size (never written so by Ferry's
-/// precheck, but a status can be edited).
-pub(crate) fn unsized_target(row: &VolumePlan) -> Option<String> {
-    row.target_bytes().is_none().then(|| {
-        format!(
-            "target size {:?} of {} is not a size",
-            row.target_size, row.claim_name
-        )
-    })
 }
 
 pub fn plan_copy(

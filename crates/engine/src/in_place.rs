@@ -6,18 +6,10 @@
 
 use crate::action::ResizeAction;
 use crate::observed::Observed;
+use crate::run::Decision;
 use crate::status::update_progress;
 use ferry_api::{ChosenStrategy, Phase, RowStep, VolumeResizeStatus};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
-
-/// The next status and actions for a resize whose plan is all in-place rows.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Decision {
-    pub status: VolumeResizeStatus,
-    pub actions: Vec<ResizeAction>,
-    /// Human-readable summary of what happens now, for Events.
-    pub summary: String,
-}
 
 /// `backup_name` is the deterministic name of the backup ConfigMap; `sts_name` the StatefulSet's;
 /// `timeout_seconds` (`spec.timeoutSeconds`) bounds how long a claim may take to reach its size.
@@ -68,7 +60,7 @@ pub fn plan_in_place(
         .plan
         .iter()
         .filter(|row| row.strategy == Some(ChosenStrategy::InPlace) && row.finished_at.is_none())
-        .filter_map(crate::copy::unsized_target)
+        .filter_map(crate::run::unsized_target)
         .collect();
     if !not_sizes.is_empty() && observed.stateful_set.as_ref().is_some_and(|sts| !sts.deleting) {
         let message = not_sizes.join("; ");
@@ -250,7 +242,7 @@ pub fn plan_in_place(
         };
         if restart {
             stopping = true;
-            actions.push(ResizeAction::RestartPod {
+            actions.push(ResizeAction::EvictPod {
                 pod: pod_name.clone(),
                 uid: pod.uid.clone(),
             });

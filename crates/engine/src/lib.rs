@@ -18,6 +18,7 @@ pub mod precheck;
 pub mod retention;
 pub mod revert;
 pub mod route;
+pub mod run;
 #[cfg(test)]
 mod sim;
 pub mod status;

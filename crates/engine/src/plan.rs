@@ -5,12 +5,12 @@
 //! reports; it never decides anything itself.
 
 use crate::copy::CopyContext;
-use crate::in_place::Decision as RunDecision;
 use crate::names;
 use crate::observed::Observed;
 use crate::precheck::{Precheck, Verdict, precheck};
 use crate::retention::{RetentionDecision, plan_retention};
 use crate::route::{Facts, Route, Run, plan_run, route};
+use crate::run::Decision as RunDecision;
 use crate::status::{after_precheck, defer_spec_change};
 use crate::step_timing::{FinishedStep, stamp_steps};
 use ferry_api::{VolumeResizeSpec, VolumeResizeStatus};

@@ -4,8 +4,8 @@
 
 use crate::action::ResizeAction;
 use crate::copy::{CopyContext, nudge_stalled_binding, swap_claim_to};
-use crate::in_place::Decision;
 use crate::observed::Observed;
+use crate::run::Decision;
 use ferry_api::{Phase, RowStep, VolumePlan, VolumeResizeStatus, parse_bytes};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
@@ -164,7 +164,7 @@ pub fn plan_revert(
         for &i in &rows {
             status.plan[i].restarted_pod = Some(pod.uid.clone());
         }
-        let actions = vec![ResizeAction::RestartPod {
+        let actions = vec![ResizeAction::EvictPod {
             pod: pod_name,
             uid: pod.uid.clone(),
         }];

@@ -3,7 +3,7 @@
 //! retention and letting go. The operator observes what the chosen planner reads and applies what
 //! it decides; it never branches on anything else.
 
-use crate::in_place::Decision;
+use crate::run::Decision;
 use ferry_api::{ChosenStrategy, Phase, RowStep, VolumeResizeStatus};
 
 /// What a reconcile of a VolumeResize does.

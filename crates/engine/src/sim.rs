@@ -4,8 +4,8 @@
 //! `in_place/tests.rs`), with the operator killed after any action.
 
 use crate::action::ResizeAction;
-use crate::in_place::Decision;
 use crate::observed::Observed;
+use crate::run::Decision;
 use ferry_api::{Phase, VolumeResizeSpec, VolumeResizeStatus};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 

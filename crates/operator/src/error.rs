@@ -116,7 +116,7 @@ impl Error {
 pub enum ActionKind {
     BackupStatefulSet,
     ExpandClaim,
-    RestartPod,
+    EvictPod,
     OrphanDeleteStatefulSet,
     RecreateStatefulSet,
     RestoreStatefulSet,
@@ -137,7 +137,7 @@ impl ActionKind {
     pub const ALL: [ActionKind; 16] = [
         ActionKind::BackupStatefulSet,
         ActionKind::ExpandClaim,
-        ActionKind::RestartPod,
+        ActionKind::EvictPod,
         ActionKind::OrphanDeleteStatefulSet,
         ActionKind::RecreateStatefulSet,
         ActionKind::RestoreStatefulSet,
@@ -158,7 +158,7 @@ impl ActionKind {
         match action {
             ResizeAction::BackupStatefulSet => ActionKind::BackupStatefulSet,
             ResizeAction::ExpandClaim { .. } => ActionKind::ExpandClaim,
-            ResizeAction::RestartPod { .. } => ActionKind::RestartPod,
+            ResizeAction::EvictPod { .. } => ActionKind::EvictPod,
             ResizeAction::OrphanDeleteStatefulSet => ActionKind::OrphanDeleteStatefulSet,
             ResizeAction::RecreateStatefulSet => ActionKind::RecreateStatefulSet,
             ResizeAction::RestoreStatefulSet => ActionKind::RestoreStatefulSet,
@@ -180,7 +180,7 @@ impl ActionKind {
         match self {
             ActionKind::BackupStatefulSet => "BackupStatefulSetFailed",
             ActionKind::ExpandClaim => "ExpandClaimFailed",
-            ActionKind::RestartPod => "RestartPodFailed",
+            ActionKind::EvictPod => "EvictPodFailed",
             ActionKind::OrphanDeleteStatefulSet => "OrphanDeleteStatefulSetFailed",
             ActionKind::RecreateStatefulSet => "RecreateStatefulSetFailed",
             ActionKind::RestoreStatefulSet => "RestoreStatefulSetFailed",
@@ -202,7 +202,7 @@ impl ActionKind {
         match self {
             ActionKind::BackupStatefulSet => "backing up the StatefulSet into ConfigMap",
             ActionKind::ExpandClaim => "expanding claim",
-            ActionKind::RestartPod => "evicting pod",
+            ActionKind::EvictPod => "evicting pod",
             ActionKind::OrphanDeleteStatefulSet => "orphan-deleting StatefulSet",
             ActionKind::RecreateStatefulSet => "re-creating StatefulSet",
             ActionKind::RestoreStatefulSet => "restoring StatefulSet",

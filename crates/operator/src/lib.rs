@@ -15,6 +15,7 @@ pub mod metrics;
 pub mod ordinals;
 pub mod requests;
 pub mod resize;
+pub mod resize_cache;
 pub mod run;
 pub mod shared_secret;
 pub mod triggers;

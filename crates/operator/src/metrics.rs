@@ -2,7 +2,7 @@
 //! (deploy/helm/ferry/dashboards/ferry.json) queries them, and a test checks that every metric it
 //! queries is declared here.
 
-use crate::context::Resizes;
+use crate::resize_cache::Resizes;
 use ferry_api::VolumeResize;
 use ferry_engine::gauges::{copy_progress, in_flight};
 use prometheus_client::collector::Collector;

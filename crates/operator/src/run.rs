@@ -1,10 +1,11 @@
 //! Starting the operator: wait for the CRD, start the controllers and the HTTP endpoints.
 
 use crate::autoscale::{self, Autoscaling, Summaries};
-use crate::context::{Context, GuardedResize, Resizes};
+use crate::context::Context;
 use crate::features::{Feature, Features};
 use crate::leader::{self, LeaderElection};
 use crate::metrics::Metrics;
+use crate::resize_cache::{GuardedResize, Resizes};
 use crate::shared_secret::SecretRef;
 use crate::watch_backoff::WatchBackoff;
 use crate::webhook::{self, WebhookSettings};

@@ -43,7 +43,7 @@ pub(super) fn stop_replica(
                             status.plan[i].stopped_at.get_or_insert(MicroTime(now.0));
                         }
                     }
-                    actions.push(ResizeAction::RestartPod {
+                    actions.push(ResizeAction::EvictPod {
                         pod: pod_name,
                         uid: pod.uid.clone(),
                     });

@@ -237,7 +237,7 @@ pub(super) fn clear_for_swap(
         let name = ctx.pod(row.replica);
         match observed.pods.get(&name) {
             Some(pod) if pod.deleting => waiting = true,
-            Some(pod) => actions.push(ResizeAction::RestartPod {
+            Some(pod) => actions.push(ResizeAction::EvictPod {
                 pod: name,
                 uid: pod.uid.clone(),
             }),

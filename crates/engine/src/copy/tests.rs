@@ -510,7 +510,7 @@ impl Cluster {
                     self.observed.stateful_set = Some(old_stateful_set());
                 }
             }
-            ResizeAction::RestartPod { pod, uid } => {
+            ResizeAction::EvictPod { pod, uid } => {
                 // The eviction API: refused while the budget allows no disruption of a Ready pod.
                 let ready = self
                     .observed
@@ -1516,7 +1516,7 @@ fn nothing_taken_down(why: &'static str) -> impl FnMut(&Decision, &Cluster) {
         let down = decision.actions.iter().any(|a| {
             matches!(
                 a,
-                ResizeAction::OrphanDeleteStatefulSet | ResizeAction::RestartPod { .. }
+                ResizeAction::OrphanDeleteStatefulSet | ResizeAction::EvictPod { .. }
             )
         });
         assert!(!down, "{}: nothing is taken down {why}", decision.summary);
@@ -1592,7 +1592,7 @@ fn force_copies_the_replica_already_down_first_and_never_takes_a_second_down() {
     let mut inspect = at_most_one_down();
     let watch = &mut |decision: &Decision, cluster: &Cluster| {
         for action in &decision.actions {
-            if let ResizeAction::RestartPod { pod, .. } = action {
+            if let ResizeAction::EvictPod { pod, .. } = action {
                 first_stopped.get_or_insert_with(|| pod.clone());
             }
         }
@@ -1612,7 +1612,7 @@ fn the_final_mover_waits_on_standby_before_the_stop_and_starts_once_the_pod_is_g
     let mut check = |decision: &Decision, cluster: &Cluster| {
         for action in &decision.actions {
             match action {
-                ResizeAction::RestartPod { pod, .. } => {
+                ResizeAction::EvictPod { pod, .. } => {
                     stops += 1;
                     let standby = cluster
                         .observed

@@ -123,7 +123,7 @@ fn offline_driver_restarts_one_pod_at_a_time_and_each_once() {
     let decision = plan(&status, &cluster(3, 2 * GI, GI, NodeResize::Failed));
     assert_eq!(
         decision.actions,
-        vec![ResizeAction::RestartPod {
+        vec![ResizeAction::EvictPod {
             pod: "db-0".into(),
             uid: "uid-0".into()
         }]
@@ -146,7 +146,7 @@ fn offline_driver_restarts_one_pod_at_a_time_and_each_once() {
     let next = plan(&decision.status, &observed);
     assert_eq!(
         next.actions,
-        vec![ResizeAction::RestartPod {
+        vec![ResizeAction::EvictPod {
             pod: "db-1".into(),
             uid: "uid-1".into()
         }]
@@ -174,7 +174,7 @@ fn a_pending_file_system_resize_is_left_to_the_kubelet_while_it_may_still_finish
     );
     assert_eq!(
         decision.actions,
-        vec![ResizeAction::RestartPod {
+        vec![ResizeAction::EvictPod {
             pod: "db-0".into(),
             uid: "uid-0".into()
         }]
@@ -201,7 +201,7 @@ fn a_driver_refusing_to_grow_a_volume_in_use_gets_one_replica_at_a_time_kept_dow
     let decision = plan(&decision.status, &observed);
     assert_eq!(
         decision.actions,
-        vec![ResizeAction::RestartPod {
+        vec![ResizeAction::EvictPod {
             pod: "db-0".into(),
             uid: "uid-0".into()
         }]
@@ -250,7 +250,7 @@ fn a_replica_kept_down_for_a_volume_that_never_grows_comes_back_before_the_resiz
     let stopped = plan(&status, &observed);
     assert_eq!(
         stopped.actions,
-        vec![ResizeAction::RestartPod {
+        vec![ResizeAction::EvictPod {
             pod: "db-0".into(),
             uid: "uid-0".into()
         }]
@@ -308,7 +308,7 @@ fn a_scaled_down_claim_does_not_hold_back_restarts() {
     let status = plan(&status, &cluster(2, 2 * GI, GI, NodeResize::Failed)).status;
     assert_eq!(
         plan(&status, &cluster(2, 2 * GI, GI, NodeResize::Failed)).actions,
-        vec![ResizeAction::RestartPod {
+        vec![ResizeAction::EvictPod {
             pod: "db-0".into(),
             uid: "uid-0".into()
         }]
@@ -448,7 +448,7 @@ impl Expansion {
                     c.requested_bytes = *bytes;
                 }
             }
-            ResizeAction::RestartPod { pod, uid } => {
+            ResizeAction::EvictPod { pod, uid } => {
                 if self.observed.pods.get(pod).is_some_and(|p| &p.uid == uid) {
                     self.observed.pods.remove(pod);
                     self.recreating.push(pod.clone());
@@ -602,7 +602,7 @@ fn a_replica_down_already_is_restarted_first_on_an_offline_only_driver() {
     let mut restarted = Vec::new();
     let watch = &mut |decision: &Decision, _: &Expansion| {
         for action in &decision.actions {
-            if let ResizeAction::RestartPod { pod, .. } = action {
+            if let ResizeAction::EvictPod { pod, .. } = action {
                 restarted.push(pod.clone());
             }
         }

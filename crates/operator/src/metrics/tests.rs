@@ -1,5 +1,5 @@
 use super::*;
-use crate::context::GuardedResize;
+use crate::resize_cache::GuardedResize;
 use kube::runtime::reflector;
 use kube::runtime::watcher::Event;
 use serde_json::json;

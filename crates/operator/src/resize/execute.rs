@@ -2,8 +2,7 @@
 //! more (creates tolerate "already exists", deletes are guarded by UID preconditions). The objects
 //! and patches come from `objects`; here is only which API gets them.
 
-use super::objects::{self, CopyJob, Owner};
-use super::run_observe::backup_name;
+use super::objects::{self, CopyJob, Owner, backup_name};
 use crate::Error;
 use crate::context::Context;
 use crate::error::ActionKind;
@@ -14,9 +13,6 @@ use k8s_openapi::api::apps::v1::StatefulSet;
 use k8s_openapi::api::core::v1::{ConfigMap, PersistentVolume, PersistentVolumeClaim, Pod, Toleration};
 use kube::api::{DeleteParams, EvictParams, Patch, Preconditions};
 use kube::{Api, ResourceExt};
-
-/// Re-exported for the observation of mover pods (their log).
-pub use super::objects::MOVER_CONTAINER;
 
 /// Carries out `action`; an API error says which action failed on which object.
 pub async fn execute(
@@ -50,7 +46,7 @@ fn object_of(resize: &VolumeResize, action: &ResizeAction) -> String {
         | ResizeAction::DeleteClaim { claim, .. }
         | ResizeAction::NudgeClaim { claim, .. }
         | ResizeAction::BindClaim { claim, .. } => claim.clone(),
-        ResizeAction::RestartPod { pod, .. }
+        ResizeAction::EvictPod { pod, .. }
         | ResizeAction::StartMover { pod, .. }
         | ResizeAction::MeasureUsage { pod, .. }
         | ResizeAction::DeleteMover { pod, .. }
@@ -98,7 +94,7 @@ async fn carry_out(
                 .await?;
             Ok(())
         }
-        ResizeAction::RestartPod { pod, uid } => {
+        ResizeAction::EvictPod { pod, uid } => {
             evict(&Api::<Pod>::namespaced(client, namespace), pod, uid).await
         }
         ResizeAction::OrphanDeleteStatefulSet => {

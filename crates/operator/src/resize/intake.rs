@@ -3,8 +3,8 @@
 //! or under an edited CRD) reaches the reconcile as an error instead of stalling the watch of every
 //! other VolumeResize. It is reported and otherwise left alone.
 
-use crate::context::GuardedResize;
 use crate::events::Notice;
+use crate::resize_cache::GuardedResize;
 use ferry_api::VolumeResize;
 use kube::ResourceExt;
 

@@ -13,6 +13,7 @@ mod rollout;
 mod run_observe;
 pub mod status_write;
 pub mod stop;
+mod views;
 
 pub use observe::{Observation, observe};
 pub use reconcile::{error_policy, reconcile};

@@ -33,6 +33,11 @@ mod tests;
 /// Name of the container in mover pods (its log carries the progress lines).
 pub const MOVER_CONTAINER: &str = "mover";
 
+/// Deterministic name of the ConfigMap holding a resize's StatefulSet backup.
+pub fn backup_name(resize: &VolumeResize) -> String {
+    ferry_engine::names::backup(&resize.name_any())
+}
+
 /// The backup ConfigMap's key for the StatefulSet as first backed up.
 const BACKUP_KEY: &str = "statefulset.json";
 /// The StatefulSet as it was when Ferry last orphan-deleted it: edits made during the resize (an

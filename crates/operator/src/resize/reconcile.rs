@@ -18,10 +18,10 @@ use ferry_api::quantity::format_bytes;
 use ferry_api::{Phase, VolumeResize, VolumeResizeStatus, condition::PRECHECKED};
 use ferry_engine::Verdict;
 use ferry_engine::action::ResizeAction;
-use ferry_engine::in_place::Decision as RunDecision;
 use ferry_engine::plan::{Decision, Input, Prechecked, plan, scope};
 use ferry_engine::retention::RetentionDecision;
 use ferry_engine::route::Facts;
+use ferry_engine::run::Decision as RunDecision;
 use ferry_engine::step_timing::FinishedStep;
 use k8s_openapi::api::apps::v1::StatefulSet;
 use k8s_openapi::api::core::v1::ObjectReference;
@@ -42,7 +42,7 @@ const RUN_RECHECK: Duration = Duration::from_secs(2);
 const STALE_RETRY: Duration = Duration::from_millis(200);
 
 pub async fn reconcile(
-    object: Arc<crate::context::GuardedResize>,
+    object: Arc<crate::resize_cache::GuardedResize>,
     ctx: Arc<Context>,
 ) -> Result<Action, Error> {
     let started = Instant::now();
@@ -415,7 +415,7 @@ fn action_reason(action: &ResizeAction) -> &'static str {
     match action {
         ResizeAction::BackupStatefulSet => "BackedUp",
         ResizeAction::ExpandClaim { .. } => "ExpandingVolume",
-        ResizeAction::RestartPod { .. } => "RestartingPod",
+        ResizeAction::EvictPod { .. } => "RestartingPod",
         ResizeAction::OrphanDeleteStatefulSet => "ReplacingStatefulSet",
         ResizeAction::RecreateStatefulSet => "RecreatingStatefulSet",
         ResizeAction::RestoreStatefulSet => "RestoringStatefulSet",
@@ -438,7 +438,7 @@ fn describe(action: &ResizeAction) -> String {
         ResizeAction::ExpandClaim { claim, bytes } => {
             format!("requested {} for PVC {claim}", format_bytes(*bytes))
         }
-        ResizeAction::RestartPod { pod, .. } => {
+        ResizeAction::EvictPod { pod, .. } => {
             format!("deleting pod {pod}; it comes back on its resized or new volume")
         }
         ResizeAction::OrphanDeleteStatefulSet => {
@@ -529,7 +529,11 @@ async fn announce(
 
 /// Transient errors retry with a pause; permanent ones wait for the object to change. Either way the
 /// error is logged and counted, never swallowed.
-pub fn error_policy(object: Arc<crate::context::GuardedResize>, error: &Error, ctx: Arc<Context>) -> Action {
+pub fn error_policy(
+    object: Arc<crate::resize_cache::GuardedResize>,
+    error: &Error,
+    ctx: Arc<Context>,
+) -> Action {
     tracing::warn!(name = %object.name_any(), namespace = ?object.namespace(), category = error.category(), %error, "reconcile failed");
     ctx.metrics
         .errors
@@ -573,7 +577,7 @@ pub fn error_policy(object: Arc<crate::context::GuardedResize>, error: &Error, c
 const TRANSIENT_RETRY: Duration = Duration::from_secs(5);
 
 /// `namespace/name` of a VolumeResize as the watch delivered it.
-fn key_of(object: &crate::context::GuardedResize) -> String {
+fn key_of(object: &crate::resize_cache::GuardedResize) -> String {
     format!("{}/{}", object.namespace().unwrap_or_default(), object.name_any())
 }
 

@@ -14,8 +14,8 @@ use kube::Api;
 use kube::api::LogParams;
 use kube::runtime::reflector::ObjectRef;
 
-use crate::context::GuardedResize;
-use crate::resize::execute::MOVER_CONTAINER;
+use crate::resize::objects::MOVER_CONTAINER;
+use crate::resize_cache::GuardedResize;
 use ferry_engine::copy::is_result_line;
 
 /// The movers whose logs are followed, and where their results wake the resize controller.

@@ -1,10 +1,10 @@
 //! The run's part of an observation: what a running resize acts on (the backup, claims, pods,
 //! mover pods, budgets, volumes).
 
-use super::observe::{claim_view, pod_view, volume_view};
+use super::objects::{MOVER_CONTAINER, backup_name};
+use super::views::{claim_view, pod_view, volume_view};
 use crate::Error;
 use crate::context::Context;
-use crate::resize::execute::MOVER_CONTAINER;
 use ferry_api::VolumeResize;
 use ferry_api::names::{
     ANNOTATION_BACKED_UP_UID, ANNOTATION_FINAL_PASS, ANNOTATION_RECREATED_BY, FINAL_PASS_GO,
@@ -16,14 +16,10 @@ use k8s_openapi::api::apps::v1::StatefulSet;
 use k8s_openapi::api::core::v1::{ConfigMap, PersistentVolume, PersistentVolumeClaim, Pod};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use kube::api::LogParams;
+use kube::core::{Selector, SelectorExt};
 use kube::runtime::reflector::ObjectRef;
 use kube::{Api, ResourceExt};
 use std::collections::BTreeMap;
-
-/// Deterministic name of the ConfigMap holding a resize's StatefulSet backup.
-pub fn backup_name(resize: &VolumeResize) -> String {
-    ferry_engine::names::backup(&resize.name_any())
-}
 
 /// The namespaced objects a run reads, fetched together: a reconcile in the replica's downtime
 /// waits for one round trip, not one per list.
@@ -194,28 +190,15 @@ pub fn uid_suffix(resize: &VolumeResize) -> String {
 }
 
 /// Whether a PodDisruptionBudget's selector picks pods with these labels. An empty selector picks
-/// every pod of the namespace, as in the disruption controller.
+/// every pod of the namespace, as in the disruption controller; one this Ferry cannot parse (an
+/// operator the API server would not accept) is taken to pick them, so the budget is respected.
 fn budget_selects(budget: &PodDisruptionBudget, labels: &BTreeMap<String, String>) -> bool {
-    let Some(selector) = budget.spec.as_ref().and_then(|s| s.selector.as_ref()) else {
+    let Some(selector) = budget.spec.as_ref().and_then(|s| s.selector.clone()) else {
         return false;
     };
-    let labels_match = selector
-        .match_labels
-        .iter()
-        .flatten()
-        .all(|(key, value)| labels.get(key) == Some(value));
-    let expressions_match = selector.match_expressions.iter().flatten().all(|expression| {
-        let value = labels.get(&expression.key);
-        let values = expression.values.clone().unwrap_or_default();
-        match expression.operator.as_str() {
-            "In" => value.is_some_and(|v| values.contains(v)),
-            "NotIn" => value.is_none_or(|v| !values.contains(v)),
-            "Exists" => value.is_some(),
-            "DoesNotExist" => value.is_none(),
-            _ => true,
-        }
-    });
-    labels_match && expressions_match
+    Selector::try_from(selector)
+        .ok()
+        .is_none_or(|selector| selector.matches(labels))
 }
 
 /// The volume's claimRef points into `namespace`.
@@ -380,5 +363,51 @@ mod tests {
             MoverPhase::Succeeded
         );
         assert_eq!(mover_view(&pod("Pending", None)).phase, MoverPhase::Waiting);
+    }
+
+    fn budget(selector: serde_json::Value) -> PodDisruptionBudget {
+        serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "db"},
+            "spec": {"maxUnavailable": 0, "selector": selector},
+        }))
+        .unwrap()
+    }
+
+    fn labels(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn a_budget_selects_pods_as_the_disruption_controller_does() {
+        let db = labels(&[("app", "db"), ("tier", "data")]);
+        let selects = |selector| budget_selects(&budget(selector), &db);
+        assert!(
+            selects(serde_json::json!({})),
+            "an empty selector picks every pod"
+        );
+        assert!(selects(serde_json::json!({"matchLabels": {"app": "db"}})));
+        assert!(!selects(serde_json::json!({"matchLabels": {"app": "web"}})));
+        assert!(selects(serde_json::json!({"matchExpressions": [
+            {"key": "tier", "operator": "In", "values": ["data", "cache"]},
+            {"key": "zone", "operator": "DoesNotExist"},
+        ]})));
+        assert!(!selects(serde_json::json!({"matchExpressions": [
+            {"key": "tier", "operator": "NotIn", "values": ["data"]},
+        ]})));
+        assert!(!selects(serde_json::json!({"matchExpressions": [
+            {"key": "zone", "operator": "Exists"},
+        ]})));
+        assert!(
+            selects(serde_json::json!({"matchExpressions": [
+                {"key": "tier", "operator": "Near", "values": ["data"]},
+            ]})),
+            "an operator the API server would refuse is taken to pick the pod"
+        );
+        let no_selector: PodDisruptionBudget =
+            serde_json::from_value(serde_json::json!({"metadata": {"name": "x"}, "spec": {}})).unwrap();
+        assert!(!budget_selects(&no_selector, &db), "no selector picks nothing");
     }
 }

@@ -3,8 +3,9 @@
 
 use super::config_delete;
 use super::review::{self, BadReview};
-use crate::context::{Context, GuardedResize};
+use crate::context::Context;
 use crate::resize::observe;
+use crate::resize_cache::GuardedResize;
 use axum::Router;
 use axum::body::Body;
 use axum::extract::{Request, State};

@@ -410,11 +410,11 @@ async fn unhealthy_stateful_set_waits_then_proceeds_when_ready() {
 
 /// A Context of Ferry's own, outside the running operator, to call its building blocks directly.
 fn direct_context(harness: &Harness) -> ferry_operator::context::Context {
-    let (store, _writer) = kube::runtime::reflector::store::<ferry_operator::context::GuardedResize>();
+    let (store, _writer) = kube::runtime::reflector::store::<ferry_operator::resize_cache::GuardedResize>();
     ferry_operator::context::Context::new(
         harness.client.clone(),
         std::sync::Arc::new(ferry_operator::metrics::Metrics::default()),
-        ferry_operator::context::Resizes::new(vec![store]),
+        ferry_operator::resize_cache::Resizes::new(vec![store]),
         "unused".into(),
         None,
     )

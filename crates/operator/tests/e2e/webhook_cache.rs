@@ -5,8 +5,9 @@
 
 use crate::triggers::post;
 use ferry_api::VolumeResize;
-use ferry_operator::context::{Context, Resizes};
+use ferry_operator::context::Context;
 use ferry_operator::metrics::Metrics;
+use ferry_operator::resize_cache::Resizes;
 use ferry_operator::webhook::server::{VALIDATE_STATEFUL_SET_CREATES, router};
 use ferry_testenv::{TestNamespace, client};
 use kube::api::PostParams;

@@ -1,0 +1,128 @@
+//! What the planners see of Kubernetes objects: pure conversions into the engine's views.
+
+use ferry_api::names::ANNOTATION_BIND_NUDGE;
+use ferry_api::parse_bytes;
+use ferry_api::quantity::requested_storage;
+use ferry_engine::{ClaimView, NodeResize, PodView, StatefulSetView, TemplateView, VolumeView};
+use k8s_openapi::api::apps::v1::StatefulSet;
+use k8s_openapi::api::core::v1::{
+    PersistentVolume, PersistentVolumeClaim, PersistentVolumeClaimCondition, Pod,
+};
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+use kube::ResourceExt;
+
+pub(super) fn bytes(quantity: Option<&Quantity>) -> Option<u64> {
+    quantity.and_then(|q| parse_bytes(&q.0).ok())
+}
+
+/// The StatefulSet as the planners see it (`foreign` is judged once the backup is read).
+pub(super) fn stateful_set_view(sts: &StatefulSet) -> StatefulSetView {
+    let spec = sts.spec.as_ref();
+    let templates = spec
+        .and_then(|s| s.volume_claim_templates.as_ref())
+        .into_iter()
+        .flatten()
+        .map(|template| {
+            let claim_spec = template.spec.as_ref();
+            let view = TemplateView {
+                size_bytes: bytes(requested_storage(claim_spec)),
+                storage_class: claim_spec.and_then(|s| s.storage_class_name.clone()),
+                raw_block: claim_spec.and_then(|s| s.volume_mode.as_deref()) == Some("Block"),
+                read_write_once_pod: claim_spec
+                    .and_then(|s| s.access_modes.as_ref())
+                    .is_some_and(|modes| modes.iter().any(|m| m == "ReadWriteOncePod")),
+            };
+            (template.name_any(), view)
+        })
+        .collect();
+    StatefulSetView {
+        name: sts.name_any(),
+        replicas: crate::ordinals::replicas(sts),
+        first_ordinal: crate::ordinals::first_ordinal(sts),
+        ready_replicas: sts.status.as_ref().and_then(|s| s.ready_replicas).unwrap_or(0),
+        templates,
+        deleting: sts.metadata.deletion_timestamp.is_some(),
+        rolling_out: super::rollout::rolling_out(sts),
+        foreign: false,
+    }
+}
+
+pub(super) fn claim_view(claim: &PersistentVolumeClaim) -> ClaimView {
+    let spec = claim.spec.as_ref();
+    let status = claim.status.as_ref();
+    let capacity = status
+        .and_then(|s| s.capacity.as_ref())
+        .and_then(|c| c.get("storage"));
+    let conditions = status.and_then(|s| s.conditions.as_deref()).unwrap_or_default();
+    ClaimView {
+        uid: claim.uid().unwrap_or_default(),
+        storage_class: spec.and_then(|s| s.storage_class_name.clone()),
+        requested_bytes: bytes(requested_storage(spec)).unwrap_or(0),
+        capacity_bytes: bytes(capacity).unwrap_or(0),
+        volume_name: spec.and_then(|s| s.volume_name.clone()),
+        deleting: claim.metadata.deletion_timestamp.is_some(),
+        node_resize: node_resize(conditions),
+        expansion_refused_in_use: expansion_refused_in_use(conditions),
+        bound: status.and_then(|s| s.phase.as_deref()) == Some("Bound"),
+        created: claim.metadata.creation_timestamp.clone(),
+        nudged: claim.annotations().contains_key(ANNOTATION_BIND_NUDGE),
+    }
+}
+
+/// The node side of a claim's growth: `FileSystemResizePending` (set by the external-resizer or
+/// the in-tree expander) and the kubelet's `NodeResizeError`.
+fn node_resize(conditions: &[PersistentVolumeClaimCondition]) -> NodeResize {
+    let holds = |kind: &str| holding(conditions, kind);
+    match holds("FileSystemResizePending") {
+        None => NodeResize::Idle,
+        Some(_) if holds("NodeResizeError").is_some() => NodeResize::Failed,
+        Some(pending) => NodeResize::Pending {
+            since: pending.last_transition_time.clone(),
+        },
+    }
+}
+
+/// The external-resizer's `ControllerResizeError` carrying the driver's FAILED_PRECONDITION ("the
+/// volume is in use and the plugin doesn't support online expansion", CSI spec), and no
+/// `FileSystemResizePending` yet (the resizer keeps the old error once the volume has grown).
+fn expansion_refused_in_use(conditions: &[PersistentVolumeClaimCondition]) -> bool {
+    let holds = |kind: &str| holding(conditions, kind);
+    holds("FileSystemResizePending").is_none()
+        && holds("ControllerResizeError")
+            .and_then(|c| c.message.as_deref())
+            .is_some_and(|message| message.contains("code = FailedPrecondition"))
+}
+
+/// The claim's condition of this type, when it holds (status True).
+fn holding<'a>(
+    conditions: &'a [PersistentVolumeClaimCondition],
+    kind: &str,
+) -> Option<&'a PersistentVolumeClaimCondition> {
+    conditions.iter().find(|c| c.type_ == kind && c.status == "True")
+}
+
+pub(super) fn pod_view(pod: &Pod) -> PodView {
+    PodView {
+        uid: pod.uid().unwrap_or_default(),
+        ready: ferry_engine::pods::ready(pod),
+        deleting: pod.metadata.deletion_timestamp.is_some(),
+    }
+}
+
+pub(super) fn volume_view(volume: &PersistentVolume) -> VolumeView {
+    let spec = volume.spec.as_ref();
+    let claim = spec.and_then(|s| s.claim_ref.as_ref());
+    VolumeView {
+        uid: volume.uid().unwrap_or_default(),
+        reclaim_policy: spec
+            .and_then(|s| s.persistent_volume_reclaim_policy.clone())
+            .unwrap_or_default(),
+        claim_name: claim.and_then(|c| c.name.clone()),
+        claim_uid: claim.and_then(|c| c.uid.clone()),
+        phase: volume
+            .status
+            .as_ref()
+            .and_then(|s| s.phase.clone())
+            .unwrap_or_default(),
+    }
+}
