@@ -187,6 +187,10 @@ pub struct WatchArgs {
 pub struct RollbackArgs {
     /// Name of the VolumeResize.
     pub name: String,
+    /// Roll back without asking (writes made to the new volumes since the swap are lost). Without
+    /// it the command asks on a terminal and refuses elsewhere.
+    #[arg(long, short = 'y')]
+    pub yes: bool,
 }
 
 #[derive(Args, Debug)]

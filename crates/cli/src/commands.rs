@@ -433,6 +433,7 @@ async fn rollback(cluster: &Cluster, args: RollbackArgs, style: Style) -> Result
         .get(crate::ANNOTATION_ROLLBACK_REQUESTED)
         .is_some_and(|v| v == "true");
     if !already {
+        confirm_rollback(&args, style).await?;
         let patch = serde_json::json!({
             "metadata": {"annotations": {crate::ANNOTATION_ROLLBACK_REQUESTED: "true"}}
         });
@@ -457,6 +458,65 @@ async fn rollback(cluster: &Cluster, args: RollbackArgs, style: Style) -> Result
         if already { "already " } else { "" }
     );
     Ok(ExitCode::Ok)
+}
+
+/// Whether a rollback may be requested without asking: `--yes`, else a yes typed on a terminal.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Consent {
+    Given,
+    Ask,
+    /// No `--yes` and no terminal to ask on (a script, CI): refused, nothing changes.
+    Missing,
+}
+
+fn rollback_consent(yes: bool, terminal: bool) -> Consent {
+    match (yes, terminal) {
+        (true, _) => Consent::Given,
+        (false, true) => Consent::Ask,
+        (false, false) => Consent::Missing,
+    }
+}
+
+/// A typed answer that means yes.
+fn is_yes(answer: &str) -> bool {
+    matches!(answer.trim().to_ascii_lowercase().as_str(), "y" | "yes")
+}
+
+/// Asks before a rollback loses the writes made since the swap, as `kubectl delete` asks nothing but
+/// `helm rollback`'s users expect to be asked: on a terminal a prompt, elsewhere `--yes` is required.
+async fn confirm_rollback(args: &RollbackArgs, style: Style) -> Result<(), CliError> {
+    let terminal = std::io::stdin().is_terminal() && std::io::stderr().is_terminal();
+    match rollback_consent(args.yes, terminal) {
+        Consent::Given => Ok(()),
+        Consent::Missing => Err(CliError::Usage(format!(
+            "rolling back volumeresize.ferry.dev/{} loses the writes made to the new volumes since the \
+             swap: confirm with --yes (there is no terminal to ask on)",
+            args.name
+        ))),
+        Consent::Ask => {
+            eprint!(
+                "{} rolling back volumeresize.ferry.dev/{} re-binds the old volumes: writes made to the new \
+                 volumes since the swap are lost. Roll back? [y/N] ",
+                warning_style(style).paint(YELLOW, "warning:"),
+                args.name
+            );
+            let answer = tokio::task::spawn_blocking(|| {
+                let mut line = String::new();
+                std::io::stdin().read_line(&mut line).map(|_| line)
+            })
+            .await
+            .map_err(|error| CliError::Failed(format!("could not read the answer: {error}")))?
+            .map_err(|error| CliError::Failed(format!("could not read the answer: {error}")))?;
+            if is_yes(&answer) {
+                Ok(())
+            } else {
+                Err(CliError::Failed(format!(
+                    "rollback of volumeresize.ferry.dev/{} not confirmed; nothing changed",
+                    args.name
+                )))
+            }
+        }
+    }
 }
 
 async fn delete(cluster: &Cluster, args: NameArgs) -> Result<ExitCode, CliError> {
@@ -525,6 +585,20 @@ mod tests {
             "metadata": {"name": "grow"}, "spec": spec, "status": status,
         }))
         .unwrap()
+    }
+
+    #[test]
+    fn a_rollback_needs_yes_or_a_terminal_to_ask_on() {
+        assert_eq!(rollback_consent(true, false), Consent::Given);
+        assert_eq!(rollback_consent(true, true), Consent::Given);
+        assert_eq!(rollback_consent(false, true), Consent::Ask);
+        assert_eq!(rollback_consent(false, false), Consent::Missing);
+        for answer in ["y\n", "Y", " yes \n", "YES"] {
+            assert!(is_yes(answer), "{answer:?}");
+        }
+        for answer in ["", "\n", "n", "no", "yep", "y es"] {
+            assert!(!is_yes(answer), "{answer:?}");
+        }
     }
 
     #[test]

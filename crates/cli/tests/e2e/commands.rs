@@ -463,7 +463,17 @@ async fn rollback_sets_the_annotation_or_refuses() {
                "createdObjects": {"retainedVolumes": ["pv-old-0"]}}),
     )
     .await;
+    // Without --yes and without a terminal to ask on: refused, nothing changes.
     let run = env.ferry(&["rollback", "shrink"]).await;
+    assert_eq!(run.code, 2, "{run:?}");
+    assert!(run.stderr.contains("confirm with --yes"), "{}", run.stderr);
+    let shrink = env.resizes().get("shrink").await.unwrap();
+    assert!(
+        !shrink.annotations().contains_key("ferry.dev/rollback-requested"),
+        "{:?}",
+        shrink.annotations()
+    );
+    let run = env.ferry(&["rollback", "shrink", "--yes"]).await;
     assert_eq!(run.code, 0, "{run:?}");
     assert_eq!(run.stdout, "volumeresize.ferry.dev/shrink rollback requested\n");
     assert!(
