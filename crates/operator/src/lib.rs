@@ -16,6 +16,7 @@ pub mod ordinals;
 pub mod requests;
 pub mod resize;
 pub mod resize_cache;
+pub mod resize_create;
 pub mod run;
 pub mod shared_secret;
 pub mod triggers;

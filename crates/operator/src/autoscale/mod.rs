@@ -8,16 +8,13 @@ pub mod defaults;
 mod observe;
 mod summaries;
 
+use crate::Error;
 use crate::context::Context;
 use crate::events::{self, Notice};
 use crate::features::{Feature, Features};
 use crate::metrics::{ReasonLabels, VolumeLabels};
-use crate::{Error, writes};
-use ferry_api::names::{
-    FIELD_MANAGER, LABEL_AUTOSCALER_UID, LABEL_MANAGED_BY, LABEL_STATEFUL_SET, LABEL_TRIGGER,
-    MANAGED_BY_VALUE,
-};
-use ferry_api::{AutoscaledVolumeStatus, VolumeAutoscaler, VolumeResize};
+use ferry_api::names::{FIELD_MANAGER, LABEL_AUTOSCALER_UID};
+use ferry_api::{AutoscaledVolumeStatus, VolumeAutoscaler};
 use ferry_engine::autoscale::record::{self, Made};
 use ferry_engine::autoscale::request::{Grow, resize_name, resize_spec};
 use ferry_engine::autoscale::{Reason, Verdict, decide, policy};
@@ -332,25 +329,14 @@ async fn create_resize(
     grow: &Grow<'_>,
     autoscaler_uid: &str,
 ) -> Result<(), Error> {
-    let mut resize = VolumeResize::new(name, resize_spec(grow));
-    resize.metadata.namespace = Some(namespace.to_string());
-    resize.metadata.labels = Some(
-        [
-            (LABEL_TRIGGER.to_string(), observe::TRIGGER_AUTOSCALE.to_string()),
-            (LABEL_STATEFUL_SET.to_string(), grow.stateful_set.to_string()),
-            (LABEL_AUTOSCALER_UID.to_string(), autoscaler_uid.to_string()),
-            (LABEL_MANAGED_BY.to_string(), MANAGED_BY_VALUE.to_string()),
-        ]
-        .into(),
-    );
-    match Api::<VolumeResize>::namespaced(scaling.ctx.client.clone(), namespace)
-        .create(&writes::create(), &resize)
-        .await
-    {
-        Ok(_) => Ok(()),
-        Err(kube::Error::Api(status)) if status.code == 409 => Ok(()),
-        Err(error) => Err(error.into()),
-    }
+    let origin = crate::resize_create::Origin {
+        trigger: observe::TRIGGER_AUTOSCALE,
+        stateful_set: grow.stateful_set,
+        asked_by: Some((LABEL_AUTOSCALER_UID, autoscaler_uid)),
+    };
+    crate::resize_create::create_resize(&scaling.ctx.client, namespace, name, resize_spec(grow), &origin)
+        .await?;
+    Ok(())
 }
 
 pub fn error_policy(autoscaler: Arc<VolumeAutoscaler>, error: &Error, scaling: Arc<Autoscaling>) -> Action {

@@ -12,10 +12,8 @@ use crate::events::{self, Notice};
 use crate::features::{Feature, Features};
 use crate::{Error, writes};
 use ferry_api::listed::Listing;
-use ferry_api::names::{
-    FIELD_MANAGER, LABEL_MANAGED_BY, LABEL_STATEFUL_SET, LABEL_TRIGGER, MANAGED_BY_VALUE,
-};
-use ferry_api::{ExtendedStatefulSet, ExtendedStatefulSetStatus, VolumeResize, VolumeResizeSpec, ZoneStatus};
+use ferry_api::names::FIELD_MANAGER;
+use ferry_api::{ExtendedStatefulSet, ExtendedStatefulSetStatus, VolumeResizeSpec, ZoneStatus};
 use ferry_engine::conditions::{condition, set_condition};
 use ferry_engine::extended::config::{ConfigRef, digest, references};
 use ferry_engine::extended::desired::{
@@ -279,7 +277,6 @@ pub async fn reconcile(ests: Arc<ExtendedStatefulSet>, ctx: Arc<Context>) -> Res
 
     let sets = Api::<StatefulSet>::namespaced(client.clone(), &namespace);
     let pods = Api::<Pod>::namespaced(client.clone(), &namespace);
-    let resizes_api = Api::<VolumeResize>::namespaced(client.clone(), &namespace);
     // One this Ferry cannot read does not fail the list; one that may be at work on a StatefulSet
     // counts as running there (no second resize beside it).
     let resizes = crate::listing::list(client, &namespace).await?;
@@ -325,29 +322,23 @@ pub async fn reconcile(ests: Arc<ExtendedStatefulSet>, ctx: Arc<Context>) -> Res
                     problems.push(problem);
                     continue;
                 }
-                let mut request =
-                    VolumeResize::new(&resize, VolumeResizeSpec::for_volumes(&wanted.name, changes));
-                request.metadata.namespace = Some(namespace.clone());
-                request.metadata.labels = Some(
-                    [
-                        (LABEL_TRIGGER.to_string(), "extended-stateful-set".to_string()),
-                        (LABEL_STATEFUL_SET.to_string(), wanted.name.clone()),
-                        (LABEL_EXTENDED.to_string(), name.clone()),
-                        (LABEL_MANAGED_BY.to_string(), MANAGED_BY_VALUE.to_string()),
-                    ]
-                    .into(),
-                );
-                match resizes_api.create(&writes::create(), &request).await {
-                    Ok(_) => notices.push((
+                let origin = crate::resize_create::Origin {
+                    trigger: "extended-stateful-set",
+                    stateful_set: &wanted.name,
+                    asked_by: Some((LABEL_EXTENDED, &name)),
+                };
+                let spec = VolumeResizeSpec::for_volumes(&wanted.name, changes);
+                if crate::resize_create::create_resize(client, &namespace, &resize, spec, &origin).await?
+                    == crate::resize_create::Created::New
+                {
+                    notices.push((
                         false,
                         "VolumeResizeStarted",
                         format!(
                             "volume claim templates of {} change: VolumeResize {resize}",
                             wanted.name
                         ),
-                    )),
-                    Err(kube::Error::Api(status)) if status.code == 409 => {}
-                    Err(error) => return Err(error.into()),
+                    ));
                 }
                 busy.insert(wanted.name.clone());
             }

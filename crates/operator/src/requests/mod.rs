@@ -9,11 +9,10 @@ mod observe;
 use crate::context::Context;
 use crate::events::{self, Notice};
 use crate::{Error, writes};
-use ferry_api::VolumeResize;
 use ferry_api::names::{
     ANNOTATION_REQUESTED_TEMPLATES, ANNOTATION_RESIZE_BY, ANNOTATION_RESIZE_PREFIX, ANNOTATION_RESIZE_STATUS,
-    ANNOTATION_STORAGE_CLASS_PREFIX, ANNOTATION_SYNC_CLAIMS, LABEL_MANAGED_BY, LABEL_STATEFUL_SET,
-    LABEL_TRIGGER, MANAGED_BY_VALUE, SEED_ANNOTATION_AUTO_SCALED, SEED_ANNOTATION_RESIZE_PREFIX,
+    ANNOTATION_STORAGE_CLASS_PREFIX, ANNOTATION_SYNC_CLAIMS, SEED_ANNOTATION_AUTO_SCALED,
+    SEED_ANNOTATION_RESIZE_PREFIX,
 };
 use ferry_engine::trigger::{Decision, decide};
 use k8s_openapi::api::apps::v1::StatefulSet;
@@ -101,26 +100,23 @@ async fn apply(ctx: &Context, sts: &StatefulSet, namespace: &str, decision: &Dec
             .await?;
     }
     if let Some(create) = &decision.create {
-        let mut resize = VolumeResize::new(&create.name, create.spec.clone());
-        resize.metadata.namespace = Some(namespace.to_string());
-        resize.metadata.labels = Some(
-            [
-                (LABEL_TRIGGER.to_string(), create.trigger.to_string()),
-                (LABEL_STATEFUL_SET.to_string(), name.clone()),
-                (LABEL_MANAGED_BY.to_string(), MANAGED_BY_VALUE.to_string()),
-            ]
-            .into(),
-        );
-        match Api::<VolumeResize>::namespaced(ctx.client.clone(), namespace)
-            .create(&writes::create(), &resize)
-            .await
+        let origin = crate::resize_create::Origin {
+            trigger: create.trigger,
+            stateful_set: &name,
+            asked_by: None,
+        };
+        // One already there is the same request, made by an earlier pass that did not record it.
+        if crate::resize_create::create_resize(
+            &ctx.client,
+            namespace,
+            &create.name,
+            create.spec.clone(),
+            &origin,
+        )
+        .await?
+            == crate::resize_create::Created::New
         {
-            Ok(_) => {
-                tracing::info!(stateful_set = %name, resize = %create.name, trigger = create.trigger, "VolumeResize created for a request")
-            }
-            // Made by an earlier pass that did not get to record it: the same request, same name.
-            Err(kube::Error::Api(status)) if status.code == 409 => {}
-            Err(error) => return Err(error.into()),
+            tracing::info!(stateful_set = %name, resize = %create.name, trigger = create.trigger, "VolumeResize created for a request");
         }
     }
     let reference = sts.object_ref(&());
