@@ -212,12 +212,23 @@ async fn a_volume_filled_past_its_threshold_grows_in_place_and_the_cooldown_outl
         "head -c $((80 * 1024 * 1024)) /dev/urandom > /data/more",
     )
     .await;
+    // Judged on a reading that shows the new file: the kubelet refreshes volume stats every 5 s, so
+    // a Cooldown judged on the reading from before the growth (74 % of the old file system) can be
+    // followed by one from between the growth and the write (59 %: below the threshold, rightly).
     let cooling = wait_status(
         &harness,
         "db",
-        "the autoscaler to wait out the cooldown",
+        "the autoscaler to wait out the cooldown, with the new file in its reading",
         60,
-        |s| state_of(s) == Some("Cooldown"),
+        |s| {
+            state_of(s) == Some("Cooldown")
+                && s.volumes.first().is_some_and(|volume| {
+                    volume
+                        .replicas
+                        .iter()
+                        .any(|r| r.used_bytes.unwrap_or(0) >= 250 * MI as i64)
+                })
+        },
     )
     .await;
     let message = cooling.volumes[0].message.clone().unwrap_or_default();
