@@ -37,7 +37,9 @@ pub struct ClaimRef {
 }
 
 /// The readings of the claims given (claim name → replica) in `namespace`. A claim the summary
-/// does not report, or reports without bytes, has no reading (its usage is unknown).
+/// does not report, or reports without bytes, has no reading (its usage is unknown). A claim two
+/// pods report (the replica and a pod still being torn down, or one of Ferry's) is read as the
+/// fuller of the two: growing a little early is safe, missing a full disk is not.
 pub fn readings(summary: &Summary, namespace: &str, claims: &BTreeMap<String, i32>) -> Vec<Reading> {
     let mut found: BTreeMap<i32, Reading> = BTreeMap::new();
     for volume in summary.pods.iter().flat_map(|pod| pod.volume.iter()) {
@@ -49,22 +51,50 @@ pub fn readings(summary: &Summary, namespace: &str, claims: &BTreeMap<String, i3
         else {
             continue;
         };
-        found.insert(
+        let reading = Reading {
             replica,
-            Reading {
-                replica,
-                used_bytes: used,
-                capacity_bytes: capacity,
-                inodes: volume.inodes_used.zip(volume.inodes),
-            },
-        );
+            used_bytes: used,
+            capacity_bytes: capacity,
+            inodes: volume.inodes_used.zip(volume.inodes),
+        };
+        let fuller = found
+            .get(&replica)
+            .is_none_or(|seen| share(&reading) > share(seen));
+        if fuller {
+            found.insert(replica, reading);
+        }
     }
     found.into_values().collect()
+}
+
+/// How full a reading says its volume is, comparable across readings (used bytes per total).
+fn share(reading: &Reading) -> f64 {
+    if reading.capacity_bytes == 0 {
+        return 0.0;
+    }
+    reading.used_bytes as f64 / reading.capacity_bytes as f64
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_claim_two_pods_report_is_read_as_the_fuller_whatever_the_order() {
+        let claims = BTreeMap::from([("data-db-0".to_string(), 0)]);
+        let report = |used: u64| {
+            serde_json::json!({"podRef": {"name": "p"}, "volume": [
+                {"name": "data", "pvcRef": {"name": "data-db-0", "namespace": "apps"},
+                 "usedBytes": used, "capacityBytes": 1000},
+            ]})
+        };
+        for pods in [[report(590), report(840)], [report(840), report(590)]] {
+            let summary: Summary = serde_json::from_value(serde_json::json!({"pods": pods})).unwrap();
+            let found = readings(&summary, "apps", &claims);
+            assert_eq!(found.len(), 1);
+            assert_eq!(found[0].used_bytes, 840);
+        }
+    }
 
     #[test]
     fn claims_are_read_from_every_pod_and_others_ignored() {
