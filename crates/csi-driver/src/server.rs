@@ -69,15 +69,7 @@ impl Driver {
         T: Send + 'static,
         F: FnOnce(&Driver) -> Result<T, Error> + Send + 'static,
     {
-        // Volume first, then the node: a call on one volume never holds the node's lock.
-        let volume = self.volume_lock(key);
-        let held = Arc::clone(&volume).lock_owned().await;
-        let alone = self.serial.lock().await;
-        let result = self.run_blocking(work).await;
-        drop(alone);
-        drop(held);
-        self.forget_volume_lock(key, volume);
-        result
+        self.locked(key, true, work).await
     }
 
     /// Runs `work` on a blocking thread, alone on volume `volume_id` only: for work that touches
@@ -87,11 +79,27 @@ impl Driver {
         T: Send + 'static,
         F: FnOnce(&Driver) -> Result<T, Error> + Send + 'static,
     {
-        let volume = self.volume_lock(volume_id);
+        self.locked(volume_id, false, work).await
+    }
+
+    /// Runs `work` holding volume `key`'s lock and, when `node_wide`, the node's. Volume first, then
+    /// the node: a call on one volume never holds the node's lock while it waits.
+    async fn locked<T, F>(self: &Arc<Self>, key: &str, node_wide: bool, work: F) -> Result<T, Status>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Driver) -> Result<T, Error> + Send + 'static,
+    {
+        let volume = self.volume_lock(key);
         let held = Arc::clone(&volume).lock_owned().await;
+        let alone = if node_wide {
+            Some(self.serial.lock().await)
+        } else {
+            None
+        };
         let result = self.run_blocking(work).await;
+        drop(alone);
         drop(held);
-        self.forget_volume_lock(volume_id, volume);
+        self.forget_volume_lock(key, volume);
         result
     }
 
