@@ -121,13 +121,19 @@ pub(crate) fn bad_dir(dir: &Path, e: std::io::Error) -> MoverError {
 }
 
 /// The metadata digest of a scanned tree, skipping entries for which `skip` is true.
-pub fn metadata_digest(tree: &Tree, skip: impl Fn(usize) -> bool) -> String {
+pub fn metadata_digest(tree: &Tree, skip: impl Fn(usize) -> bool + Sync) -> String {
     let leaders = link_leaders(tree);
+    // Encoded in parallel (formatting 100,000 entries was a serial pause at the end of a run),
+    // hashed in tree order.
+    let encoded: Vec<Option<Vec<u8>>> = tree
+        .entries
+        .par_iter()
+        .enumerate()
+        .map(|(i, e)| (!skip(i)).then(|| canonical(e, leaders[i].map(|l| &tree.entries[l]))))
+        .collect();
     let mut h = Xxh3::new();
-    for (i, e) in tree.entries.iter().enumerate() {
-        if !skip(i) {
-            h.update(&canonical(e, leaders[i].map(|l| &tree.entries[l])));
-        }
+    for bytes in encoded.iter().flatten() {
+        h.update(bytes);
     }
     format!("{:032x}", h.digest128())
 }

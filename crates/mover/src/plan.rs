@@ -6,7 +6,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
 use crate::meta::{EntryMeta, Kind};
-use crate::walk::Tree;
+use crate::walk::{Tree, path_order};
 
 /// Name prefix of the temporary files the mover writes before renaming into place.
 pub const TEMP_PREFIX: &str = ".ferry-tmp-";
@@ -163,28 +163,33 @@ pub fn link_leaders(tree: &Tree) -> Vec<Option<usize>> {
         .collect()
 }
 
+/// For each entry of `a`, the index of the entry of `b` with the same path. Both trees are in
+/// walk order, so one merge finds every pair (hashing 100,000 paths cost more than the merge).
+fn same_paths(a: &Tree, b: &Tree) -> Vec<Option<usize>> {
+    let mut j = 0;
+    a.entries
+        .iter()
+        .map(|e| {
+            while j < b.entries.len() && path_order(&b.entries[j].rel, &e.rel).is_lt() {
+                j += 1;
+            }
+            (j < b.entries.len() && path_order(&b.entries[j].rel, &e.rel).is_eq()).then_some(j)
+        })
+        .collect()
+}
+
 /// Builds the plan for making `target` equal to `source`.
 pub fn plan(source: &Tree, target: &Tree, opts: PlanOptions) -> Plan {
-    let src_index: HashMap<&Path, usize> = source
-        .entries
-        .iter()
-        .enumerate()
-        .map(|(i, e)| (e.rel.as_path(), i))
-        .collect();
-    let tgt_index: HashMap<&Path, usize> = target
-        .entries
-        .iter()
-        .enumerate()
-        .map(|(i, e)| (e.rel.as_path(), i))
-        .collect();
+    let in_target = same_paths(source, target);
+    let in_source = same_paths(target, source);
     let src_leaders = link_leaders(source);
     let tgt_leaders = link_leaders(target);
 
-    let removals = removals(source, target, &src_index, opts.delete);
+    let removals = removals(source, target, &in_source, opts.delete);
 
     let mut ops: Vec<Op> = Vec::with_capacity(source.entries.len());
     for (i, e) in source.entries.iter().enumerate() {
-        let dst_i = tgt_index.get(e.rel.as_path()).copied();
+        let dst_i = in_target[i];
         let dst = dst_i
             .map(|j| &target.entries[j].meta)
             .filter(|d| d.kind == e.meta.kind);
@@ -218,9 +223,9 @@ pub fn plan(source: &Tree, target: &Tree, opts: PlanOptions) -> Plan {
     Plan { removals, ops }
 }
 
-fn removals(source: &Tree, target: &Tree, src_index: &HashMap<&Path, usize>, delete: bool) -> Vec<Removal> {
+fn removals(source: &Tree, target: &Tree, in_source: &[Option<usize>], delete: bool) -> Vec<Removal> {
     let mut out: Vec<Removal> = Vec::new();
-    for e in &target.entries {
+    for (e, in_source) in target.entries.iter().zip(in_source) {
         if e.rel.as_os_str().is_empty() {
             continue;
         }
@@ -232,8 +237,8 @@ fn removals(source: &Tree, target: &Tree, src_index: &HashMap<&Path, usize>, del
             last.entries += 1;
             continue;
         }
-        let reason = match src_index.get(e.rel.as_path()) {
-            Some(&i) if source.entries[i].meta.kind != e.meta.kind => Some(RemoveReason::WrongType),
+        let reason = match *in_source {
+            Some(i) if source.entries[i].meta.kind != e.meta.kind => Some(RemoveReason::WrongType),
             Some(_) => None,
             None if is_temp_name(&e.rel) => Some(RemoveReason::StaleTemp),
             None if delete => Some(RemoveReason::Extraneous),

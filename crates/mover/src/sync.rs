@@ -398,23 +398,28 @@ impl Run<'_> {
             })
             .collect::<Result<_, _>>()?;
         let leaders = plan::link_leaders(src);
-        let mut bad = Vec::new();
-        for (i, e) in src.entries.iter().enumerate() {
-            if out.vanished[i].load(Ordering::Relaxed) || already.contains(&e.rel) {
-                continue;
-            }
-            if let Some(reason) = metadata_mismatch(&e.meta, found[i].as_ref()) {
-                bad.push((e.rel.clone(), reason));
-            } else if let Some(l) = leaders[i]
-                && !out.vanished[l].load(Ordering::Relaxed)
-                && found[i].as_ref().map(|m| (m.dev, m.ino)) != found[l].as_ref().map(|m| (m.dev, m.ino))
-            {
-                bad.push((
-                    e.rel.clone(),
-                    format!("not a hard link to {}", src.entries[l].rel.display()),
-                ));
-            }
-        }
+        let bad = src
+            .entries
+            .par_iter()
+            .enumerate()
+            .filter_map(|(i, e)| {
+                if out.vanished[i].load(Ordering::Relaxed) || already.contains(&e.rel) {
+                    return None;
+                }
+                if let Some(reason) = metadata_mismatch(&e.meta, found[i].as_ref()) {
+                    return Some((e.rel.clone(), reason));
+                }
+                let l = leaders[i]?;
+                let not_linked = !out.vanished[l].load(Ordering::Relaxed)
+                    && found[i].as_ref().map(|m| (m.dev, m.ino)) != found[l].as_ref().map(|m| (m.dev, m.ino));
+                not_linked.then(|| {
+                    (
+                        e.rel.clone(),
+                        format!("not a hard link to {}", src.entries[l].rel.display()),
+                    )
+                })
+            })
+            .collect();
         Ok(bad)
     }
 
