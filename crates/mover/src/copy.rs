@@ -4,18 +4,21 @@
 //! leaves a half-written file under the real name; only in a directory this run made, which no
 //! reader knows yet, is a file written under its final name ([`crate::fresh`]).
 
+use std::ffi::OsStr;
 use std::fs::{File, OpenOptions};
 use std::io;
+use std::os::fd::BorrowedFd;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{FileExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use rayon::prelude::*;
-use rustix::fs::{CWD, FileType, Mode, SeekFrom};
+use rustix::fs::{CWD, FileType, Mode, OFlags, SeekFrom};
 use rustix::io::Errno;
 use xxhash_rust::xxh3::Xxh3;
 
+use crate::dirs::DirFds;
 use crate::error::{MoverError, errno};
 use crate::fresh::FreshDir;
 use crate::meta::{self, Created, EntryMeta, Kind};
@@ -44,8 +47,14 @@ pub struct CopyCtx<'a> {
     pub no_copy_range: AtomicBool,
     /// Bandwidth limit shared by all copy threads (`--bwlimit`).
     pub throttle: Option<&'a Throttle>,
-    /// The directories this run made that pass nothing on to new files, by relative path.
-    pub fresh_dirs: std::collections::HashMap<PathBuf, FreshDir>,
+    /// The directories this run made that pass nothing on to new files, by entry index.
+    pub fresh_dirs: std::collections::HashMap<usize, FreshDir>,
+    /// Each entry's parent directory, by entry index ([`crate::walk::parents`]).
+    pub parents: Vec<usize>,
+    /// The source tree's directories, by entry index.
+    pub source_dirs: DirFds<'a>,
+    /// The same directories in the target.
+    pub target_dirs: DirFds<'a>,
     /// Look at each source again once it is read (`--strict`, where a change fails the pass).
     /// Elsewhere a change only meant a warning: the target carries the scanned mtime, so the next
     /// pass copies the file again either way, and the second `fstat` was one of a dozen calls a
@@ -109,16 +118,24 @@ fn gone(e: &io::Error) -> bool {
 /// Copies regular file `src` to `dst` with metadata `meta` (from the scan).
 pub fn copy_file(
     ctx: &CopyCtx,
+    i: usize,
     rel: &Path,
     src: &Path,
     dst: &Path,
     meta: &EntryMeta,
 ) -> Result<Copied, MoverError> {
-    let sf = match OpenOptions::new()
-        .read(true)
-        .custom_flags(source_open_flags())
-        .open(src)
-    {
+    let dir = ctx.parents.get(i).copied().unwrap_or(i);
+    let name = rel.file_name().unwrap_or_default();
+    let opened = match ctx.source_dirs.get(dir) {
+        Some(at) => rustix::fs::openat(at, name, source_open_flags() | OFlags::CLOEXEC, Mode::empty())
+            .map(File::from)
+            .map_err(io::Error::from),
+        None => OpenOptions::new()
+            .read(true)
+            .custom_flags(source_open_flags().bits() as i32)
+            .open(src),
+    };
+    let sf = match opened {
         Ok(f) => f,
         Err(e) if gone(&e) => {
             ctx.warnings
@@ -140,8 +157,14 @@ pub fn copy_file(
         ctx.warnings
             .warn(format!("changed since scan: {}", src.display()));
     }
-    let fresh = rel.parent().and_then(|dir| ctx.fresh_dirs.get(dir));
-    let (path, file, created) = match fresh.map(|dir| create_final(dst, meta, dir)).transpose()? {
+    let fresh = ctx
+        .fresh_dirs
+        .get(&dir)
+        .map(|fresh| (fresh, ctx.target_dirs.get(dir)));
+    let made = fresh
+        .map(|(fresh, at)| create_final(dst, at.map(|at| (at, name)), meta, fresh))
+        .transpose()?;
+    let (path, file, created) = match made {
         Some(Some((file, created))) => (dst.to_path_buf(), file, Some(created)),
         // Not fresh, or the name is taken (a rerun's leftover): the temp name and a rename.
         _ => {
@@ -195,16 +218,30 @@ fn warn_if_changed(
     Ok(())
 }
 
-/// Creates `dst` itself in a fresh directory, with its final permission bits as far as a create
-/// can give them; `None` when the name is taken.
-fn create_final(dst: &Path, meta: &EntryMeta, dir: &FreshDir) -> Result<Option<(File, Created)>, MoverError> {
-    let opened = OpenOptions::new()
-        .write(true)
-        .read(true)
-        .create_new(true)
-        .mode(meta.perm & 0o777)
-        .custom_flags(libc_nofollow())
-        .open(dst);
+/// Creates `dst` itself in a fresh directory (by its name in the directory's descriptor `at`
+/// when open), with its final permission bits as far as a create can give them; `None` when the
+/// name is taken.
+fn create_final(
+    dst: &Path,
+    at: Option<(BorrowedFd, &OsStr)>,
+    meta: &EntryMeta,
+    dir: &FreshDir,
+) -> Result<Option<(File, Created)>, MoverError> {
+    let opened = match at {
+        Some((at, name)) => {
+            let flags = OFlags::RDWR | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+            rustix::fs::openat(at, name, flags, Mode::from_raw_mode(meta.perm & 0o777))
+                .map(File::from)
+                .map_err(io::Error::from)
+        }
+        None => OpenOptions::new()
+            .write(true)
+            .read(true)
+            .create_new(true)
+            .mode(meta.perm & 0o777)
+            .custom_flags(libc_nofollow())
+            .open(dst),
+    };
     match opened {
         Ok(file) => Ok(Some((
             file,
@@ -238,8 +275,8 @@ fn libc_nofollow() -> i32 {
 
 /// Flags of a source's open: not through a symlink, and non-blocking, so that an entry that
 /// became a FIFO after the scan does not wait for a writer (regular files ignore it).
-fn source_open_flags() -> i32 {
-    (rustix::fs::OFlags::NOFOLLOW | rustix::fs::OFlags::NONBLOCK).bits() as i32
+fn source_open_flags() -> OFlags {
+    OFlags::NOFOLLOW | OFlags::NONBLOCK
 }
 
 /// Writes the data and metadata of `meta` into the new, empty file `tf` at `tmp`; `created` is
@@ -465,7 +502,7 @@ pub fn hash_range(f: &File, path: &Path, off: u64, len: u64) -> Result<u128, Mov
 pub fn same_contents(src: &Path, dst: &Path) -> Result<bool, MoverError> {
     let a = match OpenOptions::new()
         .read(true)
-        .custom_flags(source_open_flags())
+        .custom_flags(source_open_flags().bits() as i32)
         .open(src)
     {
         Ok(f) => f,

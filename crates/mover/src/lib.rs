@@ -64,6 +64,7 @@
 
 mod copy;
 mod digest;
+mod dirs;
 mod error;
 mod fresh;
 mod meta;

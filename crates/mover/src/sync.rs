@@ -11,6 +11,7 @@ use rayon::prelude::*;
 
 use crate::copy::{self, Copied, CopyCtx};
 use crate::digest::metadata_digest;
+use crate::dirs::DirFds;
 use crate::error::MoverError;
 use crate::fresh;
 use crate::meta::{self, Kind};
@@ -234,13 +235,13 @@ impl Run<'_> {
         // Directories first, in path order so parents exist; private until the final pass.
         let umask = fresh::process_umask();
         let mut fresh_dirs = HashMap::new();
-        for (e, op) in src.entries.iter().zip(ops) {
+        for (i, (e, op)) in src.entries.iter().zip(ops).enumerate() {
             if *op == Op::Mkdir {
                 let d = self.target.join(&e.rel);
                 match std::fs::DirBuilder::new().mode(0o700).create(&d) {
                     Ok(()) => {
                         if let Some(dir) = fresh::inspect(&d, umask) {
-                            fresh_dirs.insert(e.rel.clone(), dir);
+                            fresh_dirs.insert(i, dir);
                         }
                     }
                     Err(err) if !(err.kind() == std::io::ErrorKind::AlreadyExists && d.is_dir()) => {
@@ -253,6 +254,7 @@ impl Run<'_> {
         }
         let corrupt = self.opts.corrupt_after_write.as_deref();
         let throttle = self.opts.bwlimit.map(Throttle::new);
+        let dirs_budget = crate::dirs::budget(2);
         let ctx = CopyCtx {
             hash: self.opts.verify == VerifyMode::Checksum,
             read_back: self.opts.verify != VerifyMode::None,
@@ -262,6 +264,9 @@ impl Run<'_> {
             no_copy_range: AtomicBool::new(false),
             throttle: throttle.as_ref(),
             fresh_dirs,
+            parents: walk::parents(src),
+            source_dirs: DirFds::new(self.source, src, dirs_budget),
+            target_dirs: DirFds::new(self.target, src, dirs_budget),
             recheck_sources: self.opts.strict,
         };
         let work: Vec<usize> = (0..ops.len())
@@ -350,7 +355,7 @@ impl Run<'_> {
         let s = self.source.join(&e.rel);
         let d = self.target.join(&e.rel);
         // Holes and vanished data count as done so that bytesDone reaches bytesTotal.
-        let counted = match copy::copy_file(ctx, &e.rel, &s, &d, &e.meta)? {
+        let counted = match copy::copy_file(ctx, i, &e.rel, &s, &d, &e.meta)? {
             Copied::Done { bytes, landed } => {
                 out.files_copied.fetch_add(1, Ordering::Relaxed);
                 if let Some(landed) = landed {

@@ -85,6 +85,31 @@ pub fn scan(
     Ok(Tree { entries })
 }
 
+/// For each entry, the index of its parent directory's entry (the root is its own parent). The
+/// entries are in walk order, so a directory's subtree follows it directly.
+pub fn parents(tree: &Tree) -> Vec<usize> {
+    let mut open: Vec<usize> = Vec::new();
+    tree.entries
+        .iter()
+        .enumerate()
+        .map(|(i, e)| {
+            let rel = e.rel.as_os_str().as_bytes();
+            while let Some(&d) = open.last() {
+                let dir = tree.entries[d].rel.as_os_str().as_bytes();
+                if dir.is_empty() || (rel.starts_with(dir) && rel.get(dir.len()) == Some(&b'/')) {
+                    break;
+                }
+                open.pop();
+            }
+            let parent = open.last().copied().unwrap_or(i);
+            if e.meta.kind == Kind::Dir {
+                open.push(i);
+            }
+            parent
+        })
+        .collect()
+}
+
 /// The order of `Path::cmp` (component by component) for the relative paths a walk builds (no
 /// `.`, no doubled or trailing `/`), computed on bytes: `/` sorts before every other byte, so a
 /// component that is a prefix of another comes first. About ten times cheaper than
@@ -179,6 +204,45 @@ mod tests {
             .map(PathBuf::from)
             .collect();
         assert_eq!(v, expected);
+    }
+
+    #[test]
+    fn each_entry_knows_its_parent_directory() {
+        let tmp = tempfile::tempdir().unwrap();
+        for d in ["a", "a/b", "ab"] {
+            std::fs::create_dir(tmp.path().join(d)).unwrap();
+        }
+        for f in ["a/b/f", "a/g", "ab/h", "z"] {
+            std::fs::write(tmp.path().join(f), b"x").unwrap();
+        }
+        let tree = scan(tmp.path(), false, &Warnings::default(), None).unwrap();
+        let parents = parents(&tree);
+        let named: Vec<(String, String)> = tree
+            .entries
+            .iter()
+            .zip(&parents)
+            .map(|(e, &p)| {
+                (
+                    e.rel.display().to_string(),
+                    tree.entries[p].rel.display().to_string(),
+                )
+            })
+            .collect();
+        let expected = [
+            ("", ""),
+            ("a", ""),
+            ("a/b", "a"),
+            ("a/b/f", "a/b"),
+            ("a/g", "a"),
+            ("ab", ""),
+            ("ab/h", "ab"),
+            ("z", ""),
+        ];
+        let expected: Vec<(String, String)> = expected
+            .iter()
+            .map(|(a, b)| (a.to_string(), b.to_string()))
+            .collect();
+        assert_eq!(named, expected);
     }
 
     proptest! {
