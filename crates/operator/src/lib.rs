@@ -1,6 +1,7 @@
 //! ferry-operator: the controllers that carry out VolumeResizes, the HTTP endpoints for health and
 //! metrics, and the CRD generator. Kubernetes I/O lives here; decisions live in `ferry-engine`.
 
+pub mod api_requests;
 pub mod autoscale;
 pub mod context;
 pub mod crd;

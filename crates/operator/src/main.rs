@@ -209,6 +209,7 @@ fn main() -> ExitCode {
                 config_digest_key,
                 features: Features::without(&disable_features),
                 hold_namespace,
+                api_requests: None,
             })) {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(error) => {
@@ -298,9 +299,13 @@ fn namespaced_name(text: &str, flag: &str) -> Result<(String, String), String> {
 /// Runs until the operator stops or SIGTERM/SIGINT; on a signal a leader gives its Lease up after
 /// its controllers have stopped, so that another replica takes over at once.
 async fn start(mut settings: Settings) -> Result<(), Error> {
-    let client = kube::Client::try_default()
+    let config = kube::Config::infer()
         .await
         .map_err(|e| Error::Config(e.to_string()))?;
+    let requests = ferry_operator::api_requests::ApiRequests::default();
+    let client = ferry_operator::api_requests::client(config, requests.clone())
+        .map_err(|e| Error::Config(e.to_string()))?;
+    settings.api_requests = Some(requests);
     let identity = ferry_operator::run::default_identity();
     settings.identity = Some(identity.clone());
     let election = settings.leader_election.clone();

@@ -187,6 +187,18 @@ fn step_buckets() -> Histogram {
 }
 
 impl Metrics {
+    /// Exposes the client's request counts (`ferry_api_requests_total{verb}`), when it keeps any.
+    pub fn with_api_requests(mut self, requests: Option<crate::api_requests::ApiRequests>) -> Self {
+        if let Some(requests) = requests {
+            self.registry.register(
+                "api_requests",
+                "Requests this process sent to the API server, by verb (get, list, watch, create, update, patch, delete)",
+                Declared(requests),
+            );
+        }
+        self
+    }
+
     pub fn encode(&self) -> Result<String, std::fmt::Error> {
         let mut out = String::new();
         prometheus_client::encoding::text::encode(&mut out, &self.registry)?;
