@@ -9,6 +9,7 @@ pub mod copy;
 pub mod duration;
 pub mod extended;
 pub mod gauges;
+pub mod history;
 pub mod in_place;
 pub mod names;
 pub mod observed;

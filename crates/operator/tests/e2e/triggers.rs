@@ -664,3 +664,65 @@ async fn helm_upgrade_with_a_new_size_resizes_and_a_repeat_upgrade_changes_nothi
     assert_eq!(code, 0, "{stderr}");
     harness.finish().await;
 }
+
+/// Finished VolumeResizes a trigger made pile up with every request; each new one prunes the
+/// finished ones of the same StatefulSet and trigger past the newest five, oldest first.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_new_request_prunes_the_oldest_finished_resizes_of_its_trigger() {
+    let harness = Harness::start("trig-history").await;
+    let seeded = harness
+        .seeded(stateful_set("web", 1, CLASS_EXPANDABLE, "1Gi"), &["data"], 30)
+        .await;
+    let resizes = harness.ns.api::<VolumeResize>();
+    // Six finished resizes the annotation trigger made for `web` earlier, a second apart (creation
+    // times have a resolution of one second). They name a StatefulSet that does not exist, so none
+    // ever touches `web` even before it is marked finished.
+    for i in 0..6 {
+        let name = format!("old-{i}");
+        let resize: VolumeResize = serde_json::from_value(json!({
+            "apiVersion": "ferry.dev/v1alpha1",
+            "kind": "VolumeResize",
+            "metadata": {"name": name, "labels": {
+                "ferry.dev/trigger": "annotation",
+                LABEL_STATEFUL_SET: "web",
+                "app.kubernetes.io/managed-by": "ferry",
+            }},
+            "spec": {"statefulSetName": "ghost", "volumes": [{"name": "data", "size": "2Gi"}]},
+        }))
+        .unwrap();
+        resizes.create(&PostParams::default(), &resize).await.unwrap();
+        resizes
+            .patch_status(
+                &name,
+                &PatchParams::default(),
+                &Patch::Merge(&json!({"status": {"phase": "Succeeded"}})),
+            )
+            .await
+            .unwrap();
+        tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
+    }
+
+    annotate(&harness, "web", json!({"ferry.dev/resize.data": "2Gi"})).await;
+    wait_request_done(&harness, "web", 120).await;
+    let mut left: Vec<String> = trigger_resizes(&harness, "web")
+        .await
+        .iter()
+        .map(ResourceExt::name_any)
+        .filter(|name| name.starts_with("old-"))
+        .collect();
+    left.sort();
+    assert_eq!(
+        left,
+        ["old-1", "old-2", "old-3", "old-4", "old-5"],
+        "the oldest is pruned"
+    );
+    let made: Vec<VolumeResize> = trigger_resizes(&harness, "web")
+        .await
+        .into_iter()
+        .filter(|resize| resize.spec.stateful_set_name == "web")
+        .collect();
+    assert_eq!(made.len(), 1, "the request's own resize is kept");
+    assert_eq!(made[0].phase(), Phase::Succeeded);
+    harness.assert_data_intact(&seeded).await;
+    harness.finish().await;
+}
