@@ -18,6 +18,7 @@ use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim, Pod};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::core::PartialObjectMeta;
 use kube::runtime::WatchStreamExt;
 use kube::runtime::reflector::{self, ObjectRef, Store, reflector};
 use kube::runtime::wait::{await_condition, conditions};
@@ -57,6 +58,9 @@ pub struct Settings {
     pub config_digest_key: Option<SecretRef>,
     /// Features switched off (with the chart's permissions they need); all on by default.
     pub features: Features,
+    /// Where the client counts its requests, exposed as `ferry_api_requests_total` (none when
+    /// the client was built without [`crate::api_requests::client`]).
+    pub api_requests: Option<crate::api_requests::ApiRequests>,
     /// The namespace of the per-StatefulSet hold Leases (the operator's own); `None`: beside each
     /// StatefulSet, which needs Lease rights in every watched namespace.
     pub hold_namespace: Option<String>,
@@ -69,7 +73,7 @@ pub const DEFAULT_IMAGE: &str = concat!("ghcr.io/ferry-dev/ferry:", env!("CARGO_
 /// election it serves the webhooks at once and runs the controllers only while it leads; losing
 /// the Lease ends it with [`Error::LeadershipLost`] (the process exits and is restarted).
 pub async fn run(client: Client, settings: Settings) -> Result<(), Error> {
-    let metrics = Arc::new(Metrics::default());
+    let metrics = Arc::new(Metrics::default().with_api_requests(settings.api_requests.clone()));
     let ready = Arc::new(AtomicBool::new(false));
     // Dropped (and so stopped) with this future, whether it returns or is cancelled.
     let _server = settings
@@ -203,6 +207,40 @@ pub fn default_identity() -> String {
         .unwrap_or_else(|_| format!("ferry-{}", std::process::id()))
 }
 
+/// The objects of `api` that change or go, with their metadata only (no spec or status is sent
+/// or parsed, managed fields dropped): for a watch that only maps an object to the ones it
+/// wakes. With every StatefulSet, pod and claim of a cluster watched this way, the operator's
+/// memory no longer grows with their size. The initial list is read in pages of 500 (a list "at
+/// any version" is served from the API server's cache in one piece, which for 60,000 pods is one
+/// body of tens of MiB to hold and decode at once).
+fn touched_metadata<K>(
+    api: Api<PartialObjectMeta<K>>,
+) -> impl futures::Stream<Item = Result<PartialObjectMeta<K>, watcher::Error>> + Send + 'static
+where
+    K: kube::Resource + Clone + std::fmt::Debug + Send + Sync + 'static,
+    K::DynamicType: Default + Clone + std::fmt::Debug + Eq + std::hash::Hash,
+{
+    touched_metadata_with(api, watcher::Config::default())
+}
+
+/// [`touched_metadata`] with a watch configuration of its own (a label selector).
+fn touched_metadata_with<K>(
+    api: Api<PartialObjectMeta<K>>,
+    config: watcher::Config,
+) -> impl futures::Stream<Item = Result<PartialObjectMeta<K>, watcher::Error>> + Send + 'static
+where
+    K: kube::Resource + Clone + std::fmt::Debug + Send + Sync + 'static,
+    K::DynamicType: Default + Clone + std::fmt::Debug + Eq + std::hash::Hash,
+{
+    watcher(api, config).modify(drop_managed_fields).touched_objects()
+}
+
+/// Drops the managed fields, which no controller reads and which are often the larger part of
+/// an object's metadata.
+fn drop_managed_fields<K: kube::Resource>(object: &mut K) {
+    object.meta_mut().managed_fields = None;
+}
+
 /// A VolumeResize cache kept current by a watch of its own, and the task that feeds it. Guarded,
 /// as the controller's: one VolumeResize it cannot read must not stall the watch.
 fn resize_cache(client: &Client, scope: Option<&str>) -> (Store<GuardedResize>, AbortOnDrop<()>) {
@@ -234,10 +272,10 @@ async fn run_scope(
     // Guarded: a VolumeResize this Ferry cannot read reaches the reconcile as an error (reported
     // there) instead of stalling the watch of all of them.
     let resizes = scoped::<GuardedResize>(&client, scope);
-    let stateful_sets = scoped::<StatefulSet>(&client, scope);
-    let pods = scoped::<Pod>(&client, scope);
-    let claims = scoped::<PersistentVolumeClaim>(&client, scope);
-    let budgets = scoped::<PodDisruptionBudget>(&client, scope);
+    let stateful_sets = scoped::<PartialObjectMeta<StatefulSet>>(&client, scope);
+    let pods = scoped::<PartialObjectMeta<Pod>>(&client, scope);
+    let claims = scoped::<PartialObjectMeta<PersistentVolumeClaim>>(&client, scope);
+    let budgets = scoped::<PartialObjectMeta<PodDisruptionBudget>>(&client, scope);
     let controller = Controller::new(resizes, watcher::Config::default().any_semantic())
         .trigger_backoff(WatchBackoff::default());
     let cache = Resizes::new(vec![controller.store()]);
@@ -267,9 +305,9 @@ async fn run_scope(
     // A StatefulSet change wakes the VolumeResizes that name it (e.g. replicas became Ready).
     // Only readable ones: an unreadable one names no StatefulSet Ferry could act on.
     let controller = controller
-        .watches(stateful_sets, watcher::Config::default().any_semantic(), {
+        .watches_stream(touched_metadata(stateful_sets), {
             let cache = cache.clone();
-            move |sts: StatefulSet| {
+            move |sts: PartialObjectMeta<StatefulSet>| {
                 let namespace = sts.namespace();
                 cache.with_readable(|resizes| {
                     guarded(
@@ -285,10 +323,11 @@ async fn run_scope(
                 })
             }
         })
-        // Pods and claims a running resize waits for wake it at once (no store is kept for them).
-        .watches(pods, watcher::Config::default().any_semantic(), {
+        // Pods and claims a running resize waits for wake it at once (no store is kept for them,
+        // and only their metadata is read: these watches map names, nothing more).
+        .watches_stream(touched_metadata(pods), {
             let cache = cache.clone();
-            move |pod: Pod| {
+            move |pod: PartialObjectMeta<Pod>| {
                 let namespace = pod.namespace();
                 cache.with_readable(|resizes| {
                     guarded(triggers::for_pod(
@@ -300,9 +339,9 @@ async fn run_scope(
                 })
             }
         })
-        .watches(claims, watcher::Config::default().any_semantic(), {
+        .watches_stream(touched_metadata(claims), {
             let cache = cache.clone();
-            move |claim: PersistentVolumeClaim| {
+            move |claim: PartialObjectMeta<PersistentVolumeClaim>| {
                 let namespace = claim.namespace();
                 cache.with_readable(|resizes| {
                     guarded(triggers::for_claim(
@@ -313,20 +352,19 @@ async fn run_scope(
                 })
             }
         })
-        .watches(budgets, watcher::Config::default().any_semantic(), {
+        .watches_stream(touched_metadata(budgets), {
             let cache = cache.clone();
-            move |budget: PodDisruptionBudget| {
+            move |budget: PartialObjectMeta<PodDisruptionBudget>| {
                 let namespace = budget.namespace();
                 cache.with_readable(|resizes| guarded(triggers::for_budget(resizes, namespace.as_deref())))
             }
         })
         // Volumes are cluster-scoped: the swap waits for one to be reserved for its claim.
-        .watches(
-            Api::<PersistentVolume>::all(client.clone()),
-            watcher::Config::default().any_semantic(),
+        .watches_stream(
+            touched_metadata(Api::<PartialObjectMeta<PersistentVolume>>::all(client.clone())),
             {
                 let cache = cache.clone();
-                move |volume: PersistentVolume| {
+                move |volume: PartialObjectMeta<PersistentVolume>| {
                     cache.with_readable(|resizes| guarded(triggers::for_volume(resizes, &volume.name_any())))
                 }
             },
@@ -378,16 +416,27 @@ fn requests_controller(
     scope: Option<&str>,
     ctx: Arc<Context>,
 ) -> impl std::future::Future<Output = ()> + use<> {
-    let stateful_sets = scoped::<StatefulSet>(client, scope);
+    let stateful_sets = scoped::<PartialObjectMeta<StatefulSet>>(client, scope);
     // Guarded, so that one unreadable VolumeResize does not stall this watch; it names no
     // StatefulSet to wake.
     let resizes = scoped::<GuardedResize>(client, scope);
-    Controller::new(stateful_sets, watcher::Config::default().any_semantic())
+    // Every StatefulSet of the cluster is kept, by its metadata alone (what says whether it
+    // carries a request); the reconcile reads the whole object of the few that do.
+    let (store, writer) = reflector::store();
+    let stateful_sets = reflector(
+        writer,
+        watcher(stateful_sets, watcher::Config::default()).modify(drop_managed_fields),
+    )
+    .applied_objects();
+    Controller::for_stream(stateful_sets, store)
         .trigger_backoff(WatchBackoff::default())
         .watches(resizes, watcher::Config::default().any_semantic(), |object: GuardedResize| {
             let resize = object.0.ok()?;
             let namespace = resize.namespace();
-            Some(ObjectRef::<StatefulSet>::new(&resize.spec.stateful_set_name).within(namespace.as_deref().unwrap_or_default()))
+            Some(
+                ObjectRef::<PartialObjectMeta<StatefulSet>>::new(&resize.spec.stateful_set_name)
+                    .within(namespace.as_deref().unwrap_or_default()),
+            )
         })
         .shutdown_on_signal()
         .run(requests::reconcile, requests::error_policy, ctx)
@@ -407,9 +456,9 @@ fn autoscale_controller(
     ctx: Arc<Context>,
 ) -> impl std::future::Future<Output = ()> + use<> {
     let autoscalers = scoped::<VolumeAutoscaler>(client, scope);
-    let stateful_sets = scoped::<StatefulSet>(client, scope);
-    // Guarded, as everywhere: the labels it maps by are read even off an unreadable VolumeResize.
-    let resizes = scoped::<GuardedResize>(client, scope);
+    let stateful_sets = scoped::<PartialObjectMeta<StatefulSet>>(client, scope);
+    // Metadata only: the label it maps by is read even off a VolumeResize this Ferry cannot parse.
+    let resizes = scoped::<PartialObjectMeta<VolumeResize>>(client, scope);
     let scaling = Arc::new(Autoscaling {
         ctx,
         summaries: Summaries::new(client.clone(), interval),
@@ -419,9 +468,9 @@ fn autoscale_controller(
         .trigger_backoff(WatchBackoff::default());
     let store = controller.store();
     controller
-        .watches(stateful_sets, watcher::Config::default().any_semantic(), {
+        .watches_stream(touched_metadata(stateful_sets), {
             let store = store.clone();
-            move |sts: StatefulSet| {
+            move |sts: PartialObjectMeta<StatefulSet>| {
                 let namespace = sts.namespace();
                 let name = sts.name_any();
                 store
@@ -439,9 +488,9 @@ fn autoscale_controller(
                     .collect::<Vec<_>>()
             }
         })
-        .watches(resizes, watcher::Config::default().any_semantic(), {
+        .watches_stream(touched_metadata(resizes), {
             let store = store.clone();
-            move |resize: GuardedResize| {
+            move |resize: PartialObjectMeta<VolumeResize>| {
                 let uid = resize.labels().get(LABEL_AUTOSCALER_UID).cloned();
                 store
                     .state()
@@ -475,15 +524,13 @@ fn extended_controller(
     ctx: Arc<Context>,
 ) -> impl std::future::Future<Output = ()> + use<> {
     let extended = scoped::<ExtendedStatefulSet>(client, scope);
-    let stateful_sets = scoped::<StatefulSet>(client, scope);
-    let maps = scoped::<ConfigMap>(client, scope);
-    let secrets = scoped::<Secret>(client, scope);
+    let stateful_sets = scoped::<PartialObjectMeta<StatefulSet>>(client, scope);
+    let maps = scoped::<PartialObjectMeta<ConfigMap>>(client, scope);
+    let secrets = scoped::<PartialObjectMeta<Secret>>(client, scope);
     let referenced = watcher::Config::default()
         .any_semantic()
         .labels(crate::extended::config::LABEL_REFERENCED);
-    fn users_of<K: kube::Resource<DynamicType = ()> + ResourceExt>(
-        object: &K,
-    ) -> Vec<ObjectRef<ExtendedStatefulSet>> {
+    fn users_of<K: kube::Resource + ResourceExt>(object: &K) -> Vec<ObjectRef<ExtendedStatefulSet>> {
         let namespace = object.namespace().unwrap_or_default();
         crate::extended::config::users(object)
             .into_iter()
@@ -492,11 +539,17 @@ fn extended_controller(
     }
     let controller = Controller::new(extended, watcher::Config::default().any_semantic())
         .trigger_backoff(WatchBackoff::default())
-        .owns(stateful_sets, watcher::Config::default().any_semantic())
-        .watches(maps, referenced.clone(), |map: ConfigMap| users_of(&map));
+        .owns_stream(touched_metadata(stateful_sets))
+        .watches_stream(
+            touched_metadata_with(maps, referenced.clone()),
+            |map: PartialObjectMeta<ConfigMap>| users_of(&map),
+        );
     // Switched off, Secrets are never watched (the permission is not granted).
     let controller = if ctx.features.enabled(Feature::SecretReferences) {
-        controller.watches(secrets, referenced, |secret: Secret| users_of(&secret))
+        controller.watches_stream(
+            touched_metadata_with(secrets, referenced),
+            |secret: PartialObjectMeta<Secret>| users_of(&secret),
+        )
     } else {
         controller
     };

@@ -18,6 +18,7 @@ use ferry_engine::trigger::{Decision, decide};
 use k8s_openapi::api::apps::v1::StatefulSet;
 use k8s_openapi::api::core::v1::PersistentVolumeClaim;
 use kube::api::{ListParams, Patch};
+use kube::core::PartialObjectMeta;
 use kube::runtime::controller::Action;
 use kube::{Api, Resource, ResourceExt};
 pub use observe::templates_of;
@@ -29,7 +30,7 @@ const RECHECK: Duration = Duration::from_secs(300);
 const STALE_RETRY: Duration = Duration::from_millis(200);
 
 /// Whether the StatefulSet carries anything the triggers read or write.
-fn concerns_triggers(sts: &StatefulSet) -> bool {
+fn concerns_triggers(sts: &impl ResourceExt) -> bool {
     sts.annotations().keys().any(|key| {
         key == ANNOTATION_REQUESTED_TEMPLATES
             || key == ANNOTATION_RESIZE_BY
@@ -42,7 +43,23 @@ fn concerns_triggers(sts: &StatefulSet) -> bool {
     })
 }
 
-pub async fn reconcile(sts: Arc<StatefulSet>, ctx: Arc<Context>) -> Result<Action, Error> {
+/// Reconciles one StatefulSet, known by its metadata (the controller keeps no more of the
+/// thousands a cluster has); one that carries a request is read whole from the API server.
+pub async fn reconcile(
+    meta: Arc<PartialObjectMeta<StatefulSet>>,
+    ctx: Arc<Context>,
+) -> Result<Action, Error> {
+    if !concerns_triggers(meta.as_ref()) || meta.metadata.deletion_timestamp.is_some() {
+        return Ok(Action::await_change());
+    }
+    let namespace = meta.namespace().unwrap_or_default();
+    let Some(sts) = Api::<StatefulSet>::namespaced(ctx.client.clone(), &namespace)
+        .get_opt(&meta.name_any())
+        .await?
+    else {
+        // Gone since the event: its deletion is the next event.
+        return Ok(Action::await_change());
+    };
     if !concerns_triggers(&sts) || sts.metadata.deletion_timestamp.is_some() {
         return Ok(Action::await_change());
     }
@@ -136,7 +153,7 @@ async fn apply(ctx: &Context, sts: &StatefulSet, namespace: &str, decision: &Dec
     Ok(())
 }
 
-pub fn error_policy(sts: Arc<StatefulSet>, error: &Error, _ctx: Arc<Context>) -> Action {
+pub fn error_policy(sts: Arc<PartialObjectMeta<StatefulSet>>, error: &Error, _ctx: Arc<Context>) -> Action {
     tracing::warn!(stateful_set = %sts.name_any(), %error, "StatefulSet requests: retrying");
     Action::requeue(Duration::from_secs(5))
 }
