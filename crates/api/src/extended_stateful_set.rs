@@ -198,3 +198,81 @@ pub struct ZoneStatus {
     pub ready_replicas: i32,
     pub updated_replicas: i32,
 }
+
+/// Where the update of an ExtendedStatefulSet's current version stands, as `status.updateStep`
+/// names it. The status keeps the name as text, so an ExtendedStatefulSet a newer Ferry wrote a
+/// step of its own into still parses; this Ferry then refuses to act on it rather than guess.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum UpdateStep {
+    /// The version runs (or no update was ever started).
+    Done,
+    /// The pre-update Job runs; the StatefulSets are left as they are.
+    PreUpdate,
+    /// The canaries (the highest ordinals) are updating.
+    Canaries,
+    /// The rest of the pods are updating.
+    Rest,
+    /// The post-update Job runs.
+    PostUpdate,
+    /// The version did not make it; a new template change is the way forward.
+    Stale,
+}
+
+impl UpdateStep {
+    /// Every step, in the order an update goes through them.
+    pub const ALL: [UpdateStep; 6] = [
+        UpdateStep::PreUpdate,
+        UpdateStep::Canaries,
+        UpdateStep::Rest,
+        UpdateStep::PostUpdate,
+        UpdateStep::Done,
+        UpdateStep::Stale,
+    ];
+
+    /// Its name in `status.updateStep`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            UpdateStep::Done => "Done",
+            UpdateStep::PreUpdate => "PreUpdate",
+            UpdateStep::Canaries => "Canaries",
+            UpdateStep::Rest => "Rest",
+            UpdateStep::PostUpdate => "PostUpdate",
+            UpdateStep::Stale => "Stale",
+        }
+    }
+
+    /// The step `status.updateStep` names: `Done` when it names none (no update started yet), an
+    /// error naming the text when this Ferry does not know it.
+    pub fn from_status(text: Option<&str>) -> Result<UpdateStep, UnknownUpdateStep> {
+        match text {
+            None => Ok(UpdateStep::Done),
+            Some(text) => UpdateStep::ALL
+                .into_iter()
+                .find(|step| step.as_str() == text)
+                .ok_or_else(|| UnknownUpdateStep(text.to_string())),
+        }
+    }
+}
+
+/// A `status.updateStep` this Ferry does not know (written by a newer one, or by hand).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("status.updateStep {0:?} is not a step this Ferry knows (written by a newer Ferry?)")]
+pub struct UnknownUpdateStep(pub String);
+
+#[cfg(test)]
+mod update_step_tests {
+    use super::*;
+
+    #[test]
+    fn every_step_reads_back_from_its_name_and_an_unknown_one_is_an_error() {
+        for step in UpdateStep::ALL {
+            assert_eq!(UpdateStep::from_status(Some(step.as_str())), Ok(step));
+        }
+        assert_eq!(UpdateStep::from_status(None), Ok(UpdateStep::Done));
+        assert_eq!(
+            UpdateStep::from_status(Some("BlueGreen")),
+            Err(UnknownUpdateStep("BlueGreen".into()))
+        );
+        assert!(UpdateStep::from_status(Some("done")).is_err(), "names are exact");
+    }
+}

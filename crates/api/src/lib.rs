@@ -11,7 +11,7 @@ pub mod volume_resize;
 
 pub use extended_stateful_set::{
     ExtendedStatefulSet, ExtendedStatefulSetSpec, ExtendedStatefulSetStatus, Scaling, StatefulSetTemplate,
-    TemplateMetadata, UpdateStrategy, ZoneStatus,
+    TemplateMetadata, UnknownUpdateStep, UpdateStep, UpdateStrategy, ZoneStatus,
 };
 pub use quantity::{ParseQuantityError, format_bytes, human_bytes, parse_bytes};
 pub use volume_autoscaler::{

@@ -7,42 +7,8 @@
 //! `updateNotReady: true` if pods are not Ready). The record lives in status, so a restarted
 //! operator goes on where it stood.
 
-/// Where an update stands.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Step {
-    Done,
-    /// The pre-update Job runs; the StatefulSets are left as they are.
-    PreUpdate,
-    Canaries,
-    Rest,
-    /// The post-update Job runs.
-    PostUpdate,
-    Stale,
-}
-
-impl Step {
-    pub fn name(self) -> &'static str {
-        match self {
-            Step::Done => "Done",
-            Step::PreUpdate => "PreUpdate",
-            Step::PostUpdate => "PostUpdate",
-            Step::Canaries => "Canaries",
-            Step::Rest => "Rest",
-            Step::Stale => "Stale",
-        }
-    }
-
-    pub fn parse(text: Option<&str>) -> Step {
-        match text {
-            Some("PreUpdate") => Step::PreUpdate,
-            Some("PostUpdate") => Step::PostUpdate,
-            Some("Canaries") => Step::Canaries,
-            Some("Rest") => Step::Rest,
-            Some("Stale") => Step::Stale,
-            _ => Step::Done,
-        }
-    }
-}
+/// Where an update stands (the API's `status.updateStep`).
+pub use ferry_api::UpdateStep as Step;
 
 /// The rollout's record (kept in status).
 #[derive(Debug, Clone, PartialEq, Eq)]

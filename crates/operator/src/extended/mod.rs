@@ -13,7 +13,9 @@ use crate::features::{Feature, Features};
 use crate::{Error, writes};
 use ferry_api::listed::Listing;
 use ferry_api::names::FIELD_MANAGER;
-use ferry_api::{ExtendedStatefulSet, ExtendedStatefulSetStatus, VolumeResizeSpec, ZoneStatus};
+use ferry_api::{
+    ExtendedStatefulSet, ExtendedStatefulSetStatus, UnknownUpdateStep, VolumeResizeSpec, ZoneStatus,
+};
 use ferry_engine::conditions::{condition, set_condition};
 use ferry_engine::extended::config::{ConfigRef, digest, references};
 use ferry_engine::extended::desired::{
@@ -40,6 +42,8 @@ pub const FINALIZER_RELEASE_CONFIG: &str = "ferry.dev/release-config";
 /// While an update is under way, look again this often (pods' readiness, watch times).
 const UPDATING_RECHECK: Duration = Duration::from_secs(3);
 const RECHECK: Duration = Duration::from_secs(120);
+/// How often an ExtendedStatefulSet at an unknown step is looked at again (an upgrade may be on its way).
+const UNKNOWN_STEP_RECHECK: Duration = Duration::from_secs(60);
 
 fn rules(ests: &ExtendedStatefulSet) -> Rules {
     let strategy = ests.spec.update_strategy.clone().unwrap_or_default();
@@ -134,16 +138,16 @@ async fn create_job(
     }
 }
 
-fn progress_of(status: Option<&ExtendedStatefulSetStatus>) -> Progress {
-    Progress {
+fn progress_of(status: Option<&ExtendedStatefulSetStatus>) -> Result<Progress, UnknownUpdateStep> {
+    Ok(Progress {
         version: status.map_or(0, |s| s.version),
         digest: status.and_then(|s| s.template_digest.clone()),
-        step: Step::parse(status.and_then(|s| s.update_step.as_deref())),
+        step: Step::from_status(status.and_then(|s| s.update_step.as_deref()))?,
         step_started: status
             .and_then(|s| s.step_started_at.as_ref())
             .map(|t| t.0.as_second()),
         stale_at: status.and_then(|s| s.stale_at.clone()),
-    }
+    })
 }
 
 /// One StatefulSet as the rollout sees it: pods on its newest revision count only once the
@@ -245,6 +249,26 @@ pub async fn reconcile(ests: Arc<ExtendedStatefulSet>, ctx: Arc<Context>) -> Res
         // user of its configuration, whose marks the next reconcile in the namespace removes.
         return Ok(Action::await_change());
     }
+    // A step this Ferry does not know is not guessed at (taken for `Done`, it would roll the
+    // next version over an update a newer Ferry is in the middle of): nothing is touched.
+    let previous = match progress_of(ests.status.as_ref()) {
+        Ok(previous) => previous,
+        Err(unknown) => {
+            tracing::warn!(extended_stateful_set = %name, %unknown, "ExtendedStatefulSet left as it is");
+            events::publish(
+                &ctx,
+                &Notice {
+                    warning: true,
+                    reason: "UnknownUpdateStep",
+                    action: "Update",
+                    note: format!("{unknown}: left as it is until a Ferry that knows the step runs"),
+                },
+                &[ests.object_ref(&())],
+            )
+            .await;
+            return Ok(Action::requeue(UNKNOWN_STEP_RECHECK));
+        }
+    };
 
     // Configuration: digest and marking (only when its changes roll the pods).
     let pod_spec = ests.spec.template.spec.template.spec.clone().unwrap_or_default();
@@ -346,7 +370,6 @@ pub async fn reconcile(ests: Arc<ExtendedStatefulSet>, ctx: Arc<Context>) -> Res
     }
 
     let now = Timestamp::now().as_second();
-    let previous = progress_of(ests.status.as_ref());
     let jobs = Api::<Job>::namespaced(client.clone(), &namespace);
     let job = match previous.step {
         // (Switched off, no Job is made or read: `jobs` is not granted.)
@@ -518,7 +541,7 @@ fn status_of(
             if plan.waiting.is_some() {
                 "Waiting"
             } else {
-                progress.step.name()
+                progress.step.as_str()
             },
             &progressing_message,
             generation,
@@ -615,7 +638,7 @@ fn status_of(
             ests.spec.zones.join(",")
         }),
         template_digest: progress.digest.clone(),
-        update_step: Some(progress.step.name().to_string()),
+        update_step: Some(progress.step.as_str().to_string()),
         step_started_at: progress
             .step_started
             .and_then(|at| Timestamp::from_second(at).ok())

@@ -969,3 +969,57 @@ async fn a_volume_template_change_on_the_real_node_keeps_every_acknowledged_writ
     assert_eq!(status.version, 1);
     harness.finish().await;
 }
+
+/// A `status.updateStep` this Ferry does not know (a newer Ferry's, or written by hand) is never
+/// taken for `Done`: a new version waits, with a Warning, until the step is one Ferry knows.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_update_step_this_ferry_does_not_know_leaves_the_stateful_set_untouched() {
+    let harness = Harness::start("ests-step").await;
+    create(&harness, &extended("db", 2, json!({}))).await;
+    let sets = harness.ns.api::<StatefulSet>();
+    wait_ready(&sets, "db", 2, 60).await.unwrap();
+    wait_status(&harness, "db", "version 1 done", 60, |s| {
+        s.version == 1 && s.update_step.as_deref() == Some("Done")
+    })
+    .await;
+    let ests = harness.ns.api::<ExtendedStatefulSet>();
+    let set_step = |step: &'static str| {
+        let ests = ests.clone();
+        async move {
+            ests.patch_status(
+                "db",
+                &PatchParams::default(),
+                &Patch::Merge(json!({"status": {"updateStep": step}})),
+            )
+            .await
+            .unwrap();
+        }
+    };
+    set_step("BlueGreen").await;
+    let before = sets.get("db").await.unwrap();
+    set_image(&harness, "db", "registry.k8s.io/pause:3.10-next").await;
+    harness
+        .wait_event("ExtendedStatefulSet", "db", "UnknownUpdateStep")
+        .await;
+    tokio::time::sleep(std::time::Duration::from_secs(3)).await;
+    let after = sets.get("db").await.unwrap();
+    assert_eq!(
+        after.metadata.generation, before.metadata.generation,
+        "the StatefulSet is untouched"
+    );
+    let status = ests.get("db").await.unwrap().status.unwrap_or_default();
+    assert_eq!(
+        status.update_step.as_deref(),
+        Some("BlueGreen"),
+        "the step is left as written"
+    );
+    assert_eq!(status.version, 1);
+
+    // Back at a step Ferry knows, the new version rolls out.
+    set_step("Done").await;
+    wait_status(&harness, "db", "version 2 done", 120, |s| {
+        s.version == 2 && s.update_step.as_deref() == Some("Done")
+    })
+    .await;
+    harness.finish().await;
+}
