@@ -16,6 +16,11 @@ use prometheus_client::registry::Registry;
 use std::sync::{Arc, Mutex, PoisonError};
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct BuildLabels {
+    pub version: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct OutcomeLabels {
     pub outcome: String,
 }
@@ -159,6 +164,18 @@ impl Default for Metrics {
             "leader",
             "1 while this replica runs the controllers (it holds the Lease, or leader election is off), 0 while it waits",
             leader.clone(),
+        );
+        // The Prometheus convention for a build's identity: a constant 1 carrying it as labels.
+        let build_info = Family::<BuildLabels, Gauge>::default();
+        build_info
+            .get_or_create(&BuildLabels {
+                version: env!("CARGO_PKG_VERSION").to_string(),
+            })
+            .set(1);
+        registry.register(
+            "build_info",
+            "Always 1; its version label is this operator's version",
+            build_info,
         );
         let resize_caches = ResizeCaches::default();
         registry.register_collector(Box::new(resize_caches.clone()));

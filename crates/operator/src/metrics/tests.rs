@@ -202,3 +202,31 @@ fn resizes_in_the_cache_are_in_flight_with_their_copy_progress_until_they_finish
     assert!(!text.contains("phase=\"Running\""), "{text}");
     assert!(text.contains(r#"ferry_volume_resizes_in_flight{namespace="a",phase="Pending"} 1"#));
 }
+
+#[test]
+fn the_build_and_the_api_requests_are_exposed() {
+    let requests = crate::api_requests::ApiRequests::default();
+    let metrics = Metrics::default().with_api_requests(Some(requests.clone()));
+    let fresh = metrics.encode().unwrap();
+    assert!(fresh.contains("# TYPE ferry_api_requests counter"), "{fresh}");
+    assert!(
+        fresh.contains(&format!(
+            "ferry_build_info{{version=\"{}\"}} 1",
+            env!("CARGO_PKG_VERSION")
+        )),
+        "{fresh}"
+    );
+    requests
+        .get_or_create(&crate::api_requests::VerbLabels { verb: "watch".into() })
+        .inc();
+    let after = metrics.encode().unwrap();
+    assert!(
+        after.contains("ferry_api_requests_total{verb=\"watch\"} 1"),
+        "{after}"
+    );
+    let without = Metrics::default().encode().unwrap();
+    assert!(
+        !without.contains("ferry_api_requests"),
+        "no client counts: {without}"
+    );
+}
