@@ -16,6 +16,7 @@ pub mod observed;
 pub mod plan;
 pub mod pods;
 pub mod precheck;
+pub mod readiness;
 pub mod retention;
 pub mod revert;
 pub mod route;

@@ -8,6 +8,7 @@ use crate::copy::CopyContext;
 use crate::names;
 use crate::observed::Observed;
 use crate::precheck::{Precheck, Verdict, precheck};
+use crate::readiness;
 use crate::retention::{RetentionDecision, plan_retention};
 use crate::route::{Facts, Route, Run, plan_run, route};
 use crate::run::Decision as RunDecision;
@@ -99,13 +100,14 @@ impl Prechecked {
 }
 
 fn prechecked(check: Precheck, input: &Input) -> Prechecked {
-    let status = after_precheck(
+    let mut status = after_precheck(
         input.facts.status,
         &check,
         input.spec.dry_run,
         input.facts.generation,
         input.now,
     );
+    readiness::summarize(&mut status, input.facts.generation, input.now);
     let needs_hold = check.verdict == Verdict::Passed && !input.spec.dry_run;
     Prechecked {
         check,
@@ -128,6 +130,7 @@ pub fn plan(input: &Input, observed: Observed) -> Decision {
             let mut step = plan_run(run, &copy, status, &observed, input.now);
             let finished_steps = stamp_steps(status, &mut step.status, &MicroTime(input.now.0));
             defer_spec_change(&mut step.status, input.facts.generation, input.now);
+            readiness::summarize(&mut step.status, input.facts.generation, input.now);
             Decision::Run { step, finished_steps }
         }
         (Route::Retention, Some(status)) => {
@@ -139,13 +142,15 @@ pub fn plan(input: &Input, observed: Observed) -> Decision {
                 .filter(|(name, volume)| retained(name) && volume.reclaim_policy == "Delete")
                 .map(|(name, _)| name.clone())
                 .collect();
-            Decision::Retention(plan_retention(
+            let mut retention = plan_retention(
                 status,
                 input.spec.retain_old_volumes.as_deref(),
                 &existing,
                 &releasing,
                 input.now,
-            ))
+            );
+            readiness::summarize(&mut retention.status, input.facts.generation, input.now);
+            Decision::Retention(retention)
         }
         (Route::LetGo, _) => Decision::LetGo,
         (Route::Idle | Route::Run(_) | Route::Retention, _) => Decision::Idle,

@@ -102,6 +102,18 @@ async fn grow_in_place_online_restarts_nothing_and_keeps_data() {
             .is_some()
     );
     harness.wait_event("VolumeResize", "grow", "Succeeded").await;
+    // GitOps tools and scripts wait on it the kstatus way.
+    let (code, out, err) = ferry_testenv::kubectl(&[
+        "-n",
+        &harness.ns.name,
+        "wait",
+        "--for=condition=Ready",
+        "volumeresize/grow",
+        "--timeout=10s",
+    ])
+    .await
+    .unwrap();
+    assert_eq!(code, 0, "kubectl wait: {out}{err}");
     harness.finish().await;
 }
 

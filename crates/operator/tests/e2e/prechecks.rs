@@ -41,6 +41,11 @@ async fn assert_rejected(
         resize.status.as_ref().unwrap().message.as_deref(),
         Some(prechecked.message.as_str())
     );
+    // kstatus: failed for good (Stalled), not Ready, no longer Reconciling.
+    let summary = |type_: &str| condition(&resize, type_).map(|c| (c.status.clone(), c.reason.clone()));
+    assert_eq!(summary("Stalled"), Some(("True".into(), "Failed".into())));
+    assert_eq!(summary("Ready"), Some(("False".into(), "Failed".into())));
+    assert_eq!(summary("Reconciling"), None);
 
     let events = ferry_testenv::wait_until("a Warning Event on the VolumeResize", 30, || async {
         let events = harness.events_for("VolumeResize", name).await;
