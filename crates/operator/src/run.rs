@@ -420,12 +420,13 @@ fn requests_controller(
     // Guarded, so that one unreadable VolumeResize does not stall this watch; it names no
     // StatefulSet to wake.
     let resizes = scoped::<GuardedResize>(client, scope);
-    // Every StatefulSet of the cluster is kept, by its metadata alone (what says whether it
-    // carries a request); the reconcile reads the whole object of the few that do.
+    // Every StatefulSet of the cluster is kept, reduced to what says whether it carries a request
+    // (its name and the annotations the triggers read); the reconcile reads the whole object of
+    // the few that do.
     let (store, writer) = reflector::store();
     let stateful_sets = reflector(
         writer,
-        watcher(stateful_sets, watcher::Config::default()).modify(drop_managed_fields),
+        watcher(stateful_sets, watcher::Config::default()).modify(requests::keep_what_triggers_read),
     )
     .applied_objects();
     Controller::for_stream(stateful_sets, store)

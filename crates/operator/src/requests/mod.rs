@@ -17,6 +17,7 @@ use ferry_api::names::{
 use ferry_engine::trigger::{Decision, decide};
 use k8s_openapi::api::apps::v1::StatefulSet;
 use k8s_openapi::api::core::v1::PersistentVolumeClaim;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::{ListParams, Patch};
 use kube::core::PartialObjectMeta;
 use kube::runtime::controller::Action;
@@ -29,18 +30,44 @@ use std::time::Duration;
 const RECHECK: Duration = Duration::from_secs(300);
 const STALE_RETRY: Duration = Duration::from_millis(200);
 
+/// Whether an annotation is one the triggers read or write.
+fn read_by_triggers(key: &str) -> bool {
+    key == ANNOTATION_REQUESTED_TEMPLATES
+        || key == ANNOTATION_RESIZE_BY
+        || key == ANNOTATION_RESIZE_STATUS
+        || key == ANNOTATION_SYNC_CLAIMS
+        || key == SEED_ANNOTATION_AUTO_SCALED
+        || key.starts_with(ANNOTATION_RESIZE_PREFIX)
+        || key.starts_with(ANNOTATION_STORAGE_CLASS_PREFIX)
+        || key.starts_with(SEED_ANNOTATION_RESIZE_PREFIX)
+}
+
 /// Whether the StatefulSet carries anything the triggers read or write.
 fn concerns_triggers(sts: &impl ResourceExt) -> bool {
-    sts.annotations().keys().any(|key| {
-        key == ANNOTATION_REQUESTED_TEMPLATES
-            || key == ANNOTATION_RESIZE_BY
-            || key == ANNOTATION_RESIZE_STATUS
-            || key == ANNOTATION_SYNC_CLAIMS
-            || key == SEED_ANNOTATION_AUTO_SCALED
-            || key.starts_with(ANNOTATION_RESIZE_PREFIX)
-            || key.starts_with(ANNOTATION_STORAGE_CLASS_PREFIX)
-            || key.starts_with(SEED_ANNOTATION_RESIZE_PREFIX)
-    })
+    sts.annotations().keys().any(|key| read_by_triggers(key))
+}
+
+/// What the controller keeps of each StatefulSet's metadata: its identity and the annotations the
+/// triggers read, nothing else (labels, owners, managed fields, `last-applied-configuration`). A
+/// cluster's StatefulSets are all kept, so each byte counts 20,000 times; the reconcile of one that
+/// carries a request reads it whole.
+pub fn keep_what_triggers_read(sts: &mut PartialObjectMeta<StatefulSet>) {
+    let meta = std::mem::take(&mut sts.metadata);
+    let annotations: std::collections::BTreeMap<String, String> = meta
+        .annotations
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|(key, _)| read_by_triggers(key))
+        .collect();
+    sts.metadata = ObjectMeta {
+        name: meta.name,
+        namespace: meta.namespace,
+        uid: meta.uid,
+        resource_version: meta.resource_version,
+        deletion_timestamp: meta.deletion_timestamp,
+        annotations: (!annotations.is_empty()).then_some(annotations),
+        ..ObjectMeta::default()
+    };
 }
 
 /// Reconciles one StatefulSet, known by its metadata (the controller keeps no more of the
@@ -156,4 +183,47 @@ async fn apply(ctx: &Context, sts: &StatefulSet, namespace: &str, decision: &Dec
 pub fn error_policy(sts: Arc<PartialObjectMeta<StatefulSet>>, error: &Error, _ctx: Arc<Context>) -> Action {
     tracing::warn!(stateful_set = %sts.name_any(), %error, "StatefulSet requests: retrying");
     Action::requeue(Duration::from_secs(5))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_kept_stateful_set_is_its_identity_and_the_annotations_triggers_read() {
+        let mut sts: PartialObjectMeta<StatefulSet> = serde_json::from_value(json!({
+            "apiVersion": "meta.k8s.io/v1",
+            "kind": "PartialObjectMetadata",
+            "metadata": {
+                "name": "db", "namespace": "ns", "uid": "u1", "resourceVersion": "7",
+                "labels": {"app": "db"},
+                "annotations": {
+                    "kubectl.kubernetes.io/last-applied-configuration": "{\"a very\": \"long manifest\"}",
+                    "ferry.dev/resize.data": "2Gi",
+                },
+                "ownerReferences": [{"apiVersion": "v1", "kind": "X", "name": "x", "uid": "o"}],
+                "managedFields": [{"manager": "kubectl", "operation": "Apply"}],
+            },
+        }))
+        .unwrap();
+        keep_what_triggers_read(&mut sts);
+        assert_eq!(
+            serde_json::to_value(&sts.metadata).unwrap(),
+            json!({
+                "name": "db", "namespace": "ns", "uid": "u1", "resourceVersion": "7",
+                "annotations": {"ferry.dev/resize.data": "2Gi"},
+            })
+        );
+        assert!(concerns_triggers(&sts));
+
+        let mut plain: PartialObjectMeta<StatefulSet> = serde_json::from_value(json!({
+            "apiVersion": "meta.k8s.io/v1", "kind": "PartialObjectMetadata",
+            "metadata": {"name": "web", "namespace": "ns", "annotations": {"team": "a"}},
+        }))
+        .unwrap();
+        keep_what_triggers_read(&mut plain);
+        assert_eq!(plain.metadata.annotations, None);
+        assert!(!concerns_triggers(&plain));
+    }
 }
