@@ -42,6 +42,8 @@ pub const FINALIZER_RELEASE_CONFIG: &str = "ferry.dev/release-config";
 /// While an update is under way, look again this often (pods' readiness, watch times).
 const UPDATING_RECHECK: Duration = Duration::from_secs(3);
 const RECHECK: Duration = Duration::from_secs(120);
+/// A status write refused because the object changed since it was read: read it again soon.
+const STALE_RETRY: Duration = Duration::from_millis(200);
 /// How often an ExtendedStatefulSet at an unknown step is looked at again (an upgrade may be on its way).
 const UNKNOWN_STEP_RECHECK: Duration = Duration::from_secs(60);
 
@@ -471,15 +473,26 @@ pub async fn reconcile(ests: Arc<ExtendedStatefulSet>, ctx: Arc<Context>) -> Res
     }
 
     let status = status_of(&ests, &plan, &observed, &desired, volume_resizes, &problems, now);
+    // A compare-and-swap on the resourceVersion this reconcile read: one that read an older status
+    // (an update step since changed) must not write it back over the newer one.
     let patch = serde_json::json!({
-        "apiVersion": "ferry.dev/v1alpha1", "kind": "ExtendedStatefulSet", "status": status,
+        "apiVersion": "ferry.dev/v1alpha1", "kind": "ExtendedStatefulSet",
+        "metadata": {"resourceVersion": ests.resource_version()},
+        "status": status,
     });
-    api.patch_status(
-        &name,
-        &PatchParams::apply(FIELD_MANAGER).force(),
-        &Patch::Apply(&patch),
-    )
-    .await?;
+    match api
+        .patch_status(
+            &name,
+            &PatchParams::apply(FIELD_MANAGER).force(),
+            &Patch::Apply(&patch),
+        )
+        .await
+    {
+        Ok(_) => {}
+        // Changed since it was read: decide again from the newer object.
+        Err(kube::Error::Api(status)) if status.code == 409 => return Ok(Action::requeue(STALE_RETRY)),
+        Err(error) => return Err(error.into()),
+    }
     let reference = ests.object_ref(&());
     for (warning, reason, message) in notices {
         events::publish(
