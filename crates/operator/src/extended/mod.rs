@@ -480,18 +480,21 @@ pub async fn reconcile(ests: Arc<ExtendedStatefulSet>, ctx: Arc<Context>) -> Res
         "metadata": {"resourceVersion": ests.resource_version()},
         "status": status,
     });
-    match api
+    if let Err(error) = api
         .patch_status(
             &name,
             &PatchParams::apply(FIELD_MANAGER).force(),
             &Patch::Apply(&patch),
         )
         .await
+        .map_err(Error::from)
     {
-        Ok(_) => {}
         // Changed since it was read: decide again from the newer object.
-        Err(kube::Error::Api(status)) if status.code == 409 => return Ok(Action::requeue(STALE_RETRY)),
-        Err(error) => return Err(error.into()),
+        return if error.is_stale_read() {
+            Ok(Action::requeue(STALE_RETRY))
+        } else {
+            Err(error)
+        };
     }
     let reference = ests.object_ref(&());
     for (warning, reason, message) in notices {
