@@ -56,6 +56,21 @@ pub(super) fn roll_back(
                 actions.push(mover.delete(&pod));
             }
         }
+        // ... and the new volume to Retain: it gets its own policy back before its temporary claim
+        // goes, or its disk would outlive the claim with nobody knowing.
+        if let (Some(target), Some(policy)) = (&row.target_volume, &row.target_reclaim_policy)
+            && observed
+                .volumes
+                .get(target)
+                .is_some_and(|v| &v.reclaim_policy != policy)
+        {
+            actions.push(ResizeAction::SetReclaimPolicy {
+                volume: target.clone(),
+                uid: observed.volume_uid(target),
+                policy: policy.clone(),
+            });
+            continue;
+        }
         let temp = ctx.temp_claim(row);
         if let Some(claim) = observed.claims.get(&temp)
             && !claim.deleting

@@ -1311,6 +1311,7 @@ fn a_stateful_set_re_created_by_someone_else_never_serves_an_empty_claim() {
                     other => panic!("{case}: ended {other:?}"),
                 }
                 assert!(cluster.observed.movers.is_empty(), "{case}: movers removed");
+                assert_no_volume_leaked(&cluster, &status, &case);
                 for replica in 0..REPLICAS {
                     let claim = format!("data-db-{replica}");
                     let volume = assert_replica_whole(&cluster, replica, &case);
@@ -1334,6 +1335,23 @@ fn a_stateful_set_re_created_by_someone_else_never_serves_an_empty_claim() {
     // Both ends are reached: a late re-create is replaced, an early one stops the resize.
     assert!(outcomes.contains_key("Some(Succeeded)"), "{outcomes:?}");
     assert!(outcomes.contains_key("Some(Failed)"), "{outcomes:?}");
+}
+
+/// Every volume left is bound to a claim or listed as retained: a volume Ferry set to Retain and
+/// then let go of would keep its disk with nobody knowing.
+fn assert_no_volume_leaked(cluster: &Cluster, status: &VolumeResizeStatus, case: &str) {
+    for (name, volume) in &cluster.observed.volumes {
+        let held = volume
+            .claim_name
+            .as_ref()
+            .and_then(|claim| cluster.observed.claims.get(claim))
+            .is_some_and(|c| Some(&c.uid) == volume.claim_uid.as_ref());
+        assert!(
+            held || status.created_objects.retained_volumes.contains(name),
+            "{case}: volume {name} ({}) is neither bound nor listed as retained",
+            volume.reclaim_policy
+        );
+    }
 }
 
 /// After the copy, an old volume is deleted and a PV of the same name but another UID appears (an

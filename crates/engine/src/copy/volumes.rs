@@ -18,6 +18,7 @@ pub(super) fn record_volumes(ctx: &CopyContext, status: &mut VolumeResizeStatus,
         if temp_bound.is_some() && temp_bound != row.target_volume && !swap_begun(row, observed) {
             row.target_volume = temp_bound;
             row.target_volume_uid = None;
+            row.target_reclaim_policy = None;
         }
         if row.source_volume.is_none() {
             let bound = observed
@@ -34,14 +35,14 @@ pub(super) fn record_volumes(ctx: &CopyContext, status: &mut VolumeResizeStatus,
                 *uid = name.as_deref().and_then(|v| observed.volume_uid(v));
             }
         }
-        // The new volume's own policy (its class's), as long as Ferry has not set it to Retain.
-        if !swap_begun(row, observed) {
+        // The new volume's own policy (its class's), the first time it is seen: a swap sets it to
+        // Retain, and a swap stepped back (`undo_stale_swaps`) must not take that for its own.
+        if row.target_reclaim_policy.is_none() && !swap_begun(row, observed) {
             row.target_reclaim_policy = row
                 .target_volume
                 .as_ref()
                 .and_then(|v| observed.volumes.get(v))
-                .map(|v| v.reclaim_policy.clone())
-                .or(row.target_reclaim_policy.take());
+                .map(|v| v.reclaim_policy.clone());
         }
         if row.original_reclaim_policy.is_none() {
             row.original_reclaim_policy = row

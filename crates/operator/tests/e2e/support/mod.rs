@@ -675,12 +675,21 @@ impl Harness {
             }
             let name = volume.name_any();
             let deleting = volume.metadata.deletion_timestamp.is_some();
-            let released_delete = volume
+            // A volume whose claim is gone and whose policy is Delete is Kubernetes' to reclaim:
+            // the PV controller marks it Released only when it next syncs it, so right after a
+            // rollback deleted a temporary claim the volume may still read Bound (then Released).
+            let claim_gone = claim.is_some_and(|c| {
+                !list
+                    .items
+                    .iter()
+                    .any(|k| k.metadata.uid.is_some() && k.metadata.uid == c.uid)
+            });
+            let reclaimed_by_kubernetes = volume
                 .spec
                 .as_ref()
                 .and_then(|s| s.persistent_volume_reclaim_policy.as_deref())
                 == Some("Delete")
-                && volume.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Released");
+                && claim_gone;
             // A deleted VolumeResize hands its retained volumes over, labelled.
             let handed_over = volume
                 .labels()
@@ -692,7 +701,7 @@ impl Harness {
                     || retained.contains(&name)
                     || handed_over
                     || deleting
-                    || released_delete,
+                    || reclaimed_by_kubernetes,
                 "volume {name} (claim {:?}) is neither bound nor listed as retained",
                 claim.and_then(|c| c.name.clone())
             );
