@@ -25,22 +25,9 @@ pub struct Context {
     /// Where the per-StatefulSet hold Leases are kept (`--hold-namespace`); `None`: beside the
     /// StatefulSet.
     pub hold_namespace: Option<String>,
-    /// Refused requests in a row per VolumeResize, for the retry's backoff.
-    pub refusals: crate::resize::refusals::Refusals,
-    /// Movers' logs followed for their results, which wake the resize controller.
-    pub results: crate::resize::result_watch::ResultWatch,
-    /// What each running resize's lists last saw, so the next are served from the API server's
-    /// cache without going back in time.
-    pub read_floors: crate::resize::read_floors::ReadFloors,
 }
 
 impl Context {
-    /// Movers' results in their logs wake the resize controller through `results`.
-    pub fn with_result_watch(mut self, results: crate::resize::result_watch::ResultWatch) -> Self {
-        self.results = results;
-        self
-    }
-
     /// Images other than the operator's own that a VolumeResize may run movers from.
     pub fn with_allowed_mover_images(mut self, images: Vec<String>) -> Self {
         self.allowed_mover_images = images;
@@ -102,12 +89,9 @@ impl Context {
             mover_resources: None,
             allowed_mover_images: Vec::new(),
             // Replaced by the installation's key where digests are made (`run_scope`).
-            config_digest_key: crate::extended::digest_key::random(),
+            config_digest_key: crate::digest_key::random(),
             features: crate::features::Features::default(),
             hold_namespace: None,
-            refusals: Default::default(),
-            results: Default::default(),
-            read_floors: Default::default(),
         }
     }
 }

@@ -1,8 +1,7 @@
 //! Kubernetes Events on the VolumeResize and its StatefulSet.
 
-use crate::context::Context;
 use k8s_openapi::api::core::v1::ObjectReference;
-use kube::runtime::events::{Event, EventType};
+use kube::runtime::events::{Event, EventType, Recorder};
 
 #[derive(Debug)]
 pub struct Notice<'a> {
@@ -14,7 +13,7 @@ pub struct Notice<'a> {
 
 /// Publishes the notice on every object given. Events are best effort: a failure is logged, never
 /// allowed to fail the reconcile.
-pub async fn publish(ctx: &Context, notice: &Notice<'_>, objects: &[ObjectReference]) {
+pub async fn publish(recorder: &Recorder, notice: &Notice<'_>, objects: &[ObjectReference]) {
     let event = Event {
         type_: if notice.warning {
             EventType::Warning
@@ -28,7 +27,7 @@ pub async fn publish(ctx: &Context, notice: &Notice<'_>, objects: &[ObjectRefere
     };
     // Side by side: a reconcile in a replica's downtime waits for one round trip, not one per object.
     let results =
-        futures::future::join_all(objects.iter().map(|object| ctx.recorder.publish(&event, object))).await;
+        futures::future::join_all(objects.iter().map(|object| recorder.publish(&event, object))).await;
     for error in results.into_iter().filter_map(Result::err) {
         tracing::warn!(%error, reason = notice.reason, "could not publish event");
     }

@@ -5,6 +5,7 @@ pub mod api_requests;
 pub mod autoscale;
 pub mod context;
 pub mod crd;
+pub mod digest_key;
 pub mod error;
 pub mod events;
 pub mod extended;

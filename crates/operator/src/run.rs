@@ -89,12 +89,12 @@ pub async fn run(client: Client, settings: Settings) -> Result<(), Error> {
         .unwrap_or_else(|| DEFAULT_IMAGE.to_string());
     let scopes = scopes(&settings.namespaces);
     let config_digest_key = match &settings.config_digest_key {
-        Some(secret) => crate::extended::digest_key::load_or_create(&client, secret).await?,
+        Some(secret) => crate::digest_key::load_or_create(&client, secret).await?,
         None => {
             tracing::warn!(
                 "no --config-digest-key-secret: configuration digests use a key of this process alone, so ExtendedStatefulSets with updateOnConfigChange roll once after every restart"
             );
-            crate::extended::digest_key::random()
+            crate::digest_key::random()
         }
     };
     // Every replica serves the webhooks, from a VolumeResize cache of its own (a follower runs no
@@ -293,8 +293,7 @@ async fn run_scope(
         .with_allowed_mover_images(settings.allowed_mover_images.clone())
         .with_config_digest_key(config_digest_key)
         .with_features(settings.features)
-        .with_hold_namespace(settings.hold_namespace.clone())
-        .with_result_watch(results),
+        .with_hold_namespace(settings.hold_namespace.clone()),
     );
     // The controllers' cache is what the in-flight and copy-progress gauges count (a webhook's
     // cache, which every replica keeps, leader or not, never is): counted once, here.
@@ -375,7 +374,11 @@ async fn run_scope(
         .shutdown_on_signal();
     tracing::info!(namespace = ?scope, "controllers started");
     let resizes_controller = controller
-        .run(resize::reconcile, resize::error_policy, ctx)
+        .run(
+            resize::reconcile,
+            resize::error_policy,
+            Arc::new(resize::Resizing::from(ctx).with_result_watch(results)),
+        )
         .for_each(|result| async move {
             match result {
                 Ok((object, _)) => tracing::debug!(name = %object.name, "reconciled"),

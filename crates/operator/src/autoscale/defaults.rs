@@ -72,7 +72,7 @@ pub async fn reconcile(ctx: &Context, sts: &StatefulSet, namespace: &str) -> Res
                         action: "Autoscale",
                         note: format!("{SEED_ANNOTATION_AUTO_SCALED}: {message}"),
                     };
-                    events::publish(ctx, &notice, std::slice::from_ref(&reference)).await;
+                    events::publish(&ctx.recorder, &notice, std::slice::from_ref(&reference)).await;
                     return Ok(());
                 }
             };
@@ -102,7 +102,7 @@ pub async fn reconcile(ctx: &Context, sts: &StatefulSet, namespace: &str) -> Res
                             max_sizes.join(", ")
                         ),
                     };
-                    events::publish(ctx, &notice, std::slice::from_ref(&reference)).await;
+                    events::publish(&ctx.recorder, &notice, std::slice::from_ref(&reference)).await;
                 }
                 Err(kube::Error::Api(status)) if status.code == 409 => {}
                 Err(error) => return Err(error.into()),

@@ -89,7 +89,7 @@ pub async fn reconcile(
         let mut objects = vec![own.clone()];
         objects.extend(stateful_set.clone());
         events::publish(
-            &scaling.ctx,
+            &scaling.ctx.recorder,
             &Notice {
                 warning: notice.warning,
                 reason: notice.reason,

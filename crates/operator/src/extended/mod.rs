@@ -5,7 +5,6 @@
 //! volume claim template, and writes status.
 
 pub mod config;
-pub mod digest_key;
 
 use crate::context::Context;
 use crate::events::{self, Notice};
@@ -258,7 +257,7 @@ pub async fn reconcile(ests: Arc<ExtendedStatefulSet>, ctx: Arc<Context>) -> Res
         Err(unknown) => {
             tracing::warn!(extended_stateful_set = %name, %unknown, "ExtendedStatefulSet left as it is");
             events::publish(
-                &ctx,
+                &ctx.recorder,
                 &Notice {
                     warning: true,
                     reason: "UnknownUpdateStep",
@@ -499,7 +498,7 @@ pub async fn reconcile(ests: Arc<ExtendedStatefulSet>, ctx: Arc<Context>) -> Res
     let reference = ests.object_ref(&());
     for (warning, reason, message) in notices {
         events::publish(
-            &ctx,
+            &ctx.recorder,
             &Notice {
                 warning,
                 reason,

@@ -182,7 +182,7 @@ async fn apply(ctx: &Context, sts: &StatefulSet, namespace: &str, decision: &Dec
     let reference = sts.object_ref(&());
     for notice in &decision.notices {
         events::publish(
-            ctx,
+            &ctx.recorder,
             &Notice {
                 warning: notice.warning,
                 reason: notice.reason,

@@ -17,3 +17,48 @@ mod views;
 
 pub use observe::{Observation, observe};
 pub use reconcile::{error_policy, reconcile};
+
+use crate::context::Context;
+use std::sync::Arc;
+
+/// The resize controller's context: what every controller gets (through `Deref`), and what only
+/// this one keeps from one reconcile to the next.
+pub struct Resizing {
+    pub shared: Arc<Context>,
+    /// Refused requests in a row per VolumeResize, for the retry's backoff.
+    pub refusals: refusals::Refusals,
+    /// Movers' logs followed for their results, which wake the resize controller.
+    pub results: result_watch::ResultWatch,
+    /// What each running resize's lists last saw, so the next are served from the API server's
+    /// cache without going back in time.
+    pub read_floors: read_floors::ReadFloors,
+}
+
+impl Resizing {
+    /// Movers' results in their logs wake the resize controller through `results`.
+    pub fn with_result_watch(mut self, results: result_watch::ResultWatch) -> Self {
+        self.results = results;
+        self
+    }
+}
+
+/// A context for the resize wing's building blocks outside its controller (the webhook observes a
+/// request as a reconcile would): nothing kept yet, no result wakes anyone.
+impl From<Arc<Context>> for Resizing {
+    fn from(shared: Arc<Context>) -> Self {
+        Resizing {
+            shared,
+            refusals: Default::default(),
+            results: Default::default(),
+            read_floors: Default::default(),
+        }
+    }
+}
+
+impl std::ops::Deref for Resizing {
+    type Target = Context;
+
+    fn deref(&self) -> &Context {
+        &self.shared
+    }
+}

@@ -2,6 +2,7 @@
 //! the engine's [`Scope`] for its state says: prechecks read the request's world, a run the objects
 //! it acts on, retention the volumes it kept.
 
+use super::Resizing;
 use super::run_observe::{claimed_in, fetch_run, read_run};
 use super::views::{claim_view, stateful_set_view, volume_view};
 use crate::Error;
@@ -24,7 +25,7 @@ pub struct Observation {
 }
 
 pub async fn observe(
-    ctx: &Context,
+    ctx: &Resizing,
     resize: &VolumeResize,
     namespace: &str,
     scope: Scope,

@@ -1,5 +1,6 @@
 //! One reconcile of a VolumeResize: observe → precheck (pure) → write status and Events.
 
+use super::Resizing;
 use super::execute::execute;
 use super::hold::{self, Hold};
 use super::observe::observe;
@@ -43,7 +44,7 @@ const STALE_RETRY: Duration = Duration::from_millis(200);
 
 pub async fn reconcile(
     object: Arc<crate::resize_cache::GuardedResize>,
-    ctx: Arc<Context>,
+    ctx: Arc<Resizing>,
 ) -> Result<Action, Error> {
     let started = Instant::now();
     let result = match super::intake::intake(&object) {
@@ -51,7 +52,7 @@ pub async fn reconcile(
         // for it to change (no requeue, so one Event per change, not a loop).
         super::intake::Intake::Unreadable(notice) => {
             tracing::warn!(name = %object.name_any(), namespace = ?object.namespace(), note = %notice.note, "VolumeResize cannot be read; left alone");
-            publish(&ctx, &notice, &[object.object_ref(&())]).await;
+            publish(&ctx.recorder, &notice, &[object.object_ref(&())]).await;
             Ok(Action::await_change())
         }
         super::intake::Intake::Readable(resize) => match reconcile_inner(resize, &ctx).await {
@@ -85,7 +86,7 @@ pub async fn reconcile(
 /// 30 s ("too old resource version", the new watch cache younger than the version they resumed
 /// from), and a copy stood still for all of it, rereading its stale copy. A second stale read, or
 /// an object this Ferry cannot parse (the guarded cache reports it), waits for the watch.
-async fn again_from_the_api(resize: &VolumeResize, ctx: &Context) -> Result<Action, Error> {
+async fn again_from_the_api(resize: &VolumeResize, ctx: &Resizing) -> Result<Action, Error> {
     let namespace = resize.namespace().unwrap_or_default();
     let api = Api::<VolumeResize>::namespaced(ctx.client.clone(), &namespace);
     let current = match api.get_opt(&resize.name_any()).await {
@@ -102,7 +103,7 @@ async fn again_from_the_api(resize: &VolumeResize, ctx: &Context) -> Result<Acti
 
 /// Guard → observe → plan → write status → act → report. What happens is the engine's decision
 /// alone ([`ferry_engine::plan`]); this only reads what it looks at and carries it out.
-async fn reconcile_inner(resize: &VolumeResize, ctx: &Context) -> Result<Action, Error> {
+async fn reconcile_inner(resize: &VolumeResize, ctx: &Resizing) -> Result<Action, Error> {
     let namespace = resize.namespace().ok_or_else(|| Error::NotNamespaced {
         kind: "VolumeResize",
         name: resize.name_any(),
@@ -193,7 +194,7 @@ async fn apply_retention(
             action: "Retention",
             note,
         };
-        publish(ctx, &notice, &[resize.object_ref(&())]).await;
+        publish(&ctx.recorder, &notice, &[resize.object_ref(&())]).await;
     }
     Ok(match decision.recheck_in {
         Some(seconds) => Action::requeue(Duration::from_secs(seconds.clamp(1, 3600) as u64)),
@@ -267,7 +268,7 @@ async fn set_finalizer(
 /// A deleted VolumeResize at a safe point (a replica entirely on its new volume or entirely back on
 /// its old one, the StatefulSet present) lets go: what it retained is handed over, its hold and
 /// its finalizer go.
-async fn let_go(ctx: &Context, resize: &VolumeResize, namespace: &str) -> Result<Action, Error> {
+async fn let_go(ctx: &Resizing, resize: &VolumeResize, namespace: &str) -> Result<Action, Error> {
     hand_over_retained(ctx, resize, namespace).await?;
     hold::release(ctx, resize, namespace).await?;
     ctx.read_floors.forget(namespace, &resize.name_any());
@@ -315,7 +316,7 @@ async fn hand_over_retained(ctx: &Context, resize: &VolumeResize, namespace: &st
                 kept.join(", ")
             ),
         };
-        publish(ctx, &notice, &[resize.object_ref(&())]).await;
+        publish(&ctx.recorder, &notice, &[resize.object_ref(&())]).await;
     }
     Ok(())
 }
@@ -323,7 +324,7 @@ async fn hand_over_retained(ctx: &Context, resize: &VolumeResize, namespace: &st
 /// One step of a run: status written first (a crash after it repeats only idempotent actions),
 /// the finalizer before the first change, then the actions, then Events and metrics.
 async fn apply_run(
-    ctx: &Context,
+    ctx: &Resizing,
     resize: &VolumeResize,
     namespace: &str,
     decision: RunDecision,
@@ -357,7 +358,7 @@ async fn apply_run(
         let objects: Vec<ObjectReference> = std::iter::once(resize.object_ref(&()))
             .chain(sts_ref.clone())
             .collect();
-        publish(ctx, &notice, &objects).await;
+        publish(&ctx.recorder, &notice, &objects).await;
     }
     // Before the first change to the cluster, make sure deletion waits for a safe point.
     if !decision.actions.is_empty() && !has_finalizer(resize) {
@@ -390,7 +391,12 @@ async fn apply_run(
     let objects: Vec<ObjectReference> = std::iter::once(resize.object_ref(&()))
         .chain(sts_ref.clone())
         .collect();
-    futures::future::join_all(notices.iter().map(|notice| publish(ctx, notice, &objects))).await;
+    futures::future::join_all(
+        notices
+            .iter()
+            .map(|notice| publish(&ctx.recorder, notice, &objects)),
+    )
+    .await;
     if decision.status.phase.is_some_and(Phase::is_terminal) {
         hold::release(ctx, resize, namespace).await?;
         ctx.read_floors.forget(namespace, &resize.name_any());
@@ -404,7 +410,7 @@ async fn apply_run(
             };
             let objects: Vec<ObjectReference> =
                 std::iter::once(resize.object_ref(&())).chain(sts_ref).collect();
-            publish(ctx, &notice, &objects).await;
+            publish(&ctx.recorder, &notice, &objects).await;
         }
         return Ok(Action::await_change());
     }
@@ -524,7 +530,7 @@ async fn announce(
     let objects: Vec<ObjectReference> = std::iter::once(resize.object_ref(&()))
         .chain(stateful_set)
         .collect();
-    publish(ctx, &notice, &objects).await;
+    publish(&ctx.recorder, &notice, &objects).await;
 }
 
 /// Transient errors retry with a pause; permanent ones wait for the object to change. Either way the
@@ -532,7 +538,7 @@ async fn announce(
 pub fn error_policy(
     object: Arc<crate::resize_cache::GuardedResize>,
     error: &Error,
-    ctx: Arc<Context>,
+    ctx: Arc<Resizing>,
 ) -> Action {
     tracing::warn!(name = %object.name_any(), namespace = ?object.namespace(), category = error.category(), %error, "reconcile failed");
     ctx.metrics
@@ -552,7 +558,12 @@ pub fn error_policy(
         );
         // Only a readable VolumeResize is reconciled, so only one can have failed.
         if let Ok(resize) = &object.0 {
-            tokio::spawn(report(Arc::new(resize.clone()), ctx, "RequestRefused", note));
+            tokio::spawn(report(
+                Arc::new(resize.clone()),
+                ctx.shared.clone(),
+                "RequestRefused",
+                note,
+            ));
         }
         return Action::requeue(retry);
     }
@@ -568,7 +579,12 @@ pub fn error_policy(
             "a request failed on the API server's side; retrying every {} s: {fault}",
             TRANSIENT_RETRY.as_secs()
         );
-        tokio::spawn(report(Arc::new(resize.clone()), ctx, "RetryingAfterError", note));
+        tokio::spawn(report(
+            Arc::new(resize.clone()),
+            ctx.shared.clone(),
+            "RetryingAfterError",
+            note,
+        ));
     }
     Action::requeue(TRANSIENT_RETRY)
 }
@@ -589,7 +605,7 @@ async fn report(resize: Arc<VolumeResize>, ctx: Arc<Context>, reason: &'static s
         action: "Reconcile",
         note: note.clone(),
     };
-    publish(&ctx, &notice, &[resize.object_ref(&())]).await;
+    publish(&ctx.recorder, &notice, &[resize.object_ref(&())]).await;
     let Some(namespace) = resize.namespace() else {
         return;
     };

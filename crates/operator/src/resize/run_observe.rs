@@ -1,10 +1,10 @@
 //! The run's part of an observation: what a running resize acts on (the backup, claims, pods,
 //! mover pods, budgets, volumes).
 
+use super::Resizing;
 use super::objects::{MOVER_CONTAINER, backup_name};
 use super::views::{claim_view, pod_view, volume_view};
 use crate::Error;
-use crate::context::Context;
 use ferry_api::VolumeResize;
 use ferry_api::names::{
     ANNOTATION_BACKED_UP_UID, ANNOTATION_FINAL_PASS, ANNOTATION_RECREATED_BY, FINAL_PASS_GO,
@@ -31,7 +31,7 @@ pub struct RunReads {
 }
 
 /// Reads the backup, the namespace's claims, pods and PodDisruptionBudgets at once.
-pub async fn fetch_run(ctx: &Context, resize: &VolumeResize, namespace: &str) -> Result<RunReads, Error> {
+pub async fn fetch_run(ctx: &Resizing, resize: &VolumeResize, namespace: &str) -> Result<RunReads, Error> {
     let backup_api = Api::<ConfigMap>::namespaced(ctx.client.clone(), namespace);
     let claims_api = Api::<PersistentVolumeClaim>::namespaced(ctx.client.clone(), namespace);
     let pods_api = Api::<Pod>::namespaced(ctx.client.clone(), namespace);
@@ -58,7 +58,7 @@ pub async fn fetch_run(ctx: &Context, resize: &VolumeResize, namespace: &str) ->
 /// their progress, the PodDisruptionBudgets over the replicas, and the volumes this resize may touch
 /// (read here, together, as are the progress lines).
 pub async fn read_run(
-    ctx: &Context,
+    ctx: &Resizing,
     resize: &VolumeResize,
     namespace: &str,
     stateful_set: Option<&StatefulSet>,

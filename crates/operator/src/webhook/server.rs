@@ -323,7 +323,8 @@ async fn validate_volume_resize(State(ctx): State<Arc<Context>>, request: Reques
     };
     let response = AdmissionResponse::from(&request);
     let namespace = resize.metadata.namespace.clone().unwrap_or_default();
-    let observation = match observe(&ctx, &resize, &namespace, ferry_engine::Scope::Request).await {
+    let resizing = crate::resize::Resizing::from(ctx.clone());
+    let observation = match observe(&resizing, &resize, &namespace, ferry_engine::Scope::Request).await {
         Ok(observation) => observation,
         Err(error) => {
             // The engine prechecks again anyway; an unreadable cluster must not block creates.
