@@ -19,8 +19,10 @@ pub enum Pass {
 }
 
 /// One change the operator must make to the cluster. Each is idempotent: doing it twice, or after a
-/// crash half-way, leaves the same result.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// crash half-way, leaves the same result. Its kind without the data ([`ActionKind`], derived, so a
+/// new action has its kind at once) names it in errors and metrics.
+#[derive(Debug, Clone, PartialEq, Eq, strum::EnumDiscriminants)]
+#[strum_discriminants(name(ActionKind), derive(strum::EnumIter, strum::IntoStaticStr))]
 pub enum ResizeAction {
     /// Store the StatefulSet as it is now in the backup ConfigMap (create only if missing).
     BackupStatefulSet,

@@ -1,4 +1,5 @@
-use ferry_engine::action::ResizeAction;
+pub use ferry_engine::action::ActionKind;
+use std::borrow::Cow;
 use thiserror::Error;
 
 /// Every failure the operator can meet, each with a category that names it in Events and metrics.
@@ -9,7 +10,7 @@ pub enum Error {
     /// A request of one of a resize's actions failed: which action, on which object. One variant
     /// with the kind as data (not one variant per kind): every kind is handled alike (refusal,
     /// stale read, retry), only the words and the category differ.
-    #[error("{action} {object}: {source}")]
+    #[error("{} {object}: {source}", doing(*action))]
     Action {
         action: ActionKind,
         object: String,
@@ -44,10 +45,13 @@ pub enum Error {
 
 impl Error {
     /// Short stable label for metrics and Event reasons.
-    pub fn category(&self) -> &'static str {
-        match self {
+    pub fn category(&self) -> Cow<'static, str> {
+        let name = match self {
+            // The action's kind and `Failed`.
+            Error::Action { action, .. } => {
+                return Cow::Owned(format!("{}Failed", <&'static str>::from(action)));
+            }
             Error::Kube(_) => "KubeApi",
-            Error::Action { action, .. } => action.category(),
             Error::NotNamespaced { .. } => "InvalidObject",
             Error::Serialize { .. } => "Serialization",
             Error::CrdMissing { .. } => "CrdMissing",
@@ -58,7 +62,8 @@ impl Error {
             Error::DigestKey(_) => "DigestKey",
             Error::Invariant(_) => "UnexpectedState",
             Error::LeadershipLost(_) => "LeadershipLost",
-        }
+        };
+        Cow::Borrowed(name)
     }
 
     /// The API server's status, when this error is its answer.
@@ -93,7 +98,9 @@ impl Error {
     /// The API server's answer, after what Ferry was doing when it asked.
     fn answered(&self, status: &kube::core::Status) -> String {
         match self {
-            Error::Action { action, object, .. } => format!("{action} {object}: {}", status.message),
+            Error::Action { action, object, .. } => {
+                format!("{} {object}: {}", doing(*action), status.message)
+            }
             _ => status.message.clone(),
         }
     }
@@ -111,118 +118,25 @@ impl Error {
     }
 }
 
-/// The kind of a resize's action ([`ResizeAction`] without its data), for errors and metrics.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ActionKind {
-    BackupStatefulSet,
-    ExpandClaim,
-    EvictPod,
-    OrphanDeleteStatefulSet,
-    RecreateStatefulSet,
-    RestoreStatefulSet,
-    CreateTargetClaim,
-    StartMover,
-    MeasureUsage,
-    DeleteMover,
-    StartFinalPass,
-    SetReclaimPolicy,
-    DeleteClaim,
-    ReserveVolume,
-    NudgeClaim,
-    BindClaim,
-}
-
-impl ActionKind {
-    /// Every kind, for tests and documentation.
-    pub const ALL: [ActionKind; 16] = [
-        ActionKind::BackupStatefulSet,
-        ActionKind::ExpandClaim,
-        ActionKind::EvictPod,
-        ActionKind::OrphanDeleteStatefulSet,
-        ActionKind::RecreateStatefulSet,
-        ActionKind::RestoreStatefulSet,
-        ActionKind::CreateTargetClaim,
-        ActionKind::StartMover,
-        ActionKind::MeasureUsage,
-        ActionKind::DeleteMover,
-        ActionKind::StartFinalPass,
-        ActionKind::SetReclaimPolicy,
-        ActionKind::DeleteClaim,
-        ActionKind::ReserveVolume,
-        ActionKind::NudgeClaim,
-        ActionKind::BindClaim,
-    ];
-
-    /// Exhaustive, so a new action cannot be left without a kind.
-    pub fn of(action: &ResizeAction) -> ActionKind {
-        match action {
-            ResizeAction::BackupStatefulSet => ActionKind::BackupStatefulSet,
-            ResizeAction::ExpandClaim { .. } => ActionKind::ExpandClaim,
-            ResizeAction::EvictPod { .. } => ActionKind::EvictPod,
-            ResizeAction::OrphanDeleteStatefulSet => ActionKind::OrphanDeleteStatefulSet,
-            ResizeAction::RecreateStatefulSet => ActionKind::RecreateStatefulSet,
-            ResizeAction::RestoreStatefulSet => ActionKind::RestoreStatefulSet,
-            ResizeAction::CreateTargetClaim { .. } => ActionKind::CreateTargetClaim,
-            ResizeAction::StartMover { .. } => ActionKind::StartMover,
-            ResizeAction::MeasureUsage { .. } => ActionKind::MeasureUsage,
-            ResizeAction::DeleteMover { .. } => ActionKind::DeleteMover,
-            ResizeAction::StartFinalPass { .. } => ActionKind::StartFinalPass,
-            ResizeAction::SetReclaimPolicy { .. } => ActionKind::SetReclaimPolicy,
-            ResizeAction::DeleteClaim { .. } => ActionKind::DeleteClaim,
-            ResizeAction::ReserveVolume { .. } => ActionKind::ReserveVolume,
-            ResizeAction::NudgeClaim { .. } => ActionKind::NudgeClaim,
-            ResizeAction::BindClaim { .. } => ActionKind::BindClaim,
-        }
-    }
-
-    /// The metrics label and log category of its failures: the kind and `Failed`.
-    pub fn category(self) -> &'static str {
-        match self {
-            ActionKind::BackupStatefulSet => "BackupStatefulSetFailed",
-            ActionKind::ExpandClaim => "ExpandClaimFailed",
-            ActionKind::EvictPod => "EvictPodFailed",
-            ActionKind::OrphanDeleteStatefulSet => "OrphanDeleteStatefulSetFailed",
-            ActionKind::RecreateStatefulSet => "RecreateStatefulSetFailed",
-            ActionKind::RestoreStatefulSet => "RestoreStatefulSetFailed",
-            ActionKind::CreateTargetClaim => "CreateTargetClaimFailed",
-            ActionKind::StartMover => "StartMoverFailed",
-            ActionKind::MeasureUsage => "MeasureUsageFailed",
-            ActionKind::DeleteMover => "DeleteMoverFailed",
-            ActionKind::StartFinalPass => "StartFinalPassFailed",
-            ActionKind::SetReclaimPolicy => "SetReclaimPolicyFailed",
-            ActionKind::DeleteClaim => "DeleteClaimFailed",
-            ActionKind::ReserveVolume => "ReserveVolumeFailed",
-            ActionKind::NudgeClaim => "NudgeClaimFailed",
-            ActionKind::BindClaim => "BindClaimFailed",
-        }
-    }
-
-    /// What it does, followed in messages by the name of the object it does it to.
-    fn doing(self) -> &'static str {
-        match self {
-            ActionKind::BackupStatefulSet => "backing up the StatefulSet into ConfigMap",
-            ActionKind::ExpandClaim => "expanding claim",
-            ActionKind::EvictPod => "evicting pod",
-            ActionKind::OrphanDeleteStatefulSet => "orphan-deleting StatefulSet",
-            ActionKind::RecreateStatefulSet => "re-creating StatefulSet",
-            ActionKind::RestoreStatefulSet => "restoring StatefulSet",
-            ActionKind::CreateTargetClaim => "creating target claim",
-            ActionKind::StartMover => "starting mover pod",
-            ActionKind::MeasureUsage => "starting usage pod",
-            ActionKind::DeleteMover => "deleting mover pod",
-            ActionKind::StartFinalPass => "starting the final pass of mover pod",
-            ActionKind::SetReclaimPolicy => "setting the reclaim policy of volume",
-            ActionKind::DeleteClaim => "deleting claim",
-            ActionKind::ReserveVolume => "reserving volume",
-            ActionKind::NudgeClaim => "nudging claim",
-            ActionKind::BindClaim => "creating bound claim",
-        }
-    }
-}
-
-impl std::fmt::Display for ActionKind {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.doing())
+/// What an action does, followed in messages by the name of the object it does it to.
+fn doing(kind: ActionKind) -> &'static str {
+    match kind {
+        ActionKind::BackupStatefulSet => "backing up the StatefulSet into ConfigMap",
+        ActionKind::ExpandClaim => "expanding claim",
+        ActionKind::EvictPod => "evicting pod",
+        ActionKind::OrphanDeleteStatefulSet => "orphan-deleting StatefulSet",
+        ActionKind::RecreateStatefulSet => "re-creating StatefulSet",
+        ActionKind::RestoreStatefulSet => "restoring StatefulSet",
+        ActionKind::CreateTargetClaim => "creating target claim",
+        ActionKind::StartMover => "starting mover pod",
+        ActionKind::MeasureUsage => "starting usage pod",
+        ActionKind::DeleteMover => "deleting mover pod",
+        ActionKind::StartFinalPass => "starting the final pass of mover pod",
+        ActionKind::SetReclaimPolicy => "setting the reclaim policy of volume",
+        ActionKind::DeleteClaim => "deleting claim",
+        ActionKind::ReserveVolume => "reserving volume",
+        ActionKind::NudgeClaim => "nudging claim",
+        ActionKind::BindClaim => "creating bound claim",
     }
 }
 
@@ -289,43 +203,20 @@ mod tests {
 
     #[test]
     fn every_kind_has_its_own_category_and_words() {
-        let categories: std::collections::BTreeSet<&str> =
-            ActionKind::ALL.iter().map(|kind| kind.category()).collect();
-        assert_eq!(categories.len(), ActionKind::ALL.len());
-        for kind in ActionKind::ALL {
-            assert!(kind.category().ends_with("Failed"), "{kind:?}");
-            assert!(kind.category().starts_with(&format!("{kind:?}")), "{kind:?}");
-            assert!(!kind.to_string().is_empty());
-        }
-    }
-
-    #[test]
-    fn each_action_has_the_kind_of_its_name() {
-        let actions = [
-            ResizeAction::BackupStatefulSet,
-            ResizeAction::ExpandClaim {
-                claim: "c".into(),
-                bytes: 1,
-            },
-            ResizeAction::StartMover {
-                pod: "p".into(),
-                source: "s".into(),
-                target: "t".into(),
-                pass: ferry_engine::action::Pass::Warm,
-                capabilities: vec![],
-            },
-            ResizeAction::BindClaim {
-                claim: "c".into(),
-                template: "data".into(),
-                volume: "v".into(),
-                bytes: 1,
-                storage_class: None,
-            },
-        ];
-        for action in actions {
-            let debug = format!("{action:?}");
-            let kind = format!("{:?}", ActionKind::of(&action));
-            assert!(debug.starts_with(&kind), "{debug} has kind {kind}");
+        use strum::IntoEnumIterator;
+        let of = |kind: ActionKind| Error::Action {
+            action: kind,
+            object: "x".into(),
+            source: api_error(500, "nope"),
+        };
+        let categories: std::collections::BTreeSet<String> = ActionKind::iter()
+            .map(|kind| of(kind).category().into_owned())
+            .collect();
+        let words: std::collections::BTreeSet<&str> = ActionKind::iter().map(doing).collect();
+        assert_eq!(categories.len(), ActionKind::iter().count());
+        assert_eq!(words.len(), ActionKind::iter().count());
+        for kind in ActionKind::iter() {
+            assert_eq!(of(kind).category(), format!("{kind:?}Failed"));
         }
     }
 }

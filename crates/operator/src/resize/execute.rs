@@ -26,7 +26,7 @@ pub async fn execute(
         .await
         .map_err(|error| match error {
             Error::Kube(source) => Error::Action {
-                action: ActionKind::of(action),
+                action: ActionKind::from(action),
                 object: object_of(resize, action),
                 source,
             },

@@ -540,7 +540,7 @@ pub fn error_policy(
     error: &Error,
     ctx: Arc<Resizing>,
 ) -> Action {
-    tracing::warn!(name = %object.name_any(), namespace = ?object.namespace(), category = error.category(), %error, "reconcile failed");
+    tracing::warn!(name = %object.name_any(), namespace = ?object.namespace(), category = %error.category(), %error, "reconcile failed");
     ctx.metrics
         .errors
         .get_or_create(&CategoryLabels {
