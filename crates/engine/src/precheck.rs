@@ -1,9 +1,9 @@
 //! The safety prechecks of SPEC §3, run before anything is touched, and the plan they produce.
 
-use crate::observed::{ClaimView, Observed};
+use crate::observed::{ClaimView, Observed, StatefulSetView, TemplateView};
 use crate::strategy::{StrategyInput, choose};
 use ferry_api::quantity::format_bytes;
-use ferry_api::{VolumePlan, VolumeResizeSpec, condition::*, parse_bytes};
+use ferry_api::{VolumeChange, VolumePlan, VolumeResizeSpec, condition::*, parse_bytes};
 
 /// What the prechecks concluded.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -38,164 +38,244 @@ impl Precheck {
 /// Runs every precheck in order; the first failure decides. Order matters: problems with the request
 /// itself (permanent) are reported before conditions that may clear (queue, readiness).
 pub fn precheck(spec: &VolumeResizeSpec, observed: &Observed) -> Precheck {
+    match run_stages(spec, observed) {
+        Ok(precheck) | Err(precheck) => precheck,
+    }
+}
+
+/// The stages in order; `Err` is a verdict reached early (a rejection or a wait).
+fn run_stages(spec: &VolumeResizeSpec, observed: &Observed) -> Result<Precheck, Precheck> {
     // While another resize holds the StatefulSet it may be mid-replacement (briefly absent, templates
     // changing): judge nothing until it is done.
-    if !spec.dry_run
-        && let Some(holder) = observed.peers.iter().find(|peer| peer.holds_stateful_set)
-    {
-        return Precheck {
-            verdict: Verdict::Wait {
-                reason: REASON_WAITING_FOR_OTHER,
-                message: format!(
-                    "VolumeResize {:?} is working on StatefulSet {:?}; this one waits its turn",
-                    holder.name, spec.stateful_set_name
-                ),
-            },
-            plan: Vec::new(),
-        };
+    if !spec.dry_run {
+        not_held_by_another(spec, observed)?;
     }
     if let Some(refusal) = observed
         .mover_images
         .refusal(spec.mover.as_ref().and_then(|m| m.image.as_deref()))
     {
-        return Precheck::reject(REASON_MOVER_IMAGE_NOT_ALLOWED, refusal);
+        return Err(Precheck::reject(REASON_MOVER_IMAGE_NOT_ALLOWED, refusal));
     }
     let Some(sts) = &observed.stateful_set else {
-        return Precheck::reject(
+        return Err(Precheck::reject(
             REASON_STATEFUL_SET_NOT_FOUND,
             format!(
                 "StatefulSet {:?} does not exist in this namespace",
                 spec.stateful_set_name
             ),
-        );
+        ));
     };
-
-    // With no replica there is nothing running to resize with, nor a template swap to ride on:
-    // say so instead of a silent "nothing to do".
-    if sts.replicas <= 0 {
-        let mut idle: Vec<&str> = observed
-            .claims
-            .keys()
-            .filter(|name| {
-                spec.volumes
-                    .iter()
-                    .any(|v| ordinal_of(name, &v.name, &sts.name).is_some())
-            })
-            .map(String::as_str)
-            .collect();
-        idle.sort_unstable();
-        let claims = if idle.is_empty() {
-            "it has no claims yet".to_string()
-        } else {
-            format!("its claims {} keep their size meanwhile", idle.join(", "))
-        };
-        return Precheck::reject(
-            REASON_NO_REPLICAS,
-            format!(
-                "StatefulSet {:?} has 0 replicas: Ferry resizes the volumes of running replicas and changes the template with them; scale it up first ({claims})",
-                sts.name
-            ),
-        );
-    }
+    has_replicas(spec, observed, sts)?;
     let ordinals = sts.first_ordinal..sts.first_ordinal.saturating_add(sts.replicas);
-
     let mut plan = Vec::new();
     for change in &spec.volumes {
-        let Some(template) = sts.templates.get(&change.name) else {
-            let known: Vec<&str> = sts.templates.keys().map(String::as_str).collect();
-            return Precheck::reject(
-                REASON_TEMPLATE_NOT_FOUND,
-                format!(
-                    "StatefulSet {:?} has no volume claim template {:?} (it has: {})",
-                    sts.name,
-                    change.name,
-                    if known.is_empty() {
-                        "none".to_string()
-                    } else {
-                        known.join(", ")
-                    }
-                ),
-            );
-        };
-        let target_bytes = match parse_bytes(&change.size) {
-            Ok(bytes) => bytes,
-            Err(error) => {
-                return Precheck::reject(REASON_INVALID_SIZE, format!("volume {:?}: {error}", change.name));
-            }
-        };
-        let current_class = observed.effective_class(template);
-        let target_class = change
-            .storage_class_name
-            .clone()
-            .or_else(|| current_class.clone());
-        let Some(target_class_name) = target_class.clone() else {
-            return Precheck::reject(
-                REASON_STORAGE_CLASS_NOT_FOUND,
-                format!(
-                    "volume {:?} names no StorageClass and the cluster has no default StorageClass",
-                    change.name
-                ),
-            );
-        };
-        let Some(class) = observed.storage_classes.get(&target_class_name) else {
-            return Precheck::reject(
-                REASON_STORAGE_CLASS_NOT_FOUND,
-                format!(
-                    "StorageClass {target_class_name:?} (volume {:?}) does not exist",
-                    change.name
-                ),
-            );
-        };
-
-        for replica in ordinals.clone() {
-            let claim_name = crate::names::claim(&change.name, &sts.name, replica);
-            let claim = observed.claims.get(&claim_name);
-            let current_bytes = claim.and_then(ClaimView::size_bytes).or(template.size_bytes);
-            let claim_class = claim
-                .and_then(|c| c.storage_class.clone())
-                .or_else(|| current_class.clone());
-            let class_changes = claim_class.as_deref() != Some(target_class_name.as_str());
-            let strategy = match current_bytes {
-                Some(current_bytes) => choose(StrategyInput {
-                    requested: spec.strategy,
-                    current_bytes,
-                    target_bytes,
-                    class_changes,
-                    class_allows_expansion: class.allow_expansion,
-                }),
-                None => Ok(Some(ferry_api::ChosenStrategy::Copy)),
-            };
-            let strategy = match strategy {
-                Ok(strategy) => strategy,
-                Err(refusal) => {
-                    let reason = match refusal {
-                        crate::strategy::StrategyRefusal::InPlaceNotExpandable => REASON_NOT_EXPANDABLE,
-                        _ => REASON_INVALID_SIZE,
-                    };
-                    return Precheck::reject(reason, format!("PVC {claim_name}: {refusal}"));
-                }
-            };
-            plan.push(VolumePlan {
-                replica,
-                volume: change.name.clone(),
-                claim_name,
-                strategy,
-                current_size: current_bytes.map(format_bytes),
-                target_size: format_bytes(target_bytes),
-                target_bytes: Some(target_bytes),
-                current_storage_class: claim_class,
-                target_storage_class: target_class.clone(),
-                ..VolumePlan::default()
-            });
-        }
+        plan.extend(rows_of_change(spec, observed, sts, change, &ordinals)?);
     }
-
     // Claims of ordinals outside the replicas (scaled down, or below `ordinals.start`): no pod
     // uses them, so nothing resizes them now; listed so nobody is surprised when they come back.
     plan.extend(scaled_down_rows(spec, observed, &sts.name, &ordinals));
+    copy_all_if_any(&mut plan);
+    if plan.iter().all(|row| row.strategy.is_none()) {
+        return Ok(Precheck {
+            verdict: Verdict::NothingToDo,
+            plan,
+        });
+    }
+    copyable(sts, &plan)?;
+    reachable(observed, &plan)?;
+    // A dry run changes nothing, so it never waits for the StatefulSet to be free or Ready.
+    if spec.dry_run {
+        return Ok(Precheck {
+            verdict: Verdict::Passed,
+            plan,
+        });
+    }
+    Ok(Precheck {
+        verdict: free_and_ready(spec, observed, sts).unwrap_or(Verdict::Passed),
+        plan,
+    })
+}
 
-    // A plan that copies some volumes copies all changed ones: one replica stop covers them, and the
-    // StatefulSet is replaced once with every new template.
+fn wait(reason: &'static str, message: String) -> Precheck {
+    Precheck {
+        verdict: Verdict::Wait { reason, message },
+        plan: Vec::new(),
+    }
+}
+
+/// No other VolumeResize holds the StatefulSet.
+fn not_held_by_another(spec: &VolumeResizeSpec, observed: &Observed) -> Result<(), Precheck> {
+    match observed.peers.iter().find(|peer| peer.holds_stateful_set) {
+        Some(holder) => Err(wait(
+            REASON_WAITING_FOR_OTHER,
+            format!(
+                "VolumeResize {:?} is working on StatefulSet {:?}; this one waits its turn",
+                holder.name, spec.stateful_set_name
+            ),
+        )),
+        None => Ok(()),
+    }
+}
+
+/// With no replica there is nothing running to resize with, nor a template swap to ride on: say so
+/// instead of a silent "nothing to do".
+fn has_replicas(spec: &VolumeResizeSpec, observed: &Observed, sts: &StatefulSetView) -> Result<(), Precheck> {
+    if sts.replicas > 0 {
+        return Ok(());
+    }
+    let mut idle: Vec<&str> = observed
+        .claims
+        .keys()
+        .filter(|name| {
+            spec.volumes
+                .iter()
+                .any(|v| ordinal_of(name, &v.name, &sts.name).is_some())
+        })
+        .map(String::as_str)
+        .collect();
+    idle.sort_unstable();
+    let claims = if idle.is_empty() {
+        "it has no claims yet".to_string()
+    } else {
+        format!("its claims {} keep their size meanwhile", idle.join(", "))
+    };
+    Err(Precheck::reject(
+        REASON_NO_REPLICAS,
+        format!(
+            "StatefulSet {:?} has 0 replicas: Ferry resizes the volumes of running replicas and changes the template with them; scale it up first ({claims})",
+            sts.name
+        ),
+    ))
+}
+
+/// One row per running replica for one requested volume change, each with the strategy chosen for
+/// its claim; the template, the size and the StorageClass are checked first.
+fn rows_of_change(
+    spec: &VolumeResizeSpec,
+    observed: &Observed,
+    sts: &StatefulSetView,
+    change: &VolumeChange,
+    ordinals: &std::ops::Range<i32>,
+) -> Result<Vec<VolumePlan>, Precheck> {
+    let Some(template) = sts.templates.get(&change.name) else {
+        let known: Vec<&str> = sts.templates.keys().map(String::as_str).collect();
+        return Err(Precheck::reject(
+            REASON_TEMPLATE_NOT_FOUND,
+            format!(
+                "StatefulSet {:?} has no volume claim template {:?} (it has: {})",
+                sts.name,
+                change.name,
+                if known.is_empty() {
+                    "none".to_string()
+                } else {
+                    known.join(", ")
+                }
+            ),
+        ));
+    };
+    let target_bytes = parse_bytes(&change.size).map_err(|error| {
+        Precheck::reject(REASON_INVALID_SIZE, format!("volume {:?}: {error}", change.name))
+    })?;
+    let current_class = observed.effective_class(template);
+    let target_class = change
+        .storage_class_name
+        .clone()
+        .or_else(|| current_class.clone());
+    let Some(target_class_name) = target_class.clone() else {
+        return Err(Precheck::reject(
+            REASON_STORAGE_CLASS_NOT_FOUND,
+            format!(
+                "volume {:?} names no StorageClass and the cluster has no default StorageClass",
+                change.name
+            ),
+        ));
+    };
+    let Some(class) = observed.storage_classes.get(&target_class_name) else {
+        return Err(Precheck::reject(
+            REASON_STORAGE_CLASS_NOT_FOUND,
+            format!(
+                "StorageClass {target_class_name:?} (volume {:?}) does not exist",
+                change.name
+            ),
+        ));
+    };
+    let change = Change {
+        volume: &change.name,
+        template,
+        current_class: current_class.as_deref(),
+        bytes: target_bytes,
+        class_name: &target_class_name,
+        allows_expansion: class.allow_expansion,
+    };
+    ordinals
+        .clone()
+        .map(|replica| row_of_replica(spec, observed, &sts.name, &change, replica))
+        .collect()
+}
+
+/// One requested volume change, checked: its template, its current class, and the size and
+/// StorageClass it asks for.
+struct Change<'a> {
+    volume: &'a str,
+    template: &'a TemplateView,
+    current_class: Option<&'a str>,
+    bytes: u64,
+    class_name: &'a str,
+    allows_expansion: bool,
+}
+
+/// The row of one replica's claim: its current size and class, and the strategy that gets it to
+/// the change's target (a refusal rejects the request).
+fn row_of_replica(
+    spec: &VolumeResizeSpec,
+    observed: &Observed,
+    sts_name: &str,
+    change: &Change,
+    replica: i32,
+) -> Result<VolumePlan, Precheck> {
+    let claim_name = crate::names::claim(change.volume, sts_name, replica);
+    let claim = observed.claims.get(&claim_name);
+    let current_bytes = claim
+        .and_then(ClaimView::size_bytes)
+        .or(change.template.size_bytes);
+    let claim_class = claim
+        .and_then(|c| c.storage_class.clone())
+        .or_else(|| change.current_class.map(str::to_string));
+    let class_changes = claim_class.as_deref() != Some(change.class_name);
+    let strategy = match current_bytes {
+        Some(current_bytes) => choose(StrategyInput {
+            requested: spec.strategy,
+            current_bytes,
+            target_bytes: change.bytes,
+            class_changes,
+            class_allows_expansion: change.allows_expansion,
+        }),
+        None => Ok(Some(ferry_api::ChosenStrategy::Copy)),
+    };
+    let strategy = strategy.map_err(|refusal| {
+        let reason = match refusal {
+            crate::strategy::StrategyRefusal::InPlaceNotExpandable => REASON_NOT_EXPANDABLE,
+            _ => REASON_INVALID_SIZE,
+        };
+        Precheck::reject(reason, format!("PVC {claim_name}: {refusal}"))
+    })?;
+    Ok(VolumePlan {
+        replica,
+        volume: change.volume.to_string(),
+        claim_name,
+        strategy,
+        current_size: current_bytes.map(format_bytes),
+        target_size: format_bytes(change.bytes),
+        target_bytes: Some(change.bytes),
+        current_storage_class: claim_class,
+        target_storage_class: Some(change.class_name.to_string()),
+        ..VolumePlan::default()
+    })
+}
+
+/// A plan that copies some volumes copies all changed ones: one replica stop covers them, and the
+/// StatefulSet is replaced once with every new template.
+fn copy_all_if_any(plan: &mut [VolumePlan]) {
     if plan
         .iter()
         .any(|row| row.strategy == Some(ferry_api::ChosenStrategy::Copy))
@@ -204,16 +284,11 @@ pub fn precheck(spec: &VolumeResizeSpec, observed: &Observed) -> Precheck {
             row.strategy = Some(ferry_api::ChosenStrategy::Copy);
         }
     }
+}
 
-    if plan.iter().all(|row| row.strategy.is_none()) {
-        return Precheck {
-            verdict: Verdict::NothingToDo,
-            plan,
-        };
-    }
-
-    // A copy mounts the claim in a second pod (to measure it and copy it while the replica runs)
-    // and copies a file system: say plainly what cannot be copied instead of hanging on it.
+/// A copy mounts the claim in a second pod (to measure it and copy it while the replica runs) and
+/// copies a file system: say plainly what cannot be copied instead of hanging on it.
+fn copyable(sts: &StatefulSetView, plan: &[VolumePlan]) -> Result<(), Precheck> {
     let copying: std::collections::BTreeSet<&str> = plan
         .iter()
         .filter(|row| row.strategy == Some(ferry_api::ChosenStrategy::Copy))
@@ -230,17 +305,20 @@ pub fn precheck(spec: &VolumeResizeSpec, observed: &Observed) -> Precheck {
         } else {
             continue;
         };
-        return Precheck::reject(
+        return Err(Precheck::reject(
             REASON_UNSUPPORTED_VOLUME,
             format!(
                 "volume claim template {name:?} {why}; only in-place expansion (a grow on a class that allows it) can change it"
             ),
-        );
+        ));
     }
+    Ok(())
+}
 
-    // A copy's new volume is provisioned for, and used on, the replica's node: a target class
-    // whose allowedTopologies exclude that node could never bind there. Say so before anything
-    // stops, instead of a mover that waits for a volume that cannot come.
+/// A copy's new volume is provisioned for, and used on, the replica's node: a target class whose
+/// allowedTopologies exclude that node could never bind there. Say so before anything stops,
+/// instead of a mover that waits for a volume that cannot come.
+fn reachable(observed: &Observed, plan: &[VolumePlan]) -> Result<(), Precheck> {
     for row in plan
         .iter()
         .filter(|row| row.strategy == Some(ferry_api::ChosenStrategy::Copy))
@@ -254,68 +332,52 @@ pub fn precheck(spec: &VolumeResizeSpec, observed: &Observed) -> Precheck {
         let Some(class) = observed.storage_classes.get(class_name) else {
             continue;
         };
-        if !class.reaches(&node.labels) {
-            let allowed: Vec<String> = class
-                .allowed_topologies
-                .iter()
-                .map(|term| {
-                    term.iter()
-                        .map(|(key, values)| format!("{key} in [{}]", values.join(", ")))
-                        .collect::<Vec<_>>()
-                        .join(" and ")
-                })
-                .collect();
-            return Precheck::reject(
-                REASON_TOPOLOGY,
-                format!(
-                    "StorageClass {class_name:?} provisions only where {}; replica {} ({}) runs on node {:?}, which is not among them, so its new volume could not be used there",
-                    allowed.join(", or where "),
-                    row.replica,
-                    row.claim_name,
-                    node.name
-                ),
-            );
+        if class.reaches(&node.labels) {
+            continue;
         }
+        let allowed: Vec<String> = class
+            .allowed_topologies
+            .iter()
+            .map(|term| {
+                term.iter()
+                    .map(|(key, values)| format!("{key} in [{}]", values.join(", ")))
+                    .collect::<Vec<_>>()
+                    .join(" and ")
+            })
+            .collect();
+        return Err(Precheck::reject(
+            REASON_TOPOLOGY,
+            format!(
+                "StorageClass {class_name:?} provisions only where {}; replica {} ({}) runs on node {:?}, which is not among them, so its new volume could not be used there",
+                allowed.join(", or where "),
+                row.replica,
+                row.claim_name,
+                node.name
+            ),
+        ));
     }
+    Ok(())
+}
 
-    // A dry run changes nothing, so it never waits for the StatefulSet to be free or Ready.
-    if spec.dry_run {
-        return Precheck {
-            verdict: Verdict::Passed,
-            plan,
-        };
-    }
-
+/// What may still make a well-formed request wait: another resize first in the queue, or replicas
+/// not Ready (unless forced).
+fn free_and_ready(spec: &VolumeResizeSpec, observed: &Observed, sts: &StatefulSetView) -> Option<Verdict> {
     if let Some(holder) = queue_blocker(observed) {
-        return Precheck {
-            verdict: Verdict::Wait {
-                reason: REASON_WAITING_FOR_OTHER,
-                message: format!(
-                    "VolumeResize {holder:?} is working on StatefulSet {:?}; this one waits its turn",
-                    sts.name
-                ),
-            },
-            plan,
-        };
+        return Some(Verdict::Wait {
+            reason: REASON_WAITING_FOR_OTHER,
+            message: format!(
+                "VolumeResize {holder:?} is working on StatefulSet {:?}; this one waits its turn",
+                sts.name
+            ),
+        });
     }
-
-    if sts.ready_replicas < sts.replicas && !spec.force {
-        return Precheck {
-            verdict: Verdict::Wait {
-                reason: REASON_NOT_READY,
-                message: format!(
-                    "StatefulSet {:?} has {}/{} replicas Ready; waiting for all (set force: true to proceed anyway)",
-                    sts.name, sts.ready_replicas, sts.replicas
-                ),
-            },
-            plan,
-        };
-    }
-
-    Precheck {
-        verdict: Verdict::Passed,
-        plan,
-    }
+    (sts.ready_replicas < sts.replicas && !spec.force).then(|| Verdict::Wait {
+        reason: REASON_NOT_READY,
+        message: format!(
+            "StatefulSet {:?} has {}/{} replicas Ready; waiting for all (set force: true to proceed anyway)",
+            sts.name, sts.ready_replicas, sts.replicas
+        ),
+    })
 }
 
 /// The ordinal of `claim` if it is `<template>-<sts>-<ordinal>`.
