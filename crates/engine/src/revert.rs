@@ -65,118 +65,141 @@ pub fn plan_revert(
     status.message = Some(message.clone());
 
     if rows.iter().all(|&i| back_on_old(&status.plan[i], observed)) {
-        // Its old volume is back: the old policy returns to it, the new volume is kept for a while.
-        let mut actions = Vec::new();
-        for &i in &rows {
-            let row = &status.plan[i];
-            if let (Some(old), Some(policy)) = (&row.source_volume, &row.original_reclaim_policy)
-                && observed
-                    .volumes
-                    .get(old)
-                    .is_some_and(|v| &v.reclaim_policy != policy)
-            {
-                actions.push(ResizeAction::SetReclaimPolicy {
-                    uid: observed.volume_uid(old),
-                    volume: old.clone(),
-                    policy: policy.clone(),
-                });
-            }
-        }
-        if observed.stateful_set.is_none() {
-            actions.push(ResizeAction::RestoreStatefulSet);
-        }
-        if !actions.is_empty() {
-            return Decision {
-                status,
-                actions,
-                summary: message,
-            };
-        }
-        let stopped = status.plan[rows[0]].restarted_pod.clone();
-        let back = observed
-            .pods
-            .get(&pod_name)
-            .is_some_and(|p| p.ready && !p.deleting && Some(&p.uid) != stopped.as_ref());
-        if back && observed.stateful_set.as_ref().is_some_and(|s| !s.deleting) {
-            for &i in &rows {
-                let row = &mut status.plan[i];
-                row.step = Some(RowStep::Reverted);
-                let (old, new) = (row.source_volume.clone(), row.target_volume.clone());
-                let retained = &mut status.created_objects.retained_volumes;
-                retained.retain(|v| Some(v) != old.as_ref());
-                if let Some(new) = new
-                    && !retained.contains(&new)
-                {
-                    retained.push(new);
-                }
-            }
-        }
+        let actions = settle_back(&mut status, observed, &rows, &pod_name);
         return Decision {
             status,
-            actions: vec![],
+            actions,
             summary: message,
         };
     }
-
     for &i in &rows {
         status.plan[i].step = Some(RowStep::Reverting);
     }
-    // Stop the replica: orphan-delete the StatefulSet, then delete the pod (once, by UID) — only
-    // while the others are Ready and the budget allows a disruption.
+    if let Some((actions, summary)) = stop_replica(ctx, &mut status, observed, &rows, replica, &message) {
+        return Decision {
+            status,
+            actions,
+            summary,
+        };
+    }
+    let actions = rebind_to_old(ctx, &status, observed, &rows, now);
+    Decision {
+        status,
+        actions,
+        summary: message,
+    }
+}
+
+/// The replica's claims are back on their old volumes: the old reclaim policies return to them
+/// and the StatefulSet is restored; once the replica serves again from a new pod, its rows are
+/// Reverted and the new volumes kept for a while (retained) instead of the old ones.
+fn settle_back(
+    status: &mut VolumeResizeStatus,
+    observed: &Observed,
+    rows: &[usize],
+    pod_name: &str,
+) -> Vec<ResizeAction> {
+    let mut actions = Vec::new();
+    for &i in rows {
+        let row = &status.plan[i];
+        if let (Some(old), Some(policy)) = (&row.source_volume, &row.original_reclaim_policy)
+            && observed
+                .volumes
+                .get(old)
+                .is_some_and(|v| &v.reclaim_policy != policy)
+        {
+            actions.push(ResizeAction::SetReclaimPolicy {
+                uid: observed.volume_uid(old),
+                volume: old.clone(),
+                policy: policy.clone(),
+            });
+        }
+    }
+    if observed.stateful_set.is_none() {
+        actions.push(ResizeAction::RestoreStatefulSet);
+    }
+    if !actions.is_empty() {
+        return actions;
+    }
+    let stopped = status.plan[rows[0]].restarted_pod.clone();
+    let back = observed
+        .pods
+        .get(pod_name)
+        .is_some_and(|p| p.ready && !p.deleting && Some(&p.uid) != stopped.as_ref());
+    if back && observed.stateful_set.as_ref().is_some_and(|s| !s.deleting) {
+        for &i in rows {
+            let row = &mut status.plan[i];
+            row.step = Some(RowStep::Reverted);
+            let (old, new) = (row.source_volume.clone(), row.target_volume.clone());
+            let retained = &mut status.created_objects.retained_volumes;
+            retained.retain(|v| Some(v) != old.as_ref());
+            if let Some(new) = new
+                && !retained.contains(&new)
+            {
+                retained.push(new);
+            }
+        }
+    }
+    Vec::new()
+}
+
+/// Stops the replica: orphan-delete the StatefulSet, then delete the pod (once, by UID) — only
+/// while the others are Ready and the budget allows a disruption. The actions and summary of this
+/// step, or `None` once the replica is stopped.
+fn stop_replica(
+    ctx: &CopyContext,
+    status: &mut VolumeResizeStatus,
+    observed: &Observed,
+    rows: &[usize],
+    replica: i32,
+    message: &str,
+) -> Option<(Vec<ResizeAction>, String)> {
     if let Some(sts) = &observed.stateful_set {
         let unready = if ctx.quorum && !sts.deleting {
-            crate::copy::unready_others(ctx, &status, observed, &[replica])
+            crate::copy::unready_others(ctx, status, observed, &[replica])
         } else {
             Vec::new()
         };
-        let waiting = !unready.is_empty() || (!sts.deleting && observed.budget_blocks());
-        if waiting {
+        if !unready.is_empty() || (!sts.deleting && observed.budget_blocks()) {
             let why = if unready.is_empty() {
                 crate::action::WAITING_FOR_BUDGET.to_string()
             } else {
                 format!("waiting for replica(s) {unready:?} to be Ready")
             };
-            return Decision {
-                summary: format!("{message}: {why}"),
-                status,
-                actions: vec![],
-            };
+            return Some((vec![], format!("{message}: {why}")));
         }
         let actions = if sts.deleting {
             vec![]
         } else {
             vec![ResizeAction::OrphanDeleteStatefulSet]
         };
-        return Decision {
-            status,
-            actions,
-            summary: message,
-        };
+        return Some((actions, message.to_string()));
     }
-    if let Some(pod) = observed.pods.get(&pod_name) {
-        if pod.deleting {
-            return Decision {
-                status,
-                actions: vec![],
-                summary: message,
-            };
-        }
-        for &i in &rows {
-            status.plan[i].restarted_pod = Some(pod.uid.clone());
-        }
-        let actions = vec![ResizeAction::EvictPod {
-            pod: pod_name,
-            uid: pod.uid.clone(),
-        }];
-        return Decision {
-            status,
-            actions,
-            summary: message,
-        };
+    let pod_name = crate::names::pod(ctx.sts_name, replica);
+    let pod = observed.pods.get(&pod_name)?;
+    if pod.deleting {
+        return Some((vec![], message.to_string()));
     }
-    // The replica is stopped: re-bind each claim to its old volume.
+    for &i in rows {
+        status.plan[i].restarted_pod = Some(pod.uid.clone());
+    }
+    let evict = ResizeAction::EvictPod {
+        pod: pod_name,
+        uid: pod.uid.clone(),
+    };
+    Some((vec![evict], message.to_string()))
+}
+
+/// The replica is stopped: each claim is re-bound to its old volume.
+fn rebind_to_old(
+    ctx: &CopyContext,
+    status: &VolumeResizeStatus,
+    observed: &Observed,
+    rows: &[usize],
+    now: &Time,
+) -> Vec<ResizeAction> {
     let mut actions = Vec::new();
-    for &i in &rows {
+    for &i in rows {
         let row = &status.plan[i];
         if back_on_old(row, observed) {
             continue;
@@ -202,11 +225,7 @@ pub fn plan_revert(
         }
         actions.extend(swap);
     }
-    Decision {
-        status,
-        actions,
-        summary: message,
-    }
+    actions
 }
 
 fn finish(mut status: VolumeResizeStatus, observed: &Observed, now: &Time) -> Decision {
