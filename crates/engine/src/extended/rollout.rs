@@ -133,201 +133,212 @@ pub fn next(
         create_job: None,
     };
     if previous.digest.as_deref() != Some(digest) {
-        let version = previous.version.max(0) + 1;
-        let first = observed.iter().all(|sts| !sts.exists);
-        if first {
-            plan.progress = Progress {
-                version,
-                digest: Some(digest.to_string()),
-                step: Step::Done,
-                step_started: Some(now),
-                stale_at: None,
-            };
-            plan.notices
-                .push((false, "VersionCreated", format!("version {version} created")));
-            return plan;
-        }
-        // Every pod that runs now is Ready; pods the new version itself adds do not count.
-        let not_ready: Vec<&str> = observed
-            .iter()
-            .filter(|sts| sts.ready < sts.replicas.min(sts.live_replicas))
-            .map(|sts| sts.name.as_str())
-            .collect();
-        if !rules.update_not_ready && !not_ready.is_empty() {
-            plan.apply = false;
-            plan.waiting = Some(format!(
-                "a new version waits until every pod is Ready (not yet: {}); set updateStrategy.updateNotReady: true to update anyway",
-                not_ready.join(", ")
-            ));
-            return plan;
-        }
-        let canaries = rules.canaries.max(0);
-        if rules.pre_update {
-            plan.progress = Progress {
-                version,
-                digest: Some(digest.to_string()),
-                step: Step::PreUpdate,
-                step_started: Some(now),
-                stale_at: None,
-            };
-            plan.apply = false;
-            plan.create_job = Some(Hook::PreUpdate);
-            plan.notices.push((
-                false,
-                "PreUpdateStarted",
-                format!("version {version}: running the pre-update Job first"),
-            ));
-            return plan;
-        }
-        let step = first_pod_step(rules);
-        plan.progress = Progress {
-            version,
-            digest: Some(digest.to_string()),
-            step,
-            step_started: Some(now),
-            stale_at: None,
-        };
-        plan.partitions = partitions(observed, if step == Step::Canaries { canaries } else { 0 });
-        plan.notices.push((
-            false,
-            "UpdateStarted",
-            if step == Step::Canaries {
-                format!("version {version}: updating {canaries} canary pod(s) of each StatefulSet first")
-            } else {
-                format!("version {version}: updating every pod")
-            },
-        ));
+        start_version(&mut plan, previous, digest, rules, observed, now);
         return plan;
     }
-
     let started = previous.step_started.unwrap_or(now);
-    let version = previous.version;
     match previous.step {
         Step::Done => {}
-        Step::Stale => {
-            // Stay where the update stopped; before the pre-update Job succeeded, the
-            // StatefulSets were never touched and stay so.
-            let stopped_at = previous.stale_at.as_deref().unwrap_or_default();
-            if stopped_at.starts_with("PreUpdate") {
-                plan.apply = false;
-            } else if stopped_at.starts_with("Canaries") {
-                plan.partitions = partitions(observed, rules.canaries.max(0));
-            }
-        }
-        Step::PreUpdate => match job {
-            JobState::Absent => {
-                plan.apply = false;
-                plan.create_job = Some(Hook::PreUpdate);
-            }
-            JobState::Running => plan.apply = false,
-            JobState::Succeeded => {
-                let step = first_pod_step(rules);
-                plan.progress.step = step;
-                plan.progress.step_started = Some(now);
-                if step == Step::Canaries {
-                    plan.partitions = partitions(observed, rules.canaries.max(0));
-                }
-                plan.notices.push((
-                    false,
-                    "UpdateStarted",
-                    format!("version {version}: pre-update Job succeeded; updating pods"),
-                ));
-            }
-            JobState::Failed => {
-                let message =
-                    "PreUpdate: the pre-update Job failed; the StatefulSets are unchanged".to_string();
-                plan.apply = false;
-                plan.progress.step = Step::Stale;
-                plan.progress.stale_at = Some(message.clone());
-                plan.notices.push((
-                    true,
-                    "VersionStale",
-                    format!("version {version} is stale: {message}"),
-                ));
-            }
-        },
-        Step::PostUpdate => match job {
-            JobState::Absent => plan.create_job = Some(Hook::PostUpdate),
-            JobState::Running => {}
-            JobState::Succeeded => {
-                plan.progress.step = Step::Done;
-                plan.progress.step_started = Some(now);
-                plan.notices.push((
-                    false,
-                    "UpdateDone",
-                    format!("version {version} runs on every pod"),
-                ));
-            }
-            JobState::Failed => {
-                let message = "PostUpdate: the post-update Job failed".to_string();
-                plan.progress.step = Step::Stale;
-                plan.progress.stale_at = Some(message.clone());
-                plan.notices.push((
-                    true,
-                    "VersionStale",
-                    format!("version {version} is stale: {message}"),
-                ));
-            }
-        },
-        Step::Canaries => {
-            let canaries = rules.canaries.max(0);
-            plan.partitions = partitions(observed, canaries);
-            let healthy = observed
-                .iter()
-                .all(|sts| sts.updated_ready >= canaries.min(sts.replicas));
-            if healthy {
-                plan.progress.step = Step::Rest;
-                plan.progress.step_started = Some(now);
-                plan.partitions = partitions(observed, 0);
-                plan.notices.push((
-                    false,
-                    "CanariesReady",
-                    format!("version {version}: canaries Ready; updating the rest"),
-                ));
-            } else if now - started >= rules.canary_watch_seconds {
-                let message = format!(
-                    "Canaries: not Ready within the canary watch time ({}s)",
-                    rules.canary_watch_seconds
-                );
-                plan.progress.step = Step::Stale;
-                plan.progress.stale_at = Some(message.clone());
-                plan.notices.push((
-                    true,
-                    "VersionStale",
-                    format!("version {version} is stale: {message}; the other pods keep the old version"),
-                ));
-            }
-        }
-        Step::Rest => {
-            let done = observed.iter().all(|sts| sts.updated_ready >= sts.replicas);
-            if done && rules.post_update {
-                plan.progress.step = Step::PostUpdate;
-                plan.progress.step_started = Some(now);
-                plan.create_job = Some(Hook::PostUpdate);
-            } else if done {
-                plan.progress.step = Step::Done;
-                plan.progress.step_started = Some(now);
-                plan.notices.push((
-                    false,
-                    "UpdateDone",
-                    format!("version {version} runs on every pod"),
-                ));
-            } else if now - started >= rules.update_watch_seconds {
-                let message = format!(
-                    "Rest: not every pod Ready within the update watch time ({}s)",
-                    rules.update_watch_seconds
-                );
-                plan.progress.step = Step::Stale;
-                plan.progress.stale_at = Some(message.clone());
-                plan.notices.push((
-                    true,
-                    "VersionStale",
-                    format!("version {version} is stale: {message}"),
-                ));
-            }
-        }
+        Step::Stale => stay_stale(&mut plan, previous, rules, observed),
+        Step::PreUpdate => pre_update(&mut plan, rules, observed, job, now),
+        Step::PostUpdate => post_update(&mut plan, job, now),
+        Step::Canaries => canaries(&mut plan, rules, observed, started, now),
+        Step::Rest => rest(&mut plan, rules, observed, started, now),
     }
     plan
+}
+
+/// A new configuration: a new version, applied at once to StatefulSets that do not exist yet,
+/// otherwise once every pod is Ready (unless `updateNotReady`), after the pre-update Job if any,
+/// canaries first if any.
+fn start_version(
+    plan: &mut Plan,
+    previous: &Progress,
+    digest: &str,
+    rules: &Rules,
+    observed: &[Observed],
+    now: i64,
+) {
+    let version = previous.version.max(0) + 1;
+    let begin = |step| Progress {
+        version,
+        digest: Some(digest.to_string()),
+        step,
+        step_started: Some(now),
+        stale_at: None,
+    };
+    if observed.iter().all(|sts| !sts.exists) {
+        plan.progress = begin(Step::Done);
+        plan.notices
+            .push((false, "VersionCreated", format!("version {version} created")));
+        return;
+    }
+    // Every pod that runs now is Ready; pods the new version itself adds do not count.
+    let not_ready: Vec<&str> = observed
+        .iter()
+        .filter(|sts| sts.ready < sts.replicas.min(sts.live_replicas))
+        .map(|sts| sts.name.as_str())
+        .collect();
+    if !rules.update_not_ready && !not_ready.is_empty() {
+        plan.apply = false;
+        plan.waiting = Some(format!(
+            "a new version waits until every pod is Ready (not yet: {}); set updateStrategy.updateNotReady: true to update anyway",
+            not_ready.join(", ")
+        ));
+        return;
+    }
+    if rules.pre_update {
+        plan.progress = begin(Step::PreUpdate);
+        plan.apply = false;
+        plan.create_job = Some(Hook::PreUpdate);
+        plan.notices.push((
+            false,
+            "PreUpdateStarted",
+            format!("version {version}: running the pre-update Job first"),
+        ));
+        return;
+    }
+    let canaries = rules.canaries.max(0);
+    let step = first_pod_step(rules);
+    plan.progress = begin(step);
+    plan.partitions = partitions(observed, if step == Step::Canaries { canaries } else { 0 });
+    plan.notices.push((
+        false,
+        "UpdateStarted",
+        if step == Step::Canaries {
+            format!("version {version}: updating {canaries} canary pod(s) of each StatefulSet first")
+        } else {
+            format!("version {version}: updating every pod")
+        },
+    ));
+}
+
+/// The version goes stale with `message` (and `consequence` after it in the Event).
+fn go_stale(plan: &mut Plan, message: String, consequence: &str) {
+    let version = plan.progress.version;
+    plan.progress.step = Step::Stale;
+    plan.notices.push((
+        true,
+        "VersionStale",
+        format!("version {version} is stale: {message}{consequence}"),
+    ));
+    plan.progress.stale_at = Some(message);
+}
+
+/// Stale: stay where the update stopped; before the pre-update Job succeeded, the StatefulSets were
+/// never touched and stay so.
+fn stay_stale(plan: &mut Plan, previous: &Progress, rules: &Rules, observed: &[Observed]) {
+    let stopped_at = previous.stale_at.as_deref().unwrap_or_default();
+    if stopped_at.starts_with("PreUpdate") {
+        plan.apply = false;
+    } else if stopped_at.starts_with("Canaries") {
+        plan.partitions = partitions(observed, rules.canaries.max(0));
+    }
+}
+
+/// The pre-update Job runs before any pod updates; its failure leaves the StatefulSets unchanged.
+fn pre_update(plan: &mut Plan, rules: &Rules, observed: &[Observed], job: JobState, now: i64) {
+    let version = plan.progress.version;
+    match job {
+        JobState::Absent => {
+            plan.apply = false;
+            plan.create_job = Some(Hook::PreUpdate);
+        }
+        JobState::Running => plan.apply = false,
+        JobState::Succeeded => {
+            let step = first_pod_step(rules);
+            plan.progress.step = step;
+            plan.progress.step_started = Some(now);
+            if step == Step::Canaries {
+                plan.partitions = partitions(observed, rules.canaries.max(0));
+            }
+            plan.notices.push((
+                false,
+                "UpdateStarted",
+                format!("version {version}: pre-update Job succeeded; updating pods"),
+            ));
+        }
+        JobState::Failed => {
+            plan.apply = false;
+            go_stale(
+                plan,
+                "PreUpdate: the pre-update Job failed; the StatefulSets are unchanged".to_string(),
+                "",
+            );
+        }
+    }
+}
+
+/// The post-update Job runs once every pod runs the version.
+fn post_update(plan: &mut Plan, job: JobState, now: i64) {
+    let version = plan.progress.version;
+    match job {
+        JobState::Absent => plan.create_job = Some(Hook::PostUpdate),
+        JobState::Running => {}
+        JobState::Succeeded => {
+            plan.progress.step = Step::Done;
+            plan.progress.step_started = Some(now);
+            plan.notices.push((
+                false,
+                "UpdateDone",
+                format!("version {version} runs on every pod"),
+            ));
+        }
+        JobState::Failed => go_stale(plan, "PostUpdate: the post-update Job failed".to_string(), ""),
+    }
+}
+
+/// Canaries: the rest follow once the canaries are Ready, or the version goes stale after the
+/// canary watch time.
+fn canaries(plan: &mut Plan, rules: &Rules, observed: &[Observed], started: i64, now: i64) {
+    let version = plan.progress.version;
+    let canaries = rules.canaries.max(0);
+    plan.partitions = partitions(observed, canaries);
+    let healthy = observed
+        .iter()
+        .all(|sts| sts.updated_ready >= canaries.min(sts.replicas));
+    if healthy {
+        plan.progress.step = Step::Rest;
+        plan.progress.step_started = Some(now);
+        plan.partitions = partitions(observed, 0);
+        plan.notices.push((
+            false,
+            "CanariesReady",
+            format!("version {version}: canaries Ready; updating the rest"),
+        ));
+    } else if now - started >= rules.canary_watch_seconds {
+        let message = format!(
+            "Canaries: not Ready within the canary watch time ({}s)",
+            rules.canary_watch_seconds
+        );
+        go_stale(plan, message, "; the other pods keep the old version");
+    }
+}
+
+/// The rest: done (or the post-update Job) once every pod runs the version Ready, or stale after
+/// the update watch time.
+fn rest(plan: &mut Plan, rules: &Rules, observed: &[Observed], started: i64, now: i64) {
+    let version = plan.progress.version;
+    let done = observed.iter().all(|sts| sts.updated_ready >= sts.replicas);
+    if done && rules.post_update {
+        plan.progress.step = Step::PostUpdate;
+        plan.progress.step_started = Some(now);
+        plan.create_job = Some(Hook::PostUpdate);
+    } else if done {
+        plan.progress.step = Step::Done;
+        plan.progress.step_started = Some(now);
+        plan.notices.push((
+            false,
+            "UpdateDone",
+            format!("version {version} runs on every pod"),
+        ));
+    } else if now - started >= rules.update_watch_seconds {
+        let message = format!(
+            "Rest: not every pod Ready within the update watch time ({}s)",
+            rules.update_watch_seconds
+        );
+        go_stale(plan, message, "");
+    }
 }
 
 /// Each version and whether it runs (at least one pod of it), as in the seed.
