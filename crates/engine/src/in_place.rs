@@ -8,7 +8,7 @@ use crate::action::ResizeAction;
 use crate::observed::Observed;
 use crate::run::Decision;
 use crate::status::update_progress;
-use ferry_api::{ChosenStrategy, Phase, RowStep, VolumeResizeStatus};
+use ferry_api::{ChosenStrategy, Phase, RowStep, VolumePlan, VolumeResizeStatus};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
 /// `backup_name` is the deterministic name of the backup ConfigMap; `sts_name` the StatefulSet's;
@@ -26,54 +26,19 @@ pub fn plan_in_place(
     status.phase = Some(Phase::Running);
     status.started_at.get_or_insert_with(|| now.clone());
     status.created_objects.backup_config_map = Some(backup_name.to_string());
-
-    // Deleted while running: requested expansions stay (they are harmless); only make sure the
-    // StatefulSet exists again before letting go.
     if stopping {
-        return match &observed.stateful_set {
-            None if observed.backup_exists => decide(
-                status,
-                vec![ResizeAction::RecreateStatefulSet],
-                "re-creating the StatefulSet before stopping",
-            ),
-            Some(sts) if sts.deleting => {
-                decide(status, vec![], "waiting for the StatefulSet before stopping")
-            }
-            _ => {
-                status.phase = Some(Phase::Failed);
-                status.finished_at.get_or_insert_with(|| now.clone());
-                let message = "stopped because the VolumeResize was deleted".to_string();
-                status.message = Some(message.clone());
-                Decision {
-                    status,
-                    actions: vec![],
-                    summary: message,
-                }
-            }
-        };
+        return stop_on_delete(status, observed, now);
     }
-
+    let sts_whole = observed.stateful_set.as_ref().is_some_and(|sts| !sts.deleting);
     // A row whose target is not a size (never so from the precheck, but a status can be edited)
     // fails the resize while the StatefulSet is whole, instead of being skipped and the resize
     // reported as Succeeded without it.
-    let not_sizes: Vec<String> = status
-        .plan
-        .iter()
-        .filter(|row| row.strategy == Some(ChosenStrategy::InPlace) && row.finished_at.is_none())
+    let not_sizes: Vec<String> = unfinished(&status)
         .filter_map(crate::run::unsized_target)
         .collect();
-    if !not_sizes.is_empty() && observed.stateful_set.as_ref().is_some_and(|sts| !sts.deleting) {
-        let message = not_sizes.join("; ");
-        status.phase = Some(Phase::Failed);
-        status.finished_at.get_or_insert_with(|| now.clone());
-        status.message = Some(message.clone());
-        return Decision {
-            status,
-            actions: vec![],
-            summary: message,
-        };
+    if !not_sizes.is_empty() && sts_whole {
+        return fail(status, not_sizes.join("; "), now);
     }
-
     // Nothing is touched before the StatefulSet's spec is safe in the backup.
     if !observed.backup_exists {
         return decide(
@@ -82,11 +47,111 @@ pub fn plan_in_place(
             "backing up the StatefulSet spec",
         );
     }
+    let mut expansion = expand_rows(&mut status, observed, sts_name, now);
+    // A claim that has not reached its size within `timeoutSeconds` (a driver that never finishes,
+    // a pod that can never restart) ends the resize, while the StatefulSet is whole (it is, until
+    // every claim has its size). A requested grow is not undone: the claim keeps asking for it.
+    let overdue = overdue(&status, timeout_seconds, now);
+    // A replica kept down for a driver that never grew its volume comes back before the resize
+    // fails: the StatefulSet is re-created first (it is whole again on the next pass).
+    if !overdue.is_empty() && observed.stateful_set.is_none() {
+        return decide(
+            status,
+            vec![ResizeAction::RecreateStatefulSet],
+            "re-creating the StatefulSet before failing: a claim did not grow in time",
+        );
+    }
+    if !overdue.is_empty() && sts_whole {
+        let message = format!(
+            "{}; the claims keep the size they ask for (a grow is not undone)",
+            overdue.join("; ")
+        );
+        update_progress(&mut status);
+        return fail(status, message, now);
+    }
+    let stopping = restart_one(&mut status, observed, sts_name, &mut expansion);
+    // A replica held down comes back once its volume has grown (the kubelet grows its file system
+    // when the new pod mounts it): the StatefulSet is re-created, with the new template.
+    if !expansion.all_expanded
+        && observed.stateful_set.is_none()
+        && expansion.held_down.is_empty()
+        && !stopping
+    {
+        expansion.actions.push(ResizeAction::RecreateStatefulSet);
+    }
+    update_progress(&mut status);
+    if !expansion.all_expanded {
+        let summary = if expansion.actions.is_empty() {
+            "waiting for volumes to expand"
+        } else {
+            "expanding volumes"
+        };
+        return decide(status, expansion.actions, summary);
+    }
+    with_new_template(status, previous, observed, now)
+}
 
-    let mut actions = Vec::new();
-    let mut waiting_restart = Vec::new();
-    let mut held_down = Vec::new();
-    let mut all_expanded = true;
+/// The in-place rows not finished yet.
+fn unfinished(status: &VolumeResizeStatus) -> impl Iterator<Item = &VolumePlan> {
+    status
+        .plan
+        .iter()
+        .filter(|row| row.strategy == Some(ChosenStrategy::InPlace) && row.finished_at.is_none())
+}
+
+/// The resize ends Failed with `message`.
+fn fail(mut status: VolumeResizeStatus, message: String, now: &Time) -> Decision {
+    status.phase = Some(Phase::Failed);
+    status.finished_at.get_or_insert_with(|| now.clone());
+    status.message = Some(message.clone());
+    Decision {
+        status,
+        actions: vec![],
+        summary: message,
+    }
+}
+
+/// Deleted while running: requested expansions stay (they are harmless); only make sure the
+/// StatefulSet exists again before letting go.
+fn stop_on_delete(status: VolumeResizeStatus, observed: &Observed, now: &Time) -> Decision {
+    match &observed.stateful_set {
+        None if observed.backup_exists => decide(
+            status,
+            vec![ResizeAction::RecreateStatefulSet],
+            "re-creating the StatefulSet before stopping",
+        ),
+        Some(sts) if sts.deleting => decide(status, vec![], "waiting for the StatefulSet before stopping"),
+        _ => fail(
+            status,
+            "stopped because the VolumeResize was deleted".to_string(),
+            now,
+        ),
+    }
+}
+
+/// What the rows' pass found: the expansions asked for, the replicas whose pod must go for their
+/// growth to finish, those held down until it has, and whether every claim has its size.
+struct Expansion {
+    actions: Vec<ResizeAction>,
+    waiting_restart: Vec<(i32, String, Remedy)>,
+    held_down: Vec<i32>,
+    all_expanded: bool,
+}
+
+/// Each in-place row: expanded, its claim's request raised, or waiting for its capacity (and for
+/// a new pod where only one finishes the growth).
+fn expand_rows(
+    status: &mut VolumeResizeStatus,
+    observed: &Observed,
+    sts_name: &str,
+    now: &Time,
+) -> Expansion {
+    let mut expansion = Expansion {
+        actions: Vec::new(),
+        waiting_restart: Vec::new(),
+        held_down: Vec::new(),
+        all_expanded: true,
+    };
     for row in status
         .plan
         .iter_mut()
@@ -95,29 +160,28 @@ pub fn plan_in_place(
         let Some(target) = row.target_bytes() else {
             continue;
         };
-        let Some(claim) = observed.claims.get(&row.claim_name) else {
-            // A replica without a claim yet gets the new size from the new template.
+        // A replica without a claim yet gets the new size from the new template.
+        let Some(claim) = observed
+            .claims
+            .get(&row.claim_name)
+            .filter(|c| c.capacity_bytes < target)
+        else {
             row.step = Some(RowStep::Expanded);
             row.finished_at.get_or_insert_with(|| now.clone());
             continue;
         };
-        if claim.capacity_bytes >= target {
-            row.step = Some(RowStep::Expanded);
-            row.finished_at.get_or_insert_with(|| now.clone());
-            continue;
-        }
-        all_expanded = false;
+        expansion.all_expanded = false;
         row.started_at.get_or_insert_with(|| now.clone());
+        let pod_name = format!("{sts_name}-{}", row.replica);
         if claim.requested_bytes < target {
             row.step = Some(RowStep::Expanding);
-            actions.push(ResizeAction::ExpandClaim {
+            expansion.actions.push(ResizeAction::ExpandClaim {
                 claim: row.claim_name.clone(),
                 bytes: target,
             });
         } else if claim.expansion_refused_in_use {
             // A driver that grows a volume only while no pod uses it: the replica stays down (no
             // StatefulSet to re-create its pod) until the volume has grown.
-            let pod_name = format!("{sts_name}-{}", row.replica);
             // Held down: the pod Ferry stopped is going or gone (a pod under another UID came back).
             let held = row.restarted_pod.is_some()
                 && observed
@@ -126,13 +190,14 @@ pub fn plan_in_place(
                     .is_none_or(|pod| pod.deleting && Some(&pod.uid) == row.restarted_pod.as_ref());
             if held {
                 row.step = Some(RowStep::RestartingPod);
-                held_down.push(row.replica);
+                expansion.held_down.push(row.replica);
             } else {
                 row.step = Some(RowStep::WaitingForCapacity);
-                waiting_restart.push((row.replica, pod_name, Remedy::StopUntilGrown));
+                expansion
+                    .waiting_restart
+                    .push((row.replica, pod_name, Remedy::StopUntilGrown));
             }
         } else if claim.node_resize.needs_new_pod(now) {
-            let pod_name = format!("{sts_name}-{}", row.replica);
             let current_uid = observed.pods.get(&pod_name).map(|pod| pod.uid.as_str());
             let already_restarted =
                 row.restarted_pod.is_some() && row.restarted_pod.as_deref() != current_uid;
@@ -142,20 +207,20 @@ pub fn plan_in_place(
                 RowStep::WaitingForCapacity
             });
             if !already_restarted {
-                waiting_restart.push((row.replica, pod_name, Remedy::Restart));
+                expansion
+                    .waiting_restart
+                    .push((row.replica, pod_name, Remedy::Restart));
             }
         } else {
             row.step = Some(RowStep::WaitingForCapacity);
         }
     }
+    expansion
+}
 
-    // A claim that has not reached its size within `timeoutSeconds` (a driver that never finishes,
-    // a pod that can never restart) ends the resize, while the StatefulSet is whole (it is, until
-    // every claim has its size). A requested grow is not undone: the claim keeps asking for it.
-    let overdue: Vec<String> = status
-        .plan
-        .iter()
-        .filter(|row| row.strategy == Some(ChosenStrategy::InPlace) && row.finished_at.is_none())
+/// The claims that have taken longer than `timeout_seconds` to reach their size, described.
+fn overdue(status: &VolumeResizeStatus, timeout_seconds: Option<i64>, now: &Time) -> Vec<String> {
+    unfinished(status)
         .filter_map(|row| {
             let limit = timeout_seconds?;
             let took = now.0.as_second() - row.started_at.as_ref()?.0.as_second();
@@ -168,37 +233,20 @@ pub fn plan_in_place(
                 )
             })
         })
-        .collect();
-    // A replica kept down for a driver that never grew its volume comes back before the resize
-    // fails: the StatefulSet is re-created first (it is whole again on the next pass).
-    if !overdue.is_empty() && observed.stateful_set.is_none() {
-        return decide(
-            status,
-            vec![ResizeAction::RecreateStatefulSet],
-            "re-creating the StatefulSet before failing: a claim did not grow in time",
-        );
-    }
-    if !overdue.is_empty() && observed.stateful_set.as_ref().is_some_and(|sts| !sts.deleting) {
-        let message = format!(
-            "{}; the claims keep the size they ask for (a grow is not undone)",
-            overdue.join("; ")
-        );
-        status.phase = Some(Phase::Failed);
-        status.finished_at.get_or_insert_with(|| now.clone());
-        status.message = Some(message.clone());
-        update_progress(&mut status);
-        return Decision {
-            status,
-            actions: vec![],
-            summary: message,
-        };
-    }
+        .collect()
+}
 
-    // Offline-only drivers: restart one pod at a time, and only while every other pod is Ready.
-    // A pod that is gone and not yet re-created counts as down too (the StatefulSet's own status
-    // can lag behind it). A pod that is down already (crash-looping on its full disk, the case of
-    // an autoscaler's rescue) goes first and needs no one's leave: restarting it costs no
-    // availability, and it is what finishes its growth.
+/// Offline-only drivers: restart one pod at a time, and only while every other pod is Ready. A pod
+/// that is gone and not yet re-created counts as down too (the StatefulSet's own status can lag
+/// behind it). A pod that is down already (crash-looping on its full disk, the case of an
+/// autoscaler's rescue) goes first and needs no one's leave: restarting it costs no availability,
+/// and it is what finishes its growth. Whether a pod is being stopped now.
+fn restart_one(
+    status: &mut VolumeResizeStatus,
+    observed: &Observed,
+    sts_name: &str,
+    expansion: &mut Expansion,
+) -> bool {
     let serving_replicas = status
         .plan
         .iter()
@@ -206,7 +254,8 @@ pub fn plan_in_place(
         .map(|row| row.replica);
     let down = observed.replicas_down(sts_name, serving_replicas);
     // (A pod already going away is not restarted again.)
-    let restartable: Vec<&(i32, String, Remedy)> = waiting_restart
+    let restartable: Vec<&(i32, String, Remedy)> = expansion
+        .waiting_restart
         .iter()
         .filter(|(_, pod, _)| observed.pods.get(pod).is_some_and(|p| !p.deleting))
         .collect();
@@ -215,7 +264,7 @@ pub fn plan_in_place(
         .find(|(replica, _, _)| down.contains(replica))
         .or(restartable.first())
         .copied();
-    let disruption_in_flight = !held_down.is_empty()
+    let disruption_in_flight = !expansion.held_down.is_empty()
         || candidate.is_none_or(|(replica, _, _)| {
             let candidate_down = down.contains(replica);
             down.iter().any(|other| other != replica)
@@ -225,53 +274,41 @@ pub fn plan_in_place(
                     .as_ref()
                     .is_some_and(|sts| sts.ready_replicas < sts.replicas - i32::from(candidate_down))
         });
-    let mut stopping = false;
-    if !disruption_in_flight
-        && let Some((replica, pod_name, remedy)) = candidate
-        && let Some(pod) = observed.pods.get(pod_name)
-    {
-        let restart = match (remedy, &observed.stateful_set) {
-            (Remedy::Restart, _) | (Remedy::StopUntilGrown, None) => true,
-            (Remedy::StopUntilGrown, Some(sts)) => {
-                // First the StatefulSet goes (its pods keep running), so nothing re-creates the pod.
-                if !sts.deleting {
-                    actions.push(ResizeAction::OrphanDeleteStatefulSet);
-                }
-                false
-            }
-        };
-        if restart {
-            stopping = true;
-            actions.push(ResizeAction::EvictPod {
-                pod: pod_name.clone(),
-                uid: pod.uid.clone(),
-            });
-            let restarted = status
-                .plan
-                .iter_mut()
-                .filter(|r| r.replica == *replica && r.strategy == Some(ChosenStrategy::InPlace));
-            for row in restarted {
-                row.step = Some(RowStep::RestartingPod);
-                row.restarted_pod = Some(pod.uid.clone());
-            }
+    let (Some((replica, pod_name, remedy)), false) = (candidate, disruption_in_flight) else {
+        return false;
+    };
+    let Some(pod) = observed.pods.get(pod_name) else {
+        return false;
+    };
+    if let (Remedy::StopUntilGrown, Some(sts)) = (remedy, &observed.stateful_set) {
+        // First the StatefulSet goes (its pods keep running), so nothing re-creates the pod.
+        if !sts.deleting {
+            expansion.actions.push(ResizeAction::OrphanDeleteStatefulSet);
         }
+        return false;
     }
-    // A replica held down comes back once its volume has grown (the kubelet grows its file system
-    // when the new pod mounts it): the StatefulSet is re-created, with the new template.
-    if !all_expanded && observed.stateful_set.is_none() && held_down.is_empty() && !stopping {
-        actions.push(ResizeAction::RecreateStatefulSet);
+    expansion.actions.push(ResizeAction::EvictPod {
+        pod: pod_name.clone(),
+        uid: pod.uid.clone(),
+    });
+    let restarted = status
+        .plan
+        .iter_mut()
+        .filter(|r| r.replica == *replica && r.strategy == Some(ChosenStrategy::InPlace));
+    for row in restarted {
+        row.step = Some(RowStep::RestartingPod);
+        row.restarted_pod = Some(pod.uid.clone());
     }
-    update_progress(&mut status);
-    if !all_expanded {
-        let summary = if actions.is_empty() {
-            "waiting for volumes to expand"
-        } else {
-            "expanding volumes"
-        };
-        return decide(status, actions, summary);
-    }
+    true
+}
 
-    // Every claim has its new size: give the StatefulSet the new template.
+/// Every claim has its new size: give the StatefulSet the new template.
+fn with_new_template(
+    mut status: VolumeResizeStatus,
+    previous: &VolumeResizeStatus,
+    observed: &Observed,
+    now: &Time,
+) -> Decision {
     let targets: Vec<(String, u64)> = previous
         .plan
         .iter()
