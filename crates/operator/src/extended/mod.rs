@@ -226,6 +226,8 @@ fn ended_under_name(resizes: &Listing, resize: &str, stateful_set: &str) -> Opti
         })
 }
 
+/// Guard → configuration → observe → volume changes → plan (the engine's rollout) → hook Job →
+/// apply → prune zones → status (a compare-and-swap) → Events.
 pub async fn reconcile(ests: Arc<ExtendedStatefulSet>, ctx: Arc<Context>) -> Result<Action, Error> {
     let namespace = ests.namespace().ok_or_else(|| Error::NotNamespaced {
         kind: "ExtendedStatefulSet",
@@ -234,6 +236,107 @@ pub async fn reconcile(ests: Arc<ExtendedStatefulSet>, ctx: Arc<Context>) -> Res
     let name = ests.name_any();
     let client = &ctx.client;
     let api = Api::<ExtendedStatefulSet>::namespaced(client.clone(), &namespace);
+    let previous = match guard(&ests, &api, &ctx).await? {
+        Guarded::Go(previous) => previous,
+        Guarded::Stop(action) => return Ok(action),
+    };
+    let configuration = configuration(&ests, &ctx, &namespace).await?;
+    let version = version_digest(&ests, configuration.digest.as_deref());
+    let desired = stateful_sets(&ests, configuration.digest.as_deref());
+    let sets = Api::<StatefulSet>::namespaced(client.clone(), &namespace);
+    let pods = Api::<Pod>::namespaced(client.clone(), &namespace);
+    // One this Ferry cannot read does not fail the list; one that may be at work on a StatefulSet
+    // counts as running there (no second resize beside it).
+    let resizes = crate::listing::list(client, &namespace).await?;
+    let mut live: BTreeMap<String, StatefulSet> = BTreeMap::new();
+    let mut observed = Vec::new();
+    for wanted in &desired {
+        let found = sets.get_opt(&wanted.name).await?;
+        observed.push(observe(&pods, wanted, found.as_ref()).await?);
+        if let Some(found) = found {
+            live.insert(wanted.name.clone(), found);
+        }
+    }
+    let mut report = Report::default();
+    if !configuration.unfollowed.is_empty() {
+        report.problems.push(format!(
+            "a change to Secret {} does not roll the pods: {}",
+            configuration.unfollowed.join(", "),
+            Features::switched_off(Feature::SecretReferences)
+        ));
+    }
+    let volumes = volume_changes(&ests, &ctx, &namespace, &desired, &live, &resizes, &mut report).await?;
+    let now = Timestamp::now().as_second();
+    let jobs = Api::<Job>::namespaced(client.clone(), &namespace);
+    let job = match previous.step {
+        // (Switched off, no Job is made or read: `jobs` is not granted.)
+        _ if !ctx.features.enabled(Feature::UpdateHooks) => JobState::Absent,
+        Step::PreUpdate => job_state(&jobs, &job_name(&name, Hook::PreUpdate, previous.version)).await?,
+        Step::PostUpdate => job_state(&jobs, &job_name(&name, Hook::PostUpdate, previous.version)).await?,
+        _ => JobState::Absent,
+    };
+    let plan = rollout::next(&previous, &version, &rules(&ests), &observed, job, now);
+    report.notices.extend(plan.notices.iter().cloned());
+    hook_job(&ests, &ctx, &jobs, &plan, &mut report).await?;
+    if plan.apply {
+        apply_sets(&sets, &desired, &live, &volumes.busy, &plan, &mut report).await?;
+    }
+    prune_zones(&sets, &ests, &desired, &volumes.busy).await?;
+    let status = status_of(
+        &ests,
+        &plan,
+        &observed,
+        &desired,
+        volumes.resizes,
+        &report.problems,
+        now,
+    );
+    if let Some(action) = write_status(&api, &ests, status).await? {
+        return Ok(action);
+    }
+    let reference = ests.object_ref(&());
+    for (warning, reason, message) in report.notices {
+        events::publish(
+            &ctx.recorder,
+            &Notice {
+                warning,
+                reason,
+                action: "Update",
+                note: message,
+            },
+            std::slice::from_ref(&reference),
+        )
+        .await;
+    }
+    Ok(Action::requeue(match plan.progress.step {
+        Step::Canaries | Step::Rest | Step::PreUpdate | Step::PostUpdate => UPDATING_RECHECK,
+        _ if !volumes.busy.is_empty() || plan.waiting.is_some() => UPDATING_RECHECK,
+        _ => RECHECK,
+    }))
+}
+
+/// What a reconcile says: Events (warning, reason, message) and the problems its status lists.
+#[derive(Default)]
+struct Report {
+    notices: Vec<(bool, &'static str, String)>,
+    problems: Vec<String>,
+}
+
+/// Whether the reconcile goes on (from the update progress recorded) or stops here.
+enum Guarded {
+    Go(Progress),
+    Stop(Action),
+}
+
+/// An older Ferry's finalizer goes; a deleted one is left to its owner references; a step this
+/// Ferry does not know is not guessed at (taken for `Done`, it would roll the next version over an
+/// update a newer Ferry is in the middle of): nothing is touched.
+async fn guard(
+    ests: &ExtendedStatefulSet,
+    api: &Api<ExtendedStatefulSet>,
+    ctx: &Context,
+) -> Result<Guarded, Error> {
+    let name = ests.name_any();
     // A finalizer of an older Ferry made deleting this (and its namespace) wait on Ferry: it goes.
     if ests.finalizers().iter().any(|f| f == FINALIZER_RELEASE_CONFIG) {
         let finalizers: Vec<&String> = ests
@@ -243,17 +346,15 @@ pub async fn reconcile(ests: Arc<ExtendedStatefulSet>, ctx: Arc<Context>) -> Res
             .collect();
         let patch = serde_json::json!({"metadata": {"resourceVersion": ests.resource_version(), "finalizers": finalizers}});
         api.patch(&name, &writes::patch(), &Patch::Merge(&patch)).await?;
-        return Ok(Action::requeue(Duration::from_millis(100)));
+        return Ok(Guarded::Stop(Action::requeue(Duration::from_millis(100))));
     }
     if ests.metadata.deletion_timestamp.is_some() {
         // Its StatefulSets go with it (owner references); the webhook no longer counts it as a
         // user of its configuration, whose marks the next reconcile in the namespace removes.
-        return Ok(Action::await_change());
+        return Ok(Guarded::Stop(Action::await_change()));
     }
-    // A step this Ferry does not know is not guessed at (taken for `Done`, it would roll the
-    // next version over an update a newer Ferry is in the middle of): nothing is touched.
-    let previous = match progress_of(ests.status.as_ref()) {
-        Ok(previous) => previous,
+    match progress_of(ests.status.as_ref()) {
+        Ok(previous) => Ok(Guarded::Go(previous)),
         Err(unknown) => {
             tracing::warn!(extended_stateful_set = %name, %unknown, "ExtendedStatefulSet left as it is");
             events::publish(
@@ -267,11 +368,26 @@ pub async fn reconcile(ests: Arc<ExtendedStatefulSet>, ctx: Arc<Context>) -> Res
                 &[ests.object_ref(&())],
             )
             .await;
-            return Ok(Action::requeue(UNKNOWN_STEP_RECHECK));
+            Ok(Guarded::Stop(Action::requeue(UNKNOWN_STEP_RECHECK)))
         }
-    };
+    }
+}
 
-    // Configuration: digest and marking (only when its changes roll the pods).
+/// The configuration the pods follow: its digest (when its changes roll the pods), and the Secrets
+/// left unfollowed because the feature is switched off.
+struct Configuration {
+    digest: Option<String>,
+    unfollowed: Vec<String>,
+}
+
+/// Configuration: the referenced ConfigMaps and Secrets marked and read into a digest (only when
+/// their changes roll the pods).
+async fn configuration(
+    ests: &ExtendedStatefulSet,
+    ctx: &Context,
+    namespace: &str,
+) -> Result<Configuration, Error> {
+    let client = &ctx.client;
     let pod_spec = ests.spec.template.spec.template.spec.clone().unwrap_or_default();
     let mut referenced = if ests.spec.update_on_config_change {
         references(&pod_spec)
@@ -288,232 +404,228 @@ pub async fn reconcile(ests: Arc<ExtendedStatefulSet>, ctx: Arc<Context>) -> Res
         })
         .collect();
     referenced.retain(|reference| secrets_followed || !matches!(reference, ConfigRef::Secret(_)));
-    config::protect(client, &namespace, &name, &referenced, secrets_followed).await?;
-    let config_digest = if ests.spec.update_on_config_change {
+    config::protect(client, namespace, &ests.name_any(), &referenced, secrets_followed).await?;
+    let digest = if ests.spec.update_on_config_change {
         Some(digest(
             &ctx.config_digest_key,
-            &config::contents(client, &namespace, &referenced).await?,
+            &config::contents(client, namespace, &referenced).await?,
         ))
     } else {
         None
     };
-    let version = version_digest(&ests, config_digest.as_deref());
-    let desired = stateful_sets(&ests, config_digest.as_deref());
+    Ok(Configuration { digest, unfollowed })
+}
 
-    let sets = Api::<StatefulSet>::namespaced(client.clone(), &namespace);
-    let pods = Api::<Pod>::namespaced(client.clone(), &namespace);
-    // One this Ferry cannot read does not fail the list; one that may be at work on a StatefulSet
-    // counts as running there (no second resize beside it).
-    let resizes = crate::listing::list(client, &namespace).await?;
-    let mut live: BTreeMap<String, StatefulSet> = BTreeMap::new();
-    let mut observed = Vec::new();
-    for wanted in &desired {
-        let found = sets.get_opt(&wanted.name).await?;
-        observed.push(observe(&pods, wanted, found.as_ref()).await?);
-        if let Some(found) = found {
-            live.insert(wanted.name.clone(), found);
-        }
-    }
+/// The StatefulSets a VolumeResize works on (busy: left alone until it is done), and the resize
+/// of each.
+struct VolumeChanges {
+    busy: BTreeSet<String>,
+    resizes: BTreeMap<String, String>,
+}
 
-    let mut notices: Vec<(bool, &'static str, String)> = Vec::new();
-    let mut problems: Vec<String> = Vec::new();
-    if !unfollowed.is_empty() {
-        problems.push(format!(
-            "a change to Secret {} does not roll the pods: {}",
-            unfollowed.join(", "),
-            Features::switched_off(Feature::SecretReferences)
-        ));
-    }
-    let mut volume_resizes = BTreeMap::new();
-    // Volume claim templates: a change is a VolumeResize per StatefulSet; the StatefulSet keeps
-    // its live templates until the resize re-creates it with the new ones.
-    let mut busy: BTreeSet<String> = BTreeSet::new();
-    for wanted in &desired {
-        if let Some(running) = crate::listing::working_on(&resizes, &wanted.name) {
-            busy.insert(wanted.name.clone());
-            volume_resizes.insert(wanted.name.clone(), running);
+/// Volume claim templates: a change is a VolumeResize per StatefulSet; the StatefulSet keeps its
+/// live templates until the resize re-creates it with the new ones.
+async fn volume_changes(
+    ests: &ExtendedStatefulSet,
+    ctx: &Context,
+    namespace: &str,
+    desired: &[Desired],
+    live: &BTreeMap<String, StatefulSet>,
+    resizes: &Listing,
+    report: &mut Report,
+) -> Result<VolumeChanges, Error> {
+    let name = ests.name_any();
+    let mut changed = VolumeChanges {
+        busy: BTreeSet::new(),
+        resizes: BTreeMap::new(),
+    };
+    for wanted in desired {
+        if let Some(running) = crate::listing::working_on(resizes, &wanted.name) {
+            changed.busy.insert(wanted.name.clone());
+            changed.resizes.insert(wanted.name.clone(), running);
             continue;
         }
         let Some(current) = live.get(&wanted.name) else {
             continue;
         };
-        match ferry_engine::extended::volumes::changes(current, &wanted.object) {
-            Ok(changes) if changes.is_empty() => {}
-            Err(message) => problems.push(format!("{}: {message}", wanted.name)),
-            Ok(changes) => {
-                let resize = resize_name(&wanted.name, &current.uid().unwrap_or_default(), &changes);
-                volume_resizes.insert(wanted.name.clone(), resize.clone());
-                if let Some(problem) = ended_under_name(&resizes, &resize, &wanted.name) {
-                    problems.push(problem);
-                    continue;
-                }
-                let origin = crate::resize_create::Origin {
-                    trigger: "extended-stateful-set",
-                    stateful_set: &wanted.name,
-                    asked_by: Some((LABEL_EXTENDED, &name)),
-                };
-                let spec = VolumeResizeSpec::for_volumes(&wanted.name, changes);
-                if crate::resize_create::create_resize(client, &namespace, &resize, spec, &origin).await?
-                    == crate::resize_create::Created::New
-                {
-                    notices.push((
-                        false,
-                        "VolumeResizeStarted",
-                        format!(
-                            "volume claim templates of {} change: VolumeResize {resize}",
-                            wanted.name
-                        ),
-                    ));
-                }
-                busy.insert(wanted.name.clone());
+        let changes = match ferry_engine::extended::volumes::changes(current, &wanted.object) {
+            Ok(changes) if changes.is_empty() => continue,
+            Err(message) => {
+                report.problems.push(format!("{}: {message}", wanted.name));
+                continue;
             }
+            Ok(changes) => changes,
+        };
+        let resize = resize_name(&wanted.name, &current.uid().unwrap_or_default(), &changes);
+        changed.resizes.insert(wanted.name.clone(), resize.clone());
+        if let Some(problem) = ended_under_name(resizes, &resize, &wanted.name) {
+            report.problems.push(problem);
+            continue;
         }
+        let origin = crate::resize_create::Origin {
+            trigger: "extended-stateful-set",
+            stateful_set: &wanted.name,
+            asked_by: Some((LABEL_EXTENDED, &name)),
+        };
+        let spec = VolumeResizeSpec::for_volumes(&wanted.name, changes);
+        if crate::resize_create::create_resize(&ctx.client, namespace, &resize, spec, &origin).await?
+            == crate::resize_create::Created::New
+        {
+            report.notices.push((
+                false,
+                "VolumeResizeStarted",
+                format!(
+                    "volume claim templates of {} change: VolumeResize {resize}",
+                    wanted.name
+                ),
+            ));
+        }
+        changed.busy.insert(wanted.name.clone());
     }
+    Ok(changed)
+}
 
-    let now = Timestamp::now().as_second();
-    let jobs = Api::<Job>::namespaced(client.clone(), &namespace);
-    let job = match previous.step {
-        // (Switched off, no Job is made or read: `jobs` is not granted.)
-        _ if !ctx.features.enabled(Feature::UpdateHooks) => JobState::Absent,
-        Step::PreUpdate => job_state(&jobs, &job_name(&name, Hook::PreUpdate, previous.version)).await?,
-        Step::PostUpdate => job_state(&jobs, &job_name(&name, Hook::PostUpdate, previous.version)).await?,
-        _ => JobState::Absent,
+/// The hook Job the rollout asks for, created; refused (or switched off), it is a problem and the
+/// rollout waits at the hook: an update never goes ahead without the Job it asked for.
+async fn hook_job(
+    ests: &ExtendedStatefulSet,
+    ctx: &Context,
+    jobs: &Api<Job>,
+    plan: &rollout::Plan,
+    report: &mut Report,
+) -> Result<(), Error> {
+    let Some(hook) = plan.create_job else {
+        return Ok(());
     };
-    let plan = rollout::next(&previous, &version, &rules(&ests), &observed, job, now);
-    notices.extend(plan.notices.iter().cloned());
-    if let Some(hook) = plan.create_job
-        && !ctx.features.enabled(Feature::UpdateHooks)
-    {
-        // The rollout waits at the hook: an update never goes ahead without the Job it asked for.
-        problems.push(format!(
-            "{}: not created: {}",
-            job_name(&name, hook, plan.progress.version),
+    let job = job_name(&ests.name_any(), hook, plan.progress.version);
+    if !ctx.features.enabled(Feature::UpdateHooks) {
+        report.problems.push(format!(
+            "{job}: not created: {}",
             Features::switched_off(Feature::UpdateHooks)
         ));
-    } else if let Some(hook) = plan.create_job
-        && let Err(error) = create_job(&jobs, &ests, hook, plan.progress.version).await
-    {
+        return Ok(());
+    }
+    if let Err(error) = create_job(jobs, ests, hook, plan.progress.version).await {
         match error.refusal() {
-            Some(message) => problems.push(format!(
-                "{}: {message}",
-                job_name(&name, hook, plan.progress.version)
-            )),
+            Some(message) => report.problems.push(format!("{job}: {message}")),
             None => return Err(error),
         }
     }
-    if plan.apply {
-        for wanted in &desired {
-            if busy.contains(&wanted.name) {
-                continue;
-            }
-            let partition = plan
-                .partitions
-                .iter()
-                .find(|(sts, _)| *sts == wanted.name)
-                .map_or(0, |(_, p)| *p);
-            let mut object = with_partition(wanted.object.clone(), partition);
-            if let (Some(current), Some(spec)) = (live.get(&wanted.name), object.spec.as_mut()) {
-                spec.volume_claim_templates = current
-                    .spec
-                    .as_ref()
-                    .and_then(|s| s.volume_claim_templates.clone());
-            }
-            let annotations = object.metadata.annotations.get_or_insert_with(BTreeMap::new);
-            annotations.insert(ANNOTATION_VERSION.to_string(), plan.progress.version.to_string());
-            if plan.progress.step == Step::Stale {
-                annotations.insert(ANNOTATION_STALE.to_string(), plan.progress.version.to_string());
-            }
-            let mut body = serde_json::to_value(&object).map_err(|source| Error::Serialize {
-                what: "StatefulSet",
-                source,
-            })?;
-            body["apiVersion"] = "apps/v1".into();
-            body["kind"] = "StatefulSet".into();
-            if let Err(error) = sets
-                .patch(
-                    &wanted.name,
-                    &PatchParams::apply(FIELD_MANAGER).force(),
-                    &Patch::Apply(&body),
-                )
-                .await
-            {
-                let refused = Error::from(error);
-                match refused.refusal() {
-                    Some(message) => problems.push(format!("{}: {message}", wanted.name)),
-                    None => return Err(refused),
-                }
+    Ok(())
+}
+
+/// Each desired StatefulSet not busy with a resize, applied (server-side) with its partition, its
+/// live volume claim templates and the version annotations; a refusal is a problem, not an error.
+async fn apply_sets(
+    sets: &Api<StatefulSet>,
+    desired: &[Desired],
+    live: &BTreeMap<String, StatefulSet>,
+    busy: &BTreeSet<String>,
+    plan: &rollout::Plan,
+    report: &mut Report,
+) -> Result<(), Error> {
+    for wanted in desired {
+        if busy.contains(&wanted.name) {
+            continue;
+        }
+        let partition = plan
+            .partitions
+            .iter()
+            .find(|(sts, _)| *sts == wanted.name)
+            .map_or(0, |(_, p)| *p);
+        let mut object = with_partition(wanted.object.clone(), partition);
+        if let (Some(current), Some(spec)) = (live.get(&wanted.name), object.spec.as_mut()) {
+            spec.volume_claim_templates = current
+                .spec
+                .as_ref()
+                .and_then(|s| s.volume_claim_templates.clone());
+        }
+        let annotations = object.metadata.annotations.get_or_insert_with(BTreeMap::new);
+        annotations.insert(ANNOTATION_VERSION.to_string(), plan.progress.version.to_string());
+        if plan.progress.step == Step::Stale {
+            annotations.insert(ANNOTATION_STALE.to_string(), plan.progress.version.to_string());
+        }
+        let mut body = serde_json::to_value(&object).map_err(|source| Error::Serialize {
+            what: "StatefulSet",
+            source,
+        })?;
+        body["apiVersion"] = "apps/v1".into();
+        body["kind"] = "StatefulSet".into();
+        if let Err(error) = sets
+            .patch(
+                &wanted.name,
+                &PatchParams::apply(FIELD_MANAGER).force(),
+                &Patch::Apply(&body),
+            )
+            .await
+        {
+            let refused = Error::from(error);
+            match refused.refusal() {
+                Some(message) => report.problems.push(format!("{}: {message}", wanted.name)),
+                None => return Err(refused),
             }
         }
     }
-    // StatefulSets of zones no longer listed (the API server lets zones go only from the end of
-    // the list) are drained, then go: scaled to 0 (their controller stops the pods highest ordinal
-    // first), deleted once no pod is left. Their claims stay, as with any StatefulSet.
+    Ok(())
+}
+
+/// StatefulSets of zones no longer listed (the API server lets zones go only from the end of the
+/// list) are drained, then go: scaled to 0 (their controller stops the pods highest ordinal first),
+/// deleted once no pod is left. Their claims stay, as with any StatefulSet.
+async fn prune_zones(
+    sets: &Api<StatefulSet>,
+    ests: &ExtendedStatefulSet,
+    desired: &[Desired],
+    busy: &BTreeSet<String>,
+) -> Result<(), Error> {
     let wanted_names: BTreeSet<&str> = desired.iter().map(|d| d.name.as_str()).collect();
-    for owned in sets
-        .list(&ListParams::default().labels(&format!("{LABEL_EXTENDED}={name}")))
-        .await?
-        .items
-    {
+    let selector = format!("{LABEL_EXTENDED}={}", ests.name_any());
+    for owned in sets.list(&ListParams::default().labels(&selector)).await?.items {
         let ours = owned
             .owner_references()
             .iter()
             .any(|o| Some(&o.uid) == ests.metadata.uid.as_ref());
-        if ours && !wanted_names.contains(owned.name_any().as_str()) && !busy.contains(&owned.name_any()) {
-            let pods_left = owned.status.as_ref().map_or(0, |status| status.replicas);
-            if owned.spec.as_ref().and_then(|spec| spec.replicas) != Some(0) {
-                let drain = serde_json::json!({"spec": {"replicas": 0}});
-                sets.patch(&owned.name_any(), &writes::patch(), &Patch::Merge(&drain))
-                    .await?;
-            } else if pods_left == 0 {
-                sets.delete(&owned.name_any(), &DeleteParams::background())
-                    .await?;
-            }
+        let name = owned.name_any();
+        if !ours || wanted_names.contains(name.as_str()) || busy.contains(&name) {
+            continue;
+        }
+        let pods_left = owned.status.as_ref().map_or(0, |status| status.replicas);
+        if owned.spec.as_ref().and_then(|spec| spec.replicas) != Some(0) {
+            let drain = serde_json::json!({"spec": {"replicas": 0}});
+            sets.patch(&name, &writes::patch(), &Patch::Merge(&drain)).await?;
+        } else if pods_left == 0 {
+            sets.delete(&name, &DeleteParams::background()).await?;
         }
     }
+    Ok(())
+}
 
-    let status = status_of(&ests, &plan, &observed, &desired, volume_resizes, &problems, now);
-    // A compare-and-swap on the resourceVersion this reconcile read: one that read an older status
-    // (an update step since changed) must not write it back over the newer one.
+/// The status, written as a compare-and-swap on the resourceVersion this reconcile read: one that
+/// read an older status (an update step since changed) must not write it back over the newer one.
+/// Refused so, the reconcile decides again from the newer object (the action returned).
+async fn write_status(
+    api: &Api<ExtendedStatefulSet>,
+    ests: &ExtendedStatefulSet,
+    status: ExtendedStatefulSetStatus,
+) -> Result<Option<Action>, Error> {
     let patch = serde_json::json!({
         "apiVersion": "ferry.dev/v1alpha1", "kind": "ExtendedStatefulSet",
         "metadata": {"resourceVersion": ests.resource_version()},
         "status": status,
     });
-    if let Err(error) = api
+    match api
         .patch_status(
-            &name,
+            &ests.name_any(),
             &PatchParams::apply(FIELD_MANAGER).force(),
             &Patch::Apply(&patch),
         )
         .await
         .map_err(Error::from)
     {
-        // Changed since it was read: decide again from the newer object.
-        return if error.is_stale_read() {
-            Ok(Action::requeue(STALE_RETRY))
-        } else {
-            Err(error)
-        };
+        Ok(_) => Ok(None),
+        Err(error) if error.is_stale_read() => Ok(Some(Action::requeue(STALE_RETRY))),
+        Err(error) => Err(error),
     }
-    let reference = ests.object_ref(&());
-    for (warning, reason, message) in notices {
-        events::publish(
-            &ctx.recorder,
-            &Notice {
-                warning,
-                reason,
-                action: "Update",
-                note: message,
-            },
-            std::slice::from_ref(&reference),
-        )
-        .await;
-    }
-    Ok(Action::requeue(match plan.progress.step {
-        Step::Canaries | Step::Rest | Step::PreUpdate | Step::PostUpdate => UPDATING_RECHECK,
-        _ if !busy.is_empty() || plan.waiting.is_some() => UPDATING_RECHECK,
-        _ => RECHECK,
-    }))
 }
 
 fn status_of(
