@@ -1249,18 +1249,7 @@ fn a_failure_after_part_of_a_batch_swapped_ends_every_row_exactly_on_one_side() 
                 Some("data-db-2"),
                 "{case}"
             );
-            // Every volume no claim holds is one the status lists as retained.
-            for (name, volume) in &cluster.observed.volumes {
-                let held = volume
-                    .claim_name
-                    .as_ref()
-                    .and_then(|c| cluster.observed.claims.get(c))
-                    .is_some_and(|c| Some(&c.uid) == volume.claim_uid.as_ref());
-                assert!(
-                    held || status.created_objects.retained_volumes.contains(name),
-                    "{case}: volume {name} left behind unlisted"
-                );
-            }
+            assert_no_volume_leaked(&cluster, &status, &case);
         }
     }
     assert!(forwarded > 0, "some runs had rows swapped before the failure");
