@@ -5,5 +5,6 @@
 pub mod config;
 pub mod desired;
 pub mod rollout;
+pub mod status;
 pub mod volumes;
 pub mod zones;

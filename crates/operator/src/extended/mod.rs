@@ -12,21 +12,18 @@ use crate::features::{Feature, Features};
 use crate::{Error, writes};
 use ferry_api::listed::Listing;
 use ferry_api::names::FIELD_MANAGER;
-use ferry_api::{
-    ExtendedStatefulSet, ExtendedStatefulSetStatus, UnknownUpdateStep, VolumeResizeSpec, ZoneStatus,
-};
-use ferry_engine::conditions::{condition, set_condition};
+use ferry_api::{ExtendedStatefulSet, ExtendedStatefulSetStatus, UnknownUpdateStep, VolumeResizeSpec};
 use ferry_engine::extended::config::{ConfigRef, digest, references};
 use ferry_engine::extended::desired::{
     ANNOTATION_STALE, ANNOTATION_VERSION, Desired, LABEL_EXTENDED, stateful_sets, version_digest,
     with_partition,
 };
 use ferry_engine::extended::rollout::{self, Hook, JobState, Observed, Progress, Rules, Step};
+use ferry_engine::extended::status::status_of;
 use ferry_engine::trigger::resize_name;
 use k8s_openapi::api::apps::v1::StatefulSet;
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::Pod;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
 use kube::api::{DeleteParams, ListParams, Patch, PatchParams};
 use kube::runtime::controller::Action;
@@ -625,152 +622,6 @@ async fn write_status(
         Ok(_) => Ok(None),
         Err(error) if error.is_stale_read() => Ok(Some(Action::requeue(STALE_RETRY))),
         Err(error) => Err(error),
-    }
-}
-
-fn status_of(
-    ests: &ExtendedStatefulSet,
-    plan: &rollout::Plan,
-    observed: &[Observed],
-    desired: &[Desired],
-    volume_resizes: BTreeMap<String, String>,
-    problems: &[String],
-    now: i64,
-) -> ExtendedStatefulSetStatus {
-    let previous = ests.status.clone().unwrap_or_default();
-    let now_time = Time(Timestamp::from_second(now).unwrap_or(Timestamp::UNIX_EPOCH));
-    let generation = ests.metadata.generation;
-    let progress = &plan.progress;
-    let replicas: i32 = observed.iter().filter(|o| o.exists).map(|o| o.replicas).sum();
-    let ready: i32 = observed.iter().map(|o| o.ready).sum();
-    let mut conditions = previous.conditions.clone();
-    let updating = matches!(
-        progress.step,
-        Step::Canaries | Step::Rest | Step::PreUpdate | Step::PostUpdate
-    );
-    let progressing_message = plan.waiting.clone().unwrap_or_else(|| match progress.step {
-        Step::PreUpdate => format!("version {}: pre-update Job running", progress.version),
-        Step::PostUpdate => format!("version {}: post-update Job running", progress.version),
-        Step::Canaries => format!("version {}: canaries updating", progress.version),
-        Step::Rest => format!("version {}: updating the rest", progress.version),
-        Step::Stale => format!(
-            "version {} stopped: {}",
-            progress.version,
-            progress.stale_at.clone().unwrap_or_default()
-        ),
-        Step::Done => format!("version {} runs", progress.version),
-    });
-    set_condition(
-        &mut conditions,
-        condition(
-            "Progressing",
-            updating,
-            if plan.waiting.is_some() {
-                "Waiting"
-            } else {
-                progress.step.as_str()
-            },
-            &progressing_message,
-            generation,
-            &now_time,
-        ),
-    );
-    set_condition(
-        &mut conditions,
-        condition(
-            "Stale",
-            progress.step == Step::Stale,
-            if progress.step == Step::Stale {
-                "UpdateFailed"
-            } else {
-                "Current"
-            },
-            &progress
-                .stale_at
-                .clone()
-                .unwrap_or_else(|| "no failed update".to_string()),
-            generation,
-            &now_time,
-        ),
-    );
-    let wanted: i32 = desired.iter().map(|d| d.replicas).sum();
-    set_condition(
-        &mut conditions,
-        condition(
-            "Available",
-            ready >= wanted,
-            if ready >= wanted {
-                "AllReady"
-            } else {
-                "NotAllReady"
-            },
-            &format!("{ready}/{wanted} pods Ready"),
-            generation,
-            &now_time,
-        ),
-    );
-    set_condition(
-        &mut conditions,
-        condition(
-            "Invalid",
-            !problems.is_empty(),
-            if problems.is_empty() { "Valid" } else { "Refused" },
-            &if problems.is_empty() {
-                "nothing refused".to_string()
-            } else {
-                problems.join("; ")
-            },
-            generation,
-            &now_time,
-        ),
-    );
-    let selector = ests
-        .spec
-        .template
-        .spec
-        .selector
-        .match_labels
-        .iter()
-        .flatten()
-        .map(|(k, v)| format!("{k}={v}"))
-        .collect::<Vec<_>>()
-        .join(",");
-    ExtendedStatefulSetStatus {
-        observed_generation: generation,
-        replicas,
-        ready_replicas: ready,
-        selector: Some(selector),
-        version: progress.version,
-        versions: rollout::versions(progress, observed)
-            .into_iter()
-            .map(|(version, running)| (version.to_string(), running))
-            .collect(),
-        zones: desired
-            .iter()
-            .zip(observed)
-            .map(|(d, o)| ZoneStatus {
-                zone: d.zone.as_ref().map(|(_, zone)| zone.clone()).unwrap_or_default(),
-                stateful_set: d.name.clone(),
-                replicas: d.replicas,
-                ready_replicas: o.ready,
-                updated_replicas: o.updated,
-            })
-            .collect(),
-        conditions,
-        volume_resizes,
-        ready_column: Some(format!("{ready}/{wanted}")),
-        zones_column: Some(if ests.spec.zones.is_empty() {
-            "-".to_string()
-        } else {
-            ests.spec.zones.join(",")
-        }),
-        template_digest: progress.digest.clone(),
-        update_step: Some(progress.step.as_str().to_string()),
-        step_started_at: progress
-            .step_started
-            .and_then(|at| Timestamp::from_second(at).ok())
-            .map(Time),
-        stale_at: progress.stale_at.clone(),
     }
 }
 
