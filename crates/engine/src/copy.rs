@@ -172,8 +172,8 @@ pub fn plan_copy(
     if status.phase != Some(Phase::RollingBack) {
         status.phase = Some(Phase::Running);
     }
+    // Deleted: measuring pods go first; with no backup yet, nothing else was touched.
     if ctx.stopping {
-        // Measuring pods go first; with no backup yet, nothing else was touched.
         let measuring = usage_leftovers(ctx, &status, observed);
         if !measuring.is_empty() {
             return decide(status, measuring, "removing the measuring pods before stopping");
@@ -197,64 +197,21 @@ pub fn plan_copy(
             "backing up the StatefulSet spec",
         );
     }
-    record_volumes(ctx, &mut status, observed);
-    status.created_objects.temporary_claims = status
-        .plan
-        .iter()
-        .filter(|row| is_copy(row) && row.finished_at.is_none())
-        .map(|row| ctx.temp_claim(row))
-        .collect();
-    update_progress(&mut status);
+    record(ctx, &mut status, observed);
 
     let batch = next_batch(ctx, &status, observed);
     if batch.is_empty() && status.phase != Some(Phase::RollingBack) {
         return finish(status, observed, now);
     }
-    let who = match batch.as_slice() {
-        [one] => format!("replica {one}"),
-        many => format!(
-            "replicas {}",
-            many.iter().map(i32::to_string).collect::<Vec<_>>().join(", ")
-        ),
-    };
+    let who = named(&batch);
     if status.phase == Some(Phase::RollingBack) {
         return roll_back(ctx, status, observed, &batch, now);
     }
-    let rows: Vec<usize> = (0..status.plan.len())
-        .filter(|&i| is_copy(&status.plan[i]) && batch.contains(&status.plan[i].replica))
-        .collect();
-    for &i in &rows {
-        status.plan[i].started_at.get_or_insert_with(|| now.clone());
-    }
+    let rows = start_rows(&mut status, &batch, now);
 
-    if ctx.stopping {
-        let committed = rows.iter().any(|&i| {
-            let row = &status.plan[i];
-            swapped(row, observed) || matches!(row.step, Some(RowStep::Swapping | RowStep::StartingReplica))
-        });
-        if !committed {
-            let untouched = rows.iter().all(|&i| {
-                let row = &status.plan[i];
-                row.step.is_none() && !observed.claims.contains_key(&ctx.temp_claim(row))
-            }) && observed.stateful_set.as_ref().is_some_and(|sts| !sts.deleting)
-                && observed.movers.is_empty();
-            if untouched {
-                status.phase = Some(Phase::Failed);
-                status.finished_at.get_or_insert_with(|| now.clone());
-                let message = format!("stopped because the VolumeResize was deleted; {who} not started");
-                status.message = Some(message.clone());
-                return Decision {
-                    status,
-                    actions: vec![],
-                    summary: message,
-                };
-            }
-            status.phase = Some(Phase::RollingBack);
-            status.message = Some(format!("the VolumeResize was deleted; rolling back {who}"));
-            return roll_back(ctx, status, observed, &batch, now);
-        }
+    if ctx.stopping && !committed(&status, observed, &rows) {
+        return stop_uncommitted(ctx, status, observed, &batch, &rows, &who, now);
     }
-
     let stale = undo_stale_swaps(ctx, &mut status, observed, &rows);
     if !stale.is_empty() {
         return decide(
@@ -282,6 +239,74 @@ pub fn plan_copy(
     }
 
     advance(ctx, status, observed, &batch, &rows, &who, now)
+}
+
+/// What the status records of the cluster: the volumes each row is on, the temporary claims of
+/// the rows not finished, and the progress.
+fn record(ctx: &CopyContext, status: &mut VolumeResizeStatus, observed: &Observed) {
+    record_volumes(ctx, status, observed);
+    status.created_objects.temporary_claims = status
+        .plan
+        .iter()
+        .filter(|row| is_copy(row) && row.finished_at.is_none())
+        .map(|row| ctx.temp_claim(row))
+        .collect();
+    update_progress(status);
+}
+
+/// The batch's copy rows (their indexes), each marked started.
+fn start_rows(status: &mut VolumeResizeStatus, batch: &[i32], now: &Time) -> Vec<usize> {
+    let rows: Vec<usize> = (0..status.plan.len())
+        .filter(|&i| is_copy(&status.plan[i]) && batch.contains(&status.plan[i].replica))
+        .collect();
+    for &i in &rows {
+        status.plan[i].started_at.get_or_insert_with(|| now.clone());
+    }
+    rows
+}
+
+/// The batch's replicas as the summaries name them: "replica 1", "replicas 0, 2".
+fn named(batch: &[i32]) -> String {
+    match batch {
+        [one] => format!("replica {one}"),
+        many => format!(
+            "replicas {}",
+            many.iter().map(i32::to_string).collect::<Vec<_>>().join(", ")
+        ),
+    }
+}
+
+/// A row of the batch has begun its swap (or is on its new volume): it only goes forward.
+fn committed(status: &VolumeResizeStatus, observed: &Observed, rows: &[usize]) -> bool {
+    rows.iter().any(|&i| {
+        let row = &status.plan[i];
+        swapped(row, observed) || matches!(row.step, Some(RowStep::Swapping | RowStep::StartingReplica))
+    })
+}
+
+/// Deleted while the batch has not begun its swap: Failed at once if nothing of the batch was
+/// started, else its replicas are rolled back.
+fn stop_uncommitted(
+    ctx: &CopyContext,
+    mut status: VolumeResizeStatus,
+    observed: &Observed,
+    batch: &[i32],
+    rows: &[usize],
+    who: &str,
+    now: &Time,
+) -> Decision {
+    let untouched = rows.iter().all(|&i| {
+        let row = &status.plan[i];
+        row.step.is_none() && !observed.claims.contains_key(&ctx.temp_claim(row))
+    }) && observed.stateful_set.as_ref().is_some_and(|sts| !sts.deleting)
+        && observed.movers.is_empty();
+    if untouched {
+        let message = format!("stopped because the VolumeResize was deleted; {who} not started");
+        return fail(status, vec![], message, now);
+    }
+    status.phase = Some(Phase::RollingBack);
+    status.message = Some(format!("the VolumeResize was deleted; rolling back {who}"));
+    roll_back(ctx, status, observed, batch, now)
 }
 
 /// Ends the resize as Failed before anything was changed (only Ferry's own pods are removed).
