@@ -105,9 +105,10 @@ fn conditions_of(
         ),
         Step::Done => format!("version {} runs", progress.version),
     });
-    set_condition(
-        &mut conditions,
-        condition(
+    let stale = progress.step == Step::Stale;
+    let (all_ready, refused) = (ready >= wanted, !problems.is_empty());
+    let rows: [(&str, bool, &str, String); 4] = [
+        (
             "Progressing",
             updating,
             if plan.waiting.is_some() {
@@ -115,59 +116,40 @@ fn conditions_of(
             } else {
                 progress.step.as_str()
             },
-            &progressing_message,
-            generation,
-            &now_time,
+            progressing_message,
         ),
-    );
-    set_condition(
-        &mut conditions,
-        condition(
+        (
             "Stale",
-            progress.step == Step::Stale,
-            if progress.step == Step::Stale {
-                "UpdateFailed"
-            } else {
-                "Current"
-            },
-            &progress
+            stale,
+            if stale { "UpdateFailed" } else { "Current" },
+            progress
                 .stale_at
                 .clone()
                 .unwrap_or_else(|| "no failed update".to_string()),
-            generation,
-            &now_time,
         ),
-    );
-    set_condition(
-        &mut conditions,
-        condition(
+        (
             "Available",
-            ready >= wanted,
-            if ready >= wanted {
-                "AllReady"
-            } else {
-                "NotAllReady"
-            },
-            &format!("{ready}/{wanted} pods Ready"),
-            generation,
-            &now_time,
+            all_ready,
+            if all_ready { "AllReady" } else { "NotAllReady" },
+            format!("{ready}/{wanted} pods Ready"),
         ),
-    );
-    set_condition(
-        &mut conditions,
-        condition(
+        (
             "Invalid",
-            !problems.is_empty(),
-            if problems.is_empty() { "Valid" } else { "Refused" },
-            &if problems.is_empty() {
-                "nothing refused".to_string()
-            } else {
+            refused,
+            if refused { "Refused" } else { "Valid" },
+            if refused {
                 problems.join("; ")
+            } else {
+                "nothing refused".to_string()
             },
-            generation,
-            &now_time,
         ),
-    );
+    ];
+    for (kind, status, reason, message) in rows {
+        set_condition(
+            &mut conditions,
+            condition(kind, status, reason, &message, generation, &now_time),
+        );
+    }
     conditions
 }
 
