@@ -330,6 +330,17 @@ impl Observed {
         self.volumes.get(volume).map(|v| v.uid.clone())
     }
 
+    /// The action that sets `volume`'s reclaim policy to `policy`, unless the volume is gone or
+    /// has that policy already.
+    pub fn set_reclaim_policy(&self, volume: &str, policy: &str) -> Option<crate::action::ResizeAction> {
+        let observed = self.volumes.get(volume)?;
+        (observed.reclaim_policy != policy).then(|| crate::action::ResizeAction::SetReclaimPolicy {
+            volume: volume.to_string(),
+            uid: Some(observed.uid.clone()),
+            policy: policy.to_string(),
+        })
+    }
+
     /// The observation as a plan with recorded volume UIDs sees it: a volume whose UID is not the
     /// one recorded for its name (deleted and created again meanwhile) counts as gone, so it is
     /// never acted on as if it were the row's.

@@ -102,17 +102,8 @@ fn settle_back(
     let mut actions = Vec::new();
     for &i in rows {
         let row = &status.plan[i];
-        if let (Some(old), Some(policy)) = (&row.source_volume, &row.original_reclaim_policy)
-            && observed
-                .volumes
-                .get(old)
-                .is_some_and(|v| &v.reclaim_policy != policy)
-        {
-            actions.push(ResizeAction::SetReclaimPolicy {
-                uid: observed.volume_uid(old),
-                volume: old.clone(),
-                policy: policy.clone(),
-            });
+        if let (Some(old), Some(policy)) = (&row.source_volume, &row.original_reclaim_policy) {
+            actions.extend(observed.set_reclaim_policy(old, policy));
         }
     }
     if observed.stateful_set.is_none() {

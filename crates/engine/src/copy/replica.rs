@@ -71,18 +71,11 @@ pub(super) fn start_replica(
         .iter()
         .filter_map(|&i| {
             let row = &status.plan[i];
-            let target = row.target_volume.clone()?;
             let wanted = row
                 .target_reclaim_policy
-                .clone()
-                .or_else(|| row.original_reclaim_policy.clone())?;
-            (observed.volumes.get(&target)?.reclaim_policy != wanted).then_some(
-                ResizeAction::SetReclaimPolicy {
-                    uid: observed.volume_uid(&target),
-                    volume: target,
-                    policy: wanted,
-                },
-            )
+                .as_ref()
+                .or(row.original_reclaim_policy.as_ref())?;
+            observed.set_reclaim_policy(row.target_volume.as_ref()?, wanted)
         })
         .collect();
     match &observed.stateful_set {

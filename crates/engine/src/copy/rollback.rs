@@ -39,16 +39,8 @@ pub(super) fn roll_back(
         // A swap undone before its claim was deleted may have set the old volume to Retain.
         if let (Some(source), Some(policy)) = (&row.source_volume, &row.original_reclaim_policy)
             && observed.bound_to(&row.claim_name, source)
-            && observed
-                .volumes
-                .get(source)
-                .is_some_and(|v| &v.reclaim_policy != policy)
         {
-            actions.push(ResizeAction::SetReclaimPolicy {
-                volume: source.clone(),
-                uid: observed.volume_uid(source),
-                policy: policy.clone(),
-            });
+            actions.extend(observed.set_reclaim_policy(source, policy));
         }
         for pass in [Pass::Warm, Pass::Final] {
             let pod = ctx.mover(row, pass);
@@ -59,16 +51,9 @@ pub(super) fn roll_back(
         // ... and the new volume to Retain: it gets its own policy back before its temporary claim
         // goes, or its disk would outlive the claim with nobody knowing.
         if let (Some(target), Some(policy)) = (&row.target_volume, &row.target_reclaim_policy)
-            && observed
-                .volumes
-                .get(target)
-                .is_some_and(|v| &v.reclaim_policy != policy)
+            && let Some(give_back) = observed.set_reclaim_policy(target, policy)
         {
-            actions.push(ResizeAction::SetReclaimPolicy {
-                volume: target.clone(),
-                uid: observed.volume_uid(target),
-                policy: policy.clone(),
-            });
+            actions.push(give_back);
             continue;
         }
         let temp = ctx.temp_claim(row);
@@ -125,16 +110,9 @@ pub(super) fn finish_swap_in_rollback(
         .as_ref()
         .or(row.original_reclaim_policy.as_ref());
     if let (Some(target), Some(wanted)) = (&row.target_volume, wanted)
-        && observed
-            .volumes
-            .get(target)
-            .is_some_and(|v| &v.reclaim_policy != wanted)
+        && let Some(give_back) = observed.set_reclaim_policy(target, wanted)
     {
-        return vec![ResizeAction::SetReclaimPolicy {
-            volume: target.clone(),
-            uid: observed.volume_uid(target),
-            policy: wanted.clone(),
-        }];
+        return vec![give_back];
     }
     if row.step != Some(RowStep::Copied) {
         row.step = Some(RowStep::Copied);

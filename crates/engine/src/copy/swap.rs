@@ -92,17 +92,7 @@ pub fn swap_claim_to(
     }
     let not_retained: Vec<ResizeAction> = [&source, &target]
         .into_iter()
-        .filter(|v| {
-            observed
-                .volumes
-                .get(*v)
-                .is_some_and(|v| v.reclaim_policy != RETAIN)
-        })
-        .map(|v| ResizeAction::SetReclaimPolicy {
-            volume: v.clone(),
-            uid: observed.volume_uid(v),
-            policy: RETAIN.into(),
-        })
+        .filter_map(|v| observed.set_reclaim_policy(v, RETAIN))
         .collect();
     if !not_retained.is_empty() {
         return not_retained;
