@@ -213,6 +213,22 @@ fn start_version(
     ));
 }
 
+/// The rollout enters `step` now.
+fn enter(plan: &mut Plan, step: Step, now: i64) {
+    plan.progress.step = step;
+    plan.progress.step_started = Some(now);
+}
+
+/// The version runs on every pod: the update is done.
+fn done(plan: &mut Plan, now: i64) {
+    enter(plan, Step::Done, now);
+    plan.notices.push((
+        false,
+        "UpdateDone",
+        format!("version {} runs on every pod", plan.progress.version),
+    ));
+}
+
 /// The version goes stale with `message` (and `consequence` after it in the Event).
 fn go_stale(plan: &mut Plan, message: String, consequence: &str) {
     let version = plan.progress.version;
@@ -247,8 +263,7 @@ fn pre_update(plan: &mut Plan, rules: &Rules, observed: &[Observed], job: JobSta
         JobState::Running => plan.apply = false,
         JobState::Succeeded => {
             let step = first_pod_step(rules);
-            plan.progress.step = step;
-            plan.progress.step_started = Some(now);
+            enter(plan, step, now);
             if step == Step::Canaries {
                 plan.partitions = partitions(observed, rules.canaries.max(0));
             }
@@ -271,19 +286,10 @@ fn pre_update(plan: &mut Plan, rules: &Rules, observed: &[Observed], job: JobSta
 
 /// The post-update Job runs once every pod runs the version.
 fn post_update(plan: &mut Plan, job: JobState, now: i64) {
-    let version = plan.progress.version;
     match job {
         JobState::Absent => plan.create_job = Some(Hook::PostUpdate),
         JobState::Running => {}
-        JobState::Succeeded => {
-            plan.progress.step = Step::Done;
-            plan.progress.step_started = Some(now);
-            plan.notices.push((
-                false,
-                "UpdateDone",
-                format!("version {version} runs on every pod"),
-            ));
-        }
+        JobState::Succeeded => done(plan, now),
         JobState::Failed => go_stale(plan, "PostUpdate: the post-update Job failed".to_string(), ""),
     }
 }
@@ -298,8 +304,7 @@ fn canaries(plan: &mut Plan, rules: &Rules, observed: &[Observed], started: i64,
         .iter()
         .all(|sts| sts.updated_ready >= canaries.min(sts.replicas));
     if healthy {
-        plan.progress.step = Step::Rest;
-        plan.progress.step_started = Some(now);
+        enter(plan, Step::Rest, now);
         plan.partitions = partitions(observed, 0);
         plan.notices.push((
             false,
@@ -318,20 +323,12 @@ fn canaries(plan: &mut Plan, rules: &Rules, observed: &[Observed], started: i64,
 /// The rest: done (or the post-update Job) once every pod runs the version Ready, or stale after
 /// the update watch time.
 fn rest(plan: &mut Plan, rules: &Rules, observed: &[Observed], started: i64, now: i64) {
-    let version = plan.progress.version;
-    let done = observed.iter().all(|sts| sts.updated_ready >= sts.replicas);
-    if done && rules.post_update {
-        plan.progress.step = Step::PostUpdate;
-        plan.progress.step_started = Some(now);
+    let all_updated = observed.iter().all(|sts| sts.updated_ready >= sts.replicas);
+    if all_updated && rules.post_update {
+        enter(plan, Step::PostUpdate, now);
         plan.create_job = Some(Hook::PostUpdate);
-    } else if done {
-        plan.progress.step = Step::Done;
-        plan.progress.step_started = Some(now);
-        plan.notices.push((
-            false,
-            "UpdateDone",
-            format!("version {version} runs on every pod"),
-        ));
+    } else if all_updated {
+        done(plan, now);
     } else if now - started >= rules.update_watch_seconds {
         let message = format!(
             "Rest: not every pod Ready within the update watch time ({}s)",
