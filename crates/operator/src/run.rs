@@ -440,8 +440,9 @@ fn requests_controller(
     let stateful_sets = reflector(
         writer,
         watcher(stateful_sets, watcher::Config::default())
-            .modify(requests::keep_what_triggers_read)
-            .filter_map(|event| std::future::ready(event.map(requests::only_requests).transpose())),
+            // Dropped first, so only the kept ones are slimmed.
+            .filter_map(|event| std::future::ready(event.map(requests::only_requests).transpose()))
+            .modify(requests::keep_what_triggers_read),
     )
     .applied_objects();
     Controller::for_stream(stateful_sets, store)
