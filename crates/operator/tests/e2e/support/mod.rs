@@ -179,22 +179,32 @@ impl Harness {
 
     /// Waits for the VolumeResize `name` to finish, killing the operator (and starting a fresh one)
     /// the first time each of `steps` shows in its rows; returns it and the steps it was killed at.
+    /// It watches rather than polls: every status write arrives, so a step that lasts a few
+    /// milliseconds (a claim patched, then waited on) is seen as surely as a long one.
     pub async fn finish_killing_at_each_step(
         &mut self,
         name: &str,
         steps: &[RowStep],
         seconds: u64,
     ) -> (VolumeResize, Vec<RowStep>) {
-        let api = self.ns.api::<VolumeResize>();
+        use futures::StreamExt;
+        use kube::runtime::{WatchStreamExt, watcher};
+        let config = watcher::Config::default().fields(&format!("metadata.name={name}"));
+        let mut events = watcher::watcher(self.ns.api::<VolumeResize>(), config)
+            .default_backoff()
+            .boxed();
         let mut to_kill_at = steps.to_vec();
         let mut killed_at = Vec::new();
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(seconds);
+        let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(seconds);
         loop {
-            assert!(
-                std::time::Instant::now() < deadline,
-                "{name} did not finish; killed at {killed_at:?}"
-            );
-            let resize = api.get(name).await.unwrap();
+            let event = tokio::time::timeout_at(deadline, events.next()).await;
+            let resize = match event {
+                Err(_) => panic!("{name} did not finish; killed at {killed_at:?}"),
+                Ok(None) => panic!("the watch on {name} ended; killed at {killed_at:?}"),
+                Ok(Some(Ok(watcher::Event::Apply(resize) | watcher::Event::InitApply(resize)))) => resize,
+                // A restarted watch lists again; a failed one is retried after a backoff.
+                Ok(Some(Ok(_) | Err(_))) => continue,
+            };
             if resize.phase().is_terminal() {
                 return (resize, killed_at);
             }
@@ -208,7 +218,6 @@ impl Harness {
                 killed_at.push(to_kill_at.remove(position));
                 self.restart_operator();
             }
-            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
         }
     }
 
