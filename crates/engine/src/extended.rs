@@ -4,6 +4,8 @@
 
 pub mod config;
 pub mod desired;
+pub mod hooks;
+pub mod plan;
 pub mod rollout;
 pub mod status;
 pub mod volumes;

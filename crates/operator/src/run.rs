@@ -2,7 +2,7 @@
 
 use crate::autoscale::{self, Autoscaling, Summaries};
 use crate::context::Context;
-use crate::features::{Feature, Features};
+use crate::features::Features;
 use crate::leader::{self, LeaderElection};
 use crate::metrics::Metrics;
 use crate::resize_cache::{GuardedResize, Resizes};
@@ -11,10 +11,9 @@ use crate::watch_backoff::WatchBackoff;
 use crate::webhook::{self, WebhookSettings};
 use crate::{Error, http, requests, resize, triggers};
 use ferry_api::names::LABEL_AUTOSCALER_UID;
-use ferry_api::{ExtendedStatefulSet, VolumeAutoscaler, VolumeResize};
+use ferry_api::{VolumeAutoscaler, VolumeResize};
 use futures::StreamExt;
 use k8s_openapi::api::apps::v1::StatefulSet;
-use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim, Pod};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
@@ -182,7 +181,7 @@ fn scopes(namespaces: &[String]) -> Vec<Option<String>> {
 }
 
 /// The API for `K` in one namespace, or in all.
-fn scoped<K>(client: &Client, scope: Option<&str>) -> Api<K>
+pub(crate) fn scoped<K>(client: &Client, scope: Option<&str>) -> Api<K>
 where
     K: kube::Resource<Scope = k8s_openapi::NamespaceResourceScope, DynamicType = ()>,
 {
@@ -213,7 +212,7 @@ pub fn default_identity() -> String {
 /// memory no longer grows with their size. The initial list is read in pages of 500 (a list "at
 /// any version" is served from the API server's cache in one piece, which for 60,000 pods is one
 /// body of tens of MiB to hold and decode at once).
-fn touched_metadata<K>(
+pub(crate) fn touched_metadata<K>(
     api: Api<PartialObjectMeta<K>>,
 ) -> impl futures::Stream<Item = Result<PartialObjectMeta<K>, watcher::Error>> + Send + 'static
 where
@@ -224,7 +223,7 @@ where
 }
 
 /// [`touched_metadata`] with a watch configuration of its own (a label selector).
-fn touched_metadata_with<K>(
+pub(crate) fn touched_metadata_with<K>(
     api: Api<PartialObjectMeta<K>>,
     config: watcher::Config,
 ) -> impl futures::Stream<Item = Result<PartialObjectMeta<K>, watcher::Error>> + Send + 'static
@@ -301,7 +300,7 @@ async fn run_scope(
     let requests_controller = requests_controller(&client, scope, ctx.clone());
     let interval = settings.autoscale_interval.unwrap_or(autoscale::DEFAULT_INTERVAL);
     let autoscale_controller = autoscale_controller(&client, scope, interval, ctx.clone());
-    let extended_controller = extended_controller(&client, scope, ctx.clone());
+    let extended_controller = crate::extended::controller::run(&client, scope, ctx.clone());
     // A StatefulSet change wakes the VolumeResizes that name it (e.g. replicas became Ready).
     // Only readable ones: an unreadable one names no StatefulSet Ferry could act on.
     let controller = controller
@@ -410,7 +409,7 @@ fn guarded(resizes: Vec<ObjectRef<VolumeResize>>) -> Vec<ObjectRef<GuardedResize
 const CONCURRENT_RECONCILES: u16 = 32;
 
 /// The configuration every controller runs with.
-fn reconciles() -> kube::runtime::controller::Config {
+pub(crate) fn reconciles() -> kube::runtime::controller::Config {
     kube::runtime::controller::Config::default().concurrency(CONCURRENT_RECONCILES)
 }
 
@@ -533,54 +532,6 @@ async fn wait_for_crd(client: &Client) -> Result<(), Error> {
         wait_for_one_crd(client, &crd.name_any()).await?;
     }
     Ok(())
-}
-
-/// The ExtendedStatefulSet controller: its StatefulSets and the ConfigMaps and Secrets it
-/// references (marked, so only those are watched) wake it.
-fn extended_controller(
-    client: &Client,
-    scope: Option<&str>,
-    ctx: Arc<Context>,
-) -> impl std::future::Future<Output = ()> + use<> {
-    let extended = scoped::<ExtendedStatefulSet>(client, scope);
-    let stateful_sets = scoped::<PartialObjectMeta<StatefulSet>>(client, scope);
-    let maps = scoped::<PartialObjectMeta<ConfigMap>>(client, scope);
-    let secrets = scoped::<PartialObjectMeta<Secret>>(client, scope);
-    let referenced = watcher::Config::default()
-        .any_semantic()
-        .labels(crate::extended::config::LABEL_REFERENCED);
-    fn users_of<K: kube::Resource + ResourceExt>(object: &K) -> Vec<ObjectRef<ExtendedStatefulSet>> {
-        let namespace = object.namespace().unwrap_or_default();
-        crate::extended::config::users(object)
-            .into_iter()
-            .map(|name| ObjectRef::new(&name).within(&namespace))
-            .collect()
-    }
-    let controller = Controller::new(extended, watcher::Config::default().any_semantic())
-        .with_config(reconciles())
-        .trigger_backoff(WatchBackoff::default())
-        .owns_stream(touched_metadata(stateful_sets))
-        .watches_stream(
-            touched_metadata_with(maps, referenced.clone()),
-            |map: PartialObjectMeta<ConfigMap>| users_of(&map),
-        );
-    // Switched off, Secrets are never watched (the permission is not granted).
-    let controller = if ctx.features.enabled(Feature::SecretReferences) {
-        controller.watches_stream(
-            touched_metadata_with(secrets, referenced),
-            |secret: PartialObjectMeta<Secret>| users_of(&secret),
-        )
-    } else {
-        controller
-    };
-    controller
-        .shutdown_on_signal()
-        .run(crate::extended::reconcile, crate::extended::error_policy, ctx)
-        .for_each(|result| async move {
-            if let Err(error) = result {
-                tracing::debug!(%error, "ExtendedStatefulSet: reconcile error (handled by the error policy)");
-            }
-        })
 }
 
 async fn wait_for_one_crd(client: &Client, name: &str) -> Result<(), Error> {

@@ -93,6 +93,19 @@ fn set_env(env: &mut Option<Vec<EnvVar>>, name: &str, value: &str) {
     });
 }
 
+/// What every object an ExtendedStatefulSet makes names as its controlling owner (none before the
+/// API server gave it a UID).
+pub fn owner(ests: &ExtendedStatefulSet) -> Option<OwnerReference> {
+    ests.metadata.uid.clone().map(|uid| OwnerReference {
+        api_version: "ferry.dev/v1alpha1".to_string(),
+        kind: "ExtendedStatefulSet".to_string(),
+        name: ests.metadata.name.clone().unwrap_or_default(),
+        uid,
+        controller: Some(true),
+        block_owner_deletion: Some(true),
+    })
+}
+
 /// The StatefulSets `ests` runs, in zone order.
 pub fn stateful_sets(ests: &ExtendedStatefulSet, config_digest: Option<&str>) -> Vec<Desired> {
     let name = ests.metadata.name.clone().unwrap_or_default();
@@ -102,14 +115,7 @@ pub fn stateful_sets(ests: &ExtendedStatefulSet, config_digest: Option<&str>) ->
         ests.spec.zones.iter().cloned().enumerate().map(Some).collect()
     };
     let replicas = spread(ests.spec.replicas, zones.len());
-    let owner = ests.metadata.uid.clone().map(|uid| OwnerReference {
-        api_version: "ferry.dev/v1alpha1".to_string(),
-        kind: "ExtendedStatefulSet".to_string(),
-        name: name.clone(),
-        uid,
-        controller: Some(true),
-        block_owner_deletion: Some(true),
-    });
+    let owner = owner(ests);
     let template_metadata = ests.spec.template.metadata.clone().unwrap_or_default();
     zones
         .into_iter()

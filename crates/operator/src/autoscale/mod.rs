@@ -146,7 +146,7 @@ async fn pass(
             let named = autoscaler.spec.stateful_set_name.clone().unwrap_or_default();
             // Ferry's own resize re-creates the StatefulSet: absent for a moment, not a mistake.
             // (An unreadable one that may be at work on it is assumed to be doing the same.)
-            let message = match crate::listing::working_on(&resizes, &named) {
+            let message = match resizes.working_on(&named) {
                 Some(resize) => format!("VolumeResize {resize} is re-creating the StatefulSet"),
                 None => message,
             };

@@ -196,7 +196,7 @@ pub fn situation(facts: Facts) -> Situation {
     let on_this_set = |resize: &&VolumeResize| resize.spec.stateful_set_name == facts.sts;
     // An unreadable resize that may be at work on this StatefulSet counts as running: growing
     // beside it could start a second resize of the same StatefulSet.
-    let resize_running = crate::listing::working_on(facts.resizes, facts.sts);
+    let resize_running = facts.resizes.working_on(facts.sts);
     // The autoscalers' resizes of this volume (rebuilding the record if status lost it). Any
     // autoscaler's, not only this one's: cooldowns and provider windows are about the volume, and a
     // default autoscaler the garbage collector took for an orphan of the StatefulSet Ferry

@@ -1,0 +1,122 @@
+//! What the ExtendedStatefulSet controller reads: the configuration its pods follow (marked as
+//! referenced on the way), its StatefulSets and their pods, the VolumeResizes of the namespace
+//! and the Job the recorded step waits on.
+
+use super::config;
+use crate::Error;
+use crate::context::Context;
+use crate::features::{Feature, Features};
+use ferry_api::ExtendedStatefulSet;
+use ferry_engine::extended::config::{ConfigRef, digest, references};
+use ferry_engine::extended::desired::{LABEL_EXTENDED, stateful_sets};
+use ferry_engine::extended::hooks::job_to_read;
+use ferry_engine::extended::plan::{LiveSet, Observation};
+use ferry_engine::extended::rollout::Progress;
+use k8s_openapi::api::apps::v1::StatefulSet;
+use k8s_openapi::api::batch::v1::Job;
+use k8s_openapi::api::core::v1::Pod;
+use kube::api::ListParams;
+use kube::{Api, ResourceExt};
+use std::collections::BTreeSet;
+
+/// The configuration the pods follow: its digest (when its changes roll the pods), and why some of
+/// it does not (Secrets left unfollowed because the feature is switched off).
+pub struct Configuration {
+    pub digest: Option<String>,
+    pub problems: Vec<String>,
+}
+
+/// The referenced ConfigMaps and Secrets marked and read into a digest (only when their changes
+/// roll the pods).
+pub async fn configuration(
+    ests: &ExtendedStatefulSet,
+    ctx: &Context,
+    namespace: &str,
+) -> Result<Configuration, Error> {
+    let client = &ctx.client;
+    let pod_spec = ests.spec.template.spec.template.spec.clone().unwrap_or_default();
+    let mut referenced = if ests.spec.update_on_config_change {
+        references(&pod_spec)
+    } else {
+        BTreeSet::new()
+    };
+    // Switched off: Secrets are neither read nor marked; their changes do not roll the pods.
+    let secrets_followed = ctx.features.enabled(Feature::SecretReferences);
+    let unfollowed: Vec<String> = referenced
+        .iter()
+        .filter_map(|reference| match reference {
+            ConfigRef::Secret(secret) if !secrets_followed => Some(secret.clone()),
+            _ => None,
+        })
+        .collect();
+    referenced.retain(|reference| secrets_followed || !matches!(reference, ConfigRef::Secret(_)));
+    config::protect(client, namespace, &ests.name_any(), &referenced, secrets_followed).await?;
+    let digest = if ests.spec.update_on_config_change {
+        Some(digest(
+            &ctx.config_digest_key,
+            &config::contents(client, namespace, &referenced).await?,
+        ))
+    } else {
+        None
+    };
+    let mut problems = Vec::new();
+    if !unfollowed.is_empty() {
+        problems.push(format!(
+            "a change to Secret {} does not roll the pods: {}",
+            unfollowed.join(", "),
+            Features::switched_off(Feature::SecretReferences)
+        ));
+    }
+    Ok(Configuration { digest, problems })
+}
+
+/// The StatefulSets the ExtendedStatefulSet runs (each with the pods its selector picks), those
+/// labelled as its own, the namespace's VolumeResizes (one this Ferry cannot read does not fail
+/// the list) and the Job `previous`'s step waits on.
+pub async fn observe(
+    ctx: &Context,
+    ests: &ExtendedStatefulSet,
+    namespace: &str,
+    config_digest: Option<&str>,
+    previous: &Progress,
+) -> Result<Observation, Error> {
+    let client = &ctx.client;
+    let sets = Api::<StatefulSet>::namespaced(client.clone(), namespace);
+    let pods = Api::<Pod>::namespaced(client.clone(), namespace);
+    let mut observation = Observation {
+        resizes: crate::listing::list(client, namespace).await?,
+        ..Observation::default()
+    };
+    for wanted in stateful_sets(ests, config_digest) {
+        if let Some(object) = sets.get_opt(&wanted.name).await? {
+            let pods = pods
+                .list(&ListParams::default().labels(&selector(&object)))
+                .await?
+                .items;
+            observation.live.insert(wanted.name, LiveSet { object, pods });
+        }
+    }
+    let labelled = format!("{LABEL_EXTENDED}={}", ests.name_any());
+    observation.labelled = sets.list(&ListParams::default().labels(&labelled)).await?.items;
+    // (Switched off, no Job is made or read: `jobs` is not granted.)
+    if ctx.features.enabled(Feature::UpdateHooks)
+        && let Some(job) = job_to_read(&ests.name_any(), previous)
+    {
+        observation.job = Api::<Job>::namespaced(client.clone(), namespace)
+            .get_opt(&job)
+            .await?;
+    }
+    Ok(observation)
+}
+
+/// A StatefulSet's `matchLabels` as a label selector.
+fn selector(sts: &StatefulSet) -> String {
+    sts.spec
+        .as_ref()
+        .and_then(|spec| spec.selector.match_labels.as_ref())
+        .into_iter()
+        .flatten()
+        .map(|(key, value)| format!("{key}={value}"))
+        .collect::<Vec<_>>()
+        .join(",")
+}
