@@ -1,6 +1,6 @@
 //! Starting the operator: wait for the CRD, start the controllers and the HTTP endpoints.
 
-use crate::autoscale::{self, Autoscaling, Summaries};
+use crate::autoscale;
 use crate::context::Context;
 use crate::features::Features;
 use crate::leader::{self, LeaderElection};
@@ -9,17 +9,12 @@ use crate::resize_cache::{GuardedResize, Resizes};
 use crate::shared_secret::SecretRef;
 use crate::watch_backoff::WatchBackoff;
 use crate::webhook::{self, WebhookSettings};
-use crate::{Error, http, requests, resize, triggers};
-use ferry_api::names::LABEL_AUTOSCALER_UID;
-use ferry_api::{VolumeAutoscaler, VolumeResize};
+use crate::{Error, http, requests, resize};
 use futures::StreamExt;
-use k8s_openapi::api::apps::v1::StatefulSet;
-use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim, Pod};
-use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::core::PartialObjectMeta;
 use kube::runtime::WatchStreamExt;
-use kube::runtime::reflector::{self, ObjectRef, Store, reflector};
+use kube::runtime::reflector::{self, Store, reflector};
 use kube::runtime::wait::{await_condition, conditions};
 use kube::runtime::{Controller, watcher};
 use kube::{Api, Client, ResourceExt};
@@ -271,10 +266,6 @@ async fn run_scope(
     // Guarded: a VolumeResize this Ferry cannot read reaches the reconcile as an error (reported
     // there) instead of stalling the watch of all of them.
     let resizes = scoped::<GuardedResize>(&client, scope);
-    let stateful_sets = scoped::<PartialObjectMeta<StatefulSet>>(&client, scope);
-    let pods = scoped::<PartialObjectMeta<Pod>>(&client, scope);
-    let claims = scoped::<PartialObjectMeta<PersistentVolumeClaim>>(&client, scope);
-    let budgets = scoped::<PartialObjectMeta<PodDisruptionBudget>>(&client, scope);
     let controller = Controller::new(resizes, watcher::Config::default().any_semantic())
         .with_config(reconciles())
         .trigger_backoff(WatchBackoff::default());
@@ -297,110 +288,18 @@ async fn run_scope(
     // The controllers' cache is what the in-flight and copy-progress gauges count (a webhook's
     // cache, which every replica keeps, leader or not, never is): counted once, here.
     ctx.metrics.count_resizes(cache.clone());
-    let requests_controller = requests_controller(&client, scope, ctx.clone());
+    let requests_controller = requests::controller::run(&client, scope, ctx.clone());
     let interval = settings.autoscale_interval.unwrap_or(autoscale::DEFAULT_INTERVAL);
-    let autoscale_controller = autoscale_controller(&client, scope, interval, ctx.clone());
+    let autoscale_controller = autoscale::controller::run(&client, scope, interval, ctx.clone());
     let extended_controller = crate::extended::controller::run(&client, scope, ctx.clone());
-    // A StatefulSet change wakes the VolumeResizes that name it (e.g. replicas became Ready).
-    // Only readable ones: an unreadable one names no StatefulSet Ferry could act on.
-    let controller = controller
-        .watches_stream(touched_metadata(stateful_sets), {
-            let cache = cache.clone();
-            move |sts: PartialObjectMeta<StatefulSet>| {
-                let namespace = sts.namespace();
-                cache.with_readable(|resizes| {
-                    guarded(
-                        resizes
-                            .iter()
-                            .filter(|resize| {
-                                resize.namespace() == namespace
-                                    && resize.spec.stateful_set_name == sts.name_any()
-                            })
-                            .map(|resize| ObjectRef::from_obj(*resize))
-                            .collect(),
-                    )
-                })
-            }
-        })
-        // Pods and claims a running resize waits for wake it at once (no store is kept for them,
-        // and only their metadata is read: these watches map names, nothing more).
-        .watches_stream(touched_metadata(pods), {
-            let cache = cache.clone();
-            move |pod: PartialObjectMeta<Pod>| {
-                let namespace = pod.namespace();
-                cache.with_readable(|resizes| {
-                    guarded(triggers::for_pod(
-                        resizes,
-                        namespace.as_deref(),
-                        &pod.name_any(),
-                        triggers::mover_owner(pod.labels()),
-                    ))
-                })
-            }
-        })
-        .watches_stream(touched_metadata(claims), {
-            let cache = cache.clone();
-            move |claim: PartialObjectMeta<PersistentVolumeClaim>| {
-                let namespace = claim.namespace();
-                cache.with_readable(|resizes| {
-                    guarded(triggers::for_claim(
-                        resizes,
-                        namespace.as_deref(),
-                        &claim.name_any(),
-                    ))
-                })
-            }
-        })
-        .watches_stream(touched_metadata(budgets), {
-            let cache = cache.clone();
-            move |budget: PartialObjectMeta<PodDisruptionBudget>| {
-                let namespace = budget.namespace();
-                cache.with_readable(|resizes| guarded(triggers::for_budget(resizes, namespace.as_deref())))
-            }
-        })
-        // Volumes are cluster-scoped: the swap waits for one to be reserved for its claim.
-        .watches_stream(
-            touched_metadata(Api::<PartialObjectMeta<PersistentVolume>>::all(client.clone())),
-            {
-                let cache = cache.clone();
-                move |volume: PartialObjectMeta<PersistentVolume>| {
-                    cache.with_readable(|resizes| guarded(triggers::for_volume(resizes, &volume.name_any())))
-                }
-            },
-        )
-        // A mover's result in its log: the pass is over before the kubelet sees the exit.
-        .reconcile_on(results_in)
-        .shutdown_on_signal();
     tracing::info!(namespace = ?scope, "controllers started");
-    let resizes_controller = controller
-        .run(
-            resize::reconcile,
-            resize::error_policy,
-            Arc::new(resize::Resizing::from(ctx).with_result_watch(results)),
-        )
-        .for_each(|result| async move {
-            match result {
-                Ok((object, _)) => tracing::debug!(name = %object.name, "reconciled"),
-                Err(error) => {
-                    tracing::debug!(%error, "reconcile error (already handled by the error policy)")
-                }
-            }
-        });
+    let resizes_controller = resize::controller::run(controller, &client, scope, ctx, results_in, results);
     futures::join!(
         resizes_controller,
         requests_controller,
         autoscale_controller,
         extended_controller
     );
-}
-
-/// Reconcile requests for the controller, whose objects are guarded VolumeResizes (the same kind,
-/// group and version: only the Rust type differs).
-fn guarded(resizes: Vec<ObjectRef<VolumeResize>>) -> Vec<ObjectRef<GuardedResize>> {
-    resizes
-        .into_iter()
-        .map(|resize| resize.into_kind_unchecked(()))
-        .collect()
 }
 
 /// How many reconciles of one controller run at once. Unbounded (kube's default), a start that
@@ -420,111 +319,6 @@ impl<T> Drop for AbortOnDrop<T> {
     fn drop(&mut self) {
         self.0.abort();
     }
-}
-
-/// The StatefulSet controller that turns requests (a template edit, annotations, drift) into
-/// VolumeResizes; a VolumeResize's change wakes the StatefulSet it names.
-fn requests_controller(
-    client: &Client,
-    scope: Option<&str>,
-    ctx: Arc<Context>,
-) -> impl std::future::Future<Output = ()> + use<> {
-    let stateful_sets = scoped::<PartialObjectMeta<StatefulSet>>(client, scope);
-    // Guarded, so that one unreadable VolumeResize does not stall this watch; it names no
-    // StatefulSet to wake.
-    let resizes = scoped::<GuardedResize>(client, scope);
-    // Only the StatefulSets that carry a request are kept, reduced to their name and the
-    // annotations the triggers read; the reconcile reads the whole object.
-    let (store, writer) = reflector::store();
-    let stateful_sets = reflector(
-        writer,
-        watcher(stateful_sets, watcher::Config::default())
-            // Dropped first, so only the kept ones are slimmed.
-            .filter_map(|event| std::future::ready(event.map(requests::only_requests).transpose()))
-            .modify(requests::keep_what_triggers_read),
-    )
-    .applied_objects();
-    Controller::for_stream(stateful_sets, store)
-        .with_config(reconciles())
-        .trigger_backoff(WatchBackoff::default())
-        .watches(resizes, watcher::Config::default().any_semantic(), |object: GuardedResize| {
-            let resize = object.0.ok()?;
-            let namespace = resize.namespace();
-            Some(
-                ObjectRef::<PartialObjectMeta<StatefulSet>>::new(&resize.spec.stateful_set_name)
-                    .within(namespace.as_deref().unwrap_or_default()),
-            )
-        })
-        .shutdown_on_signal()
-        .run(requests::reconcile, requests::error_policy, ctx)
-        .for_each(|result| async move {
-            if let Err(error) = result {
-                tracing::debug!(%error, "StatefulSet requests: reconcile error (handled by the error policy)");
-            }
-        })
-}
-
-/// The VolumeAutoscaler controller: each autoscaler is read again every interval (usage has no
-/// watch), at once when its StatefulSets or the VolumeResizes it made change.
-fn autoscale_controller(
-    client: &Client,
-    scope: Option<&str>,
-    interval: Duration,
-    ctx: Arc<Context>,
-) -> impl std::future::Future<Output = ()> + use<> {
-    let autoscalers = scoped::<VolumeAutoscaler>(client, scope);
-    let stateful_sets = scoped::<PartialObjectMeta<StatefulSet>>(client, scope);
-    // Metadata only: the label it maps by is read even off a VolumeResize this Ferry cannot parse.
-    let resizes = scoped::<PartialObjectMeta<VolumeResize>>(client, scope);
-    let scaling = Arc::new(Autoscaling {
-        ctx,
-        summaries: Summaries::new(client.clone(), interval),
-        interval,
-    });
-    let controller = Controller::new(autoscalers, watcher::Config::default().any_semantic())
-        .with_config(reconciles())
-        .trigger_backoff(WatchBackoff::default());
-    let store = controller.store();
-    controller
-        .watches_stream(touched_metadata(stateful_sets), {
-            let store = store.clone();
-            move |sts: PartialObjectMeta<StatefulSet>| {
-                let namespace = sts.namespace();
-                let name = sts.name_any();
-                store
-                    .state()
-                    .iter()
-                    .filter(|vas| {
-                        vas.namespace() == namespace
-                            && vas
-                                .spec
-                                .stateful_set_name
-                                .as_ref()
-                                .is_none_or(|named| *named == name)
-                    })
-                    .map(|vas| ObjectRef::from_obj(vas.as_ref()))
-                    .collect::<Vec<_>>()
-            }
-        })
-        .watches_stream(touched_metadata(resizes), {
-            let store = store.clone();
-            move |resize: PartialObjectMeta<VolumeResize>| {
-                let uid = resize.labels().get(LABEL_AUTOSCALER_UID).cloned();
-                store
-                    .state()
-                    .iter()
-                    .filter(|vas| uid.is_some() && vas.uid() == uid)
-                    .map(|vas| ObjectRef::from_obj(vas.as_ref()))
-                    .collect::<Vec<_>>()
-            }
-        })
-        .shutdown_on_signal()
-        .run(autoscale::reconcile, autoscale::error_policy, scaling)
-        .for_each(|result| async move {
-            if let Err(error) = result {
-                tracing::debug!(%error, "VolumeAutoscaler: reconcile error (handled by the error policy)");
-            }
-        })
 }
 
 async fn wait_for_crd(client: &Client) -> Result<(), Error> {

@@ -4,6 +4,7 @@
 //! earlier grows lives in status (and is rebuilt from the VolumeResizes it made), so a restarted
 //! operator keeps cooldowns and provider limits.
 
+pub mod controller;
 pub mod defaults;
 mod observe;
 mod summaries;

@@ -4,6 +4,7 @@
 //! decision: the StatefulSet's annotations first (guarded by its resourceVersion, so a request
 //! changed meanwhile is never overwritten), then the VolumeResize, then the Events.
 
+pub mod controller;
 mod observe;
 
 use crate::context::Context;

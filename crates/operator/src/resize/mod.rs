@@ -1,5 +1,6 @@
 //! The VolumeResize controller: read the cluster, let the engine decide, apply, write status.
 
+pub mod controller;
 mod execute;
 pub mod hold;
 pub mod intake;
