@@ -2,7 +2,7 @@
 //! actions, so the operator never parses a name back (a prefix match would take template `data`
 //! for `data-log`).
 
-use crate::action::Pass;
+use crate::resize::action::Pass;
 
 /// Short, stable suffix from a VolumeResize's UID: names never collide with those of an older
 /// VolumeResize of the same name.

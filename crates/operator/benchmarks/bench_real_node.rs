@@ -255,7 +255,7 @@ fn spawn_result_follower(pods: Api<Pod>, log: Log) -> tokio::task::JoinHandle<()
                 };
                 let mut lines = stream.lines();
                 while let Some(Ok(line)) = lines.next().await {
-                    if ferry_engine::copy::is_result_line(&line) {
+                    if ferry_engine::resize::copy::is_result_line(&line) {
                         let wall_ms = std::time::SystemTime::now()
                             .duration_since(std::time::UNIX_EPOCH)
                             .map_or(0, |since| since.as_millis() as u64);

@@ -35,8 +35,8 @@ impl Context {
     }
 
     /// The mover images this operator runs, as the planners see them.
-    pub fn mover_images(&self) -> ferry_engine::observed::MoverImages {
-        ferry_engine::observed::MoverImages {
+    pub fn mover_images(&self) -> ferry_engine::resize::observed::MoverImages {
+        ferry_engine::resize::observed::MoverImages {
             default: self.mover_image.clone(),
             allowed: self.allowed_mover_images.clone(),
         }

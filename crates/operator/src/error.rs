@@ -1,4 +1,4 @@
-pub use ferry_engine::action::ActionKind;
+pub use ferry_engine::resize::action::ActionKind;
 use std::borrow::Cow;
 use thiserror::Error;
 

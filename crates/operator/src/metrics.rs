@@ -4,7 +4,7 @@
 
 use crate::resize_cache::Resizes;
 use ferry_api::VolumeResize;
-use ferry_engine::gauges::{copy_progress, in_flight};
+use ferry_engine::resize::gauges::{copy_progress, in_flight};
 use prometheus_client::collector::Collector;
 use prometheus_client::encoding::{DescriptorEncoder, EncodeLabelSet, EncodeMetric, MetricEncoder};
 use prometheus_client::metrics::MetricType;

@@ -8,7 +8,7 @@ use crate::context::Context;
 use crate::error::ActionKind;
 use crate::writes::with_uid_precondition;
 use ferry_api::{VolumeResize, parse_bytes};
-use ferry_engine::action::ResizeAction;
+use ferry_engine::resize::action::ResizeAction;
 use k8s_openapi::api::apps::v1::StatefulSet;
 use k8s_openapi::api::core::v1::{ConfigMap, PersistentVolume, PersistentVolumeClaim, Pod, Toleration};
 use kube::api::{DeleteParams, EvictParams, Patch, Preconditions};
@@ -378,7 +378,7 @@ fn ignore_gone(result: Result<(), kube::Error>) -> Result<(), Error> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use ferry_engine::action::Pass;
+    use ferry_engine::resize::action::Pass;
 
     /// Every action names the object it works on, as its plan gives it.
     #[test]

@@ -13,7 +13,7 @@ use ferry_api::names::{
 };
 use ferry_api::quantity::format_bytes;
 use ferry_api::{MoverSettings, Verify, VolumeChange, VolumePlan, VolumeResize};
-use ferry_engine::action::Pass;
+use ferry_engine::resize::action::Pass;
 use k8s_openapi::api::apps::v1::StatefulSet;
 use k8s_openapi::api::core::v1::{
     Capabilities, ConfigMap, Container, DownwardAPIVolumeFile, DownwardAPIVolumeSource, ObjectFieldSelector,

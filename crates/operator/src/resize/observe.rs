@@ -8,7 +8,7 @@ use super::views::{claim_view, stateful_set_view, volume_view};
 use crate::Error;
 use crate::context::Context;
 use ferry_api::{Phase, VolumeResize};
-use ferry_engine::{NodeView, Observed, PeerResize, Scope, StorageClassView, VolumeView};
+use ferry_engine::resize::{NodeView, Observed, PeerResize, Scope, StorageClassView, VolumeView};
 use k8s_openapi::api::apps::v1::StatefulSet;
 use k8s_openapi::api::core::v1::{Node, PersistentVolume, PersistentVolumeClaim, Pod};
 use k8s_openapi::api::storage::v1::StorageClass;

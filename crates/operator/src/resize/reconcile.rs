@@ -17,13 +17,13 @@ use ferry_api::names::FINALIZER;
 use ferry_api::names::{ANNOTATION_RETAINED_FROM, ANNOTATION_ROLLBACK_REQUESTED, LABEL_RETAINED};
 use ferry_api::quantity::format_bytes;
 use ferry_api::{Phase, VolumeResize, VolumeResizeStatus, condition::PRECHECKED};
-use ferry_engine::Verdict;
-use ferry_engine::action::ResizeAction;
-use ferry_engine::plan::{Decision, Input, Prechecked, plan, scope};
-use ferry_engine::retention::RetentionDecision;
-use ferry_engine::route::Facts;
-use ferry_engine::run::Decision as RunDecision;
-use ferry_engine::step_timing::FinishedStep;
+use ferry_engine::resize::Verdict;
+use ferry_engine::resize::action::ResizeAction;
+use ferry_engine::resize::plan::{Decision, Input, Prechecked, plan, scope};
+use ferry_engine::resize::retention::RetentionDecision;
+use ferry_engine::resize::route::Facts;
+use ferry_engine::resize::run::Decision as RunDecision;
+use ferry_engine::resize::step_timing::FinishedStep;
 use k8s_openapi::api::apps::v1::StatefulSet;
 use k8s_openapi::api::core::v1::ObjectReference;
 use k8s_openapi::api::core::v1::PersistentVolume;
@@ -102,7 +102,7 @@ async fn again_from_the_api(resize: &VolumeResize, ctx: &Resizing) -> Result<Act
 }
 
 /// Guard → observe → plan → write status → act → report. What happens is the engine's decision
-/// alone ([`ferry_engine::plan`]); this only reads what it looks at and carries it out.
+/// alone ([`ferry_engine::resize::plan`]); this only reads what it looks at and carries it out.
 async fn reconcile_inner(resize: &VolumeResize, ctx: &Resizing) -> Result<Action, Error> {
     let namespace = resize.namespace().ok_or_else(|| Error::NotNamespaced {
         kind: "VolumeResize",

@@ -16,7 +16,7 @@ use kube::runtime::reflector::ObjectRef;
 
 use crate::resize::objects::MOVER_CONTAINER;
 use crate::resize_cache::GuardedResize;
-use ferry_engine::copy::is_result_line;
+use ferry_engine::resize::copy::is_result_line;
 
 /// The movers whose logs are followed, and where their results wake the resize controller.
 #[derive(Default)]

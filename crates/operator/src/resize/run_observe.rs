@@ -9,9 +9,9 @@ use ferry_api::VolumeResize;
 use ferry_api::names::{
     ANNOTATION_BACKED_UP_UID, ANNOTATION_FINAL_PASS, ANNOTATION_RECREATED_BY, FINAL_PASS_GO,
 };
-use ferry_engine::action::Pass;
-use ferry_engine::copy::{is_result_line, mover_name, temp_claim_name, usage_pod_name};
-use ferry_engine::{MoverPhase, MoverView, Observed};
+use ferry_engine::resize::action::Pass;
+use ferry_engine::resize::copy::{is_result_line, mover_name, temp_claim_name, usage_pod_name};
+use ferry_engine::resize::{MoverPhase, MoverView, Observed};
 use k8s_openapi::api::apps::v1::StatefulSet;
 use k8s_openapi::api::core::v1::{ConfigMap, PersistentVolume, PersistentVolumeClaim, Pod};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;

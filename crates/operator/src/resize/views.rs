@@ -3,7 +3,7 @@
 use ferry_api::names::ANNOTATION_BIND_NUDGE;
 use ferry_api::parse_bytes;
 use ferry_api::quantity::requested_storage;
-use ferry_engine::{ClaimView, NodeResize, PodView, StatefulSetView, TemplateView, VolumeView};
+use ferry_engine::resize::{ClaimView, NodeResize, PodView, StatefulSetView, TemplateView, VolumeView};
 use k8s_openapi::api::apps::v1::StatefulSet;
 use k8s_openapi::api::core::v1::{
     PersistentVolume, PersistentVolumeClaim, PersistentVolumeClaimCondition, Pod,

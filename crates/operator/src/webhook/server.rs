@@ -17,7 +17,7 @@ use ferry_api::condition::{
     REASON_STORAGE_CLASS_NOT_FOUND, REASON_TEMPLATE_NOT_FOUND,
 };
 use ferry_api::{ExtendedStatefulSet, VolumeResize};
-use ferry_engine::{Verdict, precheck};
+use ferry_engine::resize::{Verdict, precheck};
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::service::TowerToHyperService;
 use kube::Api;
@@ -324,7 +324,14 @@ async fn validate_volume_resize(State(ctx): State<Arc<Context>>, request: Reques
     let response = AdmissionResponse::from(&request);
     let namespace = resize.metadata.namespace.clone().unwrap_or_default();
     let resizing = crate::resize::Resizing::from(ctx.clone());
-    let observation = match observe(&resizing, &resize, &namespace, ferry_engine::Scope::Request).await {
+    let observation = match observe(
+        &resizing,
+        &resize,
+        &namespace,
+        ferry_engine::resize::Scope::Request,
+    )
+    .await
+    {
         Ok(observation) => observation,
         Err(error) => {
             // The engine prechecks again anyway; an unreadable cluster must not block creates.

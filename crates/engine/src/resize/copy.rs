@@ -3,11 +3,11 @@
 //! the replica on its new volume and wait until it is Ready. A mover failure before the swap rolls the
 //! replica back. Every stage is derived from what is observed, so a restarted operator resumes.
 
-use crate::action::{MOVER_STUCK_SECONDS, Pass, ResizeAction};
 use crate::names;
-use crate::observed::{MoverPhase, MoverView, Observed, StatefulSetView};
-use crate::run::{Decision, unsized_target};
-use crate::status::update_progress;
+use crate::resize::action::{MOVER_STUCK_SECONDS, Pass, ResizeAction};
+use crate::resize::observed::{MoverPhase, MoverView, Observed, StatefulSetView};
+use crate::resize::run::{Decision, unsized_target};
+use crate::resize::status::update_progress;
 use ferry_api::{ChosenStrategy, Mode, Phase, RowStep, VolumePlan, VolumeResizeSpec, VolumeResizeStatus};
 use ferry_mover_report::{Progress, SyncResult, UsageResult};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, Time};

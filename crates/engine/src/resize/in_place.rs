@@ -1,13 +1,13 @@
 //! In-place expansion (SPEC §2): grow each claim, wait for the capacity (restarting one pod at a time
 //! where only a new pod finishes the file-system resize: the kubelet reported `NodeResizeError`, or
-//! said nothing for [`crate::observed::NODE_RESIZE_GRACE_SECONDS`]), then re-create the StatefulSet
+//! said nothing for [`crate::resize::observed::NODE_RESIZE_GRACE_SECONDS`]), then re-create the StatefulSet
 //! with the new template so future replicas get the new size. No data is copied and no pod restarts
 //! otherwise.
 
-use crate::action::ResizeAction;
-use crate::observed::Observed;
-use crate::run::Decision;
-use crate::status::update_progress;
+use crate::resize::action::ResizeAction;
+use crate::resize::observed::Observed;
+use crate::resize::run::Decision;
+use crate::resize::status::update_progress;
 use ferry_api::{ChosenStrategy, Phase, RowStep, VolumePlan, VolumeResizeStatus};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
@@ -34,7 +34,7 @@ pub fn plan_in_place(
     // fails the resize while the StatefulSet is whole, instead of being skipped and the resize
     // reported as Succeeded without it.
     let not_sizes: Vec<String> = unfinished(&status)
-        .filter_map(crate::run::unsized_target)
+        .filter_map(crate::resize::run::unsized_target)
         .collect();
     if !not_sizes.is_empty() && sts_whole {
         return fail(status, not_sizes.join("; "), now);

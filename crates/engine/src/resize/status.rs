@@ -2,7 +2,7 @@
 //! status already stored and the operator makes no write.
 
 use crate::conditions::{condition, remove_condition, set_condition};
-use crate::precheck::{Precheck, Verdict};
+use crate::resize::precheck::{Precheck, Verdict};
 use ferry_api::{Phase, VolumeResizeStatus, condition::*};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 

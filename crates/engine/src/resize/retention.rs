@@ -2,7 +2,7 @@
 //! their reclaim policy goes back to Delete, so their provisioner deletes them as it would have —
 //! unless it was Retain before the resize: then it stays so, and Ferry lets go of it.
 
-use crate::action::ResizeAction;
+use crate::resize::action::ResizeAction;
 use ferry_api::VolumeResizeStatus;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use std::collections::BTreeSet;

@@ -1,7 +1,7 @@
 //! The safety prechecks of SPEC §3, run before anything is touched, and the plan they produce.
 
-use crate::observed::{ClaimView, Observed, StatefulSetView, TemplateView};
-use crate::strategy::{StrategyInput, choose};
+use crate::resize::observed::{ClaimView, Observed, StatefulSetView, TemplateView};
+use crate::resize::strategy::{StrategyInput, choose};
 use ferry_api::quantity::format_bytes;
 use ferry_api::{VolumeChange, VolumePlan, VolumeResizeSpec, condition::*, parse_bytes};
 
@@ -254,7 +254,7 @@ fn row_of_replica(
     };
     let strategy = strategy.map_err(|refusal| {
         let reason = match refusal {
-            crate::strategy::StrategyRefusal::InPlaceNotExpandable => REASON_NOT_EXPANDABLE,
+            crate::resize::strategy::StrategyRefusal::InPlaceNotExpandable => REASON_NOT_EXPANDABLE,
             _ => REASON_INVALID_SIZE,
         };
         Precheck::reject(reason, format!("PVC {claim_name}: {refusal}"))

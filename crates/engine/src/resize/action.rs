@@ -1,10 +1,10 @@
 //! What a running resize asks of the cluster: the actions the planners decide and the operator
-//! carries out, and the limits they plan with. What they see is [`crate::observed::Observed`].
+//! carries out, and the limits they plan with. What they see is [`crate::resize::observed::Observed`].
 
 /// What a step says while a PodDisruptionBudget holds it.
 pub const WAITING_FOR_BUDGET: &str = "waiting for the PodDisruptionBudget to allow a disruption";
 
-/// How long a mover pod may stay unable to run (see [`crate::observed::MoverView::stuck`]) before it counts as
+/// How long a mover pod may stay unable to run (see [`crate::resize::observed::MoverView::stuck`]) before it counts as
 /// failed; a scheduler or an image registry can recover in that time, a replica must not wait
 /// forever.
 pub const MOVER_STUCK_SECONDS: i64 = 120;

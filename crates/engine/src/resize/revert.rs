@@ -2,10 +2,10 @@
 //! volume, still retained, with the same PV re-binding swap in reverse. Writes made since the swap
 //! stay on the new volume, which is kept (retained) rather than deleted.
 
-use crate::action::ResizeAction;
-use crate::copy::{CopyContext, nudge_stalled_binding, swap_claim_to};
-use crate::observed::Observed;
-use crate::run::Decision;
+use crate::resize::action::ResizeAction;
+use crate::resize::copy::{CopyContext, nudge_stalled_binding, swap_claim_to};
+use crate::resize::observed::Observed;
+use crate::resize::run::Decision;
 use ferry_api::{Phase, RowStep, VolumePlan, VolumeResizeStatus, parse_bytes};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
@@ -147,13 +147,13 @@ fn stop_replica(
 ) -> Option<(Vec<ResizeAction>, String)> {
     if let Some(sts) = &observed.stateful_set {
         let unready = if ctx.quorum && !sts.deleting {
-            crate::copy::unready_others(ctx, status, observed, &[replica])
+            crate::resize::copy::unready_others(ctx, status, observed, &[replica])
         } else {
             Vec::new()
         };
         if !unready.is_empty() || (!sts.deleting && observed.budget_blocks()) {
             let why = if unready.is_empty() {
-                crate::action::WAITING_FOR_BUDGET.to_string()
+                crate::resize::action::WAITING_FOR_BUDGET.to_string()
             } else {
                 format!("waiting for replica(s) {unready:?} to be Ready")
             };

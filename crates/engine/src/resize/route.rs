@@ -3,7 +3,7 @@
 //! retention and letting go. The operator observes what the chosen planner reads and applies what
 //! it decides; it never branches on anything else.
 
-use crate::run::Decision;
+use crate::resize::run::Decision;
 use ferry_api::{ChosenStrategy, Phase, RowStep, VolumeResizeStatus};
 
 /// What a reconcile of a VolumeResize does.
@@ -109,20 +109,20 @@ pub fn route(facts: &Facts) -> Route {
 /// One step of a run: the planner for its kind (rollback on request, in place, copy).
 pub fn plan_run(
     run: Run,
-    copy: &crate::copy::CopyContext,
+    copy: &crate::resize::copy::CopyContext,
     status: &VolumeResizeStatus,
-    observed: &crate::observed::Observed,
+    observed: &crate::resize::observed::Observed,
     now: &k8s_openapi::apimachinery::pkg::apis::meta::v1::Time,
 ) -> Decision {
     if run == Run::Revert {
-        return crate::revert::plan_revert(copy, status, observed, now);
+        return crate::resize::revert::plan_revert(copy, status, observed, now);
     }
     let all_in_place = status
         .plan
         .iter()
         .all(|row| row.strategy != Some(ChosenStrategy::Copy));
     if all_in_place {
-        crate::in_place::plan_in_place(
+        crate::resize::in_place::plan_in_place(
             copy.stopping,
             status,
             observed,
@@ -132,7 +132,7 @@ pub fn plan_run(
             now,
         )
     } else {
-        crate::copy::plan_copy(copy, status, observed, now)
+        crate::resize::copy::plan_copy(copy, status, observed, now)
     }
 }
 

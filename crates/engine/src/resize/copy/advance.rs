@@ -297,7 +297,7 @@ fn stop_batch(
             format!("waiting for the StatefulSet's rolling update to finish before stopping {who}");
     } else {
         step.summary = if !ctx.offline && not_yet_down && observed.budget_blocks() {
-            format!("{who}: {}", crate::action::WAITING_FOR_BUDGET)
+            format!("{who}: {}", crate::resize::action::WAITING_FOR_BUDGET)
         } else {
             format!("stopping {who} for the final sync")
         };

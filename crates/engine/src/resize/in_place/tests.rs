@@ -1,8 +1,8 @@
 use super::*;
-use crate::observed::{
+use crate::resize::observed::{
     ClaimView, NODE_RESIZE_GRACE_SECONDS, NodeResize, PodView, StatefulSetView, TemplateView,
 };
-use crate::sim::{World, drive, resize};
+use crate::resize::sim::{World, drive, resize};
 use ferry_api::VolumePlan;
 use k8s_openapi::jiff::Timestamp;
 

@@ -1,5 +1,5 @@
 use super::*;
-use crate::observed::{ClaimView, PeerResize, StatefulSetView, StorageClassView, TemplateView};
+use crate::resize::observed::{ClaimView, PeerResize, StatefulSetView, StorageClassView, TemplateView};
 use ferry_api::{ChosenStrategy, Mode, Strategy, Verify, VolumeChange};
 
 const GI: u64 = 1 << 30;
@@ -185,7 +185,7 @@ fn same_size_and_class_is_nothing_to_do() {
 #[test]
 fn a_mover_image_the_operator_does_not_run_is_refused() {
     let mut o = observed();
-    o.mover_images = crate::observed::MoverImages {
+    o.mover_images = crate::resize::observed::MoverImages {
         default: "ferry.local/ferry:dev".into(),
         allowed: vec!["registry.example/ferry:1.2".into()],
     };
@@ -398,7 +398,7 @@ fn claims_of_scaled_down_replicas_are_listed_not_silently_skipped() {
     }
     let nothing = precheck(&spec(&[("data", "20Gi", None)]), &done);
     assert_eq!(nothing.verdict, Verdict::NothingToDo);
-    let status = crate::status::after_precheck(
+    let status = crate::resize::status::after_precheck(
         None,
         &nothing,
         false,
@@ -436,7 +436,7 @@ fn zero_replicas_is_refused_with_the_reason_not_called_done() {
 
 #[test]
 fn a_target_class_that_cannot_reach_the_replicas_node_is_refused_before_anything_stops() {
-    use crate::observed::NodeView;
+    use crate::resize::observed::NodeView;
     let mut o = observed();
     o.storage_classes.insert(
         "local-fast".into(),

@@ -4,16 +4,16 @@
 //! picks. The operator reads what [`scope`] says, calls [`plan`], writes the status, acts and
 //! reports; it never decides anything itself.
 
-use crate::copy::CopyContext;
 use crate::names;
-use crate::observed::Observed;
-use crate::precheck::{Precheck, Verdict, precheck};
-use crate::readiness;
-use crate::retention::{RetentionDecision, plan_retention};
-use crate::route::{Facts, Route, Run, plan_run, route};
-use crate::run::Decision as RunDecision;
-use crate::status::{after_precheck, defer_spec_change};
-use crate::step_timing::{FinishedStep, stamp_steps};
+use crate::resize::copy::CopyContext;
+use crate::resize::observed::Observed;
+use crate::resize::precheck::{Precheck, Verdict, precheck};
+use crate::resize::readiness;
+use crate::resize::retention::{RetentionDecision, plan_retention};
+use crate::resize::route::{Facts, Route, Run, plan_run, route};
+use crate::resize::run::Decision as RunDecision;
+use crate::resize::status::{after_precheck, defer_spec_change};
+use crate::resize::step_timing::{FinishedStep, stamp_steps};
 use ferry_api::{VolumeResizeSpec, VolumeResizeStatus};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, Time};
 use std::collections::BTreeSet;
@@ -160,7 +160,7 @@ pub fn plan(input: &Input, observed: Observed) -> Decision {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::observed::{StatefulSetView, TemplateView, VolumeView};
+    use crate::resize::observed::{StatefulSetView, TemplateView, VolumeView};
     use ferry_api::condition::{
         QUEUED, REASON_STATEFUL_SET_NOT_FOUND, REASON_WAITING_FOR_OTHER, SPEC_CHANGE_DEFERRED,
     };
@@ -264,7 +264,7 @@ mod tests {
             }),
             storage_classes: [(
                 "standard".to_string(),
-                crate::observed::StorageClassView {
+                crate::resize::observed::StorageClassView {
                     allow_expansion: true,
                     ..Default::default()
                 },

@@ -1,7 +1,7 @@
 //! The one model of what the planners see: the slice of cluster state a VolumeResize depends on,
 //! already reduced to plain values by the operator and read fresh every reconcile (nothing is
 //! remembered between them). The operator fills the parts the route at hand reads
-//! ([`crate::plan::Scope`]); the rest stays empty.
+//! ([`crate::resize::plan::Scope`]); the rest stays empty.
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use std::collections::BTreeMap;
@@ -268,8 +268,8 @@ impl MoverView {
     }
 
     /// The action removing this pod, `name`: at once when it exited 0, gracefully otherwise.
-    pub fn delete(&self, name: &str) -> crate::action::ResizeAction {
-        crate::action::ResizeAction::DeleteMover {
+    pub fn delete(&self, name: &str) -> crate::resize::action::ResizeAction {
+        crate::resize::action::ResizeAction::DeleteMover {
             pod: name.to_string(),
             exited: self.exited_ok().then(|| self.uid.clone()),
         }
@@ -332,9 +332,13 @@ impl Observed {
 
     /// The action that sets `volume`'s reclaim policy to `policy`, unless the volume is gone or
     /// has that policy already.
-    pub fn set_reclaim_policy(&self, volume: &str, policy: &str) -> Option<crate::action::ResizeAction> {
+    pub fn set_reclaim_policy(
+        &self,
+        volume: &str,
+        policy: &str,
+    ) -> Option<crate::resize::action::ResizeAction> {
         let observed = self.volumes.get(volume)?;
-        (observed.reclaim_policy != policy).then(|| crate::action::ResizeAction::SetReclaimPolicy {
+        (observed.reclaim_policy != policy).then(|| crate::resize::action::ResizeAction::SetReclaimPolicy {
             volume: volume.to_string(),
             uid: Some(observed.uid.clone()),
             policy: policy.to_string(),

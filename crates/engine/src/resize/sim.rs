@@ -1,11 +1,11 @@
 //! The one simulator driver for every planner (test only): a simulated VolumeResize reconciled
-//! through the engine's one entry point ([`crate::plan::plan`]), routing included, against a
+//! through the engine's one entry point ([`crate::resize::plan::plan`]), routing included, against a
 //! simulated cluster (a [`World`]: the copy's in `copy/tests.rs`, in-place expansion's in
 //! `in_place/tests.rs`), with the operator killed after any action.
 
-use crate::action::ResizeAction;
-use crate::observed::Observed;
-use crate::run::Decision;
+use crate::resize::action::ResizeAction;
+use crate::resize::observed::Observed;
+use crate::resize::run::Decision;
 use ferry_api::{Phase, VolumeResizeSpec, VolumeResizeStatus};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
@@ -53,9 +53,9 @@ impl Resize {
         status: &VolumeResizeStatus,
         observed: &Observed,
         now: &Time,
-    ) -> crate::plan::Decision {
-        let input = crate::plan::Input {
-            facts: crate::route::Facts {
+    ) -> crate::resize::plan::Decision {
+        let input = crate::resize::plan::Input {
+            facts: crate::resize::route::Facts {
                 status: Some(status),
                 generation: Some(1),
                 deleting: self.deleting,
@@ -67,14 +67,14 @@ impl Resize {
             uid: "abcd1234-0000-4000-8000-000000000000",
             now,
         };
-        crate::plan::plan(&input, observed.clone())
+        crate::resize::plan::plan(&input, observed.clone())
     }
 
     /// The run's step at this reconcile; `None` once the route leaves the run (finished, letting
     /// go, retention).
     pub fn step(&self, status: &VolumeResizeStatus, observed: &Observed, now: &Time) -> Option<Decision> {
         match self.plan(status, observed, now) {
-            crate::plan::Decision::Run { step, .. } => Some(step),
+            crate::resize::plan::Decision::Run { step, .. } => Some(step),
             _ => None,
         }
     }

@@ -1,11 +1,11 @@
 //! The copy, its rollback on request and its stop on deletion against a small simulated cluster,
-//! driven through the engine's one entry point ([`crate::plan::plan`]) as the operator drives it —
+//! driven through the engine's one entry point ([`crate::resize::plan::plan`]) as the operator drives it —
 //! routing included: a clean run, failures (rollback), and the operator killed after every single
 //! action; each time it must converge with the data intact and nothing leaked.
 
 use super::*;
-use crate::observed::{ClaimView, MoverView, PodView, StatefulSetView, TemplateView, VolumeView};
-use crate::sim::{Resize, SUFFIX, World, drive, resize};
+use crate::resize::observed::{ClaimView, MoverView, PodView, StatefulSetView, TemplateView, VolumeView};
+use crate::resize::sim::{Resize, SUFFIX, World, drive, resize};
 use ferry_api::{Mode, MoverSettings};
 use k8s_openapi::jiff::Timestamp;
 use std::collections::BTreeMap;

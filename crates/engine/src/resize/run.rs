@@ -1,6 +1,6 @@
 //! What every run planner (in place, copy, revert) decides, and what each refuses alike.
 
-use crate::action::ResizeAction;
+use crate::resize::action::ResizeAction;
 use ferry_api::{VolumePlan, VolumeResizeStatus};
 
 /// The next status and actions of a running resize.

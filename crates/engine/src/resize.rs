@@ -1,0 +1,28 @@
+//! VolumeResize decisions: the one entry point [`plan`] routes a resize to its prechecks, its run
+//! (in place, by copy, reverted) or its retention, each a pure planner of typed actions over one
+//! [`Observed`] cluster slice.
+
+pub mod action;
+pub mod copy;
+pub mod gauges;
+pub mod in_place;
+pub mod observed;
+pub mod plan;
+pub mod precheck;
+pub mod readiness;
+pub mod retention;
+pub mod revert;
+pub mod route;
+pub mod run;
+#[cfg(test)]
+mod sim;
+pub mod status;
+pub mod step_timing;
+pub mod strategy;
+
+pub use observed::{
+    ClaimView, MoverPhase, MoverView, NodeResize, NodeView, Observed, PeerResize, PodView, StatefulSetView,
+    StorageClassView, TemplateView, VolumeView,
+};
+pub use plan::{Decision, Input, Scope, plan, scope};
+pub use precheck::{Precheck, Verdict, precheck};
