@@ -3,11 +3,13 @@
 //! what size, and if not, why not. Pure: the operator polls usage and keeps the record in status,
 //! so a restarted operator decides the same (cooldowns and provider windows included).
 
+pub mod plan;
 pub mod policy;
 pub mod record;
 pub mod request;
 pub mod rescue;
 pub mod seed;
+pub mod situation;
 pub mod usage;
 
 #[cfg(test)]

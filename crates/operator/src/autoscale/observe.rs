@@ -1,15 +1,17 @@
 //! What an autoscaler looks at, read fresh each pass: its StatefulSets, their pods and claims,
-//! the VolumeResizes in the namespace, and the usage the kubelets report.
+//! the VolumeResizes in the namespace, and the usage the kubelets report. All of it is read first,
+//! then `ferry_engine::autoscale::plan` decides.
 
 use super::summaries::Summaries;
 use crate::Error;
-use ferry_api::listed::Listing;
-use ferry_api::names::{LABEL_STATEFUL_SET, LABEL_TRIGGER};
+use crate::context::Context;
+use crate::features::{Feature, Features};
 use ferry_api::quantity::requested_storage;
-use ferry_api::{Phase, VolumeAutoscaler, VolumeResize, parse_bytes};
-use ferry_engine::autoscale::rescue::crashing_on_full_disk;
+use ferry_api::{VolumeAutoscaler, parse_bytes};
+use ferry_engine::autoscale::Reading;
+use ferry_engine::autoscale::plan::{Observation, SetObservation, VolumeObservation};
+use ferry_engine::autoscale::situation::Replicas;
 use ferry_engine::autoscale::usage::readings;
-use ferry_engine::autoscale::{Reading, Situation};
 use ferry_engine::names::ordinal_after;
 use k8s_openapi::api::apps::v1::StatefulSet;
 use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod};
@@ -19,7 +21,7 @@ use kube::{Api, Client, ResourceExt};
 use std::collections::BTreeMap;
 
 /// The StatefulSets an autoscaler governs, or why it governs none.
-pub async fn stateful_sets(
+async fn stateful_sets(
     client: &Client,
     namespace: &str,
     autoscaler: &VolumeAutoscaler,
@@ -49,15 +51,7 @@ pub async fn stateful_sets(
     })
 }
 
-/// One StatefulSet's replicas as the autoscaler reads them.
-pub struct Replicas {
-    /// The ordinals the StatefulSet asks for.
-    pub ordinals: Vec<i32>,
-    /// Its pods by ordinal (those that exist).
-    pub pods: BTreeMap<i32, Pod>,
-}
-
-pub async fn replicas(client: &Client, namespace: &str, sts: &StatefulSet) -> Result<Replicas, Error> {
+async fn replicas(client: &Client, namespace: &str, sts: &StatefulSet) -> Result<Replicas, Error> {
     let name = sts.name_any();
     let uid = sts.uid();
     let pods = Api::<Pod>::namespaced(client.clone(), namespace);
@@ -94,26 +88,8 @@ pub async fn replicas(client: &Client, namespace: &str, sts: &StatefulSet) -> Re
     })
 }
 
-/// The size the template asks for, in bytes.
-pub fn template_size(sts: &StatefulSet, volume: &str) -> Result<u64, String> {
-    let template = sts
-        .spec
-        .iter()
-        .flat_map(|spec| spec.volume_claim_templates.iter().flatten())
-        .find(|template| template.name_any() == volume)
-        .ok_or_else(|| {
-            format!(
-                "StatefulSet {:?} has no volume claim template {volume:?}",
-                sts.name_any()
-            )
-        })?;
-    let size = requested_storage(template.spec.as_ref())
-        .ok_or_else(|| format!("volume claim template {volume:?} asks for no storage size"))?;
-    parse_bytes(&size.0).map_err(|error| format!("volume claim template {volume:?}: {error}"))
-}
-
 /// The claims of `volume` by name → ordinal, and the largest size they ask for.
-pub async fn claims(
+async fn claims(
     client: &Client,
     namespace: &str,
     sts: &str,
@@ -137,7 +113,7 @@ pub async fn claims(
 }
 
 /// The usage of the claims given, from the summaries of the nodes their pods run on.
-pub async fn usage(
+async fn usage(
     summaries: &Summaries,
     namespace: &str,
     pods: &BTreeMap<i32, Pod>,
@@ -158,156 +134,60 @@ pub async fn usage(
     found
 }
 
-/// The VolumeResizes of a namespace, listed from the API server (not a cache: a resize made in the
-/// last pass must be seen in this one). One this Ferry cannot read does not fail the list: it is
-/// logged, and counts only as possibly at work on the StatefulSet it names (see [`situation`]).
-pub async fn resizes(client: &Client, namespace: &str) -> Result<Listing, Error> {
-    crate::listing::list(client, namespace).await
-}
-
-fn unix_seconds(resize: &VolumeResize) -> Option<i64> {
-    resize
-        .metadata
-        .creation_timestamp
-        .as_ref()
-        .map(|time| time.0.as_second())
-}
-
-/// The `LABEL_TRIGGER` value of the VolumeResizes autoscalers make.
-pub const TRIGGER_AUTOSCALE: &str = "autoscale";
-
-/// A VolumeResize made this close to a recorded grow is that grow.
-const SAME_GROW_SECONDS: i64 = 60;
-
-/// Everything the decision needs for one volume of one StatefulSet.
-pub struct Facts<'a> {
-    pub sts: &'a str,
-    pub volume: &'a str,
-    pub current_size: u64,
-    pub replicas: &'a Replicas,
-    pub readings: Vec<Reading>,
-    pub resizes: &'a Listing,
-    /// Grow times the autoscaler's status records (Unix seconds).
-    pub recorded_history: Vec<i64>,
-    pub now: i64,
-}
-
-pub fn situation(facts: Facts) -> Situation {
-    let on_this_set = |resize: &&VolumeResize| resize.spec.stateful_set_name == facts.sts;
-    // An unreadable resize that may be at work on this StatefulSet counts as running: growing
-    // beside it could start a second resize of the same StatefulSet.
-    let resize_running = facts.resizes.working_on(facts.sts);
-    // The autoscalers' resizes of this volume (rebuilding the record if status lost it). Any
-    // autoscaler's, not only this one's: cooldowns and provider windows are about the volume, and a
-    // default autoscaler the garbage collector took for an orphan of the StatefulSet Ferry
-    // re-created comes back with a new UID and no status. An unreadable one cannot be told to be of
-    // this volume: the grow times in status stand for it.
-    let mut own: Vec<&VolumeResize> = facts
-        .resizes
-        .readable
-        .iter()
-        .filter(on_this_set)
-        .filter(|resize| {
-            resize.labels().get(LABEL_TRIGGER).map(String::as_str) == Some(TRIGGER_AUTOSCALE)
-                && resize.labels().get(LABEL_STATEFUL_SET).map(String::as_str) == Some(facts.sts)
-                && resize
-                    .spec
-                    .volumes
-                    .iter()
-                    .any(|change| change.name == facts.volume)
-        })
-        .collect();
-    own.sort_by_key(|resize| unix_seconds(resize));
-    let resize_failed = own
-        .last()
-        .filter(|resize| resize.phase() == Phase::Failed)
-        .map(|resize| resize.name_any());
-    // A grow is recorded at about the time its VolumeResize was made: one near a recorded time is
-    // that grow, not another (counting it twice would halve a provider's allowance).
-    let mut history = facts.recorded_history.clone();
-    history.extend(
-        own.iter()
-            .filter_map(|resize| unix_seconds(resize))
-            .filter(|made| {
-                !facts
-                    .recorded_history
-                    .iter()
-                    .any(|recorded| (recorded - made).abs() <= SAME_GROW_SECONDS)
-            }),
-    );
-    history.sort_unstable();
-    history.dedup();
-
-    let full_disk_crashes = facts
-        .replicas
-        .pods
-        .iter()
-        .filter(|(ordinal, _)| facts.replicas.ordinals.contains(ordinal))
-        .filter(|(ordinal, pod)| {
-            let reading = facts.readings.iter().find(|r| r.replica == **ordinal);
-            crashing_on_full_disk(pod, reading)
-        })
-        .map(|(ordinal, _)| *ordinal)
-        .collect();
-    Situation {
-        current_size: facts.current_size,
-        replicas: facts.replicas.ordinals.clone(),
-        readings: facts.readings,
-        full_disk_crashes,
-        resize_running,
-        resize_failed,
-        history,
-        now: facts.now,
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use ferry_api::names::LABEL_AUTOSCALER_UID;
-    use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
-    use k8s_openapi::jiff::Timestamp;
-
-    /// A grow of db's `data` made by the autoscaler with `uid` at `made` (Unix seconds).
-    fn grow(name: &str, uid: &str, made: i64) -> VolumeResize {
-        let change = serde_json::from_value(serde_json::json!({"name": "data", "size": "2Gi"})).unwrap();
-        let mut resize =
-            VolumeResize::new(name, ferry_api::VolumeResizeSpec::for_volumes("db", vec![change]));
-        resize.metadata.labels = Some(
-            [
-                (LABEL_TRIGGER.to_string(), "autoscale".to_string()),
-                (LABEL_AUTOSCALER_UID.to_string(), uid.to_string()),
-                (LABEL_STATEFUL_SET.to_string(), "db".to_string()),
-            ]
-            .into(),
-        );
-        resize.metadata.creation_timestamp = Some(Time(Timestamp::from_second(made).unwrap()));
-        resize
-    }
-
-    /// The default autoscaler is deleted and made again whenever the garbage collector takes it for
-    /// an orphan of the StatefulSet Ferry re-creates (same name, new UID): a new UID, no status.
-    /// The volume's grows still count, so a cooldown or a provider's window holds across that.
-    #[test]
-    fn grows_of_the_volume_by_an_earlier_autoscaler_count_in_the_history() {
-        let replicas = Replicas {
-            ordinals: vec![0],
-            pods: BTreeMap::new(),
-        };
-        let resizes = Listing {
-            readable: vec![grow("db-grow-1", "the-autoscaler-before", 1000)],
-            unreadable: Vec::new(),
-        };
-        let seen = situation(Facts {
-            sts: "db",
-            volume: "data",
-            current_size: 1 << 30,
-            replicas: &replicas,
-            readings: Vec::new(),
-            resizes: &resizes,
-            recorded_history: Vec::new(),
-            now: 2000,
+/// Everything one pass of `autoscaler` decides from. With usage switched off, no kubelet is asked
+/// (`nodes/proxy` is not granted); the plan is told why.
+pub async fn observe(
+    ctx: &Context,
+    summaries: &Summaries,
+    autoscaler: &VolumeAutoscaler,
+    namespace: &str,
+) -> Result<Observation, Error> {
+    let client = &ctx.client;
+    // Listed from the API server; one this Ferry cannot read does not fail the list: it is logged,
+    // and counts only as possibly at work on the StatefulSet it names.
+    let resizes = crate::listing::list(client, namespace).await?;
+    let found = match stateful_sets(client, namespace, autoscaler).await? {
+        Ok(found) => found,
+        Err(why) => {
+            return Ok(Observation {
+                resizes,
+                stateful_sets: Err(why),
+            });
+        }
+    };
+    let read_usage = ctx.features.enabled(Feature::KubeletStats);
+    let mut sets = Vec::new();
+    for sts in found {
+        let replicas = replicas(client, namespace, &sts).await?;
+        let mut volumes = BTreeMap::new();
+        for volume in &autoscaler.spec.volumes {
+            let name = sts.name_any();
+            let (claims, largest_claim) =
+                claims(client, namespace, &name, &volume.name, &replicas.ordinals).await?;
+            let readings = if read_usage {
+                usage(summaries, namespace, &replicas.pods, &claims).await
+            } else {
+                Vec::new()
+            };
+            let read = VolumeObservation {
+                largest_claim,
+                readings,
+            };
+            volumes.insert(volume.name.clone(), read);
+        }
+        sets.push(SetObservation {
+            object: sts,
+            replicas,
+            volumes,
         });
-        assert_eq!(seen.history, vec![1000]);
     }
+    Ok(Observation {
+        resizes,
+        stateful_sets: Ok(sets),
+    })
+}
+
+/// Why usage is not read, when it is not.
+pub fn usage_not_read(ctx: &Context) -> Option<String> {
+    (!ctx.features.enabled(Feature::KubeletStats)).then(|| Features::switched_off(Feature::KubeletStats))
 }

@@ -1,0 +1,250 @@
+//! The autoscaler's one entry point, [`plan`]: the VolumeAutoscaler and what the operator read for
+//! each StatefulSet and volume it governs → each volume's status, the VolumeResizes to make, the
+//! Events, and what each decision counts in the metrics.
+
+use super::record::{self, Made, Notice};
+use super::request::{Grow, resize_name, resize_spec};
+use super::situation::{Facts, Replicas, situation, template_size};
+use super::{Reading, Reason, Verdict, decide, policy};
+use ferry_api::listed::Listing;
+use ferry_api::{AutoscaledVolume, AutoscaledVolumeStatus, VolumeAutoscaler, VolumeResizeSpec};
+use k8s_openapi::api::apps::v1::StatefulSet;
+use std::collections::BTreeMap;
+
+/// What the plan works from besides the cluster.
+pub struct Input<'a> {
+    pub autoscaler: &'a VolumeAutoscaler,
+    /// Why usage cannot be read, when it cannot (the feature switched off): nothing is decided.
+    pub usage_not_read: Option<&'a str>,
+    pub now: i64,
+}
+
+/// One volume of one StatefulSet as read.
+#[derive(Debug, Clone, Default)]
+pub struct VolumeObservation {
+    /// The largest size its claims ask for.
+    pub largest_claim: u64,
+    /// Usage per replica, from the kubelets of the nodes its pods run on.
+    pub readings: Vec<Reading>,
+}
+
+/// One governed StatefulSet as read.
+#[derive(Debug, Clone, Default)]
+pub struct SetObservation {
+    pub object: StatefulSet,
+    pub replicas: Replicas,
+    /// By volume name (the autoscaler's volumes).
+    pub volumes: BTreeMap<String, VolumeObservation>,
+}
+
+/// What the operator read for one VolumeAutoscaler.
+#[derive(Debug, Clone)]
+pub struct Observation {
+    /// The VolumeResizes of the namespace, from the API server (a resize made in the last pass
+    /// must be seen in this one).
+    pub resizes: Listing,
+    /// The StatefulSets it governs, or why it governs none.
+    pub stateful_sets: Result<Vec<SetObservation>, String>,
+}
+
+/// A write the plan asks for.
+#[derive(Debug, Clone, PartialEq)]
+pub enum AutoscaleAction {
+    /// A grow, as an ordinary VolumeResize (one already there under the name is this same grow).
+    CreateVolumeResize {
+        stateful_set: String,
+        name: String,
+        spec: Box<VolumeResizeSpec>,
+    },
+}
+
+/// What one volume's decision was, for the metrics and the log.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Judged {
+    pub stateful_set: String,
+    pub volume: String,
+    /// Its fullest replica's used share, when any was read.
+    pub fullest: Option<f64>,
+    pub outcome: Outcome,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    Grew {
+        resize: String,
+        reason: Reason,
+        replicas: Vec<i32>,
+    },
+    /// Skipped, and why (the skip's metric label).
+    Skipped(&'static str),
+}
+
+/// What to do now, and what the status will say.
+#[derive(Debug, Clone, Default)]
+pub struct Decision {
+    /// Each volume's status, in the order of the StatefulSets and the autoscaler's volumes.
+    pub volumes: Vec<AutoscaledVolumeStatus>,
+    pub actions: Vec<AutoscaleAction>,
+    /// Events, each for the autoscaler and (named) its StatefulSet.
+    pub notices: Vec<(Notice, Option<String>)>,
+    pub judged: Vec<Judged>,
+}
+
+/// Every volume of every StatefulSet the autoscaler governs, judged on its own.
+pub fn plan(input: Input, observation: &Observation) -> Decision {
+    let autoscaler = input.autoscaler;
+    let mut decision = Decision::default();
+    let sets = match &observation.stateful_sets {
+        Ok(sets) => sets,
+        Err(message) => {
+            let named = autoscaler.spec.stateful_set_name.clone().unwrap_or_default();
+            // Ferry's own resize re-creates the StatefulSet: absent for a moment, not a mistake.
+            // (An unreadable one that may be at work on it is assumed to be doing the same.)
+            let message = match observation.resizes.working_on(&named) {
+                Some(resize) => format!("VolumeResize {resize} is re-creating the StatefulSet"),
+                None => message.clone(),
+            };
+            for volume in &autoscaler.spec.volumes {
+                let previous = previous_of(autoscaler, &named, &volume.name);
+                let status = record::invalid(previous, &named, &volume.name, message.clone());
+                decision.volumes.push(status);
+            }
+            return decision;
+        }
+    };
+    for set in sets {
+        for volume in &autoscaler.spec.volumes {
+            one_volume(&input, observation, set, volume, &mut decision);
+        }
+    }
+    decision
+}
+
+/// The status an earlier pass recorded for this volume.
+fn previous_of<'a>(
+    autoscaler: &'a VolumeAutoscaler,
+    stateful_set: &str,
+    volume: &str,
+) -> Option<&'a AutoscaledVolumeStatus> {
+    autoscaler.status.as_ref().and_then(|status| {
+        status
+            .volumes
+            .iter()
+            .find(|v| v.stateful_set == stateful_set && v.name == volume)
+    })
+}
+
+/// Policy → usage → situation → verdict → the grow's VolumeResize → the volume's status.
+fn one_volume(
+    input: &Input,
+    observation: &Observation,
+    set: &SetObservation,
+    volume: &AutoscaledVolume,
+    decision: &mut Decision,
+) {
+    let autoscaler = input.autoscaler;
+    let sts = set.object.metadata.name.clone().unwrap_or_default();
+    let previous = previous_of(autoscaler, &sts, &volume.name);
+    let policy = match policy::from_spec(volume) {
+        Ok(policy) => policy,
+        Err(message) => {
+            decision
+                .volumes
+                .push(record::invalid(previous, &sts, &volume.name, message));
+            return;
+        }
+    };
+    if let Some(why) = input.usage_not_read {
+        let status = record::usage_not_read(previous, &sts, &volume.name, why.to_string());
+        decision.volumes.push(status);
+        return;
+    }
+    let template_size = match template_size(&set.object, &volume.name) {
+        Ok(size) => size,
+        Err(message) => {
+            decision
+                .volumes
+                .push(record::invalid(previous, &sts, &volume.name, message));
+            return;
+        }
+    };
+    let read = set.volumes.get(&volume.name).cloned().unwrap_or_default();
+    let situation = situation(Facts {
+        sts: &sts,
+        volume: &volume.name,
+        current_size: template_size.max(read.largest_claim),
+        replicas: &set.replicas,
+        readings: read.readings,
+        resizes: &observation.resizes,
+        recorded_history: previous
+            .map(|p| p.history.iter().map(|at| at.0.as_second()).collect())
+            .unwrap_or_default(),
+        now: input.now,
+    });
+    let verdict = decide(&policy, &situation);
+    let fullest = situation
+        .readings
+        .iter()
+        .filter(|r| r.capacity_bytes > 0)
+        .map(|r| r.used_bytes as f64 / r.capacity_bytes as f64)
+        .fold(None, |most: Option<f64>, ratio| {
+            Some(most.map_or(ratio, |m| m.max(ratio)))
+        });
+    let uid = autoscaler.metadata.uid.clone().unwrap_or_default();
+    let (outcome, made) = match &verdict {
+        Verdict::Grow {
+            to, reason, replicas, ..
+        } => {
+            let grow = Grow {
+                autoscaler_uid: &uid,
+                stateful_set: &sts,
+                volume: &volume.name,
+                to_bytes: *to,
+                reason: *reason,
+                strategy: volume.strategy.unwrap_or_default(),
+                previous_grow: situation.history.last().copied(),
+            };
+            let name = resize_name(&grow);
+            decision.actions.push(AutoscaleAction::CreateVolumeResize {
+                stateful_set: sts.clone(),
+                name: name.clone(),
+                spec: Box::new(resize_spec(&grow)),
+            });
+            let outcome = Outcome::Grew {
+                resize: name.clone(),
+                reason: *reason,
+                replicas: replicas.clone(),
+            };
+            (outcome, Some((name, *to)))
+        }
+        Verdict::Skip(skip) => (Outcome::Skipped(skip.label()), None),
+    };
+    let made = made.as_ref().map(|(resize, to)| Made {
+        resize,
+        from: situation.current_size,
+        to: *to,
+    });
+    let (status, notices) = record::record(
+        previous,
+        &sts,
+        &volume.name,
+        &policy,
+        &situation,
+        &verdict,
+        made.as_ref(),
+    );
+    decision.volumes.push(status);
+    decision
+        .notices
+        .extend(notices.into_iter().map(|notice| (notice, Some(sts.clone()))));
+    decision.judged.push(Judged {
+        stateful_set: sts,
+        volume: volume.name.clone(),
+        fullest,
+        outcome,
+    });
+}
+
+#[cfg(test)]
+#[path = "plan_tests.rs"]
+mod tests;

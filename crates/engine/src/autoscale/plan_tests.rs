@@ -1,0 +1,142 @@
+use super::*;
+use serde_json::json;
+
+const GI: u64 = 1 << 30;
+
+fn autoscaler(max_size: &str) -> VolumeAutoscaler {
+    serde_json::from_value(json!({
+        "apiVersion": "ferry.dev/v1alpha1", "kind": "VolumeAutoscaler",
+        "metadata": {"name": "db", "namespace": "apps", "uid": "vas-1", "generation": 1},
+        "spec": {"statefulSetName": "db", "volumes": [{"name": "data", "maxSize": max_size}]},
+    }))
+    .unwrap()
+}
+
+fn stateful_set() -> StatefulSet {
+    serde_json::from_value(json!({
+        "metadata": {"name": "db", "namespace": "apps", "uid": "sts-1"},
+        "spec": {"replicas": 2, "serviceName": "db",
+            "selector": {"matchLabels": {"app": "db"}},
+            "template": {"metadata": {"labels": {"app": "db"}}, "spec": {"containers": []}},
+            "volumeClaimTemplates": [{"metadata": {"name": "data"},
+                "spec": {"resources": {"requests": {"storage": "1Gi"}}}}]},
+    }))
+    .unwrap()
+}
+
+/// db's two replicas, `used` bytes of 1 GiB each.
+fn observed(used: u64) -> Observation {
+    let readings = (0..2)
+        .map(|replica| Reading {
+            replica,
+            used_bytes: used,
+            capacity_bytes: GI,
+            inodes: None,
+        })
+        .collect();
+    let set = SetObservation {
+        object: stateful_set(),
+        replicas: Replicas {
+            ordinals: vec![0, 1],
+            pods: BTreeMap::new(),
+        },
+        volumes: [(
+            "data".to_string(),
+            VolumeObservation {
+                largest_claim: GI,
+                readings,
+            },
+        )]
+        .into(),
+    };
+    Observation {
+        resizes: Listing::default(),
+        stateful_sets: Ok(vec![set]),
+    }
+}
+
+fn decide_with(
+    autoscaler: &VolumeAutoscaler,
+    observation: &Observation,
+    usage_not_read: Option<&str>,
+) -> Decision {
+    let input = Input {
+        autoscaler,
+        usage_not_read,
+        now: 1_000_000,
+    };
+    plan(input, observation)
+}
+
+#[test]
+fn a_full_volume_is_grown_by_one_resize_named_for_the_decision() {
+    let autoscaler = autoscaler("10Gi");
+    let decision = decide_with(&autoscaler, &observed(GI * 9 / 10), None);
+    let [
+        AutoscaleAction::CreateVolumeResize {
+            stateful_set,
+            name,
+            spec,
+        },
+    ] = decision.actions.as_slice()
+    else {
+        panic!("{:?}", decision.actions)
+    };
+    assert_eq!(stateful_set, "db");
+    assert_eq!(spec.volumes[0].name, "data");
+    assert!(ferry_api::parse_bytes(&spec.volumes[0].size).unwrap() > GI);
+    let [judged] = decision.judged.as_slice() else {
+        panic!("{:?}", decision.judged)
+    };
+    assert!(matches!(&judged.outcome, Outcome::Grew { resize, .. } if resize == name));
+    assert!(judged.fullest.is_some_and(|ratio| (ratio - 0.9).abs() < 1e-6), "{judged:?}");
+    assert_eq!(decision.volumes.len(), 1);
+    assert_eq!(
+        decision.volumes[0].capacity.as_deref(),
+        Some(spec.volumes[0].size.as_str())
+    );
+    // The same observation planned again names the same resize: a second pass cannot make two.
+    let again = decide_with(&autoscaler, &observed(GI * 9 / 10), None);
+    assert_eq!(again.actions, decision.actions);
+}
+
+#[test]
+fn below_the_threshold_nothing_is_made_and_the_skip_is_counted() {
+    let decision = decide_with(&autoscaler("10Gi"), &observed(GI / 10), None);
+    assert!(decision.actions.is_empty());
+    assert_eq!(decision.judged[0].outcome, Outcome::Skipped("below-threshold"));
+}
+
+#[test]
+fn without_usage_or_with_a_bad_policy_nothing_is_decided_and_the_status_says_why() {
+    let decision = decide_with(
+        &autoscaler("10Gi"),
+        &observed(GI),
+        Some("kubelet stats switched off"),
+    );
+    assert!(decision.actions.is_empty() && decision.judged.is_empty());
+    assert!(format!("{:?}", decision.volumes[0]).contains("kubelet stats switched off"));
+    let decision = decide_with(&autoscaler("ten gigs"), &observed(GI), None);
+    assert!(decision.actions.is_empty() && decision.judged.is_empty());
+    assert!(format!("{:?}", decision.volumes[0]).contains("ten gigs"));
+}
+
+#[test]
+fn a_stateful_set_ferry_is_re_creating_is_not_called_missing() {
+    let mut observation = observed(GI);
+    observation.stateful_sets = Err("StatefulSet \"db\" does not exist in this namespace".to_string());
+    let missing = decide_with(&autoscaler("10Gi"), &observation, None);
+    assert!(format!("{:?}", missing.volumes[0]).contains("does not exist"));
+    observation.resizes = Listing::from_objects([serde_json::from_value(json!({
+        "apiVersion": "ferry.dev/v1alpha1", "kind": "VolumeResize",
+        "metadata": {"name": "shrink", "namespace": "apps"},
+        "spec": {"statefulSetName": "db", "volumes": [{"name": "data", "size": "512Mi"}]},
+        "status": {"phase": "Running"},
+    }))
+    .unwrap()]);
+    let recreating = decide_with(&autoscaler("10Gi"), &observation, None);
+    assert!(
+        format!("{:?}", recreating.volumes[0]).contains("VolumeResize shrink is re-creating the StatefulSet")
+    );
+    assert!(recreating.actions.is_empty());
+}

@@ -1,0 +1,192 @@
+//! One volume's situation, judged from what the operator read: its size, the grows already made
+//! (from status and from the VolumeResizes autoscalers made, each counted once), whether a resize
+//! is at work or failed, and which replicas crash on a full disk.
+
+use super::rescue::crashing_on_full_disk;
+use super::{Reading, Situation};
+use ferry_api::listed::Listing;
+use ferry_api::names::{LABEL_STATEFUL_SET, LABEL_TRIGGER};
+use ferry_api::quantity::requested_storage;
+use ferry_api::{Phase, VolumeResize, parse_bytes};
+use k8s_openapi::api::apps::v1::StatefulSet;
+use k8s_openapi::api::core::v1::Pod;
+use std::collections::BTreeMap;
+
+/// One StatefulSet's replicas as the autoscaler reads them.
+#[derive(Debug, Clone, Default)]
+pub struct Replicas {
+    /// The ordinals the StatefulSet asks for.
+    pub ordinals: Vec<i32>,
+    /// Its pods by ordinal (those that exist).
+    pub pods: BTreeMap<i32, Pod>,
+}
+
+/// The size the template asks for, in bytes.
+pub fn template_size(sts: &StatefulSet, volume: &str) -> Result<u64, String> {
+    let template = sts
+        .spec
+        .iter()
+        .flat_map(|spec| spec.volume_claim_templates.iter().flatten())
+        .find(|template| template.metadata.name.as_deref() == Some(volume))
+        .ok_or_else(|| {
+            format!(
+                "StatefulSet {:?} has no volume claim template {volume:?}",
+                sts.metadata.name.as_deref().unwrap_or_default()
+            )
+        })?;
+    let size = requested_storage(template.spec.as_ref())
+        .ok_or_else(|| format!("volume claim template {volume:?} asks for no storage size"))?;
+    parse_bytes(&size.0).map_err(|error| format!("volume claim template {volume:?}: {error}"))
+}
+
+fn label<'a>(resize: &'a VolumeResize, key: &str) -> Option<&'a str> {
+    resize.metadata.labels.as_ref()?.get(key).map(String::as_str)
+}
+
+fn unix_seconds(resize: &VolumeResize) -> Option<i64> {
+    resize
+        .metadata
+        .creation_timestamp
+        .as_ref()
+        .map(|time| time.0.as_second())
+}
+
+/// The `LABEL_TRIGGER` value of the VolumeResizes autoscalers make.
+pub const TRIGGER_AUTOSCALE: &str = "autoscale";
+
+/// A VolumeResize made this close to a recorded grow is that grow.
+const SAME_GROW_SECONDS: i64 = 60;
+
+/// Everything the decision needs for one volume of one StatefulSet.
+pub struct Facts<'a> {
+    pub sts: &'a str,
+    pub volume: &'a str,
+    pub current_size: u64,
+    pub replicas: &'a Replicas,
+    pub readings: Vec<Reading>,
+    pub resizes: &'a Listing,
+    /// Grow times the autoscaler's status records (Unix seconds).
+    pub recorded_history: Vec<i64>,
+    pub now: i64,
+}
+
+/// The situation [`super::decide`] judges.
+pub fn situation(facts: Facts) -> Situation {
+    let on_this_set = |resize: &&VolumeResize| resize.spec.stateful_set_name == facts.sts;
+    // An unreadable resize that may be at work on this StatefulSet counts as running: growing
+    // beside it could start a second resize of the same StatefulSet.
+    let resize_running = facts.resizes.working_on(facts.sts);
+    // The autoscalers' resizes of this volume (rebuilding the record if status lost it). Any
+    // autoscaler's, not only this one's: cooldowns and provider windows are about the volume, and a
+    // default autoscaler the garbage collector took for an orphan of the StatefulSet Ferry
+    // re-created comes back with a new UID and no status. An unreadable one cannot be told to be of
+    // this volume: the grow times in status stand for it.
+    let mut own: Vec<&VolumeResize> = facts
+        .resizes
+        .readable
+        .iter()
+        .filter(on_this_set)
+        .filter(|resize| {
+            label(resize, LABEL_TRIGGER) == Some(TRIGGER_AUTOSCALE)
+                && label(resize, LABEL_STATEFUL_SET) == Some(facts.sts)
+                && resize
+                    .spec
+                    .volumes
+                    .iter()
+                    .any(|change| change.name == facts.volume)
+        })
+        .collect();
+    own.sort_by_key(|resize| unix_seconds(resize));
+    let resize_failed = own
+        .last()
+        .filter(|resize| resize.phase() == Phase::Failed)
+        .and_then(|resize| resize.metadata.name.clone());
+    // A grow is recorded at about the time its VolumeResize was made: one near a recorded time is
+    // that grow, not another (counting it twice would halve a provider's allowance).
+    let mut history = facts.recorded_history.clone();
+    history.extend(
+        own.iter()
+            .filter_map(|resize| unix_seconds(resize))
+            .filter(|made| {
+                !facts
+                    .recorded_history
+                    .iter()
+                    .any(|recorded| (recorded - made).abs() <= SAME_GROW_SECONDS)
+            }),
+    );
+    history.sort_unstable();
+    history.dedup();
+
+    let full_disk_crashes = facts
+        .replicas
+        .pods
+        .iter()
+        .filter(|(ordinal, _)| facts.replicas.ordinals.contains(ordinal))
+        .filter(|(ordinal, pod)| {
+            let reading = facts.readings.iter().find(|r| r.replica == **ordinal);
+            crashing_on_full_disk(pod, reading)
+        })
+        .map(|(ordinal, _)| *ordinal)
+        .collect();
+    Situation {
+        current_size: facts.current_size,
+        replicas: facts.replicas.ordinals.clone(),
+        readings: facts.readings,
+        full_disk_crashes,
+        resize_running,
+        resize_failed,
+        history,
+        now: facts.now,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ferry_api::names::LABEL_AUTOSCALER_UID;
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+    use k8s_openapi::jiff::Timestamp;
+
+    /// A grow of db's `data` made by the autoscaler with `uid` at `made` (Unix seconds).
+    fn grow(name: &str, uid: &str, made: i64) -> VolumeResize {
+        let change = serde_json::from_value(serde_json::json!({"name": "data", "size": "2Gi"})).unwrap();
+        let mut resize =
+            VolumeResize::new(name, ferry_api::VolumeResizeSpec::for_volumes("db", vec![change]));
+        resize.metadata.labels = Some(
+            [
+                (LABEL_TRIGGER.to_string(), "autoscale".to_string()),
+                (LABEL_AUTOSCALER_UID.to_string(), uid.to_string()),
+                (LABEL_STATEFUL_SET.to_string(), "db".to_string()),
+            ]
+            .into(),
+        );
+        resize.metadata.creation_timestamp = Some(Time(Timestamp::from_second(made).unwrap()));
+        resize
+    }
+
+    /// The default autoscaler is deleted and made again whenever the garbage collector takes it for
+    /// an orphan of the StatefulSet Ferry re-creates (same name, new UID): a new UID, no status.
+    /// The volume's grows still count, so a cooldown or a provider's window holds across that.
+    #[test]
+    fn grows_of_the_volume_by_an_earlier_autoscaler_count_in_the_history() {
+        let replicas = Replicas {
+            ordinals: vec![0],
+            pods: BTreeMap::new(),
+        };
+        let resizes = Listing {
+            readable: vec![grow("db-grow-1", "the-autoscaler-before", 1000)],
+            unreadable: Vec::new(),
+        };
+        let seen = situation(Facts {
+            sts: "db",
+            volume: "data",
+            current_size: 1 << 30,
+            replicas: &replicas,
+            readings: Vec::new(),
+            resizes: &resizes,
+            recorded_history: Vec::new(),
+            now: 2000,
+        });
+        assert_eq!(seen.history, vec![1000]);
+    }
+}
