@@ -89,7 +89,10 @@ fn a_full_volume_is_grown_by_one_resize_named_for_the_decision() {
         panic!("{:?}", decision.judged)
     };
     assert!(matches!(&judged.outcome, Outcome::Grew { resize, .. } if resize == name));
-    assert!(judged.fullest.is_some_and(|ratio| (ratio - 0.9).abs() < 1e-6), "{judged:?}");
+    assert!(
+        judged.fullest.is_some_and(|ratio| (ratio - 0.9).abs() < 1e-6),
+        "{judged:?}"
+    );
     assert_eq!(decision.volumes.len(), 1);
     assert_eq!(
         decision.volumes[0].capacity.as_deref(),

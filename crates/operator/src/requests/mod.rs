@@ -4,26 +4,26 @@
 //! decision: the StatefulSet's annotations first (guarded by its resourceVersion, so a request
 //! changed meanwhile is never overwritten), then the VolumeResize, then the Events.
 
+mod apply;
 pub mod controller;
 mod observe;
 
+use crate::Error;
 use crate::context::Context;
-use crate::events::{self, Notice};
-use crate::{Error, writes};
 use ferry_api::names::{
     ANNOTATION_REQUESTED_TEMPLATES, ANNOTATION_RESIZE_BY, ANNOTATION_RESIZE_PREFIX, ANNOTATION_RESIZE_STATUS,
     ANNOTATION_STORAGE_CLASS_PREFIX, ANNOTATION_SYNC_CLAIMS, SEED_ANNOTATION_AUTO_SCALED,
     SEED_ANNOTATION_RESIZE_PREFIX,
 };
-use ferry_engine::trigger::{Decision, decide};
+use ferry_engine::trigger::decide;
 use k8s_openapi::api::apps::v1::StatefulSet;
 use k8s_openapi::api::core::v1::PersistentVolumeClaim;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use kube::api::{ListParams, Patch};
+use kube::api::ListParams;
 use kube::core::PartialObjectMeta;
 use kube::runtime::controller::Action;
 use kube::runtime::watcher;
-use kube::{Api, Resource, ResourceExt};
+use kube::{Api, ResourceExt};
 pub use observe::templates_of;
 use std::sync::Arc;
 use std::time::Duration;
@@ -138,63 +138,9 @@ async fn reconcile_inner(sts: &StatefulSet, ctx: &Context) -> Result<Action, Err
             decision = decide(&subject, &[resizes, unreadable].concat());
         }
     }
-    apply(ctx, sts, &namespace, &decision).await?;
+    apply::apply(ctx, sts, &namespace, &decision).await?;
+    apply::publish(ctx, sts, &decision).await;
     Ok(Action::requeue(RECHECK))
-}
-
-async fn apply(ctx: &Context, sts: &StatefulSet, namespace: &str, decision: &Decision) -> Result<(), Error> {
-    let name = sts.name_any();
-    let stateful_sets = Api::<StatefulSet>::namespaced(ctx.client.clone(), namespace);
-    if !decision.annotations.is_empty() {
-        // Refused (409) if the StatefulSet changed since it was read: decide again.
-        let patch = writes::with_uid_precondition(
-            serde_json::json!({
-                "metadata": {
-                    "resourceVersion": sts.resource_version(),
-                    "annotations": decision.annotations,
-                },
-            }),
-            sts.uid().as_deref(),
-        );
-        stateful_sets
-            .patch(&name, &writes::patch(), &Patch::Merge(&patch))
-            .await?;
-    }
-    if let Some(create) = &decision.create {
-        let origin = crate::resize_create::Origin {
-            trigger: create.trigger,
-            stateful_set: &name,
-            asked_by: None,
-        };
-        // One already there is the same request, made by an earlier pass that did not record it.
-        if crate::resize_create::create_resize(
-            &ctx.client,
-            namespace,
-            &create.name,
-            create.spec.clone(),
-            &origin,
-        )
-        .await?
-            == crate::resize_create::Created::New
-        {
-            tracing::info!(stateful_set = %name, resize = %create.name, trigger = create.trigger, "VolumeResize created for a request");
-        }
-    }
-    let reference = sts.object_ref(&());
-    for notice in &decision.notices {
-        events::publish(
-            &ctx.recorder,
-            &Notice {
-                warning: notice.warning,
-                reason: notice.reason,
-                action: "Resize",
-                note: notice.message.clone(),
-            },
-            std::slice::from_ref(&reference),
-        )
-        .await;
-    }
-    Ok(())
 }
 
 pub fn error_policy(sts: Arc<PartialObjectMeta<StatefulSet>>, error: &Error, _ctx: Arc<Context>) -> Action {
