@@ -621,3 +621,7 @@ async fn report(resize: Arc<VolumeResize>, ctx: Arc<Context>, reason: &'static s
         tracing::warn!(%error, "could not report the failed request in the status");
     }
 }
+
+#[cfg(test)]
+#[path = "write_order_tests.rs"]
+mod write_order_tests;
