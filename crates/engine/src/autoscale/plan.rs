@@ -5,7 +5,7 @@
 use super::record::{self, Made, Notice};
 use super::request::{Grow, resize_name, resize_spec};
 use super::situation::{Facts, Replicas, situation, template_size};
-use super::{Reading, Reason, Verdict, decide, policy};
+use super::{Policy, Reading, Reason, Situation, Verdict, decide, policy};
 use ferry_api::listed::Listing;
 use ferry_api::{AutoscaledVolume, AutoscaledVolumeStatus, VolumeAutoscaler, VolumeResizeSpec};
 use k8s_openapi::api::apps::v1::StatefulSet;
@@ -142,61 +142,22 @@ fn one_volume(
     volume: &AutoscaledVolume,
     decision: &mut Decision,
 ) {
-    let autoscaler = input.autoscaler;
     let sts = set.object.metadata.name.clone().unwrap_or_default();
-    let previous = previous_of(autoscaler, &sts, &volume.name);
-    let policy = match policy::from_spec(volume) {
-        Ok(policy) => policy,
-        Err(message) => {
-            decision
-                .volumes
-                .push(record::invalid(previous, &sts, &volume.name, message));
+    let previous = previous_of(input.autoscaler, &sts, &volume.name);
+    let (policy, situation) = match judged(input, observation, set, volume, previous) {
+        Ok(judged) => judged,
+        Err(status) => {
+            decision.volumes.push(*status);
             return;
         }
     };
-    if let Some(why) = input.usage_not_read {
-        let status = record::usage_not_read(previous, &sts, &volume.name, why.to_string());
-        decision.volumes.push(status);
-        return;
-    }
-    let template_size = match template_size(&set.object, &volume.name) {
-        Ok(size) => size,
-        Err(message) => {
-            decision
-                .volumes
-                .push(record::invalid(previous, &sts, &volume.name, message));
-            return;
-        }
-    };
-    let read = set.volumes.get(&volume.name).cloned().unwrap_or_default();
-    let situation = situation(Facts {
-        sts: &sts,
-        volume: &volume.name,
-        current_size: template_size.max(read.largest_claim),
-        replicas: &set.replicas,
-        readings: read.readings,
-        resizes: &observation.resizes,
-        recorded_history: previous
-            .map(|p| p.history.iter().map(|at| at.0.as_second()).collect())
-            .unwrap_or_default(),
-        now: input.now,
-    });
     let verdict = decide(&policy, &situation);
-    let fullest = situation
-        .readings
-        .iter()
-        .filter(|r| r.capacity_bytes > 0)
-        .map(|r| r.used_bytes as f64 / r.capacity_bytes as f64)
-        .fold(None, |most: Option<f64>, ratio| {
-            Some(most.map_or(ratio, |m| m.max(ratio)))
-        });
-    let uid = autoscaler.metadata.uid.clone().unwrap_or_default();
     let (outcome, made) = match &verdict {
         Verdict::Grow {
             to, reason, replicas, ..
         } => {
             let grow = Grow {
-                autoscaler_uid: &uid,
+                autoscaler_uid: input.autoscaler.metadata.uid.as_deref().unwrap_or_default(),
                 stateful_set: &sts,
                 volume: &volume.name,
                 to_bytes: *to,
@@ -240,9 +201,53 @@ fn one_volume(
     decision.judged.push(Judged {
         stateful_set: sts,
         volume: volume.name.clone(),
-        fullest,
+        fullest: fullest(&situation.readings),
         outcome,
     });
+}
+
+/// The volume's policy and situation, or the status that says why nothing can be decided (a
+/// policy that does not parse, usage not read, a template without a size).
+fn judged(
+    input: &Input,
+    observation: &Observation,
+    set: &SetObservation,
+    volume: &AutoscaledVolume,
+    previous: Option<&AutoscaledVolumeStatus>,
+) -> Result<(Policy, Situation), Box<AutoscaledVolumeStatus>> {
+    let sts = set.object.metadata.name.as_deref().unwrap_or_default();
+    let invalid = |message| Box::new(record::invalid(previous, sts, &volume.name, message));
+    let policy = policy::from_spec(volume).map_err(invalid)?;
+    if let Some(why) = input.usage_not_read {
+        let status = record::usage_not_read(previous, sts, &volume.name, why.to_string());
+        return Err(Box::new(status));
+    }
+    let template_size = template_size(&set.object, &volume.name).map_err(invalid)?;
+    let read = set.volumes.get(&volume.name).cloned().unwrap_or_default();
+    let situation = situation(Facts {
+        sts,
+        volume: &volume.name,
+        current_size: template_size.max(read.largest_claim),
+        replicas: &set.replicas,
+        readings: read.readings,
+        resizes: &observation.resizes,
+        recorded_history: previous
+            .map(|p| p.history.iter().map(|at| at.0.as_second()).collect())
+            .unwrap_or_default(),
+        now: input.now,
+    });
+    Ok((policy, situation))
+}
+
+/// The fullest replica's used share, when any was read.
+fn fullest(readings: &[Reading]) -> Option<f64> {
+    readings
+        .iter()
+        .filter(|r| r.capacity_bytes > 0)
+        .map(|r| r.used_bytes as f64 / r.capacity_bytes as f64)
+        .fold(None, |most: Option<f64>, ratio| {
+            Some(most.map_or(ratio, |m| m.max(ratio)))
+        })
 }
 
 #[cfg(test)]

@@ -124,7 +124,68 @@ pub fn record(
     history.dedup();
     let history = history.split_off(history.len().saturating_sub(HISTORY_KEPT));
     let capacity = made.map_or(situation.current_size, |made| made.to);
+    let about = About {
+        stateful_set,
+        volume,
+        policy,
+        situation,
+    };
+    let said = said(&about, previous, verdict, made);
+    let last_resize = match (verdict, made) {
+        (Verdict::Grow { reason, .. }, Some(made)) => Some(AutoResize {
+            at: time(situation.now),
+            volume_resize: made.resize.to_string(),
+            from: format_bytes(made.from),
+            to: format_bytes(made.to),
+            reason: reason.label().to_string(),
+        }),
+        _ => previous.and_then(|p| p.last_resize.clone()),
+    };
+    let status = AutoscaledVolumeStatus {
+        stateful_set: stateful_set.to_string(),
+        name: volume.to_string(),
+        capacity: Some(format_bytes(capacity)),
+        replicas: situation.readings.iter().map(replica_usage).collect(),
+        last_resize,
+        next_allowed_at: next_allowed(policy, &history, situation.now).and_then(time),
+        history: history.into_iter().filter_map(time).collect(),
+        state: Some(said.state),
+        message: Some(said.message),
+        max_size_reported: said.max_size_reported,
+        could_shrink_by: could_shrink_by(policy, situation).map(human_bytes),
+    };
+    (status, said.notices)
+}
 
+/// The volume a decision is about.
+struct About<'a> {
+    stateful_set: &'a str,
+    volume: &'a str,
+    policy: &'a Policy,
+    situation: &'a Situation,
+}
+
+/// What the status and the Events say of a decision.
+struct Said {
+    state: String,
+    message: String,
+    notices: Vec<Notice>,
+    /// The size at which reaching `maxSize` was last told (once per size).
+    max_size_reported: Option<String>,
+}
+
+fn said(
+    about: &About,
+    previous: Option<&AutoscaledVolumeStatus>,
+    verdict: &Verdict,
+    made: Option<&Made>,
+) -> Said {
+    let About {
+        stateful_set,
+        volume,
+        policy,
+        situation,
+    } = about;
     let mut notices = Vec::new();
     let mut max_size_reported = previous.and_then(|p| p.max_size_reported.clone());
     let (state, message) = match (verdict, made) {
@@ -144,13 +205,10 @@ pub fn record(
                 grow_cause(policy, *reason, replicas),
                 made.resize
             );
+            let rescue = *reason == Reason::Rescue;
             notices.push(Notice {
-                warning: *reason == Reason::Rescue,
-                reason: if *reason == Reason::Rescue {
-                    "AutoResizeRescue"
-                } else {
-                    "AutoResize"
-                },
+                warning: rescue,
+                reason: if rescue { "AutoResizeRescue" } else { "AutoResize" },
                 message: message.clone(),
             });
             if *capped {
@@ -185,41 +243,22 @@ pub fn record(
             format!("growing to {} (VolumeResize not created yet)", format_bytes(*to)),
         ),
     };
-
-    let last_resize = match (verdict, made) {
-        (Verdict::Grow { reason, .. }, Some(made)) => Some(AutoResize {
-            at: time(situation.now),
-            volume_resize: made.resize.to_string(),
-            from: format_bytes(made.from),
-            to: format_bytes(made.to),
-            reason: reason.label().to_string(),
-        }),
-        _ => previous.and_then(|p| p.last_resize.clone()),
-    };
-    let status = AutoscaledVolumeStatus {
-        stateful_set: stateful_set.to_string(),
-        name: volume.to_string(),
-        capacity: Some(format_bytes(capacity)),
-        replicas: situation
-            .readings
-            .iter()
-            .map(|reading| ReplicaUsage {
-                replica: reading.replica,
-                used_bytes: i64::try_from(reading.used_bytes).ok(),
-                capacity_bytes: i64::try_from(reading.capacity_bytes).ok(),
-                used_inodes: reading.inodes.and_then(|(used, _)| i64::try_from(used).ok()),
-                inodes: reading.inodes.and_then(|(_, total)| i64::try_from(total).ok()),
-            })
-            .collect(),
-        last_resize,
-        next_allowed_at: next_allowed(policy, &history, situation.now).and_then(time),
-        history: history.into_iter().filter_map(time).collect(),
-        state: Some(state),
-        message: Some(message),
+    Said {
+        state,
+        message,
+        notices,
         max_size_reported,
-        could_shrink_by: could_shrink_by(policy, situation).map(human_bytes),
-    };
-    (status, notices)
+    }
+}
+
+fn replica_usage(reading: &super::Reading) -> ReplicaUsage {
+    ReplicaUsage {
+        replica: reading.replica,
+        used_bytes: i64::try_from(reading.used_bytes).ok(),
+        capacity_bytes: i64::try_from(reading.capacity_bytes).ok(),
+        used_inodes: reading.inodes.and_then(|(used, _)| i64::try_from(used).ok()),
+        inodes: reading.inodes.and_then(|(_, total)| i64::try_from(total).ok()),
+    }
 }
 
 /// The status of a volume the autoscaler cannot work on (bad policy, unknown template), keeping

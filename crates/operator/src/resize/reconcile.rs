@@ -339,15 +339,18 @@ async fn apply_run(
         current.metadata.resource_version = write_status(ctx, resize, namespace, &decision.status).await?;
         count_progress(ctx, status, &decision.status);
         for step in finished_steps {
+            let labels = StepLabels {
+                step: step.step.as_str().to_string(),
+            };
             ctx.metrics
                 .step_duration
-                .get_or_create(&StepLabels {
-                    step: step.step.as_str().to_string(),
-                })
+                .get_or_create(&labels)
                 .observe(step.seconds);
         }
     }
-    let sts_ref = stateful_set.as_ref().map(|sts| sts.object_ref(&()));
+    let objects: Vec<ObjectReference> = std::iter::once(resize.object_ref(&()))
+        .chain(stateful_set.as_ref().map(|sts| sts.object_ref(&())))
+        .collect();
     if decision.status.phase == Some(Phase::RollingBack) && status.phase != Some(Phase::RollingBack) {
         let notice = Notice {
             warning: true,
@@ -355,9 +358,6 @@ async fn apply_run(
             action: "Resize",
             note: decision.summary.clone(),
         };
-        let objects: Vec<ObjectReference> = std::iter::once(resize.object_ref(&()))
-            .chain(sts_ref.clone())
-            .collect();
         publish(&ctx.recorder, &notice, &objects).await;
     }
     // Before the first change to the cluster, make sure deletion waits for a safe point.
@@ -368,29 +368,7 @@ async fn apply_run(
         tracing::info!(name = %resize.name_any(), namespace, reason = action_reason(action), "{}", describe(action));
         execute(ctx, resize, namespace, stateful_set.as_ref(), action).await?;
     }
-    // One Event per kind of action (the recorder folds same-reason Events into one series anyway).
-    let mut notes: Vec<(&'static str, Vec<String>)> = Vec::new();
-    for action in &decision.actions {
-        match notes
-            .iter_mut()
-            .find(|(reason, _)| *reason == action_reason(action))
-        {
-            Some((_, lines)) => lines.push(describe(action)),
-            None => notes.push((action_reason(action), vec![describe(action)])),
-        }
-    }
-    let notices: Vec<Notice> = notes
-        .into_iter()
-        .map(|(reason, lines)| Notice {
-            warning: false,
-            reason,
-            action: "Resize",
-            note: lines.join("; "),
-        })
-        .collect();
-    let objects: Vec<ObjectReference> = std::iter::once(resize.object_ref(&()))
-        .chain(sts_ref.clone())
-        .collect();
+    let notices = action_notices(&decision.actions);
     futures::future::join_all(
         notices
             .iter()
@@ -408,13 +386,35 @@ async fn apply_run(
                 action: "Resize",
                 note: decision.summary.clone(),
             };
-            let objects: Vec<ObjectReference> =
-                std::iter::once(resize.object_ref(&())).chain(sts_ref).collect();
             publish(&ctx.recorder, &notice, &objects).await;
         }
         return Ok(Action::await_change());
     }
     Ok(Action::requeue(RUN_RECHECK))
+}
+
+/// One Event per kind of action, its note every action of that kind (the recorder folds
+/// same-reason Events into one series anyway).
+fn action_notices(actions: &[ResizeAction]) -> Vec<Notice<'static>> {
+    let mut notes: Vec<(&'static str, Vec<String>)> = Vec::new();
+    for action in actions {
+        match notes
+            .iter_mut()
+            .find(|(reason, _)| *reason == action_reason(action))
+        {
+            Some((_, lines)) => lines.push(describe(action)),
+            None => notes.push((action_reason(action), vec![describe(action)])),
+        }
+    }
+    notes
+        .into_iter()
+        .map(|(reason, lines)| Notice {
+            warning: false,
+            reason,
+            action: "Resize",
+            note: lines.join("; "),
+        })
+        .collect()
 }
 
 fn action_reason(action: &ResizeAction) -> &'static str {

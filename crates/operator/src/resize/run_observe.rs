@@ -5,10 +5,10 @@ use super::Resizing;
 use super::objects::{MOVER_CONTAINER, backup_name};
 use super::views::{claim_view, pod_view, volume_view};
 use crate::Error;
-use ferry_api::VolumeResize;
 use ferry_api::names::{
     ANNOTATION_BACKED_UP_UID, ANNOTATION_FINAL_PASS, ANNOTATION_RECREATED_BY, FINAL_PASS_GO,
 };
+use ferry_api::{VolumePlan, VolumeResize};
 use ferry_engine::resize::action::Pass;
 use ferry_engine::resize::copy::{is_result_line, mover_name, temp_claim_name, usage_pod_name};
 use ferry_engine::resize::{MoverPhase, MoverView, Observed};
@@ -65,91 +65,9 @@ pub async fn read_run(
     reads: RunReads,
     observed: &mut Observed,
 ) -> Result<(), Error> {
-    let sts_name = &resize.spec.stateful_set_name;
-    let RunReads {
-        backup,
-        claims,
-        pods,
-        budgets,
-    } = reads;
-    observed.backup_exists = backup.is_some();
-    let backed_up_uid = backup
-        .as_ref()
-        .and_then(|b| b.annotations().get(ANNOTATION_BACKED_UP_UID).cloned());
-    if let (Some(sts), Some(view)) = (stateful_set, observed.stateful_set.as_mut()) {
-        view.foreign = foreign(sts, backed_up_uid.as_deref(), resize.uid().as_deref());
-    }
-    let plan = resize
-        .status
-        .as_ref()
-        .map(|s| s.plan.as_slice())
-        .unwrap_or_default();
-    let suffix = uid_suffix(resize);
-    let claim_names: Vec<String> = plan
-        .iter()
-        .flat_map(|row| [row.claim_name.clone(), temp_claim_name(row, &suffix)])
-        .collect();
-    observed.claims = claims
-        .into_iter()
-        .filter(|claim| claim_names.contains(&claim.name_any()))
-        .map(|claim| (claim.name_any(), claim_view(&claim)))
-        .collect();
-    let pod_names: Vec<String> = plan
-        .iter()
-        .map(|row| ferry_engine::names::pod(sts_name, row.replica))
-        .collect();
-    let mover_names: Vec<String> = plan
-        .iter()
-        .flat_map(|row| {
-            [
-                mover_name(row, &suffix, Pass::Warm),
-                mover_name(row, &suffix, Pass::Final),
-                usage_pod_name(row, &suffix),
-            ]
-        })
-        .collect();
-    let usage_names: Vec<String> = plan.iter().map(|row| usage_pod_name(row, &suffix)).collect();
-    let mut pod_labels = BTreeMap::new();
-    for pod in pods {
-        let name = pod.name_any();
-        if pod_names.contains(&name) {
-            pod_labels = pod.labels().clone();
-            observed.pods.insert(name, pod_view(&pod));
-        } else if mover_names.contains(&name) {
-            observed.movers.insert(name, mover_view(&pod));
-        }
-    }
-    observed.disruptions_allowed = if pod_labels.is_empty() {
-        None
-    } else {
-        budgets
-            .iter()
-            .filter(|budget| budget_selects(budget, &pod_labels))
-            .map(|budget| budget.status.as_ref().map(|s| s.disruptions_allowed).unwrap_or(0))
-            .min()
-    };
-    let mut volume_names: Vec<String> = plan
-        .iter()
-        .flat_map(|row| [row.source_volume.clone(), row.target_volume.clone()])
-        .flatten()
-        .chain(
-            observed
-                .claims
-                .values()
-                .filter_map(|claim| claim.volume_name.clone()),
-        )
-        .collect();
-    volume_names.sort();
-    volume_names.dedup();
-    // A mover waiting on standby prints nothing: only one making a pass has progress to read.
-    let progressing: Vec<String> = observed
-        .movers
-        .iter()
-        .filter(|(name, mover)| {
-            mover.phase == MoverPhase::Running && !mover.awaiting_go && !usage_names.contains(name)
-        })
-        .map(|(name, _)| name.clone())
-        .collect();
+    sort_reads(resize, stateful_set, reads, observed);
+    let volume_names = volume_names(resize, observed);
+    let progressing = progressing(resize, observed);
     let pods_api = Api::<Pod>::namespaced(ctx.client.clone(), namespace);
     let volumes_api = Api::<PersistentVolume>::all(ctx.client.clone());
     let (volumes, progress) = futures::join!(
@@ -182,6 +100,119 @@ pub async fn read_run(
         }
     }
     Ok(())
+}
+
+/// The rows of the resize's plan (none before its prechecks).
+fn plan_of(resize: &VolumeResize) -> &[VolumePlan] {
+    resize
+        .status
+        .as_ref()
+        .map(|s| s.plan.as_slice())
+        .unwrap_or_default()
+}
+
+/// What of the namespace's lists is this run's: the backup, the plan's claims and Ferry's
+/// temporary ones, the replicas' pods, the movers, and the budgets over the replicas.
+fn sort_reads(
+    resize: &VolumeResize,
+    stateful_set: Option<&StatefulSet>,
+    reads: RunReads,
+    observed: &mut Observed,
+) {
+    let sts_name = &resize.spec.stateful_set_name;
+    let RunReads {
+        backup,
+        claims,
+        pods,
+        budgets,
+    } = reads;
+    observed.backup_exists = backup.is_some();
+    let backed_up_uid = backup
+        .as_ref()
+        .and_then(|b| b.annotations().get(ANNOTATION_BACKED_UP_UID).cloned());
+    if let (Some(sts), Some(view)) = (stateful_set, observed.stateful_set.as_mut()) {
+        view.foreign = foreign(sts, backed_up_uid.as_deref(), resize.uid().as_deref());
+    }
+    let plan = plan_of(resize);
+    let suffix = uid_suffix(resize);
+    let claim_names: Vec<String> = plan
+        .iter()
+        .flat_map(|row| [row.claim_name.clone(), temp_claim_name(row, &suffix)])
+        .collect();
+    observed.claims = claims
+        .into_iter()
+        .filter(|claim| claim_names.contains(&claim.name_any()))
+        .map(|claim| (claim.name_any(), claim_view(&claim)))
+        .collect();
+    let pod_names: Vec<String> = plan
+        .iter()
+        .map(|row| ferry_engine::names::pod(sts_name, row.replica))
+        .collect();
+    let mover_names: Vec<String> = plan
+        .iter()
+        .flat_map(|row| {
+            [
+                mover_name(row, &suffix, Pass::Warm),
+                mover_name(row, &suffix, Pass::Final),
+                usage_pod_name(row, &suffix),
+            ]
+        })
+        .collect();
+    let mut pod_labels = BTreeMap::new();
+    for pod in pods {
+        let name = pod.name_any();
+        if pod_names.contains(&name) {
+            pod_labels = pod.labels().clone();
+            observed.pods.insert(name, pod_view(&pod));
+        } else if mover_names.contains(&name) {
+            observed.movers.insert(name, mover_view(&pod));
+        }
+    }
+    observed.disruptions_allowed = if pod_labels.is_empty() {
+        None
+    } else {
+        budgets
+            .iter()
+            .filter(|budget| budget_selects(budget, &pod_labels))
+            .map(|budget| budget.status.as_ref().map(|s| s.disruptions_allowed).unwrap_or(0))
+            .min()
+    };
+}
+
+/// The volumes the plan recorded and those its claims are bound to, each once.
+fn volume_names(resize: &VolumeResize, observed: &Observed) -> Vec<String> {
+    let mut names: Vec<String> = plan_of(resize)
+        .iter()
+        .flat_map(|row| [row.source_volume.clone(), row.target_volume.clone()])
+        .flatten()
+        .chain(
+            observed
+                .claims
+                .values()
+                .filter_map(|claim| claim.volume_name.clone()),
+        )
+        .collect();
+    names.sort();
+    names.dedup();
+    names
+}
+
+/// The movers making a pass: a mover waiting on standby prints nothing, and a usage pod's one
+/// line is its result.
+fn progressing(resize: &VolumeResize, observed: &Observed) -> Vec<String> {
+    let suffix = uid_suffix(resize);
+    let usage_names: Vec<String> = plan_of(resize)
+        .iter()
+        .map(|row| usage_pod_name(row, &suffix))
+        .collect();
+    observed
+        .movers
+        .iter()
+        .filter(|(name, mover)| {
+            mover.phase == MoverPhase::Running && !mover.awaiting_go && !usage_names.contains(name)
+        })
+        .map(|(name, _)| name.clone())
+        .collect()
 }
 
 /// Short stable suffix of a resize's UID, used in the names of what it creates.
