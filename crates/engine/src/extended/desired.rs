@@ -143,27 +143,7 @@ pub fn stateful_sets(ests: &ExtendedStatefulSet, config_digest: Option<&str>) ->
                     .insert(ANNOTATION_CONFIG_DIGEST.to_string(), digest.to_string());
             }
             if let Some((index, zone)) = &zone {
-                let index_text = index.to_string();
-                if let Some(labels) = spec.template.metadata.as_mut().and_then(|m| m.labels.as_mut()) {
-                    labels.insert(LABEL_ZONE.to_string(), zone.clone());
-                    labels.insert(LABEL_ZONE_INDEX.to_string(), index_text.clone());
-                }
-                // Each zone's StatefulSet selects only its own pods.
-                spec.selector
-                    .match_labels
-                    .get_or_insert_with(BTreeMap::new)
-                    .insert(LABEL_ZONE_INDEX.to_string(), index_text.clone());
-                if let Some(pod) = spec.template.spec.as_mut() {
-                    pod.affinity = Some(pin_to_zone(pod.affinity.take(), zone));
-                    for container in pod
-                        .containers
-                        .iter_mut()
-                        .chain(pod.init_containers.iter_mut().flatten())
-                    {
-                        set_env(&mut container.env, "FERRY_ZONE", zone);
-                        set_env(&mut container.env, "FERRY_ZONE_INDEX", &index_text);
-                    }
-                }
+                pin_spec_to_zone(&mut spec, *index, zone);
             }
             let object = StatefulSet {
                 metadata: ObjectMeta {
@@ -185,6 +165,32 @@ pub fn stateful_sets(ests: &ExtendedStatefulSet, config_digest: Option<&str>) ->
             }
         })
         .collect()
+}
+
+/// A zone's StatefulSet: its pods labelled with the zone, selected by its index alone, pinned to
+/// the zone, and told it in their environment.
+fn pin_spec_to_zone(spec: &mut StatefulSetSpec, index: usize, zone: &str) {
+    let index_text = index.to_string();
+    if let Some(labels) = spec.template.metadata.as_mut().and_then(|m| m.labels.as_mut()) {
+        labels.insert(LABEL_ZONE.to_string(), zone.to_string());
+        labels.insert(LABEL_ZONE_INDEX.to_string(), index_text.clone());
+    }
+    // Each zone's StatefulSet selects only its own pods.
+    spec.selector
+        .match_labels
+        .get_or_insert_with(BTreeMap::new)
+        .insert(LABEL_ZONE_INDEX.to_string(), index_text.clone());
+    if let Some(pod) = spec.template.spec.as_mut() {
+        pod.affinity = Some(pin_to_zone(pod.affinity.take(), zone));
+        for container in pod
+            .containers
+            .iter_mut()
+            .chain(pod.init_containers.iter_mut().flatten())
+        {
+            set_env(&mut container.env, "FERRY_ZONE", zone);
+            set_env(&mut container.env, "FERRY_ZONE_INDEX", &index_text);
+        }
+    }
 }
 
 /// Sets the partition of a desired StatefulSet (pods with an ordinal at or above it update).

@@ -23,6 +23,42 @@ pub(super) fn measure_usage(
         let leftovers = usage_leftovers(ctx, status, observed);
         return Some(fail(status.clone(), leftovers, no_size.join("; "), now));
     }
+    let actions = measure_rows(ctx, status, observed, now);
+    // A claim that could not be measured fails the resize (recorded, so it is not measured again),
+    // once every measuring pod is gone; nothing else was touched.
+    let failures: Vec<String> = status
+        .plan
+        .iter()
+        .filter(|row| row.step == Some(RowStep::MeasuringFailed))
+        .filter_map(|row| row.message.clone())
+        .collect();
+    if !failures.is_empty() {
+        let leftovers = usage_leftovers(ctx, status, observed);
+        return Some(fail(status.clone(), leftovers, failures.join("; "), now));
+    }
+    let unmeasured = status
+        .plan
+        .iter()
+        .any(|row| is_copy(row) && row.finished_at.is_none() && row.used_bytes.is_none());
+    if unmeasured {
+        return Some(decide(status.clone(), actions, "measuring the data in use"));
+    }
+    let leftovers = usage_leftovers(ctx, status, observed);
+    let too_small = too_small(status);
+    if !too_small.is_empty() {
+        return Some(fail(status.clone(), leftovers, too_small.join("; "), now));
+    }
+    (!leftovers.is_empty()).then(|| decide(status.clone(), leftovers, "data in use measured"))
+}
+
+/// Each copied row not measured yet: a measuring pod started (no more at once than the free
+/// mover slots), or the result of its finished one recorded, or its failure.
+fn measure_rows(
+    ctx: &CopyContext,
+    status: &mut VolumeResizeStatus,
+    observed: &Observed,
+    now: &Time,
+) -> Vec<ResizeAction> {
     let mut actions = Vec::new();
     // Measuring pods are mover pods too: no more at once than `mover.concurrency`.
     let mut slots = ctx.concurrency.saturating_sub(
@@ -73,27 +109,12 @@ pub(super) fn measure_usage(
             },
         }
     }
-    // A claim that could not be measured fails the resize (recorded, so it is not measured again),
-    // once every measuring pod is gone; nothing else was touched.
-    let failures: Vec<String> = status
-        .plan
-        .iter()
-        .filter(|row| row.step == Some(RowStep::MeasuringFailed))
-        .filter_map(|row| row.message.clone())
-        .collect();
-    if !failures.is_empty() {
-        let leftovers = usage_leftovers(ctx, status, observed);
-        return Some(fail(status.clone(), leftovers, failures.join("; "), now));
-    }
-    let unmeasured = status
-        .plan
-        .iter()
-        .any(|row| is_copy(row) && row.finished_at.is_none() && row.used_bytes.is_none());
-    if unmeasured {
-        return Some(decide(status.clone(), actions, "measuring the data in use"));
-    }
-    let leftovers = usage_leftovers(ctx, status, observed);
-    let too_small: Vec<String> = status
+    actions
+}
+
+/// The rows whose target leaves no room for the data measured on them (with headroom).
+fn too_small(status: &VolumeResizeStatus) -> Vec<String> {
+    status
         .plan
         .iter()
         .filter(|row| is_copy(row) && row.finished_at.is_none())
@@ -112,11 +133,7 @@ pub(super) fn measure_usage(
                 )
             })
         })
-        .collect();
-    if !too_small.is_empty() {
-        return Some(fail(status.clone(), leftovers, too_small.join("; "), now));
-    }
-    (!leftovers.is_empty()).then(|| decide(status.clone(), leftovers, "data in use measured"))
+        .collect()
 }
 
 /// Deletions of the measuring pods that still exist.

@@ -34,37 +34,7 @@ pub(super) fn roll_back(
             actions.extend(forward);
             continue;
         }
-        let row = &mut status.plan[i];
-        row.step = Some(RowStep::RolledBack);
-        // A swap undone before its claim was deleted may have set the old volume to Retain.
-        if let (Some(source), Some(policy)) = (&row.source_volume, &row.original_reclaim_policy)
-            && observed.bound_to(&row.claim_name, source)
-        {
-            actions.extend(observed.set_reclaim_policy(source, policy));
-        }
-        for pass in [Pass::Warm, Pass::Final] {
-            let pod = ctx.mover(row, pass);
-            if let Some(mover) = observed.movers.get(&pod) {
-                actions.push(mover.delete(&pod));
-            }
-        }
-        // ... and the new volume to Retain: it gets its own policy back before its temporary claim
-        // goes, or its disk would outlive the claim with nobody knowing.
-        if let (Some(target), Some(policy)) = (&row.target_volume, &row.target_reclaim_policy)
-            && let Some(give_back) = observed.set_reclaim_policy(target, policy)
-        {
-            actions.push(give_back);
-            continue;
-        }
-        let temp = ctx.temp_claim(row);
-        if let Some(claim) = observed.claims.get(&temp)
-            && !claim.deleting
-        {
-            actions.push(ResizeAction::DeleteClaim {
-                claim: temp,
-                uid: claim.uid.clone(),
-            });
-        }
+        actions.extend(undo_row(ctx, &mut status.plan[i], observed));
     }
     match &observed.stateful_set {
         None if !swaps_pending => actions.push(ResizeAction::RestoreStatefulSet),
@@ -88,6 +58,43 @@ pub(super) fn roll_back(
         actions,
         summary,
     }
+}
+
+/// A row whose swap had not begun goes back as it was: its old volume's policy, its movers gone,
+/// the new volume's own policy given back, then its temporary claim deleted.
+fn undo_row(ctx: &CopyContext, row: &mut VolumePlan, observed: &Observed) -> Vec<ResizeAction> {
+    let mut actions = Vec::new();
+    row.step = Some(RowStep::RolledBack);
+    // A swap undone before its claim was deleted may have set the old volume to Retain.
+    if let (Some(source), Some(policy)) = (&row.source_volume, &row.original_reclaim_policy)
+        && observed.bound_to(&row.claim_name, source)
+    {
+        actions.extend(observed.set_reclaim_policy(source, policy));
+    }
+    for pass in [Pass::Warm, Pass::Final] {
+        let pod = ctx.mover(row, pass);
+        if let Some(mover) = observed.movers.get(&pod) {
+            actions.push(mover.delete(&pod));
+        }
+    }
+    // ... and the new volume to Retain: it gets its own policy back before its temporary claim
+    // goes, or its disk would outlive the claim with nobody knowing.
+    if let (Some(target), Some(policy)) = (&row.target_volume, &row.target_reclaim_policy)
+        && let Some(give_back) = observed.set_reclaim_policy(target, policy)
+    {
+        actions.push(give_back);
+        return actions;
+    }
+    let temp = ctx.temp_claim(row);
+    if let Some(claim) = observed.claims.get(&temp)
+        && !claim.deleting
+    {
+        actions.push(ResizeAction::DeleteClaim {
+            claim: temp,
+            uid: claim.uid.clone(),
+        });
+    }
+    actions
 }
 
 /// A row of a batch being rolled back whose swap had begun: the swap goes on until the claim is
