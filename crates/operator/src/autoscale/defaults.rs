@@ -12,6 +12,7 @@ use ferry_api::names::{
 };
 use ferry_engine::autoscale::seed::{default_autoscaler_name, default_spec, opted_in};
 use k8s_openapi::api::apps::v1::StatefulSet;
+use k8s_openapi::api::core::v1::ObjectReference;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kube::api::{DeleteParams, Patch};
 use kube::{Api, Resource, ResourceExt};
@@ -62,52 +63,65 @@ pub async fn reconcile(ctx: &Context, sts: &StatefulSet, namespace: &str) -> Res
         }
         // A VolumeAutoscaler of the user's under that name: theirs wins.
         Some(_) => {}
-        None => {
-            let spec = match default_spec(sts) {
-                Ok(spec) => spec,
-                Err(message) => {
-                    let notice = Notice {
-                        warning: true,
-                        reason: "DefaultAutoscalerInvalid",
-                        action: "Autoscale",
-                        note: format!("{SEED_ANNOTATION_AUTO_SCALED}: {message}"),
-                    };
-                    events::publish(&ctx.recorder, &notice, std::slice::from_ref(&reference)).await;
-                    return Ok(());
-                }
+        None => create_default(ctx, sts, &api, &name, &reference).await?,
+    }
+    Ok(())
+}
+
+/// The default autoscaler the seed annotation stands for, made (and told of), or why not (an
+/// Event; nothing made).
+async fn create_default(
+    ctx: &Context,
+    sts: &StatefulSet,
+    api: &Api<VolumeAutoscaler>,
+    name: &str,
+    reference: &ObjectReference,
+) -> Result<(), Error> {
+    let sts_name = sts.name_any();
+    let namespace = sts.namespace();
+    let spec = match default_spec(sts) {
+        Ok(spec) => spec,
+        Err(message) => {
+            let notice = Notice {
+                warning: true,
+                reason: "DefaultAutoscalerInvalid",
+                action: "Autoscale",
+                note: format!("{SEED_ANNOTATION_AUTO_SCALED}: {message}"),
             };
-            let max_sizes: Vec<String> = spec
-                .volumes
-                .iter()
-                .map(|volume| format!("{} up to {}", volume.name, volume.max_size))
-                .collect();
-            let mut vas = VolumeAutoscaler::new(&name, spec);
-            vas.metadata.namespace = Some(namespace.to_string());
-            vas.metadata.labels = Some(
-                [
-                    (LABEL_DEFAULT_AUTOSCALER_FOR.to_string(), sts_name.clone()),
-                    (LABEL_MANAGED_BY.to_string(), MANAGED_BY_VALUE.to_string()),
-                ]
-                .into(),
-            );
-            vas.metadata.owner_references = owner(sts).map(|owner| vec![owner]);
-            match api.create(&writes::create(), &vas).await {
-                Ok(_) => {
-                    let notice = Notice {
-                        warning: false,
-                        reason: "DefaultAutoscaler",
-                        action: "Autoscale",
-                        note: format!(
-                            "{SEED_ANNOTATION_AUTO_SCALED}: \"true\" stands for VolumeAutoscaler {name} (threshold 80%, +20%, cooldown 1h; {}); edit it to change the policy",
-                            max_sizes.join(", ")
-                        ),
-                    };
-                    events::publish(&ctx.recorder, &notice, std::slice::from_ref(&reference)).await;
-                }
-                Err(kube::Error::Api(status)) if status.code == 409 => {}
-                Err(error) => return Err(error.into()),
-            }
+            events::publish(&ctx.recorder, &notice, std::slice::from_ref(reference)).await;
+            return Ok(());
         }
+    };
+    let max_sizes: Vec<String> = spec
+        .volumes
+        .iter()
+        .map(|volume| format!("{} up to {}", volume.name, volume.max_size))
+        .collect();
+    let mut vas = VolumeAutoscaler::new(name, spec);
+    vas.metadata.namespace = namespace;
+    vas.metadata.labels = Some(
+        [
+            (LABEL_DEFAULT_AUTOSCALER_FOR.to_string(), sts_name.clone()),
+            (LABEL_MANAGED_BY.to_string(), MANAGED_BY_VALUE.to_string()),
+        ]
+        .into(),
+    );
+    vas.metadata.owner_references = owner(sts).map(|owner| vec![owner]);
+    match api.create(&writes::create(), &vas).await {
+        Ok(_) => {
+            let notice = Notice {
+                warning: false,
+                reason: "DefaultAutoscaler",
+                action: "Autoscale",
+                note: format!(
+                    "{SEED_ANNOTATION_AUTO_SCALED}: \"true\" stands for VolumeAutoscaler {name} (threshold 80%, +20%, cooldown 1h; {}); edit it to change the policy",
+                    max_sizes.join(", ")
+                ),
+            };
+            events::publish(&ctx.recorder, &notice, std::slice::from_ref(reference)).await;
+        }
+        Err(kube::Error::Api(status)) if status.code == 409 => {}
+        Err(error) => return Err(error.into()),
     }
     Ok(())
 }
