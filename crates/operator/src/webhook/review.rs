@@ -2,8 +2,8 @@
 //! 4xx answer) and the mutating decision on StatefulSet updates. Pure: the VolumeResizes come
 //! from the controller's store.
 
-use ferry_api::VolumeResize;
 use ferry_api::names::ANNOTATION_REQUESTED_TEMPLATES;
+use ferry_api::{VolumeChange, VolumeResize};
 use ferry_engine::trigger::template_edit::{
     Governed, TemplateEdit, template_edit, without_autoscaled_shrinks,
 };
@@ -118,15 +118,49 @@ pub fn review_stateful_set(
         })
         .collect();
     if changes.is_empty() {
-        let patch: json_patch::Patch = serde_json::from_value(serde_json::Value::Array(vec![put_back]))
-            .map_err(|error| BadReview(format!("cannot build the patch: {error}")))?;
-        let mut response = response
-            .with_patch(patch)
-            .map_err(|error| BadReview(format!("cannot encode the patch: {error}")))?;
-        response.warnings = Some(warnings);
-        return Ok(response);
+        return patched(response, vec![put_back], warnings);
     }
+    warnings.insert(0, carrier_warning(request, &stored, resizes, &changes));
+    let recorded = serde_json::to_string(&changes)
+        .map_err(|error| BadReview(format!("cannot record the change: {error}")))?;
+    let record = if new_object.metadata.annotations.is_some() {
+        serde_json::json!({
+            "op": "add",
+            "path": format!("/metadata/annotations/{}", pointer_segment(ANNOTATION_REQUESTED_TEMPLATES)),
+            "value": recorded,
+        })
+    } else {
+        serde_json::json!({
+            "op": "add", "path": "/metadata/annotations",
+            "value": {ANNOTATION_REQUESTED_TEMPLATES: recorded},
+        })
+    };
+    patched(response, vec![put_back, record], warnings)
+}
 
+/// The response with `operations` as its JSON patch and `warnings`.
+fn patched(
+    response: AdmissionResponse,
+    operations: Vec<serde_json::Value>,
+    warnings: Vec<String>,
+) -> Result<AdmissionResponse, BadReview> {
+    let patch: json_patch::Patch = serde_json::from_value(serde_json::Value::Array(operations))
+        .map_err(|error| BadReview(format!("cannot build the patch: {error}")))?;
+    let mut response = response
+        .with_patch(patch)
+        .map_err(|error| BadReview(format!("cannot encode the patch: {error}")))?;
+    response.warnings = Some(warnings);
+    Ok(response)
+}
+
+/// The warning naming the VolumeResize that carries the change out: one already at work on the
+/// same target, else the one the operator will make (after any other at work on the StatefulSet).
+fn carrier_warning(
+    request: &AdmissionRequest<DynamicObject>,
+    stored: &StatefulSet,
+    resizes: &[impl Borrow<VolumeResize>],
+    changes: &[VolumeChange],
+) -> String {
     let name = stored.name_any();
     let namespace = request.namespace.clone().unwrap_or_default();
     let on_this = |resize: &&VolumeResize| {
@@ -138,47 +172,24 @@ pub fn review_stateful_set(
         .iter()
         .map(Borrow::borrow)
         .filter(on_this)
-        .find(|r| same_target(&r.spec.volumes, &changes));
+        .find(|r| same_target(&r.spec.volumes, changes));
     let running_other = resizes
         .iter()
         .map(Borrow::borrow)
         .filter(on_this)
-        .find(|r| !same_target(&r.spec.volumes, &changes));
+        .find(|r| !same_target(&r.spec.volumes, changes));
     let resize = running_same
         .map(|r| r.name_any())
-        .unwrap_or_else(|| resize_name(&name, &stored.uid().unwrap_or_default(), &changes));
-    let templates = crate::requests::templates_of(&stored);
+        .unwrap_or_else(|| resize_name(&name, &stored.uid().unwrap_or_default(), changes));
+    let templates = crate::requests::templates_of(stored);
     let mut warning = format!(
         "Ferry: volumeClaimTemplates change ({}) kept aside; VolumeResize {resize} carries it out (kubectl get vr {resize} -n {namespace})",
-        request::describe(&changes, &templates)
+        request::describe(changes, &templates)
     );
     if let (None, Some(other)) = (running_same, running_other) {
         warning.push_str(&format!(" after VolumeResize {} is done", other.name_any()));
     }
-
-    let recorded = serde_json::to_string(&changes)
-        .map_err(|error| BadReview(format!("cannot record the change: {error}")))?;
-    let mut patch = vec![put_back];
-    if new_object.metadata.annotations.is_some() {
-        patch.push(serde_json::json!({
-            "op": "add",
-            "path": format!("/metadata/annotations/{}", pointer_segment(ANNOTATION_REQUESTED_TEMPLATES)),
-            "value": recorded,
-        }));
-    } else {
-        patch.push(serde_json::json!({
-            "op": "add", "path": "/metadata/annotations",
-            "value": {ANNOTATION_REQUESTED_TEMPLATES: recorded},
-        }));
-    }
-    let patch: json_patch::Patch = serde_json::from_value(serde_json::Value::Array(patch))
-        .map_err(|error| BadReview(format!("cannot build the patch: {error}")))?;
-    let mut response = response
-        .with_patch(patch)
-        .map_err(|error| BadReview(format!("cannot encode the patch: {error}")))?;
-    warnings.insert(0, warning);
-    response.warnings = Some(warnings);
-    Ok(response)
+    warning
 }
 
 /// The validating review of a StatefulSet create: refused while a VolumeResize is replacing a
