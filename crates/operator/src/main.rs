@@ -1,6 +1,6 @@
 //! `ferry`: the Ferry operator binary.
 
-use clap::{Parser, Subcommand, ValueEnum};
+use clap::{Args, Parser, Subcommand, ValueEnum};
 use ferry_operator::features::{Feature, Features};
 use ferry_operator::leader::LeaderElection;
 use ferry_operator::shared_secret::SecretRef;
@@ -20,85 +20,87 @@ struct Cli {
     command: Command,
 }
 
-// Parsed once at start: the size of the `Run` variant costs nothing.
-#[allow(clippy::large_enum_variant)]
 #[derive(Subcommand)]
 enum Command {
     /// Run the operator (uses in-cluster config or KUBECONFIG).
-    Run {
-        /// Watch only these namespaces (comma-separated; all when not given).
-        #[arg(long = "namespace", env = "FERRY_NAMESPACE", value_delimiter = ',')]
-        namespaces: Vec<String>,
-        /// Address for /healthz, /readyz and /metrics.
-        #[arg(long, env = "FERRY_HTTP_ADDR", default_value = "0.0.0.0:8080")]
-        http_addr: SocketAddr,
-        #[arg(long, env = "FERRY_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
-        log_format: LogFormat,
-        /// Image for mover pods (default: the operator's own image).
-        #[arg(long, env = "FERRY_MOVER_IMAGE")]
-        mover_image: Option<String>,
-        /// Images besides --mover-image that a VolumeResize may name in spec.mover.image
-        /// (comma-separated; none by default: movers run the operator's image only).
-        #[arg(long, env = "FERRY_ALLOWED_MOVER_IMAGES", value_delimiter = ',')]
-        allowed_mover_images: Vec<String>,
-        /// Resources of mover pods unless a VolumeResize sets its own: a ResourceRequirements in
-        /// JSON, e.g. `{"requests":{"cpu":"100m","memory":"64Mi"}}`.
-        #[arg(long, env = "FERRY_MOVER_RESOURCES", value_parser = ferry_operator::run::parse_mover_resources)]
-        mover_resources: Option<k8s_openapi::api::core::v1::ResourceRequirements>,
-        /// Serve the admission webhooks and register them with this URL, e.g.
-        /// `https://127.0.0.1:9443` for an operator running outside the cluster.
-        #[arg(long, env = "FERRY_WEBHOOK_URL", conflicts_with = "webhook_service")]
-        webhook_url: Option<String>,
-        /// Serve the admission webhooks and register them with this Service,
-        /// `<namespace>/<name>:<port>` (in a cluster; the chart's way).
-        #[arg(long, env = "FERRY_WEBHOOK_SERVICE")]
-        webhook_service: Option<String>,
-        /// Address the webhook HTTPS server listens on (default: the port of --webhook-url on
-        /// 127.0.0.1, or 0.0.0.0:9443 with --webhook-service).
-        #[arg(long, env = "FERRY_WEBHOOK_LISTEN")]
-        webhook_listen: Option<SocketAddr>,
-        /// Read the serving certificate from tls.crt/tls.key here (cert-manager) instead of
-        /// issuing it from Ferry's own CA.
-        #[arg(long, env = "FERRY_WEBHOOK_CERT_DIR")]
-        webhook_cert_dir: Option<std::path::PathBuf>,
-        /// Keep Ferry's own webhook CA in this Secret, `<namespace>/<name>`, shared by every
-        /// replica (made by the first one to start).
-        #[arg(long, env = "FERRY_WEBHOOK_CA_SECRET", conflicts_with = "webhook_cert_dir")]
-        webhook_ca_secret: Option<String>,
-        /// The webhook configurations an installer made (the Helm chart): Ferry only keeps their
-        /// caBundle instead of registering its own.
-        #[arg(long, env = "FERRY_WEBHOOK_CONFIGURATION")]
-        webhook_configuration: Option<String>,
-        /// Act only while holding this Lease, `<namespace>/<name>` (replicas of one Deployment
-        /// share it; every replica serves the webhooks).
-        #[arg(long, env = "FERRY_LEADER_ELECTION_LEASE")]
-        leader_election_lease: Option<String>,
-        /// How long the Lease holds without renewal, e.g. `15s`: a dead leader is replaced
-        /// within about this time.
-        #[arg(long, env = "FERRY_LEADER_ELECTION_DURATION", default_value = "15s", value_parser = parse_interval)]
-        leader_election_duration: std::time::Duration,
-        /// Keep the key of ExtendedStatefulSets' configuration digests in this Secret,
-        /// `<namespace>/<name>`, shared by every replica (made by the first one to start). Without
-        /// it each start makes a key of its own, and such ExtendedStatefulSets roll once after it.
-        #[arg(long, env = "FERRY_CONFIG_DIGEST_KEY_SECRET")]
-        config_digest_key_secret: Option<String>,
-        /// How often VolumeAutoscalers read volume usage and decide, e.g. `30s` or `1m` (also the
-        /// least time between two stats requests to one node).
-        #[arg(long, env = "FERRY_AUTOSCALE_INTERVAL", default_value = "1m", value_parser = parse_interval)]
-        autoscale_interval: std::time::Duration,
-        /// Features to switch off, comma-separated: `secret-references` (Secrets an
-        /// ExtendedStatefulSet references are not read), `kubelet-stats` (VolumeAutoscalers read
-        /// no usage), `update-hooks` (no pre- or post-update Jobs). The chart's `features` values
-        /// set this and withhold the permissions.
-        #[arg(long, env = "FERRY_DISABLE_FEATURES", value_delimiter = ',', value_parser = Feature::parse)]
-        disable_features: Vec<Feature>,
-        /// Keep the per-StatefulSet hold Leases (one resize at a time) in this namespace, the
-        /// operator's own; without it they go beside each StatefulSet.
-        #[arg(long, env = "FERRY_HOLD_NAMESPACE")]
-        hold_namespace: Option<String>,
-    },
+    Run(Box<RunArgs>),
     /// Print the CustomResourceDefinitions as YAML.
     Crd,
+}
+
+/// `ferry run`'s flags.
+#[derive(Args)]
+struct RunArgs {
+    /// Watch only these namespaces (comma-separated; all when not given).
+    #[arg(long = "namespace", env = "FERRY_NAMESPACE", value_delimiter = ',')]
+    namespaces: Vec<String>,
+    /// Address for /healthz, /readyz and /metrics.
+    #[arg(long, env = "FERRY_HTTP_ADDR", default_value = "0.0.0.0:8080")]
+    http_addr: SocketAddr,
+    #[arg(long, env = "FERRY_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
+    log_format: LogFormat,
+    /// Image for mover pods (default: the operator's own image).
+    #[arg(long, env = "FERRY_MOVER_IMAGE")]
+    mover_image: Option<String>,
+    /// Images besides --mover-image that a VolumeResize may name in spec.mover.image
+    /// (comma-separated; none by default: movers run the operator's image only).
+    #[arg(long, env = "FERRY_ALLOWED_MOVER_IMAGES", value_delimiter = ',')]
+    allowed_mover_images: Vec<String>,
+    /// Resources of mover pods unless a VolumeResize sets its own: a ResourceRequirements in
+    /// JSON, e.g. `{"requests":{"cpu":"100m","memory":"64Mi"}}`.
+    #[arg(long, env = "FERRY_MOVER_RESOURCES", value_parser = ferry_operator::run::parse_mover_resources)]
+    mover_resources: Option<k8s_openapi::api::core::v1::ResourceRequirements>,
+    /// Serve the admission webhooks and register them with this URL, e.g.
+    /// `https://127.0.0.1:9443` for an operator running outside the cluster.
+    #[arg(long, env = "FERRY_WEBHOOK_URL", conflicts_with = "webhook_service")]
+    webhook_url: Option<String>,
+    /// Serve the admission webhooks and register them with this Service,
+    /// `<namespace>/<name>:<port>` (in a cluster; the chart's way).
+    #[arg(long, env = "FERRY_WEBHOOK_SERVICE")]
+    webhook_service: Option<String>,
+    /// Address the webhook HTTPS server listens on (default: the port of --webhook-url on
+    /// 127.0.0.1, or 0.0.0.0:9443 with --webhook-service).
+    #[arg(long, env = "FERRY_WEBHOOK_LISTEN")]
+    webhook_listen: Option<SocketAddr>,
+    /// Read the serving certificate from tls.crt/tls.key here (cert-manager) instead of
+    /// issuing it from Ferry's own CA.
+    #[arg(long, env = "FERRY_WEBHOOK_CERT_DIR")]
+    webhook_cert_dir: Option<std::path::PathBuf>,
+    /// Keep Ferry's own webhook CA in this Secret, `<namespace>/<name>`, shared by every
+    /// replica (made by the first one to start).
+    #[arg(long, env = "FERRY_WEBHOOK_CA_SECRET", conflicts_with = "webhook_cert_dir")]
+    webhook_ca_secret: Option<String>,
+    /// The webhook configurations an installer made (the Helm chart): Ferry only keeps their
+    /// caBundle instead of registering its own.
+    #[arg(long, env = "FERRY_WEBHOOK_CONFIGURATION")]
+    webhook_configuration: Option<String>,
+    /// Act only while holding this Lease, `<namespace>/<name>` (replicas of one Deployment
+    /// share it; every replica serves the webhooks).
+    #[arg(long, env = "FERRY_LEADER_ELECTION_LEASE")]
+    leader_election_lease: Option<String>,
+    /// How long the Lease holds without renewal, e.g. `15s`: a dead leader is replaced
+    /// within about this time.
+    #[arg(long, env = "FERRY_LEADER_ELECTION_DURATION", default_value = "15s", value_parser = parse_interval)]
+    leader_election_duration: std::time::Duration,
+    /// Keep the key of ExtendedStatefulSets' configuration digests in this Secret,
+    /// `<namespace>/<name>`, shared by every replica (made by the first one to start). Without
+    /// it each start makes a key of its own, and such ExtendedStatefulSets roll once after it.
+    #[arg(long, env = "FERRY_CONFIG_DIGEST_KEY_SECRET")]
+    config_digest_key_secret: Option<String>,
+    /// How often VolumeAutoscalers read volume usage and decide, e.g. `30s` or `1m` (also the
+    /// least time between two stats requests to one node).
+    #[arg(long, env = "FERRY_AUTOSCALE_INTERVAL", default_value = "1m", value_parser = parse_interval)]
+    autoscale_interval: std::time::Duration,
+    /// Features to switch off, comma-separated: `secret-references` (Secrets an
+    /// ExtendedStatefulSet references are not read), `kubelet-stats` (VolumeAutoscalers read
+    /// no usage), `update-hooks` (no pre- or post-update Jobs). The chart's `features` values
+    /// set this and withhold the permissions.
+    #[arg(long, env = "FERRY_DISABLE_FEATURES", value_delimiter = ',', value_parser = Feature::parse)]
+    disable_features: Vec<Feature>,
+    /// Keep the per-StatefulSet hold Leases (one resize at a time) in this namespace, the
+    /// operator's own; without it they go beside each StatefulSet.
+    #[arg(long, env = "FERRY_HOLD_NAMESPACE")]
+    hold_namespace: Option<String>,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -129,36 +131,10 @@ fn main() -> ExitCode {
                 ExitCode::FAILURE
             }
         },
-        Command::Run {
-            namespaces,
-            http_addr,
-            log_format,
-            mover_image,
-            allowed_mover_images,
-            mover_resources,
-            webhook_url,
-            webhook_service,
-            webhook_listen,
-            webhook_cert_dir,
-            webhook_ca_secret,
-            webhook_configuration,
-            leader_election_lease,
-            leader_election_duration,
-            config_digest_key_secret,
-            autoscale_interval,
-            disable_features,
-            hold_namespace,
-        } => {
-            init_logging(log_format);
-            let webhook = match webhook_settings(
-                webhook_url,
-                webhook_service,
-                webhook_listen,
-                webhook_cert_dir,
-                webhook_ca_secret,
-                webhook_configuration,
-            ) {
-                Ok(webhook) => webhook,
+        Command::Run(args) => {
+            init_logging(args.log_format);
+            let settings = match settings(*args) {
+                Ok(settings) => settings,
                 Err(message) => {
                     eprintln!("ferry: {message}");
                     return ExitCode::from(2);
@@ -171,46 +147,7 @@ fn main() -> ExitCode {
                     return ExitCode::FAILURE;
                 }
             };
-            let leader_election = match leader_election_lease.as_deref().map(|lease| {
-                namespaced_name(lease, "--leader-election-lease").map(|(namespace, name)| LeaderElection {
-                    namespace,
-                    name,
-                    lease_duration: leader_election_duration,
-                })
-            }) {
-                None => None,
-                Some(Ok(election)) => Some(election),
-                Some(Err(message)) => {
-                    eprintln!("ferry: {message}");
-                    return ExitCode::from(2);
-                }
-            };
-            let config_digest_key = match config_digest_key_secret
-                .as_deref()
-                .map(|secret| namespaced_name(secret, "--config-digest-key-secret"))
-            {
-                None => None,
-                Some(Ok((namespace, name))) => Some(SecretRef { namespace, name }),
-                Some(Err(message)) => {
-                    eprintln!("ferry: {message}");
-                    return ExitCode::from(2);
-                }
-            };
-            match runtime.block_on(start(Settings {
-                namespaces,
-                http_addr: Some(http_addr),
-                mover_image,
-                allowed_mover_images,
-                mover_resources,
-                webhook,
-                autoscale_interval: Some(autoscale_interval),
-                leader_election,
-                identity: None,
-                config_digest_key,
-                features: Features::without(&disable_features),
-                hold_namespace,
-                api_requests: None,
-            })) {
+            match runtime.block_on(start(settings)) {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(error) => {
                     tracing::error!(%error, "operator stopped");
@@ -220,6 +157,50 @@ fn main() -> ExitCode {
             }
         }
     }
+}
+
+/// The operator's settings from `ferry run`'s flags, or what is wrong with them.
+fn settings(args: RunArgs) -> Result<Settings, String> {
+    let webhook = webhook_settings(
+        args.webhook_url,
+        args.webhook_service,
+        args.webhook_listen,
+        args.webhook_cert_dir,
+        args.webhook_ca_secret,
+        args.webhook_configuration,
+    )?;
+    let leader_election = args
+        .leader_election_lease
+        .as_deref()
+        .map(|lease| {
+            namespaced_name(lease, "--leader-election-lease").map(|(namespace, name)| LeaderElection {
+                namespace,
+                name,
+                lease_duration: args.leader_election_duration,
+            })
+        })
+        .transpose()?;
+    let config_digest_key = args
+        .config_digest_key_secret
+        .as_deref()
+        .map(|secret| namespaced_name(secret, "--config-digest-key-secret"))
+        .transpose()?
+        .map(|(namespace, name)| SecretRef { namespace, name });
+    Ok(Settings {
+        namespaces: args.namespaces,
+        http_addr: Some(args.http_addr),
+        mover_image: args.mover_image,
+        allowed_mover_images: args.allowed_mover_images,
+        mover_resources: args.mover_resources,
+        webhook,
+        autoscale_interval: Some(args.autoscale_interval),
+        leader_election,
+        identity: None,
+        config_digest_key,
+        features: Features::without(&args.disable_features),
+        hold_namespace: args.hold_namespace,
+        api_requests: None,
+    })
 }
 
 /// The webhook settings the flags describe (none without --webhook-url or --webhook-service).
