@@ -5,7 +5,10 @@ use crate::style::{self, CYAN, DIM, GREEN, RED, Style, YELLOW};
 use crate::table::Table;
 use ferry_api::listed::{ListedResize, UnreadableResize};
 use ferry_api::quantity::human_bytes;
-use ferry_api::{ChosenStrategy, Mode, Phase, Strategy, Verify, VolumePlan, VolumeResize};
+use ferry_api::{
+    ChosenStrategy, Mode, Phase, Strategy, Verify, VolumePlan, VolumeResize, VolumeResizeSpec,
+    VolumeResizeStatus,
+};
 use jiff::Timestamp;
 use kube::ResourceExt;
 use kube::api::ObjectMeta;
@@ -430,6 +433,23 @@ pub fn describe_text(resize: &VolumeResize, events: &[EventLine], now: Timestamp
         field(&mut out, "Rollback", "requested");
     }
 
+    spec_section(&mut out, &resize.spec, style);
+    let status = resize.status.clone().unwrap_or_default();
+    if let Some(started) = &status.started_at {
+        field(&mut out, "Started", &time_text(Some(started), now));
+    }
+    if let Some(finished) = &status.finished_at {
+        field(&mut out, "Finished", &time_text(Some(finished), now));
+    }
+
+    plan_section(&mut out, &status, style);
+    conditions_section(&mut out, &status, now, style);
+    objects_section(&mut out, &status, style);
+    events_section(&mut out, events, style);
+    out
+}
+
+fn spec_section(out: &mut String, spec: &VolumeResizeSpec, style: Style) {
     let _ = writeln!(out, "{}", style.bold("Spec:"));
     let mut table = Table::new(["VOLUME", "SIZE", "STORAGECLASS"]);
     for volume in &spec.volumes {
@@ -457,15 +477,9 @@ pub fn describe_text(resize: &VolumeResize, events: &[EventLine], now: Timestamp
     if let Some(timeout) = spec.timeout_seconds {
         let _ = writeln!(out, "  Step timeout: {timeout}s");
     }
+}
 
-    let status = resize.status.clone().unwrap_or_default();
-    if let Some(started) = &status.started_at {
-        field(&mut out, "Started", &time_text(Some(started), now));
-    }
-    if let Some(finished) = &status.finished_at {
-        field(&mut out, "Finished", &time_text(Some(finished), now));
-    }
-
+fn plan_section(out: &mut String, status: &VolumeResizeStatus, style: Style) {
     let _ = writeln!(out, "{}", style.bold("Plan:"));
     if status.plan.is_empty() {
         let _ = writeln!(out, "  (not planned yet)");
@@ -518,7 +532,9 @@ pub fn describe_text(resize: &VolumeResize, events: &[EventLine], now: Timestamp
             );
         }
     }
+}
 
+fn conditions_section(out: &mut String, status: &VolumeResizeStatus, now: Timestamp, style: Style) {
     let _ = writeln!(out, "{}", style.bold("Conditions:"));
     if status.conditions.is_empty() {
         let _ = writeln!(out, "  (none)");
@@ -543,7 +559,9 @@ pub fn describe_text(resize: &VolumeResize, events: &[EventLine], now: Timestamp
         }
         out.push_str(&table.render_indented(style, "  "));
     }
+}
 
+fn objects_section(out: &mut String, status: &VolumeResizeStatus, style: Style) {
     let _ = writeln!(out, "{}", style.bold("Objects made:"));
     let made = &status.created_objects;
     if made.is_empty() {
@@ -559,7 +577,9 @@ pub fn describe_text(resize: &VolumeResize, events: &[EventLine], now: Timestamp
             let _ = writeln!(out, "  retained PV: {volume}");
         }
     }
+}
 
+fn events_section(out: &mut String, events: &[EventLine], style: Style) {
     let _ = writeln!(out, "{}", style.bold("Events:"));
     if events.is_empty() {
         let _ = writeln!(out, "  (none)");
@@ -582,7 +602,6 @@ pub fn describe_text(resize: &VolumeResize, events: &[EventLine], now: Timestamp
         }
         out.push_str(&table.render_indented(style, "  "));
     }
-    out
 }
 
 #[cfg(test)]
