@@ -312,6 +312,18 @@ pub fn plan_text(resize: &VolumeResize, assumed_rate: u64, style: Style) -> Stri
         );
         return out;
     }
+    let (table, total) = plan_table(rows, assumed_rate);
+    out.push_str(&table.render(style));
+    totals(&mut out, rows, total, assumed_rate);
+    let text = message(resize);
+    if !text.is_empty() {
+        let _ = writeln!(out, "{}", style.paint(DIM, &text));
+    }
+    out
+}
+
+/// The plan's rows as a table, and the sum of their copy estimates (unknown if any is).
+fn plan_table(rows: &[VolumePlan], assumed_rate: u64) -> (Table, Option<Duration>) {
     let mut table = Table::new([
         "REPLICA",
         "CLAIM",
@@ -359,7 +371,11 @@ pub fn plan_text(resize: &VolumeResize, assumed_rate: u64, style: Style) -> Stri
             ),
         ]);
     }
-    out.push_str(&table.render(style));
+    (table, total)
+}
+
+/// How many claims grow in place and how many by copy, and how long the copies may take.
+fn totals(out: &mut String, rows: &[VolumePlan], total: Option<Duration>, assumed_rate: u64) {
     let copies = rows
         .iter()
         .filter(|r| r.strategy == Some(ChosenStrategy::Copy))
@@ -387,11 +403,6 @@ pub fn plan_text(resize: &VolumeResize, assumed_rate: u64, style: Style) -> Stri
             );
         }
     }
-    let text = message(resize);
-    if !text.is_empty() {
-        let _ = writeln!(out, "{}", style.paint(DIM, &text));
-    }
-    out
 }
 
 fn time_text(time: Option<&k8s_openapi::apimachinery::pkg::apis::meta::v1::Time>, now: Timestamp) -> String {

@@ -64,7 +64,19 @@ pub fn pair_volumes(
     sizes: &[String],
     classes: &[String],
 ) -> Result<Vec<VolumeRequest>, RequestError> {
-    let usage = |message: String| RequestError::Usage(message);
+    let mut requests = named_volumes(volumes)?;
+    pair_sizes(&mut requests, sizes, classes)?;
+    pair_classes(&mut requests, classes)?;
+    check_requests(&requests)?;
+    Ok(requests)
+}
+
+fn usage(message: String) -> RequestError {
+    RequestError::Usage(message)
+}
+
+/// `--volume NAME[=SIZE]`, each once.
+fn named_volumes(volumes: &[String]) -> Result<Vec<VolumeRequest>, RequestError> {
     let mut requests: Vec<VolumeRequest> = Vec::new();
     for volume in volumes {
         let (name, size) = match volume.split_once('=') {
@@ -84,6 +96,16 @@ pub fn pair_volumes(
         });
     }
 
+    Ok(requests)
+}
+
+/// `--size`: the only volume's (none named), one for every volume without `=SIZE`, or one each in
+/// order.
+fn pair_sizes(
+    requests: &mut Vec<VolumeRequest>,
+    sizes: &[String],
+    classes: &[String],
+) -> Result<(), RequestError> {
     if requests.is_empty() {
         if sizes.len() > 1 {
             return Err(usage(
@@ -131,6 +153,11 @@ pub fn pair_volumes(
         }
     }
 
+    Ok(())
+}
+
+/// `--storage-class`: `NAME=CLASS`, one for all, or one each in order.
+fn pair_classes(requests: &mut [VolumeRequest], classes: &[String]) -> Result<(), RequestError> {
     let (named, bare): (Vec<&String>, Vec<&String>) = classes.iter().partition(|c| c.contains('='));
     for class in named {
         let (name, class) = class.split_once('=').unwrap_or_default();
@@ -171,7 +198,12 @@ pub fn pair_volumes(
         }
     }
 
-    for request in &requests {
+    Ok(())
+}
+
+/// Every request has a size that parses or a class, and no class is empty.
+fn check_requests(requests: &[VolumeRequest]) -> Result<(), RequestError> {
+    for request in requests {
         let label = request.name.clone().unwrap_or_else(|| "(the only volume)".into());
         match &request.size {
             Some(size) => {
@@ -191,7 +223,7 @@ pub fn pair_volumes(
             return Err(usage(format!("empty --storage-class for volume {label:?}")));
         }
     }
-    Ok(requests)
+    Ok(())
 }
 
 /// Checks the requests against the StatefulSet's templates and fills in what defaults from them.
