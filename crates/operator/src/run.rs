@@ -94,26 +94,8 @@ pub async fn run(client: Client, settings: Settings) -> Result<(), Error> {
     // Every replica serves the webhooks, from a VolumeResize cache of its own (a follower runs no
     // controller whose cache it could share).
     let _webhook = match &settings.webhook {
-        Some(webhook_settings) => {
-            let (stores, caches): (Vec<_>, Vec<_>) = scopes
-                .iter()
-                .map(|scope| resize_cache(&client, scope.as_deref()))
-                .unzip();
-            let resizes = Resizes::new(stores);
-            let ctx = Arc::new(
-                Context::new(
-                    client.clone(),
-                    metrics.clone(),
-                    resizes.clone(),
-                    mover_image.clone(),
-                    Some(identity.clone()),
-                )
-                .with_allowed_mover_images(settings.allowed_mover_images.clone()),
-            );
-            let running = webhook::start(ctx, webhook_settings, &settings.namespaces).await?;
-            // Ready once the reviews answer from a synced cache (until then they list, or refuse).
-            resizes.wait_synced().await;
-            Some((running, caches))
+        Some(webhook) => {
+            Some(serve_webhooks(&client, &settings, webhook, &metrics, &mover_image, &identity).await?)
         }
         None => None,
     };
@@ -149,6 +131,37 @@ pub async fn run(client: Client, settings: Settings) -> Result<(), Error> {
             Ok(())
         }
     }
+}
+
+/// Starts serving the admission webhooks from a VolumeResize cache of their own, once it is synced;
+/// returns what keeps them running.
+async fn serve_webhooks(
+    client: &Client,
+    settings: &Settings,
+    webhook_settings: &WebhookSettings,
+    metrics: &Arc<Metrics>,
+    mover_image: &str,
+    identity: &str,
+) -> Result<(webhook::Running, Vec<AbortOnDrop<()>>), Error> {
+    let (stores, caches): (Vec<_>, Vec<_>) = scopes(&settings.namespaces)
+        .iter()
+        .map(|scope| resize_cache(client, scope.as_deref()))
+        .unzip();
+    let resizes = Resizes::new(stores);
+    let ctx = Arc::new(
+        Context::new(
+            client.clone(),
+            metrics.clone(),
+            resizes.clone(),
+            mover_image.to_string(),
+            Some(identity.to_string()),
+        )
+        .with_allowed_mover_images(settings.allowed_mover_images.clone()),
+    );
+    let running = webhook::start(ctx, webhook_settings, &settings.namespaces).await?;
+    // Ready once the reviews answer from a synced cache (until then they list, or refuse).
+    resizes.wait_synced().await;
+    Ok((running, caches))
 }
 
 /// Says at start what the cluster's Kubernetes version lacks of what Ferry needs (nothing for a

@@ -3,7 +3,7 @@
 
 use super::result_watch::ResultWatch;
 use crate::context::Context;
-use crate::resize_cache::GuardedResize;
+use crate::resize_cache::{GuardedResize, Resizes};
 use crate::run::touched_metadata;
 use crate::triggers;
 use ferry_api::VolumeResize;
@@ -32,72 +32,20 @@ pub fn run(
     let pods = crate::run::scoped::<PartialObjectMeta<Pod>>(client, scope);
     let claims = crate::run::scoped::<PartialObjectMeta<PersistentVolumeClaim>>(client, scope);
     let budgets = crate::run::scoped::<PartialObjectMeta<PodDisruptionBudget>>(client, scope);
-    // A StatefulSet change wakes the VolumeResizes that name it (e.g. replicas became Ready).
-    // Only readable ones: an unreadable one names no StatefulSet Ferry could act on.
+    // Only readable VolumeResizes are woken: an unreadable one names nothing Ferry could act on.
+    // Pods, claims, budgets and volumes are watched by their metadata alone and kept in no store:
+    // these watches map names, nothing more.
     let controller = controller
-        .watches_stream(touched_metadata(stateful_sets), {
-            let cache = cache.clone();
-            move |sts: PartialObjectMeta<StatefulSet>| {
-                let namespace = sts.namespace();
-                cache.with_readable(|resizes| {
-                    guarded(
-                        resizes
-                            .iter()
-                            .filter(|resize| {
-                                resize.namespace() == namespace
-                                    && resize.spec.stateful_set_name == sts.name_any()
-                            })
-                            .map(|resize| ObjectRef::from_obj(*resize))
-                            .collect(),
-                    )
-                })
-            }
-        })
-        // Pods and claims a running resize waits for wake it at once (no store is kept for them,
-        // and only their metadata is read: these watches map names, nothing more).
-        .watches_stream(touched_metadata(pods), {
-            let cache = cache.clone();
-            move |pod: PartialObjectMeta<Pod>| {
-                let namespace = pod.namespace();
-                cache.with_readable(|resizes| {
-                    guarded(triggers::for_pod(
-                        resizes,
-                        namespace.as_deref(),
-                        &pod.name_any(),
-                        triggers::mover_owner(pod.labels()),
-                    ))
-                })
-            }
-        })
-        .watches_stream(touched_metadata(claims), {
-            let cache = cache.clone();
-            move |claim: PartialObjectMeta<PersistentVolumeClaim>| {
-                let namespace = claim.namespace();
-                cache.with_readable(|resizes| {
-                    guarded(triggers::for_claim(
-                        resizes,
-                        namespace.as_deref(),
-                        &claim.name_any(),
-                    ))
-                })
-            }
-        })
-        .watches_stream(touched_metadata(budgets), {
-            let cache = cache.clone();
-            move |budget: PartialObjectMeta<PodDisruptionBudget>| {
-                let namespace = budget.namespace();
-                cache.with_readable(|resizes| guarded(triggers::for_budget(resizes, namespace.as_deref())))
-            }
-        })
-        // Volumes are cluster-scoped: the swap waits for one to be reserved for its claim.
+        .watches_stream(
+            touched_metadata(stateful_sets),
+            waking(&cache, stateful_set_wakes),
+        )
+        .watches_stream(touched_metadata(pods), waking(&cache, pod_wakes))
+        .watches_stream(touched_metadata(claims), waking(&cache, claim_wakes))
+        .watches_stream(touched_metadata(budgets), waking(&cache, budget_wakes))
         .watches_stream(
             touched_metadata(Api::<PartialObjectMeta<PersistentVolume>>::all(client.clone())),
-            {
-                let cache = cache.clone();
-                move |volume: PartialObjectMeta<PersistentVolume>| {
-                    cache.with_readable(|resizes| guarded(triggers::for_volume(resizes, &volume.name_any())))
-                }
-            },
+            waking(&cache, volume_wakes),
         )
         // A mover's result in its log: the pass is over before the kubelet sees the exit.
         .reconcile_on(results_in)
@@ -116,6 +64,59 @@ pub fn run(
                 }
             }
         })
+}
+
+/// A watch's mapper: the reconcile requests of the readable VolumeResizes `wakes` names.
+fn waking<K: 'static>(
+    cache: &Resizes,
+    wakes: fn(&[&VolumeResize], &K) -> Vec<ObjectRef<VolumeResize>>,
+) -> impl Fn(K) -> Vec<ObjectRef<GuardedResize>> + Send + Sync + 'static {
+    let cache = cache.clone();
+    move |object: K| cache.with_readable(|resizes| guarded(wakes(resizes, &object)))
+}
+
+/// A StatefulSet change wakes the VolumeResizes that name it (e.g. replicas became Ready).
+fn stateful_set_wakes(
+    resizes: &[&VolumeResize],
+    sts: &PartialObjectMeta<StatefulSet>,
+) -> Vec<ObjectRef<VolumeResize>> {
+    let namespace = sts.namespace();
+    resizes
+        .iter()
+        .filter(|resize| resize.namespace() == namespace && resize.spec.stateful_set_name == sts.name_any())
+        .map(|resize| ObjectRef::from_obj(*resize))
+        .collect()
+}
+
+/// A pod a running resize waits for (a replica, a mover) wakes it at once.
+fn pod_wakes(resizes: &[&VolumeResize], pod: &PartialObjectMeta<Pod>) -> Vec<ObjectRef<VolumeResize>> {
+    let namespace = pod.namespace();
+    let mover_of = triggers::mover_owner(pod.labels());
+    triggers::for_pod(resizes, namespace.as_deref(), &pod.name_any(), mover_of)
+}
+
+/// So does a claim it waits for.
+fn claim_wakes(
+    resizes: &[&VolumeResize],
+    claim: &PartialObjectMeta<PersistentVolumeClaim>,
+) -> Vec<ObjectRef<VolumeResize>> {
+    triggers::for_claim(resizes, claim.namespace().as_deref(), &claim.name_any())
+}
+
+/// A budget over its replicas may let a stop go ahead.
+fn budget_wakes(
+    resizes: &[&VolumeResize],
+    budget: &PartialObjectMeta<PodDisruptionBudget>,
+) -> Vec<ObjectRef<VolumeResize>> {
+    triggers::for_budget(resizes, budget.namespace().as_deref())
+}
+
+/// Volumes are cluster-scoped: the swap waits for one to be reserved for its claim.
+fn volume_wakes(
+    resizes: &[&VolumeResize],
+    volume: &PartialObjectMeta<PersistentVolume>,
+) -> Vec<ObjectRef<VolumeResize>> {
+    triggers::for_volume(resizes, &volume.name_any())
 }
 
 /// Reconcile requests for the controller, whose objects are guarded VolumeResizes (the same kind,
