@@ -2,7 +2,14 @@
 //! actions, so the operator never parses a name back (a prefix match would take template `data`
 //! for `data-log`).
 
-use crate::resize::action::Pass;
+/// Which pass of a copy a mover pod makes; its name says which.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Pass {
+    /// While the replica still runs; changes during it are fine.
+    Warm,
+    /// With the replica stopped; must end exact and verified.
+    Final,
+}
 
 /// Short, stable suffix from a VolumeResize's UID: names never collide with those of an older
 /// VolumeResize of the same name.

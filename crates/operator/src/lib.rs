@@ -23,6 +23,7 @@ pub mod run;
 pub mod shared_secret;
 pub mod triggers;
 pub mod watch_backoff;
+pub mod watches;
 pub mod webhook;
 pub mod writes;
 

@@ -8,11 +8,11 @@ use crate::metrics::Metrics;
 use crate::resize_cache::{GuardedResize, Resizes};
 use crate::shared_secret::SecretRef;
 use crate::watch_backoff::WatchBackoff;
+use crate::watches::{reconciles, scoped};
 use crate::webhook::{self, WebhookSettings};
 use crate::{Error, http, requests, resize};
 use futures::StreamExt;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-use kube::core::PartialObjectMeta;
 use kube::runtime::WatchStreamExt;
 use kube::runtime::reflector::{self, Store, reflector};
 use kube::runtime::wait::{await_condition, conditions};
@@ -188,17 +188,6 @@ fn scopes(namespaces: &[String]) -> Vec<Option<String>> {
     }
 }
 
-/// The API for `K` in one namespace, or in all.
-pub(crate) fn scoped<K>(client: &Client, scope: Option<&str>) -> Api<K>
-where
-    K: kube::Resource<Scope = k8s_openapi::NamespaceResourceScope, DynamicType = ()>,
-{
-    match scope {
-        Some(namespace) => Api::namespaced(client.clone(), namespace),
-        None => Api::all(client.clone()),
-    }
-}
-
 /// `--mover-resources`: a ResourceRequirements as JSON, e.g.
 /// `{"requests":{"cpu":"100m","memory":"64Mi"},"limits":{"memory":"256Mi"}}`.
 pub fn parse_mover_resources(text: &str) -> Result<k8s_openapi::api::core::v1::ResourceRequirements, String> {
@@ -212,40 +201,6 @@ pub fn default_identity() -> String {
     std::env::var("POD_NAME")
         .or_else(|_| std::env::var("HOSTNAME"))
         .unwrap_or_else(|_| format!("ferry-{}", std::process::id()))
-}
-
-/// The objects of `api` that change or go, with their metadata only (no spec or status is sent
-/// or parsed, managed fields dropped): for a watch that only maps an object to the ones it
-/// wakes. With every StatefulSet, pod and claim of a cluster watched this way, the operator's
-/// memory no longer grows with their size. The initial list is read in pages of 500 (a list "at
-/// any version" is served from the API server's cache in one piece, which for 60,000 pods is one
-/// body of tens of MiB to hold and decode at once).
-pub(crate) fn touched_metadata<K>(
-    api: Api<PartialObjectMeta<K>>,
-) -> impl futures::Stream<Item = Result<PartialObjectMeta<K>, watcher::Error>> + Send + 'static
-where
-    K: kube::Resource + Clone + std::fmt::Debug + Send + Sync + 'static,
-    K::DynamicType: Default + Clone + std::fmt::Debug + Eq + std::hash::Hash,
-{
-    touched_metadata_with(api, watcher::Config::default())
-}
-
-/// [`touched_metadata`] with a watch configuration of its own (a label selector).
-pub(crate) fn touched_metadata_with<K>(
-    api: Api<PartialObjectMeta<K>>,
-    config: watcher::Config,
-) -> impl futures::Stream<Item = Result<PartialObjectMeta<K>, watcher::Error>> + Send + 'static
-where
-    K: kube::Resource + Clone + std::fmt::Debug + Send + Sync + 'static,
-    K::DynamicType: Default + Clone + std::fmt::Debug + Eq + std::hash::Hash,
-{
-    watcher(api, config).modify(drop_managed_fields).touched_objects()
-}
-
-/// Drops the managed fields, which no controller reads and which are often the larger part of
-/// an object's metadata.
-fn drop_managed_fields<K: kube::Resource>(object: &mut K) {
-    object.meta_mut().managed_fields = None;
 }
 
 /// A VolumeResize cache kept current by a watch of its own, and the task that feeds it. Guarded,
@@ -313,16 +268,6 @@ async fn run_scope(
         autoscale_controller,
         extended_controller
     );
-}
-
-/// How many reconciles of one controller run at once. Unbounded (kube's default), a start that
-/// lists 20,000 StatefulSets spawned 20,000 reconcile tasks at once, about 9 KiB of future each:
-/// 173 MiB for a moment (heaptrack). The rest wait in the controller's queue, a few bytes each.
-const CONCURRENT_RECONCILES: u16 = 32;
-
-/// The configuration every controller runs with.
-pub(crate) fn reconciles() -> kube::runtime::controller::Config {
-    kube::runtime::controller::Config::default().concurrency(CONCURRENT_RECONCILES)
 }
 
 /// A spawned task that stops when its handle is dropped.

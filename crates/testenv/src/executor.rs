@@ -12,13 +12,14 @@ mod status;
 
 use crate::{Error, MOVER_LABEL, REAL_NODE};
 use futures::StreamExt;
-use k8s_openapi::api::core::v1::{Namespace, Pod};
+use k8s_openapi::api::core::v1::{Container, Namespace, Pod};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::runtime::controller::Action;
 use kube::runtime::{Controller, watcher};
 use kube::{Api, Client, ResourceExt};
 pub use mounts::rewrite;
 use std::collections::{HashMap, HashSet};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -192,37 +193,21 @@ async fn reconcile(pod: Arc<Pod>, executor: Arc<Executor>) -> Result<Action, Err
     {
         argv[0] = bin.display().to_string();
     }
-    let mut command = tokio::process::Command::new(&argv[0]);
-    command
-        .args(&argv[1..])
-        .env_clear()
-        .env(
-            "PATH",
-            "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
-        )
-        .env("HOSTNAME", pod.name_any())
-        .env("FERRY_RESULT_FILE", &termination_file)
-        .current_dir(
-            container
-                .working_dir
-                .as_deref()
-                .map(|d| rewrite(d, &mounts))
-                .unwrap_or_else(|| pod_dir.display().to_string()),
-        )
-        .stdin(Stdio::null())
-        .kill_on_drop(true);
-    // Fault injection for tests: the namespace can add environment to every mover process in it.
-    for (name, value) in injected_environment(&executor.client, &pod).await? {
-        command.env(name, value);
-    }
-    for (name, value) in mounts::environment(&pod, &container) {
-        command.env(name, rewrite(&value, &mounts));
-    }
+    let mut command = command_for(
+        &executor,
+        &pod,
+        &container,
+        &argv,
+        &mounts,
+        &pod_dir,
+        &termination_file,
+    )
+    .await?;
     let log_path = output_log(&executor.work_dir, &uid);
     let log = std::fs::File::create(&log_path).map_err(|e| Error::io(log_path.display(), e))?;
     let log_err = log.try_clone().map_err(|e| Error::io(log_path.display(), e))?;
     command.stdout(log).stderr(log_err);
-    let mut child = match command.spawn() {
+    let child = match command.spawn() {
         Ok(child) => child,
         Err(error) => {
             let message = format!("cannot start {:?}: {error}", argv[0]);
@@ -238,31 +223,91 @@ async fn reconcile(pod: Arc<Pod>, executor: Arc<Executor>) -> Result<Action, Err
     if let Ok(mut running) = executor.running.lock() {
         running.insert(uid.clone(), kill_tx);
     }
-    let executor = executor.clone();
-    tokio::spawn(async move {
-        let exit = tokio::select! {
-            exit = child.wait() => exit,
-            _ = kill_rx => { let _ = child.kill().await; child.wait().await }
-        };
-        let code = match exit {
-            Ok(status) => status
-                .code()
-                .unwrap_or_else(|| 128 + std::os::unix::process::ExitStatusExt::signal(&status).unwrap_or(9)),
-            Err(_) => 128,
-        };
-        let mut message = std::fs::read(&termination_file).unwrap_or_default();
-        message.truncate(TERMINATION_MESSAGE_LIMIT);
-        let message = String::from_utf8_lossy(&message).into_owned();
-        if let Err(error) = status::finish(&pods, &pod, Some(&started), code, &message).await {
-            tracing::warn!(%error, pod = %pod.name_any(), "could not record the mover pod's end");
-        }
-        tracing::info!(pod = %pod.name_any(), code, "mover pod finished");
-        if let Ok(mut finished) = executor.finished.lock() {
-            finished.insert(uid.clone());
-        }
-        if let Ok(mut running) = executor.running.lock() {
-            running.remove(&uid);
-        }
-    });
+    tokio::spawn(record_exit(
+        executor.clone(),
+        child,
+        kill_rx,
+        pods,
+        pod,
+        started,
+        termination_file,
+    ));
     Ok(Action::await_change())
+}
+
+/// The mover's process as the container asks: its command (the mover binary built here in place
+/// of the image's), a clean environment, the pod's and the test's environment, its directory.
+async fn command_for(
+    executor: &Executor,
+    pod: &Pod,
+    container: &Container,
+    argv: &[String],
+    mounts: &[(String, PathBuf)],
+    pod_dir: &Path,
+    termination_file: &Path,
+) -> Result<tokio::process::Command, Error> {
+    let mut command = tokio::process::Command::new(&argv[0]);
+    command
+        .args(&argv[1..])
+        .env_clear()
+        .env(
+            "PATH",
+            "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+        )
+        .env("HOSTNAME", pod.name_any())
+        .env("FERRY_RESULT_FILE", termination_file)
+        .current_dir(
+            container
+                .working_dir
+                .as_deref()
+                .map(|d| rewrite(d, mounts))
+                .unwrap_or_else(|| pod_dir.display().to_string()),
+        )
+        .stdin(Stdio::null())
+        .kill_on_drop(true);
+    // Fault injection for tests: the namespace can add environment to every mover process in it.
+    for (name, value) in injected_environment(&executor.client, pod).await? {
+        command.env(name, value);
+    }
+    for (name, value) in mounts::environment(pod, container) {
+        command.env(name, rewrite(&value, mounts));
+    }
+    Ok(command)
+}
+
+/// Waits for the process (or the pod's deletion, which kills it) and records its end in the pod's
+/// status, its termination message read from the file it wrote.
+async fn record_exit(
+    executor: Arc<Executor>,
+    mut child: tokio::process::Child,
+    kill_rx: oneshot::Receiver<()>,
+    pods: Api<Pod>,
+    pod: Arc<Pod>,
+    started: Time,
+    termination_file: PathBuf,
+) {
+    let uid = pod.uid().unwrap_or_default();
+    let exit = tokio::select! {
+        exit = child.wait() => exit,
+        _ = kill_rx => { let _ = child.kill().await; child.wait().await }
+    };
+    let code = match exit {
+        Ok(status) => status
+            .code()
+            .unwrap_or_else(|| 128 + std::os::unix::process::ExitStatusExt::signal(&status).unwrap_or(9)),
+        Err(_) => 128,
+    };
+    let mut message = std::fs::read(&termination_file).unwrap_or_default();
+    message.truncate(TERMINATION_MESSAGE_LIMIT);
+    let message = String::from_utf8_lossy(&message).into_owned();
+    if let Err(error) = status::finish(&pods, &pod, Some(&started), code, &message).await {
+        tracing::warn!(%error, pod = %pod.name_any(), "could not record the mover pod's end");
+    }
+    tracing::info!(pod = %pod.name_any(), code, "mover pod finished");
+    if let Ok(mut finished) = executor.finished.lock() {
+        finished.insert(uid.clone());
+    }
+    if let Ok(mut running) = executor.running.lock() {
+        running.remove(&uid);
+    }
 }

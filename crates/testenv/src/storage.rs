@@ -18,7 +18,9 @@ use crate::{
     PROVISIONER, REAL_NODE, REAL_NODE_ZONE,
 };
 use futures::StreamExt;
-use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim, Pod};
+use k8s_openapi::api::core::v1::{
+    PersistentVolume, PersistentVolumeClaim, PersistentVolumeClaimCondition, Pod,
+};
 use k8s_openapi::api::storage::v1::StorageClass;
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
@@ -394,39 +396,7 @@ async fn expand(
         (Expansion::Online, _) => true,
         (Expansion::Offline, true) => remounted(claim, driver).await?,
         (Expansion::Offline, false) => {
-            // Remember which pods had the volume mounted: a pod not among them mounts it anew.
-            let mounted: Vec<String> = pods_using(claim, driver)
-                .await?
-                .iter()
-                .filter_map(|pod| pod.uid())
-                .collect();
-            let note = json!({"metadata": {"annotations": {ANN_MOUNTED_AT_RESIZE: mounted.join(",")}}});
-            claims
-                .patch(&claim.name_any(), &PatchParams::default(), &Patch::Merge(note))
-                .await?;
-            let mut pending = conditions.clone();
-            pending.push(serde_json::from_value(json!({
-                "type": FS_RESIZE_PENDING, "status": "True",
-                "lastTransitionTime": Time(k8s_openapi::jiff::Timestamp::now()),
-                "message": "Waiting for user to (re-)start a pod to finish file system resize of volume on node."
-            })).map_err(|e| Error::Setup(e.to_string()))?);
-            // As the kubelet does when a node plugin that expands only offline refuses to grow a
-            // mounted file system.
-            if !mounted.is_empty() {
-                pending.push(serde_json::from_value(json!({
-                    "type": NODE_RESIZE_ERROR, "status": "True",
-                    "lastTransitionTime": Time(k8s_openapi::jiff::Timestamp::now()),
-                    "message": "failed to expand pvc with rpc error: code = FailedPrecondition desc = the file system grows only while unmounted"
-                })).map_err(|e| Error::Setup(e.to_string()))?);
-            }
-            claims
-                .patch_status(
-                    &claim.name_any(),
-                    &PatchParams::default(),
-                    &Patch::Merge(json!({"status": {"conditions": pending, "allocatedResources": {"storage": requested}}})),
-                )
-                .await?;
-            tracing::info!(claim = %claim.name_any(), "expanded on the controller side; file system resize pending");
+            mark_resize_pending(claim, &claims, &conditions, &requested, driver).await?;
             return Ok(Action::requeue(Duration::from_secs(2)));
         }
         (Expansion::None, _) => false,
@@ -452,6 +422,57 @@ async fn expand(
         .await?;
     tracing::info!(claim = %claim.name_any(), size = %requested.0, "expanded");
     Ok(Action::await_change())
+}
+
+/// An offline expansion done on the controller side: the file system resize is pending until a
+/// pod mounts the volume anew, and a pod that has it mounted gets the node plugin's refusal, as
+/// the kubelet reports it. Which pods had it mounted is noted on the claim.
+async fn mark_resize_pending(
+    claim: &PersistentVolumeClaim,
+    claims: &Api<PersistentVolumeClaim>,
+    conditions: &[PersistentVolumeClaimCondition],
+    requested: &Quantity,
+    driver: &Driver,
+) -> Result<(), Error> {
+    // Remember which pods had the volume mounted: a pod not among them mounts it anew.
+    let mounted: Vec<String> = pods_using(claim, driver)
+        .await?
+        .iter()
+        .filter_map(|pod| pod.uid())
+        .collect();
+    let note = json!({"metadata": {"annotations": {ANN_MOUNTED_AT_RESIZE: mounted.join(",")}}});
+    claims
+        .patch(&claim.name_any(), &PatchParams::default(), &Patch::Merge(note))
+        .await?;
+    let mut pending = conditions.to_vec();
+    pending.push(
+        serde_json::from_value(json!({
+            "type": FS_RESIZE_PENDING, "status": "True",
+            "lastTransitionTime": Time(k8s_openapi::jiff::Timestamp::now()),
+            "message": "Waiting for user to (re-)start a pod to finish file system resize of volume on node."
+        }))
+        .map_err(|e| Error::Setup(e.to_string()))?,
+    );
+    // As the kubelet does when a node plugin that expands only offline refuses to grow a
+    // mounted file system.
+    if !mounted.is_empty() {
+        pending.push(serde_json::from_value(json!({
+            "type": NODE_RESIZE_ERROR, "status": "True",
+            "lastTransitionTime": Time(k8s_openapi::jiff::Timestamp::now()),
+            "message": "failed to expand pvc with rpc error: code = FailedPrecondition desc = the file system grows only while unmounted"
+        })).map_err(|e| Error::Setup(e.to_string()))?);
+    }
+    claims
+        .patch_status(
+            &claim.name_any(),
+            &PatchParams::default(),
+            &Patch::Merge(
+                json!({"status": {"conditions": pending, "allocatedResources": {"storage": requested}}}),
+            ),
+        )
+        .await?;
+    tracing::info!(claim = %claim.name_any(), "expanded on the controller side; file system resize pending");
+    Ok(())
 }
 
 /// Pods (not being deleted) whose volumes include the claim.

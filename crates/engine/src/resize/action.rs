@@ -9,14 +9,8 @@ pub const WAITING_FOR_BUDGET: &str = "waiting for the PodDisruptionBudget to all
 /// forever.
 pub const MOVER_STUCK_SECONDS: i64 = 120;
 
-/// Which pass of a copy a mover pod makes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Pass {
-    /// While the replica still runs; changes during it are fine.
-    Warm,
-    /// With the replica stopped; must end exact and verified.
-    Final,
-}
+/// Which pass of a copy a mover pod makes (defined with the names, which it is part of).
+pub use crate::names::Pass;
 
 /// One change the operator must make to the cluster. Each is idempotent: doing it twice, or after a
 /// crash half-way, leaves the same result. Its kind without the data ([`ActionKind`], derived, so a

@@ -2,8 +2,8 @@
 
 use super::{Autoscaling, Summaries};
 use crate::context::Context;
-use crate::run::{reconciles, scoped, touched_metadata};
 use crate::watch_backoff::WatchBackoff;
+use crate::watches::{reconciles, scoped, touched_metadata};
 use ferry_api::names::LABEL_AUTOSCALER_UID;
 use ferry_api::{VolumeAutoscaler, VolumeResize};
 use futures::StreamExt;

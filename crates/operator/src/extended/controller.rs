@@ -2,8 +2,8 @@
 
 use crate::context::Context;
 use crate::features::Feature;
-use crate::run::{reconciles, scoped, touched_metadata, touched_metadata_with};
 use crate::watch_backoff::WatchBackoff;
+use crate::watches::{reconciles, scoped, touched_metadata, touched_metadata_with};
 use ferry_api::ExtendedStatefulSet;
 use futures::StreamExt;
 use k8s_openapi::api::apps::v1::StatefulSet;

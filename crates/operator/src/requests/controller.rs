@@ -2,8 +2,8 @@
 
 use crate::context::Context;
 use crate::resize_cache::GuardedResize;
-use crate::run::{reconciles, scoped};
 use crate::watch_backoff::WatchBackoff;
+use crate::watches::{reconciles, scoped};
 use futures::StreamExt;
 use k8s_openapi::api::apps::v1::StatefulSet;
 use kube::core::PartialObjectMeta;

@@ -4,8 +4,8 @@
 use super::result_watch::ResultWatch;
 use crate::context::Context;
 use crate::resize_cache::{GuardedResize, Resizes};
-use crate::run::touched_metadata;
 use crate::triggers;
+use crate::watches::touched_metadata;
 use ferry_api::VolumeResize;
 use futures::StreamExt;
 use futures::channel::mpsc::UnboundedReceiver;
@@ -28,10 +28,10 @@ pub fn run(
     results: ResultWatch,
 ) -> impl std::future::Future<Output = ()> + use<> {
     let cache = ctx.resizes.clone();
-    let stateful_sets = crate::run::scoped::<PartialObjectMeta<StatefulSet>>(client, scope);
-    let pods = crate::run::scoped::<PartialObjectMeta<Pod>>(client, scope);
-    let claims = crate::run::scoped::<PartialObjectMeta<PersistentVolumeClaim>>(client, scope);
-    let budgets = crate::run::scoped::<PartialObjectMeta<PodDisruptionBudget>>(client, scope);
+    let stateful_sets = crate::watches::scoped::<PartialObjectMeta<StatefulSet>>(client, scope);
+    let pods = crate::watches::scoped::<PartialObjectMeta<Pod>>(client, scope);
+    let claims = crate::watches::scoped::<PartialObjectMeta<PersistentVolumeClaim>>(client, scope);
+    let budgets = crate::watches::scoped::<PartialObjectMeta<PodDisruptionBudget>>(client, scope);
     // Only readable VolumeResizes are woken: an unreadable one names nothing Ferry could act on.
     // Pods, claims, budgets and volumes are watched by their metadata alone and kept in no store:
     // these watches map names, nothing more.
