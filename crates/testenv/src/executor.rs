@@ -155,6 +155,13 @@ async fn reconcile(pod: Arc<Pod>, executor: Arc<Executor>) -> Result<Action, Err
         .await?;
         return Ok(Action::await_change());
     }
+    start(executor, pod, pods).await
+}
+
+/// Starts the pod's first container as a local process, its mounts mapped, its output logged, and
+/// records it Running; its end is recorded when it exits.
+async fn start(executor: Arc<Executor>, pod: Arc<Pod>, pods: Api<Pod>) -> Result<Action, Error> {
+    let uid = pod.uid().unwrap_or_default();
     let Some(container) = pod.spec.as_ref().and_then(|s| s.containers.first()).cloned() else {
         return Ok(Action::await_change());
     };
@@ -178,14 +185,8 @@ async fn reconcile(pod: Arc<Pod>, executor: Arc<Executor>) -> Result<Action, Err
         .map(|a| rewrite(a, &mounts))
         .collect();
     if argv.is_empty() {
-        status::finish(
-            &pods,
-            &pod,
-            None,
-            128,
-            "the executor needs an explicit container command",
-        )
-        .await?;
+        let message = "the executor needs an explicit container command";
+        status::finish(&pods, &pod, None, 128, message).await?;
         return Ok(Action::await_change());
     }
     if (argv[0] == "ferry-mover" || argv[0].ends_with("/ferry-mover"))
@@ -204,8 +205,8 @@ async fn reconcile(pod: Arc<Pod>, executor: Arc<Executor>) -> Result<Action, Err
     )
     .await?;
     let log_path = output_log(&executor.work_dir, &uid);
-    let log = std::fs::File::create(&log_path).map_err(|e| Error::io(log_path.display(), e))?;
-    let log_err = log.try_clone().map_err(|e| Error::io(log_path.display(), e))?;
+    let log = std::fs::File::create(&log_path).and_then(|log| Ok((log.try_clone()?, log)));
+    let (log, log_err) = log.map_err(|e| Error::io(log_path.display(), e))?;
     command.stdout(log).stderr(log_err);
     let child = match command.spawn() {
         Ok(child) => child,

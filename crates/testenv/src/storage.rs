@@ -348,23 +348,7 @@ async fn expand(
     backing: Backing,
     driver: &Driver,
 ) -> Result<Action, Error> {
-    let requested = claim
-        .spec
-        .as_ref()
-        .and_then(|s| s.resources.as_ref())
-        .and_then(|r| r.requests.as_ref())
-        .and_then(|r| r.get("storage"))
-        .cloned();
-    let capacity = claim
-        .status
-        .as_ref()
-        .and_then(|s| s.capacity.as_ref())
-        .and_then(|c| c.get("storage"))
-        .cloned();
-    let (Some(requested), Some(capacity)) = (requested, capacity) else {
-        return Ok(Action::await_change());
-    };
-    let (Some(requested_bytes), Some(capacity_bytes)) = (bytes(&requested), bytes(&capacity)) else {
+    let Some((requested, requested_bytes, capacity_bytes)) = requested_and_capacity(claim) else {
         return Ok(Action::await_change());
     };
     if requested_bytes <= capacity_bytes || expansion == Expansion::None {
@@ -473,6 +457,23 @@ async fn mark_resize_pending(
         .await?;
     tracing::info!(claim = %claim.name_any(), "expanded on the controller side; file system resize pending");
     Ok(())
+}
+
+/// The size a claim asks for (and in bytes) and the capacity it has, once it has both.
+fn requested_and_capacity(claim: &PersistentVolumeClaim) -> Option<(Quantity, u64, u64)> {
+    let requested = claim
+        .spec
+        .as_ref()
+        .and_then(|s| s.resources.as_ref())
+        .and_then(|r| r.requests.as_ref())
+        .and_then(|r| r.get("storage"))
+        .cloned()?;
+    let capacity = claim
+        .status
+        .as_ref()
+        .and_then(|s| s.capacity.as_ref())
+        .and_then(|c| c.get("storage"))?;
+    Some((requested.clone(), bytes(&requested)?, bytes(capacity)?))
 }
 
 /// Pods (not being deleted) whose volumes include the claim.
