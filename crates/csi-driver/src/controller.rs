@@ -3,11 +3,11 @@
 
 use crate::Error;
 use crate::disk;
+use crate::driver::Driver;
 use crate::proto::csi::controller_server::Controller;
 use crate::proto::csi::controller_service_capability::{self, rpc};
 use crate::proto::csi::validate_volume_capabilities_response::Confirmed;
 use crate::proto::csi::*;
-use crate::server::Driver;
 use crate::volume::{self, Expansion, ZONE_KEY};
 use std::collections::HashMap;
 use std::sync::Arc;

@@ -1,12 +1,12 @@
 //! The CSI Identity service.
 
+use crate::driver::Driver;
 use crate::proto::csi::identity_server::Identity;
 use crate::proto::csi::plugin_capability::{self, service, volume_expansion};
 use crate::proto::csi::{
     GetPluginCapabilitiesRequest, GetPluginCapabilitiesResponse, GetPluginInfoRequest, GetPluginInfoResponse,
     PluginCapability, ProbeRequest, ProbeResponse,
 };
-use crate::server::Driver;
 use std::sync::Arc;
 use tonic::{Request, Response, Status};
 

@@ -19,6 +19,7 @@
 
 pub mod controller;
 pub mod disk;
+pub mod driver;
 pub mod error;
 pub mod identity;
 pub mod mountinfo;

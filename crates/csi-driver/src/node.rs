@@ -3,13 +3,13 @@
 
 use crate::Error;
 use crate::disk;
+use crate::driver::Driver;
 use crate::mountinfo;
 use crate::proto::csi::node_server::Node;
 use crate::proto::csi::node_service_capability::{self, rpc};
 use crate::proto::csi::volume_capability::AccessType;
 use crate::proto::csi::volume_capability::access_mode::Mode;
 use crate::proto::csi::*;
-use crate::server::Driver;
 use crate::volume::{self, FileSystem, ZONE_KEY};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
