@@ -66,6 +66,18 @@ pub enum Command {
     Delete(NameArgs),
     /// Print a shell completion script.
     Completion(CompletionArgs),
+    /// Print this plugin's version and the Ferry operators running in the cluster (or that none is).
+    Version(VersionArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct VersionArgs {
+    /// Only this plugin's version; the cluster is not asked.
+    #[arg(long)]
+    pub client: bool,
+    /// Print as data instead of text.
+    #[arg(short, long, value_enum)]
+    pub output: Option<DataFormat>,
 }
 
 /// What to change: shared by `resize` and `plan`.

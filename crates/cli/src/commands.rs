@@ -1,8 +1,8 @@
 //! The commands: each combines the pure pieces with the Kubernetes I/O of [`crate::kube_io`].
 
 use crate::args::{
-    Cli, Command, CompletionArgs, DataFormat, ListArgs, ListFormat, NameArgs, PlanArgs, RequestArgs,
-    ResizeArgs, RollbackArgs, StatusArgs,
+    Cli, Command, CompletionArgs, DataFormat, GlobalArgs, ListArgs, ListFormat, NameArgs, PlanArgs,
+    RequestArgs, ResizeArgs, RollbackArgs, StatusArgs, VersionArgs,
 };
 use crate::exit::{CliError, ExitCode};
 use crate::kube_io::{Action, Cluster, RESIZES, connect};
@@ -39,6 +39,9 @@ async fn execute(cli: Cli, style: Style) -> Result<ExitCode, CliError> {
     if let Command::Completion(args) = &cli.command {
         return completion(args);
     }
+    if let Command::Version(args) = &cli.command {
+        return version(&cli.global, args).await;
+    }
     // Validate what needs no cluster first, so usage errors never wait on the network.
     if let Command::Resize(ResizeArgs { request, .. }) | Command::Plan(PlanArgs { request, .. }) =
         &cli.command
@@ -68,7 +71,30 @@ async fn execute(cli: Cli, style: Style) -> Result<ExitCode, CliError> {
         Command::Rollback(args) => rollback(&cluster, args, style).await,
         Command::Delete(args) => delete(&cluster, args).await,
         Command::Completion(args) => completion(&args),
+        Command::Version(args) => version(&cli.global, &args).await,
     }
+}
+
+/// `version`: the client's, then (unless `--client`) the operators the cluster runs. A cluster
+/// that cannot be reached is an error, after the client's version.
+async fn version(global: &GlobalArgs, args: &VersionArgs) -> Result<ExitCode, CliError> {
+    let client = env!("CARGO_PKG_VERSION");
+    let operators = if args.client {
+        None
+    } else {
+        match connect(global).await {
+            Ok(cluster) => Some(cluster.operators().await),
+            Err(error) => {
+                crate::out!("{}", crate::version::text(client, None));
+                return Err(error);
+            }
+        }
+    };
+    match args.output {
+        Some(format) => print_data(&crate::version::report(client, operators.as_ref()), format)?,
+        None => crate::out!("{}", crate::version::text(client, operators.as_ref())),
+    }
+    Ok(ExitCode::Ok)
 }
 
 fn seconds(value: f64) -> Result<Duration, CliError> {
@@ -162,6 +188,15 @@ async fn resize(cluster: &Cluster, args: ResizeArgs, style: Style) -> Result<Exi
     let (object, templates) = build(cluster, &args.request, args.dry_run, false).await?;
     let created = create(cluster, &object).await?;
     let name = created.name_any();
+    // Made with no operator to act on it, it would wait without a word: say so.
+    if let crate::version::Operators::Found(operators) = cluster.operators().await
+        && operators.is_empty()
+    {
+        eprintln!(
+            "warning: no Ferry operator runs in this cluster (no pod labelled {}): VolumeResize {name} waits until one does",
+            crate::version::OPERATOR_SELECTOR
+        );
+    }
     if let Some(format) = args.output {
         print_data(&created, format)?;
     } else {

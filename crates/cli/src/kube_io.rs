@@ -138,6 +138,38 @@ pub fn readable(listed: ListedResize) -> Result<VolumeResize, CliError> {
 }
 
 impl Cluster {
+    /// The Ferry operator pods in every namespace (`app.kubernetes.io/name=ferry`), or why they
+    /// cannot be listed.
+    pub async fn operators(&self) -> crate::version::Operators {
+        use crate::version::{OPERATOR_SELECTOR, OperatorPod, Operators, pod_version};
+        let pods: Api<k8s_openapi::api::core::v1::Pod> = Api::all(self.client.clone());
+        let listed = pods.list(&ListParams::default().labels(OPERATOR_SELECTOR)).await;
+        match listed {
+            Ok(list) => Operators::Found(
+                list.items
+                    .iter()
+                    .map(|pod| OperatorPod {
+                        namespace: pod.metadata.namespace.clone().unwrap_or_default(),
+                        name: pod.metadata.name.clone().unwrap_or_default(),
+                        version: pod_version(
+                            pod.metadata.labels.as_ref(),
+                            pod.spec
+                                .as_ref()
+                                .and_then(|spec| spec.containers.first())
+                                .and_then(|container| container.image.as_deref()),
+                        ),
+                        ready: pod
+                            .status
+                            .iter()
+                            .flat_map(|status| status.conditions.iter().flatten())
+                            .any(|c| c.type_ == "Ready" && c.status == "True"),
+                    })
+                    .collect(),
+            ),
+            Err(error) => Operators::Unknown(format!("cannot list pods in every namespace: {error}")),
+        }
+    }
+
     /// For creating and changing VolumeResizes. Reading goes through [`Cluster::raw_resizes`], so one
     /// written under another Ferry's CRD is told apart instead of failing (see [`ferry_api::listed`]).
     pub fn resizes(&self) -> Api<VolumeResize> {

@@ -15,6 +15,7 @@ pub mod render;
 pub mod request;
 pub mod style;
 pub mod table;
+pub mod version;
 pub mod watch;
 
 pub use args::Cli;

@@ -678,3 +678,59 @@ async fn watch_draws_progress_bars_in_a_terminal() {
     );
     env.finish().await;
 }
+
+/// `version` names the operator pods it finds in any namespace (labelled as the chart labels
+/// them), with their version and readiness; `--client` asks no cluster; an unreachable cluster is
+/// an error after the client's version. (That no operator runs is said too: unit-tested, since the
+/// chart's test may run an operator beside this one.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn version_shows_the_client_and_the_operators_the_cluster_runs() {
+    let env = Env::start("cli-version").await;
+    let client_only = env.ferry(&["version", "--client"]).await;
+    assert_eq!(client_only.code, 0, "{client_only:?}");
+    assert_eq!(
+        client_only.stdout,
+        format!("Client Version: {}\n", env!("CARGO_PKG_VERSION"))
+    );
+
+    // An operator pod as the chart labels it, never scheduled (so never Ready).
+    let pods: kube::Api<k8s_openapi::api::core::v1::Pod> = env.ns.api();
+    let pod = serde_json::from_value(json!({
+        "metadata": {"name": "ferry-test-operator", "labels": {
+            "app.kubernetes.io/name": "ferry", "app.kubernetes.io/version": "9.8.7"}},
+        "spec": {"schedulingGates": [{"name": "ferry.dev/never"}],
+            "containers": [{"name": "ferry", "image": "ferry.local/ferry:dev"}]},
+    }))
+    .unwrap();
+    pods.create(&Default::default(), &pod).await.unwrap();
+    let run = env.ferry(&["version"]).await;
+    assert_eq!(run.code, 0, "{run:?}");
+    let line = format!(
+        "Operator Version: 9.8.7 ({}/ferry-test-operator, not Ready)",
+        env.ns.name
+    );
+    assert!(run.stdout.contains(&line), "{run:?}");
+    let data = env.ferry(&["version", "-o", "json"]).await;
+    let report: serde_json::Value = serde_json::from_str(&data.stdout).unwrap();
+    let ours = report["operators"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|pod| pod["namespace"] == env.ns.name.as_str())
+        .cloned();
+    assert_eq!(
+        ours,
+        Some(
+            json!({"namespace": env.ns.name, "name": "ferry-test-operator", "version": "9.8.7", "ready": false})
+        )
+    );
+
+    let unreachable =
+        support::ferry_with(std::path::Path::new("/nonexistent/kubeconfig"), &["version"]).await;
+    assert_eq!(unreachable.code, 4, "{unreachable:?}");
+    assert!(
+        unreachable.stdout.starts_with("Client Version: "),
+        "{unreachable:?}"
+    );
+    env.finish().await;
+}
