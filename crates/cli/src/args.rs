@@ -126,9 +126,11 @@ pub struct RequestArgs {
 pub struct ResizeArgs {
     #[command(flatten)]
     pub request: RequestArgs,
-    /// Only plan (create a dry-run VolumeResize and keep it); see also `plan`.
-    #[arg(long)]
-    pub dry_run: bool,
+    /// client: print what would be created, send nothing; server: the API server checks it
+    /// (admission included) and keeps nothing; plan: create a dry-run VolumeResize the operator only
+    /// plans, and keep it (see also `plan`). Bare `--dry-run` is `client`, as in kubectl.
+    #[arg(long, value_enum, num_args = 0..=1, require_equals = true, default_missing_value = "client", value_name = "MODE")]
+    pub dry_run: Option<DryRun>,
     /// After creating, show live progress until it finishes (exit code as `status`).
     #[arg(long)]
     pub watch: bool,
@@ -229,6 +231,16 @@ pub enum VerifyArg {
     None,
     Metadata,
     Checksum,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum DryRun {
+    /// Print what would be created; send nothing.
+    Client,
+    /// Send it with `dryRun=All`: validated and admitted by the API server, never stored.
+    Server,
+    /// Create a VolumeResize with `dryRun: true`: the operator plans it and changes nothing.
+    Plan,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]

@@ -1,5 +1,6 @@
 //! The commands: each combines the pure pieces with the Kubernetes I/O of [`crate::kube_io`].
 
+use crate::args::DryRun;
 use crate::args::{
     Cli, Command, CompletionArgs, DataFormat, GlobalArgs, ListArgs, ListFormat, NameArgs, PlanArgs,
     RequestArgs, ResizeArgs, RollbackArgs, StatusArgs, VersionArgs,
@@ -157,7 +158,21 @@ async fn build(
 }
 
 async fn create(cluster: &Cluster, resize: &VolumeResize) -> Result<VolumeResize, CliError> {
-    match cluster.resizes().create(&PostParams::default(), resize).await {
+    create_with(cluster, resize, false).await
+}
+
+/// Creates the VolumeResize, or (`dry_run`) has the API server check and admit it without
+/// storing it.
+async fn create_with(
+    cluster: &Cluster,
+    resize: &VolumeResize,
+    dry_run: bool,
+) -> Result<VolumeResize, CliError> {
+    let params = PostParams {
+        dry_run,
+        ..PostParams::default()
+    };
+    match cluster.resizes().create(&params, resize).await {
         Ok(created) => Ok(created),
         Err(kube::Error::Api(status)) if status.code == 409 => Err(CliError::Failed(format!(
             "a VolumeResize named {:?} already exists in namespace {:?}; choose another --name",
@@ -185,11 +200,28 @@ fn print_data<T: serde::Serialize>(value: &T, format: DataFormat) -> Result<(), 
 }
 
 async fn resize(cluster: &Cluster, args: ResizeArgs, style: Style) -> Result<ExitCode, CliError> {
-    let (object, templates) = build(cluster, &args.request, args.dry_run, false).await?;
-    let created = create(cluster, &object).await?;
-    let name = created.name_any();
+    if args.watch && matches!(args.dry_run, Some(DryRun::Client | DryRun::Server)) {
+        return Err(CliError::Usage(
+            "--watch has nothing to watch with --dry-run=client or server (nothing is created)".to_string(),
+        ));
+    }
+    let planned = args.dry_run == Some(DryRun::Plan);
+    let (object, templates) = build(cluster, &args.request, planned, false).await?;
+    let (created, suffix) = match args.dry_run {
+        Some(DryRun::Client) => (object, " (dry run)"),
+        Some(DryRun::Server) => (create_with(cluster, &object, true).await?, " (server dry run)"),
+        Some(DryRun::Plan) => (create(cluster, &object).await?, " (dry run)"),
+        None => (create(cluster, &object).await?, ""),
+    };
+    let name = created
+        .metadata
+        .name
+        .clone()
+        .or_else(|| created.metadata.generate_name.clone())
+        .unwrap_or_default();
     // Made with no operator to act on it, it would wait without a word: say so.
-    if let crate::version::Operators::Found(operators) = cluster.operators().await
+    if matches!(args.dry_run, None | Some(DryRun::Plan))
+        && let crate::version::Operators::Found(operators) = cluster.operators().await
         && operators.is_empty()
     {
         eprintln!(
@@ -200,10 +232,7 @@ async fn resize(cluster: &Cluster, args: ResizeArgs, style: Style) -> Result<Exi
     if let Some(format) = args.output {
         print_data(&created, format)?;
     } else {
-        crate::outln!(
-            "volumeresize.ferry.dev/{name} created{}",
-            if args.dry_run { " (dry run)" } else { "" }
-        );
+        crate::outln!("volumeresize.ferry.dev/{name} created{suffix}");
         for volume in &created.spec.volumes {
             let current = templates.iter().find(|t| t.name == volume.name);
             let from = current.and_then(|t| t.size.clone()).unwrap_or_else(|| "?".into());
@@ -226,7 +255,7 @@ async fn resize(cluster: &Cluster, args: ResizeArgs, style: Style) -> Result<Exi
             render::verify_name(created.spec.verify),
             if created.spec.warm_copy { "on" } else { "off" }
         );
-        if !args.watch {
+        if !args.watch && matches!(args.dry_run, None | Some(DryRun::Plan)) {
             crate::outln!(
                 "Follow it with: kubectl ferry watch {name} -n {}",
                 cluster.namespace

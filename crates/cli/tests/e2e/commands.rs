@@ -734,3 +734,77 @@ async fn version_shows_the_client_and_the_operators_the_cluster_runs() {
     );
     env.finish().await;
 }
+
+/// `--dry-run=client` prints and sends nothing; `--dry-run=server` is checked by the API server
+/// (a name it refuses is refused) and stores nothing; `--watch` with either is a usage error.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn client_and_server_dry_runs_create_nothing() {
+    let env = Env::start("cli-dry-run").await;
+    env.stateful_set("db", 1, CLASS_EXPANDABLE, false).await;
+
+    let client = env
+        .ferry(&["resize", "db", "--size", "2Gi", "--dry-run", "-o", "json"])
+        .await;
+    assert_eq!(client.code, 0, "{client:?}");
+    let printed: serde_json::Value = serde_json::from_str(&client.stdout).unwrap();
+    assert_eq!(
+        printed["spec"]["volumes"],
+        json!([{"name": "data", "size": "2Gi"}])
+    );
+    assert_eq!(printed["spec"]["dryRun"], false);
+    // Not the API server's to refuse: the client does not check names.
+    let bad_name = env
+        .ferry(&[
+            "resize",
+            "db",
+            "--size",
+            "2Gi",
+            "--dry-run=client",
+            "--name",
+            "Not_A_Name",
+        ])
+        .await;
+    assert_eq!(bad_name.code, 0, "{bad_name:?}");
+    assert!(
+        bad_name
+            .stdout
+            .starts_with("volumeresize.ferry.dev/Not_A_Name created (dry run)\n")
+    );
+
+    let server = env
+        .ferry(&[
+            "resize",
+            "db",
+            "--size",
+            "2Gi",
+            "--dry-run=server",
+            "--name",
+            "checked",
+        ])
+        .await;
+    assert_eq!(server.code, 0, "{server:?}");
+    assert!(
+        server
+            .stdout
+            .starts_with("volumeresize.ferry.dev/checked created (server dry run)\n")
+    );
+    let refused = env
+        .ferry(&[
+            "resize",
+            "db",
+            "--size",
+            "2Gi",
+            "--dry-run=server",
+            "--name",
+            "Not_A_Name",
+        ])
+        .await;
+    assert_ne!(refused.code, 0, "{refused:?}");
+
+    let watched = env
+        .ferry(&["resize", "db", "--size", "2Gi", "--dry-run=server", "--watch"])
+        .await;
+    assert_eq!(watched.code, 2, "{watched:?}");
+    assert!(env.resize_names().await.is_empty(), "a dry run stored something");
+    env.finish().await;
+}

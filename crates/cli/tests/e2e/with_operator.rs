@@ -98,7 +98,7 @@ async fn plan_shows_the_operators_plan_and_changes_nothing() {
             "db",
             "--volume",
             "data=4Gi",
-            "--dry-run",
+            "--dry-run=plan",
             "--watch",
             "--name",
             "watched",
@@ -155,7 +155,7 @@ async fn status_follow_returns_when_the_resize_ends() {
             "db",
             "--volume",
             "data=2Gi",
-            "--dry-run",
+            "--dry-run=plan",
             "--name",
             "dry",
         ])
