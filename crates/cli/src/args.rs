@@ -186,6 +186,10 @@ pub struct StatusArgs {
     /// Give up after this many seconds with --follow (exit 5); 0 waits forever.
     #[arg(long, default_value_t = 0, value_name = "SECONDS")]
     pub timeout: u64,
+    /// Print the name, phase and status as data (with --follow: one JSON line, or one YAML
+    /// document, per change).
+    #[arg(short, long, value_enum)]
+    pub output: Option<DataFormat>,
 }
 
 #[derive(Args, Debug)]
@@ -195,6 +199,10 @@ pub struct WatchArgs {
     /// Seconds between polls.
     #[arg(long, default_value_t = 1.0, value_name = "SECONDS")]
     pub interval: f64,
+    /// Instead of progress bars or lines: the name, phase and status as data, one JSON line (or
+    /// YAML document) per change, until it finishes.
+    #[arg(short, long, value_enum)]
+    pub output: Option<DataFormat>,
 }
 
 #[derive(Args, Debug)]
@@ -247,6 +255,8 @@ pub enum DryRun {
 pub enum DataFormat {
     Json,
     Yaml,
+    /// `volumeresize.ferry.dev/NAME`, as `kubectl -o name`.
+    Name,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -254,6 +264,8 @@ pub enum ListFormat {
     Wide,
     Json,
     Yaml,
+    /// `volumeresize.ferry.dev/NAME` per line, as `kubectl -o name`.
+    Name,
 }
 
 #[cfg(test)]

@@ -59,6 +59,10 @@ async fn execute(cli: Cli, style: Style) -> Result<ExitCode, CliError> {
         Command::List(args) => list(&cluster, args, style).await,
         Command::Describe(args) => describe(&cluster, args, style).await,
         Command::Status(args) => status(&cluster, args, style).await,
+        Command::Watch(args) if args.output.is_some() => {
+            let format = args.output.unwrap_or(DataFormat::Json);
+            follow_documents(&cluster, &args.name, seconds(args.interval)?, None, format).await
+        }
         Command::Watch(args) => {
             watch::watch(
                 &cluster,
@@ -92,6 +96,11 @@ async fn version(global: &GlobalArgs, args: &VersionArgs) -> Result<ExitCode, Cl
         }
     };
     match args.output {
+        Some(DataFormat::Name) => {
+            return Err(CliError::Usage(
+                "version prints -o json or -o yaml, not -o name".to_string(),
+            ));
+        }
         Some(format) => print_data(&crate::version::report(client, operators.as_ref()), format)?,
         None => crate::out!("{}", crate::version::text(client, operators.as_ref())),
     }
@@ -185,6 +194,12 @@ async fn create_with(
 
 fn print_data<T: serde::Serialize>(value: &T, format: DataFormat) -> Result<(), CliError> {
     let text = match format {
+        DataFormat::Name => {
+            let value =
+                serde_json::to_value(value).map_err(|e| CliError::Failed(format!("cannot render: {e}")))?;
+            let name = value["metadata"]["name"].as_str().unwrap_or_default().to_string();
+            format!("volumeresize.ferry.dev/{name}\n")
+        }
         DataFormat::Json => serde_json::to_string_pretty(value)
             .map(|mut s| {
                 s.push('\n');
@@ -352,6 +367,15 @@ async fn list(cluster: &Cluster, args: ListArgs, style: Style) -> Result<ExitCod
             };
             print_data(&list, format)?;
         }
+        Some(ListFormat::Name) => {
+            for item in &items {
+                let name = match item {
+                    ListedResize::Readable(resize) => resize.name_any(),
+                    ListedResize::Unreadable(unreadable) => unreadable.name(),
+                };
+                crate::outln!("volumeresize.ferry.dev/{name}");
+            }
+        }
         wide => {
             if items.is_empty() {
                 if args.all_namespaces {
@@ -408,6 +432,14 @@ async fn describe(cluster: &Cluster, args: NameArgs, style: Style) -> Result<Exi
 
 async fn status(cluster: &Cluster, args: StatusArgs, style: Style) -> Result<ExitCode, CliError> {
     let mut resize = cluster.get_resize(&args.name).await?;
+    if let Some(format) = args.output {
+        if !args.follow {
+            print_data(&status_document(&resize), format)?;
+            return Ok(ExitCode::for_phase(resize.phase()));
+        }
+        let deadline = (args.timeout > 0).then(|| Instant::now() + Duration::from_secs(args.timeout));
+        return follow_documents(cluster, &args.name, seconds(args.interval)?, deadline, format).await;
+    }
     if !args.follow {
         crate::out!("{}", render::status_text(&resize, style));
         return Ok(ExitCode::for_phase(resize.phase()));
@@ -441,6 +473,55 @@ async fn status(cluster: &Cluster, args: StatusArgs, style: Style) -> Result<Exi
         }
     }
     Ok(ExitCode::for_phase(resize.phase()))
+}
+
+/// What `status -o` and `watch -o` print of a VolumeResize: its name, namespace, phase and status
+/// (a `kind` and `metadata.name` too, so `-o name` works on it).
+fn status_document(resize: &VolumeResize) -> serde_json::Value {
+    serde_json::json!({
+        "kind": "VolumeResize",
+        "metadata": {"name": resize.name_any(), "namespace": resize.namespace()},
+        "phase": resize.phase().as_str(),
+        "status": resize.status,
+    })
+}
+
+/// One document per change of the VolumeResize's status until it ends (exit code of its phase),
+/// or `deadline` passes (exit 5): compact JSON lines, YAML documents, or its name once.
+pub async fn follow_documents(
+    cluster: &Cluster,
+    name: &str,
+    interval: Duration,
+    deadline: Option<Instant>,
+    format: DataFormat,
+) -> Result<ExitCode, CliError> {
+    let mut last = None;
+    loop {
+        let resize = cluster.get_resize(name).await?;
+        let document = status_document(&resize);
+        if last.as_ref() != Some(&document) {
+            match format {
+                DataFormat::Json => crate::outln!("{document}"),
+                DataFormat::Yaml => {
+                    crate::outln!("---");
+                    print_data(&document, format)?;
+                }
+                DataFormat::Name if last.is_none() => print_data(&document, format)?,
+                DataFormat::Name => {}
+            }
+            last = Some(document);
+        }
+        if resize.phase().is_terminal() {
+            return Ok(ExitCode::for_phase(resize.phase()));
+        }
+        if deadline.is_some_and(|d| Instant::now() >= d) {
+            return Err(CliError::InProgress(format!(
+                "{name} is still {}",
+                resize.phase().as_str()
+            )));
+        }
+        tokio::time::sleep(interval).await;
+    }
 }
 
 /// Why a rollback cannot be asked for, or None when it can.

@@ -808,3 +808,61 @@ async fn client_and_server_dry_runs_create_nothing() {
     assert!(env.resize_names().await.is_empty(), "a dry run stored something");
     env.finish().await;
 }
+
+/// kubectl's `-o name` for `resize` and `list`; `status` and `watch` as data: one document now,
+/// or one JSON line per change until the resize ends, with the exit code of its phase.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn names_and_status_as_data_for_scripts() {
+    let env = Env::start("cli-data").await;
+    env.stateful_set("db", 1, CLASS_EXPANDABLE, false).await;
+    let made = env
+        .ferry(&["resize", "db", "--size", "2Gi", "--name", "grow", "-o", "name"])
+        .await;
+    assert_eq!(
+        (made.code, made.stdout.as_str()),
+        (0, "volumeresize.ferry.dev/grow\n"),
+        "{made:?}"
+    );
+    let listed = env.ferry(&["list", "-o", "name"]).await;
+    assert_eq!(listed.stdout, "volumeresize.ferry.dev/grow\n", "{listed:?}");
+
+    // Not acted on (no operator here): in progress, exit 5; its document says so.
+    let now = env.ferry(&["status", "grow", "-o", "json"]).await;
+    assert_eq!(now.code, 5, "{now:?}");
+    let document: serde_json::Value = serde_json::from_str(&now.stdout).unwrap();
+    assert_eq!(document["metadata"]["name"], "grow");
+    assert_eq!(document["phase"], "Pending");
+    let timed_out = env
+        .ferry(&[
+            "status",
+            "grow",
+            "--follow",
+            "--timeout",
+            "1",
+            "--interval",
+            "0.2",
+            "-o",
+            "json",
+        ])
+        .await;
+    assert_eq!(timed_out.code, 5, "{timed_out:?}");
+    assert_eq!(
+        timed_out.stdout.lines().count(),
+        1,
+        "one line while nothing changes: {timed_out:?}"
+    );
+
+    env.set_status("grow", json!({"phase": "Succeeded", "message": "done"}))
+        .await;
+    let watched = env.ferry(&["watch", "grow", "-o", "json"]).await;
+    assert_eq!(watched.code, 0, "{watched:?}");
+    let last: serde_json::Value = serde_json::from_str(watched.stdout.lines().last().unwrap()).unwrap();
+    assert_eq!(
+        (last["phase"].as_str(), last["status"]["message"].as_str()),
+        (Some("Succeeded"), Some("done"))
+    );
+    let yaml = env.ferry(&["status", "grow", "-o", "yaml"]).await;
+    assert_eq!(yaml.code, 0, "{yaml:?}");
+    assert!(yaml.stdout.contains("phase: Succeeded"), "{yaml:?}");
+    env.finish().await;
+}
