@@ -34,6 +34,16 @@ pub struct GlobalArgs {
     /// When to use colors and progress bars.
     #[arg(long, global = true, value_enum, default_value_t = ColorChoice::Auto)]
     pub color: ColorChoice,
+    /// Act as this user (impersonation, as kubectl's --as).
+    #[arg(long = "as", global = true, value_name = "USER")]
+    pub as_user: Option<String>,
+    /// Act with this group too (repeatable; needs --as).
+    #[arg(long = "as-group", global = true, value_name = "GROUP", requires = "as_user")]
+    pub as_groups: Vec<String>,
+    /// How long one request may take before it is given up: 30s, 1m, or a number of seconds;
+    /// 0 waits as long as it takes (default 30s).
+    #[arg(long, global = true, value_name = "DURATION")]
+    pub request_timeout: Option<String>,
 }
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]

@@ -866,3 +866,32 @@ async fn names_and_status_as_data_for_scripts() {
     assert!(yaml.stdout.contains("phase: Succeeded"), "{yaml:?}");
     env.finish().await;
 }
+
+/// kubectl's connection flags: `--as` (and `--as-group`) act as another user, so RBAC answers for
+/// them; `--request-timeout` takes kubectl's durations and refuses others before any request.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn impersonation_and_request_timeout_as_in_kubectl() {
+    let env = Env::start("cli-as").await;
+    let nobody = env.ferry(&["--as", "ferry-test-nobody", "list"]).await;
+    assert_eq!(nobody.code, 4, "{nobody:?}");
+    assert!(
+        nobody.stderr.contains("forbidden") || nobody.stderr.contains("Forbidden"),
+        "{nobody:?}"
+    );
+    let admin = env
+        .ferry(&[
+            "--as",
+            "ferry-test-nobody",
+            "--as-group",
+            "system:masters",
+            "list",
+            "--request-timeout",
+            "20s",
+        ])
+        .await;
+    assert_eq!(admin.code, 0, "{admin:?}");
+    let bad = env.ferry(&["list", "--request-timeout", "soon"]).await;
+    assert_eq!(bad.code, 2, "{bad:?}");
+    assert!(bad.stderr.contains("--request-timeout \"soon\""), "{bad:?}");
+    env.finish().await;
+}
