@@ -7,6 +7,7 @@
 
 pub mod args;
 pub mod commands;
+pub mod completion;
 pub mod exit;
 pub mod format;
 pub mod kube_io;

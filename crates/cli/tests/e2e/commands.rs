@@ -895,3 +895,53 @@ async fn impersonation_and_request_timeout_as_in_kubectl() {
     assert!(bad.stderr.contains("--request-timeout \"soon\""), "{bad:?}");
     env.finish().await;
 }
+
+/// kubectl's plugin completion runs `kubectl_complete-ferry` with the words after `ferry`: it
+/// offers the StatefulSets, templates, VolumeResizes and namespaces the cluster has, then Cobra's
+/// no-file directive.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_plugin_completion_offers_the_clusters_names() {
+    let env = Env::start("cli-complete").await;
+    env.stateful_set("db", 1, CLASS_EXPANDABLE, false).await;
+    env.create_resize(
+        "grow",
+        json!({"statefulSetName": "db", "volumes": [{"name": "data", "size": "2Gi"}]}),
+    )
+    .await;
+    let complete = |words: &[&str]| {
+        let kubeconfig = env.kubeconfig.display().to_string();
+        let mut args = vec![
+            "--kubeconfig".to_string(),
+            kubeconfig,
+            "-n".to_string(),
+            env.ns.name.clone(),
+        ];
+        args.extend(words.iter().map(|word| word.to_string()));
+        async move {
+            let output = tokio::process::Command::new(env!("CARGO_BIN_EXE_kubectl_complete-ferry"))
+                .args(&args)
+                .output()
+                .await
+                .unwrap();
+            assert!(output.status.success(), "{output:?}");
+            String::from_utf8(output.stdout).unwrap()
+        }
+    };
+    assert_eq!(complete(&["resize", ""]).await, "db\n:4\n");
+    assert_eq!(complete(&["resize", "db", "--volume", "d"]).await, "data\n:4\n");
+    assert_eq!(complete(&["status", "gr"]).await, "grow\n:4\n");
+    assert_eq!(complete(&["wat"]).await, "watch\n:4\n");
+    assert!(
+        complete(&["list", "-n", "cli-complete"])
+            .await
+            .contains(&format!("{}\n", env.ns.name))
+    );
+    // An unreachable cluster offers nothing, and says nothing into the command line.
+    let output = tokio::process::Command::new(env!("CARGO_BIN_EXE_kubectl_complete-ferry"))
+        .args(["--kubeconfig", "/nonexistent", "status", ""])
+        .output()
+        .await
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&output.stdout), ":4\n");
+    env.finish().await;
+}
