@@ -9,6 +9,7 @@ pub mod conditions;
 pub mod duration;
 pub mod extended;
 pub mod history;
+pub mod kstatus;
 pub mod names;
 pub mod pods;
 pub mod resize;

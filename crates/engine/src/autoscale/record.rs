@@ -3,6 +3,7 @@
 
 use super::{Policy, Reason, Situation, Skip, Verdict, could_shrink_by, next_allowed};
 use crate::conditions::{condition, set_condition};
+use crate::kstatus::{self, Health};
 use ferry_api::{
     AutoResize, AutoscaledVolumeStatus, ReplicaUsage, VolumeAutoscalerStatus, format_bytes, human_bytes,
 };
@@ -313,6 +314,39 @@ pub fn usage_column(volumes: &[AutoscaledVolumeStatus]) -> Option<String> {
 
 /// The whole autoscaler's status from its volumes': the columns `kubectl get vas` shows and the
 /// `AtMaxSize` condition (True while any volume is at its limit and over its threshold).
+/// kstatus's view of an autoscaler: Stalled while a volume's policy or template is invalid or its
+/// last resize failed (someone must act), Reconciling while a volume grows, else Ready (watching;
+/// a volume at its maxSize or without a reading is not an error of the autoscaler's).
+fn health_of(volumes: &[AutoscaledVolumeStatus]) -> (Health, &'static str, String) {
+    let describe = |states: &[&str]| -> Vec<String> {
+        volumes
+            .iter()
+            .filter(|v| v.state.as_deref().is_some_and(|state| states.contains(&state)))
+            .map(|v| {
+                format!(
+                    "{} of {}: {}",
+                    v.name,
+                    v.stateful_set,
+                    v.message.clone().unwrap_or_default()
+                )
+            })
+            .collect()
+    };
+    let stalled = describe(&["Invalid", "ResizeFailed"]);
+    if !stalled.is_empty() {
+        return (Health::Stalled, "VolumeNeedsAttention", stalled.join("; "));
+    }
+    let growing = describe(&["Growing", "ResizeRunning"]);
+    if !growing.is_empty() {
+        return (Health::Reconciling, "Growing", growing.join("; "));
+    }
+    (
+        Health::Ready,
+        "Watching",
+        format!("{} volume(s) watched", volumes.len()),
+    )
+}
+
 pub fn overall(
     previous: Option<&VolumeAutoscalerStatus>,
     volumes: Vec<AutoscaledVolumeStatus>,
@@ -345,6 +379,8 @@ pub fn overall(
             &now_time,
         ),
     );
+    let (health, reason, message) = health_of(&volumes);
+    kstatus::set(&mut conditions, health, reason, &message, generation, &now_time);
     let last_resize = volumes
         .iter()
         .filter_map(|v| v.last_resize.as_ref().map(|last| (last.at.clone(), v, last)))

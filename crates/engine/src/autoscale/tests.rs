@@ -305,3 +305,42 @@ fn the_next_allowed_time_is_the_later_of_cooldown_and_provider_window() {
     assert_eq!(next_allowed(&ebs, &four, now), Some(now - 20 * HOUR + 24 * HOUR));
     assert_eq!(next_allowed(&ebs, &four[1..], now), None);
 }
+
+#[test]
+fn kstatus_reads_stalled_on_an_invalid_volume_reconciling_while_growing_else_ready() {
+    use super::record::overall;
+    use ferry_api::AutoscaledVolumeStatus;
+    let volume = |state: &str| AutoscaledVolumeStatus {
+        stateful_set: "db".into(),
+        name: "data".into(),
+        state: Some(state.into()),
+        message: Some(format!("{state} message")),
+        ..AutoscaledVolumeStatus::default()
+    };
+    let health = |states: &[&str]| {
+        let status = overall(None, states.iter().map(|s| volume(s)).collect(), Some(3), 1_000);
+        let of = |type_: &str| {
+            status
+                .conditions
+                .iter()
+                .find(|c| c.type_ == type_)
+                .map(|c| (c.status.clone(), c.reason.clone(), c.observed_generation))
+        };
+        (of("Ready"), of("Reconciling"), of("Stalled"))
+    };
+    let ready = Some(("True".to_string(), "Watching".to_string(), Some(3)));
+    assert_eq!(
+        health(&["BelowThreshold", "AtMaxSize", "UsageUnknown"]),
+        (ready, None, None)
+    );
+    let (ready, reconciling, stalled) = health(&["BelowThreshold", "Growing"]);
+    assert_eq!(ready.unwrap().0, "False");
+    assert_eq!(reconciling.unwrap().1, "Growing");
+    assert_eq!(stalled, None);
+    let (ready, reconciling, stalled) = health(&["Growing", "Invalid"]);
+    assert_eq!(ready.unwrap().0, "False");
+    assert_eq!(
+        (reconciling, stalled.unwrap().1),
+        (None, "VolumeNeedsAttention".to_string())
+    );
+}

@@ -4,6 +4,7 @@
 use super::desired::Desired;
 use super::rollout::{self, Observed, Step};
 use crate::conditions::{condition, set_condition};
+use crate::kstatus::{self, Health};
 use ferry_api::{ExtendedStatefulSet, ExtendedStatefulSetStatus, ZoneStatus};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use k8s_openapi::jiff::Timestamp;
@@ -75,7 +76,9 @@ pub fn status_of(
 }
 
 /// The conditions: Progressing (an update under way, or why it waits), Stale (a failed update),
-/// Available (every wanted pod Ready) and Invalid (what was refused).
+/// Available (every wanted pod Ready) and Invalid (what was refused); and kstatus's: Stalled on a
+/// failed update or a refusal, Reconciling while an update, a wait or pods not yet Ready go on,
+/// else Ready.
 fn conditions_of(
     ests: &ExtendedStatefulSet,
     plan: &rollout::Plan,
@@ -144,12 +147,25 @@ fn conditions_of(
             },
         ),
     ];
-    for (kind, status, reason, message) in rows {
+    let summary = format!("{}; {}", rows[0].3, rows[2].3);
+    let (health, reason, message) = if stale {
+        (Health::Stalled, "UpdateFailed", rows[1].3.clone())
+    } else if refused {
+        (Health::Stalled, "Refused", rows[3].3.clone())
+    } else if updating || plan.waiting.is_some() {
+        (Health::Reconciling, rows[0].2, summary)
+    } else if !all_ready {
+        (Health::Reconciling, "PodsNotReady", summary)
+    } else {
+        (Health::Ready, "Current", summary)
+    };
+    for (kind, status, reason, message) in &rows {
         set_condition(
             &mut conditions,
-            condition(kind, status, reason, &message, generation, &now_time),
+            condition(kind, *status, reason, message, generation, &now_time),
         );
     }
+    kstatus::set(&mut conditions, health, reason, &message, generation, &now_time);
     conditions
 }
 
@@ -245,6 +261,50 @@ mod tests {
             ("False", "1/3 pods Ready")
         );
         assert_eq!(condition_of(&status, "Invalid").status, "False");
+        // kstatus: an update under way is Reconciling, not Ready.
+        assert_eq!(condition_of(&status, "Ready").status, "False");
+        assert_eq!(condition_of(&status, "Reconciling").reason, "Canaries");
+        assert!(status.conditions.iter().all(|c| c.type_ != "Stalled"));
+    }
+
+    #[test]
+    fn kstatus_reads_ready_when_the_version_runs_and_stalled_when_it_failed() {
+        let ests = ests(&[]);
+        let desired = stateful_sets(&ests, None);
+        let done = status_of(
+            &ests,
+            &plan(Step::Done, None),
+            &observed(&desired, 3),
+            &desired,
+            BTreeMap::new(),
+            &[],
+            2_000,
+        );
+        let ready = condition_of(&done, "Ready");
+        assert_eq!(
+            (
+                ready.status.as_str(),
+                ready.reason.as_str(),
+                ready.observed_generation
+            ),
+            ("True", "Current", Some(4))
+        );
+        assert!(
+            done.conditions
+                .iter()
+                .all(|c| c.type_ != "Reconciling" && c.type_ != "Stalled")
+        );
+        let stale = status_of(
+            &ests,
+            &plan(Step::Stale, None),
+            &observed(&desired, 3),
+            &desired,
+            BTreeMap::new(),
+            &[],
+            2_000,
+        );
+        assert_eq!(condition_of(&stale, "Ready").status, "False");
+        assert_eq!(condition_of(&stale, "Stalled").reason, "UpdateFailed");
     }
 
     #[test]

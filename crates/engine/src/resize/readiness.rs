@@ -4,48 +4,30 @@
 //! `Reconciling` only while it works and `Stalled` only once it failed, as kstatus expects of
 //! these "abnormal-true" conditions.
 
-use crate::conditions::{condition, remove_condition, set_condition};
+use crate::kstatus::{self, Health};
 use ferry_api::{Phase, VolumeResizeStatus};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
-pub const READY: &str = "Ready";
-pub const RECONCILING: &str = "Reconciling";
-pub const STALLED: &str = "Stalled";
+pub use crate::kstatus::{READY, RECONCILING, STALLED};
 
 /// Sets the three conditions from `status`'s phase and message. Pure and stable: a status whose
 /// phase and message did not change gets exactly the conditions it had.
 pub fn summarize(status: &mut VolumeResizeStatus, generation: Option<i64>, now: &Time) {
     let phase = status.phase.unwrap_or(Phase::Pending);
-    let reason = phase.as_str();
+    let health = match phase {
+        Phase::Succeeded => Health::Ready,
+        Phase::Failed => Health::Stalled,
+        _ => Health::Reconciling,
+    };
     let message = status.message.clone().unwrap_or_default();
-    let conditions = &mut status.conditions;
-    set_condition(
-        conditions,
-        condition(
-            READY,
-            phase == Phase::Succeeded,
-            reason,
-            &message,
-            generation,
-            now,
-        ),
+    kstatus::set(
+        &mut status.conditions,
+        health,
+        phase.as_str(),
+        &message,
+        generation,
+        now,
     );
-    if phase.is_terminal() {
-        remove_condition(conditions, RECONCILING);
-    } else {
-        set_condition(
-            conditions,
-            condition(RECONCILING, true, reason, &message, generation, now),
-        );
-    }
-    if phase == Phase::Failed {
-        set_condition(
-            conditions,
-            condition(STALLED, true, reason, &message, generation, now),
-        );
-    } else {
-        remove_condition(conditions, STALLED);
-    }
 }
 
 #[cfg(test)]

@@ -316,6 +316,18 @@ async fn at_max_size_nothing_grows_and_one_event_says_so() {
     assert_eq!(event_counts(&harness, "db", "AtMaxSize").await, vec![1]);
     assert!(autoscale_resizes(&harness).await.is_empty());
     assert_eq!(claim_size(&harness, "data-db-0").await, "320Mi");
+    // kstatus: at its maxSize the autoscaler is still Ready (watching); `kubectl wait` sees it.
+    let (code, out, err) = kubectl(&[
+        "-n",
+        &harness.ns.name,
+        "wait",
+        "--for=condition=Ready",
+        "--timeout=30s",
+        "volumeautoscaler/db",
+    ])
+    .await
+    .unwrap();
+    assert_eq!(code, 0, "{out}{err}");
     harness.finish().await;
 }
 

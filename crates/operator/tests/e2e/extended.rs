@@ -576,6 +576,18 @@ async fn zones_get_one_pinned_stateful_set_each_with_an_even_spread() {
         "{out}"
     );
     assert!(out.contains("5/5"), "{out}");
+    // kstatus: GitOps tools and `kubectl wait` can wait on it.
+    let (code, out, err) = kubectl(&[
+        "-n",
+        &harness.ns.name,
+        "wait",
+        "--for=condition=Ready",
+        "--timeout=60s",
+        "extendedstatefulset/db",
+    ])
+    .await
+    .unwrap();
+    assert_eq!(code, 0, "{out}{err}");
     harness.finish().await;
 }
 
