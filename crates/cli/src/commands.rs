@@ -22,11 +22,7 @@ use std::time::{Duration, Instant};
 /// Runs the command; prints errors as `error: …` on stderr and returns the exit code.
 pub async fn run(cli: Cli) -> ExitCode {
     let style = Style::detect(cli.global.color);
-    let err_style = Style::decide(
-        cli.global.color,
-        std::io::stderr().is_terminal(),
-        std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty()),
-    );
+    let err_style = Style::detect_stderr(cli.global.color);
     match execute(cli, style).await {
         Ok(code) => code,
         Err(error) => {
@@ -413,13 +409,12 @@ fn list_items(items: &[ListedResize]) -> Result<Vec<serde_json::Value>, CliError
         .map_err(|e| CliError::Failed(format!("cannot render the list: {e}")))
 }
 
-/// The style of `warning:` on stderr.
+/// The style of `warning:` on stderr: colored when stdout is and stderr may be.
 fn warning_style(style: Style) -> Style {
-    Style::decide(
-        crate::args::ColorChoice::Auto,
-        std::io::stderr().is_terminal() && style.color,
-        false,
-    )
+    let stderr = Style::detect_stderr(crate::args::ColorChoice::Auto);
+    Style {
+        color: style.color && stderr.color,
+    }
 }
 
 async fn describe(cluster: &Cluster, args: NameArgs, style: Style) -> Result<ExitCode, CliError> {

@@ -2,7 +2,15 @@
 
 use crate::args::ColorChoice;
 use ferry_api::Phase;
-use std::io::IsTerminal;
+
+/// Whether `stream` gets colors when nobody said (`NO_COLOR`, `CLICOLOR`, `CLICOLOR_FORCE`, `TERM`
+/// and whether it is a terminal, as anstream reads them).
+fn colors_by_convention(stream: &impl anstream::stream::RawStream) -> bool {
+    matches!(
+        anstream::AutoStream::choice(stream),
+        anstream::ColorChoice::Always | anstream::ColorChoice::AlwaysAnsi
+    )
+}
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Style {
@@ -19,20 +27,24 @@ pub const DIM: &str = "2";
 impl Style {
     pub const PLAIN: Style = Style { color: false };
 
-    /// Colors when asked to, or on a terminal without `NO_COLOR`.
+    /// Colors on stdout when asked to; with `auto`, by the ecosystem's convention (anstream, as
+    /// clap and cargo): on a terminal unless `NO_COLOR` is set or `TERM=dumb`; `CLICOLOR=0` turns
+    /// them off, `CLICOLOR_FORCE` on even when piped.
     pub fn detect(choice: ColorChoice) -> Style {
-        Style::decide(
-            choice,
-            std::io::stdout().is_terminal(),
-            std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty()),
-        )
+        Style::decide(choice, colors_by_convention(&std::io::stdout()))
     }
 
-    pub fn decide(choice: ColorChoice, terminal: bool, no_color: bool) -> Style {
+    /// The same for stderr (errors and warnings).
+    pub fn detect_stderr(choice: ColorChoice) -> Style {
+        Style::decide(choice, colors_by_convention(&std::io::stderr()))
+    }
+
+    /// `--color always|never` win; `auto` is what the convention says for the stream.
+    pub fn decide(choice: ColorChoice, convention: bool) -> Style {
         let color = match choice {
             ColorChoice::Always => true,
             ColorChoice::Never => false,
-            ColorChoice::Auto => terminal && !no_color,
+            ColorChoice::Auto => convention,
         };
         Style { color }
     }
@@ -66,11 +78,10 @@ mod tests {
 
     #[test]
     fn colors_only_when_wanted() {
-        assert!(Style::decide(ColorChoice::Auto, true, false).color);
-        assert!(!Style::decide(ColorChoice::Auto, false, false).color);
-        assert!(!Style::decide(ColorChoice::Auto, true, true).color);
-        assert!(Style::decide(ColorChoice::Always, false, true).color);
-        assert!(!Style::decide(ColorChoice::Never, true, false).color);
+        assert!(Style::decide(ColorChoice::Auto, true).color);
+        assert!(!Style::decide(ColorChoice::Auto, false).color);
+        assert!(Style::decide(ColorChoice::Always, false).color);
+        assert!(!Style::decide(ColorChoice::Never, true).color);
     }
 
     #[test]

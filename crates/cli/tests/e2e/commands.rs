@@ -945,3 +945,35 @@ async fn kubectl_plugin_completion_offers_the_clusters_names() {
     assert_eq!(String::from_utf8_lossy(&output.stdout), ":4\n");
     env.finish().await;
 }
+
+/// Colours follow the ecosystem's conventions when not asked for: `CLICOLOR_FORCE` colours even a
+/// pipe, `NO_COLOR` and a pipe alone do not; `--color never` wins over all.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn colours_follow_clicolor_force_and_no_color() {
+    let env = Env::start("cli-colour").await;
+    env.create_resize(
+        "grow",
+        json!({"statefulSetName": "db", "volumes": [{"name": "data", "size": "2Gi"}]}),
+    )
+    .await;
+    let run = |args: &[&str], vars: &[(&str, &str)]| {
+        let mut command = env.command(args);
+        command.env_remove("CLICOLOR").env_remove("CLICOLOR_FORCE");
+        for (name, value) in vars {
+            command.env(name, value);
+        }
+        async move { String::from_utf8(command.output().await.unwrap().stdout).unwrap() }
+    };
+    assert!(run(&["list"], &[("CLICOLOR_FORCE", "1")]).await.contains("\x1b["));
+    assert!(
+        !run(&["list"], &[]).await.contains("\x1b["),
+        "a pipe gets no colours"
+    );
+    assert!(!run(&["list"], &[("NO_COLOR", "1")]).await.contains("\x1b["));
+    assert!(
+        !run(&["list", "--color", "never"], &[("CLICOLOR_FORCE", "1")])
+            .await
+            .contains("\x1b[")
+    );
+    env.finish().await;
+}

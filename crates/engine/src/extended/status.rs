@@ -147,18 +147,7 @@ fn conditions_of(
             },
         ),
     ];
-    let summary = format!("{}; {}", rows[0].3, rows[2].3);
-    let (health, reason, message) = if stale {
-        (Health::Stalled, "UpdateFailed", rows[1].3.clone())
-    } else if refused {
-        (Health::Stalled, "Refused", rows[3].3.clone())
-    } else if updating || plan.waiting.is_some() {
-        (Health::Reconciling, rows[0].2, summary)
-    } else if !all_ready {
-        (Health::Reconciling, "PodsNotReady", summary)
-    } else {
-        (Health::Ready, "Current", summary)
-    };
+    let (health, reason, message) = kstatus_of(&rows, updating || plan.waiting.is_some());
     for (kind, status, reason, message) in &rows {
         set_condition(
             &mut conditions,
@@ -167,6 +156,30 @@ fn conditions_of(
     }
     kstatus::set(&mut conditions, health, reason, &message, generation, &now_time);
     conditions
+}
+
+/// kstatus's reading of the four conditions (Progressing, Stale, Available, Invalid, in that
+/// order): Stalled on a stale version or a refusal, Reconciling while work goes on or pods are not
+/// yet Ready, else Ready.
+fn kstatus_of(rows: &[(&str, bool, &str, String); 4], working: bool) -> (Health, &'static str, String) {
+    let (stale, all_ready, refused) = (rows[1].1, rows[2].1, rows[3].1);
+    let summary = format!("{}; {}", rows[0].3, rows[2].3);
+    if stale {
+        (Health::Stalled, "UpdateFailed", rows[1].3.clone())
+    } else if refused {
+        (Health::Stalled, "Refused", rows[3].3.clone())
+    } else if working {
+        let reason = if rows[0].2 == "Waiting" {
+            "Waiting"
+        } else {
+            "Updating"
+        };
+        (Health::Reconciling, reason, summary)
+    } else if !all_ready {
+        (Health::Reconciling, "PodsNotReady", summary)
+    } else {
+        (Health::Ready, "Current", summary)
+    }
 }
 
 #[cfg(test)]
@@ -263,7 +276,7 @@ mod tests {
         assert_eq!(condition_of(&status, "Invalid").status, "False");
         // kstatus: an update under way is Reconciling, not Ready.
         assert_eq!(condition_of(&status, "Ready").status, "False");
-        assert_eq!(condition_of(&status, "Reconciling").reason, "Canaries");
+        assert_eq!(condition_of(&status, "Reconciling").reason, "Updating");
         assert!(status.conditions.iter().all(|c| c.type_ != "Stalled"));
     }
 
