@@ -25,9 +25,17 @@ pub struct Context {
     /// Where the per-StatefulSet hold Leases are kept (`--hold-namespace`); `None`: beside the
     /// StatefulSet.
     pub hold_namespace: Option<String>,
+    /// What an edit of a StatefulSet's claim templates may do (`--refuse-template-shrinks`).
+    pub template_edits: ferry_engine::trigger::template_edit::TemplateEdits,
 }
 
 impl Context {
+    /// What an edit of a StatefulSet's claim templates may do.
+    pub fn with_template_edits(mut self, edits: ferry_engine::trigger::template_edit::TemplateEdits) -> Self {
+        self.template_edits = edits;
+        self
+    }
+
     /// Images other than the operator's own that a VolumeResize may run movers from.
     pub fn with_allowed_mover_images(mut self, images: Vec<String>) -> Self {
         self.allowed_mover_images = images;
@@ -92,6 +100,7 @@ impl Context {
             config_digest_key: crate::digest_key::random(),
             features: crate::features::Features::default(),
             hold_namespace: None,
+            template_edits: Default::default(),
         }
     }
 }

@@ -1,6 +1,7 @@
 //! `ferry`: the Ferry operator binary.
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
+use ferry_engine::trigger::template_edit::TemplateEdits;
 use ferry_operator::features::{Feature, Features};
 use ferry_operator::leader::LeaderElection;
 use ferry_operator::shared_secret::SecretRef;
@@ -101,6 +102,10 @@ struct RunArgs {
     /// operator's own; without it they go beside each StatefulSet.
     #[arg(long, env = "FERRY_HOLD_NAMESPACE")]
     hold_namespace: Option<String>,
+    /// Refuse a smaller size in an edit of a StatefulSet's volume claim templates (as the seed's
+    /// webhook did) instead of shrinking by copy; growth and class changes are still carried out.
+    #[arg(long, env = "FERRY_REFUSE_TEMPLATE_SHRINKS")]
+    refuse_template_shrinks: bool,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -161,7 +166,7 @@ fn main() -> ExitCode {
 
 /// The operator's settings from `ferry run`'s flags, or what is wrong with them.
 fn settings(args: RunArgs) -> Result<Settings, String> {
-    let webhook = webhook_settings(
+    let mut webhook = webhook_settings(
         args.webhook_url,
         args.webhook_service,
         args.webhook_listen,
@@ -169,6 +174,11 @@ fn settings(args: RunArgs) -> Result<Settings, String> {
         args.webhook_ca_secret,
         args.webhook_configuration,
     )?;
+    if let Some(webhook) = webhook.as_mut()
+        && args.refuse_template_shrinks
+    {
+        webhook.template_edits = TemplateEdits::ShrinksRefused;
+    }
     let leader_election = args
         .leader_election_lease
         .as_deref()
@@ -264,6 +274,7 @@ fn webhook_settings(
         certificates,
         ca_secret,
         configuration,
+        template_edits: Default::default(),
     }))
 }
 
@@ -325,5 +336,51 @@ fn init_logging(format: LogFormat) {
     match format {
         LogFormat::Text => builder.init(),
         LogFormat::Json => builder.json().init(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn settings_of(args: &[&str]) -> Result<Settings, String> {
+        let cli = Cli::try_parse_from(args).map_err(|error| error.to_string())?;
+        match cli.command {
+            Command::Run(args) => settings(*args),
+            Command::Crd => Err("not run".to_string()),
+        }
+    }
+
+    #[test]
+    fn refuse_template_shrinks_reaches_the_webhook_and_is_off_by_default() {
+        let url = ["ferry", "run", "--webhook-url", "https://ferry.example:9443"];
+        let default = settings_of(&url).unwrap().webhook.unwrap();
+        assert_eq!(default.template_edits, TemplateEdits::CarriedOut);
+        let refused = settings_of(&[&url[..], &["--refuse-template-shrinks"]].concat())
+            .unwrap()
+            .webhook
+            .unwrap();
+        assert_eq!(refused.template_edits, TemplateEdits::ShrinksRefused);
+    }
+
+    /// The chart sets `FERRY_REFUSE_TEMPLATE_SHRINKS` (to "true", which clap reads as on).
+    #[test]
+    fn the_charts_environment_turns_refusal_on() {
+        let command = <Cli as clap::CommandFactory>::command();
+        let run = command.find_subcommand("run").unwrap();
+        let flag = run
+            .get_arguments()
+            .find(|arg| arg.get_id() == "refuse_template_shrinks")
+            .unwrap();
+        assert_eq!(
+            flag.get_env(),
+            Some(std::ffi::OsStr::new("FERRY_REFUSE_TEMPLATE_SHRINKS"))
+        );
+    }
+
+    #[test]
+    fn a_lease_flag_that_is_not_namespace_slash_name_is_refused() {
+        let error = settings_of(&["ferry", "run", "--leader-election-lease", "lease"]).unwrap_err();
+        assert!(error.contains("<namespace>/<name>"), "{error}");
     }
 }

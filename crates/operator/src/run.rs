@@ -156,7 +156,8 @@ async fn serve_webhooks(
             mover_image.to_string(),
             Some(identity.to_string()),
         )
-        .with_allowed_mover_images(settings.allowed_mover_images.clone()),
+        .with_allowed_mover_images(settings.allowed_mover_images.clone())
+        .with_template_edits(webhook_settings.template_edits),
     );
     let running = webhook::start(ctx, webhook_settings, &settings.namespaces).await?;
     // Ready once the reviews answer from a synced cache (until then they list, or refuse).

@@ -178,3 +178,13 @@ pub fn without_autoscaled_shrinks(
     }
     (kept, set_aside)
 }
+/// What an edit of a StatefulSet's claim templates may do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum TemplateEdits {
+    /// Every change of size or class is carried out by a VolumeResize (shrinks by copy).
+    #[default]
+    CarriedOut,
+    /// As the seed's webhook did: a smaller size is refused (a shrink needs a VolumeResize made on
+    /// purpose); growth and class changes are carried out.
+    ShrinksRefused,
+}

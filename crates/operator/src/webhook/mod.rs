@@ -41,6 +41,8 @@ pub struct WebhookSettings {
     /// The configurations an installer made (the chart): Ferry only keeps their `caBundle`.
     /// Without it Ferry registers whole configurations of its own.
     pub configuration: Option<String>,
+    /// What an edit of a StatefulSet's claim templates may do (`--refuse-template-shrinks`).
+    pub template_edits: ferry_engine::trigger::template_edit::TemplateEdits,
 }
 
 /// How often the certificate is checked for renewal (self-signed) or change (files).

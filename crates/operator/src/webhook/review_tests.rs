@@ -49,7 +49,12 @@ fn sts_kind() -> Value {
 }
 
 fn mutate(body: &[u8]) -> Result<AdmissionResponse, BadReview> {
-    review_stateful_set(&parse(body)?, NO_RESIZES, &Governed::Known(BTreeMap::new()))
+    review_stateful_set(
+        &parse(body)?,
+        NO_RESIZES,
+        &Governed::Known(BTreeMap::new()),
+        TemplateEdits::CarriedOut,
+    )
 }
 
 /// The update as the API server stores it after applying the response's patch.
@@ -110,7 +115,13 @@ fn the_manifest_size_below_an_autoscaled_template_is_kept_aside_without_a_reques
     update["spec"]["template"]["spec"]["containers"][0]["image"] = "i:3".into();
     let autoscaled = Governed::Known(BTreeMap::from([("data".to_string(), "db".to_string())]));
     let body = review(sts_kind(), "UPDATE", Some(update.clone()), Some(stored.clone()));
-    let response = review_stateful_set(&parse(&body).unwrap(), NO_RESIZES, &autoscaled).unwrap();
+    let response = review_stateful_set(
+        &parse(&body).unwrap(),
+        NO_RESIZES,
+        &autoscaled,
+        TemplateEdits::CarriedOut,
+    )
+    .unwrap();
     assert!(response.allowed);
     let result = patched(&update, &response);
     assert_eq!(
@@ -137,7 +148,13 @@ fn the_manifest_size_below_an_autoscaled_template_is_kept_aside_without_a_reques
         Some(stateful_set("1Gi", None)),
         Some(stored),
     );
-    let response = review_stateful_set(&parse(&body).unwrap(), NO_RESIZES, &autoscaled).unwrap();
+    let response = review_stateful_set(
+        &parse(&body).unwrap(),
+        NO_RESIZES,
+        &autoscaled,
+        TemplateEdits::CarriedOut,
+    )
+    .unwrap();
     let result = patched(&stateful_set("1Gi", None), &response);
     assert!(result["metadata"]["annotations"][ANNOTATION_REQUESTED_TEMPLATES].is_string());
 }
@@ -150,7 +167,13 @@ fn a_smaller_template_is_kept_aside_when_the_autoscalers_cannot_be_read() {
     let update = stateful_set("320Mi", None);
     let unknown = Governed::Unknown("not read within 2 s".into());
     let body = review(sts_kind(), "UPDATE", Some(update.clone()), Some(stored.clone()));
-    let response = review_stateful_set(&parse(&body).unwrap(), NO_RESIZES, &unknown).unwrap();
+    let response = review_stateful_set(
+        &parse(&body).unwrap(),
+        NO_RESIZES,
+        &unknown,
+        TemplateEdits::CarriedOut,
+    )
+    .unwrap();
     assert!(response.allowed);
     let result = patched(&update, &response);
     assert_eq!(
@@ -305,5 +328,47 @@ fn a_create_in_the_orphan_window_is_refused_unless_it_is_ferrys_own() {
         review_stateful_set_create(&parse(&body).unwrap(), &[done])
             .unwrap()
             .allowed
+    );
+}
+
+/// The seed's behaviour, for teams that relied on it: a smaller template is refused with the
+/// reason; a larger one is still carried out, and an autoscaled one is still only kept aside.
+#[test]
+fn with_shrinks_refused_a_smaller_template_is_denied_and_growth_still_goes_through() {
+    let refuse = |stored: &str, update: &str, governed: &Governed| {
+        let body = review(
+            sts_kind(),
+            "UPDATE",
+            Some(stateful_set(update, None)),
+            Some(stateful_set(stored, None)),
+        );
+        review_stateful_set(
+            &parse(&body).unwrap(),
+            NO_RESIZES,
+            governed,
+            TemplateEdits::ShrinksRefused,
+        )
+        .unwrap()
+    };
+    let none = Governed::Known(BTreeMap::new());
+    let denied = refuse("2Gi", "1Gi", &none);
+    assert!(!denied.allowed);
+    assert!(
+        denied.result.message.contains("data 2Gi → 1Gi")
+            && denied.result.message.contains("--refuse-template-shrinks"),
+        "{}",
+        denied.result.message
+    );
+    let grown = refuse("1Gi", "2Gi", &none);
+    assert!(grown.allowed);
+    assert!(
+        patched(&stateful_set("2Gi", None), &grown)["metadata"]["annotations"]
+            [ANNOTATION_REQUESTED_TEMPLATES]
+            .is_string()
+    );
+    let autoscaled = Governed::Known(BTreeMap::from([("data".to_string(), "db".to_string())]));
+    assert!(
+        refuse("384Mi", "320Mi", &autoscaled).allowed,
+        "kept aside, not refused"
     );
 }

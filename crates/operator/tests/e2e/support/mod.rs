@@ -504,6 +504,7 @@ fn spawn_operator(
             configuration: Some(ferry_operator::webhook::register::configuration_name(&[
                 namespace.to_string(),
             ])),
+            template_edits: Default::default(),
         }
     });
     let settings = Settings {
