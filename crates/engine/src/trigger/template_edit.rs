@@ -148,10 +148,7 @@ pub fn without_autoscaled_shrinks(
     let mut kept = Vec::new();
     let mut set_aside = Vec::new();
     for change in changes {
-        let live = templates(stored)
-            .iter()
-            .find(|template| template_name(template) == change.name)
-            .and_then(size_of);
+        let live = live_size(stored, &change.name);
         let live_bytes = live.as_deref().and_then(|size| positive_bytes(size).ok());
         let requested_bytes = positive_bytes(&change.size).ok();
         let because = match governed {
@@ -178,6 +175,27 @@ pub fn without_autoscaled_shrinks(
     }
     (kept, set_aside)
 }
+
+/// The size the stored StatefulSet's template `name` asks for.
+fn live_size(stored: &StatefulSet, name: &str) -> Option<String> {
+    templates(stored)
+        .iter()
+        .find(|template| template_name(template) == name)
+        .and_then(size_of)
+}
+
+/// The changes that ask a template for less than it has: `name old → new` each.
+pub fn shrinks(stored: &StatefulSet, changes: &[VolumeChange]) -> Vec<String> {
+    changes
+        .iter()
+        .filter_map(|change| {
+            let live = live_size(stored, &change.name)?;
+            let smaller = positive_bytes(&change.size).ok()? < positive_bytes(&live).ok()?;
+            smaller.then(|| format!("{} {live} → {}", change.name, change.size))
+        })
+        .collect()
+}
+
 /// What an edit of a StatefulSet's claim templates may do.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum TemplateEdits {

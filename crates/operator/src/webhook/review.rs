@@ -3,9 +3,9 @@
 //! from the controller's store.
 
 use ferry_api::names::ANNOTATION_REQUESTED_TEMPLATES;
-use ferry_api::{VolumeChange, VolumeResize, parse_bytes};
+use ferry_api::{VolumeChange, VolumeResize};
 use ferry_engine::trigger::template_edit::{
-    Governed, TemplateEdit, TemplateEdits, template_edit, without_autoscaled_shrinks,
+    Governed, TemplateEdit, TemplateEdits, shrinks, template_edit, without_autoscaled_shrinks,
 };
 use ferry_engine::trigger::{request, resize_name, same_target};
 use k8s_openapi::api::apps::v1::StatefulSet;
@@ -145,25 +145,6 @@ pub fn review_stateful_set(
         })
     };
     patched(response, vec![put_back, record], warnings)
-}
-
-/// The changes that ask a template for less than it has: `name old → new` each.
-fn shrinks(stored: &StatefulSet, changes: &[VolumeChange]) -> Vec<String> {
-    let templates = stored
-        .spec
-        .as_ref()
-        .and_then(|spec| spec.volume_claim_templates.as_ref());
-    changes
-        .iter()
-        .filter_map(|change| {
-            let template = templates?
-                .iter()
-                .find(|t| t.metadata.name.as_deref() == Some(change.name.as_str()))?;
-            let old = ferry_api::quantity::requested_storage(template.spec.as_ref())?;
-            let (old_bytes, new_bytes) = (parse_bytes(&old.0).ok()?, parse_bytes(&change.size).ok()?);
-            (new_bytes < old_bytes).then(|| format!("{} {} → {}", change.name, old.0, change.size))
-        })
-        .collect()
 }
 
 /// The response with `operations` as its JSON patch and `warnings`.
