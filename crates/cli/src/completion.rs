@@ -4,19 +4,15 @@
 //! protocol; 4 = no file completion). What to offer is decided here, from the words alone; the
 //! binary reads the names from the cluster.
 
-/// The subcommands, as `kubectl ferry` takes them.
-pub const COMMANDS: &[&str] = &[
-    "resize",
-    "plan",
-    "list",
-    "describe",
-    "status",
-    "watch",
-    "rollback",
-    "delete",
-    "completion",
-    "version",
-];
+use clap::CommandFactory;
+
+/// The subcommands, as `kubectl ferry` defines them.
+pub fn commands() -> Vec<String> {
+    crate::Cli::command()
+        .get_subcommands()
+        .map(|command| command.get_name().to_string())
+        .collect()
+}
 
 /// Cobra's "no file completion" directive.
 pub const NO_FILE_COMPLETION: u8 = 4;
@@ -42,32 +38,18 @@ pub struct Typed {
     pub context: Option<String>,
 }
 
-/// Flags that take a value (the next word is that value, not an argument).
+/// Whether `flag` (`-n`, `--volume`) takes a value, so the next word is that value, not an
+/// argument: as `kubectl ferry` defines its flags, global or of any command.
 fn takes_value(flag: &str) -> bool {
-    matches!(
-        flag,
-        "-n" | "--namespace"
-            | "--kubeconfig"
-            | "--context"
-            | "--color"
-            | "--as"
-            | "--as-group"
-            | "--request-timeout"
-            | "--volume"
-            | "--size"
-            | "--storage-class"
-            | "--mode"
-            | "--strategy"
-            | "--verify"
-            | "--retain-old-volumes"
-            | "--bandwidth-limit"
-            | "--name"
-            | "-o"
-            | "--output"
-            | "--interval"
-            | "--timeout"
-            | "--rate"
-    )
+    let command = crate::Cli::command();
+    let matches = |arg: &clap::Arg| match flag.strip_prefix("--") {
+        Some(long) => arg.get_long() == Some(long),
+        None => flag.len() == 2 && arg.get_short().is_some_and(|short| flag.ends_with(short)),
+    };
+    std::iter::once(&command)
+        .chain(command.get_subcommands())
+        .flat_map(|command| command.get_arguments())
+        .any(|arg| matches(arg) && arg.get_action().takes_values())
 }
 
 /// What to offer for the last of `words` (the words after `ferry`), and the connection flags typed.
@@ -140,6 +122,27 @@ mod tests {
             words = vec![String::new()];
         }
         words
+    }
+
+    #[test]
+    fn the_commands_and_the_flags_with_values_are_the_clis_own() {
+        assert!(commands().iter().any(|command| command == "resize"));
+        assert!(commands().iter().any(|command| command == "version"));
+        for flag in [
+            "-n",
+            "--namespace",
+            "--volume",
+            "--size",
+            "-o",
+            "--interval",
+            "--as",
+            "--request-timeout",
+        ] {
+            assert!(takes_value(flag), "{flag}");
+        }
+        for flag in ["--watch", "--follow", "--yes", "-A", "--force"] {
+            assert!(!takes_value(flag), "{flag}");
+        }
     }
 
     #[test]

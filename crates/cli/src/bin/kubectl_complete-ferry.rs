@@ -7,7 +7,7 @@ use k8s_openapi::api::core::v1::Namespace;
 use k8s_openapi::api::storage::v1::StorageClass;
 use kube::api::{Api, ListParams};
 use kubectl_ferry::args::{ColorChoice, GlobalArgs};
-use kubectl_ferry::completion::{COMMANDS, Typed, Wanted, answer, wanted};
+use kubectl_ferry::completion::{Typed, Wanted, answer, commands, wanted};
 use kubectl_ferry::kube_io::{Cluster, connect};
 use std::io::Write;
 
@@ -24,7 +24,7 @@ fn main() {
 
 async fn candidates(wanted: Wanted, typed: Typed) -> Vec<String> {
     if wanted == Wanted::Commands {
-        return COMMANDS.iter().map(|command| command.to_string()).collect();
+        return commands();
     }
     if wanted == Wanted::Nothing {
         return Vec::new();
