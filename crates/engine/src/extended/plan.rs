@@ -199,8 +199,17 @@ fn rules(ests: &ExtendedStatefulSet) -> Rules {
     }
 }
 
-/// One StatefulSet as the rollout sees it: pods on its newest revision count only once the
-/// StatefulSet controller has seen the latest spec (before that its revision is the old one).
+/// Whether a StatefulSet's pods count yet: only once its controller has seen the latest spec and
+/// names the newest revision (before that its revision is the old one). The operator lists the
+/// pods only then.
+pub fn counts_pods(sts: &StatefulSet) -> bool {
+    sts.status.as_ref().is_some_and(|status| {
+        status.observed_generation == sts.metadata.generation && status.update_revision.is_some()
+    })
+}
+
+/// One StatefulSet as the rollout sees it: pods on its newest revision count only once
+/// [`counts_pods`].
 fn counted(desired: &Desired, live: Option<&LiveSet>) -> Observed {
     let Some(live) = live else {
         return Observed {
@@ -215,8 +224,7 @@ fn counted(desired: &Desired, live: Option<&LiveSet>) -> Observed {
     };
     let sts = &live.object;
     let status = sts.status.clone().unwrap_or_default();
-    let current = status.observed_generation == sts.metadata.generation;
-    let revision = status.update_revision.as_deref().filter(|_| current);
+    let revision = status.update_revision.as_deref().filter(|_| counts_pods(sts));
     let on_revision: Vec<&Pod> =
         live.pods
             .iter()

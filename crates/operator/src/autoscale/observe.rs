@@ -158,17 +158,21 @@ pub async fn observe(
     let read_usage = ctx.features.enabled(Feature::KubeletStats);
     let mut sets = Vec::new();
     for sts in found {
+        // Without usage nothing is decided: the plan says why and reads no replica or claim.
+        if !read_usage {
+            sets.push(SetObservation {
+                object: sts,
+                ..SetObservation::default()
+            });
+            continue;
+        }
         let replicas = replicas(client, namespace, &sts).await?;
         let mut volumes = BTreeMap::new();
         for volume in &autoscaler.spec.volumes {
             let name = sts.name_any();
             let (claims, largest_claim) =
                 claims(client, namespace, &name, &volume.name, &replicas.ordinals).await?;
-            let readings = if read_usage {
-                usage(summaries, namespace, &replicas.pods, &claims).await
-            } else {
-                Vec::new()
-            };
+            let readings = usage(summaries, namespace, &replicas.pods, &claims).await;
             let read = VolumeObservation {
                 largest_claim,
                 readings,

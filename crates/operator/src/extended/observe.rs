@@ -10,7 +10,7 @@ use ferry_api::ExtendedStatefulSet;
 use ferry_engine::extended::config::{ConfigRef, digest, references};
 use ferry_engine::extended::desired::{LABEL_EXTENDED, stateful_sets};
 use ferry_engine::extended::hooks::job_to_read;
-use ferry_engine::extended::plan::{LiveSet, Observation};
+use ferry_engine::extended::plan::{LiveSet, Observation, counts_pods};
 use ferry_engine::extended::rollout::Progress;
 use k8s_openapi::api::apps::v1::StatefulSet;
 use k8s_openapi::api::batch::v1::Job;
@@ -89,10 +89,12 @@ pub async fn observe(
     };
     for wanted in stateful_sets(ests, config_digest) {
         if let Some(object) = sets.get_opt(&wanted.name).await? {
-            let pods = pods
-                .list(&ListParams::default().labels(&selector(&object)))
-                .await?
-                .items;
+            let pods = if counts_pods(&object) {
+                let selected = ListParams::default().labels(&selector(&object));
+                pods.list(&selected).await?.items
+            } else {
+                Vec::new()
+            };
             observation.live.insert(wanted.name, LiveSet { object, pods });
         }
     }
