@@ -203,7 +203,7 @@ fn print_data<T: serde::Serialize>(value: &T, format: DataFormat) -> Result<(), 
             })
             .map_err(|e| CliError::Failed(format!("cannot render JSON: {e}")))?,
         DataFormat::Yaml => {
-            serde_yaml::to_string(value).map_err(|e| CliError::Failed(format!("cannot render YAML: {e}")))?
+            yaml_serde::to_string(value).map_err(|e| CliError::Failed(format!("cannot render YAML: {e}")))?
         }
     };
     crate::out!("{text}");

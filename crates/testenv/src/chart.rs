@@ -139,14 +139,14 @@ fn service_account_name(rendered: &str) -> Option<String> {
 pub async fn apply(yaml: &str) -> Result<(), Error> {
     use serde::Deserialize;
     let client = cluster::client().await?;
-    for document in serde_yaml::Deserializer::from_str(yaml) {
-        let value = serde_yaml::Value::deserialize(document)
+    for document in yaml_serde::Deserializer::from_str(yaml) {
+        let value = yaml_serde::Value::deserialize(document)
             .map_err(|e| Error::Setup(format!("apply: YAML: {e}")))?;
         if value.is_null() {
             continue;
         }
         let object: DynamicObject =
-            serde_yaml::from_value(value).map_err(|e| Error::Setup(format!("apply: an object: {e}")))?;
+            yaml_serde::from_value(value).map_err(|e| Error::Setup(format!("apply: an object: {e}")))?;
         let types = object
             .types
             .clone()

@@ -86,7 +86,7 @@ async fn resize_creates_what_it_prints_and_list_shows_it() {
         ])
         .await;
     assert_eq!(run.code, 0, "{run:?}");
-    let printed: serde_yaml::Value = serde_yaml::from_str(&run.stdout).unwrap();
+    let printed: yaml_serde::Value = yaml_serde::from_str(&run.stdout).unwrap();
     assert_eq!(printed["spec"]["volumes"][0]["size"].as_str(), Some("1Gi"));
     assert_eq!(
         printed["spec"]["volumes"][0]["storageClassName"].as_str(),
@@ -138,7 +138,7 @@ async fn resize_creates_what_it_prints_and_list_shows_it() {
     assert_eq!(grow["status"]["phase"], "Running");
 
     let run = env.ferry(&["list", "-o", "yaml"]).await;
-    let list: serde_yaml::Value = serde_yaml::from_str(&run.stdout).unwrap();
+    let list: yaml_serde::Value = yaml_serde::from_str(&run.stdout).unwrap();
     assert_eq!(list["items"].as_sequence().unwrap().len(), 3);
 
     let run = env.ferry(&["list", "-A"]).await;

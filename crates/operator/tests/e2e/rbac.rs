@@ -14,8 +14,8 @@ fn repo_file(path: &str) -> String {
 /// (API group, resource, verb) of every rule of the ClusterRoles and Roles in rendered manifests.
 fn granted(manifests: &str) -> BTreeSet<Permission> {
     let mut out = BTreeSet::new();
-    for document in serde_yaml::Deserializer::from_str(manifests) {
-        let value: serde_yaml::Value = serde::Deserialize::deserialize(document).unwrap();
+    for document in yaml_serde::Deserializer::from_str(manifests) {
+        let value: yaml_serde::Value = serde::Deserialize::deserialize(document).unwrap();
         let kind = value
             .get("kind")
             .and_then(|kind| kind.as_str())

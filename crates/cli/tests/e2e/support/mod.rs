@@ -201,14 +201,14 @@ impl Env {
     }
 
     /// A copy of the kubeconfig with its user changed by `edit` (a YAML mapping of the user).
-    pub fn kubeconfig_with(&self, dir: &std::path::Path, edit: impl Fn(&mut serde_yaml::Mapping)) -> PathBuf {
+    pub fn kubeconfig_with(&self, dir: &std::path::Path, edit: impl Fn(&mut yaml_serde::Mapping)) -> PathBuf {
         let text = std::fs::read_to_string(&self.kubeconfig).unwrap();
-        let mut config: serde_yaml::Value = serde_yaml::from_str(&text).unwrap();
+        let mut config: yaml_serde::Value = yaml_serde::from_str(&text).unwrap();
         for user in config["users"].as_sequence_mut().unwrap() {
             edit(user["user"].as_mapping_mut().unwrap());
         }
         let path = dir.join("kubeconfig");
-        std::fs::write(&path, serde_yaml::to_string(&config).unwrap()).unwrap();
+        std::fs::write(&path, yaml_serde::to_string(&config).unwrap()).unwrap();
         path
     }
 }
