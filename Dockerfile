@@ -5,19 +5,33 @@
 # shell, no package manager. `ferry` is the entry point; mover pods run `ferry-mover` from the same
 # image (the chart's mover.image defaults to it).
 
-FROM rust:1.95-bookworm AS build
-RUN apt-get update \
- && apt-get install -y --no-install-recommends musl-tools \
+# Multi-platform: `docker buildx build --platform linux/amd64,linux/arm64 .` compiles on the build
+# machine's own platform ($BUILDPLATFORM) for each target ($TARGETARCH), never under emulation: arm64
+# links with rust-lld, and ring's C code builds with Debian's aarch64 cross compiler.
+FROM --platform=$BUILDPLATFORM rust:1.95-bookworm AS build
+ARG TARGETARCH
+ARG SOURCE_DATE_EPOCH
+RUN case "$TARGETARCH" in \
+      amd64) echo x86_64-unknown-linux-musl > /rust-target; cross="" ;; \
+      arm64) echo aarch64-unknown-linux-musl > /rust-target; cross="gcc-aarch64-linux-gnu libc6-dev-arm64-cross" ;; \
+      *) echo "unsupported TARGETARCH $TARGETARCH (amd64 or arm64)" >&2; exit 1 ;; \
+    esac \
+ && apt-get update \
+ && apt-get install -y --no-install-recommends musl-tools $cross \
  && rm -rf /var/lib/apt/lists/* \
- && rustup target add x86_64-unknown-linux-musl
+ && rustup target add "$(cat /rust-target)"
+ENV CARGO_TARGET_AARCH64_UNKNOWN_LINUX_MUSL_LINKER=rust-lld \
+    CC_aarch64_unknown_linux_musl=aarch64-linux-gnu-gcc \
+    AR_aarch64_unknown_linux_musl=aarch64-linux-gnu-ar
 WORKDIR /src
 COPY . .
 RUN --mount=type=cache,target=/usr/local/cargo/registry \
-    --mount=type=cache,target=/src/target \
-    cargo build --release --locked --target x86_64-unknown-linux-musl \
+    --mount=type=cache,target=/src/target,id=ferry-target-${TARGETARCH} \
+    target="$(cat /rust-target)" \
+ && cargo build --release --locked --target "$target" \
       -p ferry-operator -p ferry-mover --bin ferry --bin ferry-mover \
  && mkdir -p /rootfs/usr/local/bin /rootfs/etc /rootfs/tmp /rootfs/root /rootfs/home/ferry \
- && cp target/x86_64-unknown-linux-musl/release/ferry target/x86_64-unknown-linux-musl/release/ferry-mover /rootfs/usr/local/bin/ \
+ && cp "target/$target/release/ferry" "target/$target/release/ferry-mover" /rootfs/usr/local/bin/ \
  && printf 'root:x:0:0:root:/root:/sbin/nologin\nferry:x:65532:65532:ferry:/home/ferry:/sbin/nologin\n' > /rootfs/etc/passwd \
  && printf 'root:x:0:\nferry:x:65532:\n' > /rootfs/etc/group \
  && printf 'passwd: files\ngroup: files\nhosts: files dns\n' > /rootfs/etc/nsswitch.conf \
@@ -25,7 +39,9 @@ RUN --mount=type=cache,target=/usr/local/cargo/registry \
 
 FROM scratch
 ARG VERSION=0.1.0
+ARG REVISION=unknown
 LABEL org.opencontainers.image.title="ferry" \
+      org.opencontainers.image.revision="${REVISION}" \
       org.opencontainers.image.description="Ferry: safe StatefulSet volume changes on Kubernetes" \
       org.opencontainers.image.version="${VERSION}" \
       org.opencontainers.image.source="https://github.com/ferry-dev/ferry" \

@@ -107,36 +107,56 @@ def busybox_image(work: Path) -> tuple[oci.Rootfs, dict]:
     return r, oci.image_config(env=[PATH_ENV], cmd=["sh"])
 
 
-def ferry_image(work: Path) -> tuple[oci.Rootfs, dict]:
+def ensure_rust_target(target: str) -> None:
     if shutil.which("rustup"):
         installed = output(["rustup", "target", "list", "--installed"], cwd=REPO)
-        if MUSL_TARGET not in installed.split():
-            log(f"rustup target add {MUSL_TARGET}")
-            run(["rustup", "target", "add", MUSL_TARGET], cwd=REPO, stdout=sys.stderr)
+        if target not in installed.split():
+            log(f"rustup target add {target}")
+            run(["rustup", "target", "add", target], cwd=REPO, stdout=sys.stderr)
+
+
+def build_ferry_binaries(target: str, profile: str = IMAGE_PROFILE, env: dict | None = None) -> Path:
+    """Builds `ferry` and `ferry-mover` for a musl target; returns the directory holding both."""
+    ensure_rust_target(target)
     target_dir = fresh_mtimes.target_dir()
-    env = dict(os.environ, CARGO_TARGET_DIR=str(target_dir))
-    cmd = ["cargo", "build", "--profile", IMAGE_PROFILE, "--locked", "--target", MUSL_TARGET]
+    env = dict(os.environ, CARGO_TARGET_DIR=str(target_dir), **(env or {}))
+    cmd = ["cargo", "build", "--profile", profile, "--locked", "--target", target]
     cmd += ["-p", "ferry-operator", "-p", "ferry-mover", "--bin", "ferry", "--bin", "ferry-mover"]
     log(" ".join(cmd))
     # Through the content-keyed freshness of every other build (nothing to do when no input changed).
     status = fresh_mtimes.run_cargo(cmd[1:], env=env, stdout=sys.stderr)
     if status != 0:
         sys.exit(f"[images] {' '.join(cmd)} failed (exit {status})")
+    binaries = target_dir / target / profile
+    for name in ["ferry", "ferry-mover"]:
+        require_static(binaries / name, f"check the {target} build")
+    return binaries
+
+
+def ferry_rootfs(binaries: Path) -> oci.Rootfs:
+    """The ferry image's one layer: the two static binaries, /etc with root and ferry, /tmp."""
     r = oci.Rootfs()
     for name in ["ferry", "ferry-mover"]:
-        binary = target_dir / MUSL_TARGET / IMAGE_PROFILE / name
-        require_static(binary, f"check the {MUSL_TARGET} build")
-        r.file(f"usr/local/bin/{name}", src=binary, mode=0o755)
+        r.file(f"usr/local/bin/{name}", src=binaries / name, mode=0o755)
     add_etc(r, ("root", 0, "/root", "/sbin/nologin"), ("ferry", 65532, "/home/ferry", "/sbin/nologin"))
     r.dir("root", 0o700)
     r.dir("home/ferry", 0o755, 65532, 65532)
-    config = oci.image_config(
+    return r
+
+
+def ferry_config(labels: dict, **kwargs) -> dict:
+    return oci.image_config(
         user="65532:65532",
         env=[PATH_ENV],
         entrypoint=["/usr/local/bin/ferry"],
-        extra={"Labels": oci_labels()},
+        extra={"Labels": labels},
+        **kwargs,
     )
-    return r, config
+
+
+def ferry_image(work: Path) -> tuple[oci.Rootfs, dict]:
+    binaries = build_ferry_binaries(MUSL_TARGET)
+    return ferry_rootfs(binaries), ferry_config(oci_labels())
 
 
 def oci_labels() -> dict:

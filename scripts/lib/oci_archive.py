@@ -246,8 +246,10 @@ def image_config(
     workdir: str = "/",
     extra: dict | None = None,
     created_by: str = "scripts/images",
+    architecture: str = "amd64",
+    created: str = EPOCH,
 ) -> dict:
-    """An image config for linux/amd64 (rootfs.diff_ids are filled in by write_docker_archive)."""
+    """An image config for linux/ARCHITECTURE (rootfs.diff_ids are filled in by the writer)."""
     config: dict = {"WorkingDir": workdir}
     if user is not None:
         config["User"] = user
@@ -259,12 +261,12 @@ def image_config(
         config["Cmd"] = cmd
     config.update(extra or {})
     return {
-        "architecture": "amd64",
+        "architecture": architecture,
         "os": "linux",
-        "created": EPOCH,
+        "created": created,
         "config": config,
         "rootfs": {"type": "layers", "diff_ids": []},
-        "history": [{"created": EPOCH, "created_by": created_by}],
+        "history": [{"created": created, "created_by": created_by}],
     }
 
 
