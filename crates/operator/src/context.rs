@@ -18,6 +18,9 @@ pub struct Context {
     pub mover_resources: Option<k8s_openapi::api::core::v1::ResourceRequirements>,
     /// Images other than `mover_image` a VolumeResize may name (`--allowed-mover-images`).
     pub allowed_mover_images: Vec<String>,
+    /// Secrets (in each mover pod's namespace) to pull mover images with
+    /// (`--mover-image-pull-secrets`).
+    pub mover_image_pull_secrets: Vec<String>,
     /// The key of ExtendedStatefulSets' configuration digests (`--config-digest-key-secret`).
     pub config_digest_key: ferry_engine::extended::config::DigestKey,
     /// Features this installation uses (`--disable-features`).
@@ -39,6 +42,12 @@ impl Context {
     /// Images other than the operator's own that a VolumeResize may run movers from.
     pub fn with_allowed_mover_images(mut self, images: Vec<String>) -> Self {
         self.allowed_mover_images = images;
+        self
+    }
+
+    /// Mover and usage pods name these Secrets of their own namespace to pull their image.
+    pub fn with_mover_image_pull_secrets(mut self, secrets: Vec<String>) -> Self {
+        self.mover_image_pull_secrets = secrets;
         self
     }
 
@@ -96,6 +105,7 @@ impl Context {
             mover_image,
             mover_resources: None,
             allowed_mover_images: Vec::new(),
+            mover_image_pull_secrets: Vec::new(),
             // Replaced by the installation's key where digests are made (`run_scope`).
             config_digest_key: crate::digest_key::random(),
             features: crate::features::Features::default(),

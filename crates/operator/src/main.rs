@@ -47,6 +47,10 @@ struct RunArgs {
     /// (comma-separated; none by default: movers run the operator's image only).
     #[arg(long, env = "FERRY_ALLOWED_MOVER_IMAGES", value_delimiter = ',')]
     allowed_mover_images: Vec<String>,
+    /// Secrets that mover pods pull their image with (comma-separated names): each must exist in
+    /// every namespace whose StatefulSets are resized, as a pod's imagePullSecrets must.
+    #[arg(long, env = "FERRY_MOVER_IMAGE_PULL_SECRETS", value_delimiter = ',')]
+    mover_image_pull_secrets: Vec<String>,
     /// Resources of mover pods unless a VolumeResize sets its own: a ResourceRequirements in
     /// JSON, e.g. `{"requests":{"cpu":"100m","memory":"64Mi"}}`.
     #[arg(long, env = "FERRY_MOVER_RESOURCES", value_parser = ferry_operator::run::parse_mover_resources)]
@@ -201,6 +205,7 @@ fn settings(args: RunArgs) -> Result<Settings, String> {
         http_addr: Some(args.http_addr),
         mover_image: args.mover_image,
         allowed_mover_images: args.allowed_mover_images,
+        mover_image_pull_secrets: args.mover_image_pull_secrets,
         mover_resources: args.mover_resources,
         webhook,
         autoscale_interval: Some(args.autoscale_interval),
@@ -382,5 +387,20 @@ mod tests {
     fn a_lease_flag_that_is_not_namespace_slash_name_is_refused() {
         let error = settings_of(&["ferry", "run", "--leader-election-lease", "lease"]).unwrap_err();
         assert!(error.contains("<namespace>/<name>"), "{error}");
+    }
+
+    /// The chart passes `mover.imagePullSecrets` as comma-separated names; none by default.
+    #[test]
+    fn mover_image_pull_secrets_are_read_as_a_list_and_none_by_default() {
+        let none = settings_of(&["ferry", "run"]).unwrap();
+        assert!(none.mover_image_pull_secrets.is_empty());
+        let two = settings_of(&[
+            "ferry",
+            "run",
+            "--mover-image-pull-secrets",
+            "regcred-a,regcred-b",
+        ])
+        .unwrap();
+        assert_eq!(two.mover_image_pull_secrets, ["regcred-a", "regcred-b"]);
     }
 }

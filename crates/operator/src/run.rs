@@ -36,6 +36,8 @@ pub struct Settings {
     pub mover_resources: Option<k8s_openapi::api::core::v1::ResourceRequirements>,
     /// Images other than `mover_image` a VolumeResize may name in `spec.mover.image`.
     pub allowed_mover_images: Vec<String>,
+    /// Secrets, in the namespace of each mover pod, that mover and usage pods pull their image with.
+    pub mover_image_pull_secrets: Vec<String>,
     /// Serve and register the admission webhooks (none when `None`).
     pub webhook: Option<WebhookSettings>,
     /// How often autoscalers read volume usage and decide (default
@@ -157,6 +159,7 @@ async fn serve_webhooks(
             Some(identity.to_string()),
         )
         .with_allowed_mover_images(settings.allowed_mover_images.clone())
+        .with_mover_image_pull_secrets(settings.mover_image_pull_secrets.clone())
         .with_template_edits(webhook_settings.template_edits),
     );
     let running = webhook::start(ctx, webhook_settings, &settings.namespaces).await?;

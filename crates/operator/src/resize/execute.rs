@@ -287,7 +287,12 @@ async fn placement(
         return Err(Error::Invariant(refusal));
     }
     let tolerations = replica_tolerations(ctx, resize, namespace).await?;
-    Ok(objects::placement(&settings, &ctx.mover_image, tolerations))
+    Ok(objects::placement(
+        &settings,
+        &ctx.mover_image,
+        tolerations,
+        &ctx.mover_image_pull_secrets,
+    ))
 }
 
 /// The tolerations of the StatefulSet's pods (live, else as backed up while it is orphan-deleted):

@@ -16,10 +16,10 @@ use ferry_api::{MoverSettings, Verify, VolumeChange, VolumePlan, VolumeResize};
 use ferry_engine::resize::action::Pass;
 use k8s_openapi::api::apps::v1::StatefulSet;
 use k8s_openapi::api::core::v1::{
-    Capabilities, ConfigMap, Container, DownwardAPIVolumeFile, DownwardAPIVolumeSource, ObjectFieldSelector,
-    PersistentVolumeClaim, PersistentVolumeClaimSpec, PersistentVolumeClaimVolumeSource, Pod,
-    PodSecurityContext, PodSpec, ResourceRequirements, SeccompProfile, SecurityContext, Toleration, Volume,
-    VolumeMount, VolumeResourceRequirements,
+    Capabilities, ConfigMap, Container, DownwardAPIVolumeFile, DownwardAPIVolumeSource, LocalObjectReference,
+    ObjectFieldSelector, PersistentVolumeClaim, PersistentVolumeClaimSpec, PersistentVolumeClaimVolumeSource,
+    Pod, PodSecurityContext, PodSpec, ResourceRequirements, SeccompProfile, SecurityContext, Toleration,
+    Volume, VolumeMount, VolumeResourceRequirements,
 };
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
@@ -89,6 +89,8 @@ pub struct Placement {
     /// `spec.mover`'s, then the replica's: a mover must run on its replica's node, which may be
     /// tainted for the database alone.
     pub tolerations: Vec<Toleration>,
+    /// Secrets of the pod's namespace to pull `image` with (`--mover-image-pull-secrets`).
+    pub image_pull_secrets: Vec<String>,
 }
 
 /// The placement of `mover`, over the operator's image, with the replica's tolerations added to its
@@ -97,6 +99,7 @@ pub fn placement(
     mover: &MoverSettings,
     default_image: &str,
     replica_tolerations: Vec<Toleration>,
+    image_pull_secrets: &[String],
 ) -> Placement {
     let mut tolerations = mover.tolerations.clone().unwrap_or_default();
     for toleration in replica_tolerations {
@@ -108,6 +111,7 @@ pub fn placement(
         image: mover.image.clone().unwrap_or_else(|| default_image.to_string()),
         node_selector: mover.node_selector.clone(),
         tolerations,
+        image_pull_secrets: image_pull_secrets.to_vec(),
     }
 }
 
@@ -328,6 +332,13 @@ fn ferry_pod(
             enable_service_links: Some(false),
             node_selector: placement.node_selector.clone(),
             tolerations: Some(placement.tolerations.clone()),
+            image_pull_secrets: (!placement.image_pull_secrets.is_empty()).then(|| {
+                placement
+                    .image_pull_secrets
+                    .iter()
+                    .map(|name| LocalObjectReference { name: name.clone() })
+                    .collect()
+            }),
             security_context: Some(PodSecurityContext {
                 run_as_user: Some(0),
                 run_as_group: Some(0),

@@ -96,3 +96,10 @@ annotations:
 {{- if not .Values.features.updateHooks }}{{ $off = append $off "update-hooks" }}{{ end -}}
 {{- join "," $off -}}
 {{- end -}}
+
+{{/* The names of a list of {name: ...} references, comma-separated (imagePullSecrets to a flag). */}}
+{{- define "ferry.names" -}}
+{{- $names := list -}}
+{{- range . }}{{ $names = append $names .name }}{{ end -}}
+{{- join "," $names -}}
+{{- end }}

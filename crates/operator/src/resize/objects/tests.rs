@@ -41,6 +41,7 @@ fn placed() -> Placement {
         &mover,
         "ghcr.io/ferry-dev/ferry:0",
         vec![toleration("dedicated"), toleration("db")],
+        &[],
     )
 }
 
@@ -202,6 +203,7 @@ fn a_mover_pod_carries_the_node_selector_and_every_toleration_once() {
         &MoverSettings::default(),
         "ghcr.io/ferry-dev/ferry:0",
         vec![toleration("db")],
+        &[],
     );
     assert_eq!(plain.image, "ghcr.io/ferry-dev/ferry:0");
     assert_eq!(plain.node_selector, None);
@@ -570,7 +572,12 @@ fn the_typed_objects_serialize_as_the_json_ones_did() {
     assert_eq!(as_sent::<Pod>(old_mover), expected_mover);
 
     // Usage pod: no resources; with no `spec.mover`, no node selector and the operator's image.
-    let usage_placement = placement(&MoverSettings::default(), "ghcr.io/ferry-dev/ferry:0", vec![]);
+    let usage_placement = placement(
+        &MoverSettings::default(),
+        "ghcr.io/ferry-dev/ferry:0",
+        vec![],
+        &[],
+    );
     let expected_usage = json!({
         "apiVersion": "v1",
         "kind": "Pod",
@@ -731,4 +738,28 @@ fn the_typed_objects_serialize_as_the_json_ones_did() {
         json!({"name": "db", "namespace": "ns", "labels": {"app": "db"}, "annotations": {"note": "kept"}})
     );
     assert_eq!(kept.get("status"), None);
+}
+
+#[test]
+fn mover_and_usage_pods_pull_with_the_operators_pull_secrets_and_name_none_without() {
+    let secrets = ["registry-a".to_string(), "registry-b".to_string()];
+    let with = placement(
+        &MoverSettings::default(),
+        "private.example/ferry:1",
+        vec![],
+        &secrets,
+    );
+    let pull_secrets = |pod: &Pod| serde_json::to_value(pod).unwrap()["spec"]["imagePullSecrets"].clone();
+    let expected = json!([{"name": "registry-a"}, {"name": "registry-b"}]);
+    assert_eq!(
+        pull_secrets(&mover_pod(&owner(), "m", &with, &final_copy())),
+        expected
+    );
+    assert_eq!(
+        pull_secrets(&usage_pod(&owner(), "u", &with, "data-db-0")),
+        expected
+    );
+    // None configured: the field is left out, not sent as an empty list.
+    let without = mover_pod(&owner(), "m", &placed(), &final_copy());
+    assert_eq!(pull_secrets(&without), serde_json::Value::Null);
 }
