@@ -11,14 +11,31 @@ pub enum Feature {
     KubeletStats,
     /// An ExtendedStatefulSet's pre- and post-update Jobs: `batch/jobs` get/create.
     UpdateHooks,
+    /// The VolumeAutoscaler controller (and the seed's `auto-scaled` opt-in, which makes one):
+    /// `volumeautoscalers` and their status, `statefulsets/finalizers`, and `kubelet-stats`'s rule.
+    Autoscale,
+    /// The ExtendedStatefulSet controller: `extendedstatefulsets`, their status and finalizers,
+    /// and the rules of `secret-references` and `update-hooks`.
+    ExtendedStatefulSets,
 }
 
 impl Feature {
-    pub const ALL: [Feature; 3] = [
+    pub const ALL: [Feature; 5] = [
         Feature::SecretReferences,
         Feature::KubeletStats,
         Feature::UpdateHooks,
+        Feature::Autoscale,
+        Feature::ExtendedStatefulSets,
     ];
+
+    /// The features that only serve this one, switched off with it.
+    pub fn parts(self) -> &'static [Feature] {
+        match self {
+            Feature::Autoscale => &[Feature::KubeletStats],
+            Feature::ExtendedStatefulSets => &[Feature::SecretReferences, Feature::UpdateHooks],
+            Feature::SecretReferences | Feature::KubeletStats | Feature::UpdateHooks => &[],
+        }
+    }
 
     /// The name on the command line (`--disable-features`).
     pub fn flag(self) -> &'static str {
@@ -26,6 +43,8 @@ impl Feature {
             Feature::SecretReferences => "secret-references",
             Feature::KubeletStats => "kubelet-stats",
             Feature::UpdateHooks => "update-hooks",
+            Feature::Autoscale => "autoscale",
+            Feature::ExtendedStatefulSets => "extended-stateful-sets",
         }
     }
 
@@ -35,6 +54,8 @@ impl Feature {
             Feature::SecretReferences => "features.secretReferences",
             Feature::KubeletStats => "features.kubeletStats",
             Feature::UpdateHooks => "features.updateHooks",
+            Feature::Autoscale => "features.autoscale",
+            Feature::ExtendedStatefulSets => "features.extendedStatefulSets",
         }
     }
 
@@ -53,15 +74,18 @@ impl Feature {
 /// Which features this operator uses: all, unless switched off.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Features {
-    disabled: [bool; 3],
+    disabled: [bool; 5],
 }
 
 impl Features {
-    /// Every feature but `disabled`.
+    /// Every feature but `disabled` and their parts.
     pub fn without(disabled: &[Feature]) -> Self {
         let mut features = Features::default();
         for feature in disabled {
             features.disabled[Self::index(*feature)] = true;
+            for part in feature.parts() {
+                features.disabled[Self::index(*part)] = true;
+            }
         }
         features
     }
@@ -75,6 +99,8 @@ impl Features {
             Feature::SecretReferences => 0,
             Feature::KubeletStats => 1,
             Feature::UpdateHooks => 2,
+            Feature::Autoscale => 3,
+            Feature::ExtendedStatefulSets => 4,
         }
     }
 
@@ -108,8 +134,28 @@ mod tests {
         }
         let error = Feature::parse("secrets").unwrap_err();
         assert!(
-            error.contains("secret-references, kubelet-stats, update-hooks"),
+            error.contains(
+                "secret-references, kubelet-stats, update-hooks, autoscale, extended-stateful-sets"
+            ),
             "{error}"
         );
+    }
+
+    #[test]
+    fn a_controller_switched_off_takes_the_features_that_only_serve_it() {
+        let no_autoscale = Features::without(&[Feature::Autoscale]);
+        assert!(!no_autoscale.enabled(Feature::Autoscale) && !no_autoscale.enabled(Feature::KubeletStats));
+        assert!(
+            no_autoscale.enabled(Feature::ExtendedStatefulSets) && no_autoscale.enabled(Feature::UpdateHooks)
+        );
+        let no_extended = Features::without(&[Feature::ExtendedStatefulSets]);
+        for part in [
+            Feature::ExtendedStatefulSets,
+            Feature::SecretReferences,
+            Feature::UpdateHooks,
+        ] {
+            assert!(!no_extended.enabled(part), "{part:?}");
+        }
+        assert!(no_extended.enabled(Feature::Autoscale) && no_extended.enabled(Feature::KubeletStats));
     }
 }

@@ -2,7 +2,7 @@
 
 use crate::autoscale;
 use crate::context::Context;
-use crate::features::Features;
+use crate::features::{Feature, Features};
 use crate::leader::{self, LeaderElection};
 use crate::metrics::Metrics;
 use crate::resize_cache::{GuardedResize, Resizes};
@@ -262,8 +262,26 @@ async fn run_scope(
     ctx.metrics.count_resizes(cache.clone());
     let requests_controller = requests::controller::run(&client, scope, ctx.clone());
     let interval = settings.autoscale_interval.unwrap_or(autoscale::DEFAULT_INTERVAL);
-    let autoscale_controller = autoscale::controller::run(&client, scope, interval, ctx.clone());
-    let extended_controller = crate::extended::controller::run(&client, scope, ctx.clone());
+    // A controller switched off is never started: its watches would need the permissions the
+    // chart then withholds.
+    let autoscale_on = ctx.features.enabled(Feature::Autoscale);
+    let autoscale_controller = {
+        let (client, ctx) = (client.clone(), ctx.clone());
+        async move {
+            if autoscale_on {
+                autoscale::controller::run(&client, scope, interval, ctx).await
+            }
+        }
+    };
+    let extended_on = ctx.features.enabled(Feature::ExtendedStatefulSets);
+    let extended_controller = {
+        let (client, ctx) = (client.clone(), ctx.clone());
+        async move {
+            if extended_on {
+                crate::extended::controller::run(&client, scope, ctx).await
+            }
+        }
+    };
     tracing::info!(namespace = ?scope, "controllers started");
     let resizes_controller = resize::controller::run(controller, &client, scope, ctx, results_in, results);
     futures::join!(

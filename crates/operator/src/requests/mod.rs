@@ -118,7 +118,10 @@ async fn reconcile_inner(sts: &StatefulSet, ctx: &Context) -> Result<Action, Err
         kind: "StatefulSet",
         name: sts.name_any(),
     })?;
-    crate::autoscale::defaults::reconcile(ctx, sts, &namespace).await?;
+    // The seed's `auto-scaled` opt-in makes a VolumeAutoscaler: not where autoscaling is off.
+    if ctx.features.enabled(crate::features::Feature::Autoscale) {
+        crate::autoscale::defaults::reconcile(ctx, sts, &namespace).await?;
+    }
     let claims = Api::<PersistentVolumeClaim>::namespaced(ctx.client.clone(), &namespace)
         .list(&ListParams::default())
         .await?

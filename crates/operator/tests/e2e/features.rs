@@ -3,6 +3,7 @@
 //! instead of failing on a 403.
 
 use crate::support::Harness;
+use ferry_api::names::SEED_ANNOTATION_AUTO_SCALED;
 use ferry_api::{ExtendedStatefulSet, VolumeAutoscaler};
 use ferry_operator::features::Feature;
 use ferry_testenv::fixtures::{stateful_set, wait_ready};
@@ -37,7 +38,12 @@ fn extended(name: &str, extra: Value) -> Value {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn switched_off_features_run_without_their_permissions() {
-    let harness = Harness::start_without("features-off", &Feature::ALL).await;
+    let features = [
+        Feature::SecretReferences,
+        Feature::KubeletStats,
+        Feature::UpdateHooks,
+    ];
+    let harness = Harness::start_without("features-off", &features).await;
     let ns = &harness.ns.name;
 
     // The permissions are gone: the operator's own identity is refused them.
@@ -198,5 +204,71 @@ async fn switched_off_features_run_without_their_permissions() {
             .is_some_and(|m| m.contains("kubelet-stats switched off")),
         "{volume:?}"
     );
+    harness.finish().await;
+}
+
+/// `features.autoscale` and `features.extendedStatefulSets` off: those controllers never start, so
+/// their permissions (and those of the features that only serve them) can go, and the operator
+/// still resizes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn switched_off_controllers_run_without_their_permissions_and_resizes_go_on() {
+    let controllers = [Feature::Autoscale, Feature::ExtendedStatefulSets];
+    let harness = Harness::start_without("controllers-off", &controllers).await;
+    let ns = &harness.ns.name;
+    let operator = &harness.operator_client;
+    assert_forbidden(
+        "list VolumeAutoscalers",
+        Api::<VolumeAutoscaler>::namespaced(operator.clone(), ns)
+            .list(&ListParams::default())
+            .await,
+    );
+    assert_forbidden(
+        "list ExtendedStatefulSets",
+        Api::<ExtendedStatefulSet>::namespaced(operator.clone(), ns)
+            .list(&ListParams::default())
+            .await,
+    );
+    // The features that only serve them went with them.
+    assert_forbidden(
+        "list Secrets",
+        Api::<Secret>::namespaced(operator.clone(), ns)
+            .list(&ListParams::default())
+            .await,
+    );
+    assert_forbidden(
+        "get a Job",
+        Api::<Job>::namespaced(operator.clone(), ns).get("any").await,
+    );
+
+    // The seed's `auto-scaled` opt-in would make a VolumeAutoscaler, which this operator may not
+    // even read: the trigger beside it must still become a resize that succeeds, and no autoscaler
+    // may appear.
+    let mut sts = stateful_set("db", 1, CLASS_EXPANDABLE, "1Gi");
+    sts.metadata.annotations = Some(
+        [
+            (SEED_ANNOTATION_AUTO_SCALED.to_string(), "true".to_string()),
+            ("ferry.dev/resize.data".to_string(), "2Gi".to_string()),
+        ]
+        .into(),
+    );
+    harness.healthy_stateful_set(sts).await;
+    let resizes = harness.ns.api::<ferry_api::VolumeResize>();
+    let grown = wait_until("the annotation's resize to succeed", 90, || async {
+        let list = resizes.list(&ListParams::default()).await.ok()?;
+        list.items
+            .into_iter()
+            .find(|r| r.status.as_ref().and_then(|s| s.phase) == Some(ferry_api::Phase::Succeeded))
+    })
+    .await;
+    if let Err(error) = grown {
+        panic!("{error:?}\n{}", harness.explain().await);
+    }
+    let autoscalers = harness
+        .ns
+        .api::<VolumeAutoscaler>()
+        .list(&ListParams::default())
+        .await
+        .unwrap();
+    assert!(autoscalers.items.is_empty(), "{:?}", autoscalers.items);
     harness.finish().await;
 }

@@ -94,7 +94,18 @@ annotations:
 {{- if not .Values.features.secretReferences }}{{ $off = append $off "secret-references" }}{{ end -}}
 {{- if not .Values.features.kubeletStats }}{{ $off = append $off "kubelet-stats" }}{{ end -}}
 {{- if not .Values.features.updateHooks }}{{ $off = append $off "update-hooks" }}{{ end -}}
+{{- if not .Values.features.autoscale }}{{ $off = append $off "autoscale" }}{{ end -}}
+{{- if not .Values.features.extendedStatefulSets }}{{ $off = append $off "extended-stateful-sets" }}{{ end -}}
 {{- join "," $off -}}
+{{- end -}}
+
+{{/* "true" when feature (list $ "name") is on: its value and that of the controller it serves
+(kubeletStats serves autoscale; secretReferences and updateHooks serve extendedStatefulSets). */}}
+{{- define "ferry.feature" -}}
+{{- $root := index . 0 -}}
+{{- $name := index . 1 -}}
+{{- $parent := get (dict "kubeletStats" "autoscale" "secretReferences" "extendedStatefulSets" "updateHooks" "extendedStatefulSets") $name -}}
+{{- if and (index $root.Values.features $name) (or (not $parent) (index $root.Values.features $parent)) }}true{{ end -}}
 {{- end -}}
 
 {{/* The names of a list of {name: ...} references, comma-separated (imagePullSecrets to a flag). */}}
