@@ -119,15 +119,11 @@ fn stateful_set(source: &Source, object: &Value, claims: &[claims::Claim]) -> Ve
     if pong::applies(object) {
         translations.push(pong::translate(source, object));
     }
-    if translations.is_empty() {
-        let mut note = unknown(
-            source,
-            "a StatefulSet without annotations of pong1013's operator (resize-statefulset-operator/...) \
-             or of the vshn controller (sts-resize.vshn.net/...): nothing to import"
-                .to_string(),
-        );
-        note.notes.extend(drift(source, object, claims));
-        translations.push(note);
+    // A plain StatefulSet is context (a cluster has many): said only when its claims lag.
+    if translations.is_empty()
+        && let Some(note) = drift(source, object, claims)
+    {
+        translations.push(unknown(source, note));
     }
     translations
 }
@@ -154,9 +150,10 @@ fn drift(source: &Source, object: &Value, claims: &[claims::Claim]) -> Option<St
         .collect();
     (!changes.is_empty()).then(|| {
         format!(
-            "its claims in the file are smaller than its template ({}): if vshn's controller watched \
-             it, that is a resize it had not begun; Ferry makes it with the annotation \
-             ferry.dev/sync-claims: \"true\" on the StatefulSet (or kubectl ferry resize)",
+            "no annotation of pong1013's operator or of the vshn controller, but its claims in the \
+             file are smaller than its template ({}): if vshn's controller watched it, that is a \
+             resize it had not begun; Ferry makes it with the annotation ferry.dev/sync-claims: \
+             \"true\" on the StatefulSet (or kubectl ferry resize)",
             changes.join(", ")
         )
     })

@@ -384,10 +384,15 @@ fn a_plain_stateful_set_whose_claims_lag_its_template_says_so() {
     let sts = &report.translations[0];
     assert_eq!(sts.system, None);
     assert!(
-        sts.notes[1].contains("smaller than its template (www to 4Gi)"),
+        sts.notes[0].contains("smaller than its template (www to 4Gi)"),
         "{:?}",
         sts.notes
     );
+    // Claims at the template's size: the StatefulSet is only context, not a note.
+    let quiet = format!("{}\n---\n{VOLMIG}", plain.replace("storage: 2Gi", "storage: 4Gi"));
+    let report = self::report(&quiet);
+    assert_eq!(report.translations.len(), 1);
+    assert_eq!(report.translations[0].system, Some(System::Volmig));
 }
 
 #[test]
