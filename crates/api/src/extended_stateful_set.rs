@@ -18,6 +18,11 @@ use std::collections::BTreeMap;
 const ZONES_KEEP_THEIR_PLACE: &str = "(has(oldSelf.spec.zones) && size(oldSelf.spec.zones) > 0) == (has(self.spec.zones) && size(self.spec.zones) > 0) && (!has(oldSelf.spec.zones) || !has(self.spec.zones) || (oldSelf.spec.zones.all(z, z in self.spec.zones ? self.spec.zones.indexOf(z) == oldSelf.spec.zones.indexOf(z) : oldSelf.spec.zones.indexOf(z) >= size(self.spec.zones)) && self.spec.zones.all(z, z in oldSelf.spec.zones || self.spec.zones.indexOf(z) >= size(oldSelf.spec.zones))))";
 const ZONES_KEEP_THEIR_PLACE_MESSAGE: &str = "spec.zones: zones can only be added or removed at the end of the list, and zones cannot be turned on or off for an existing ExtendedStatefulSet: each zone's StatefulSet is named and pinned by its position (<name>-z<i>) and its replicas' volumes are there; a change that moves zones would start replicas on new, empty claims or where their volumes cannot attach. Remove zones from the end (that zone's StatefulSet is drained and deleted, its claims stay), or create a new ExtendedStatefulSet and move the data";
 
+/// serde reads `updateOnEnvChange` as `updateOnConfigChange`, so an object naming both could not
+/// be read: the API server refuses it.
+const ALIAS_MESSAGE: &str =
+    "spec.updateOnEnvChange is the quarks name of spec.updateOnConfigChange: give one of them, not both";
+
 /// A StatefulSet (`spec.template`) run with extended lifecycle rules.
 #[derive(CustomResource, KubeSchema, Deserialize, Serialize, Clone, Debug, PartialEq)]
 #[kube(
@@ -37,9 +42,11 @@ const ZONES_KEEP_THEIR_PLACE_MESSAGE: &str = "spec.zones: zones can only be adde
     validation = Rule::new("!has(self.spec.scaling) || !has(self.spec.scaling.max) || self.spec.replicas <= self.spec.scaling.max").message("spec.replicas is above scaling.max"),
     validation = Rule::new("!has(self.spec.scaling) || !has(self.spec.scaling.oddOnly) || !self.spec.scaling.oddOnly || self.spec.replicas % 2 == 1").message("spec.replicas must be odd (scaling.oddOnly)"),
     validation = Rule::new("self.metadata.name.size() <= 52").message("ExtendedStatefulSet names must be at most 52 characters (its StatefulSets add a zone suffix and their pods an ordinal)"),
-    validation = Rule::new(ZONES_KEEP_THEIR_PLACE).message(ZONES_KEEP_THEIR_PLACE_MESSAGE)
+    validation = Rule::new(ZONES_KEEP_THEIR_PLACE).message(ZONES_KEEP_THEIR_PLACE_MESSAGE),
+    validation = Rule::new("!has(self.spec.updateOnEnvChange) || !has(self.spec.updateOnConfigChange)").message(ALIAS_MESSAGE)
 )]
 #[serde(rename_all = "camelCase")]
+#[schemars(transform = crate::schema::update_on_env_change_alias)]
 pub struct ExtendedStatefulSetSpec {
     /// Replicas in all zones together (the `scale` subresource sets it: `kubectl scale`, an HPA).
     #[serde(default = "one")]
@@ -50,8 +57,9 @@ pub struct ExtendedStatefulSetSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scaling: Option<Scaling>,
 
-    /// Restart the pods when a ConfigMap or Secret their template references changes.
-    #[serde(default)]
+    /// Restart the pods when a ConfigMap or Secret their template references changes. Also
+    /// accepted as `updateOnEnvChange`, its name in the quarks ExtendedStatefulSet.
+    #[serde(default, alias = "updateOnEnvChange")]
     pub update_on_config_change: bool,
 
     /// How a template change rolls out.
@@ -274,5 +282,57 @@ mod update_step_tests {
             Err(UnknownUpdateStep("BlueGreen".into()))
         );
         assert!(UpdateStep::from_status(Some("done")).is_err(), "names are exact");
+    }
+}
+
+#[cfg(test)]
+mod alias_tests {
+    use super::*;
+    use kube::CustomResourceExt;
+    use serde_json::json;
+
+    fn spec(extra: serde_json::Value) -> serde_json::Value {
+        let mut spec = json!({"template": {"spec": {"selector": {}, "template": {}}}});
+        if let (Some(spec), Some(extra)) = (spec.as_object_mut(), extra.as_object()) {
+            spec.extend(extra.clone());
+        }
+        spec
+    }
+
+    #[test]
+    fn update_on_env_change_reads_as_update_on_config_change() {
+        let quarks: ExtendedStatefulSetSpec =
+            serde_json::from_value(spec(json!({"updateOnEnvChange": true}))).unwrap();
+        assert!(quarks.update_on_config_change);
+        let ferry: ExtendedStatefulSetSpec =
+            serde_json::from_value(spec(json!({"updateOnConfigChange": true}))).unwrap();
+        assert_eq!(quarks, ferry);
+        let neither: ExtendedStatefulSetSpec = serde_json::from_value(spec(json!({}))).unwrap();
+        assert!(!neither.update_on_config_change);
+        // Written back under Ferry's own name.
+        let written = serde_json::to_value(&quarks).unwrap();
+        assert_eq!(written["updateOnConfigChange"], true);
+        assert!(written.get("updateOnEnvChange").is_none());
+    }
+
+    #[test]
+    fn the_schema_keeps_the_alias_and_defaults_neither() {
+        let crd = serde_json::to_value(ExtendedStatefulSet::crd()).unwrap();
+        let schema = &crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"];
+        let properties = &schema["properties"]["spec"]["properties"];
+        assert_eq!(properties["updateOnEnvChange"]["type"], "boolean");
+        assert_eq!(properties["updateOnConfigChange"]["type"], "boolean");
+        // A default would be stored beside the alias, and both cannot be read.
+        assert!(properties["updateOnConfigChange"].get("default").is_none());
+        // kube's derive finds a field's merge strategy by position: the alias moves nothing.
+        assert_eq!(properties["zones"]["x-kubernetes-list-type"], "set");
+        assert!(
+            properties["updateOnEnvChange"]
+                .get("x-kubernetes-list-type")
+                .is_none()
+        );
+        let rules = schema["x-kubernetes-validations"].as_array().unwrap();
+        assert!(rules.iter().any(|rule| rule["message"] == ALIAS_MESSAGE
+            && rule["rule"].as_str().unwrap().contains("updateOnEnvChange")));
     }
 }

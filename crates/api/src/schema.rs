@@ -28,3 +28,28 @@ pub fn stateful_set_spec(_: &mut SchemaGenerator) -> Schema {
         "x-kubernetes-preserve-unknown-fields": true,
     })
 }
+
+/// `updateOnEnvChange`, the quarks name of `updateOnConfigChange` (a serde alias), must be in the
+/// schema or the API server prunes it. Neither has a schema default: the API server would fill in
+/// `updateOnConfigChange: false` beside the alias, and an object naming both cannot be read.
+pub fn update_on_env_change_alias(schema: &mut Schema) {
+    let Some(properties) = schema.get_mut("properties").and_then(|p| p.as_object_mut()) else {
+        return;
+    };
+    // kube's derive also builds a schema of each field with rules of its own, with this
+    // transform, and finds the field by position there: add nothing to those.
+    let Some(canonical) = properties
+        .get_mut("updateOnConfigChange")
+        .and_then(|p| p.as_object_mut())
+    else {
+        return;
+    };
+    canonical.remove("default");
+    properties.insert(
+        "updateOnEnvChange".to_string(),
+        serde_json::json!({
+            "type": "boolean",
+            "description": "The quarks name of updateOnConfigChange, accepted in its place (not both).",
+        }),
+    );
+}

@@ -78,6 +78,31 @@ pub enum Command {
     Completion(CompletionArgs),
     /// Print this plugin's version and the Ferry operators running in the cluster (or that none is).
     Version(VersionArgs),
+    /// Translate the objects of the systems Ferry replaces (volmig, quarks, pong1013's and vshn's
+    /// annotations) into Ferry's: printed (a dry run, no cluster needed), or created with --apply.
+    Import(ImportArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct ImportArgs {
+    /// The file to read (`-` for stdin): YAML or JSON documents, or a List as `kubectl get -o
+    /// yaml` prints it (add the claims, `kubectl get sts,pvc`, for a vshn resize still pending).
+    #[arg(short = 'f', long = "filename", value_name = "FILE")]
+    pub filename: String,
+    /// Create the objects: each checked by the API server first, then all applied server-side
+    /// (field manager kubectl-ferry). Without it nothing is sent to the cluster.
+    #[arg(long)]
+    pub apply: bool,
+    /// What the dry run prints: yaml (default; the notes as comments) or json (a List; the notes
+    /// on stderr).
+    #[arg(short = 'o', long, value_enum, conflicts_with = "apply")]
+    pub output: Option<ImportFormat>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum ImportFormat {
+    Yaml,
+    Json,
 }
 
 #[derive(Args, Debug)]
@@ -310,6 +335,39 @@ mod tests {
         assert_eq!(args.request.volumes, ["data=20Gi"]);
         assert_eq!(args.request.mode, Some(ModeArg::Offline));
         assert!(args.request.no_warm_copy);
+    }
+
+    #[test]
+    fn import_reads_a_file_and_prints_unless_told_to_apply() {
+        let cli = Cli::try_parse_from(["kubectl-ferry", "import", "-f", "-", "-o", "json"]).unwrap();
+        let Command::Import(args) = cli.command else {
+            panic!("not import")
+        };
+        assert_eq!(
+            (args.filename.as_str(), args.apply, args.output),
+            ("-", false, Some(ImportFormat::Json))
+        );
+        let cli =
+            Cli::try_parse_from(["kubectl-ferry", "import", "--filename", "a.yaml", "--apply"]).unwrap();
+        assert!(matches!(
+            cli.command,
+            Command::Import(ImportArgs {
+                apply: true,
+                output: None,
+                ..
+            })
+        ));
+        for wrong in [
+            vec!["kubectl-ferry", "import"],
+            vec!["kubectl-ferry", "import", "-f", "a.yaml", "--apply", "-o", "yaml"],
+            vec!["kubectl-ferry", "import", "-f", "a.yaml", "-o", "name"],
+        ] {
+            assert_eq!(
+                Cli::try_parse_from(&wrong).unwrap_err().exit_code(),
+                2,
+                "{wrong:?}"
+            );
+        }
     }
 
     #[test]

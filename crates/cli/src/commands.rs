@@ -39,6 +39,10 @@ async fn execute(cli: Cli, style: Style) -> Result<ExitCode, CliError> {
     if let Command::Version(args) = &cli.command {
         return version(&cli.global, args).await;
     }
+    // A dry run needs no cluster; --apply connects by itself.
+    if let Command::Import(args) = &cli.command {
+        return crate::import::run(&cli.global, args).await;
+    }
     // Validate what needs no cluster first, so usage errors never wait on the network.
     if let Command::Resize(ResizeArgs { request, .. }) | Command::Plan(PlanArgs { request, .. }) =
         &cli.command
@@ -73,6 +77,7 @@ async fn execute(cli: Cli, style: Style) -> Result<ExitCode, CliError> {
         Command::Delete(args) => delete(&cluster, args).await,
         Command::Completion(args) => completion(&args),
         Command::Version(args) => version(&cli.global, &args).await,
+        Command::Import(args) => crate::import::run(&cli.global, &args).await,
     }
 }
 

@@ -16,6 +16,8 @@ pub fn commands() -> Vec<String> {
 
 /// Cobra's "no file completion" directive.
 pub const NO_FILE_COMPLETION: u8 = 4;
+/// Cobra's default directive: the shell completes file names.
+pub const FILE_COMPLETION: u8 = 0;
 
 /// What the word being typed is.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -27,6 +29,8 @@ pub enum Wanted {
     Templates(String),
     StorageClasses,
     VolumeResizes,
+    /// A file name (`import -f`): left to the shell.
+    Files,
     Nothing,
 }
 
@@ -77,6 +81,7 @@ pub fn wanted(words: &[String]) -> (Wanted, Typed) {
     let wanted = match before.last().map(String::as_str) {
         Some("-n" | "--namespace") => Wanted::Namespaces,
         Some("--storage-class") => Wanted::StorageClasses,
+        Some("-f" | "--filename") => Wanted::Files,
         Some("--volume") => match positional.as_slice() {
             ["resize" | "plan", stateful_set, ..] => Wanted::Templates(stateful_set.to_string()),
             _ => Wanted::Nothing,
@@ -99,6 +104,11 @@ fn remember(typed: &mut Typed, flag: &str, value: &str) {
         "--context" => typed.context = Some(value.to_string()),
         _ => {}
     }
+}
+
+/// No candidates, and the directive that has the shell complete a file name.
+pub fn files_answer() -> String {
+    format!(":{FILE_COMPLETION}\n")
 }
 
 /// The candidates that start with what is typed, one per line, then the directive.
@@ -164,6 +174,9 @@ mod tests {
         assert_eq!(wanted(&words("status grow ")).0, Wanted::Nothing);
         assert_eq!(wanted(&words("resize db --size ")).0, Wanted::Nothing);
         assert_eq!(wanted(&words("list -n ")).0, Wanted::Namespaces);
+        assert_eq!(wanted(&words("import -f ")).0, Wanted::Files);
+        assert_eq!(wanted(&words("import --filename a.yaml ")).0, Wanted::Nothing);
+        assert_eq!(files_answer(), ":0\n");
     }
 
     #[test]

@@ -10,6 +10,7 @@ pub mod commands;
 pub mod completion;
 pub mod exit;
 pub mod format;
+pub mod import;
 pub mod kube_io;
 pub mod output;
 pub mod render;

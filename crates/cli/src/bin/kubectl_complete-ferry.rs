@@ -7,7 +7,7 @@ use k8s_openapi::api::core::v1::Namespace;
 use k8s_openapi::api::storage::v1::StorageClass;
 use kube::api::{Api, ListParams};
 use kubectl_ferry::args::{ColorChoice, GlobalArgs};
-use kubectl_ferry::completion::{Typed, Wanted, answer, commands, wanted};
+use kubectl_ferry::completion::{Typed, Wanted, answer, commands, files_answer, wanted};
 use kubectl_ferry::kube_io::{Cluster, connect};
 use std::io::Write;
 
@@ -15,6 +15,10 @@ fn main() {
     let words: Vec<String> = std::env::args().skip(1).collect();
     let typing = words.last().cloned().unwrap_or_default();
     let (wanted, typed) = wanted(&words);
+    if wanted == Wanted::Files {
+        let _ = std::io::stdout().write_all(files_answer().as_bytes());
+        return;
+    }
     let candidates = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
         Ok(runtime) => runtime.block_on(candidates(wanted, typed)),
         Err(_) => Vec::new(),
@@ -84,6 +88,6 @@ async fn names(cluster: &Cluster, wanted: Wanted) -> Option<Vec<String>> {
                 .ok()?;
             names_of(list.items.into_iter().map(|item| item.metadata).collect())
         }
-        Wanted::Commands | Wanted::Nothing => Vec::new(),
+        Wanted::Commands | Wanted::Files | Wanted::Nothing => Vec::new(),
     })
 }

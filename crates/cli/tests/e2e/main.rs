@@ -6,4 +6,5 @@
 mod support;
 
 mod commands;
+mod import;
 mod with_operator;
