@@ -457,6 +457,7 @@ pub mod condition {
     pub const REASON_WAITING_FOR_OTHER: &str = "WaitingForOtherResize";
     pub const REASON_NOT_QUEUED: &str = "First";
     pub const REASON_MOVER_IMAGE_NOT_ALLOWED: &str = "MoverImageNotAllowed";
+    pub const REASON_TOO_SMALL_FOR_DATA: &str = "TargetTooSmallForData";
 }
 
 impl VolumeResize {

@@ -329,6 +329,13 @@ async fn plan(cluster: &Cluster, args: PlanArgs, style: Style) -> Result<ExitCod
     match args.output {
         Some(format) => print_data(&resize, format)?,
         None => {
+            // Measured by the copies this namespace finished, where there are any.
+            let finished = api
+                .list(&Default::default())
+                .await
+                .map(|list| list.items)
+                .unwrap_or_default();
+            let rate = crate::rate::Rate::measured_or(&finished, rate);
             crate::out!("{}", render::plan_text(&resize, rate, style));
             if args.keep {
                 crate::outln!("Kept the dry-run VolumeResize {name}.");

@@ -13,6 +13,7 @@ pub mod format;
 pub mod import;
 pub mod kube_io;
 pub mod output;
+pub mod rate;
 pub mod render;
 pub mod request;
 pub mod style;

@@ -1,6 +1,7 @@
 //! Text for `list`, `status`, `plan`, `describe` and plain-text `watch`, from API objects. No I/O.
 
 use crate::format;
+use crate::rate::Rate;
 use crate::style::{self, CYAN, DIM, GREEN, RED, Style, YELLOW};
 use crate::table::Table;
 use ferry_api::listed::{ListedResize, UnreadableResize};
@@ -277,7 +278,7 @@ fn arrow(from: Option<&str>, to: Option<&str>) -> String {
 }
 
 /// `kubectl ferry plan`: per replica × volume what would happen.
-pub fn plan_text(resize: &VolumeResize, assumed_rate: u64, style: Style) -> String {
+pub fn plan_text(resize: &VolumeResize, rate: Rate, style: Style) -> String {
     let mut out = String::new();
     let spec = &resize.spec;
     let _ = writeln!(
@@ -312,9 +313,9 @@ pub fn plan_text(resize: &VolumeResize, assumed_rate: u64, style: Style) -> Stri
         );
         return out;
     }
-    let (table, total) = plan_table(rows, assumed_rate);
+    let (table, total) = plan_table(rows, rate.bytes_per_second);
     out.push_str(&table.render(style));
-    totals(&mut out, rows, total, assumed_rate);
+    totals(&mut out, rows, total, rate);
     let text = message(resize);
     if !text.is_empty() {
         let _ = writeln!(out, "{}", style.paint(DIM, &text));
@@ -375,7 +376,7 @@ fn plan_table(rows: &[VolumePlan], assumed_rate: u64) -> (Table, Option<Duration
 }
 
 /// How many claims grow in place and how many by copy, and how long the copies may take.
-fn totals(out: &mut String, rows: &[VolumePlan], total: Option<Duration>, assumed_rate: u64) {
+fn totals(out: &mut String, rows: &[VolumePlan], total: Option<Duration>, rate: Rate) {
     let copies = rows
         .iter()
         .filter(|r| r.strategy == Some(ChosenStrategy::Copy))
@@ -388,18 +389,22 @@ fn totals(out: &mut String, rows: &[VolumePlan], total: Option<Duration>, assume
     );
     match total {
         Some(total) if copies > 0 => {
+            let source = match rate.measured_by {
+                Some(copies) => format!("the median of {copies} finished copies in this namespace"),
+                None => "assumed (--rate): no finished copy in this namespace to measure".to_string(),
+            };
             let _ = writeln!(
                 out,
-                "Estimated copy time: ~{} (at {}; replicas in turn).",
+                "Estimated copy time: ~{} (at {}, {source}; replicas in turn).",
                 format::duration(total),
-                format::rate(assumed_rate)
+                format::rate(rate.bytes_per_second)
             );
         }
         Some(_) => {}
         None => {
             let _ = writeln!(
                 out,
-                "Estimated copy time: unknown (the operator did not report the data in use)."
+                "Estimated copy time: unknown (the operator did not report the data in use: it reads it from the kubelets, unless features.kubeletStats is off or a replica is not running; a run measures it itself before copying)."
             );
         }
     }
@@ -733,7 +738,7 @@ mod tests {
                  "targetStorageClass": "fast", "bytesTotal": 209715200u64},
             ]}),
         );
-        let out = plan_text(&planned, 100 << 20, Style::PLAIN);
+        let out = plan_text(&planned, Rate::assumed(100 << 20), Style::PLAIN);
         assert!(
             out.contains("data-db-0   InPlace    1Gi -> 2Gi   std (unchanged)   unknown     no copy"),
             "{out}"
@@ -742,18 +747,30 @@ mod tests {
             out.contains("data-db-1   Copy       1Gi -> 2Gi   std -> fast       200.0 MiB   ~2s"),
             "{out}"
         );
-        assert!(out.contains("Estimated copy time: ~2s"), "{out}");
+        assert!(
+            out.contains("Estimated copy time: ~2s (at 100.0 MiB/s, assumed (--rate)"),
+            "{out}"
+        );
+        let measured = Rate {
+            bytes_per_second: 50 << 20,
+            measured_by: Some(4),
+        };
+        let out = plan_text(&planned, measured, Style::PLAIN);
+        assert!(
+            out.contains("~4s (at 50.0 MiB/s, the median of 4 finished copies in this namespace"),
+            "{out}"
+        );
 
         let unknown = resize(json!({"phase": "Succeeded", "plan": [
             {"replica": 0, "volume": "data", "claimName": "data-db-0", "strategy": "Copy", "targetSize": "2Gi"}]}));
-        let out = plan_text(&unknown, 100 << 20, Style::PLAIN);
+        let out = plan_text(&unknown, Rate::assumed(100 << 20), Style::PLAIN);
         assert!(out.contains("unknown (the operator did not report"), "{out}");
     }
 
     #[test]
     fn plan_of_a_failed_request_says_why() {
         let failed = resize(json!({"phase": "Failed", "message": "no volume claim template \"x\""}));
-        let out = plan_text(&failed, 1, Style::PLAIN);
+        let out = plan_text(&failed, Rate::assumed(1), Style::PLAIN);
         assert!(out.contains("Cannot resize: no volume claim template"), "{out}");
     }
 

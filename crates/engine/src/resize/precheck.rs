@@ -83,8 +83,11 @@ fn run_stages(spec: &VolumeResizeSpec, observed: &Observed) -> Result<Precheck, 
     }
     copyable(sts, &plan)?;
     reachable(observed, &plan)?;
-    // A dry run changes nothing, so it never waits for the StatefulSet to be free or Ready.
+    // A dry run changes nothing, so it never waits for the StatefulSet to be free or Ready; it
+    // answers "does it fit?" from the kubelet's usage, as a run would after measuring.
     if spec.dry_run {
+        dry_run_usage::with_usage(&mut plan, &observed.kubelet_usage);
+        dry_run_usage::room_for_data(&plan)?;
         return Ok(Precheck {
             verdict: Verdict::Passed,
             plan,
@@ -443,5 +446,6 @@ fn queue_blocker(observed: &Observed) -> Option<String> {
         .map(|peer| peer.name.clone())
 }
 
+mod dry_run_usage;
 #[cfg(test)]
 mod tests;

@@ -1,6 +1,7 @@
 //! The VolumeResize controller: read the cluster, let the engine decide, apply, write status.
 
 pub mod controller;
+mod dry_run_usage;
 mod execute;
 pub mod hold;
 pub mod intake;

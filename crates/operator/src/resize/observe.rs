@@ -146,6 +146,14 @@ async fn read_request(
             .map(|claim| (claim.name_any(), claim_view(&claim)))
             .collect();
         observed.replica_nodes = replica_nodes(ctx, sts, namespace).await?;
+        if resize.spec.dry_run && ctx.features.enabled(crate::features::Feature::KubeletStats) {
+            let nodes = observed
+                .replica_nodes
+                .values()
+                .map(|node| node.name.as_str())
+                .collect();
+            observed.kubelet_usage = super::dry_run_usage::kubelet_usage(ctx, namespace, nodes).await;
+        }
     }
     observed.peers = peers(ctx, resize, namespace);
     observed.queue_key = queue_key(resize);

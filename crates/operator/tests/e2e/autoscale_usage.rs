@@ -1,7 +1,9 @@
 //! Volume usage as the autoscaler reads it: the real kubelet's stats summary through the API
 //! server's node proxy, for a real-capacity volume on the real node holding real data.
 
-use crate::support::Harness;
+use crate::support::{Harness, condition};
+use ferry_api::Phase;
+use ferry_api::condition::{PRECHECKED, REASON_TOO_SMALL_FOR_DATA};
 use ferry_engine::autoscale::usage::readings;
 use ferry_operator::autoscale::node_summary;
 use ferry_testenv::fixtures::wait_ready;
@@ -9,6 +11,7 @@ use ferry_testenv::workload::writer_stateful_set;
 use ferry_testenv::{CLASS_BLOCK, REAL_NODE, wait_until};
 use k8s_openapi::api::apps::v1::StatefulSet;
 use kube::api::PostParams;
+use serde_json::json;
 use std::collections::BTreeMap;
 
 const MI: u64 = 1 << 20;
@@ -48,5 +51,34 @@ async fn usage_of_a_real_volume_comes_from_the_kubelet_through_the_node_proxy() 
     assert!(reading.used_bytes < reading.capacity_bytes);
     let (used, total) = reading.inodes.expect("XFS reports inodes");
     assert!(used > 0 && used < total, "{used}/{total}");
+
+    // A dry run (`kubectl ferry plan`) answers "does this shrink fit?" from the same figure: 40Mi
+    // cannot hold 48 MiB and is refused, 128Mi is planned with the data in use on the row.
+    let dry = |size: &str| json!({"statefulSetName": "db", "dryRun": true, "volumes": [{"name": "data", "size": size}]});
+    harness.create_resize("too-small", dry("40Mi")).await;
+    let refused = harness
+        .wait_resize("too-small", "the dry run to be refused", |r| {
+            r.phase() == Phase::Failed
+        })
+        .await;
+    let prechecked = condition(&refused, PRECHECKED).unwrap();
+    assert_eq!(prechecked.reason, REASON_TOO_SMALL_FOR_DATA, "{prechecked:?}");
+    assert!(
+        prechecked.message.contains("data-db-0 holds") && prechecked.message.contains("40Mi leaves no room"),
+        "{}",
+        prechecked.message
+    );
+    harness.create_resize("fits", dry("128Mi")).await;
+    let planned = harness
+        .wait_resize("fits", "the dry run to be planned", |r| {
+            r.phase() == Phase::Succeeded
+        })
+        .await;
+    let row = &planned.status.unwrap().plan[0];
+    assert!(
+        row.bytes_total
+            .is_some_and(|bytes| (48 * MI..128 * MI).contains(&bytes)),
+        "{row:?}"
+    );
     harness.finish().await;
 }

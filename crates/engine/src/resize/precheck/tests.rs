@@ -476,3 +476,39 @@ fn a_target_class_that_cannot_reach_the_replicas_node_is_refused_before_anything
         Verdict::Passed
     );
 }
+
+#[test]
+fn a_dry_run_reports_the_kubelets_usage_and_refuses_a_shrink_with_no_room_for_it() {
+    let mut o = observed();
+    o.kubelet_usage = [
+        ("data-db-0".to_string(), 3 * GI),
+        ("data-db-1".to_string(), 5 * GI),
+    ]
+    .into();
+    let mut s = spec(&[("data", "5Gi", None)]);
+    s.dry_run = true;
+    let check = precheck(&s, &o);
+    assert_eq!(reason(&check), REASON_TOO_SMALL_FOR_DATA);
+    let Verdict::Reject { message, .. } = &check.verdict else {
+        panic!("{check:?}")
+    };
+    assert!(
+        message.contains("data-db-1 holds 5") && message.contains("headroom"),
+        "{message}"
+    );
+    assert!(!message.contains("data-db-0"), "3 GiB fits in 5 GiB: {message}");
+
+    // With room: passed, each row carrying the kubelet's figure (none where it reported nothing).
+    s.volumes[0].size = "8Gi".into();
+    let check = precheck(&s, &o);
+    assert_eq!(check.verdict, Verdict::Passed);
+    let data: Vec<Option<u64>> = check.plan.iter().map(|row| row.bytes_total).collect();
+    assert_eq!(data, [Some(3 * GI), Some(5 * GI), None]);
+
+    // A run never judges by it: its own pods measure the data before anything is touched.
+    s.volumes[0].size = "5Gi".into();
+    s.dry_run = false;
+    let check = precheck(&s, &o);
+    assert_eq!(check.verdict, Verdict::Passed);
+    assert!(check.plan.iter().all(|row| row.bytes_total.is_none()));
+}

@@ -1,0 +1,31 @@
+//! For a dry run only: the bytes in use on the namespace's claims as the kubelets report them (one
+//! stats summary per node a replica runs on), so a plan can say whether a shrink fits. A node whose
+//! kubelet cannot answer, or may not be asked, adds nothing: that usage stays unknown, never an
+//! error, and a run measures with its own pods anyway.
+
+use crate::context::Context;
+use std::collections::{BTreeMap, BTreeSet};
+
+pub async fn kubelet_usage(ctx: &Context, namespace: &str, nodes: BTreeSet<&str>) -> BTreeMap<String, u64> {
+    let mut usage = BTreeMap::new();
+    for node in nodes {
+        let summary = match crate::autoscale::node_summary(&ctx.client, node).await {
+            Ok(summary) => summary,
+            Err(error) => {
+                tracing::debug!(node, %error, "no kubelet usage for a dry run");
+                continue;
+            }
+        };
+        for volume in summary.pods.iter().flat_map(|pod| pod.volume.iter()) {
+            let (Some(claim), Some(used)) = (volume.pvc_ref.as_ref(), volume.used_bytes) else {
+                continue;
+            };
+            if claim.namespace == namespace {
+                // Two pods naming one claim (a replica and one being torn down): the fuller.
+                let entry = usage.entry(claim.name.clone()).or_insert(0);
+                *entry = used.max(*entry);
+            }
+        }
+    }
+    usage
+}
