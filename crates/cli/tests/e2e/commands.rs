@@ -977,3 +977,29 @@ async fn colours_follow_clicolor_force_and_no_color() {
     );
     env.finish().await;
 }
+
+/// A kubeconfig cluster with `proxy-url` (an HTTP proxy, as kubectl honours it) is reached through
+/// that proxy; one naming a proxy that is not there fails as unreachable, not silently direct.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_kubeconfig_proxy_url_is_used() {
+    let env = Env::start("cli-proxy").await;
+    env.stateful_set("db", 1, CLASS_EXPANDABLE, false).await;
+    let (proxy, tunnels) = support::connect_proxy().await;
+    let dir = tempfile::tempdir().unwrap();
+    let proxied = support::kubeconfig_with_cluster(&env.kubeconfig, dir.path(), |cluster| {
+        cluster.insert("proxy-url".into(), format!("http://{proxy}").into());
+    });
+    let run = support::ferry_with(&proxied, &["-n", &env.ns.name, "list"]).await;
+    assert_eq!(run.code, 0, "{run:?}");
+    assert!(
+        tunnels.load(std::sync::atomic::Ordering::SeqCst) >= 1,
+        "the request did not go through the proxy: {run:?}"
+    );
+
+    let gone = support::kubeconfig_with_cluster(&env.kubeconfig, dir.path(), |cluster| {
+        cluster.insert("proxy-url".into(), "http://127.0.0.1:1".into());
+    });
+    let run = support::ferry_with(&gone, &["-n", &env.ns.name, "list"]).await;
+    assert_eq!(run.code, 4, "{run:?}");
+    env.finish().await;
+}

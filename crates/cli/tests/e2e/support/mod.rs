@@ -285,3 +285,74 @@ pub async fn install_crd(client: &Client) {
         ferry_testenv::cluster::install_crd(client, &crd).await.unwrap();
     }
 }
+
+/// An HTTP CONNECT proxy on loopback (what a kubeconfig's `proxy-url: http://...` names): it
+/// tunnels each CONNECT to the address asked for and counts the tunnels it opened.
+pub async fn connect_proxy() -> (
+    std::net::SocketAddr,
+    std::sync::Arc<std::sync::atomic::AtomicUsize>,
+) {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap();
+    let tunnels = std::sync::Arc::new(AtomicUsize::new(0));
+    let counted = tunnels.clone();
+    tokio::spawn(async move {
+        while let Ok((mut client, _)) = listener.accept().await {
+            let counted = counted.clone();
+            tokio::spawn(async move {
+                let mut request = Vec::new();
+                let mut buffer = [0u8; 1];
+                // Byte by byte, so nothing of the tunnelled stream is read with the request.
+                while !request.ends_with(b"\r\n\r\n") {
+                    match client.read(&mut buffer).await {
+                        Ok(0) | Err(_) => return,
+                        Ok(_) => request.push(buffer[0]),
+                    }
+                }
+                let head = String::from_utf8_lossy(&request);
+                let Some(target) = head
+                    .strip_prefix("CONNECT ")
+                    .and_then(|rest| rest.split(' ').next())
+                else {
+                    let _ = client.write_all(b"HTTP/1.1 405 Method Not Allowed\r\n\r\n").await;
+                    return;
+                };
+                // Loopback only: the tests never send traffic anywhere else.
+                let Ok(mut upstream) = tokio::net::TcpStream::connect(target).await else {
+                    let _ = client.write_all(b"HTTP/1.1 502 Bad Gateway\r\n\r\n").await;
+                    return;
+                };
+                if !upstream.peer_addr().is_ok_and(|peer| peer.ip().is_loopback()) {
+                    return;
+                }
+                counted.fetch_add(1, Ordering::SeqCst);
+                if client
+                    .write_all(b"HTTP/1.1 200 Connection established\r\n\r\n")
+                    .await
+                    .is_ok()
+                {
+                    let _ = tokio::io::copy_bidirectional(&mut client, &mut upstream).await;
+                }
+            });
+        }
+    });
+    (address, tunnels)
+}
+
+/// A copy of the kubeconfig with every cluster changed by `edit` (a YAML mapping of the cluster).
+pub fn kubeconfig_with_cluster(
+    kubeconfig: &std::path::Path,
+    dir: &std::path::Path,
+    edit: impl Fn(&mut yaml_serde::Mapping),
+) -> PathBuf {
+    let text = std::fs::read_to_string(kubeconfig).unwrap();
+    let mut config: yaml_serde::Value = yaml_serde::from_str(&text).unwrap();
+    for cluster in config["clusters"].as_sequence_mut().unwrap() {
+        edit(cluster["cluster"].as_mapping_mut().unwrap());
+    }
+    let path = dir.join("kubeconfig-proxied");
+    std::fs::write(&path, yaml_serde::to_string(&config).unwrap()).unwrap();
+    path
+}
