@@ -87,6 +87,8 @@ pub struct Metrics {
     /// The VolumeResize caches of the running controllers, read at each scrape for the in-flight
     /// and copy-progress gauges.
     resize_caches: ResizeCaches,
+    /// The standard `process_*` metrics, unprefixed as every Prometheus client exports them.
+    process: Registry,
 }
 
 impl Default for Metrics {
@@ -179,8 +181,11 @@ impl Default for Metrics {
         );
         let resize_caches = ResizeCaches::default();
         registry.register_collector(Box::new(resize_caches.clone()));
+        let mut process = Registry::default();
+        process.register_collector(Box::new(process::ProcessCollector));
         Metrics {
             registry,
+            process,
             leader,
             resize_caches,
             autoscale_usage_ratio,
@@ -218,7 +223,9 @@ impl Metrics {
 
     pub fn encode(&self) -> Result<String, std::fmt::Error> {
         let mut out = String::new();
-        prometheus_client::encoding::text::encode(&mut out, &self.registry)?;
+        prometheus_client::encoding::text::encode_registry(&mut out, &self.registry)?;
+        prometheus_client::encoding::text::encode_registry(&mut out, &self.process)?;
+        prometheus_client::encoding::text::encode_eof(&mut out)?;
         Ok(out)
     }
 
@@ -327,5 +334,6 @@ fn encode_resizes(resizes: &[&VolumeResize], mut encoder: DescriptorEncoder) -> 
     Ok(())
 }
 
+pub mod process;
 #[cfg(test)]
 mod tests;

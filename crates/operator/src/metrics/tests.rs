@@ -230,3 +230,27 @@ fn the_build_and_the_api_requests_are_exposed() {
         "no client counts: {without}"
     );
 }
+
+#[test]
+fn the_exposition_has_this_process_metrics_unprefixed_and_ends_once() {
+    let exposition = Metrics::default().encode().unwrap();
+    for name in [
+        "process_cpu_seconds_total",
+        "process_resident_memory_bytes",
+        "process_virtual_memory_bytes",
+        "process_open_fds",
+        "process_max_fds",
+        "process_start_time_seconds",
+        "process_threads",
+    ] {
+        let sample = exposition
+            .lines()
+            .find(|line| line.starts_with(&format!("{name} ")))
+            .unwrap_or_else(|| panic!("no {name} in:\n{exposition}"));
+        let value: f64 = sample.rsplit(' ').next().unwrap().parse().unwrap();
+        assert!(value > 0.0 || name == "process_cpu_seconds_total", "{sample}");
+    }
+    assert!(exposition.contains("ferry_build_info{"), "{exposition}");
+    assert_eq!(exposition.matches("# EOF").count(), 1);
+    assert!(exposition.trim_end().ends_with("# EOF"));
+}
