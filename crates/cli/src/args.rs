@@ -111,7 +111,7 @@ pub struct VersionArgs {
     #[arg(long)]
     pub client: bool,
     /// Print as data instead of text.
-    #[arg(short, long, value_enum)]
+    #[arg(short, long, value_parser = DataFormat::parse, value_name = "json|yaml|name|jsonpath=TEMPLATE")]
     pub output: Option<DataFormat>,
 }
 
@@ -170,7 +170,7 @@ pub struct ResizeArgs {
     #[arg(long)]
     pub watch: bool,
     /// Print the created object as json or yaml instead of a summary.
-    #[arg(short = 'o', long, value_enum)]
+    #[arg(short = 'o', long, value_parser = DataFormat::parse, value_name = "json|yaml|name|jsonpath=TEMPLATE")]
     pub output: Option<DataFormat>,
 }
 
@@ -188,7 +188,7 @@ pub struct PlanArgs {
     #[arg(long, default_value = "100Mi", value_name = "QUANTITY_PER_SECOND")]
     pub rate: String,
     /// Print the planned VolumeResize as json or yaml instead of a table.
-    #[arg(short = 'o', long, value_enum)]
+    #[arg(short = 'o', long, value_parser = DataFormat::parse, value_name = "json|yaml|name|jsonpath=TEMPLATE")]
     pub output: Option<DataFormat>,
 }
 
@@ -198,7 +198,7 @@ pub struct ListArgs {
     #[arg(short = 'A', long)]
     pub all_namespaces: bool,
     /// Output format.
-    #[arg(short = 'o', long, value_enum)]
+    #[arg(short = 'o', long, value_parser = ListFormat::parse, value_name = "wide|json|yaml|name|jsonpath=TEMPLATE")]
     pub output: Option<ListFormat>,
 }
 
@@ -223,7 +223,7 @@ pub struct StatusArgs {
     pub timeout: u64,
     /// Print the name, phase and status as data (with --follow: one JSON line, or one YAML
     /// document, per change).
-    #[arg(short, long, value_enum)]
+    #[arg(short, long, value_parser = DataFormat::parse, value_name = "json|yaml|name|jsonpath=TEMPLATE")]
     pub output: Option<DataFormat>,
 }
 
@@ -236,7 +236,7 @@ pub struct WatchArgs {
     pub interval: f64,
     /// Instead of progress bars or lines: the name, phase and status as data, one JSON line (or
     /// YAML document) per change, until it finishes.
-    #[arg(short, long, value_enum)]
+    #[arg(short, long, value_parser = DataFormat::parse, value_name = "json|yaml|name|jsonpath=TEMPLATE")]
     pub output: Option<DataFormat>,
 }
 
@@ -286,21 +286,50 @@ pub enum DryRun {
     Plan,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum DataFormat {
     Json,
     Yaml,
     /// `volumeresize.ferry.dev/NAME`, as `kubectl -o name`.
     Name,
+    /// `jsonpath=TEMPLATE`, as kubectl's.
+    JsonPath(crate::jsonpath::Template),
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+impl DataFormat {
+    /// `-o json|yaml|name|jsonpath=TEMPLATE` (kubectl's spellings, `jsonpath='...'` quoted too).
+    pub fn parse(text: &str) -> Result<DataFormat, String> {
+        match text {
+            "json" => Ok(DataFormat::Json),
+            "yaml" => Ok(DataFormat::Yaml),
+            "name" => Ok(DataFormat::Name),
+            _ => match text.strip_prefix("jsonpath=") {
+                Some(template) => crate::jsonpath::Template::parse(template).map(DataFormat::JsonPath),
+                None => Err(format!(
+                    "{text:?} is not an output format: json, yaml, name or jsonpath=TEMPLATE"
+                )),
+            },
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum ListFormat {
     Wide,
-    Json,
-    Yaml,
-    /// `volumeresize.ferry.dev/NAME` per line, as `kubectl -o name`.
-    Name,
+    /// json, yaml, name or jsonpath, of the List of them.
+    Data(DataFormat),
+}
+
+impl ListFormat {
+    pub fn parse(text: &str) -> Result<ListFormat, String> {
+        match text {
+            "wide" => Ok(ListFormat::Wide),
+            _ if text.starts_with("jsonpath=") => DataFormat::parse(text).map(ListFormat::Data),
+            _ => DataFormat::parse(text).map(ListFormat::Data).map_err(|_| {
+                format!("{text:?} is not an output format: wide, json, yaml, name or jsonpath=TEMPLATE")
+            }),
+        }
+    }
 }
 
 #[cfg(test)]

@@ -96,10 +96,10 @@ async fn version(global: &GlobalArgs, args: &VersionArgs) -> Result<ExitCode, Cl
             }
         }
     };
-    match args.output {
+    match &args.output {
         Some(DataFormat::Name) => {
             return Err(CliError::Usage(
-                "version prints -o json or -o yaml, not -o name".to_string(),
+                "version prints -o json, -o yaml or -o jsonpath, not -o name".to_string(),
             ));
         }
         Some(format) => print_data(&crate::version::report(client, operators.as_ref()), format)?,
@@ -193,7 +193,7 @@ async fn create_with(
     }
 }
 
-fn print_data<T: serde::Serialize>(value: &T, format: DataFormat) -> Result<(), CliError> {
+fn print_data<T: serde::Serialize>(value: &T, format: &DataFormat) -> Result<(), CliError> {
     let text = match format {
         DataFormat::Name => {
             let value =
@@ -209,6 +209,12 @@ fn print_data<T: serde::Serialize>(value: &T, format: DataFormat) -> Result<(), 
             .map_err(|e| CliError::Failed(format!("cannot render JSON: {e}")))?,
         DataFormat::Yaml => {
             yaml_serde::to_string(value).map_err(|e| CliError::Failed(format!("cannot render YAML: {e}")))?
+        }
+        // As kubectl: the filled template and nothing after it.
+        DataFormat::JsonPath(template) => {
+            let value =
+                serde_json::to_value(value).map_err(|e| CliError::Failed(format!("cannot render: {e}")))?;
+            template.render(&value)
         }
     };
     crate::out!("{text}");
@@ -246,7 +252,7 @@ async fn resize(cluster: &Cluster, args: ResizeArgs, style: Style) -> Result<Exi
         );
     }
     if let Some(format) = args.output {
-        print_data(&created, format)?;
+        print_data(&created, &format)?;
     } else {
         crate::outln!("volumeresize.ferry.dev/{name} created{suffix}");
         for volume in &created.spec.volumes {
@@ -327,7 +333,7 @@ async fn plan(cluster: &Cluster, args: PlanArgs, style: Style) -> Result<ExitCod
     }
     let resize = outcome?;
     match args.output {
-        Some(format) => print_data(&resize, format)?,
+        Some(format) => print_data(&resize, &format)?,
         None => {
             // Measured by the copies this namespace finished, where there are any.
             let finished = api
@@ -362,20 +368,7 @@ async fn list(cluster: &Cluster, args: ListArgs, style: Style) -> Result<ExitCod
         }
     }
     match args.output {
-        Some(ListFormat::Json) | Some(ListFormat::Yaml) => {
-            let list = serde_json::json!({
-                "apiVersion": "v1",
-                "kind": "List",
-                "items": list_items(&items)?,
-            });
-            let format = if args.output == Some(ListFormat::Json) {
-                DataFormat::Json
-            } else {
-                DataFormat::Yaml
-            };
-            print_data(&list, format)?;
-        }
-        Some(ListFormat::Name) => {
+        Some(ListFormat::Data(DataFormat::Name)) => {
             for item in &items {
                 let name = match item {
                     ListedResize::Readable(resize) => resize.name_any(),
@@ -383,6 +376,14 @@ async fn list(cluster: &Cluster, args: ListArgs, style: Style) -> Result<ExitCod
                 };
                 crate::outln!("volumeresize.ferry.dev/{name}");
             }
+        }
+        Some(ListFormat::Data(format)) => {
+            let list = serde_json::json!({
+                "apiVersion": "v1",
+                "kind": "List",
+                "items": list_items(&items)?,
+            });
+            print_data(&list, &format)?;
         }
         wide => {
             if items.is_empty() {
@@ -398,7 +399,7 @@ async fn list(cluster: &Cluster, args: ListArgs, style: Style) -> Result<ExitCod
                         &items,
                         jiff::Timestamp::now(),
                         args.all_namespaces,
-                        wide == Some(ListFormat::Wide),
+                        wide.is_some(),
                         style
                     )
                 );
@@ -441,7 +442,7 @@ async fn status(cluster: &Cluster, args: StatusArgs, style: Style) -> Result<Exi
     let mut resize = cluster.get_resize(&args.name).await?;
     if let Some(format) = args.output {
         if !args.follow {
-            print_data(&status_document(&resize), format)?;
+            print_data(&status_document(&resize), &format)?;
             return Ok(ExitCode::for_phase(resize.phase()));
         }
         let deadline = (args.timeout > 0).then(|| Instant::now() + Duration::from_secs(args.timeout));
@@ -507,14 +508,16 @@ pub async fn follow_documents(
         let resize = cluster.get_resize(name).await?;
         let document = status_document(&resize);
         if last.as_ref() != Some(&document) {
-            match format {
+            match &format {
                 DataFormat::Json => crate::outln!("{document}"),
                 DataFormat::Yaml => {
                     crate::outln!("---");
-                    print_data(&document, format)?;
+                    print_data(&document, &format)?;
                 }
-                DataFormat::Name if last.is_none() => print_data(&document, format)?,
+                DataFormat::Name if last.is_none() => print_data(&document, &format)?,
                 DataFormat::Name => {}
+                // One filled template per change, a line each.
+                DataFormat::JsonPath(template) => crate::outln!("{}", template.render(&document)),
             }
             last = Some(document);
         }

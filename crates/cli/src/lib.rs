@@ -11,6 +11,7 @@ pub mod completion;
 pub mod exit;
 pub mod format;
 pub mod import;
+pub mod jsonpath;
 pub mod kube_io;
 pub mod output;
 pub mod rate;

@@ -141,6 +141,27 @@ async fn resize_creates_what_it_prints_and_list_shows_it() {
     let list: yaml_serde::Value = yaml_serde::from_str(&run.stdout).unwrap();
     assert_eq!(list["items"].as_sequence().unwrap().len(), 3);
 
+    // kubectl's jsonpath, over the same List.
+    let run = env
+        .ferry(&[
+            "list",
+            "-o",
+            "jsonpath={.items[?@.metadata.name=='grow'].status.phase}",
+        ])
+        .await;
+    assert_eq!((run.code, run.stdout.as_str()), (0, "Running"), "{run:?}");
+    let run = env.ferry(&["list", "-o", "jsonpath={.items[*].kind}"]).await;
+    assert_eq!(run.stdout, "VolumeResize VolumeResize VolumeResize", "{run:?}");
+    let run = env
+        .ferry(&["list", "-o", "jsonpath={range .items[*]}{end}"])
+        .await;
+    assert_eq!(run.code, 2, "{run:?}");
+    assert!(
+        run.stderr.contains("range/end is not supported"),
+        "{}",
+        run.stderr
+    );
+
     let run = env.ferry(&["list", "-A"]).await;
     assert_eq!(run.code, 0);
     assert!(run.stdout.starts_with("NAMESPACE"), "{}", run.stdout);
@@ -832,6 +853,10 @@ async fn names_and_status_as_data_for_scripts() {
     let document: serde_json::Value = serde_json::from_str(&now.stdout).unwrap();
     assert_eq!(document["metadata"]["name"], "grow");
     assert_eq!(document["phase"], "Pending");
+    let phase = env
+        .ferry(&["status", "grow", "-o", "jsonpath={.metadata.name}: {.phase}"])
+        .await;
+    assert_eq!(phase.stdout, "grow: Pending", "{phase:?}");
     let timed_out = env
         .ferry(&[
             "status",

@@ -67,13 +67,13 @@ async fn plan_shows_the_operators_plan_and_changes_nothing() {
         "{}",
         run.stdout
     );
-    // A dry run measures nothing: the data column and the estimate both say so, and the footer
-    // explains why there is no estimate.
+    // kwok's nodes have no kubelet to report usage, so the dry run knows no data in use: the data
+    // column and the estimate both say so, and the footer explains why there is no estimate.
     let last_two: Vec<&str> = row.split_whitespace().rev().take(2).collect();
     assert_eq!(last_two, ["unknown", "unknown"], "{row}");
     assert!(
         run.stdout
-            .contains("Estimated copy time: unknown (the operator did not report the data in use)."),
+            .contains("Estimated copy time: unknown (the operator did not report the data in use: "),
         "{}",
         run.stdout
     );
