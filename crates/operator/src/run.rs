@@ -159,7 +159,7 @@ async fn serve_webhooks(
             Some(identity.to_string()),
         )
         .with_allowed_mover_images(settings.allowed_mover_images.clone())
-        .with_mover_image_pull_secrets(settings.mover_image_pull_secrets.clone())
+        .with_features(settings.features)
         .with_template_edits(webhook_settings.template_edits),
     );
     let running = webhook::start(ctx, webhook_settings, &settings.namespaces).await?;
@@ -253,6 +253,7 @@ async fn run_scope(
         )
         .with_mover_resources(settings.mover_resources.clone())
         .with_allowed_mover_images(settings.allowed_mover_images.clone())
+        .with_mover_image_pull_secrets(settings.mover_image_pull_secrets.clone())
         .with_config_digest_key(config_digest_key)
         .with_features(settings.features)
         .with_hold_namespace(settings.hold_namespace.clone()),

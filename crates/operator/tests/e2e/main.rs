@@ -29,6 +29,7 @@ mod in_place;
 mod installed;
 mod pod_policy;
 mod prechecks;
+mod pull_secrets;
 mod rbac;
 mod real_csi;
 mod real_node;
