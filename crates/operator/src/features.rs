@@ -17,15 +17,20 @@ pub enum Feature {
     /// The ExtendedStatefulSet controller: `extendedstatefulsets`, their status and finalizers,
     /// and the rules of `secret-references` and `update-hooks`.
     ExtendedStatefulSets,
+    /// Triggers (a StatefulSet's claim templates edited, resize annotations, drift) becoming
+    /// VolumeResizes. Needs no rule of its own, but the webhook on StatefulSet updates: switched
+    /// off, nothing of Ferry sits in the path of a StatefulSet edit.
+    Triggers,
 }
 
 impl Feature {
-    pub const ALL: [Feature; 5] = [
+    pub const ALL: [Feature; 6] = [
         Feature::SecretReferences,
         Feature::KubeletStats,
         Feature::UpdateHooks,
         Feature::Autoscale,
         Feature::ExtendedStatefulSets,
+        Feature::Triggers,
     ];
 
     /// The features that only serve this one, switched off with it.
@@ -33,7 +38,9 @@ impl Feature {
         match self {
             Feature::Autoscale => &[Feature::KubeletStats],
             Feature::ExtendedStatefulSets => &[Feature::SecretReferences, Feature::UpdateHooks],
-            Feature::SecretReferences | Feature::KubeletStats | Feature::UpdateHooks => &[],
+            Feature::SecretReferences | Feature::KubeletStats | Feature::UpdateHooks | Feature::Triggers => {
+                &[]
+            }
         }
     }
 
@@ -45,6 +52,7 @@ impl Feature {
             Feature::UpdateHooks => "update-hooks",
             Feature::Autoscale => "autoscale",
             Feature::ExtendedStatefulSets => "extended-stateful-sets",
+            Feature::Triggers => "triggers",
         }
     }
 
@@ -56,6 +64,7 @@ impl Feature {
             Feature::UpdateHooks => "features.updateHooks",
             Feature::Autoscale => "features.autoscale",
             Feature::ExtendedStatefulSets => "features.extendedStatefulSets",
+            Feature::Triggers => "features.triggers",
         }
     }
 
@@ -74,7 +83,7 @@ impl Feature {
 /// Which features this operator uses: all, unless switched off.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Features {
-    disabled: [bool; 5],
+    disabled: [bool; 6],
 }
 
 impl Features {
@@ -101,6 +110,7 @@ impl Features {
             Feature::UpdateHooks => 2,
             Feature::Autoscale => 3,
             Feature::ExtendedStatefulSets => 4,
+            Feature::Triggers => 5,
         }
     }
 
@@ -135,7 +145,7 @@ mod tests {
         let error = Feature::parse("secrets").unwrap_err();
         assert!(
             error.contains(
-                "secret-references, kubelet-stats, update-hooks, autoscale, extended-stateful-sets"
+                "secret-references, kubelet-stats, update-hooks, autoscale, extended-stateful-sets, triggers"
             ),
             "{error}"
         );

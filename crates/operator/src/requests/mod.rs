@@ -23,7 +23,7 @@ use kube::api::ListParams;
 use kube::core::PartialObjectMeta;
 use kube::runtime::controller::Action;
 use kube::runtime::watcher;
-use kube::{Api, ResourceExt};
+use kube::{Api, Resource, ResourceExt};
 pub use observe::templates_of;
 use std::sync::Arc;
 use std::time::Duration;
@@ -122,6 +122,9 @@ async fn reconcile_inner(sts: &StatefulSet, ctx: &Context) -> Result<Action, Err
     if ctx.features.enabled(crate::features::Feature::Autoscale) {
         crate::autoscale::defaults::reconcile(ctx, sts, &namespace).await?;
     }
+    if !ctx.features.enabled(crate::features::Feature::Triggers) {
+        return Ok(triggers_off(ctx, sts).await);
+    }
     let claims = Api::<PersistentVolumeClaim>::namespaced(ctx.client.clone(), &namespace)
         .list(&ListParams::default())
         .await?
@@ -144,6 +147,26 @@ async fn reconcile_inner(sts: &StatefulSet, ctx: &Context) -> Result<Action, Err
     apply::apply(ctx, sts, &namespace, &decision).await?;
     apply::publish(ctx, sts, &decision).await;
     Ok(Action::requeue(RECHECK))
+}
+
+/// Triggers switched off: a StatefulSet asking for a resize by annotation is told, once per change
+/// of it, that nothing will act, instead of waiting for a resize that never comes.
+async fn triggers_off(ctx: &Context, sts: &StatefulSet) -> Action {
+    let asks = sts.annotations().keys().any(|key| {
+        key.starts_with(ANNOTATION_RESIZE_PREFIX)
+            || key.starts_with(ANNOTATION_STORAGE_CLASS_PREFIX)
+            || key.starts_with(SEED_ANNOTATION_RESIZE_PREFIX)
+    });
+    if asks {
+        let notice = crate::events::Notice {
+            warning: true,
+            reason: "TriggersSwitchedOff",
+            action: "Resize",
+            note: "this Ferry installation has triggers switched off (features.triggers: false), so resize annotations and claim template edits are not carried out: create a VolumeResize instead".to_string(),
+        };
+        crate::events::publish(&ctx.recorder, &notice, &[sts.object_ref(&())]).await;
+    }
+    Action::await_change()
 }
 
 pub fn error_policy(sts: Arc<PartialObjectMeta<StatefulSet>>, error: &Error, _ctx: Arc<Context>) -> Action {

@@ -115,11 +115,12 @@ pub async fn start(
         keeper,
     };
     tracing::info!(listen = %settings.listen, endpoint = ?settings.endpoint, "serving admission webhooks");
+    let triggers = ctx.features.enabled(crate::features::Feature::Triggers);
     match (&settings.configuration, ca_bundle.as_deref()) {
-        (Some(name), Some(ca)) => register::inject_ca_bundle(&ctx.client, name, ca).await?,
+        (Some(name), Some(ca)) => register::inject_ca_bundle(&ctx.client, name, ca, triggers).await?,
         // cert-manager's CA injector keeps the installer's configurations.
         (Some(_), None) => {}
-        (None, ca) => register::register(&ctx.client, &settings.endpoint, ca, watched).await?,
+        (None, ca) => register::register(&ctx.client, &settings.endpoint, ca, watched, triggers).await?,
     }
     Ok(running)
 }

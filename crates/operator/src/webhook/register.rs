@@ -95,8 +95,9 @@ fn namespace_selector(watched: &[String]) -> Value {
 }
 
 /// The mutating configuration for StatefulSet updates that change volume claim templates.
-pub fn mutating(endpoint: &Endpoint, ca_bundle: Option<&str>, watched: &[String]) -> Value {
-    json!({
+/// With `triggers` off it holds no webhook: nothing of Ferry sits in the path of a StatefulSet edit.
+pub fn mutating(endpoint: &Endpoint, ca_bundle: Option<&str>, watched: &[String], triggers: bool) -> Value {
+    let mut configuration = json!({
         "apiVersion": "admissionregistration.k8s.io/v1",
         "kind": "MutatingWebhookConfiguration",
         "metadata": {"name": configuration_name(watched), "labels": {"app.kubernetes.io/managed-by": "ferry"}},
@@ -119,7 +120,11 @@ pub fn mutating(endpoint: &Endpoint, ca_bundle: Option<&str>, watched: &[String]
             "timeoutSeconds": 5,
             "reinvocationPolicy": "Never",
         }],
-    })
+    });
+    if !triggers {
+        configuration["webhooks"] = json!([]);
+    }
+    configuration
 }
 
 /// The validating configuration for new VolumeResizes, and for StatefulSet creates (refused in
@@ -181,6 +186,7 @@ pub async fn register(
     endpoint: &Endpoint,
     ca_bundle: Option<&str>,
     watched: &[String],
+    triggers: bool,
 ) -> Result<(), Error> {
     let name = configuration_name(watched);
     let params = PatchParams {
@@ -188,7 +194,7 @@ pub async fn register(
         ..PatchParams::apply(ferry_api::names::FIELD_MANAGER)
     };
     let mutating: MutatingWebhookConfiguration =
-        serde_json::from_value(mutating(endpoint, ca_bundle, watched)).map_err(|source| {
+        serde_json::from_value(mutating(endpoint, ca_bundle, watched, triggers)).map_err(|source| {
             Error::Serialize {
                 what: "MutatingWebhookConfiguration",
                 source,
@@ -223,7 +229,13 @@ pub const CA_INJECTOR_FIELD_MANAGER: &str = "ferry-ca-injector";
 
 /// Keeps only the `caBundle` of configurations an installer made (the Helm chart), as the field
 /// manager `ferry`: every other field stays the installer's.
-pub async fn inject_ca_bundle(client: &Client, name: &str, ca_bundle: &str) -> Result<(), Error> {
+/// With `triggers` off the installer's mutating configuration holds no webhook and is left alone.
+pub async fn inject_ca_bundle(
+    client: &Client,
+    name: &str,
+    ca_bundle: &str,
+    triggers: bool,
+) -> Result<(), Error> {
     let encoded = base64::engine::general_purpose::STANDARD.encode(ca_bundle.as_bytes());
     // A field manager of its own: applying this partial object as the manager that made the whole
     // configuration (`ferry run` without --webhook-configuration) would drop every other field.
@@ -248,9 +260,11 @@ pub async fn inject_ca_bundle(client: &Client, name: &str, ca_bundle: &str) -> R
         "apiVersion": "admissionregistration.k8s.io/v1", "kind": "MutatingWebhookConfiguration",
         "metadata": {"name": name}, "webhooks": hooks(&MUTATING_WEBHOOKS),
     });
-    mutating_api
-        .patch(name, &params, &Patch::Apply(&mutating))
-        .await?;
+    if triggers {
+        mutating_api
+            .patch(name, &params, &Patch::Apply(&mutating))
+            .await?;
+    }
     let validating = json!({
         "apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingWebhookConfiguration",
         "metadata": {"name": name}, "webhooks": hooks(&VALIDATING_WEBHOOKS),
@@ -288,7 +302,7 @@ mod tests {
     fn configurations_parse_as_the_api_types_and_never_block_on_failure() {
         let endpoint = Endpoint::Url("https://127.0.0.1:9443/".into());
         let mutating: MutatingWebhookConfiguration =
-            serde_json::from_value(mutating(&endpoint, Some("pem"), &["apps".to_string()])).unwrap();
+            serde_json::from_value(mutating(&endpoint, Some("pem"), &["apps".to_string()], true)).unwrap();
         let hook = &mutating.webhooks.unwrap()[0];
         assert_eq!(hook.failure_policy.as_deref(), Some("Ignore"));
         assert_eq!(hook.side_effects, "None");
@@ -303,5 +317,9 @@ mod tests {
         let hook = &validating.webhooks.unwrap()[0];
         assert_eq!(hook.failure_policy.as_deref(), Some("Ignore"));
         assert!(hook.client_config.ca_bundle.is_none());
+        // Triggers switched off: the configuration holds no webhook at all.
+        let off: MutatingWebhookConfiguration =
+            serde_json::from_value(super::mutating(&endpoint, Some("pem"), &[], false)).unwrap();
+        assert_eq!(off.webhooks, Some(vec![]));
     }
 }

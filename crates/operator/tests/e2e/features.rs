@@ -272,3 +272,31 @@ async fn switched_off_controllers_run_without_their_permissions_and_resizes_go_o
     assert!(autoscalers.items.is_empty(), "{:?}", autoscalers.items);
     harness.finish().await;
 }
+
+/// `features.triggers` off: a resize annotation becomes no VolumeResize, and the StatefulSet is
+/// told why instead of waiting for one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn switched_off_triggers_say_so_and_resize_nothing() {
+    let harness = Harness::start_without("triggers-off", &[Feature::Triggers]).await;
+    let mut sts = stateful_set("db", 1, CLASS_EXPANDABLE, "1Gi");
+    sts.metadata.annotations = Some([("ferry.dev/resize.data".to_string(), "2Gi".to_string())].into());
+    harness.healthy_stateful_set(sts).await;
+    let events = harness
+        .wait_event("StatefulSet", "db", "TriggersSwitchedOff")
+        .await;
+    assert!(
+        events
+            .iter()
+            .any(|(_, _, note)| note.contains("features.triggers: false")),
+        "{events:?}"
+    );
+    // The notice is published where a trigger would have made its resize: none was made.
+    let resizes = harness
+        .ns
+        .api::<ferry_api::VolumeResize>()
+        .list(&ListParams::default())
+        .await
+        .unwrap();
+    assert!(resizes.items.is_empty(), "{:?}", resizes.items);
+    harness.finish().await;
+}

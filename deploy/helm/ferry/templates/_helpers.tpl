@@ -96,6 +96,7 @@ annotations:
 {{- if not .Values.features.updateHooks }}{{ $off = append $off "update-hooks" }}{{ end -}}
 {{- if not .Values.features.autoscale }}{{ $off = append $off "autoscale" }}{{ end -}}
 {{- if not .Values.features.extendedStatefulSets }}{{ $off = append $off "extended-stateful-sets" }}{{ end -}}
+{{- if not .Values.features.triggers }}{{ $off = append $off "triggers" }}{{ end -}}
 {{- join "," $off -}}
 {{- end -}}
 

@@ -120,6 +120,7 @@ impl Harness {
             &ferry_operator::webhook::Endpoint::Url(url.clone()),
             None,
             std::slice::from_ref(&ns.name),
+            true,
         )
         .await
         .unwrap();
