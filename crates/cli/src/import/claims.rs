@@ -6,6 +6,17 @@ use super::fields::quantity;
 use ferry_api::{VolumeChange, parse_bytes};
 use serde_json::Value;
 
+/// A volume claim template of the StatefulSet, as `resize` reads them.
+pub use crate::request::Template;
+
+/// A StatefulSet's `spec.replicas`, 1 when it gives none (as the API server defaults it).
+pub fn replicas(stateful_set: &Value) -> i32 {
+    stateful_set["spec"]["replicas"]
+        .as_i64()
+        .and_then(|n| i32::try_from(n).ok())
+        .unwrap_or(1)
+}
+
 /// A claim as the file gives it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Claim {
@@ -16,13 +27,6 @@ pub struct Claim {
     pub storage_class: Option<String>,
 }
 
-/// A volume claim template of the StatefulSet.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Template {
-    pub name: String,
-    pub size: Option<String>,
-    pub storage_class: Option<String>,
-}
 
 pub fn in_file(objects: &[Value]) -> Vec<Claim> {
     objects

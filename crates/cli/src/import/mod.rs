@@ -131,10 +131,7 @@ fn stateful_set(source: &Source, object: &Value, claims: &[claims::Claim]) -> Ve
 /// The vshn controller marks only the StatefulSets it has resized; one it never touched may
 /// still have claims smaller than its template, a resize it would have made.
 fn drift(source: &Source, object: &Value, claims: &[claims::Claim]) -> Option<String> {
-    let replicas = object["spec"]["replicas"]
-        .as_i64()
-        .and_then(|n| i32::try_from(n).ok())
-        .unwrap_or(1);
+    let replicas = claims::replicas(object);
     let templates = claims::templates(object);
     let pending = claims::pending(
         &source.name,

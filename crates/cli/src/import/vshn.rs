@@ -64,7 +64,7 @@ fn idle(source: &Source, object: &Value, claims: &[Claim], in_place: bool, trans
          re-apply); Ferry does that with the annotation ferry.dev/sync-claims: \"true\" on the \
          StatefulSet, and takes a template edit directly through its admission webhook",
     );
-    let replicas = replicas(&object["spec"]["replicas"]).unwrap_or(1);
+    let replicas = claims::replicas(object);
     let templates = claims::templates(object);
     let pending = claims::pending(
         &source.name,
