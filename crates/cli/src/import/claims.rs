@@ -27,7 +27,6 @@ pub struct Claim {
     pub storage_class: Option<String>,
 }
 
-
 pub fn in_file(objects: &[Value]) -> Vec<Claim> {
     objects
         .iter()
