@@ -107,9 +107,9 @@ def build(profile: str, cross_profile: str, out: Path | None) -> tuple[Path, str
             platform_images.append(oci_layout.PlatformImage("linux", platform.architecture, str(layer), diff_id, config))
         annotations = {k: v for k, v in image_labels.items() if k != "org.opencontainers.image.description"}
         digest = oci_layout.write_index(tarball, ref, platform_images, annotations)
-    for old in images.IMAGES_DIR.glob(f"ferry-{version}-index-*.tar"):
+    for old in images.IMAGES_DIR.glob(f"ferry-{version}-index-*.tar") if out is None else []:
         if old != tarball:
-            old.unlink()  # an older build
+            old.unlink()  # an older build in the cache (never when writing elsewhere)
     images.log(f"{ref}: index {digest[:19]} for {', '.join('linux/' + p.architecture for p in PLATFORMS)} in {tarball} ({time.monotonic() - started:.1f}s)")
     return tarball, f"{ref} {tarball} {digest}"
 
