@@ -116,9 +116,9 @@ def build(profile: str, cross_profile: str, out: Path | None) -> tuple[Path, str
 
 def main() -> None:
     parser = argparse.ArgumentParser(prog="scripts/images index", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    profiles = [images.IMAGE_PROFILE, "multiarch-check", "release"]
+    profiles = [images.IMAGE_PROFILE, "release"]
     parser.add_argument("--profile", default=images.IMAGE_PROFILE, choices=profiles, help="cargo profile (default image, as the tests; release for shipping)")
-    parser.add_argument("--cross-profile", choices=profiles, help="cargo profile of the cross-built (arm64) binaries (default: --profile; CI: multiarch-check, the least build time)")
+    parser.add_argument("--cross-profile", choices=profiles, help="cargo profile of the cross-built (arm64) binaries (default: --profile)")
     parser.add_argument("--out", type=Path, help="write the tarball here instead of the cache")
     args = parser.parse_args()
     try:
