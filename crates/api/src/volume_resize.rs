@@ -328,6 +328,11 @@ pub struct VolumePlan {
     /// happens once even if the operator restarts.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub restarted_pod: Option<String>,
+    /// Why the volume's driver cannot grow it to the target (its claim's resize status said
+    /// `ControllerResizeInfeasible` or `NodeResizeInfeasible`): the claim's request is lowered
+    /// back (KEP-1790) and this row is never asked for again.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expansion_refused: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub started_at: Option<Time>,
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -5,7 +5,7 @@
 //! otherwise.
 
 use crate::resize::action::ResizeAction;
-use crate::resize::observed::Observed;
+use crate::resize::observed::{ClaimView, Observed};
 use crate::resize::run::Decision;
 use crate::resize::status::update_progress;
 use ferry_api::{ChosenStrategy, Phase, RowStep, VolumePlan, VolumeResizeStatus};
@@ -48,6 +48,9 @@ pub fn plan_in_place(
         );
     }
     let mut expansion = expand_rows(&mut status, observed, sts_name, now);
+    if let Some(decision) = after_refusal(&status, &mut expansion, observed, sts_whole, now) {
+        return decision;
+    }
     // A claim that has not reached its size within `timeoutSeconds` (a driver that never finishes,
     // a pod that can never restart) ends the resize, while the StatefulSet is whole (it is, until
     // every claim has its size). A requested grow is not undone: the claim keeps asking for it.
@@ -89,6 +92,34 @@ pub fn plan_in_place(
         return decide(status, expansion.actions, summary);
     }
     with_new_template(status, previous, observed, now)
+}
+
+/// A size the driver refused (KEP-1790) is never asked for again: its request is lowered first,
+/// then, the StatefulSet whole, the resize fails. `None`: go on (the StatefulSet is being replaced).
+fn after_refusal(
+    status: &VolumeResizeStatus,
+    expansion: &mut Expansion,
+    observed: &Observed,
+    sts_whole: bool,
+    now: &Time,
+) -> Option<Decision> {
+    let refusal = refused(status)?;
+    let mut status = status.clone();
+    let lowering = std::mem::take(&mut expansion.lowering);
+    if !lowering.is_empty() {
+        return Some(decide(status, lowering, "lowering requests the driver refused"));
+    }
+    if observed.stateful_set.is_none() {
+        return Some(decide(
+            status,
+            vec![ResizeAction::RecreateStatefulSet],
+            "re-creating the StatefulSet before failing: the driver refused a size",
+        ));
+    }
+    sts_whole.then(|| {
+        update_progress(&mut status);
+        fail(status, refusal, now)
+    })
 }
 
 /// The in-place rows not finished yet.
@@ -133,9 +164,23 @@ fn stop_on_delete(status: VolumeResizeStatus, observed: &Observed, now: &Time) -
 /// growth to finish, those held down until it has, and whether every claim has its size.
 struct Expansion {
     actions: Vec<ResizeAction>,
+    /// Requests lowered back from a size the driver refused.
+    lowering: Vec<ResizeAction>,
     waiting_restart: Vec<(i32, String, Remedy)>,
     held_down: Vec<i32>,
     all_expanded: bool,
+}
+
+impl Expansion {
+    fn new() -> Self {
+        Expansion {
+            actions: Vec::new(),
+            lowering: Vec::new(),
+            waiting_restart: Vec::new(),
+            held_down: Vec::new(),
+            all_expanded: true,
+        }
+    }
 }
 
 /// Each in-place row: expanded, its claim's request raised, or waiting for its capacity (and for
@@ -146,12 +191,7 @@ fn expand_rows(
     sts_name: &str,
     now: &Time,
 ) -> Expansion {
-    let mut expansion = Expansion {
-        actions: Vec::new(),
-        waiting_restart: Vec::new(),
-        held_down: Vec::new(),
-        all_expanded: true,
-    };
+    let mut expansion = Expansion::new();
     for row in status
         .plan
         .iter_mut()
@@ -173,6 +213,9 @@ fn expand_rows(
         expansion.all_expanded = false;
         row.started_at.get_or_insert_with(|| now.clone());
         let pod_name = format!("{sts_name}-{}", row.replica);
+        if refused_row(row, claim, &mut expansion) {
+            continue;
+        }
         if claim.requested_bytes < target {
             row.step = Some(RowStep::Expanding);
             expansion.actions.push(ResizeAction::ExpandClaim {
@@ -216,6 +259,55 @@ fn expand_rows(
         }
     }
     expansion
+}
+
+/// A row whose size the driver refused (now, or on an earlier pass): its request is lowered back,
+/// and nothing else is asked for it. Whether the row was one.
+fn refused_row(row: &mut VolumePlan, claim: &ClaimView, expansion: &mut Expansion) -> bool {
+    if let Some(why) = &claim.expansion_infeasible {
+        row.expansion_refused.get_or_insert_with(|| why.clone());
+    }
+    if row.expansion_refused.is_none() {
+        return false;
+    }
+    // The API server takes a lower request only above the capacity (KEP-1790): the least such
+    // size, which the driver can give.
+    let back = recovery_bytes(claim.capacity_bytes);
+    if claim.requested_bytes > back {
+        expansion.lowering.push(ResizeAction::ExpandClaim {
+            claim: row.claim_name.clone(),
+            bytes: back,
+        });
+    }
+    row.step = Some(RowStep::WaitingForCapacity);
+    true
+}
+
+/// What a claim whose growth was refused asks for instead: one MiB above its capacity, the least the
+/// API server accepts below a refused request (it refuses the capacity itself).
+pub fn recovery_bytes(capacity_bytes: u64) -> u64 {
+    capacity_bytes.saturating_add(1 << 20)
+}
+
+/// The rows whose size the driver refused, described, if any.
+fn refused(status: &VolumeResizeStatus) -> Option<String> {
+    let refused: Vec<String> = status
+        .plan
+        .iter()
+        .filter_map(|row| {
+            let why = row.expansion_refused.as_ref()?;
+            Some(format!(
+                "the driver cannot grow {} to {} ({why}); its request went back to 1 MiB above its capacity, the least Kubernetes allows",
+                row.claim_name, row.target_size
+            ))
+        })
+        .collect();
+    (!refused.is_empty()).then(|| {
+        format!(
+            "{}; the other claims keep the size they ask for (a grow is not undone)",
+            refused.join("; ")
+        )
+    })
 }
 
 /// The claims that have taken longer than `timeout_seconds` to reach their size, described.

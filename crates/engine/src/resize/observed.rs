@@ -166,6 +166,9 @@ pub struct ClaimView {
     /// Its status says Bound (a claim created with `volumeName` is Pending until the PV controller
     /// binds the volume to it).
     pub bound: bool,
+    /// Why its growth cannot succeed, when its resize status says `ControllerResizeInfeasible` or
+    /// `NodeResizeInfeasible` (KEP-1790: the driver refused the size, e.g. past its maximum).
+    pub expansion_infeasible: Option<String>,
     /// When the claim was created (whole seconds).
     pub created: Option<Time>,
     /// Ferry already asked the PV controller to look at this claim again (annotation).

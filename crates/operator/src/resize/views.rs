@@ -63,6 +63,7 @@ pub(super) fn claim_view(claim: &PersistentVolumeClaim) -> ClaimView {
         deleting: claim.metadata.deletion_timestamp.is_some(),
         node_resize: node_resize(conditions),
         expansion_refused_in_use: expansion_refused_in_use(conditions),
+        expansion_infeasible: expansion_infeasible(status, conditions),
         bound: status.and_then(|s| s.phase.as_deref()) == Some("Bound"),
         created: claim.metadata.creation_timestamp.clone(),
         nudged: claim.annotations().contains_key(ANNOTATION_BIND_NUDGE),
@@ -91,6 +92,25 @@ fn expansion_refused_in_use(conditions: &[PersistentVolumeClaimCondition]) -> bo
         && holds("ControllerResizeError")
             .and_then(|c| c.message.as_deref())
             .is_some_and(|message| message.contains("code = FailedPrecondition"))
+}
+
+/// Why a claim's growth cannot succeed: its resize status (KEP-1790) says infeasible; the words are
+/// the resize error's condition (the driver's own message), else the status itself.
+fn expansion_infeasible(
+    status: Option<&k8s_openapi::api::core::v1::PersistentVolumeClaimStatus>,
+    conditions: &[PersistentVolumeClaimCondition],
+) -> Option<String> {
+    let state = status?.allocated_resource_statuses.as_ref()?.get("storage")?;
+    let error = match state.as_str() {
+        "ControllerResizeInfeasible" => "ControllerResizeError",
+        "NodeResizeInfeasible" => "NodeResizeError",
+        _ => return None,
+    };
+    let words = holding(conditions, error).and_then(|c| c.message.clone());
+    Some(match words {
+        Some(words) => format!("{state}: {words}"),
+        None => state.clone(),
+    })
 }
 
 /// The claim's condition of this type, when it holds (status True).

@@ -217,3 +217,57 @@ async fn capacity(harness: &Harness, claim: &str) -> u64 {
     let status = claims.get(claim).await.unwrap().status.unwrap();
     ferry_testenv::quantity::bytes(status.capacity.unwrap().get("storage").unwrap()).unwrap()
 }
+
+/// KEP-1790 on the real driver: a size it refuses (OUT_OF_RANGE, past its backing file system)
+/// leaves the claim `ControllerResizeInfeasible`; Ferry lowers the request back to the least the
+/// API server accepts, fails the resize saying why, and the replica serves on with its data.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_size_the_driver_refuses_is_lowered_back_and_the_resize_fails_saying_why() {
+    let harness = Harness::start("real-infeasible").await;
+    let seeds = writer(&harness, 1, CLASS_BLOCK, "320Mi").await;
+    harness
+        .create_resize(
+            "huge",
+            json!({"statefulSetName": "db", "volumes": [{"name": "data", "size": "1Ti"}]}),
+        )
+        .await;
+    let resize = crate::real_node::wait_phase(&harness, "huge", 120).await;
+    let status = resize.status.unwrap();
+    assert_eq!(
+        status.phase,
+        Some(ferry_api::Phase::Failed),
+        "{:?}",
+        status.message
+    );
+    let message = status.message.unwrap_or_default();
+    assert!(
+        message.contains("cannot grow data-db-0 to 1Ti")
+            && message.contains("ControllerResizeInfeasible")
+            && message.contains("OutOfRange"),
+        "{message}"
+    );
+    assert!(status.plan[0].expansion_refused.is_some(), "{:?}", status.plan[0]);
+    // The claim asks for 1 MiB above what it has, and its resize status is clear again.
+    let claims: Api<PersistentVolumeClaim> = harness.ns.api();
+    let claim = wait_until("the claim to leave the infeasible state", 60, || async {
+        let claim = claims.get("data-db-0").await.ok()?;
+        let status = claim.status.clone()?;
+        let infeasible = status
+            .allocated_resource_statuses
+            .as_ref()
+            .is_some_and(|s| s.get("storage").is_some_and(|v| v.ends_with("Infeasible")));
+        (!infeasible).then_some(claim)
+    })
+    .await
+    .unwrap();
+    let requested = claim.spec.unwrap().resources.unwrap().requests.unwrap()["storage"]
+        .0
+        .clone();
+    let requested = ferry_api::parse_bytes(&requested).unwrap();
+    assert!(
+        (320 << 20..1 << 30).contains(&requested),
+        "asks for {requested} bytes"
+    );
+    assert_nothing_lost(&harness, 1, &seeds).await;
+    harness.finish().await;
+}

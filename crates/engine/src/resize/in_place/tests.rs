@@ -650,3 +650,48 @@ fn a_target_that_is_not_a_size_fails_the_resize_instead_of_succeeding_without_it
         Some(r#"target size "lots" of data-db-0 is not a size"#)
     );
 }
+
+/// KEP-1790: a size the driver refused (the claim's resize status says infeasible) is lowered back
+/// to the least the API server accepts, recorded on the row so it is never asked for again, and
+/// the resize fails once the claim asks for no more; a claim that grew meanwhile is not lowered.
+#[test]
+fn a_size_the_driver_refused_is_lowered_back_recorded_and_fails_the_resize() {
+    let mut observed = cluster(2, 2 * GI, GI, NodeResize::Idle);
+    let refusal = "ControllerResizeInfeasible: rpc error: code = OutOfRange desc = too big";
+    observed.claims.get_mut("data-db-1").unwrap().expansion_infeasible = Some(refusal.into());
+    let decision = plan(&planned(2), &observed);
+    assert_eq!(
+        decision.actions,
+        vec![ResizeAction::ExpandClaim {
+            claim: "data-db-1".into(),
+            bytes: GI + (1 << 20)
+        }]
+    );
+    assert_eq!(decision.status.phase, Some(Phase::Running));
+    // Written before the patch: killed here, the next pass lowers it again.
+    assert_eq!(
+        decision.status.plan[1].expansion_refused.as_deref(),
+        Some(refusal)
+    );
+    assert_eq!(plan(&decision.status, &observed).actions, decision.actions);
+
+    // Lowered: the infeasible status is gone and the claim asks for less than the target, which is
+    // never asked for again; the resize fails saying why, its other claim's grow kept.
+    let claim = observed.claims.get_mut("data-db-1").unwrap();
+    claim.expansion_infeasible = None;
+    claim.requested_bytes = GI + (1 << 20);
+    let failed = plan(&decision.status, &observed);
+    assert!(failed.actions.is_empty(), "{:?}", failed.actions);
+    assert_eq!(failed.status.phase, Some(Phase::Failed));
+    let message = failed.status.message.unwrap();
+    assert!(
+        message.contains("cannot grow data-db-1 to 2Gi") && message.contains("OutOfRange"),
+        "{message}"
+    );
+    assert!(!message.contains("data-db-0"), "{message}");
+
+    // A claim that really grew by the MiB it asked for is not lowered further.
+    let claim = observed.claims.get_mut("data-db-1").unwrap();
+    claim.capacity_bytes = GI + (1 << 20);
+    assert!(plan(&decision.status, &observed).actions.is_empty());
+}
