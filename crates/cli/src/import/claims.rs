@@ -74,6 +74,18 @@ fn ordinal(name: &str, template: &str, sts: &str) -> Option<i32> {
     name.strip_prefix(&format!("{template}-{sts}-"))?.parse().ok()
 }
 
+/// [`pending`] for the StatefulSet object `stateful_set` named `name` in `namespace`: its own
+/// templates and replicas against the claims in the file.
+pub fn pending_of(stateful_set: &Value, name: &str, namespace: Option<&str>, claims: &[Claim]) -> Pending {
+    pending(
+        name,
+        namespace,
+        &templates(stateful_set),
+        replicas(stateful_set),
+        claims,
+    )
+}
+
 pub fn pending(
     sts: &str,
     namespace: Option<&str>,

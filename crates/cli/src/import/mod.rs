@@ -131,15 +131,7 @@ fn stateful_set(source: &Source, object: &Value, claims: &[claims::Claim]) -> Ve
 /// The vshn controller marks only the StatefulSets it has resized; one it never touched may
 /// still have claims smaller than its template, a resize it would have made.
 fn drift(source: &Source, object: &Value, claims: &[claims::Claim]) -> Option<String> {
-    let replicas = claims::replicas(object);
-    let templates = claims::templates(object);
-    let pending = claims::pending(
-        &source.name,
-        source.namespace.as_deref(),
-        &templates,
-        replicas,
-        claims,
-    );
+    let pending = claims::pending_of(object, &source.name, source.namespace.as_deref(), claims);
     let changes: Vec<String> = pending
         .changes
         .iter()

@@ -65,14 +65,7 @@ fn idle(source: &Source, object: &Value, claims: &[Claim], in_place: bool, trans
          StatefulSet, and takes a template edit directly through its admission webhook",
     );
     let replicas = claims::replicas(object);
-    let templates = claims::templates(object);
-    let pending = claims::pending(
-        &source.name,
-        source.namespace.as_deref(),
-        &templates,
-        replicas,
-        claims,
-    );
+    let pending = claims::pending_of(object, &source.name, source.namespace.as_deref(), claims);
     if !pending.scaled_down.is_empty() {
         translation.note(format!(
             "not carried over: the resize of {}, claims of replicas not running (at or above \
