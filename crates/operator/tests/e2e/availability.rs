@@ -7,11 +7,10 @@ use crate::real_node::{assert_nothing_lost, wait_phase, writer_shaped};
 use crate::support::Harness;
 use ferry_api::{Phase, RowStep};
 use ferry_testenv::workload::acks_dir;
-use ferry_testenv::{CLASS_BLOCK, CLASS_BLOCK_FIXED, wait_until};
+use ferry_testenv::{CLASS_BLOCK, CLASS_BLOCK_FIXED};
 use k8s_openapi::api::core::v1::Pod;
-use k8s_openapi::api::policy::v1::PodDisruptionBudget;
-use kube::api::{ListParams, Patch, PatchParams, PostParams};
-use kube::{Api, ResourceExt};
+use kube::ResourceExt;
+use kube::api::{ListParams, Patch, PatchParams};
 use serde_json::json;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -122,23 +121,7 @@ async fn a_copy_waits_for_the_other_replicas_and_the_disruption_budget_before_a_
     );
 
     // db-1 serves again, but a budget now wants both replicas up: the stop still waits.
-    let budgets: Api<PodDisruptionBudget> = harness.ns.api();
-    let budget = serde_json::from_value(json!({
-        "metadata": {"name": "db"},
-        "spec": {"minAvailable": 2, "selector": {"matchLabels": {"app": "db"}}},
-    }))
-    .unwrap();
-    budgets.create(&PostParams::default(), &budget).await.unwrap();
-    wait_until(
-        "the disruption controller to count the budget's pods",
-        60,
-        || async {
-            let status = budgets.get_opt("db").await.ok().flatten()?.status?;
-            (status.expected_pods == 2 && status.disruptions_allowed == 0).then_some(())
-        },
-    )
-    .await
-    .unwrap();
+    let budgets = harness.budget_allowing_no_disruption(2).await;
     std::fs::remove_file(&marker).unwrap();
     let held = harness
         .wait_resize_for("grow", "the copy to wait for the budget", 120, |resize| {

@@ -23,6 +23,21 @@ fn assert_forbidden<T: std::fmt::Debug>(what: &str, result: Result<T, kube::Erro
     }
 }
 
+/// The rules of secret-references and update-hooks are not granted: the operator's identity may
+/// neither list Secrets nor read Jobs in `ns`.
+async fn assert_secrets_and_jobs_withheld(operator: &kube::Client, ns: &str) {
+    assert_forbidden(
+        "list Secrets",
+        Api::<Secret>::namespaced(operator.clone(), ns)
+            .list(&ListParams::default())
+            .await,
+    );
+    assert_forbidden(
+        "get a Job",
+        Api::<Job>::namespaced(operator.clone(), ns).get("any").await,
+    );
+}
+
 /// An ExtendedStatefulSet `name` of kwok pods with one `data` template, plus `extra` in its spec.
 fn extended(name: &str, extra: Value) -> Value {
     let template = serde_json::to_value(stateful_set(name, 1, CLASS_EXPANDABLE, "1Gi")).unwrap();
@@ -48,16 +63,7 @@ async fn switched_off_features_run_without_their_permissions() {
 
     // The permissions are gone: the operator's own identity is refused them.
     let operator = &harness.operator_client;
-    assert_forbidden(
-        "list Secrets",
-        Api::<Secret>::namespaced(operator.clone(), ns)
-            .list(&ListParams::default())
-            .await,
-    );
-    assert_forbidden(
-        "get a Job",
-        Api::<Job>::namespaced(operator.clone(), ns).get("any").await,
-    );
+    assert_secrets_and_jobs_withheld(operator, ns).await;
     let node = Api::<Node>::all(harness.client.clone())
         .list(&ListParams::default())
         .await
@@ -229,16 +235,7 @@ async fn switched_off_controllers_run_without_their_permissions_and_resizes_go_o
             .await,
     );
     // The features that only serve them went with them.
-    assert_forbidden(
-        "list Secrets",
-        Api::<Secret>::namespaced(operator.clone(), ns)
-            .list(&ListParams::default())
-            .await,
-    );
-    assert_forbidden(
-        "get a Job",
-        Api::<Job>::namespaced(operator.clone(), ns).get("any").await,
-    );
+    assert_secrets_and_jobs_withheld(operator, ns).await;
 
     // The seed's `auto-scaled` opt-in would make a VolumeAutoscaler, which this operator may not
     // even read: the trigger beside it must still become a resize that succeeds, and no autoscaler

@@ -17,9 +17,8 @@ use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{PersistentVolume, Pod, Secret};
 use k8s_openapi::api::events::v1::Event;
-use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::api::rbac::v1::ClusterRole;
-use kube::api::{DeleteParams, ListParams, PostParams};
+use kube::api::{DeleteParams, ListParams};
 use kube::{Api, ResourceExt};
 use serde_json::json;
 
@@ -305,23 +304,7 @@ async fn the_chart_runs_ferry_on_the_node_hands_over_mid_resize_and_uninstalls_c
     // A copy through the installed operator, held after its warm pass by a budget that allows no
     // disruption, so that it is surely still running through the hand-over and the upgrade.
     let seeds = writer_with(&harness, 1, CLASS_BLOCK_FIXED, "64Mi", 8 << 10, 0).await;
-    let budgets: Api<PodDisruptionBudget> = harness.ns.api();
-    let budget = serde_json::from_value(json!({
-        "metadata": {"name": "db"},
-        "spec": {"maxUnavailable": 0, "selector": {"matchLabels": {"app": "db"}}},
-    }))
-    .unwrap();
-    budgets.create(&PostParams::default(), &budget).await.unwrap();
-    wait_until(
-        "the disruption controller to count the budget's pod",
-        60,
-        || async {
-            let status = budgets.get_opt("db").await.ok().flatten()?.status?;
-            (status.expected_pods == 1 && status.disruptions_allowed == 0).then_some(())
-        },
-    )
-    .await
-    .unwrap();
+    let budgets = harness.budget_allowing_no_disruption(1).await;
     let lease_name = format!("{fullname}-leader");
     let first = leader(&harness, &lease_name).await;
     harness

@@ -580,6 +580,32 @@ pub struct Seeded {
 impl Harness {
     /// Creates the StatefulSet, waits until all its replicas are Ready, and writes `files` sample
     /// files into every claim of the given templates; returns what each claim held.
+    /// A PodDisruptionBudget `db` over the pods labelled `app=db` that wants all `pods` of them up
+    /// (so allows no disruption), once the disruption controller has counted them.
+    pub async fn budget_allowing_no_disruption(
+        &self,
+        pods: i32,
+    ) -> Api<k8s_openapi::api::policy::v1::PodDisruptionBudget> {
+        let budgets: Api<k8s_openapi::api::policy::v1::PodDisruptionBudget> = self.ns.api();
+        let budget = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "db"},
+            "spec": {"minAvailable": pods, "selector": {"matchLabels": {"app": "db"}}},
+        }))
+        .unwrap();
+        budgets.create(&PostParams::default(), &budget).await.unwrap();
+        wait_until(
+            "the disruption controller to count the budget's pods",
+            60,
+            || async {
+                let status = budgets.get_opt("db").await.ok().flatten()?.status?;
+                (status.expected_pods == pods && status.disruptions_allowed == 0).then_some(())
+            },
+        )
+        .await
+        .unwrap();
+        budgets
+    }
+
     /// Creates the StatefulSet and waits until all its replicas are Ready.
     pub async fn healthy_stateful_set(&self, sts: k8s_openapi::api::apps::v1::StatefulSet) {
         use ferry_testenv::fixtures::wait_ready;
