@@ -117,13 +117,7 @@ async fn run_copy(harness: &Harness, before: &Before, spec: serde_json::Value) -
     let stop = Arc::new(AtomicBool::new(false));
     let sampler = watch_unavailable(harness.ns.api(), "db", 3, stop.clone());
     harness.create_resize("copy", spec).await;
-    let api = harness.ns.api::<ferry_api::VolumeResize>();
-    let resize = ferry_testenv::wait_until("the copy to finish", 180, || async {
-        let resize = api.get_opt("copy").await.ok().flatten()?;
-        resize.phase().is_terminal().then_some(resize)
-    })
-    .await
-    .unwrap();
+    let resize = harness.wait_terminal("copy", "the copy to finish", 180).await;
     stop.store(true, Ordering::Relaxed);
     let most = sampler.await.unwrap();
     assert_eq!(

@@ -105,12 +105,9 @@ async fn copy_waits_while_the_budget_allows_no_disruption() {
         .patch("db", &PatchParams::default(), &Patch::Merge(relax))
         .await
         .unwrap();
-    let done = wait_until("the copy to finish once allowed", 180, || async {
-        let resize = api.get_opt("copy").await.ok().flatten()?;
-        resize.phase().is_terminal().then_some(resize)
-    })
-    .await
-    .unwrap();
+    let done = harness
+        .wait_terminal("copy", "the copy to finish once allowed", 180)
+        .await;
     assert_eq!(
         done.phase(),
         Phase::Succeeded,

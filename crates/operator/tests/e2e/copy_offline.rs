@@ -8,7 +8,7 @@ use ferry_testenv::fixtures::{
     claim_directory, stateful_set_with, tree_checksum, wait_ready, write_sample_data,
 };
 use ferry_testenv::quantity::bytes;
-use ferry_testenv::{CLASS_EXPANDABLE, CLASS_FIXED, MOVER_LABEL, wait_until};
+use ferry_testenv::{CLASS_EXPANDABLE, CLASS_FIXED, MOVER_LABEL};
 use k8s_openapi::api::apps::v1::StatefulSet;
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim, Pod};
 use kube::Api;
@@ -80,13 +80,9 @@ async fn offline_mode_copies_two_templates_with_all_replicas_down_together() {
         "volumes": [{"name": "data", "size": "512Mi"}, {"name": "logs", "size": "256Mi", "storageClassName": CLASS_FIXED}],
     });
     harness.create_resize("offline", spec).await;
-    let api = harness.ns.api::<ferry_api::VolumeResize>();
-    let resize = wait_until("the offline copy to finish", 240, || async {
-        let resize = api.get_opt("offline").await.ok().flatten()?;
-        resize.phase().is_terminal().then_some(resize)
-    })
-    .await
-    .unwrap();
+    let resize = harness
+        .wait_terminal("offline", "the offline copy to finish", 240)
+        .await;
     stop.store(true, Ordering::Relaxed);
     sampler.await.unwrap();
     assert_eq!(

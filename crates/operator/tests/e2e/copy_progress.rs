@@ -80,12 +80,7 @@ async fn a_running_copy_shows_live_bytes_and_its_steps_are_timed() {
         "{command:?}"
     );
 
-    let resize = ferry_testenv::wait_until("the copy to finish", 180, || async {
-        let resize = api.get_opt("copy").await.ok().flatten()?;
-        resize.phase().is_terminal().then_some(resize)
-    })
-    .await
-    .unwrap();
+    let resize = harness.wait_terminal("copy", "the copy to finish", 180).await;
     assert_eq!(resize.phase(), Phase::Succeeded, "{:?}", resize.status);
     harness.assert_data_intact(&seeded).await;
 

@@ -38,13 +38,9 @@ async fn failed_verification_rolls_the_replica_back_with_data_intact() {
     let spec =
         json!({"statefulSetName": "db", "warmCopy": false, "volumes": [{"name": "data", "size": "512Mi"}]});
     harness.create_resize("copy", spec).await;
-    let api = harness.ns.api::<ferry_api::VolumeResize>();
-    let resize = ferry_testenv::wait_until("the copy to fail and roll back", 120, || async {
-        let resize = api.get_opt("copy").await.ok().flatten()?;
-        resize.phase().is_terminal().then_some(resize)
-    })
-    .await
-    .unwrap();
+    let resize = harness
+        .wait_terminal("copy", "the copy to fail and roll back", 120)
+        .await;
     let status = resize.status.clone().unwrap();
     assert_eq!(resize.phase(), Phase::Failed);
     let message = status.message.clone().unwrap();
@@ -118,12 +114,7 @@ async fn rollback_on_request_puts_replicas_back_on_their_old_volumes() {
         )
         .await;
     let api = harness.ns.api::<ferry_api::VolumeResize>();
-    let done = ferry_testenv::wait_until("the copy to succeed", 120, || async {
-        let resize = api.get_opt("copy").await.ok().flatten()?;
-        resize.phase().is_terminal().then_some(resize)
-    })
-    .await
-    .unwrap();
+    let done = harness.wait_terminal("copy", "the copy to succeed", 120).await;
     assert_eq!(done.phase(), Phase::Succeeded);
     // A write after the swap lands on the new volume only.
     let new_dir = claim_directory(&claims, &volumes, "data-db-0").await.unwrap();

@@ -298,12 +298,9 @@ async fn second_resize_on_the_same_stateful_set_waits_its_turn() {
     // When the first is done, the second takes its turn and finishes too.
     let api = harness.ns.api::<ferry_api::VolumeResize>();
     for name in ["first", "second"] {
-        let done = ferry_testenv::wait_until(&format!("{name} to finish"), 240, || async {
-            let resize = api.get_opt(name).await.ok().flatten()?;
-            resize.phase().is_terminal().then_some(resize)
-        })
-        .await
-        .unwrap();
+        let done = harness
+            .wait_terminal(name, &format!("{name} to finish"), 240)
+            .await;
         assert_eq!(
             done.phase(),
             Phase::Succeeded,

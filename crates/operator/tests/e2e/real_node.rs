@@ -96,18 +96,9 @@ pub(crate) async fn seed_checksum(harness: &Harness, claim: &str) -> String {
 }
 
 pub(crate) async fn wait_phase(harness: &Harness, name: &str, seconds: u64) -> VolumeResize {
-    let api = harness.ns.api::<VolumeResize>();
-    wait_until(&format!("VolumeResize {name} to finish"), seconds, || async {
-        let resize = api.get_opt(name).await.ok().flatten()?;
-        resize
-            .status
-            .as_ref()
-            .and_then(|s| s.phase)
-            .is_some_and(Phase::is_terminal)
-            .then_some(resize)
-    })
-    .await
-    .unwrap()
+    harness
+        .wait_terminal(name, &format!("VolumeResize {name} to finish"), seconds)
+        .await
 }
 
 /// Creates the VolumeResize `name` and waits (up to `seconds`) for it to end Succeeded.

@@ -380,6 +380,13 @@ impl Harness {
         }
     }
 
+    /// Waits until the VolumeResize has ended (succeeded or failed), at most `seconds`; a timeout
+    /// panics saying where it stood.
+    pub async fn wait_terminal(&self, name: &str, what: &str, seconds: u64) -> VolumeResize {
+        self.wait_resize_for(name, what, seconds, |resize| resize.phase().is_terminal())
+            .await
+    }
+
     /// The VolumeResize `name`'s status and the Events about it and its StatefulSet, for a failure
     /// message: a test that times out says where the resize stood.
     pub async fn describe_resize(&self, name: &str) -> String {
@@ -395,9 +402,74 @@ impl Harness {
             .map(|(kind, reason, note)| format!("  {kind} {reason}: {note}"))
             .collect();
         format!(
-            "VolumeResize {name} status: {status}\nEvents:\n{}",
-            events.join("\n")
+            "VolumeResize {name} status: {status}\nEvents:\n{}\n{}",
+            events.join("\n"),
+            self.describe_workload(&stateful_set).await
         )
+    }
+
+    /// One line per pod and claim of the namespace and one for the StatefulSet: what a resize
+    /// that stalled was waiting on.
+    async fn describe_workload(&self, stateful_set: &str) -> String {
+        use k8s_openapi::api::apps::v1::StatefulSet;
+        use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod};
+        let mut lines = Vec::new();
+        match self.ns.api::<StatefulSet>().get_opt(stateful_set).await {
+            Ok(Some(sts)) => lines.push(format!(
+                "StatefulSet {stateful_set}: uid {} status {}",
+                sts.uid().unwrap_or_default(),
+                serde_json::to_string(&sts.status).unwrap_or_default()
+            )),
+            other => lines.push(format!("StatefulSet {stateful_set}: {other:?}")),
+        }
+        for pod in self
+            .ns
+            .api::<Pod>()
+            .list(&Default::default())
+            .await
+            .map(|l| l.items)
+            .unwrap_or_default()
+        {
+            let status = pod.status.clone().unwrap_or_default();
+            let ready = status
+                .conditions
+                .iter()
+                .flatten()
+                .find(|c| c.type_ == "Ready")
+                .map(|c| c.status.clone());
+            lines.push(format!(
+                "Pod {}: uid {} phase {:?} ready {ready:?} node {:?} deleting {:?} owners {:?}",
+                pod.name_any(),
+                pod.uid().unwrap_or_default(),
+                status.phase,
+                pod.spec.as_ref().and_then(|s| s.node_name.clone()),
+                pod.metadata.deletion_timestamp.as_ref().map(|t| t.0.to_string()),
+                pod.owner_references()
+                    .iter()
+                    .map(|o| o.uid.clone())
+                    .collect::<Vec<_>>(),
+            ));
+        }
+        let claims = self
+            .ns
+            .api::<PersistentVolumeClaim>()
+            .list(&Default::default())
+            .await;
+        for claim in claims.map(|l| l.items).unwrap_or_default() {
+            lines.push(format!(
+                "PersistentVolumeClaim {}: phase {:?} volume {:?} deleting {:?} finalizers {:?}",
+                claim.name_any(),
+                claim.status.as_ref().and_then(|s| s.phase.clone()),
+                claim.spec.as_ref().and_then(|s| s.volume_name.clone()),
+                claim
+                    .metadata
+                    .deletion_timestamp
+                    .as_ref()
+                    .map(|t| t.0.to_string()),
+                claim.finalizers(),
+            ));
+        }
+        lines.join("\n")
     }
 
     /// Waits until the namespaced object `name` of kind `K` satisfies `done`, returning it.
