@@ -270,6 +270,12 @@ pub struct VolumePlan {
     pub current_storage_class: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub target_storage_class: Option<String>,
+    /// The VolumeAttributesClass the claim named before the resize (unset: none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub current_attributes_class: Option<String>,
+    /// The VolumeAttributesClass the claim names after it: a copy's new volume is made with it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target_attributes_class: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bytes_done: Option<u64>,
     /// Bytes the mover passes wrote to the new volume: the warm pass, plus what changed before the

@@ -38,6 +38,8 @@ pub enum ResizeAction {
         source_claim: String,
         bytes: u64,
         storage_class: Option<String>,
+        /// The VolumeAttributesClass its volume is made with.
+        attributes_class: Option<String>,
     },
     /// Start a mover pod copying `source` claim to `target` claim.
     StartMover {
@@ -83,5 +85,7 @@ pub enum ResizeAction {
         volume: String,
         bytes: u64,
         storage_class: Option<String>,
+        /// The volume's own VolumeAttributesClass: the PV controller binds no other.
+        attributes_class: Option<String>,
     },
 }

@@ -113,6 +113,8 @@ pub struct TemplateView {
     pub raw_block: bool,
     /// `ReadWriteOncePod`: no second pod may mount it while the replica runs.
     pub read_write_once_pod: bool,
+    /// The VolumeAttributesClass it names.
+    pub attributes_class: Option<String>,
 }
 
 impl TemplateView {
@@ -150,6 +152,8 @@ impl StorageClassView {
 pub struct ClaimView {
     pub uid: String,
     pub storage_class: Option<String>,
+    /// The VolumeAttributesClass its spec names.
+    pub attributes_class: Option<String>,
     /// `spec.resources.requests.storage` in bytes (0: none).
     pub requested_bytes: u64,
     /// `status.capacity.storage` in bytes (0: none yet).
@@ -235,6 +239,8 @@ pub struct VolumeView {
     pub claim_uid: Option<String>,
     /// `status.phase` (Available, Bound, Released, …), written by the PV controller.
     pub phase: String,
+    /// Its VolumeAttributesClass: the PV controller binds it only to a claim naming the same.
+    pub attributes_class: Option<String>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

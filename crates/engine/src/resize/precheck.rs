@@ -245,6 +245,9 @@ fn row_of_replica(
         .and_then(|c| c.storage_class.clone())
         .or_else(|| change.current_class.map(str::to_string));
     let class_changes = claim_class.as_deref() != Some(change.class_name);
+    let attributes = claim
+        .map(|c| c.attributes_class.clone())
+        .unwrap_or_else(|| change.template.attributes_class.clone());
     let strategy = match current_bytes {
         Some(current_bytes) => choose(StrategyInput {
             requested: spec.strategy,
@@ -272,6 +275,8 @@ fn row_of_replica(
         target_bytes: Some(change.bytes),
         current_storage_class: claim_class,
         target_storage_class: Some(change.class_name.to_string()),
+        target_attributes_class: attributes.clone(),
+        current_attributes_class: attributes,
         ..VolumePlan::default()
     })
 }

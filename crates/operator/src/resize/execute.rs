@@ -117,6 +117,7 @@ async fn carry_out(
             source_claim,
             bytes,
             storage_class,
+            attributes_class,
         } => {
             let access_modes = Api::<PersistentVolumeClaim>::namespaced(client.clone(), namespace)
                 .get_opt(source_claim)
@@ -129,6 +130,7 @@ async fn carry_out(
                 access_modes,
                 storage_class.clone(),
                 *bytes,
+                attributes_class.clone(),
             );
             ignore_conflict(
                 Api::<PersistentVolumeClaim>::namespaced(client, namespace)
@@ -236,12 +238,18 @@ async fn carry_out(
             volume,
             bytes,
             storage_class,
+            attributes_class,
         } => {
             let backup = Api::<ConfigMap>::namespaced(client.clone(), namespace)
                 .get(&backup_name(resize))
                 .await?;
             let sts = objects::restore(&backup)?;
-            let bound = objects::bound_claim(&sts, template, claim, volume, *bytes, storage_class.clone());
+            let shape = objects::ClaimShape {
+                bytes: *bytes,
+                storage_class: storage_class.clone(),
+                attributes_class: attributes_class.clone(),
+            };
+            let bound = objects::bound_claim(&sts, template, claim, volume, shape);
             ignore_conflict(
                 Api::<PersistentVolumeClaim>::namespaced(client, namespace)
                     .create(&crate::writes::create(), &bound)
@@ -423,6 +431,7 @@ mod tests {
                     source_claim: "data-db-0".into(),
                     bytes: 1 << 30,
                     storage_class: None,
+                    attributes_class: None,
                 },
                 "data-db-0-ferry-abc".to_string(),
             ),

@@ -368,20 +368,22 @@ fn storage_request(bytes: u64) -> VolumeResourceRequirements {
     }
 }
 
-/// The temporary claim a copy goes to: owned by the resize, at the new size and class, with the
-/// source claim's access modes.
+/// The temporary claim a copy goes to: owned by the resize, at the new size, class and attributes
+/// class, with the source claim's access modes.
 pub fn target_claim(
     owner: &Owner,
     name: &str,
     access_modes: Vec<String>,
     storage_class: Option<String>,
     bytes: u64,
+    attributes_class: Option<String>,
 ) -> PersistentVolumeClaim {
     PersistentVolumeClaim {
         metadata: owner.metadata(name),
         spec: Some(PersistentVolumeClaimSpec {
             access_modes: Some(access_modes),
             storage_class_name: storage_class,
+            volume_attributes_class_name: attributes_class,
             resources: Some(storage_request(bytes)),
             ..PersistentVolumeClaimSpec::default()
         }),
@@ -389,15 +391,22 @@ pub fn target_claim(
     }
 }
 
+/// What a claim bound to a given volume asks for: the volume's size, class and attributes class
+/// (the PV controller binds a claim only to a volume of the same class and attributes class).
+pub struct ClaimShape {
+    pub bytes: u64,
+    pub storage_class: Option<String>,
+    pub attributes_class: Option<String>,
+}
+
 /// The claim `sts` would make for `claim` from its template `template`, but bound to `volume` and
-/// sized as it. Not owned by the resize: it is the StatefulSet's claim from now on.
+/// shaped as it. Not owned by the resize: it is the StatefulSet's claim from now on.
 pub fn bound_claim(
     sts: &StatefulSet,
     template: &str,
     claim: &str,
     volume: &str,
-    bytes: u64,
-    storage_class: Option<String>,
+    shape: ClaimShape,
 ) -> PersistentVolumeClaim {
     let spec = sts.spec.as_ref();
     let template = spec
@@ -425,9 +434,10 @@ pub fn bound_claim(
         },
         spec: Some(PersistentVolumeClaimSpec {
             access_modes: Some(access_modes),
-            storage_class_name: storage_class,
+            storage_class_name: shape.storage_class,
+            volume_attributes_class_name: shape.attributes_class,
             volume_name: Some(volume.to_string()),
-            resources: Some(storage_request(bytes)),
+            resources: Some(storage_request(shape.bytes)),
             ..PersistentVolumeClaimSpec::default()
         }),
         ..PersistentVolumeClaim::default()

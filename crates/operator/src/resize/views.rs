@@ -31,6 +31,7 @@ pub(super) fn stateful_set_view(sts: &StatefulSet) -> StatefulSetView {
                 read_write_once_pod: claim_spec
                     .and_then(|s| s.access_modes.as_ref())
                     .is_some_and(|modes| modes.iter().any(|m| m == "ReadWriteOncePod")),
+                attributes_class: claim_spec.and_then(|s| s.volume_attributes_class_name.clone()),
             };
             (template.name_any(), view)
         })
@@ -57,6 +58,7 @@ pub(super) fn claim_view(claim: &PersistentVolumeClaim) -> ClaimView {
     ClaimView {
         uid: claim.uid().unwrap_or_default(),
         storage_class: spec.and_then(|s| s.storage_class_name.clone()),
+        attributes_class: spec.and_then(|s| s.volume_attributes_class_name.clone()),
         requested_bytes: bytes(requested_storage(spec)).unwrap_or(0),
         capacity_bytes: bytes(capacity).unwrap_or(0),
         volume_name: spec.and_then(|s| s.volume_name.clone()),
@@ -144,5 +146,6 @@ pub(super) fn volume_view(volume: &PersistentVolume) -> VolumeView {
             .as_ref()
             .and_then(|s| s.phase.clone())
             .unwrap_or_default(),
+        attributes_class: spec.and_then(|s| s.volume_attributes_class_name.clone()),
     }
 }

@@ -8,6 +8,7 @@ mod support;
 
 mod alone;
 mod api_outage;
+mod attributes;
 mod authors;
 mod autoscale;
 mod autoscale_usage;

@@ -112,6 +112,7 @@ fn advance_row(
             source_claim: row.claim_name.clone(),
             bytes,
             storage_class: row.target_storage_class.clone(),
+            attributes_class: row.target_attributes_class.clone(),
         });
         status.plan[i].step = Some(RowStep::CreatingTarget);
         step.summary = format!("creating the new volumes of {who}");

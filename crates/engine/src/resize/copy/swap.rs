@@ -141,6 +141,7 @@ pub fn swap_claim_to(
     vec![ResizeAction::BindClaim {
         claim: row.claim_name.clone(),
         template: row.volume.clone(),
+        attributes_class: volume.attributes_class.clone(),
         volume: target,
         bytes,
         storage_class: class,

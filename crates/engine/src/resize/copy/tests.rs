@@ -197,8 +197,27 @@ impl Cluster {
                 claim_name: Some(claim.into()),
                 claim_uid: Some(uid),
                 phase: "Bound".into(),
+                attributes_class: None,
             },
         );
+    }
+
+    /// Every claim and volume of the replicas, and the template, name the attributes class
+    /// `class` (provisioned with it).
+    fn with_attributes(mut self, class: &str) -> Self {
+        let class = Some(class.to_string());
+        for claim in self.observed.claims.values_mut() {
+            claim.attributes_class = class.clone();
+        }
+        for volume in self.observed.volumes.values_mut() {
+            volume.attributes_class = class.clone();
+        }
+        if let Some(sts) = self.observed.stateful_set.as_mut() {
+            for template in sts.templates.values_mut() {
+                template.attributes_class = class.clone();
+            }
+        }
+        self
     }
 
     /// What the StatefulSet controller does: re-create missing pods while the StatefulSet exists;
@@ -236,9 +255,11 @@ impl Cluster {
                 .volume_name
                 .clone()
                 .and_then(|v| self.observed.volumes.get_mut(&v));
+            // The PV controller binds a claim only to a volume of its own attributes class.
             if let Some(volume) = volume
                 && volume.claim_name.as_deref() == Some(claim.as_str())
                 && volume.claim_uid.as_ref().is_none_or(|uid| uid == &c.uid)
+                && volume.attributes_class == c.attributes_class
             {
                 volume.claim_uid = Some(c.uid.clone());
                 volume.phase = "Bound".into();
@@ -322,11 +343,22 @@ impl Cluster {
     fn apply(&mut self, action: &ResizeAction) {
         match action {
             ResizeAction::BackupStatefulSet => self.observed.backup_exists = true,
-            ResizeAction::CreateTargetClaim { claim, .. } => {
+            ResizeAction::CreateTargetClaim {
+                claim,
+                attributes_class,
+                ..
+            } => {
                 if !self.observed.claims.contains_key(claim) {
                     // WaitForFirstConsumer in real life; bound at once here.
                     let volume = format!("pv-{claim}");
                     self.bind(claim, &volume, "Delete");
+                    // Provisioned with the claim's attributes class.
+                    if let Some(c) = self.observed.claims.get_mut(claim) {
+                        c.attributes_class = attributes_class.clone();
+                    }
+                    if let Some(v) = self.observed.volumes.get_mut(&volume) {
+                        v.attributes_class = attributes_class.clone();
+                    }
                     self.data.insert(volume, String::new());
                 }
             }
@@ -458,7 +490,12 @@ impl Cluster {
                     v.phase = "Released".into();
                 }
             }
-            ResizeAction::BindClaim { claim, volume, .. } => {
+            ResizeAction::BindClaim {
+                claim,
+                volume,
+                attributes_class,
+                ..
+            } => {
                 // A claim created before the PV controller saw the reservation would not bind.
                 let reserved = self.observed.volumes.get(volume).is_some_and(|v| {
                     v.claim_name.as_deref() == Some(claim.as_str())
@@ -477,6 +514,7 @@ impl Cluster {
                         ClaimView {
                             uid,
                             volume_name: Some(volume.clone()),
+                            attributes_class: attributes_class.clone(),
                             bound: false,
                             created: Some(Time(Timestamp::from_second(self.clock).unwrap())),
                             ..ClaimView::default()
@@ -990,6 +1028,28 @@ fn assert_reverted(cluster: &Cluster, status: &VolumeResizeStatus) {
 fn rollback_on_request_puts_every_replica_back_on_its_old_volume() {
     let mut cluster = Cluster::new();
     let (copied, _) = run(&mut cluster, None);
+    let (status, _) = revert(&mut cluster, copied, None);
+    assert_reverted(&cluster, &status);
+}
+
+/// The new volumes are made with the claims' attributes class, and a rollback binds each claim to
+/// its old volume again (the PV controller binds only a claim of the volume's attributes class).
+#[test]
+fn a_copy_keeps_the_attributes_class_and_a_rollback_binds_the_old_volumes_again() {
+    let mut cluster = Cluster::new().with_attributes("gold");
+    let mut status = planned();
+    for row in &mut status.plan {
+        row.current_attributes_class = Some("gold".into());
+        row.target_attributes_class = Some("gold".into());
+    }
+    let (copied, _) = drive(&resize(), &mut cluster, status, None, 500, &mut |_, _| {});
+    assert_copied(&cluster, &copied);
+    for replica in 0..REPLICAS {
+        let claim = &cluster.observed.claims[&format!("data-db-{replica}")];
+        assert_eq!(claim.attributes_class.as_deref(), Some("gold"));
+        let volume = &cluster.observed.volumes[claim.volume_name.as_ref().unwrap()];
+        assert_eq!(volume.attributes_class.as_deref(), Some("gold"));
+    }
     let (status, _) = revert(&mut cluster, copied, None);
     assert_reverted(&cluster, &status);
 }

@@ -309,6 +309,7 @@ fn a_target_claim_is_the_resizes_at_the_new_size_and_class() {
         vec!["ReadWriteOncePod".into()],
         Some("fast".into()),
         3 << 29,
+        Some("gold".into()),
     );
     assert_eq!(claim.metadata.name.as_deref(), Some("data-db-0-ferry-abc"));
     let labels = claim.metadata.labels.as_ref().unwrap();
@@ -318,6 +319,7 @@ fn a_target_claim_is_the_resizes_at_the_new_size_and_class() {
     assert_eq!(claim.metadata.owner_references.as_ref().unwrap()[0].uid, "uid-1");
     let spec = claim.spec.unwrap();
     assert_eq!(spec.storage_class_name.as_deref(), Some("fast"));
+    assert_eq!(spec.volume_attributes_class_name.as_deref(), Some("gold"));
     assert_eq!(spec.access_modes, Some(vec!["ReadWriteOncePod".to_string()]));
     assert_eq!(spec.volume_name, None);
     assert_eq!(
@@ -335,8 +337,11 @@ fn a_bound_claim_is_made_from_its_own_template() {
         "data-log",
         "data-log-db-0",
         "pv-1",
-        1 << 30,
-        None,
+        ClaimShape {
+            bytes: 1 << 30,
+            storage_class: None,
+            attributes_class: Some("gold".into()),
+        },
     );
     let labels = claim.metadata.labels.unwrap();
     assert_eq!(labels.get("kind").map(String::as_str), Some("log"));
@@ -348,6 +353,7 @@ fn a_bound_claim_is_made_from_its_own_template() {
     assert_eq!(spec.access_modes, Some(vec!["ReadWriteOncePod".to_string()]));
     assert_eq!(spec.volume_name.as_deref(), Some("pv-1"));
     assert_eq!(spec.storage_class_name, None);
+    assert_eq!(spec.volume_attributes_class_name.as_deref(), Some("gold"));
     assert_eq!(
         spec.resources.unwrap().requests.unwrap()["storage"],
         Quantity("1Gi".into())
@@ -675,6 +681,7 @@ fn the_typed_objects_serialize_as_the_json_ones_did() {
             vec!["ReadWriteOnce".into()],
             class.map(String::from),
             2 << 30,
+            None,
         );
         assert_eq!(serde_json::to_value(&claim).unwrap(), expected);
         assert_eq!(as_sent::<PersistentVolumeClaim>(old), expected);
@@ -706,8 +713,11 @@ fn the_typed_objects_serialize_as_the_json_ones_did() {
         "data",
         "data-db-0",
         "pv-1",
-        2 << 30,
-        Some("fast".into()),
+        ClaimShape {
+            bytes: 2 << 30,
+            storage_class: Some("fast".into()),
+            attributes_class: None,
+        },
     );
     assert_eq!(serde_json::to_value(&bound).unwrap(), expected_bound);
     assert_eq!(as_sent::<PersistentVolumeClaim>(old_bound), expected_bound);
