@@ -5,14 +5,56 @@
 pub mod down_webhook;
 
 /// With `FERRY_TEST_LOG` set (a `RUST_LOG`-style filter, e.g. `ferry_operator=debug`), the
-/// in-process operators log to stderr (`--nocapture` shows it), each line with its time.
+/// in-process operators log to stderr (`--nocapture` shows it), each line with its time. Without
+/// it they log at info to [`operator_log`], which a timed-out wait quotes for its namespace.
 fn log_operators() {
     if let Ok(filter) = std::env::var("FERRY_TEST_LOG") {
         let _ = tracing_subscriber::fmt()
             .with_env_filter(tracing_subscriber::EnvFilter::new(filter))
             .with_writer(std::io::stderr)
             .try_init();
+        return;
     }
+    let Ok(file) = std::fs::File::create(operator_log()) else {
+        return;
+    };
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::new("ferry_operator=info"))
+        .with_ansi(false)
+        .with_writer(std::sync::Mutex::new(file))
+        .try_init();
+}
+
+/// This test process's operator log (`scripts/testenv up` removes those of earlier runs).
+fn operator_log() -> std::path::PathBuf {
+    ferry_testenv::paths::state_dir()
+        .join("logs")
+        .join(format!("operator-tests-{}.log", std::process::id()))
+}
+
+/// The last `lines` lines of the log `path` that name `namespace`.
+fn log_lines_of(path: &std::path::Path, namespace: &str, lines: usize) -> String {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let mine: Vec<String> = text
+        .lines()
+        .filter(|line| line.contains(namespace))
+        .map(without_colours)
+        .collect();
+    mine[mine.len().saturating_sub(lines)..].join("\n")
+}
+
+/// A log line without its terminal colour codes (`ESC [ … m`).
+fn without_colours(line: &str) -> String {
+    let mut plain = String::with_capacity(line.len());
+    let mut chars = line.chars();
+    while let Some(c) = chars.next() {
+        if c == '\u{1b}' {
+            chars.by_ref().find(|&c| c == 'm');
+        } else {
+            plain.push(c);
+        }
+    }
+    plain
 }
 
 use ferry_api::{RowStep, VolumeResize, VolumeResizeSpec};
@@ -402,9 +444,15 @@ impl Harness {
             .map(|(kind, reason, note)| format!("  {kind} {reason}: {note}"))
             .collect();
         format!(
-            "VolumeResize {name} status: {status}\nEvents:\n{}\n{}",
+            "VolumeResize {name} status: {status}\nEvents:\n{}\n{}\nThe operator's last words here:\n{}\nThe test agent's (kwok's mover pods, local volumes):\n{}",
             events.join("\n"),
-            self.describe_workload(&stateful_set).await
+            self.describe_workload(&stateful_set).await,
+            log_lines_of(&operator_log(), &self.ns.name, 40),
+            log_lines_of(
+                &ferry_testenv::paths::state_dir().join("logs").join("agent.log"),
+                &self.ns.name,
+                20
+            )
         )
     }
 
