@@ -126,6 +126,12 @@ pub struct VolumeChange {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(max = 253))]
     pub storage_class_name: Option<String>,
+    /// Give the volumes this VolumeAttributesClass: a performance tier (type, IOPS, throughput)
+    /// the CSI driver changes in place, never by copy. Unset keeps each claim's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 253))]
+    #[x_kube(validation = Rule::new("self != ''").message("volumeAttributesClassName must not be empty (leave it out to keep each claim's)"))]
+    pub volume_attributes_class_name: Option<String>,
 }
 
 #[derive(Deserialize, Serialize, Clone, Copy, Debug, Default, PartialEq, Eq, JsonSchema)]
@@ -334,6 +340,11 @@ pub struct VolumePlan {
     /// happens once even if the operator restarts.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub restarted_pod: Option<String>,
+    /// Why the volume's driver cannot give it `targetAttributesClass` (its claim's
+    /// `modifyVolumeStatus` said `Infeasible`): the claim is set back to `currentAttributesClass`
+    /// and the resize fails.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub modification_refused: Option<String>,
     /// Why the volume's driver cannot grow it to the target (its claim's resize status said
     /// `ControllerResizeInfeasible` or `NodeResizeInfeasible`): the claim's request is lowered
     /// back (KEP-1790) and this row is never asked for again.
@@ -379,6 +390,10 @@ pub enum RowStep {
     /// Copy: the data in use could not be measured; the resize fails once the measuring pods are
     /// gone, and the claim is not measured again.
     MeasuringFailed,
+    /// In place: the volume is changing to its new VolumeAttributesClass.
+    Modifying,
+    /// In place: done, the volume has its new VolumeAttributesClass (and size).
+    Modified,
     /// In place: the claim's requested size is being raised.
     Expanding,
     /// In place: waiting for the volume (or its file system) to reach the new size.
@@ -406,6 +421,8 @@ impl RowStep {
             RowStep::Copied => "Copied",
             RowStep::RolledBack => "RolledBack",
             RowStep::MeasuringFailed => "MeasuringFailed",
+            RowStep::Modifying => "Modifying",
+            RowStep::Modified => "Modified",
             RowStep::Expanding => "Expanding",
             RowStep::WaitingForCapacity => "WaitingForCapacity",
             RowStep::RestartingPod => "RestartingPod",
@@ -469,6 +486,8 @@ pub mod condition {
     pub const REASON_NOT_QUEUED: &str = "First";
     pub const REASON_MOVER_IMAGE_NOT_ALLOWED: &str = "MoverImageNotAllowed";
     pub const REASON_TOO_SMALL_FOR_DATA: &str = "TargetTooSmallForData";
+    pub const REASON_ATTRIBUTES_CLASS_NOT_FOUND: &str = "VolumeAttributesClassNotFound";
+    pub const REASON_ATTRIBUTES_CLASS_OTHER_DRIVER: &str = "VolumeAttributesClassOfAnotherDriver";
 }
 
 impl VolumeResize {
@@ -517,6 +536,8 @@ mod tests {
             RowStep::Copied,
             RowStep::RolledBack,
             RowStep::MeasuringFailed,
+            RowStep::Modifying,
+            RowStep::Modified,
             RowStep::Expanding,
             RowStep::WaitingForCapacity,
             RowStep::RestartingPod,

@@ -130,6 +130,10 @@ pub struct RequestArgs {
     /// Target StorageClass: CLASS for every volume, one per --volume in order, or NAME=CLASS.
     #[arg(long = "storage-class", value_name = "[NAME=]CLASS")]
     pub storage_classes: Vec<String>,
+    /// Target VolumeAttributesClass (a tier the driver changes in place): CLASS for every volume,
+    /// one per --volume in order, or NAME=CLASS. Without --size a volume keeps its size.
+    #[arg(long = "attributes-class", value_name = "[NAME=]CLASS")]
+    pub attributes_classes: Vec<String>,
     /// Rolling: one replica at a time; Offline: scale to zero, all volumes in parallel.
     #[arg(long, value_enum)]
     pub mode: Option<ModeArg>,

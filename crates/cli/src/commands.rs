@@ -132,7 +132,11 @@ fn request_error(error: RequestError) -> CliError {
 
 fn pair(args: &RequestArgs) -> Result<Vec<request::VolumeRequest>, CliError> {
     request::check_bandwidth_limit(args.bandwidth_limit.as_deref()).map_err(request_error)?;
-    request::pair_volumes(&args.volumes, &args.sizes, &args.storage_classes).map_err(request_error)
+    let classes = request::ClassFlags {
+        storage: &args.storage_classes,
+        attributes: &args.attributes_classes,
+    };
+    request::pair_volumes(&args.volumes, &args.sizes, classes).map_err(request_error)
 }
 
 /// Validates the request against the cluster and builds the object to create.

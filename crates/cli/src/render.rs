@@ -277,6 +277,26 @@ fn arrow(from: Option<&str>, to: Option<&str>) -> String {
     }
 }
 
+/// A row's StorageClass, from → to, and its VolumeAttributesClass when it has or gets one.
+fn classes(row: &VolumePlan) -> String {
+    let class_to = row
+        .target_storage_class
+        .as_deref()
+        .or(row.current_storage_class.as_deref());
+    let storage = arrow(row.current_storage_class.as_deref(), class_to);
+    let (from, to) = (
+        row.current_attributes_class.as_deref(),
+        row.target_attributes_class.as_deref(),
+    );
+    if from.is_none() && to.is_none() {
+        return storage;
+    }
+    format!(
+        "{storage}; attributes {}",
+        arrow(from.or(Some("none")), to.or(from))
+    )
+}
+
 /// `kubectl ferry plan`: per replica × volume what would happen.
 pub fn plan_text(resize: &VolumeResize, rate: Rate, style: Style) -> String {
     let mut out = String::new();
@@ -346,16 +366,12 @@ fn plan_table(rows: &[VolumePlan], assumed_rate: u64) -> (Table, Option<Duration
             Some(ChosenStrategy::Copy) => YELLOW,
             None => "",
         };
-        let class_to = row
-            .target_storage_class
-            .as_deref()
-            .or(row.current_storage_class.as_deref());
         table.row(vec![
             (row.replica.to_string(), ""),
             (row.claim_name.clone(), ""),
             (chosen_name(row.strategy).into(), strategy_color),
             (arrow(row.current_size.as_deref(), Some(&row.target_size)), ""),
-            (arrow(row.current_storage_class.as_deref(), class_to), ""),
+            (classes(row), ""),
             (
                 row.bytes_total
                     .map(human_bytes)
@@ -513,10 +529,6 @@ fn plan_section(out: &mut String, status: &VolumeResizeStatus, style: Style) {
             "TARGET PV",
         ]);
         for row in &status.plan {
-            let class_to = row
-                .target_storage_class
-                .as_deref()
-                .or(row.current_storage_class.as_deref());
             table.plain_row([
                 row.replica.to_string(),
                 row.claim_name.clone(),
@@ -528,7 +540,7 @@ fn plan_section(out: &mut String, status: &VolumeResizeStatus, style: Style) {
                 }
                 .to_string(),
                 arrow(row.current_size.as_deref(), Some(&row.target_size)),
-                arrow(row.current_storage_class.as_deref(), class_to),
+                classes(row),
                 format::bytes_progress(row.bytes_done, row.bytes_total).unwrap_or_else(|| "-".into()),
                 row.bytes_per_second
                     .filter(|r| *r > 0)
@@ -638,6 +650,31 @@ mod tests {
 
     fn now() -> Timestamp {
         "2025-01-01T00:10:00Z".parse().unwrap()
+    }
+
+    /// The class column names the attributes class only for rows that have or get one.
+    #[test]
+    fn the_class_column_shows_the_attributes_class_where_there_is_one() {
+        let row = |current: Option<&str>, target: Option<&str>| VolumePlan {
+            current_storage_class: Some("block".into()),
+            target_storage_class: Some("block".into()),
+            current_attributes_class: current.map(Into::into),
+            target_attributes_class: target.map(Into::into),
+            ..VolumePlan::default()
+        };
+        assert_eq!(classes(&row(None, None)), "block (unchanged)");
+        assert_eq!(
+            classes(&row(Some("gold"), Some("platinum"))),
+            "block (unchanged); attributes gold -> platinum"
+        );
+        assert_eq!(
+            classes(&row(None, Some("gold"))),
+            "block (unchanged); attributes none -> gold"
+        );
+        assert_eq!(
+            classes(&row(Some("gold"), Some("gold"))),
+            "block (unchanged); attributes gold (unchanged)"
+        );
     }
 
     /// A VolumeResize with a row step only a newer Ferry knows, as listed.

@@ -48,6 +48,7 @@ pub struct VolumeRequest {
     pub name: Option<String>,
     pub size: Option<String>,
     pub storage_class: Option<String>,
+    pub attributes_class: Option<String>,
 }
 
 /// A volume claim template of the StatefulSet: its name, requested size and class.
@@ -58,18 +59,46 @@ pub struct Template {
     pub storage_class: Option<String>,
 }
 
+/// The class flags of a request: `--storage-class` and `--attributes-class` values.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ClassFlags<'a> {
+    pub storage: &'a [String],
+    pub attributes: &'a [String],
+}
+
 /// Pairs the flags into one request per volume, validating sizes with `ferry_api::parse_bytes`.
 pub fn pair_volumes(
     volumes: &[String],
     sizes: &[String],
-    classes: &[String],
+    classes: ClassFlags,
 ) -> Result<Vec<VolumeRequest>, RequestError> {
     let mut requests = named_volumes(volumes)?;
-    pair_sizes(&mut requests, sizes, classes)?;
-    pair_classes(&mut requests, classes)?;
+    let any_class = !classes.storage.is_empty() || !classes.attributes.is_empty();
+    pair_sizes(&mut requests, sizes, any_class)?;
+    pair_classes(&mut requests, classes.storage, STORAGE_CLASS_FLAG)?;
+    pair_classes(&mut requests, classes.attributes, ATTRIBUTES_CLASS_FLAG)?;
     check_requests(&requests)?;
     Ok(requests)
 }
+
+/// A class flag: its name, what it names, and the request's field it fills.
+struct ClassFlag {
+    flag: &'static str,
+    what: &'static str,
+    field: fn(&mut VolumeRequest) -> &mut Option<String>,
+}
+
+const STORAGE_CLASS_FLAG: ClassFlag = ClassFlag {
+    flag: "--storage-class",
+    what: "StorageClasses",
+    field: |request| &mut request.storage_class,
+};
+
+const ATTRIBUTES_CLASS_FLAG: ClassFlag = ClassFlag {
+    flag: "--attributes-class",
+    what: "VolumeAttributesClasses",
+    field: |request| &mut request.attributes_class,
+};
 
 fn usage(message: String) -> RequestError {
     RequestError::Usage(message)
@@ -93,6 +122,7 @@ fn named_volumes(volumes: &[String]) -> Result<Vec<VolumeRequest>, RequestError>
             name: Some(name.to_string()),
             size,
             storage_class: None,
+            attributes_class: None,
         });
     }
 
@@ -104,7 +134,7 @@ fn named_volumes(volumes: &[String]) -> Result<Vec<VolumeRequest>, RequestError>
 fn pair_sizes(
     requests: &mut Vec<VolumeRequest>,
     sizes: &[String],
-    classes: &[String],
+    any_class: bool,
 ) -> Result<(), RequestError> {
     if requests.is_empty() {
         if sizes.len() > 1 {
@@ -112,7 +142,7 @@ fn pair_sizes(
                 "several --size values need a --volume for each".to_string(),
             ));
         }
-        if sizes.is_empty() && classes.is_empty() {
+        if sizes.is_empty() && !any_class {
             return Err(usage(
                 "say what to change: --volume NAME=SIZE, or --volume NAME --size SIZE".to_string(),
             ));
@@ -121,6 +151,7 @@ fn pair_sizes(
             name: None,
             size: sizes.first().cloned(),
             storage_class: None,
+            attributes_class: None,
         });
     } else {
         let without_size: Vec<usize> = (0..requests.len())
@@ -156,8 +187,13 @@ fn pair_sizes(
     Ok(())
 }
 
-/// `--storage-class`: `NAME=CLASS`, one for all, or one each in order.
-fn pair_classes(requests: &mut [VolumeRequest], classes: &[String]) -> Result<(), RequestError> {
+/// A class flag (`--storage-class`, `--attributes-class`): `NAME=CLASS`, one for all, or one each
+/// in order.
+fn pair_classes(
+    requests: &mut [VolumeRequest],
+    classes: &[String],
+    flag: ClassFlag,
+) -> Result<(), RequestError> {
     let (named, bare): (Vec<&String>, Vec<&String>) = classes.iter().partition(|c| c.contains('='));
     for class in named {
         let (name, class) = class.split_once('=').unwrap_or_default();
@@ -166,33 +202,36 @@ fn pair_classes(requests: &mut [VolumeRequest], classes: &[String]) -> Result<()
             .find(|r| r.name.as_deref() == Some(name.trim()))
         else {
             return Err(usage(format!(
-                "--storage-class {name}={class}: {name:?} is not one of the --volume names"
+                "{} {name}={class}: {name:?} is not one of the --volume names",
+                flag.flag
             )));
         };
-        if request.storage_class.is_some() {
-            return Err(usage(format!("two StorageClasses for volume {name:?}")));
+        let field = (flag.field)(request);
+        if field.is_some() {
+            return Err(usage(format!("two {} for volume {name:?}", flag.what)));
         }
-        request.storage_class = Some(class.trim().to_string());
+        *field = Some(class.trim().to_string());
     }
     let unnamed: Vec<usize> = (0..requests.len())
-        .filter(|&i| requests[i].storage_class.is_none())
+        .filter(|&i| (flag.field)(&mut requests[i]).is_none())
         .collect();
     match bare.len() {
         0 => {}
         1 => {
             for &i in &unnamed {
-                requests[i].storage_class = Some(bare[0].trim().to_string());
+                *(flag.field)(&mut requests[i]) = Some(bare[0].trim().to_string());
             }
         }
         n if n == requests.len() && unnamed.len() == n => {
             for (&i, class) in unnamed.iter().zip(bare) {
-                requests[i].storage_class = Some(class.trim().to_string());
+                *(flag.field)(&mut requests[i]) = Some(class.trim().to_string());
             }
         }
         n => {
             return Err(usage(format!(
-                "{n} --storage-class values for {} --volume(s): give one class for all, one per \
+                "{n} {} values for {} --volume(s): give one class for all, one per \
                  volume in order, or NAME=CLASS",
+                flag.flag,
                 requests.len()
             )));
         }
@@ -212,7 +251,7 @@ fn check_requests(requests: &[VolumeRequest]) -> Result<(), RequestError> {
                     reason: e.to_string(),
                 })?;
             }
-            None if request.storage_class.is_none() => {
+            None if request.storage_class.is_none() && request.attributes_class.is_none() => {
                 return Err(usage(format!(
                     "no size for volume {label:?}: use --volume {label}=20Gi or --size 20Gi"
                 )));
@@ -221,6 +260,9 @@ fn check_requests(requests: &[VolumeRequest]) -> Result<(), RequestError> {
         }
         if request.storage_class.as_deref() == Some("") {
             return Err(usage(format!("empty --storage-class for volume {label:?}")));
+        }
+        if request.attributes_class.as_deref() == Some("") {
+            return Err(usage(format!("empty --attributes-class for volume {label:?}")));
         }
     }
     Ok(())
@@ -270,6 +312,7 @@ pub fn resolve(
             name: template.name.clone(),
             size,
             storage_class_name: request.storage_class.clone(),
+            volume_attributes_class_name: request.attributes_class.clone(),
         });
     }
     Ok(changes)
@@ -341,12 +384,21 @@ mod tests {
             name: Some(name.into()),
             size: size.map(Into::into),
             storage_class: class.map(Into::into),
+            attributes_class: None,
+        }
+    }
+
+    /// `--storage-class` values only.
+    fn storage(classes: &[String]) -> ClassFlags<'_> {
+        ClassFlags {
+            storage: classes,
+            attributes: &[],
         }
     }
 
     #[test]
     fn inline_sizes() {
-        let got = pair_volumes(&s(&["data=20Gi", "logs=1Gi"]), &[], &[]).unwrap();
+        let got = pair_volumes(&s(&["data=20Gi", "logs=1Gi"]), &[], storage(&[])).unwrap();
         assert_eq!(
             got,
             [req("data", Some("20Gi"), None), req("logs", Some("1Gi"), None)]
@@ -355,12 +407,17 @@ mod tests {
 
     #[test]
     fn one_size_applies_to_all_and_several_pair_in_order() {
-        let got = pair_volumes(&s(&["data", "logs"]), &s(&["5Gi"]), &[]).unwrap();
+        let got = pair_volumes(&s(&["data", "logs"]), &s(&["5Gi"]), storage(&[])).unwrap();
         assert_eq!(
             got,
             [req("data", Some("5Gi"), None), req("logs", Some("5Gi"), None)]
         );
-        let got = pair_volumes(&s(&["data", "wal=3Gi", "logs"]), &s(&["5Gi", "1Gi"]), &[]).unwrap();
+        let got = pair_volumes(
+            &s(&["data", "wal=3Gi", "logs"]),
+            &s(&["5Gi", "1Gi"]),
+            storage(&[]),
+        )
+        .unwrap();
         assert_eq!(
             got,
             [
@@ -373,15 +430,15 @@ mod tests {
 
     #[test]
     fn mismatched_size_counts_are_usage_errors() {
-        let error = pair_volumes(&s(&["a", "b", "c"]), &s(&["1Gi", "2Gi"]), &[]).unwrap_err();
+        let error = pair_volumes(&s(&["a", "b", "c"]), &s(&["1Gi", "2Gi"]), storage(&[])).unwrap_err();
         assert!(matches!(error, RequestError::Usage(m) if m.contains("one per volume")));
-        let error = pair_volumes(&s(&["a=1Gi"]), &s(&["2Gi"]), &[]).unwrap_err();
+        let error = pair_volumes(&s(&["a=1Gi"]), &s(&["2Gi"]), storage(&[])).unwrap_err();
         assert!(matches!(error, RequestError::Usage(_)));
     }
 
     #[test]
     fn storage_classes_named_bare_and_in_order() {
-        let got = pair_volumes(&s(&["a=1Gi", "b=2Gi"]), &[], &s(&["b=fast", "slow"])).unwrap();
+        let got = pair_volumes(&s(&["a=1Gi", "b=2Gi"]), &[], storage(&s(&["b=fast", "slow"]))).unwrap();
         assert_eq!(
             got,
             [
@@ -389,41 +446,69 @@ mod tests {
                 req("b", Some("2Gi"), Some("fast"))
             ]
         );
-        let got = pair_volumes(&s(&["a=1Gi", "b=2Gi"]), &[], &s(&["x", "y"])).unwrap();
+        let got = pair_volumes(&s(&["a=1Gi", "b=2Gi"]), &[], storage(&s(&["x", "y"]))).unwrap();
         assert_eq!(
             got,
             [req("a", Some("1Gi"), Some("x")), req("b", Some("2Gi"), Some("y"))]
         );
-        let error = pair_volumes(&s(&["a=1Gi"]), &[], &s(&["zz=fast"])).unwrap_err();
+        let error = pair_volumes(&s(&["a=1Gi"]), &[], storage(&s(&["zz=fast"]))).unwrap_err();
         assert!(matches!(error, RequestError::Usage(m) if m.contains("not one of the --volume")));
     }
 
     #[test]
     fn class_without_size_is_allowed_size_without_class_is_not() {
-        let got = pair_volumes(&s(&["data"]), &[], &s(&["fast"])).unwrap();
+        let got = pair_volumes(&s(&["data"]), &[], storage(&s(&["fast"]))).unwrap();
         assert_eq!(got, [req("data", None, Some("fast"))]);
-        let error = pair_volumes(&s(&["data"]), &[], &[]).unwrap_err();
+        let error = pair_volumes(&s(&["data"]), &[], storage(&[])).unwrap_err();
         assert!(matches!(error, RequestError::Usage(m) if m.contains("no size for volume \"data\"")));
+    }
+
+    /// `--attributes-class` alone is a change (the volume keeps its size), named or for all.
+    #[test]
+    fn attributes_classes_without_size_are_a_change() {
+        let attributes = s(&["gold"]);
+        let flags = ClassFlags {
+            storage: &[],
+            attributes: &attributes,
+        };
+        let got = pair_volumes(&[], &[], flags).unwrap();
+        assert_eq!(got.len(), 1);
+        assert_eq!(got[0].attributes_class.as_deref(), Some("gold"));
+        assert_eq!(got[0].size, None);
+        let named = s(&["b=silver"]);
+        let flags = ClassFlags {
+            storage: &[],
+            attributes: &named,
+        };
+        let error = pair_volumes(&s(&["a", "b"]), &[], flags).unwrap_err();
+        assert!(matches!(error, RequestError::Usage(m) if m.contains("no size for volume \"a\"")));
+        let empty = s(&[""]);
+        let flags = ClassFlags {
+            storage: &[],
+            attributes: &empty,
+        };
+        let error = pair_volumes(&s(&["a"]), &[], flags).unwrap_err();
+        assert!(matches!(error, RequestError::Usage(m) if m.contains("empty --attributes-class")));
     }
 
     #[test]
     fn invalid_sizes_are_caught_locally() {
         for bad in ["20GB", "-1Gi", "0", "lots"] {
-            let error = pair_volumes(&s(&[&format!("data={bad}")]), &[], &[]).unwrap_err();
+            let error = pair_volumes(&s(&[&format!("data={bad}")]), &[], storage(&[])).unwrap_err();
             assert!(
                 matches!(error, RequestError::InvalidSize { ref volume, .. } if volume == "data"),
                 "{bad}: {error:?}"
             );
         }
-        let error = pair_volumes(&s(&["data"]), &s(&["1.5Zi"]), &[]).unwrap_err();
+        let error = pair_volumes(&s(&["data"]), &s(&["1.5Zi"]), storage(&[])).unwrap_err();
         assert!(error.to_string().contains("not a Kubernetes quantity"), "{error}");
     }
 
     #[test]
     fn duplicates_and_empty_names_are_refused() {
-        assert!(pair_volumes(&s(&["a=1Gi", "a=2Gi"]), &[], &[]).is_err());
-        assert!(pair_volumes(&s(&["=1Gi"]), &[], &[]).is_err());
-        assert!(pair_volumes(&[], &[], &[]).is_err());
+        assert!(pair_volumes(&s(&["a=1Gi", "a=2Gi"]), &[], storage(&[])).is_err());
+        assert!(pair_volumes(&s(&["=1Gi"]), &[], storage(&[])).is_err());
+        assert!(pair_volumes(&[], &[], storage(&[])).is_err());
     }
 
     fn templates() -> Vec<Template> {
@@ -443,7 +528,7 @@ mod tests {
 
     #[test]
     fn unknown_template_lists_the_available_ones() {
-        let requests = pair_volumes(&s(&["wal=1Gi"]), &[], &[]).unwrap();
+        let requests = pair_volumes(&s(&["wal=1Gi"]), &[], storage(&[])).unwrap();
         let error = resolve("db", &requests, &templates()).unwrap_err();
         assert_eq!(
             error.to_string(),
@@ -453,7 +538,7 @@ mod tests {
 
     #[test]
     fn no_volume_flag_means_the_only_template() {
-        let requests = pair_volumes(&[], &s(&["9Gi"]), &[]).unwrap();
+        let requests = pair_volumes(&[], &s(&["9Gi"]), storage(&[])).unwrap();
         let only = &templates()[..1];
         let changes = resolve("db", &requests, only).unwrap();
         assert_eq!(
@@ -461,7 +546,8 @@ mod tests {
             [VolumeChange {
                 name: "data".into(),
                 size: "9Gi".into(),
-                storage_class_name: None
+                storage_class_name: None,
+                volume_attributes_class_name: None,
             }]
         );
         let error = resolve("db", &requests, &templates()).unwrap_err();
@@ -470,14 +556,15 @@ mod tests {
 
     #[test]
     fn class_only_keeps_the_current_size() {
-        let requests = pair_volumes(&s(&["logs"]), &[], &s(&["fast"])).unwrap();
+        let requests = pair_volumes(&s(&["logs"]), &[], storage(&s(&["fast"]))).unwrap();
         let changes = resolve("db", &requests, &templates()).unwrap();
         assert_eq!(
             changes,
             [VolumeChange {
                 name: "logs".into(),
                 size: "512Mi".into(),
-                storage_class_name: Some("fast".into())
+                storage_class_name: Some("fast".into()),
+                volume_attributes_class_name: None,
             }]
         );
     }

@@ -123,6 +123,7 @@ fn doing(kind: ActionKind) -> &'static str {
     match kind {
         ActionKind::BackupStatefulSet => "backing up the StatefulSet into ConfigMap",
         ActionKind::ExpandClaim => "expanding claim",
+        ActionKind::ModifyClaim => "setting the VolumeAttributesClass of claim",
         ActionKind::EvictPod => "evicting pod",
         ActionKind::OrphanDeleteStatefulSet => "orphan-deleting StatefulSet",
         ActionKind::RecreateStatefulSet => "re-creating StatefulSet",

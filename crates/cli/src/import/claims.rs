@@ -131,6 +131,7 @@ pub fn pending(
                     .iter()
                     .any(|(_, c)| c.storage_class.as_ref() != Some(class))
             }),
+            volume_attributes_class_name: None,
         });
     }
     pending
@@ -177,7 +178,8 @@ mod tests {
             [VolumeChange {
                 name: "www".into(),
                 size: "3Gi".into(),
-                storage_class_name: None
+                storage_class_name: None,
+                volume_attributes_class_name: None,
             }]
         );
         assert_eq!(found.scaled_down, ["www-web-7"]);

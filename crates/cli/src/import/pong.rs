@@ -148,5 +148,6 @@ fn wanted(index: &str, value: &Value, templates: &[Value]) -> Result<Option<Volu
         name: name.to_string(),
         size,
         storage_class_name: None,
+        volume_attributes_class_name: None,
     }))
 }

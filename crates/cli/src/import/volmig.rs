@@ -128,6 +128,7 @@ fn change(volume: &Value, index: usize) -> Result<VolumeChange, String> {
         name: name.to_string(),
         size,
         storage_class_name: volume["storageClass"].as_str().map(str::to_string),
+        volume_attributes_class_name: None,
     })
 }
 

@@ -48,6 +48,7 @@ pub fn resize_spec(grow: &Grow) -> VolumeResizeSpec {
             name: grow.volume.to_string(),
             size: format_bytes(grow.to_bytes),
             storage_class_name: None,
+            volume_attributes_class_name: None,
         }],
     );
     spec.strategy = match grow.strategy {

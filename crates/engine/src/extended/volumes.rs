@@ -47,6 +47,7 @@ pub fn changes(live: &StatefulSet, desired: &StatefulSet) -> Result<Vec<VolumeCh
                 name: name(new).to_string(),
                 size: new_size,
                 storage_class_name: new_class.filter(|_| class_changes),
+                volume_attributes_class_name: None,
             });
         }
     }
@@ -85,6 +86,7 @@ mod tests {
                 name: "data".into(),
                 size: "2Gi".into(),
                 storage_class_name: Some("b".into()),
+                volume_attributes_class_name: None,
             }])
         );
         let renamed = sts(serde_json::json!([{"metadata": {"name": "logs"},

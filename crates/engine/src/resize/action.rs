@@ -22,6 +22,9 @@ pub enum ResizeAction {
     BackupStatefulSet,
     /// Raise a claim's storage request.
     ExpandClaim { claim: String, bytes: u64 },
+    /// Set a claim's VolumeAttributesClass (the external-resizer has the driver modify its volume);
+    /// `None` only takes back a class that never applied.
+    ModifyClaim { claim: String, class: Option<String> },
     /// Take a pod down through the Eviction API (only this UID): in place, so the kubelet finishes
     /// an offline file-system resize on its new pod; in a copy, to stop the replica (its
     /// StatefulSet is orphan-deleted, so nothing starts it again until the swap is done).

@@ -8,7 +8,7 @@ use crate::resize::action::ResizeAction;
 use crate::resize::observed::{ClaimView, Observed};
 use crate::resize::run::Decision;
 use crate::resize::status::update_progress;
-use ferry_api::{ChosenStrategy, Phase, RowStep, VolumePlan, VolumeResizeStatus};
+use ferry_api::{ChosenStrategy, Phase, RowStep, VolumePlan, VolumeResizeStatus, parse_bytes};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
 /// `backup_name` is the deterministic name of the backup ConfigMap; `sts_name` the StatefulSet's;
@@ -200,65 +200,96 @@ fn expand_rows(
         let Some(target) = row.target_bytes() else {
             continue;
         };
-        // A replica without a claim yet gets the new size from the new template.
-        let Some(claim) = observed
-            .claims
-            .get(&row.claim_name)
-            .filter(|c| c.capacity_bytes < target)
-        else {
-            row.step = Some(RowStep::Expanded);
-            row.finished_at.get_or_insert_with(|| now.clone());
+        // A replica without a claim yet gets the new size and class from the new template.
+        let claim = observed.claims.get(&row.claim_name);
+        let grows = claim.is_some_and(|c| c.capacity_bytes < target);
+        let modifies = claim.is_some_and(|c| modification_pending(row, c));
+        let Some(claim) = claim.filter(|_| grows || modifies) else {
+            finish_row(row, target, now);
             continue;
         };
         expansion.all_expanded = false;
         row.started_at.get_or_insert_with(|| now.clone());
         let pod_name = format!("{sts_name}-{}", row.replica);
-        if refused_row(row, claim, &mut expansion) {
+        if refused_row(row, claim, &mut expansion) || modification_refused_row(row, claim, &mut expansion) {
             continue;
         }
-        if claim.requested_bytes < target {
-            row.step = Some(RowStep::Expanding);
-            expansion.actions.push(ResizeAction::ExpandClaim {
+        if modifies && claim.attributes_class != row.target_attributes_class {
+            expansion.actions.push(ResizeAction::ModifyClaim {
                 claim: row.claim_name.clone(),
-                bytes: target,
+                class: row.target_attributes_class.clone(),
             });
-        } else if claim.expansion_refused_in_use {
-            // A driver that grows a volume only while no pod uses it: the replica stays down (no
-            // StatefulSet to re-create its pod) until the volume has grown.
-            // Held down: the pod Ferry stopped is going or gone (a pod under another UID came back).
-            let held = row.restarted_pod.is_some()
-                && observed
-                    .pods
-                    .get(&pod_name)
-                    .is_none_or(|pod| pod.deleting && Some(&pod.uid) == row.restarted_pod.as_ref());
-            if held {
-                row.step = Some(RowStep::RestartingPod);
-                expansion.held_down.push(row.replica);
-            } else {
-                row.step = Some(RowStep::WaitingForCapacity);
-                expansion
-                    .waiting_restart
-                    .push((row.replica, pod_name, Remedy::StopUntilGrown));
-            }
-        } else if claim.node_resize.needs_new_pod(now) {
-            let current_uid = observed.pods.get(&pod_name).map(|pod| pod.uid.as_str());
-            let already_restarted =
-                row.restarted_pod.is_some() && row.restarted_pod.as_deref() != current_uid;
-            row.step = Some(if already_restarted {
-                RowStep::RestartingPod
-            } else {
-                RowStep::WaitingForCapacity
-            });
-            if !already_restarted {
-                expansion
-                    .waiting_restart
-                    .push((row.replica, pod_name, Remedy::Restart));
-            }
-        } else {
-            row.step = Some(RowStep::WaitingForCapacity);
         }
+        if !grows {
+            row.step = Some(RowStep::Modifying);
+            continue;
+        }
+        grow_row(row, claim, observed, pod_name, target, now, &mut expansion);
     }
     expansion
+}
+
+/// A row done: `Modified` when it changed only its attributes class, else `Expanded`.
+fn finish_row(row: &mut VolumePlan, target: u64, now: &Time) {
+    let grown = row.current_size.as_deref().and_then(|s| parse_bytes(s).ok()) != Some(target);
+    row.step = Some(match changed_attributes(row) {
+        Some(_) if !grown => RowStep::Modified,
+        _ => RowStep::Expanded,
+    });
+    row.finished_at.get_or_insert_with(|| now.clone());
+}
+
+/// The growth of one row's claim: its request raised, or waiting for its capacity (and for a new
+/// pod where only one finishes the growth).
+fn grow_row(
+    row: &mut VolumePlan,
+    claim: &ClaimView,
+    observed: &Observed,
+    pod_name: String,
+    target: u64,
+    now: &Time,
+    expansion: &mut Expansion,
+) {
+    if claim.requested_bytes < target {
+        row.step = Some(RowStep::Expanding);
+        expansion.actions.push(ResizeAction::ExpandClaim {
+            claim: row.claim_name.clone(),
+            bytes: target,
+        });
+    } else if claim.expansion_refused_in_use {
+        // A driver that grows a volume only while no pod uses it: the replica stays down (no
+        // StatefulSet to re-create its pod) until the volume has grown.
+        // Held down: the pod Ferry stopped is going or gone (a pod under another UID came back).
+        let held = row.restarted_pod.is_some()
+            && observed
+                .pods
+                .get(&pod_name)
+                .is_none_or(|pod| pod.deleting && Some(&pod.uid) == row.restarted_pod.as_ref());
+        if held {
+            row.step = Some(RowStep::RestartingPod);
+            expansion.held_down.push(row.replica);
+        } else {
+            row.step = Some(RowStep::WaitingForCapacity);
+            expansion
+                .waiting_restart
+                .push((row.replica, pod_name, Remedy::StopUntilGrown));
+        }
+    } else if claim.node_resize.needs_new_pod(now) {
+        let current_uid = observed.pods.get(&pod_name).map(|pod| pod.uid.as_str());
+        let already_restarted = row.restarted_pod.is_some() && row.restarted_pod.as_deref() != current_uid;
+        row.step = Some(if already_restarted {
+            RowStep::RestartingPod
+        } else {
+            RowStep::WaitingForCapacity
+        });
+        if !already_restarted {
+            expansion
+                .waiting_restart
+                .push((row.replica, pod_name, Remedy::Restart));
+        }
+    } else {
+        row.step = Some(RowStep::WaitingForCapacity);
+    }
 }
 
 /// A row whose size the driver refused (now, or on an earlier pass): its request is lowered back,
@@ -283,6 +314,34 @@ fn refused_row(row: &mut VolumePlan, claim: &ClaimView, expansion: &mut Expansio
     true
 }
 
+/// The row asks for another attributes class, and the claim's volume does not have it yet.
+fn modification_pending(row: &VolumePlan, claim: &ClaimView) -> bool {
+    row.target_attributes_class != row.current_attributes_class
+        && claim.current_attributes_class != row.target_attributes_class
+}
+
+/// A row whose attributes class the driver refused (now, or on an earlier pass): its claim asks for
+/// the class it had again (nothing was changed on the volume), and nothing else is asked for it.
+/// Whether the row was one.
+fn modification_refused_row(row: &mut VolumePlan, claim: &ClaimView, expansion: &mut Expansion) -> bool {
+    if let Some(why) = &claim.modification_infeasible
+        && claim.attributes_class == row.target_attributes_class
+    {
+        row.modification_refused.get_or_insert_with(|| why.clone());
+    }
+    if row.modification_refused.is_none() {
+        return false;
+    }
+    if claim.attributes_class != row.current_attributes_class {
+        expansion.lowering.push(ResizeAction::ModifyClaim {
+            claim: row.claim_name.clone(),
+            class: row.current_attributes_class.clone(),
+        });
+    }
+    row.step = Some(RowStep::Modifying);
+    true
+}
+
 /// What a claim whose growth was refused asks for instead: one MiB above its capacity, the least the
 /// API server accepts below a refused request (it refuses the capacity itself).
 pub fn recovery_bytes(capacity_bytes: u64) -> u64 {
@@ -291,23 +350,33 @@ pub fn recovery_bytes(capacity_bytes: u64) -> u64 {
 
 /// The rows whose size the driver refused, described, if any.
 fn refused(status: &VolumeResizeStatus) -> Option<String> {
-    let refused: Vec<String> = status
+    let grows = status.plan.iter().filter_map(|row| {
+        let why = row.expansion_refused.as_ref()?;
+        Some(format!(
+            "the driver cannot grow {} to {} ({why}); its request went back to 1 MiB above its capacity, the least Kubernetes allows",
+            row.claim_name, row.target_size
+        ))
+    });
+    let modifications = status.plan.iter().filter_map(|row| {
+        let why = row.modification_refused.as_ref()?;
+        Some(format!(
+            "the driver cannot give {} the VolumeAttributesClass {} ({why}); it asks for {} again, which its volume kept",
+            row.claim_name,
+            row.target_attributes_class.as_deref().unwrap_or("(none)"),
+            row.current_attributes_class.as_deref().unwrap_or("none")
+        ))
+    });
+    let refused: Vec<String> = grows.chain(modifications).collect();
+    let grew = status
         .plan
         .iter()
-        .filter_map(|row| {
-            let why = row.expansion_refused.as_ref()?;
-            Some(format!(
-                "the driver cannot grow {} to {} ({why}); its request went back to 1 MiB above its capacity, the least Kubernetes allows",
-                row.claim_name, row.target_size
-            ))
-        })
-        .collect();
-    (!refused.is_empty()).then(|| {
-        format!(
-            "{}; the other claims keep the size they ask for (a grow is not undone)",
-            refused.join("; ")
-        )
-    })
+        .any(|row| row.current_size.as_deref().and_then(|s| parse_bytes(s).ok()) != row.target_bytes());
+    let others = if grew {
+        "; the other claims keep the size they ask for (a grow is not undone)"
+    } else {
+        ""
+    };
+    (!refused.is_empty()).then(|| format!("{}{others}", refused.join("; ")))
 }
 
 /// The claims that have taken longer than `timeout_seconds` to reach their size, described.
@@ -401,11 +470,11 @@ fn with_new_template(
     observed: &Observed,
     now: &Time,
 ) -> Decision {
-    let targets: Vec<(String, u64)> = previous
+    let targets: Vec<(String, u64, Option<String>)> = previous
         .plan
         .iter()
         .filter(|row| row.strategy == Some(ChosenStrategy::InPlace))
-        .filter_map(|row| Some((row.volume.clone(), row.target_bytes()?)))
+        .filter_map(|row| Some((row.volume.clone(), row.target_bytes()?, changed_attributes(row))))
         .collect();
     match &observed.stateful_set {
         None => decide(
@@ -419,9 +488,15 @@ fn with_new_template(
             "waiting for the StatefulSet to be released from its pods",
         ),
         Some(sts)
-            if targets
-                .iter()
-                .any(|(volume, bytes)| sts.template_bytes(volume) != Some(*bytes)) =>
+            if targets.iter().any(|(volume, bytes, attributes)| {
+                sts.template_bytes(volume) != Some(*bytes)
+                    || attributes.as_ref().is_some_and(|class| {
+                        sts.templates
+                            .get(volume)
+                            .and_then(|t| t.attributes_class.as_ref())
+                            != Some(class)
+                    })
+            }) =>
         {
             decide(
                 status,
@@ -435,8 +510,12 @@ fn with_new_template(
         Some(_) => {
             status.phase = Some(Phase::Succeeded);
             status.finished_at.get_or_insert_with(|| now.clone());
-            let message =
-                "every volume expanded in place; the StatefulSet template has the new size".to_string();
+            let message = if targets.iter().any(|(_, _, attributes)| attributes.is_some()) {
+                "every volume changed in place; the StatefulSet template has the new size and VolumeAttributesClass"
+            } else {
+                "every volume expanded in place; the StatefulSet template has the new size"
+            }
+            .to_string();
             status.message = Some(message.clone());
             Decision {
                 status,
@@ -445,6 +524,13 @@ fn with_new_template(
             }
         }
     }
+}
+
+/// The attributes class a row changes its volume to, if it changes it.
+fn changed_attributes(row: &VolumePlan) -> Option<String> {
+    row.target_attributes_class
+        .clone()
+        .filter(|_| row.target_attributes_class != row.current_attributes_class)
 }
 
 /// How only a new pod lets a claim's growth finish.

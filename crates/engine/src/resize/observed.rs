@@ -13,6 +13,9 @@ pub struct Observed {
     pub stateful_set: Option<StatefulSetView>,
     /// Every StorageClass in the cluster, by name (prechecks).
     pub storage_classes: BTreeMap<String, StorageClassView>,
+    /// VolumeAttributesClasses by name → the CSI driver they are for (prechecks; read when the
+    /// request or a template names one).
+    pub attributes_classes: BTreeMap<String, String>,
     /// Claims by name: every claim of the namespace for prechecks, the plan's claims and Ferry's
     /// temporary ones for a run.
     pub claims: BTreeMap<String, ClaimView>,
@@ -130,6 +133,8 @@ impl TemplateView {
 
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct StorageClassView {
+    /// The provisioner (a CSI driver's name): the only driver whose VolumeAttributesClasses apply.
+    pub provisioner: String,
     pub allow_expansion: bool,
     pub is_default: bool,
     /// `allowedTopologies`: terms (any may match), each a list of (label key, allowed values) that
@@ -154,6 +159,11 @@ pub struct ClaimView {
     pub storage_class: Option<String>,
     /// The VolumeAttributesClass its spec names.
     pub attributes_class: Option<String>,
+    /// The VolumeAttributesClass its volume has now (`status.currentVolumeAttributesClassName`).
+    pub current_attributes_class: Option<String>,
+    /// Why the driver cannot give the volume the class its spec names now, when its
+    /// `modifyVolumeStatus` says `Infeasible` for that class.
+    pub modification_infeasible: Option<String>,
     /// `spec.resources.requests.storage` in bytes (0: none).
     pub requested_bytes: u64,
     /// `status.capacity.storage` in bytes (0: none yet).

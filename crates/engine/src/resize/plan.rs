@@ -174,6 +174,7 @@ mod tests {
                 name: "data".into(),
                 size: "2Gi".into(),
                 storage_class_name: None,
+                volume_attributes_class_name: None,
             }],
         )
     }

@@ -202,6 +202,15 @@ fn rows_of_change(
             ),
         ));
     };
+    let attributes_class = change.volume_attributes_class_name.as_deref();
+    attributes_class_usable(
+        observed,
+        change,
+        attributes_class,
+        template,
+        &target_class_name,
+        class,
+    )?;
     let change = Change {
         volume: &change.name,
         template,
@@ -209,6 +218,7 @@ fn rows_of_change(
         bytes: target_bytes,
         class_name: &target_class_name,
         allows_expansion: class.allow_expansion,
+        attributes_class,
     };
     ordinals
         .clone()
@@ -225,6 +235,51 @@ struct Change<'a> {
     bytes: u64,
     class_name: &'a str,
     allows_expansion: bool,
+    /// The VolumeAttributesClass asked for; `None` keeps each claim's.
+    attributes_class: Option<&'a str>,
+}
+
+/// The VolumeAttributesClass the volumes get (the one asked for, else the template's) exists and
+/// is for the driver of the class they end on: the external-provisioner and external-resizer refuse
+/// another driver's. A class the claims keep that is gone is not asked about.
+fn attributes_class_usable(
+    observed: &Observed,
+    change: &VolumeChange,
+    asked: Option<&str>,
+    template: &TemplateView,
+    class_name: &str,
+    class: &crate::resize::observed::StorageClassView,
+) -> Result<(), Precheck> {
+    let Some(name) = asked.or(template.attributes_class.as_deref()) else {
+        return Ok(());
+    };
+    let Some(driver) = observed.attributes_classes.get(name) else {
+        if asked.is_none() {
+            return Ok(());
+        }
+        return Err(Precheck::reject(
+            REASON_ATTRIBUTES_CLASS_NOT_FOUND,
+            format!(
+                "VolumeAttributesClass {name:?} (volume {:?}) does not exist",
+                change.name
+            ),
+        ));
+    };
+    if *driver == class.provisioner {
+        return Ok(());
+    }
+    let remedy = if asked.is_some() {
+        "name one of that driver"
+    } else {
+        "the claims' class would not apply there: name one of that driver in volumeAttributesClassName"
+    };
+    Err(Precheck::reject(
+        REASON_ATTRIBUTES_CLASS_OTHER_DRIVER,
+        format!(
+            "VolumeAttributesClass {name:?} (volume {:?}) is for the CSI driver {driver:?}, but StorageClass {class_name:?} provisions with {:?}; {remedy}",
+            change.name, class.provisioner
+        ),
+    ))
 }
 
 /// The row of one replica's claim: its current size and class, and the strategy that gets it to
@@ -245,9 +300,13 @@ fn row_of_replica(
         .and_then(|c| c.storage_class.clone())
         .or_else(|| change.current_class.map(str::to_string));
     let class_changes = claim_class.as_deref() != Some(change.class_name);
-    let attributes = claim
+    let current_attributes = claim
         .map(|c| c.attributes_class.clone())
         .unwrap_or_else(|| change.template.attributes_class.clone());
+    let target_attributes = change
+        .attributes_class
+        .map(str::to_string)
+        .or_else(|| current_attributes.clone());
     let strategy = match current_bytes {
         Some(current_bytes) => choose(StrategyInput {
             requested: spec.strategy,
@@ -255,6 +314,7 @@ fn row_of_replica(
             target_bytes: change.bytes,
             class_changes,
             class_allows_expansion: change.allows_expansion,
+            attributes_change: target_attributes != current_attributes,
         }),
         None => Ok(Some(ferry_api::ChosenStrategy::Copy)),
     };
@@ -275,8 +335,8 @@ fn row_of_replica(
         target_bytes: Some(change.bytes),
         current_storage_class: claim_class,
         target_storage_class: Some(change.class_name.to_string()),
-        target_attributes_class: attributes.clone(),
-        current_attributes_class: attributes,
+        target_attributes_class: target_attributes,
+        current_attributes_class: current_attributes,
         ..VolumePlan::default()
     })
 }

@@ -10,6 +10,8 @@ pub struct StrategyInput {
     pub target_bytes: u64,
     pub class_changes: bool,
     pub class_allows_expansion: bool,
+    /// Another VolumeAttributesClass is asked for: a change the driver makes in place.
+    pub attributes_change: bool,
 }
 
 /// Why a requested strategy cannot be honoured.
@@ -34,14 +36,16 @@ impl std::fmt::Display for StrategyRefusal {
     }
 }
 
-/// `None` when the PVC already has the target size and class.
+/// `None` when the PVC already has the target size, class and attributes class. An attributes
+/// class alone is changed in place (never by copy, unless a copy is asked for).
 pub fn choose(input: StrategyInput) -> Result<Option<ChosenStrategy>, StrategyRefusal> {
-    let unchanged = input.current_bytes == input.target_bytes && !input.class_changes;
-    if unchanged {
+    let same_size = input.current_bytes == input.target_bytes;
+    if same_size && !input.class_changes && !input.attributes_change {
         return Ok(None);
     }
-    let expandable =
+    let grows_in_place =
         input.target_bytes > input.current_bytes && !input.class_changes && input.class_allows_expansion;
+    let expandable = grows_in_place || (same_size && !input.class_changes);
     match input.requested {
         Strategy::Copy => Ok(Some(ChosenStrategy::Copy)),
         Strategy::Auto if expandable => Ok(Some(ChosenStrategy::InPlace)),
@@ -70,6 +74,7 @@ mod tests {
             target_bytes: target,
             class_changes,
             class_allows_expansion: expandable,
+            attributes_change: false,
         }
     }
 
@@ -96,6 +101,39 @@ mod tests {
             (
                 input(Strategy::InPlace, 10, 20, false, false),
                 Err(StrategyRefusal::InPlaceNotExpandable),
+            ),
+        ];
+        for (case, expected) in cases {
+            assert_eq!(choose(case), expected, "{case:?}");
+        }
+    }
+
+    /// Another attributes class alone is an in-place change, on any class; with a copy's reasons
+    /// (a shrink, another class, a class that cannot grow) it is a copy onto a volume made with it.
+    #[test]
+    fn an_attributes_class_change_is_in_place_unless_a_copy_is_needed_anyway() {
+        use ChosenStrategy::*;
+        let attributes = |requested, current, target, class_changes, expandable| StrategyInput {
+            attributes_change: true,
+            ..input(requested, current, target, class_changes, expandable)
+        };
+        let cases = [
+            (
+                attributes(Strategy::Auto, 10, 10, false, false),
+                Ok(Some(InPlace)),
+            ),
+            (
+                attributes(Strategy::InPlace, 10, 10, false, false),
+                Ok(Some(InPlace)),
+            ),
+            (attributes(Strategy::Auto, 10, 20, false, true), Ok(Some(InPlace))),
+            (attributes(Strategy::Auto, 10, 20, false, false), Ok(Some(Copy))),
+            (attributes(Strategy::Auto, 20, 10, false, true), Ok(Some(Copy))),
+            (attributes(Strategy::Auto, 10, 10, true, true), Ok(Some(Copy))),
+            (attributes(Strategy::Copy, 10, 10, false, true), Ok(Some(Copy))),
+            (
+                attributes(Strategy::InPlace, 10, 10, true, true),
+                Err(StrategyRefusal::InPlaceClassChange),
             ),
         ];
         for (case, expected) in cases {

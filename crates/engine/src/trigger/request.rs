@@ -165,6 +165,7 @@ pub fn read(subject: &Subject) -> Reading {
             name,
             size,
             storage_class_name: wish.class.map(|(class, _)| class),
+            volume_attributes_class_name: None,
         });
     }
     carriers.sort();
@@ -299,6 +300,7 @@ fn drift(subject: &Subject) -> Reading {
             name: template.name.clone(),
             size: largest.map_or_else(|| size.clone(), |(_, size)| size),
             storage_class_name: template.storage_class.clone().filter(|_| class_differs),
+            volume_attributes_class_name: None,
         });
     }
     if changes.is_empty() {

@@ -103,6 +103,7 @@ pub fn template_edit(stored: &StatefulSet, update: &StatefulSet) -> TemplateEdit
                 name: name.to_string(),
                 size: new_size,
                 storage_class_name: new_class.filter(|_| class_changes),
+                volume_attributes_class_name: None,
             });
         }
     }

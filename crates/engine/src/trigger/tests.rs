@@ -50,6 +50,7 @@ fn change(name: &str, size: &str, class: Option<&str>) -> VolumeChange {
         name: name.into(),
         size: size.into(),
         storage_class_name: class.map(Into::into),
+        volume_attributes_class_name: None,
     }
 }
 

@@ -42,6 +42,7 @@ fn object_of(resize: &VolumeResize, action: &ResizeAction) -> String {
         | ResizeAction::RecreateStatefulSet
         | ResizeAction::RestoreStatefulSet => resize.spec.stateful_set_name.clone(),
         ResizeAction::ExpandClaim { claim, .. }
+        | ResizeAction::ModifyClaim { claim, .. }
         | ResizeAction::CreateTargetClaim { claim, .. }
         | ResizeAction::DeleteClaim { claim, .. }
         | ResizeAction::NudgeClaim { claim, .. }
@@ -90,6 +91,16 @@ async fn carry_out(
                     claim,
                     &crate::writes::patch(),
                     &Patch::Merge(objects::expand_claim_patch(*bytes)),
+                )
+                .await?;
+            Ok(())
+        }
+        ResizeAction::ModifyClaim { claim, class } => {
+            Api::<PersistentVolumeClaim>::namespaced(client, namespace)
+                .patch(
+                    claim,
+                    &crate::writes::patch(),
+                    &Patch::Merge(objects::attributes_class_patch(class.as_deref())),
                 )
                 .await?;
             Ok(())

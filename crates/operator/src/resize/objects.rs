@@ -570,6 +570,9 @@ pub fn with_new_templates(
         if let Some(class) = &change.storage_class_name {
             spec.storage_class_name = Some(class.clone());
         }
+        if let Some(class) = &change.volume_attributes_class_name {
+            spec.volume_attributes_class_name = Some(class.clone());
+        }
     }
     sts
 }
@@ -577,6 +580,12 @@ pub fn with_new_templates(
 /// Raises a claim's storage request to `bytes`.
 pub fn expand_claim_patch(bytes: u64) -> serde_json::Value {
     json!({"spec": {"resources": {"requests": {"storage": format_bytes(bytes)}}}})
+}
+
+/// Sets a claim's VolumeAttributesClass (`None`: takes back one that never applied; the API
+/// server refuses that once one has).
+pub fn attributes_class_patch(class: Option<&str>) -> serde_json::Value {
+    json!({"spec": {"volumeAttributesClassName": class}})
 }
 
 /// Keeps `live` (a [`serialize_kept`] StatefulSet) in the backup ConfigMap.

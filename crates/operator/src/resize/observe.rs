@@ -11,7 +11,7 @@ use ferry_api::{Phase, VolumeResize};
 use ferry_engine::resize::{NodeView, Observed, PeerResize, Scope, StorageClassView, VolumeView};
 use k8s_openapi::api::apps::v1::StatefulSet;
 use k8s_openapi::api::core::v1::{Node, PersistentVolume, PersistentVolumeClaim, Pod};
-use k8s_openapi::api::storage::v1::StorageClass;
+use k8s_openapi::api::storage::v1::{StorageClass, VolumeAttributesClass};
 use kube::api::ListParams;
 use kube::{Api, ResourceExt};
 use std::collections::BTreeMap;
@@ -115,6 +115,7 @@ async fn read_request(
         .into_iter()
         .map(|class| {
             let view = StorageClassView {
+                provisioner: class.provisioner.clone(),
                 allowed_topologies: class
                     .allowed_topologies
                     .iter()
@@ -137,6 +138,15 @@ async fn read_request(
             (class.name_any(), view)
         })
         .collect();
+    if names_attributes_classes(resize, stateful_set) {
+        observed.attributes_classes = Api::<VolumeAttributesClass>::all(ctx.client.clone())
+            .list(&ListParams::default())
+            .await?
+            .items
+            .into_iter()
+            .map(|class| (class.name_any(), class.driver_name))
+            .collect();
+    }
     if let Some(sts) = stateful_set {
         observed.claims = Api::<PersistentVolumeClaim>::namespaced(ctx.client.clone(), namespace)
             .list(&ListParams::default())
@@ -158,6 +168,28 @@ async fn read_request(
     observed.peers = peers(ctx, resize, namespace);
     observed.queue_key = queue_key(resize);
     Ok(())
+}
+
+/// Whether the request or one of the StatefulSet's templates names a VolumeAttributesClass: only
+/// then are they read (a cluster whose VolumeResizes never name one needs no permission for them).
+fn names_attributes_classes(resize: &VolumeResize, stateful_set: Option<&StatefulSet>) -> bool {
+    let asked = resize
+        .spec
+        .volumes
+        .iter()
+        .any(|volume| volume.volume_attributes_class_name.is_some());
+    let templated = stateful_set
+        .and_then(|sts| sts.spec.as_ref())
+        .and_then(|spec| spec.volume_claim_templates.as_ref())
+        .into_iter()
+        .flatten()
+        .any(|template| {
+            template
+                .spec
+                .as_ref()
+                .is_some_and(|spec| spec.volume_attributes_class_name.is_some())
+        });
+    asked || templated
 }
 
 /// The node (name and labels) each of the StatefulSet's pods runs on, by ordinal.

@@ -421,6 +421,7 @@ fn action_reason(action: &ResizeAction) -> &'static str {
     match action {
         ResizeAction::BackupStatefulSet => "BackedUp",
         ResizeAction::ExpandClaim { .. } => "ExpandingVolume",
+        ResizeAction::ModifyClaim { .. } => "ModifyingVolume",
         ResizeAction::EvictPod { .. } => "RestartingPod",
         ResizeAction::OrphanDeleteStatefulSet => "ReplacingStatefulSet",
         ResizeAction::RecreateStatefulSet => "RecreatingStatefulSet",
@@ -444,6 +445,10 @@ fn describe(action: &ResizeAction) -> String {
         ResizeAction::ExpandClaim { claim, bytes } => {
             format!("requested {} for PVC {claim}", format_bytes(*bytes))
         }
+        ResizeAction::ModifyClaim { claim, class } => match class {
+            Some(class) => format!("setting VolumeAttributesClass {class} on PVC {claim}"),
+            None => format!("taking back the VolumeAttributesClass of PVC {claim}, which never applied"),
+        },
         ResizeAction::EvictPod { pod, .. } => {
             format!("deleting pod {pod}; it comes back on its resized or new volume")
         }

@@ -59,6 +59,8 @@ pub(super) fn claim_view(claim: &PersistentVolumeClaim) -> ClaimView {
         uid: claim.uid().unwrap_or_default(),
         storage_class: spec.and_then(|s| s.storage_class_name.clone()),
         attributes_class: spec.and_then(|s| s.volume_attributes_class_name.clone()),
+        current_attributes_class: status.and_then(|s| s.current_volume_attributes_class_name.clone()),
+        modification_infeasible: modification_infeasible(spec, status, conditions),
         requested_bytes: bytes(requested_storage(spec)).unwrap_or(0),
         capacity_bytes: bytes(capacity).unwrap_or(0),
         volume_name: spec.and_then(|s| s.volume_name.clone()),
@@ -112,6 +114,26 @@ fn expansion_infeasible(
     Some(match words {
         Some(words) => format!("{state}: {words}"),
         None => state.clone(),
+    })
+}
+
+/// Why the driver cannot give the claim's volume the attributes class its spec names: its
+/// `modifyVolumeStatus` says `Infeasible` for that very class; the words are the external-resizer's
+/// `ModifyVolumeError` condition (the driver's own message), else the status itself.
+fn modification_infeasible(
+    spec: Option<&k8s_openapi::api::core::v1::PersistentVolumeClaimSpec>,
+    status: Option<&k8s_openapi::api::core::v1::PersistentVolumeClaimStatus>,
+    conditions: &[PersistentVolumeClaimCondition],
+) -> Option<String> {
+    let modify = status?.modify_volume_status.as_ref()?;
+    let asked = spec?.volume_attributes_class_name.as_deref();
+    if modify.status != "Infeasible" || modify.target_volume_attributes_class_name.as_deref() != asked {
+        return None;
+    }
+    let words = holding(conditions, "ModifyVolumeError").and_then(|c| c.message.clone());
+    Some(match words {
+        Some(words) => format!("Infeasible: {words}"),
+        None => "Infeasible".to_string(),
     })
 }
 

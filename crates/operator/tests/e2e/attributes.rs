@@ -1,14 +1,15 @@
 //! VolumeAttributesClasses on the real node's CSI driver behind the upstream external-resizer (its
-//! one mutable parameter, `readOnly`, applied to the mounted file system for real): a copy keeps a
-//! volume's class (the PV controller binds a claim only to a volume of the same attributes class,
-//! so a rollback onto the old volume depends on it too).
+//! one mutable parameter, `readOnly`, applied to the mounted file system for real): a change of
+//! class made in place, one the driver refuses taken back, and a copy that keeps a volume's class
+//! (the PV controller binds a claim only to a volume of the same attributes class, so a rollback
+//! onto the old volume depends on it too).
 
 use crate::real_node::{assert_nothing_lost, seed_checksum, wait_phase, writer_shaped};
 use crate::support::Harness;
 use ferry_api::Phase;
 use ferry_testenv::fixtures::claim_directory;
 use ferry_testenv::workload::{acknowledged, records};
-use ferry_testenv::{ATTRIBUTES_WRITABLE, CLASS_BLOCK, wait_until};
+use ferry_testenv::{ATTRIBUTES_READ_ONLY, ATTRIBUTES_WRITABLE, CLASS_BLOCK, CSI_DRIVER, wait_until};
 use k8s_openapi::api::apps::v1::StatefulSet;
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
 use kube::Api;
@@ -138,4 +139,117 @@ async fn a_copy_keeps_the_attributes_class_and_a_rollback_binds_the_old_volume_a
         seeds.get("data-db-0")
     );
     harness.finish().await;
+}
+
+/// Runs the VolumeResize `name` giving volume `data` (at `size`) the attributes class `class`, to
+/// its end.
+async fn change_attributes(
+    harness: &Harness,
+    name: &str,
+    size: &str,
+    class: &str,
+) -> ferry_api::VolumeResize {
+    harness
+        .create_resize(
+            name,
+            json!({"statefulSetName": "db", "volumes": [
+                {"name": "data", "size": size, "volumeAttributesClassName": class}
+            ]}),
+        )
+        .await;
+    wait_phase(harness, name, 180).await
+}
+
+/// A write in the replica's pod: its exit code and what it said.
+async fn write_in_pod(harness: &Harness, file: &str) -> (i32, String) {
+    let script = format!("echo x > /data/{file}");
+    let (code, _, stderr) =
+        ferry_testenv::kubectl(&["-n", &harness.ns.name, "exec", "db-0", "--", "sh", "-c", &script])
+            .await
+            .unwrap();
+    (code, stderr)
+}
+
+/// The template's attributes class.
+async fn template_attributes(harness: &Harness) -> Option<String> {
+    let sts = harness.ns.api::<StatefulSet>().get("db").await.unwrap();
+    sts.spec.unwrap().volume_claim_templates.unwrap()[0]
+        .spec
+        .clone()
+        .unwrap()
+        .volume_attributes_class_name
+}
+
+/// Another attributes class is given to the running replica's volume in place (its file system
+/// turns read-only under the running pod, which is never restarted), the StatefulSet's template
+/// names it; a class the driver refuses is taken back, the resize failing saying why; and back to
+/// writable, every acknowledged write is there.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_attributes_class_changes_in_place_and_one_the_driver_refuses_is_taken_back() {
+    let harness = Harness::start("attrs-modify").await;
+    let seeds = writer_with_attributes(&harness, 1, "300Mi", ATTRIBUTES_WRITABLE).await;
+    let pod_uid = harness.pod_uids("db").await;
+    let read_only = Some(ATTRIBUTES_READ_ONLY.to_string());
+
+    let done = change_attributes(&harness, "read-only", "300Mi", ATTRIBUTES_READ_ONLY).await;
+    assert_eq!(done.phase(), Phase::Succeeded, "{:?}", done.status);
+    let row = &done.status.as_ref().unwrap().plan[0];
+    assert_eq!(row.strategy, Some(ferry_api::ChosenStrategy::InPlace));
+    assert_eq!(row.step, Some(ferry_api::RowStep::Modified));
+    assert_eq!(
+        attributes_of(&harness, "data-db-0").await,
+        (read_only.clone(), read_only.clone(), read_only.clone())
+    );
+    let (code, stderr) = write_in_pod(&harness, "refused").await;
+    assert!(
+        code != 0 && stderr.contains("Read-only file system"),
+        "{code} {stderr}"
+    );
+    assert_eq!(template_attributes(&harness).await, read_only);
+    assert_eq!(harness.pod_uids("db").await, pod_uid, "no pod restarted");
+
+    // A parameter the driver does not have: Infeasible, taken back, the resize fails.
+    let unknown = format!("{}-iops", harness.ns.name);
+    let class = serde_json::from_value(json!({
+        "metadata": {"name": unknown},
+        "driverName": CSI_DRIVER,
+        "parameters": {"iops": "9000"},
+    }))
+    .unwrap();
+    let classes: Api<k8s_openapi::api::storage::v1::VolumeAttributesClass> = Api::all(harness.client.clone());
+    classes.create(&Default::default(), &class).await.unwrap();
+    let refused = change_attributes(&harness, "iops", "300Mi", &unknown).await;
+    let status = refused.status.clone().unwrap();
+    assert_eq!(status.phase, Some(Phase::Failed), "{:?}", status.message);
+    let message = status.message.unwrap_or_default();
+    assert!(
+        message.contains(&format!(
+            "cannot give data-db-0 the VolumeAttributesClass {unknown}"
+        )) && message.contains("Infeasible"),
+        "{message}"
+    );
+    assert!(
+        status.plan[0].modification_refused.is_some(),
+        "{:?}",
+        status.plan[0]
+    );
+    assert_eq!(
+        attributes_of(&harness, "data-db-0").await,
+        (read_only.clone(), read_only.clone(), read_only.clone()),
+        "asks for the class it had, which its volume kept"
+    );
+    assert_eq!(template_attributes(&harness).await, read_only);
+
+    let writable = Some(ATTRIBUTES_WRITABLE.to_string());
+    let back = change_attributes(&harness, "writable", "300Mi", ATTRIBUTES_WRITABLE).await;
+    assert_eq!(back.phase(), Phase::Succeeded, "{:?}", back.status);
+    assert_eq!(
+        attributes_of(&harness, "data-db-0").await,
+        (writable.clone(), writable.clone(), writable.clone())
+    );
+    assert_eq!(write_in_pod(&harness, "accepted").await.0, 0);
+    assert_eq!(harness.pod_uids("db").await, pod_uid, "no pod restarted");
+    assert_nothing_lost(&harness, 1, &seeds).await;
+    harness.finish().await;
+    classes.delete(&unknown, &Default::default()).await.unwrap();
 }

@@ -572,7 +572,7 @@ impl Cluster {
                     }
                 }
             }
-            ResizeAction::ExpandClaim { .. } => {}
+            ResizeAction::ExpandClaim { .. } | ResizeAction::ModifyClaim { .. } => {}
         }
     }
 }

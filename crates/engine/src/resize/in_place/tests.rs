@@ -424,7 +424,12 @@ struct Expansion {
     /// Most pods down at once, and restarts per pod.
     most_down: usize,
     restarts: std::collections::BTreeMap<String, u32>,
+    /// The template a re-created StatefulSet has (the backup with the request's changes).
+    new_template: TemplateView,
 }
+
+/// The attributes class the simulated driver refuses (its `modifyVolumeStatus` goes Infeasible).
+const REFUSED_CLASS: &str = "platinum";
 
 impl Expansion {
     fn new(offline: bool) -> Self {
@@ -437,6 +442,7 @@ impl Expansion {
             recreating: Vec::new(),
             most_down: 0,
             restarts: Default::default(),
+            new_template: TemplateView::sized(2 * GI, None),
         }
     }
 
@@ -455,11 +461,17 @@ impl Expansion {
                     *self.restarts.entry(pod.clone()).or_default() += 1;
                 }
             }
+            ResizeAction::ModifyClaim { claim, class } => {
+                if let Some(c) = self.observed.claims.get_mut(claim) {
+                    c.attributes_class = class.clone();
+                    c.modification_infeasible = None;
+                }
+            }
             ResizeAction::OrphanDeleteStatefulSet => self.observed.stateful_set = None,
             ResizeAction::RecreateStatefulSet => {
                 if self.observed.stateful_set.is_none() {
                     self.observed.stateful_set = Some(StatefulSetView {
-                        templates: [("data".to_string(), TemplateView::sized(2 * GI, None))].into(),
+                        templates: [("data".to_string(), self.new_template.clone())].into(),
                         replicas: 3,
                         ready_replicas: 3,
                         ..StatefulSetView::default()
@@ -471,6 +483,17 @@ impl Expansion {
     }
 
     fn settle(&mut self) {
+        // The external-resizer has the driver modify each volume to its claim's attributes class
+        // at once, except the one it refuses.
+        for claim in self.observed.claims.values_mut() {
+            if claim.attributes_class != claim.current_attributes_class {
+                if claim.attributes_class.as_deref() == Some(REFUSED_CLASS) {
+                    claim.modification_infeasible = Some("InvalidArgument: no such tier".into());
+                } else {
+                    claim.current_attributes_class = claim.attributes_class.clone();
+                }
+            }
+        }
         // The driver grows each requested claim; online it is done, offline the file system grows
         // when a new pod mounts it.
         for claim in self.observed.claims.values_mut() {
@@ -694,4 +717,114 @@ fn a_size_the_driver_refused_is_lowered_back_recorded_and_fails_the_resize() {
     let claim = observed.claims.get_mut("data-db-1").unwrap();
     claim.capacity_bytes = GI + (1 << 20);
     assert!(plan(&decision.status, &observed).actions.is_empty());
+}
+
+/// `planned(3)` changing every claim to the attributes class `class` (from none), at `size`.
+fn planned_attributes(class: &str, size: &str) -> VolumeResizeStatus {
+    let mut status = planned(3);
+    for row in &mut status.plan {
+        row.target_size = size.into();
+        row.target_attributes_class = Some(class.into());
+    }
+    status
+}
+
+/// Another attributes class, alone and with a growth, with the operator killed after every single
+/// action: each claim names it and its volume has it, the re-created StatefulSet's template names
+/// it, and no pod is restarted.
+#[test]
+fn an_attributes_class_is_changed_in_place_with_the_operator_killed_after_any_action() {
+    for size in ["1Gi", "2Gi"] {
+        let bytes = if size == "1Gi" { GI } else { 2 * GI };
+        let template = TemplateView {
+            attributes_class: Some("gold".into()),
+            ..TemplateView::sized(bytes, None)
+        };
+        let fresh = || {
+            let mut sim = Expansion::new(false);
+            sim.new_template = template.clone();
+            sim
+        };
+        let planned = || planned_attributes("gold", size);
+        let (_, total) = drive(&resize(), &mut fresh(), planned(), None, 100, &mut |_, _| {});
+        for crash_at in 0..total {
+            let mut sim = fresh();
+            let (status, _) = drive(
+                &resize(),
+                &mut sim,
+                planned(),
+                Some(crash_at),
+                100,
+                &mut |_, _| {},
+            );
+            let case = format!("{size}, crash at {crash_at}");
+            assert_eq!(
+                status.phase,
+                Some(Phase::Succeeded),
+                "{case}: {:?}",
+                status.message
+            );
+            for claim in sim.observed.claims.values() {
+                assert_eq!(claim.current_attributes_class.as_deref(), Some("gold"), "{case}");
+                assert_eq!(claim.capacity_bytes, bytes, "{case}");
+            }
+            let sts = sim.observed.stateful_set.as_ref().expect("StatefulSet present");
+            assert_eq!(
+                sts.templates["data"].attributes_class.as_deref(),
+                Some("gold"),
+                "{case}"
+            );
+            assert!(sim.restarts.is_empty(), "{case}: {:?}", sim.restarts);
+            let step = if size == "1Gi" {
+                RowStep::Modified
+            } else {
+                RowStep::Expanded
+            };
+            assert!(
+                status.plan.iter().all(|row| row.step == Some(step)),
+                "{case}: {:?}",
+                status.plan
+            );
+            assert!(
+                status
+                    .message
+                    .as_deref()
+                    .is_some_and(|m| m.contains("VolumeAttributesClass")),
+                "{case}: {:?}",
+                status.message
+            );
+        }
+    }
+}
+
+/// An attributes class the driver refuses (its claim's `modifyVolumeStatus` Infeasible): recorded on
+/// the row before anything else, each claim asks for the class it had again, and the resize fails
+/// saying why, the StatefulSet's template untouched.
+#[test]
+fn an_attributes_class_the_driver_refuses_is_taken_back_and_fails_the_resize() {
+    let mut sim = Expansion::new(false);
+    let (status, _) = drive(
+        &resize(),
+        &mut sim,
+        planned_attributes(REFUSED_CLASS, "1Gi"),
+        None,
+        100,
+        &mut |_, _| {},
+    );
+    assert_eq!(status.phase, Some(Phase::Failed), "{:?}", status.message);
+    let message = status.message.unwrap_or_default();
+    assert!(
+        message.contains("cannot give data-db-0 the VolumeAttributesClass platinum")
+            && message.contains("no such tier"),
+        "{message}"
+    );
+    for row in &status.plan {
+        assert!(row.modification_refused.is_some(), "{row:?}");
+    }
+    for claim in sim.observed.claims.values() {
+        assert_eq!(claim.attributes_class, None, "asks for what it had");
+        assert_eq!(claim.current_attributes_class, None);
+    }
+    let sts = sim.observed.stateful_set.as_ref().expect("StatefulSet present");
+    assert_eq!(sts.templates["data"].attributes_class, None);
 }

@@ -13,6 +13,7 @@ fn spec(volumes: &[(&str, &str, Option<&str>)]) -> VolumeResizeSpec {
                 name: name.to_string(),
                 size: size.to_string(),
                 storage_class_name: class.map(str::to_string),
+                volume_attributes_class_name: None,
             })
             .collect(),
         strategy: Strategy::Auto,
@@ -441,6 +442,7 @@ fn a_target_class_that_cannot_reach_the_replicas_node_is_refused_before_anything
     o.storage_classes.insert(
         "local-fast".into(),
         StorageClassView {
+            provisioner: String::new(),
             allow_expansion: false,
             is_default: false,
             allowed_topologies: vec![vec![(
@@ -511,4 +513,75 @@ fn a_dry_run_reports_the_kubelets_usage_and_refuses_a_shrink_with_no_room_for_it
     let check = precheck(&s, &o);
     assert_eq!(check.verdict, Verdict::Passed);
     assert!(check.plan.iter().all(|row| row.bytes_total.is_none()));
+}
+
+/// `spec` asking for the attributes class `class` on every volume.
+fn with_attributes(mut spec: VolumeResizeSpec, class: &str) -> VolumeResizeSpec {
+    for volume in &mut spec.volumes {
+        volume.volume_attributes_class_name = Some(class.into());
+    }
+    spec
+}
+
+/// `observed()` whose classes provision with `csi.a` and `csi.b`, and attributes classes `gold`
+/// (of `csi.a`) and `other` (of `csi.b`).
+fn observed_with_drivers() -> Observed {
+    let mut o = observed();
+    o.storage_classes.get_mut("standard").unwrap().provisioner = "csi.a".into();
+    o.storage_classes.get_mut("fixed").unwrap().provisioner = "csi.b".into();
+    o.attributes_classes.insert("gold".into(), "csi.a".into());
+    o.attributes_classes.insert("other".into(), "csi.b".into());
+    o
+}
+
+#[test]
+fn another_attributes_class_alone_is_planned_in_place_on_every_replica() {
+    let o = observed_with_drivers();
+    let result = precheck(&with_attributes(spec(&[("data", "10Gi", None)]), "gold"), &o);
+    assert_eq!(result.verdict, Verdict::Passed);
+    for row in &result.plan {
+        assert_eq!(row.strategy, Some(ChosenStrategy::InPlace), "{row:?}");
+        assert_eq!(row.current_attributes_class, None);
+        assert_eq!(row.target_attributes_class.as_deref(), Some("gold"));
+    }
+    // Asked for the class the claims have: nothing to do.
+    let mut same = o.clone();
+    for claim in same.claims.values_mut() {
+        claim.attributes_class = Some("gold".into());
+    }
+    let result = precheck(&with_attributes(spec(&[("data", "10Gi", None)]), "gold"), &same);
+    assert_eq!(result.verdict, Verdict::NothingToDo);
+}
+
+#[test]
+fn an_attributes_class_that_is_missing_or_of_another_driver_is_refused() {
+    let o = observed_with_drivers();
+    let missing = precheck(&with_attributes(spec(&[("data", "10Gi", None)]), "platinum"), &o);
+    assert!(
+        matches!(&missing.verdict, Verdict::Reject { reason, message }
+            if *reason == REASON_ATTRIBUTES_CLASS_NOT_FOUND && message.contains("\"platinum\"")),
+        "{missing:?}"
+    );
+    let other = precheck(&with_attributes(spec(&[("data", "10Gi", None)]), "other"), &o);
+    assert!(
+        matches!(&other.verdict, Verdict::Reject { reason, message }
+            if *reason == REASON_ATTRIBUTES_CLASS_OTHER_DRIVER && message.contains("csi.b") && message.contains("csi.a")),
+        "{other:?}"
+    );
+    // A move to another driver's class with the template's class of the old driver: refused
+    // until a class of the new driver is named.
+    let mut templated = o.clone();
+    if let Some(sts) = templated.stateful_set.as_mut() {
+        sts.templates.get_mut("data").unwrap().attributes_class = Some("gold".into());
+    }
+    let moved = precheck(&spec(&[("data", "10Gi", Some("fixed"))]), &templated);
+    assert!(
+        matches!(&moved.verdict, Verdict::Reject { reason, .. } if *reason == REASON_ATTRIBUTES_CLASS_OTHER_DRIVER),
+        "{moved:?}"
+    );
+    let renamed = precheck(
+        &with_attributes(spec(&[("data", "10Gi", Some("fixed"))]), "other"),
+        &templated,
+    );
+    assert_eq!(renamed.verdict, Verdict::Passed, "{renamed:?}");
 }
