@@ -21,6 +21,9 @@ pub const MANAGED_BY_VALUE: &str = "ferry";
 pub const ANNOTATION_RESIZE_PREFIX: &str = "ferry.dev/resize.";
 /// `ferry.dev/storage-class.<template-name>: "fast"` asks for a move to another StorageClass.
 pub const ANNOTATION_STORAGE_CLASS_PREFIX: &str = "ferry.dev/storage-class.";
+/// `ferry.dev/attributes-class.<template>: <VolumeAttributesClass>` on a StatefulSet: give that
+/// template's volumes this attributes class (in place).
+pub const ANNOTATION_ATTRIBUTES_CLASS_PREFIX: &str = "ferry.dev/attributes-class.";
 /// `ferry.dev/rollback-requested: "true"` on a finished VolumeResize asks Ferry to put every copied
 /// replica back on its retained old volume (`kubectl ferry rollback`).
 pub const ANNOTATION_ROLLBACK_REQUESTED: &str = "ferry.dev/rollback-requested";

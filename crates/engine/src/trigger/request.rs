@@ -3,8 +3,8 @@
 //! `ferry.dev/sync-claims: "true"`, from claims that differ from the template. Pure.
 
 use ferry_api::names::{
-    ANNOTATION_REQUESTED_TEMPLATES, ANNOTATION_RESIZE_PREFIX, ANNOTATION_STORAGE_CLASS_PREFIX,
-    ANNOTATION_SYNC_CLAIMS, SEED_ANNOTATION_RESIZE_PREFIX,
+    ANNOTATION_ATTRIBUTES_CLASS_PREFIX, ANNOTATION_REQUESTED_TEMPLATES, ANNOTATION_RESIZE_PREFIX,
+    ANNOTATION_STORAGE_CLASS_PREFIX, ANNOTATION_SYNC_CLAIMS, SEED_ANNOTATION_RESIZE_PREFIX,
 };
 use ferry_api::{VolumeChange, parse_bytes};
 use std::collections::{BTreeMap, BTreeSet};
@@ -15,6 +15,7 @@ pub struct Template {
     pub name: String,
     pub size: Option<String>,
     pub storage_class: Option<String>,
+    pub attributes_class: Option<String>,
 }
 
 /// One existing claim made from a template.
@@ -24,6 +25,7 @@ pub struct Claim {
     pub ordinal: i32,
     pub size: Option<String>,
     pub storage_class: Option<String>,
+    pub attributes_class: Option<String>,
 }
 
 /// What the StatefulSet looks like to the triggers.
@@ -91,6 +93,7 @@ pub enum Reading {
 struct Wish {
     size: Option<(String, String)>,
     class: Option<(String, String)>,
+    attributes: Option<(String, String)>,
 }
 
 impl Wish {
@@ -108,17 +111,31 @@ impl Wish {
     }
 
     fn want_class(&mut self, class: &str, from: &str) -> Result<(), String> {
-        if class.is_empty() {
-            return Err(format!("{from}: the StorageClass name is empty"));
-        }
-        match &self.class {
-            Some((other, other_from)) if other != class => Err(format!(
-                "{from} asks for StorageClass {class:?} but {other_from} asks for {other:?}; keep one"
-            )),
-            _ => {
-                self.class = Some((class.to_string(), from.to_string()));
-                Ok(())
-            }
+        want_named(&mut self.class, "StorageClass", class, from)
+    }
+
+    fn want_attributes(&mut self, class: &str, from: &str) -> Result<(), String> {
+        want_named(&mut self.attributes, "VolumeAttributesClass", class, from)
+    }
+}
+
+/// One wish for a class of `kind`: named, and the same wherever it is asked.
+fn want_named(
+    wish: &mut Option<(String, String)>,
+    kind: &str,
+    class: &str,
+    from: &str,
+) -> Result<(), String> {
+    if class.is_empty() {
+        return Err(format!("{from}: the {kind} name is empty"));
+    }
+    match wish {
+        Some((other, other_from)) if other != class => Err(format!(
+            "{from} asks for {kind} {class:?} but {other_from} asks for {other:?}; keep one"
+        )),
+        _ => {
+            *wish = Some((class.to_string(), from.to_string()));
+            Ok(())
         }
     }
 }
@@ -165,7 +182,7 @@ pub fn read(subject: &Subject) -> Reading {
             name,
             size,
             storage_class_name: wish.class.map(|(class, _)| class),
-            volume_attributes_class_name: None,
+            volume_attributes_class_name: wish.attributes.map(|(class, _)| class),
         });
     }
     carriers.sort();
@@ -206,6 +223,9 @@ fn read_annotations(
                 if let Some(class) = &change.storage_class_name {
                     wish.want_class(class, "the edited volumeClaimTemplates")?;
                 }
+                if let Some(class) = &change.volume_attributes_class_name {
+                    wish.want_attributes(class, "the edited volumeClaimTemplates")?;
+                }
             }
             sources.insert(Source::TemplateEdit);
         } else if let Some(template) = key.strip_prefix(ANNOTATION_RESIZE_PREFIX) {
@@ -219,6 +239,12 @@ fn read_annotations(
                 .entry(template.to_string())
                 .or_default()
                 .want_class(value, key)?;
+            sources.insert(Source::Annotation);
+        } else if let Some(template) = key.strip_prefix(ANNOTATION_ATTRIBUTES_CLASS_PREFIX) {
+            wishes
+                .entry(template.to_string())
+                .or_default()
+                .want_attributes(value, key)?;
             sources.insert(Source::Annotation);
         } else if let Some(index) = key.strip_prefix(SEED_ANNOTATION_RESIZE_PREFIX) {
             let template = index
@@ -315,14 +341,17 @@ fn drift(subject: &Subject) -> Reading {
 
 /// Two change lists ask for the same thing (sizes compared as quantities, in any order).
 pub fn same_target(a: &[VolumeChange], b: &[VolumeChange]) -> bool {
-    let key = |changes: &[VolumeChange]| -> BTreeMap<String, (Option<u64>, Option<String>)> {
+    type Target = (Option<u64>, Option<String>, Option<String>);
+    let key = |changes: &[VolumeChange]| -> BTreeMap<String, Target> {
         changes
             .iter()
             .map(|c| {
-                (
-                    c.name.clone(),
-                    (parse_bytes(&c.size).ok(), c.storage_class_name.clone()),
-                )
+                let target = (
+                    parse_bytes(&c.size).ok(),
+                    c.storage_class_name.clone(),
+                    c.volume_attributes_class_name.clone(),
+                );
+                (c.name.clone(), target)
             })
             .collect()
     };
@@ -337,10 +366,14 @@ pub fn satisfied(subject: &Subject, request: &Request) -> bool {
         let class_matches = |class: &Option<String>| {
             change.storage_class_name.is_none() || *class == change.storage_class_name
         };
+        let attributes_match = |class: &Option<String>| {
+            change.volume_attributes_class_name.is_none() || *class == change.volume_attributes_class_name
+        };
         let template_ok = subject.templates.iter().any(|t| {
             t.name == change.name
                 && t.size.as_deref().and_then(|s| parse_bytes(s).ok()) == bytes
                 && class_matches(&t.storage_class)
+                && attributes_match(&t.attributes_class)
         });
         template_ok
             && subject
@@ -350,6 +383,7 @@ pub fn satisfied(subject: &Subject, request: &Request) -> bool {
                 .all(|c| {
                     c.size.as_deref().and_then(|s| parse_bytes(s).ok()) == bytes
                         && class_matches(&c.storage_class)
+                        && attributes_match(&c.attributes_class)
                 })
     })
 }
@@ -370,6 +404,9 @@ pub fn describe(changes: &[VolumeChange], templates: &[Template]) -> String {
             };
             if let Some(class) = &change.storage_class_name {
                 text.push_str(&format!(" on StorageClass {class}"));
+            }
+            if let Some(class) = &change.volume_attributes_class_name {
+                text.push_str(&format!(" with VolumeAttributesClass {class}"));
             }
             text
         })

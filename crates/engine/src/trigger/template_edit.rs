@@ -1,5 +1,5 @@
-//! The admission webhook's decision on an update of a StatefulSet: does it change the size or
-//! StorageClass of volume claim templates (which Kubernetes refuses, and Ferry then does as a
+//! The admission webhook's decision on an update of a StatefulSet: does it change the size,
+//! StorageClass or VolumeAttributesClass of volume claim templates (which Kubernetes refuses, and Ferry then does as a
 //! VolumeResize), something else in them that nobody can change, or nothing of them at all. Pure.
 
 use super::request::positive_bytes;
@@ -13,7 +13,8 @@ use std::collections::BTreeMap;
 pub enum TemplateEdit {
     /// The templates are unchanged (quantities compared by value): nothing to do.
     Unchanged,
-    /// Sizes or classes changed: put the stored templates back and record these changes.
+    /// Sizes, classes or attributes classes changed: put the stored templates back and record
+    /// these changes.
     Resize(Vec<VolumeChange>),
     /// A change nobody can make to a StatefulSet; the message says which and why.
     Refuse(String),
@@ -38,13 +39,18 @@ fn class_of(template: &PersistentVolumeClaim) -> Option<String> {
     template.spec.as_ref()?.storage_class_name.clone()
 }
 
-/// The template without what Ferry can change (size, class) and what the API server ignores
-/// (status), to compare the rest.
+fn attributes_of(template: &PersistentVolumeClaim) -> Option<String> {
+    template.spec.as_ref()?.volume_attributes_class_name.clone()
+}
+
+/// The template without what Ferry can change (size, class, attributes class) and what the API
+/// server ignores (status), to compare the rest.
 fn without_resizable(template: &PersistentVolumeClaim) -> PersistentVolumeClaim {
     let mut rest = template.clone();
     rest.status = None;
     if let Some(spec) = rest.spec.as_mut() {
         spec.storage_class_name = None;
+        spec.volume_attributes_class_name = None;
         if let Some(requests) = spec.resources.as_mut().and_then(|r| r.requests.as_mut()) {
             requests.remove("storage");
         }
@@ -60,7 +66,7 @@ pub fn template_edit(stored: &StatefulSet, update: &StatefulSet) -> TemplateEdit
     }
     if names(before) != names(after) {
         return TemplateEdit::Refuse(format!(
-            "volumeClaimTemplates cannot be added, removed, renamed or reordered (stored: [{}], update: [{}]); Ferry changes the size and storageClassName of existing templates",
+            "volumeClaimTemplates cannot be added, removed, renamed or reordered (stored: [{}], update: [{}]); Ferry changes the size, storageClassName and volumeAttributesClassName of existing templates",
             names(before).join(", "),
             names(after).join(", ")
         ));
@@ -70,7 +76,7 @@ pub fn template_edit(stored: &StatefulSet, update: &StatefulSet) -> TemplateEdit
         let name = template_name(old);
         if without_resizable(old) != without_resizable(new) {
             return TemplateEdit::Refuse(format!(
-                "volume claim template {name:?}: only its storage size and storageClassName can change (access modes, volume mode, selectors, labels and the rest stay as they are)"
+                "volume claim template {name:?}: only its storage size, storageClassName and volumeAttributesClassName can change (access modes, volume mode, selectors, labels and the rest stay as they are)"
             ));
         }
         let (old_size, new_size) = (size_of(old), size_of(new));
@@ -98,12 +104,20 @@ pub fn template_edit(stored: &StatefulSet, update: &StatefulSet) -> TemplateEdit
                 old_class.as_deref().unwrap_or("")
             ));
         }
-        if old_bytes != new_bytes || class_changes {
+        let (old_attributes, new_attributes) = (attributes_of(old), attributes_of(new));
+        let attributes_change = old_attributes != new_attributes;
+        if attributes_change && new_attributes.as_deref().is_none_or(str::is_empty) {
+            return TemplateEdit::Refuse(format!(
+                "volume claim template {name:?}: the update removes volumeAttributesClassName {}; Kubernetes keeps a volume's class once it has one: name the class the volumes should have",
+                old_attributes.as_deref().unwrap_or("")
+            ));
+        }
+        if old_bytes != new_bytes || class_changes || attributes_change {
             changes.push(VolumeChange {
                 name: name.to_string(),
                 size: new_size,
                 storage_class_name: new_class.filter(|_| class_changes),
-                volume_attributes_class_name: None,
+                volume_attributes_class_name: new_attributes.filter(|_| attributes_change),
             });
         }
     }

@@ -9,6 +9,7 @@ fn template(name: &str, size: &str, class: Option<&str>) -> request::Template {
         name: name.into(),
         size: Some(size.into()),
         storage_class: class.map(Into::into),
+        attributes_class: None,
     }
 }
 
@@ -18,6 +19,7 @@ fn claim(template: &str, ordinal: i32, size: &str, class: Option<&str>) -> reque
         ordinal,
         size: Some(size.into()),
         storage_class: class.map(Into::into),
+        attributes_class: None,
     }
 }
 
@@ -223,6 +225,34 @@ fn annotations_by_name_combine_size_and_class() {
     assert_eq!(created.trigger, "annotation");
 }
 
+/// `ferry.dev/attributes-class.<template>` asks for the class at the template's size; once the
+/// template and every running claim name it, the request is satisfied.
+#[test]
+fn an_attributes_class_annotation_is_a_change_of_class_at_the_same_size() {
+    let subject = with(web(), "ferry.dev/attributes-class.data", "gold");
+    let created = decide(&subject, &[]).create.unwrap();
+    let mut expected = change("data", "1Gi", None);
+    expected.volume_attributes_class_name = Some("gold".into());
+    assert_eq!(created.spec.volumes, vec![expected]);
+    assert_eq!(created.trigger, "annotation");
+
+    let mut done = subject.clone();
+    for template in done.templates.iter_mut().filter(|t| t.name == "data") {
+        template.attributes_class = Some("gold".into());
+    }
+    for claim in done.claims.iter_mut().filter(|c| c.template == "data") {
+        claim.attributes_class = Some("gold".into());
+    }
+    let decision = decide(&done, &[]);
+    assert_eq!(decision.create, None);
+    assert_eq!(
+        decision.annotations.get("ferry.dev/attributes-class.data"),
+        Some(&None)
+    );
+    let empty = with(web(), "ferry.dev/attributes-class.data", "");
+    assert!(decide(&empty, &[]).create.is_none());
+}
+
 #[test]
 fn the_seed_annotation_names_the_template_by_index_and_is_deprecated() {
     let subject = with(web(), "resize-statefulset-operator/resize-1", "4Gi");
@@ -418,6 +448,33 @@ fn a_size_or_class_edit_is_a_resize() {
     );
 }
 
+/// A template's new attributes class is a resize of that class alone; removing one is refused
+/// (Kubernetes keeps a volume's class once it has one).
+#[test]
+fn an_attributes_class_edit_is_a_resize_and_removing_one_is_refused() {
+    let with_class = |class: &str| {
+        let mut template = pvc("data", "1Gi", Some("a"));
+        template["spec"]["volumeAttributesClassName"] = class.into();
+        template
+    };
+    let stored = sts(serde_json::json!([with_class("gold")]));
+    let mut expected = change("data", "1Gi", None);
+    expected.volume_attributes_class_name = Some("platinum".into());
+    assert_eq!(
+        template_edit(&stored, &sts(serde_json::json!([with_class("platinum")]))),
+        TemplateEdit::Resize(vec![expected])
+    );
+    match template_edit(&stored, &sts(serde_json::json!([pvc("data", "1Gi", Some("a"))]))) {
+        TemplateEdit::Refuse(message) => {
+            assert!(
+                message.contains("removes volumeAttributesClassName gold"),
+                "{message}"
+            )
+        }
+        other => panic!("expected a refusal, got {other:?}"),
+    }
+}
+
 #[test]
 fn the_same_quantity_written_differently_is_no_change() {
     let stored = sts(serde_json::json!([pvc("data", "1Gi", None)]));
@@ -434,7 +491,7 @@ fn changes_nobody_can_make_are_refused_with_the_reason() {
     for (update, expected) in [
         (
             serde_json::json!([other_mode]),
-            "only its storage size and storageClassName",
+            "only its storage size, storageClassName and volumeAttributesClassName",
         ),
         (
             serde_json::json!([pvc("data", "1Gi", Some("a")), pvc("new", "1Gi", None)]),

@@ -19,6 +19,10 @@ pub fn templates_of(sts: &StatefulSet) -> Vec<Template> {
             name: template.name_any(),
             size: requested_storage(template.spec.as_ref()).map(|q| q.0.clone()),
             storage_class: template.spec.as_ref().and_then(|s| s.storage_class_name.clone()),
+            attributes_class: template
+                .spec
+                .as_ref()
+                .and_then(|s| s.volume_attributes_class_name.clone()),
         })
         .collect()
 }
@@ -45,6 +49,7 @@ pub fn subject(sts: &StatefulSet, claims: &[PersistentVolumeClaim]) -> Subject {
                 ordinal,
                 size: requested_storage(spec).map(|q| q.0.clone()),
                 storage_class: spec.and_then(|s| s.storage_class_name.clone()),
+                attributes_class: spec.and_then(|s| s.volume_attributes_class_name.clone()),
             })
         })
         .collect();
@@ -117,11 +122,13 @@ mod tests {
                 name: "data".into(),
                 size: None,
                 storage_class: None,
+                attributes_class: None,
             },
             Template {
                 name: "data-log".into(),
                 size: None,
                 storage_class: None,
+                attributes_class: None,
             },
         ];
         assert_eq!(

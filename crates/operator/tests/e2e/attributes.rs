@@ -253,3 +253,61 @@ async fn an_attributes_class_changes_in_place_and_one_the_driver_refuses_is_take
     harness.finish().await;
     classes.delete(&unknown, &Default::default()).await.unwrap();
 }
+
+/// The triggers: a `kubectl patch` of the template's attributes class (the admission webhook keeps
+/// it aside, the operator resizes) gives the running volume that class in place, and the annotation
+/// `ferry.dev/attributes-class.data` gives it back; each ends with the template naming the class.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_template_edit_and_an_annotation_change_the_attributes_class_in_place() {
+    let harness = Harness::start_with_webhook("attrs-trigger").await;
+    let seeds = writer_with_attributes(&harness, 1, "300Mi", ATTRIBUTES_WRITABLE).await;
+    let pod_uid = harness.pod_uids("db").await;
+    let patch = format!(
+        r#"[{{"op":"replace","path":"/spec/volumeClaimTemplates/0/spec/volumeAttributesClassName","value":"{ATTRIBUTES_READ_ONLY}"}}]"#
+    );
+    let (code, _, stderr) = ferry_testenv::kubectl(&[
+        "-n",
+        &harness.ns.name,
+        "patch",
+        "statefulset",
+        "db",
+        "--type",
+        "json",
+        "-p",
+        &patch,
+    ])
+    .await
+    .unwrap();
+    assert_eq!(code, 0, "the edit is accepted: {stderr}");
+    assert!(
+        stderr.contains(&format!("with VolumeAttributesClass {ATTRIBUTES_READ_ONLY}")),
+        "{stderr}"
+    );
+    let name = crate::triggers::named_in_warning(&stderr);
+    let done = wait_phase(&harness, &name, 180).await;
+    assert_eq!(done.phase(), Phase::Succeeded, "{:?}", done.status);
+    crate::triggers::wait_request_done(&harness, "db", 60).await;
+    let read_only = Some(ATTRIBUTES_READ_ONLY.to_string());
+    assert_eq!(
+        attributes_of(&harness, "data-db-0").await,
+        (read_only.clone(), read_only.clone(), read_only.clone())
+    );
+    assert_eq!(template_attributes(&harness).await, read_only);
+
+    let annotate = format!("ferry.dev/attributes-class.data={ATTRIBUTES_WRITABLE}");
+    let (code, _, stderr) =
+        ferry_testenv::kubectl(&["-n", &harness.ns.name, "annotate", "statefulset", "db", &annotate])
+            .await
+            .unwrap();
+    assert_eq!(code, 0, "{stderr}");
+    crate::triggers::wait_request_done(&harness, "db", 180).await;
+    let writable = Some(ATTRIBUTES_WRITABLE.to_string());
+    assert_eq!(
+        attributes_of(&harness, "data-db-0").await,
+        (writable.clone(), writable.clone(), writable.clone())
+    );
+    assert_eq!(template_attributes(&harness).await, writable);
+    assert_eq!(harness.pod_uids("db").await, pod_uid, "no pod restarted");
+    assert_nothing_lost(&harness, 1, &seeds).await;
+    harness.finish().await;
+}

@@ -111,7 +111,7 @@ async fn trigger_resizes(harness: &Harness, name: &str) -> Vec<VolumeResize> {
 }
 
 /// Waits until the StatefulSet says its request succeeded and carries no request any more.
-async fn wait_request_done(harness: &Harness, name: &str, seconds: u64) -> StatefulSet {
+pub(crate) async fn wait_request_done(harness: &Harness, name: &str, seconds: u64) -> StatefulSet {
     let api = harness.ns.api::<StatefulSet>();
     let done = wait_until(
         &format!("StatefulSet {name} to report its resize done"),
@@ -122,6 +122,8 @@ async fn wait_request_done(harness: &Harness, name: &str, seconds: u64) -> State
             let requested = annotations.keys().any(|key| {
                 key == ANNOTATION_REQUESTED_TEMPLATES
                     || key.starts_with("ferry.dev/resize.")
+                    || key.starts_with("ferry.dev/storage-class.")
+                    || key.starts_with("ferry.dev/attributes-class.")
                     || key.starts_with("resize-statefulset-operator/resize-")
             });
             let status = annotations.get(ANNOTATION_RESIZE_STATUS)?;
@@ -143,7 +145,7 @@ async fn wait_request_done(harness: &Harness, name: &str, seconds: u64) -> State
 }
 
 /// The VolumeResize name in Ferry's admission warning.
-fn named_in_warning(stderr: &str) -> String {
+pub(crate) fn named_in_warning(stderr: &str) -> String {
     let line = stderr
         .lines()
         .find(|line| line.contains("Ferry: volumeClaimTemplates change"))

@@ -102,6 +102,13 @@ async fn missing_or_empty_fields_and_bad_durations_are_rejected() {
         message.contains("retainOldVolumes must be a duration"),
         "{message}"
     );
+    let message = rejection(json!({"statefulSetName": "db",
+        "volumes": [{"name": "data", "size": "1Gi", "volumeAttributesClassName": ""}]}))
+    .await;
+    assert!(
+        message.contains("volumeAttributesClassName must not be empty"),
+        "{message}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
