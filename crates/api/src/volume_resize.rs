@@ -120,7 +120,9 @@ pub struct VolumeChange {
     /// The new size, a Kubernetes quantity such as `20Gi`.
     #[schemars(length(max = 64))]
     #[x_kube(validation = Rule::new("isQuantity(self) && quantity(self).isGreaterThan(quantity('0'))").message("size must be a positive Kubernetes quantity such as 10Gi or 500Mi"))]
-    #[x_kube(validation = Rule::new("!isQuantity(self) || quantity(self).isInteger()").message("size must be a whole number of bytes (not a fraction such as 1500m)"))]
+    // `isInteger` alone is false for a large binary size such as 100Ti or 1Pi (the quantity parser
+    // keeps those as decimals, not int64): a value whose float is whole is a whole number too.
+    #[x_kube(validation = Rule::new("!isQuantity(self) || quantity(self).isInteger() || double(int(quantity(self).asApproximateFloat())) == quantity(self).asApproximateFloat()").message("size must be a whole number of bytes (not a fraction such as 1500m)"))]
     pub size: String,
     /// Move the data to this StorageClass (copy); unset keeps the current class.
     #[serde(default, skip_serializing_if = "Option::is_none")]

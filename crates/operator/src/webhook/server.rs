@@ -13,8 +13,9 @@ use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use ferry_api::condition::{
-    REASON_INVALID_SIZE, REASON_MOVER_IMAGE_NOT_ALLOWED, REASON_STATEFUL_SET_NOT_FOUND,
-    REASON_STORAGE_CLASS_NOT_FOUND, REASON_TEMPLATE_NOT_FOUND,
+    REASON_ATTRIBUTES_CLASS_NOT_FOUND, REASON_ATTRIBUTES_CLASS_OTHER_DRIVER, REASON_INVALID_SIZE,
+    REASON_MOVER_IMAGE_NOT_ALLOWED, REASON_STATEFUL_SET_NOT_FOUND, REASON_STORAGE_CLASS_NOT_FOUND,
+    REASON_TEMPLATE_NOT_FOUND,
 };
 use ferry_api::{ExtendedStatefulSet, VolumeResize};
 use ferry_engine::resize::{Verdict, precheck};
@@ -303,12 +304,14 @@ fn unsure(why: &str) -> String {
 
 /// Reasons the prechecks give for a request that can never be carried out as written; these are
 /// refused at admission with the prechecks' own words.
-const REFUSED_AT_ADMISSION: [&str; 5] = [
+const REFUSED_AT_ADMISSION: [&str; 7] = [
     REASON_STATEFUL_SET_NOT_FOUND,
     REASON_TEMPLATE_NOT_FOUND,
     REASON_STORAGE_CLASS_NOT_FOUND,
     REASON_INVALID_SIZE,
     REASON_MOVER_IMAGE_NOT_ALLOWED,
+    REASON_ATTRIBUTES_CLASS_NOT_FOUND,
+    REASON_ATTRIBUTES_CLASS_OTHER_DRIVER,
 ];
 
 async fn validate_volume_resize(State(ctx): State<Arc<Context>>, request: Request) -> Response {

@@ -549,6 +549,11 @@ async fn a_volume_resize_naming_what_does_not_exist_is_refused_at_admission() {
             "StorageClassNotFound: StorageClass \"gold\" (volume \"data\") does not exist",
         ),
         (
+            "no-attributes",
+            json!({"statefulSetName": "web", "volumes": [{"name": "data", "size": "2Gi", "volumeAttributesClassName": "nope"}]}),
+            "VolumeAttributesClassNotFound: VolumeAttributesClass \"nope\" (volume \"data\") does not exist",
+        ),
+        (
             "bad-image",
             json!({"statefulSetName": "web", "volumes": [{"name": "data", "size": "2Gi"}],
                 "mover": {"image": "evil.example/miner:latest"}}),

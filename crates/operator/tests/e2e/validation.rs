@@ -118,6 +118,36 @@ async fn names_too_long_for_a_label_are_rejected() {
     assert!(message.contains("at most 63 characters"), "{message}");
 }
 
+/// Whole sizes of any magnitude are accepted (the quantity parser keeps 100Ti and 1Pi as decimals,
+/// for which CEL's `isInteger` alone says false), fractions of a byte are not. Server-side dry run:
+/// nothing is stored.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn large_whole_sizes_are_accepted_and_fractions_of_a_byte_are_not() {
+    let client = ferry_testenv::client().await.unwrap();
+    install_crd(&client).await;
+    let api: kube::Api<ferry_api::VolumeResize> = kube::Api::namespaced(client, "default");
+    let dry_run = kube::api::PostParams {
+        dry_run: true,
+        ..Default::default()
+    };
+    for size in ["100Ti", "1Pi", "8000Ti", "1.5Ki", "10Gi"] {
+        let resize: ferry_api::VolumeResize = serde_json::from_value(json!({
+            "apiVersion": "ferry.dev/v1alpha1", "kind": "VolumeResize",
+            "metadata": {"generateName": "large-"},
+            "spec": {"statefulSetName": "db", "volumes": [{"name": "data", "size": size}]},
+        }))
+        .unwrap();
+        if let Err(error) = api.create(&dry_run, &resize).await {
+            panic!("{size} refused: {error}");
+        }
+    }
+    for size in ["1.5", "1500m", "1.0001Ki"] {
+        let message =
+            rejection(json!({"statefulSetName": "db", "volumes": [{"name": "data", "size": size}]})).await;
+        assert!(message.contains("whole number of bytes"), "{size}: {message}");
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn fractional_sizes_zero_retention_and_unbounded_counts_are_rejected() {
     let message =
