@@ -233,6 +233,14 @@ async fn an_attributes_class_changes_in_place_and_one_the_driver_refuses_is_take
         "{:?}",
         status.plan[0]
     );
+    // Said on the StatefulSet too, where its owner looks.
+    let events = harness.wait_event("StatefulSet", "db", "RolledBack").await;
+    assert!(
+        events
+            .iter()
+            .any(|(kind, _, note)| kind == "Warning" && note.contains("cannot give data-db-0")),
+        "{events:?}"
+    );
     assert_eq!(
         attributes_of(&harness, "data-db-0").await,
         (read_only.clone(), read_only.clone(), read_only.clone()),

@@ -247,6 +247,14 @@ async fn a_size_the_driver_refuses_is_lowered_back_and_the_resize_fails_saying_w
         "{message}"
     );
     assert!(status.plan[0].expansion_refused.is_some(), "{:?}", status.plan[0]);
+    // Said on the StatefulSet too, where its owner looks.
+    let events = harness.wait_event("StatefulSet", "db", "RolledBack").await;
+    assert!(
+        events
+            .iter()
+            .any(|(kind, _, note)| kind == "Warning" && note.contains("cannot grow data-db-0 to 1Ti")),
+        "{events:?}"
+    );
     // The claim asks for 1 MiB above what it has, and its resize status is clear again.
     let claims: Api<PersistentVolumeClaim> = harness.ns.api();
     let claim = wait_until("the claim to leave the infeasible state", 60, || async {
