@@ -319,3 +319,76 @@ async fn a_template_edit_and_an_annotation_change_the_attributes_class_in_place(
     assert_nothing_lost(&harness, 1, &seeds).await;
     harness.finish().await;
 }
+
+/// A growth and another attributes class in one request are one in-place change (the pod never
+/// restarts); a copy asked for with yet another class makes the new volume with that class, and
+/// the data follows. (The second class has the same `readOnly: "false"` under another name: a growth
+/// of a file system the class makes read-only cannot finish while mounted, a quirk of this driver's
+/// one parameter, not of attributes classes.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_growth_with_a_new_class_is_in_place_and_a_copy_makes_its_volume_with_the_class_asked() {
+    let harness = Harness::start("attrs-combined").await;
+    let seeds = writer_with_attributes(&harness, 1, "300Mi", ATTRIBUTES_WRITABLE).await;
+    let pod_uid = harness.pod_uids("db").await;
+    let also_writable = format!("{}-writable", harness.ns.name);
+    let class = serde_json::from_value(json!({
+        "metadata": {"name": also_writable},
+        "driverName": CSI_DRIVER,
+        "parameters": {"readOnly": "false"},
+    }))
+    .unwrap();
+    let classes: Api<k8s_openapi::api::storage::v1::VolumeAttributesClass> = Api::all(harness.client.clone());
+    classes.create(&Default::default(), &class).await.unwrap();
+    let grown = change_attributes(&harness, "grow", "320Mi", &also_writable).await;
+    assert_eq!(grown.phase(), Phase::Succeeded, "{:?}", grown.status);
+    let row = &grown.status.as_ref().unwrap().plan[0];
+    assert_eq!(row.strategy, Some(ferry_api::ChosenStrategy::InPlace));
+    assert_eq!(row.step, Some(ferry_api::RowStep::Expanded));
+    let claims: Api<PersistentVolumeClaim> = harness.ns.api();
+    let capacity = claims
+        .get("data-db-0")
+        .await
+        .unwrap()
+        .status
+        .unwrap()
+        .capacity
+        .unwrap()["storage"]
+        .0
+        .clone();
+    assert!(
+        ferry_api::parse_bytes(&capacity).unwrap() >= 320 << 20,
+        "capacity {capacity}"
+    );
+    let asked = Some(also_writable.clone());
+    assert_eq!(
+        attributes_of(&harness, "data-db-0").await,
+        (asked.clone(), asked.clone(), asked.clone())
+    );
+    assert_eq!(template_attributes(&harness).await, asked);
+    assert_eq!(harness.pod_uids("db").await, pod_uid, "no pod restarted");
+
+    harness
+        .create_resize(
+            "copy",
+            json!({"statefulSetName": "db", "strategy": "Copy", "volumes": [
+                {"name": "data", "size": "340Mi", "volumeAttributesClassName": ATTRIBUTES_WRITABLE}
+            ]}),
+        )
+        .await;
+    let copied = wait_phase(&harness, "copy", 240).await;
+    assert_eq!(copied.phase(), Phase::Succeeded, "{:?}", copied.status);
+    let row = &copied.status.as_ref().unwrap().plan[0];
+    assert_eq!(row.strategy, Some(ferry_api::ChosenStrategy::Copy));
+    assert_eq!(row.current_attributes_class, asked);
+    let writable = Some(ATTRIBUTES_WRITABLE.to_string());
+    assert_eq!(
+        attributes_of(&harness, "data-db-0").await,
+        (writable.clone(), writable.clone(), writable.clone()),
+        "the new volume is made with the class asked for"
+    );
+    assert_eq!(template_attributes(&harness).await, writable);
+    assert_nothing_lost(&harness, 1, &seeds).await;
+    harness.finish().await;
+    // The old volume (retained) still names the class: deleted once nothing does.
+    let _ = classes.delete(&also_writable, &Default::default()).await;
+}
