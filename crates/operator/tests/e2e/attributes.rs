@@ -12,6 +12,7 @@ use ferry_testenv::workload::{acknowledged, records};
 use ferry_testenv::{ATTRIBUTES_READ_ONLY, ATTRIBUTES_WRITABLE, CLASS_BLOCK, CSI_DRIVER, wait_until};
 use k8s_openapi::api::apps::v1::StatefulSet;
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
+use k8s_openapi::api::storage::v1::VolumeAttributesClass;
 use kube::Api;
 use kube::api::{Patch, PatchParams};
 use serde_json::json;
@@ -141,6 +142,32 @@ async fn a_copy_keeps_the_attributes_class_and_a_rollback_binds_the_old_volume_a
     harness.finish().await;
 }
 
+/// A VolumeAttributesClass of the real node's driver with `parameters`, named after the test's
+/// namespace and `suffix` (cluster-scoped: tests beside it never share it). Its name.
+async fn attributes_class(harness: &Harness, suffix: &str, parameters: serde_json::Value) -> String {
+    let name = format!("{}-{suffix}", harness.ns.name);
+    let class: VolumeAttributesClass = serde_json::from_value(json!({
+        "metadata": {"name": name},
+        "driverName": CSI_DRIVER,
+        "parameters": parameters,
+    }))
+    .unwrap();
+    Api::<VolumeAttributesClass>::all(harness.client.clone())
+        .create(&Default::default(), &class)
+        .await
+        .unwrap();
+    name
+}
+
+/// Deletes a class [`attributes_class`] made (the API server keeps it until no claim or volume
+/// names it).
+async fn delete_attributes_class(client: kube::Client, name: &str) {
+    Api::<VolumeAttributesClass>::all(client)
+        .delete(name, &Default::default())
+        .await
+        .unwrap();
+}
+
 /// Runs the VolumeResize `name` giving volume `data` (at `size`) the attributes class `class`, to
 /// its end.
 async fn change_attributes(
@@ -209,15 +236,7 @@ async fn an_attributes_class_changes_in_place_and_one_the_driver_refuses_is_take
     assert_eq!(harness.pod_uids("db").await, pod_uid, "no pod restarted");
 
     // A parameter the driver does not have: Infeasible, taken back, the resize fails.
-    let unknown = format!("{}-iops", harness.ns.name);
-    let class = serde_json::from_value(json!({
-        "metadata": {"name": unknown},
-        "driverName": CSI_DRIVER,
-        "parameters": {"iops": "9000"},
-    }))
-    .unwrap();
-    let classes: Api<k8s_openapi::api::storage::v1::VolumeAttributesClass> = Api::all(harness.client.clone());
-    classes.create(&Default::default(), &class).await.unwrap();
+    let unknown = attributes_class(&harness, "iops", json!({"iops": "9000"})).await;
     let refused = change_attributes(&harness, "iops", "300Mi", &unknown).await;
     let status = refused.status.clone().unwrap();
     assert_eq!(status.phase, Some(Phase::Failed), "{:?}", status.message);
@@ -258,8 +277,9 @@ async fn an_attributes_class_changes_in_place_and_one_the_driver_refuses_is_take
     assert_eq!(write_in_pod(&harness, "accepted").await.0, 0);
     assert_eq!(harness.pod_uids("db").await, pod_uid, "no pod restarted");
     assert_nothing_lost(&harness, 1, &seeds).await;
+    let client = harness.client.clone();
     harness.finish().await;
-    classes.delete(&unknown, &Default::default()).await.unwrap();
+    delete_attributes_class(client, &unknown).await;
 }
 
 /// The triggers: a `kubectl patch` of the template's attributes class (the admission webhook keeps
@@ -330,15 +350,7 @@ async fn a_growth_with_a_new_class_is_in_place_and_a_copy_makes_its_volume_with_
     let harness = Harness::start("attrs-combined").await;
     let seeds = writer_with_attributes(&harness, 1, "300Mi", ATTRIBUTES_WRITABLE).await;
     let pod_uid = harness.pod_uids("db").await;
-    let also_writable = format!("{}-writable", harness.ns.name);
-    let class = serde_json::from_value(json!({
-        "metadata": {"name": also_writable},
-        "driverName": CSI_DRIVER,
-        "parameters": {"readOnly": "false"},
-    }))
-    .unwrap();
-    let classes: Api<k8s_openapi::api::storage::v1::VolumeAttributesClass> = Api::all(harness.client.clone());
-    classes.create(&Default::default(), &class).await.unwrap();
+    let also_writable = attributes_class(&harness, "writable", json!({"readOnly": "false"})).await;
     let grown = change_attributes(&harness, "grow", "320Mi", &also_writable).await;
     assert_eq!(grown.phase(), Phase::Succeeded, "{:?}", grown.status);
     let row = &grown.status.as_ref().unwrap().plan[0];
@@ -388,7 +400,7 @@ async fn a_growth_with_a_new_class_is_in_place_and_a_copy_makes_its_volume_with_
     );
     assert_eq!(template_attributes(&harness).await, writable);
     assert_nothing_lost(&harness, 1, &seeds).await;
+    let client = harness.client.clone();
     harness.finish().await;
-    // The old volume (retained) still names the class: deleted once nothing does.
-    let _ = classes.delete(&also_writable, &Default::default()).await;
+    delete_attributes_class(client, &also_writable).await;
 }
