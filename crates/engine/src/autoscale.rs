@@ -106,6 +106,10 @@ pub struct Situation {
     pub resize_failed: Option<String>,
     /// When earlier autoresizes of this volume were made (Unix seconds), from status.
     pub history: Vec<i64>,
+    /// When other VolumeResizes (by hand, by a trigger) changed this volume in place: a growth or
+    /// another attributes class is a modification to the provider too, so they count in its
+    /// window (not in the cooldown, which is the autoscaler's own pace).
+    pub other_modifications: Vec<i64>,
     pub now: i64,
 }
 
@@ -264,20 +268,13 @@ pub fn decide(policy: &Policy, situation: &Situation) -> Verdict {
     if situation.current_size >= policy.max_size {
         return Verdict::Skip(Skip::AtMaxSize);
     }
-    if let Some((window, allowed)) = policy.provider.window() {
-        let mut recent: Vec<i64> = situation
-            .history
-            .iter()
-            .copied()
-            .filter(|at| *at > situation.now - window)
-            .collect();
-        recent.sort_unstable();
-        if recent.len() >= allowed {
-            let oldest_that_counts = recent[recent.len() - allowed];
-            return Verdict::Skip(Skip::ProviderLimit {
-                until: oldest_that_counts + window,
-            });
-        }
+    if let Some(until) = provider_window_ends(
+        policy,
+        &situation.history,
+        &situation.other_modifications,
+        situation.now,
+    ) {
+        return Verdict::Skip(Skip::ProviderLimit { until });
     }
     if reason != Reason::Rescue
         && let Some(last) = situation.history.iter().max()
@@ -332,14 +329,26 @@ pub fn could_shrink_by(policy: &Policy, situation: &Situation) -> Option<u64> {
     situation.current_size.checked_sub(smallest).filter(|by| *by > 0)
 }
 
+/// When the provider's window lets the volume be modified again, if it does not now: the grows in
+/// `history` and the `others` modifications of the volume together fill it.
+fn provider_window_ends(policy: &Policy, history: &[i64], others: &[i64], now: i64) -> Option<i64> {
+    let (window, allowed) = policy.provider.window()?;
+    let mut recent: Vec<i64> = history
+        .iter()
+        .chain(others)
+        .copied()
+        .filter(|at| *at > now - window)
+        .collect();
+    recent.sort_unstable();
+    recent.dedup();
+    (recent.len() >= allowed).then(|| recent[recent.len() - allowed] + window)
+}
+
 /// The earliest time (Unix seconds) a grow that is not a rescue is allowed again after the grows
-/// in `history`, if that is later than `now`: the cooldown and the provider's window both hold.
-pub fn next_allowed(policy: &Policy, history: &[i64], now: i64) -> Option<i64> {
+/// in `history` (and the volume's `others` modifications, for the provider's window), if that is
+/// later than `now`: the cooldown and the provider's window both hold.
+pub fn next_allowed(policy: &Policy, history: &[i64], others: &[i64], now: i64) -> Option<i64> {
     let cooldown_ends = history.iter().max().map(|last| last + policy.cooldown_seconds);
-    let window_ends = policy.provider.window().and_then(|(window, allowed)| {
-        let mut recent: Vec<i64> = history.iter().copied().filter(|at| *at > now - window).collect();
-        recent.sort_unstable();
-        (recent.len() >= allowed).then(|| recent[recent.len() - allowed] + window)
-    });
+    let window_ends = provider_window_ends(policy, history, others, now);
     cooldown_ends.max(window_ends).filter(|at| *at > now)
 }

@@ -148,7 +148,8 @@ pub fn record(
         capacity: Some(format_bytes(capacity)),
         replicas: situation.readings.iter().map(replica_usage).collect(),
         last_resize,
-        next_allowed_at: next_allowed(policy, &history, situation.now).and_then(time),
+        next_allowed_at: next_allowed(policy, &history, &situation.other_modifications, situation.now)
+            .and_then(time),
         history: history.into_iter().filter_map(time).collect(),
         state: Some(said.state),
         message: Some(said.message),

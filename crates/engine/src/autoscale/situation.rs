@@ -7,7 +7,7 @@ use super::{Reading, Situation};
 use ferry_api::listed::Listing;
 use ferry_api::names::{LABEL_STATEFUL_SET, LABEL_TRIGGER};
 use ferry_api::quantity::requested_storage;
-use ferry_api::{Phase, VolumeResize, parse_bytes};
+use ferry_api::{Phase, RowStep, VolumeResize, parse_bytes};
 use k8s_openapi::api::apps::v1::StatefulSet;
 use k8s_openapi::api::core::v1::Pod;
 use std::collections::BTreeMap;
@@ -116,6 +116,7 @@ pub fn situation(facts: Facts) -> Situation {
     );
     history.sort_unstable();
     history.dedup();
+    let other_modifications = in_place_changes_by_others(&facts, &own);
 
     let full_disk_crashes = facts
         .replicas
@@ -136,8 +137,30 @@ pub fn situation(facts: Facts) -> Situation {
         resize_running,
         resize_failed,
         history,
+        other_modifications,
         now: facts.now,
     }
+}
+
+/// When VolumeResizes other than the autoscalers' (`own`) changed this volume in place (a row of
+/// it grown or given another attributes class; a copy makes a new volume, which the provider counts
+/// afresh), by their creation time.
+fn in_place_changes_by_others(facts: &Facts, own: &[&VolumeResize]) -> Vec<i64> {
+    facts
+        .resizes
+        .readable
+        .iter()
+        .filter(|resize| resize.spec.stateful_set_name == facts.sts)
+        .filter(|resize| !own.iter().any(|mine| mine.metadata.uid == resize.metadata.uid))
+        .filter(|resize| {
+            resize.status.iter().flat_map(|status| &status.plan).any(|row| {
+                row.volume == facts.volume
+                    && row.strategy == Some(ferry_api::ChosenStrategy::InPlace)
+                    && matches!(row.step, Some(RowStep::Expanded | RowStep::Modified))
+            })
+        })
+        .filter_map(unix_seconds)
+        .collect()
 }
 
 #[cfg(test)]
@@ -188,5 +211,57 @@ mod tests {
             now: 2000,
         });
         assert_eq!(seen.history, vec![1000]);
+    }
+
+    /// A VolumeResize by hand (or a trigger) that grew the volume or gave it another attributes
+    /// class in place counts as a modification for the provider's window; one that copied (a new
+    /// volume) or changed another volume does not, nor does the autoscaler's own grow twice.
+    #[test]
+    fn in_place_changes_by_other_resizes_are_modifications_of_the_volume() {
+        let by_hand = |name: &str, uid: &str, made: i64, volume: &str, strategy, step| {
+            let mut resize = grow(name, uid, made);
+            resize.metadata.labels = None;
+            resize.metadata.uid = Some(uid.into());
+            resize.status = Some(ferry_api::VolumeResizeStatus {
+                plan: vec![ferry_api::VolumePlan {
+                    volume: volume.into(),
+                    strategy: Some(strategy),
+                    step: Some(step),
+                    ..Default::default()
+                }],
+                ..Default::default()
+            });
+            resize
+        };
+        use ferry_api::ChosenStrategy::{Copy, InPlace};
+        let mut own = grow("db-grow-1", "autoscaler", 1000);
+        own.metadata.uid = Some("own".into());
+        let resizes = Listing {
+            readable: vec![
+                own,
+                by_hand("tier", "u1", 1100, "data", InPlace, RowStep::Modified),
+                by_hand("bigger", "u2", 1200, "data", InPlace, RowStep::Expanded),
+                by_hand("moved", "u3", 1300, "data", Copy, RowStep::Copied),
+                by_hand("logs", "u4", 1400, "logs", InPlace, RowStep::Expanded),
+                by_hand("refused", "u5", 1500, "data", InPlace, RowStep::Modifying),
+            ],
+            unreadable: Vec::new(),
+        };
+        let replicas = Replicas {
+            ordinals: vec![0],
+            pods: BTreeMap::new(),
+        };
+        let seen = situation(Facts {
+            sts: "db",
+            volume: "data",
+            current_size: 1 << 30,
+            replicas: &replicas,
+            readings: Vec::new(),
+            resizes: &resizes,
+            recorded_history: vec![1000],
+            now: 2000,
+        });
+        assert_eq!(seen.history, vec![1000]);
+        assert_eq!(seen.other_modifications, vec![1100, 1200]);
     }
 }

@@ -294,16 +294,53 @@ fn a_failed_resize_stops_grows_until_it_is_deleted() {
 #[test]
 fn the_next_allowed_time_is_the_later_of_cooldown_and_provider_window() {
     let now = 100 * HOUR;
-    assert_eq!(next_allowed(&policy(), &[], now), None);
-    assert_eq!(next_allowed(&policy(), &[now - 10], now), Some(now - 10 + HOUR));
-    assert_eq!(next_allowed(&policy(), &[now - 2 * HOUR], now), None);
+    assert_eq!(next_allowed(&policy(), &[], &[], now), None);
+    assert_eq!(
+        next_allowed(&policy(), &[now - 10], &[], now),
+        Some(now - 10 + HOUR)
+    );
+    assert_eq!(next_allowed(&policy(), &[now - 2 * HOUR], &[], now), None);
     let ebs = Policy {
         provider: Provider::AwsEbs,
         ..policy()
     };
     let four = [now - 20 * HOUR, now - 10 * HOUR, now - 5 * HOUR, now - 2 * HOUR];
-    assert_eq!(next_allowed(&ebs, &four, now), Some(now - 20 * HOUR + 24 * HOUR));
-    assert_eq!(next_allowed(&ebs, &four[1..], now), None);
+    assert_eq!(
+        next_allowed(&ebs, &four, &[], now),
+        Some(now - 20 * HOUR + 24 * HOUR)
+    );
+    assert_eq!(next_allowed(&ebs, &four[1..], &[], now), None);
+    // Another VolumeResize's modification of the volume fills the window too (not the cooldown).
+    assert_eq!(
+        next_allowed(&ebs, &four[1..], &[now - 20 * HOUR], now),
+        Some(now - 20 * HOUR + 24 * HOUR)
+    );
+    assert_eq!(next_allowed(&policy(), &[], &[now - 10], now), None);
+}
+
+/// A growth or another attributes class made by another VolumeResize is a modification of the
+/// volume to the provider: it counts in the provider's window, and not in the cooldown.
+#[test]
+fn other_resizes_modifications_count_in_the_provider_window_not_the_cooldown() {
+    let ebs = Policy {
+        provider: Provider::AwsEbs,
+        cooldown_seconds: 6 * HOUR,
+        ..policy()
+    };
+    let mut situation = two_replicas(900 * MI);
+    let now = situation.now;
+    situation.history = vec![now - 20 * HOUR, now - 10 * HOUR, now - 7 * HOUR];
+    assert!(matches!(decide(&ebs, &situation), Verdict::Grow { .. }));
+    situation.other_modifications = vec![now - HOUR];
+    assert_eq!(
+        decide(&ebs, &situation),
+        Verdict::Skip(Skip::ProviderLimit {
+            until: now - 20 * HOUR + 24 * HOUR
+        })
+    );
+    let mut no_window = two_replicas(900 * MI);
+    no_window.other_modifications = vec![now - HOUR];
+    assert!(matches!(decide(&policy(), &no_window), Verdict::Grow { .. }));
 }
 
 #[test]
