@@ -475,7 +475,11 @@ fn scaled_down_rows(
                 .storage_class_name
                 .as_ref()
                 .is_some_and(|class| claim.storage_class.as_ref() != Some(class));
-            if claim.size_bytes() == target && !class_differs {
+            let attributes_differ = change
+                .volume_attributes_class_name
+                .as_ref()
+                .is_some_and(|class| claim.attributes_class.as_ref() != Some(class));
+            if claim.size_bytes() == target && !class_differs && !attributes_differ {
                 continue;
             }
             rows.push(VolumePlan {
@@ -488,6 +492,8 @@ fn scaled_down_rows(
                 target_bytes: target,
                 current_storage_class: claim.storage_class.clone(),
                 target_storage_class: change.storage_class_name.clone(),
+                current_attributes_class: claim.attributes_class.clone(),
+                target_attributes_class: change.volume_attributes_class_name.clone(),
                 message: Some(format!(
                     "not resized: ordinal {ordinal} is not a running replica (replicas are {}..{}); this claim keeps its size and class and is used again only if the StatefulSet scales to it",
                     ordinals.start,

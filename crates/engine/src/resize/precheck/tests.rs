@@ -585,3 +585,22 @@ fn an_attributes_class_that_is_missing_or_of_another_driver_is_refused() {
     );
     assert_eq!(renamed.verdict, Verdict::Passed, "{renamed:?}");
 }
+
+/// A scaled-down replica's claim is listed for another attributes class too (it keeps its own).
+#[test]
+fn claims_of_scaled_down_replicas_are_listed_for_another_attributes_class() {
+    let mut o = observed_with_drivers();
+    o.claims.insert(
+        "data-db-3".into(),
+        ClaimView {
+            capacity_bytes: 10 * GI,
+            storage_class: Some("standard".into()),
+            ..ClaimView::default()
+        },
+    );
+    let check = precheck(&with_attributes(spec(&[("data", "10Gi", None)]), "gold"), &o);
+    let idle: Vec<&VolumePlan> = check.plan.iter().filter(|row| row.strategy.is_none()).collect();
+    assert_eq!(idle.len(), 1, "{:?}", check.plan);
+    assert_eq!(idle[0].claim_name, "data-db-3");
+    assert_eq!(idle[0].target_attributes_class.as_deref(), Some("gold"));
+}
