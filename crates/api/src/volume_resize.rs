@@ -53,6 +53,12 @@ pub struct VolumeResizeSpec {
     #[serde(default = "default_true")]
     pub warm_copy: bool,
 
+    /// How the warm copy is made: `Mover` (default) copies the files; `Clone` makes the new volume
+    /// as a CSI clone of the old one where it can (the same CSI driver, at least the old size,
+    /// Rolling), and the mover where it cannot or the driver does not make it within 120 s.
+    #[serde(default, skip_serializing_if = "WarmCopyMethod::is_mover")]
+    pub warm_copy_method: WarmCopyMethod,
+
     /// How copied data is verified (default Checksum).
     #[serde(default)]
     pub verify: Verify,
@@ -99,6 +105,7 @@ impl VolumeResizeSpec {
             strategy: Strategy::default(),
             mode: Mode::default(),
             warm_copy: true,
+            warm_copy_method: WarmCopyMethod::default(),
             verify: Verify::default(),
             retain_old_volumes: None,
             dry_run: false,
@@ -149,6 +156,20 @@ pub enum Mode {
     #[default]
     Rolling,
     Offline,
+}
+
+/// How a copy's warm pass is made.
+#[derive(Deserialize, Serialize, Clone, Copy, Debug, Default, PartialEq, Eq, JsonSchema)]
+pub enum WarmCopyMethod {
+    #[default]
+    Mover,
+    Clone,
+}
+
+impl WarmCopyMethod {
+    pub fn is_mover(&self) -> bool {
+        *self == WarmCopyMethod::Mover
+    }
 }
 
 #[derive(Deserialize, Serialize, Clone, Copy, Debug, Default, PartialEq, Eq, JsonSchema)]
@@ -278,6 +299,14 @@ pub struct VolumePlan {
     pub current_storage_class: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub target_storage_class: Option<String>,
+    /// Copy: the new volume is made as a CSI clone of the old one while the replica serves (the
+    /// same driver, at least the old size), which stands for the warm copy: only the final pass
+    /// runs the mover. `false`: a clone was tried and refused (`cloneRefused`); the mover copies.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cloned: Option<bool>,
+    /// Why the clone was given up for the mover's warm copy.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clone_refused: Option<String>,
     /// The VolumeAttributesClass the claim named before the resize (unset: none).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub current_attributes_class: Option<String>,

@@ -143,6 +143,10 @@ pub struct RequestArgs {
     /// Copy cold, after the replica stopped (default: warm copy while it runs, then a final sync).
     #[arg(long)]
     pub no_warm_copy: bool,
+    /// Make the warm copy as a CSI clone of the old volume where the driver can (same driver, at
+    /// least the old size); the mover copies elsewhere, or if no clone comes within 120 s.
+    #[arg(long, conflicts_with = "no_warm_copy")]
+    pub clone: bool,
     /// How copied data is verified (default checksum).
     #[arg(long, value_enum)]
     pub verify: Option<VerifyArg>,

@@ -344,6 +344,11 @@ pub fn build_spec(args: &RequestArgs, volumes: Vec<VolumeChange>, dry_run: bool)
             Some(ModeArg::Offline) => Mode::Offline,
         },
         warm_copy: !args.no_warm_copy,
+        warm_copy_method: if args.clone {
+            ferry_api::WarmCopyMethod::Clone
+        } else {
+            ferry_api::WarmCopyMethod::Mover
+        },
         verify: match args.verify {
             None | Some(VerifyArg::Checksum) => Verify::Checksum,
             Some(VerifyArg::Metadata) => Verify::Metadata,

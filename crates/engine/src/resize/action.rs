@@ -43,6 +43,8 @@ pub enum ResizeAction {
         storage_class: Option<String>,
         /// The VolumeAttributesClass its volume is made with.
         attributes_class: Option<String>,
+        /// Made as a CSI clone of this claim (its data as the warm copy), not empty.
+        clone_of: Option<String>,
     },
     /// Start a mover pod copying `source` claim to `target` claim.
     StartMover {

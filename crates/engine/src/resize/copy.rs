@@ -14,6 +14,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, Time};
 
 mod advance;
 pub mod capabilities;
+pub mod clone;
 mod measure;
 mod progress;
 pub use progress::is_result_line;

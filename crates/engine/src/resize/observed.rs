@@ -16,6 +16,9 @@ pub struct Observed {
     /// VolumeAttributesClasses by name → the CSI driver they are for (prechecks; read when the
     /// request or a template names one).
     pub attributes_classes: BTreeMap<String, String>,
+    /// The CSI drivers installed (their CSIDriver objects; prechecks): only their volumes can be
+    /// cloned.
+    pub csi_drivers: std::collections::BTreeSet<String>,
     /// Claims by name: every claim of the namespace for prechecks, the plan's claims and Ferry's
     /// temporary ones for a run.
     pub claims: BTreeMap<String, ClaimView>,

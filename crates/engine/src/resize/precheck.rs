@@ -75,6 +75,7 @@ fn run_stages(spec: &VolumeResizeSpec, observed: &Observed) -> Result<Precheck, 
     // uses them, so nothing resizes them now; listed so nobody is surprised when they come back.
     plan.extend(scaled_down_rows(spec, observed, &sts.name, &ordinals));
     copy_all_if_any(&mut plan);
+    clones::mark(spec, observed, &mut plan);
     if plan.iter().all(|row| row.strategy.is_none()) {
         return Ok(Precheck {
             verdict: Verdict::NothingToDo,
@@ -517,6 +518,7 @@ fn queue_blocker(observed: &Observed) -> Option<String> {
         .map(|peer| peer.name.clone())
 }
 
+mod clones;
 mod dry_run_usage;
 #[cfg(test)]
 mod tests;

@@ -129,6 +129,7 @@ async fn carry_out(
             bytes,
             storage_class,
             attributes_class,
+            clone_of,
         } => {
             let access_modes = Api::<PersistentVolumeClaim>::namespaced(client.clone(), namespace)
                 .get_opt(source_claim)
@@ -139,9 +140,14 @@ async fn carry_out(
                 &Owner::of(resize),
                 claim,
                 access_modes,
-                storage_class.clone(),
-                *bytes,
-                attributes_class.clone(),
+                objects::TargetShape {
+                    shape: objects::ClaimShape {
+                        bytes: *bytes,
+                        storage_class: storage_class.clone(),
+                        attributes_class: attributes_class.clone(),
+                    },
+                    clone_of: clone_of.clone(),
+                },
             );
             ignore_conflict(
                 Api::<PersistentVolumeClaim>::namespaced(client, namespace)
@@ -443,6 +449,7 @@ mod tests {
                     bytes: 1 << 30,
                     storage_class: None,
                     attributes_class: None,
+                    clone_of: None,
                 },
                 "data-db-0-ferry-abc".to_string(),
             ),

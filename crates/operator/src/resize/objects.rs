@@ -19,7 +19,7 @@ use k8s_openapi::api::core::v1::{
     Capabilities, ConfigMap, Container, DownwardAPIVolumeFile, DownwardAPIVolumeSource, LocalObjectReference,
     ObjectFieldSelector, PersistentVolumeClaim, PersistentVolumeClaimSpec, PersistentVolumeClaimVolumeSource,
     Pod, PodSecurityContext, PodSpec, ResourceRequirements, SeccompProfile, SecurityContext, Toleration,
-    Volume, VolumeMount, VolumeResourceRequirements,
+    TypedLocalObjectReference, Volume, VolumeMount, VolumeResourceRequirements,
 };
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
@@ -368,23 +368,34 @@ fn storage_request(bytes: u64) -> VolumeResourceRequirements {
     }
 }
 
+/// What a copy's temporary claim asks for: its size and classes, and the claim it is a CSI clone
+/// of, if it is one.
+pub struct TargetShape {
+    pub shape: ClaimShape,
+    pub clone_of: Option<String>,
+}
+
 /// The temporary claim a copy goes to: owned by the resize, at the new size, class and attributes
-/// class, with the source claim's access modes.
+/// class, with the source claim's access modes; a clone of the source claim where asked.
 pub fn target_claim(
     owner: &Owner,
     name: &str,
     access_modes: Vec<String>,
-    storage_class: Option<String>,
-    bytes: u64,
-    attributes_class: Option<String>,
+    target: TargetShape,
 ) -> PersistentVolumeClaim {
+    let data_source = target.clone_of.map(|source| TypedLocalObjectReference {
+        api_group: None,
+        kind: "PersistentVolumeClaim".to_string(),
+        name: source,
+    });
     PersistentVolumeClaim {
         metadata: owner.metadata(name),
         spec: Some(PersistentVolumeClaimSpec {
             access_modes: Some(access_modes),
-            storage_class_name: storage_class,
-            volume_attributes_class_name: attributes_class,
-            resources: Some(storage_request(bytes)),
+            storage_class_name: target.shape.storage_class,
+            volume_attributes_class_name: target.shape.attributes_class,
+            resources: Some(storage_request(target.shape.bytes)),
+            data_source,
             ..PersistentVolumeClaimSpec::default()
         }),
         ..PersistentVolumeClaim::default()

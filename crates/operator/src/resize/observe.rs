@@ -11,7 +11,7 @@ use ferry_api::{Phase, VolumeResize};
 use ferry_engine::resize::{NodeView, Observed, PeerResize, Scope, StorageClassView, VolumeView};
 use k8s_openapi::api::apps::v1::StatefulSet;
 use k8s_openapi::api::core::v1::{Node, PersistentVolume, PersistentVolumeClaim, Pod};
-use k8s_openapi::api::storage::v1::{StorageClass, VolumeAttributesClass};
+use k8s_openapi::api::storage::v1::{CSIDriver, StorageClass, VolumeAttributesClass};
 use kube::api::ListParams;
 use kube::{Api, ResourceExt};
 use std::collections::BTreeMap;
@@ -137,6 +137,13 @@ async fn read_request(
             };
             (class.name_any(), view)
         })
+        .collect();
+    observed.csi_drivers = Api::<CSIDriver>::all(ctx.client.clone())
+        .list(&ListParams::default())
+        .await?
+        .items
+        .into_iter()
+        .map(|driver| driver.name_any())
         .collect();
     if names_attributes_classes(resize, stateful_set) {
         observed.attributes_classes = Api::<VolumeAttributesClass>::all(ctx.client.clone())

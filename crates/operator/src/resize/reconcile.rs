@@ -463,11 +463,16 @@ fn describe(action: &ResizeAction) -> String {
             claim,
             bytes,
             storage_class,
+            clone_of,
             ..
         } => format!(
-            "creating PVC {claim} ({}, StorageClass {})",
+            "creating PVC {claim} ({}, StorageClass {}){}",
             format_bytes(*bytes),
-            storage_class.as_deref().unwrap_or("default")
+            storage_class.as_deref().unwrap_or("default"),
+            clone_of
+                .as_ref()
+                .map(|source| format!(" as a clone of {source}"))
+                .unwrap_or_default()
         ),
         ResizeAction::StartMover {
             pod,

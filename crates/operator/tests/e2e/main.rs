@@ -14,6 +14,7 @@ mod autoscale;
 mod autoscale_usage;
 mod autoscaler_validation;
 mod availability;
+mod clone_copy;
 mod copy;
 mod copy_budget;
 mod copy_deleted;

@@ -100,6 +100,9 @@ fn advance_row(
         step.summary = format!("swapping volumes of {who}");
         return;
     }
+    if clone_held_back(ctx, &mut status.plan[i], observed, step, now) {
+        return;
+    }
     if !observed.claims.contains_key(&temp) {
         step.ready_to_stop = false;
         // Never a claim of no size: a row without a target size is rolled back
@@ -113,6 +116,7 @@ fn advance_row(
             bytes,
             storage_class: row.target_storage_class.clone(),
             attributes_class: row.target_attributes_class.clone(),
+            clone_of: (row.cloned == Some(true)).then(|| row.claim_name.clone()),
         });
         status.plan[i].step = Some(RowStep::CreatingTarget);
         step.summary = format!("creating the new volumes of {who}");
@@ -122,7 +126,9 @@ fn advance_row(
         final_mover_at(&mut status.plan[i], mover, &final_name, replica_absent, step);
         return;
     }
+    // A clone is the warm copy: the final mover's start (on standby) has it made.
     if ctx.warm_copy
+        && row.cloned != Some(true)
         && pod_running(ctx, observed, row.replica)
         && warm_copy_pending(ctx, &mut status.plan[i], observed, step)
     {
@@ -131,6 +137,39 @@ fn advance_row(
         return;
     }
     start_final_mover(ctx, &mut status.plan[i], observed, !replica_absent, step);
+}
+
+/// A clone the driver does not make is given up for the mover (before any stop: the standby mover
+/// waiting on it never runs), and its claim is gone before another is made. Whether that holds the
+/// row back now.
+fn clone_held_back(
+    ctx: &CopyContext,
+    row: &mut VolumePlan,
+    observed: &Observed,
+    step: &mut BatchStep,
+    now: &Time,
+) -> bool {
+    let who = step.who.clone();
+    if observed
+        .claims
+        .get(&ctx.temp_claim(row))
+        .is_some_and(|claim| claim.deleting)
+    {
+        step.ready_to_stop = false;
+        step.summary = format!("waiting for the given-up clone of {who} to go");
+        return true;
+    }
+    let refused = (row.cloned == Some(true))
+        .then(|| super::clone::refused(ctx, row, observed, now))
+        .flatten();
+    let Some(why) = refused else {
+        return false;
+    };
+    step.actions
+        .extend(super::clone::give_up(ctx, row, observed, why));
+    step.ready_to_stop = false;
+    step.summary = format!("giving up the clone of {who} for the mover");
+    true
 }
 
 /// A row whose final mover exists: its go once the replica's pod is gone; while a pod of the

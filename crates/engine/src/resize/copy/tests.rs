@@ -58,6 +58,10 @@ struct Cluster {
     /// What the measuring pods report copying the data needs (JSON of `CopyNeeds`; none: an older
     /// mover that does not say).
     usage_needs: Option<&'static str>,
+    /// The driver makes no clone: a claim asking for one stays Pending.
+    refuses_clones: bool,
+    /// Claims made as clones (by the claim's name).
+    clones_made: Vec<String>,
     /// The capabilities of every mover pod started, in order.
     mover_capabilities: Vec<Vec<String>>,
     /// Each mover pod's source and target claims.
@@ -119,6 +123,8 @@ impl Cluster {
             min_available: None,
             lost_at_take_off: None,
             usage_needs: None,
+            refuses_clones: false,
+            clones_made: Vec::new(),
             mover_capabilities: Vec::new(),
             mover_claims: BTreeMap::new(),
         };
@@ -346,6 +352,44 @@ impl Cluster {
             ResizeAction::CreateTargetClaim {
                 claim,
                 attributes_class,
+                clone_of: Some(source),
+                ..
+            } => {
+                if self.observed.claims.contains_key(claim) {
+                    return;
+                }
+                if self.refuses_clones {
+                    // Pending for good: the provisioner cannot make it.
+                    let uid = self.id();
+                    let created = Some(Time(Timestamp::from_second(self.clock).unwrap()));
+                    let pending = ClaimView {
+                        uid,
+                        created,
+                        ..ClaimView::default()
+                    };
+                    self.observed.claims.insert(claim.clone(), pending);
+                    return;
+                }
+                let volume = format!("pv-{claim}");
+                self.bind(claim, &volume, "Delete");
+                if let Some(c) = self.observed.claims.get_mut(claim) {
+                    c.attributes_class = attributes_class.clone();
+                }
+                // The source's data as it is now: what the replica writes later is not in it.
+                let source_volume = self
+                    .observed
+                    .claims
+                    .get(source)
+                    .and_then(|c| c.volume_name.clone());
+                let data = source_volume
+                    .and_then(|v| self.data.get(&v).cloned())
+                    .unwrap_or_default();
+                self.data.insert(volume, data);
+                self.clones_made.push(claim.clone());
+            }
+            ResizeAction::CreateTargetClaim {
+                claim,
+                attributes_class,
                 ..
             } => {
                 if !self.observed.claims.contains_key(claim) {
@@ -385,6 +429,20 @@ impl Cluster {
                         ..MoverView::default()
                     };
                     self.observed.movers.insert(pod.clone(), waiting);
+                }
+                // A mover of a claim that is not bound cannot start (its pod stays Pending).
+                let unbound = self.observed.claims.get(target).is_some_and(|c| !c.bound);
+                if unbound && !self.observed.movers.contains_key(pod) {
+                    let uid = self.id();
+                    let waiting = MoverView {
+                        uid,
+                        created: created.clone(),
+                        awaiting_go: *pass == Pass::Final,
+                        ..MoverView::default()
+                    };
+                    self.observed.movers.insert(pod.clone(), waiting);
+                    self.mover_claims
+                        .insert(pod.clone(), (source.clone(), target.clone()));
                 }
                 // A warm mover copies at once and runs until the next tick of the simulated
                 // cluster; a final one waits for its go, and copies then.
@@ -1052,6 +1110,110 @@ fn a_copy_keeps_the_attributes_class_and_a_rollback_binds_the_old_volumes_again(
     }
     let (status, _) = revert(&mut cluster, copied, None);
     assert_reverted(&cluster, &status);
+}
+
+/// `planned()` with every row's new volume made as a clone.
+fn planned_clones() -> VolumeResizeStatus {
+    let mut status = planned();
+    for row in &mut status.plan {
+        row.cloned = Some(true);
+    }
+    status
+}
+
+/// Warm movers started in a decision.
+fn warm_movers(decision: &Decision) -> usize {
+    decision
+        .actions
+        .iter()
+        .filter(|action| matches!(action, ResizeAction::StartMover { pass: Pass::Warm, .. }))
+        .count()
+}
+
+/// A clone stands for the warm copy: no warm mover runs, the final pass copies what the replica
+/// wrote since, and the copy completes with the operator killed after any action.
+#[test]
+fn a_clone_stands_for_the_warm_copy_with_the_operator_killed_after_any_action() {
+    let mut warm = 0;
+    let mut cluster = Cluster::new();
+    let (status, total) = drive(
+        &resize(),
+        &mut cluster,
+        planned_clones(),
+        None,
+        500,
+        &mut |decision, _| warm += warm_movers(decision),
+    );
+    assert_copied(&cluster, &status);
+    assert_eq!(warm, 0, "no warm mover");
+    assert_eq!(cluster.clones_made.len(), REPLICAS as usize);
+    for row in &status.plan {
+        assert_eq!(row.cloned, Some(true));
+        assert_eq!(row.bytes_copied, Some(10), "only the final pass");
+    }
+    for crash_at in 0..total {
+        let mut cluster = Cluster::new();
+        let (status, _) = drive(
+            &resize(),
+            &mut cluster,
+            planned_clones(),
+            Some(crash_at),
+            500,
+            &mut |_, _| {},
+        );
+        assert!(
+            status.phase.is_some_and(Phase::is_terminal),
+            "crash at {crash_at}: {status:?}"
+        );
+        assert_copied(&cluster, &status);
+    }
+}
+
+/// A driver that makes no clone leaves the claim Pending: after [`clone::CLONE_BIND_SECONDS`] the
+/// clone is given up before the replica is stopped (its mover could never start), and the mover's
+/// warm copy and final pass copy instead.
+#[test]
+fn a_clone_the_driver_never_makes_is_given_up_for_the_mover_before_any_stop() {
+    let mut cluster = Cluster::new();
+    cluster.refuses_clones = true;
+    let mut warm = 0;
+    let mut stopped_while_clone_pending = false;
+    let (status, _) = drive(
+        &resize(),
+        &mut cluster,
+        planned_clones(),
+        None,
+        2000,
+        &mut |decision, cluster| {
+            warm += warm_movers(decision);
+            let pending_clone = cluster
+                .observed
+                .claims
+                .iter()
+                .any(|(name, claim)| name.ends_with("-ferry-abcd1234") && !claim.bound);
+            let stops = decision
+                .actions
+                .iter()
+                .any(|action| matches!(action, ResizeAction::EvictPod { .. }));
+            stopped_while_clone_pending |= stops && pending_clone;
+        },
+    );
+    assert_copied(&cluster, &status);
+    assert!(
+        !stopped_while_clone_pending,
+        "no replica stopped while its clone was pending"
+    );
+    assert_eq!(warm, REPLICAS as usize, "the mover copied warm instead");
+    assert!(cluster.clones_made.is_empty());
+    for row in &status.plan {
+        assert_eq!(row.cloned, Some(false));
+        assert!(
+            row.clone_refused
+                .as_deref()
+                .is_some_and(|why| why.contains("was not provisioned within 120 s")),
+            "{row:?}"
+        );
+    }
 }
 
 #[test]

@@ -19,6 +19,7 @@ fn spec(volumes: &[(&str, &str, Option<&str>)]) -> VolumeResizeSpec {
         strategy: Strategy::Auto,
         mode: Mode::Rolling,
         warm_copy: true,
+        warm_copy_method: ferry_api::WarmCopyMethod::Mover,
         verify: Verify::Checksum,
         retain_old_volumes: None,
         dry_run: false,
@@ -603,4 +604,54 @@ fn claims_of_scaled_down_replicas_are_listed_for_another_attributes_class() {
     assert_eq!(idle.len(), 1, "{:?}", check.plan);
     assert_eq!(idle[0].claim_name, "data-db-3");
     assert_eq!(idle[0].target_attributes_class.as_deref(), Some("gold"));
+}
+
+/// With `warmCopyMethod: Clone`, copies within one installed CSI driver, to at least the old size,
+/// of a warm Rolling resize start from a clone; the default method, a shrink, another driver, a
+/// provisioner that is no CSI driver, Offline mode or no warm copy use the mover.
+#[test]
+fn copies_within_one_csi_driver_to_at_least_the_old_size_are_cloned() {
+    let mut o = observed_with_drivers();
+    o.storage_classes.insert(
+        "standard-fixed".into(),
+        StorageClassView {
+            provisioner: "csi.a".into(),
+            ..StorageClassView::default()
+        },
+    );
+    o.csi_drivers = ["csi.a".to_string(), "csi.b".to_string()].into();
+    let cloned = |spec: &VolumeResizeSpec, o: &Observed| -> Vec<Option<bool>> {
+        precheck(spec, o)
+            .plan
+            .iter()
+            .filter(|row| row.strategy.is_some())
+            .map(|row| row.cloned)
+            .collect()
+    };
+    let clone = |volumes: &[(&str, &str, Option<&str>)]| VolumeResizeSpec {
+        warm_copy_method: ferry_api::WarmCopyMethod::Clone,
+        ..spec(volumes)
+    };
+    let moved = clone(&[("data", "10Gi", Some("standard-fixed"))]);
+    assert_eq!(cloned(&moved, &o), [Some(true); 3]);
+    let grown = clone(&[("data", "20Gi", Some("standard-fixed"))]);
+    assert_eq!(cloned(&grown, &o), [Some(true); 3]);
+    for not_cloned in [
+        spec(&[("data", "10Gi", Some("standard-fixed"))]),
+        clone(&[("data", "5Gi", Some("standard-fixed"))]),
+        clone(&[("data", "10Gi", Some("fixed"))]),
+        VolumeResizeSpec {
+            mode: Mode::Offline,
+            ..moved.clone()
+        },
+        VolumeResizeSpec {
+            warm_copy: false,
+            ..moved.clone()
+        },
+    ] {
+        assert_eq!(cloned(&not_cloned, &o), [None; 3], "{not_cloned:?}");
+    }
+    let mut no_csi = o.clone();
+    no_csi.csi_drivers.clear();
+    assert_eq!(cloned(&moved, &no_csi), [None; 3]);
 }

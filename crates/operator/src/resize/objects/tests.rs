@@ -307,9 +307,14 @@ fn a_target_claim_is_the_resizes_at_the_new_size_and_class() {
         &owner(),
         "data-db-0-ferry-abc",
         vec!["ReadWriteOncePod".into()],
-        Some("fast".into()),
-        3 << 29,
-        Some("gold".into()),
+        TargetShape {
+            shape: ClaimShape {
+                bytes: 3 << 29,
+                storage_class: Some("fast".into()),
+                attributes_class: Some("gold".into()),
+            },
+            clone_of: Some("data-db-0".into()),
+        },
     );
     assert_eq!(claim.metadata.name.as_deref(), Some("data-db-0-ferry-abc"));
     let labels = claim.metadata.labels.as_ref().unwrap();
@@ -322,6 +327,11 @@ fn a_target_claim_is_the_resizes_at_the_new_size_and_class() {
     assert_eq!(spec.volume_attributes_class_name.as_deref(), Some("gold"));
     assert_eq!(spec.access_modes, Some(vec!["ReadWriteOncePod".to_string()]));
     assert_eq!(spec.volume_name, None);
+    let source = spec.data_source.clone().unwrap();
+    assert_eq!(
+        (source.kind.as_str(), source.name.as_str()),
+        ("PersistentVolumeClaim", "data-db-0")
+    );
     assert_eq!(
         spec.resources.unwrap().requests.unwrap()["storage"],
         Quantity("1536Mi".into())
@@ -679,9 +689,14 @@ fn the_typed_objects_serialize_as_the_json_ones_did() {
             &owner(),
             "data-db-0-ferry-abc",
             vec!["ReadWriteOnce".into()],
-            class.map(String::from),
-            2 << 30,
-            None,
+            TargetShape {
+                shape: ClaimShape {
+                    bytes: 2 << 30,
+                    storage_class: class.map(String::from),
+                    attributes_class: None,
+                },
+                clone_of: None,
+            },
         );
         assert_eq!(serde_json::to_value(&claim).unwrap(), expected);
         assert_eq!(as_sent::<PersistentVolumeClaim>(old), expected);
