@@ -94,8 +94,8 @@ pub fn plan_in_place(
     with_new_template(status, previous, observed, now)
 }
 
-/// A size the driver refused (KEP-1790) is never asked for again: its request is lowered first,
-/// then, the StatefulSet whole, the resize fails. `None`: go on (the StatefulSet is being replaced).
+/// A size (KEP-1790) or an attributes class the driver refused is never asked for again: its
+/// request is lowered (its class taken back) first, then, the StatefulSet whole, the resize fails. `None`: go on (the StatefulSet is being replaced).
 fn after_refusal(
     status: &VolumeResizeStatus,
     expansion: &mut Expansion,
@@ -164,7 +164,7 @@ fn stop_on_delete(status: VolumeResizeStatus, observed: &Observed, now: &Time) -
 /// growth to finish, those held down until it has, and whether every claim has its size.
 struct Expansion {
     actions: Vec<ResizeAction>,
-    /// Requests lowered back from a size the driver refused.
+    /// Requests lowered back from a size the driver refused, and attributes classes taken back.
     lowering: Vec<ResizeAction>,
     waiting_restart: Vec<(i32, String, Remedy)>,
     held_down: Vec<i32>,
@@ -348,7 +348,7 @@ pub fn recovery_bytes(capacity_bytes: u64) -> u64 {
     capacity_bytes.saturating_add(1 << 20)
 }
 
-/// The rows whose size the driver refused, described, if any.
+/// The rows whose size or attributes class the driver refused, described, if any.
 fn refused(status: &VolumeResizeStatus) -> Option<String> {
     let grows = status.plan.iter().filter_map(|row| {
         let why = row.expansion_refused.as_ref()?;

@@ -138,13 +138,16 @@ async fn read_request(
             (class.name_any(), view)
         })
         .collect();
-    observed.csi_drivers = Api::<CSIDriver>::all(ctx.client.clone())
-        .list(&ListParams::default())
-        .await?
-        .items
-        .into_iter()
-        .map(|driver| driver.name_any())
-        .collect();
+    // Only a request for clones needs to know the CSI drivers.
+    if resize.spec.warm_copy_method == ferry_api::WarmCopyMethod::Clone {
+        observed.csi_drivers = Api::<CSIDriver>::all(ctx.client.clone())
+            .list(&ListParams::default())
+            .await?
+            .items
+            .into_iter()
+            .map(|driver| driver.name_any())
+            .collect();
+    }
     if names_attributes_classes(resize, stateful_set) {
         observed.attributes_classes = Api::<VolumeAttributesClass>::all(ctx.client.clone())
             .list(&ListParams::default())
