@@ -756,6 +756,47 @@ async fn version_shows_the_client_and_the_operators_the_cluster_runs() {
     env.finish().await;
 }
 
+/// `--attributes-class` alone asks for another tier at the template's size, and `--clone` for the
+/// warm copy as a CSI clone; `--clone` without a warm copy is a usage error.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_attributes_class_alone_keeps_the_size_and_clone_asks_for_a_clone() {
+    let env = Env::start("cli-attributes").await;
+    env.stateful_set("db", 1, CLASS_EXPANDABLE, false).await;
+    let printed = env
+        .ferry(&[
+            "resize",
+            "db",
+            "--attributes-class",
+            "gold",
+            "--clone",
+            "--dry-run",
+            "-o",
+            "json",
+        ])
+        .await;
+    assert_eq!(printed.code, 0, "{printed:?}");
+    let printed: serde_json::Value = serde_json::from_str(&printed.stdout).unwrap();
+    assert_eq!(
+        printed["spec"]["volumes"],
+        json!([{"name": "data", "size": "1Gi", "volumeAttributesClassName": "gold"}])
+    );
+    assert_eq!(printed["spec"]["warmCopyMethod"], "Clone");
+    let refused = env
+        .ferry(&[
+            "resize",
+            "db",
+            "--size",
+            "2Gi",
+            "--clone",
+            "--no-warm-copy",
+            "--dry-run",
+        ])
+        .await;
+    assert_eq!(refused.code, 2, "{refused:?}");
+    assert!(env.resize_names().await.is_empty(), "a dry run stored something");
+    env.finish().await;
+}
+
 /// `--dry-run=client` prints and sends nothing; `--dry-run=server` is checked by the API server
 /// (a name it refuses is refused) and stores nothing; `--watch` with either is a usage error.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
