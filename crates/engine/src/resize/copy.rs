@@ -122,6 +122,15 @@ impl<'a> CopyContext<'a> {
         mover_name(row, self.suffix, pass)
     }
 
+    /// Deleting the row's mover pods (warm and final) that exist.
+    fn delete_movers(&self, row: &VolumePlan, observed: &Observed) -> Vec<ResizeAction> {
+        [Pass::Warm, Pass::Final]
+            .into_iter()
+            .map(|pass| self.mover(row, pass))
+            .filter_map(|pod| observed.movers.get(&pod).map(|mover| mover.delete(&pod)))
+            .collect()
+    }
+
     fn pod(&self, replica: i32) -> String {
         names::pod(self.sts_name, replica)
     }

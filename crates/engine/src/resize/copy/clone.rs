@@ -41,11 +41,7 @@ pub(super) fn give_up(
     row.cloned = Some(false);
     row.clone_refused = Some(why);
     row.step = Some(RowStep::CreatingTarget);
-    let mut actions: Vec<ResizeAction> = [Pass::Warm, Pass::Final]
-        .into_iter()
-        .map(|pass| ctx.mover(row, pass))
-        .filter_map(|pod| observed.movers.get(&pod).map(|mover| mover.delete(&pod)))
-        .collect();
+    let mut actions = ctx.delete_movers(row, observed);
     let temp = ctx.temp_claim(row);
     if let Some(claim) = observed.claims.get(&temp) {
         actions.push(ResizeAction::DeleteClaim {

@@ -71,12 +71,7 @@ fn undo_row(ctx: &CopyContext, row: &mut VolumePlan, observed: &Observed) -> Vec
     {
         actions.extend(observed.set_reclaim_policy(source, policy));
     }
-    for pass in [Pass::Warm, Pass::Final] {
-        let pod = ctx.mover(row, pass);
-        if let Some(mover) = observed.movers.get(&pod) {
-            actions.push(mover.delete(&pod));
-        }
-    }
+    actions.extend(ctx.delete_movers(row, observed));
     // ... and the new volume to Retain: it gets its own policy back before its temporary claim
     // goes, or its disk would outlive the claim with nobody knowing.
     if let (Some(target), Some(policy)) = (&row.target_volume, &row.target_reclaim_policy)

@@ -99,11 +99,7 @@ pub fn swap_claim_to(
     }
     // Movers and both claims go in one step: the claim name is free for as short a time as can be,
     // and a Terminating claim keeps any new pod off the old volume.
-    let mut deletes: Vec<ResizeAction> = [Pass::Warm, Pass::Final]
-        .into_iter()
-        .map(|pass| ctx.mover(row, pass))
-        .filter_map(|pod| observed.movers.get(&pod).map(|mover| mover.delete(&pod)))
-        .collect();
+    let mut deletes = ctx.delete_movers(row, observed);
     for name in [ctx.temp_claim(row), row.claim_name.clone()] {
         if let Some(claim) = observed.claims.get(&name)
             && !claim.deleting
@@ -177,12 +173,7 @@ pub(super) fn undo_stale_swaps(
         if row.step != Some(RowStep::Swapping) || !claim_whole || !pod_back {
             continue;
         }
-        for pass in [Pass::Warm, Pass::Final] {
-            let pod = ctx.mover(row, pass);
-            if let Some(mover) = observed.movers.get(&pod) {
-                actions.push(mover.delete(&pod));
-            }
-        }
+        actions.extend(ctx.delete_movers(row, observed));
         // Its temporary claim already went with the swap: the copy it held (set to Retain for
         // the swap) is listed as retained, and the next temporary claim gets a volume of its own.
         if !observed.claims.contains_key(&ctx.temp_claim(row)) {
