@@ -396,6 +396,11 @@ impl VolumePlan {
         self.target_bytes
             .or_else(|| crate::quantity::parse_bytes(&self.target_size).ok())
     }
+
+    /// The size the claim had when planned, in bytes (None: not known, or not a size).
+    pub fn current_bytes(&self) -> Option<u64> {
+        crate::quantity::parse_bytes(self.current_size.as_deref()?).ok()
+    }
 }
 
 /// The step one row (one replica × one volume) is at, as written in `status.plan[].step` (and shown

@@ -83,6 +83,14 @@ pub fn mover_name(row: &VolumePlan, suffix: &str, pass: Pass) -> String {
 /// Mover pods that may run at once unless `spec.mover.concurrency` says otherwise.
 pub const DEFAULT_CONCURRENCY: usize = 4;
 
+/// Mover pods a copy may run at once: `spec.mover.concurrency`, else [`DEFAULT_CONCURRENCY`].
+pub fn mover_concurrency(spec: &VolumeResizeSpec) -> usize {
+    spec.mover
+        .as_ref()
+        .and_then(|m| m.concurrency)
+        .map_or(DEFAULT_CONCURRENCY, |n| n.max(1) as usize)
+}
+
 impl<'a> CopyContext<'a> {
     /// The copy settings a VolumeResize's spec asks for.
     pub fn for_run(
@@ -98,11 +106,7 @@ impl<'a> CopyContext<'a> {
             warm_copy: spec.warm_copy,
             stopping,
             offline: spec.mode == Mode::Offline,
-            concurrency: spec
-                .mover
-                .as_ref()
-                .and_then(|m| m.concurrency)
-                .map_or(DEFAULT_CONCURRENCY, |n| n.max(1) as usize),
+            concurrency: mover_concurrency(spec),
             // A timeout shorter than the default patience for stuck movers shortens that too.
             stuck_after_seconds: spec
                 .timeout_seconds

@@ -8,7 +8,7 @@ use crate::resize::action::ResizeAction;
 use crate::resize::observed::{ClaimView, Observed};
 use crate::resize::run::Decision;
 use crate::resize::status::update_progress;
-use ferry_api::{ChosenStrategy, Phase, RowStep, VolumePlan, VolumeResizeStatus, parse_bytes};
+use ferry_api::{ChosenStrategy, Phase, RowStep, VolumePlan, VolumeResizeStatus};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
 /// `backup_name` is the deterministic name of the backup ConfigMap; `sts_name` the StatefulSet's;
@@ -231,7 +231,7 @@ fn expand_rows(
 
 /// A row done: `Modified` when it changed only its attributes class, else `Expanded`.
 fn finish_row(row: &mut VolumePlan, target: u64, now: &Time) {
-    let grown = row.current_size.as_deref().and_then(|s| parse_bytes(s).ok()) != Some(target);
+    let grown = row.current_bytes() != Some(target);
     row.step = Some(match changed_attributes(row) {
         Some(_) if !grown => RowStep::Modified,
         _ => RowStep::Expanded,
@@ -370,7 +370,7 @@ fn refused(status: &VolumeResizeStatus) -> Option<String> {
     let grew = status
         .plan
         .iter()
-        .any(|row| row.current_size.as_deref().and_then(|s| parse_bytes(s).ok()) != row.target_bytes());
+        .any(|row| row.current_bytes() != row.target_bytes());
     let others = if grew {
         "; the other claims keep the size they ask for (a grow is not undone)"
     } else {

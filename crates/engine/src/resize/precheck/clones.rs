@@ -1,7 +1,7 @@
 //! Which copies start from a CSI clone of the old volume instead of the mover's warm pass.
 
 use crate::resize::observed::Observed;
-use ferry_api::{ChosenStrategy, Mode, VolumePlan, VolumeResizeSpec, WarmCopyMethod, parse_bytes};
+use ferry_api::{ChosenStrategy, Mode, VolumePlan, VolumeResizeSpec, WarmCopyMethod};
 
 /// Marks the copy rows whose new volume can be a clone of the old one, where `warmCopyMethod:
 /// Clone` asks for it: a warm copy of a Rolling resize (the clone is made while the replica serves, by the standby final mover's start), from
@@ -10,7 +10,7 @@ use ferry_api::{ChosenStrategy, Mode, VolumePlan, VolumeResizeSpec, WarmCopyMeth
 pub(super) fn mark(spec: &VolumeResizeSpec, observed: &Observed, plan: &mut [VolumePlan]) {
     // Every copied volume of a replica needs its standby mover at once, or a clone would be made
     // after the stop (downtime).
-    let concurrency = crate::resize::copy::CopyContext::for_run(spec, "", "", false).concurrency;
+    let concurrency = crate::resize::copy::mover_concurrency(spec);
     let asked = spec.warm_copy && spec.warm_copy_method == WarmCopyMethod::Clone;
     if !asked || spec.mode != Mode::Rolling || spec.volumes.len() > concurrency {
         return;
@@ -36,9 +36,8 @@ fn clonable(observed: &Observed, row: &VolumePlan) -> bool {
     ) else {
         return false;
     };
-    let current = row
-        .current_size
-        .as_deref()
-        .and_then(|size| parse_bytes(size).ok());
-    from == to && current.is_some_and(|current| row.target_bytes().is_some_and(|target| target >= current))
+    from == to
+        && row
+            .current_bytes()
+            .is_some_and(|current| row.target_bytes().is_some_and(|target| target >= current))
 }
