@@ -187,29 +187,35 @@ mod tests {
         resize
     }
 
-    /// The default autoscaler is deleted and made again whenever the garbage collector takes it for
-    /// an orphan of the StatefulSet Ferry re-creates (same name, new UID): a new UID, no status.
-    /// The volume's grows still count, so a cooldown or a provider's window holds across that.
-    #[test]
-    fn grows_of_the_volume_by_an_earlier_autoscaler_count_in_the_history() {
+    /// What the autoscaler of db's `data` (one replica, 1Gi, at 2000 s) sees with these
+    /// VolumeResizes and these grow times in its status.
+    fn seen_with(resizes: Vec<VolumeResize>, recorded_history: Vec<i64>) -> Situation {
         let replicas = Replicas {
             ordinals: vec![0],
             pods: BTreeMap::new(),
         };
         let resizes = Listing {
-            readable: vec![grow("db-grow-1", "the-autoscaler-before", 1000)],
+            readable: resizes,
             unreadable: Vec::new(),
         };
-        let seen = situation(Facts {
+        situation(Facts {
             sts: "db",
             volume: "data",
             current_size: 1 << 30,
             replicas: &replicas,
             readings: Vec::new(),
             resizes: &resizes,
-            recorded_history: Vec::new(),
+            recorded_history,
             now: 2000,
-        });
+        })
+    }
+
+    /// The default autoscaler is deleted and made again whenever the garbage collector takes it for
+    /// an orphan of the StatefulSet Ferry re-creates (same name, new UID): a new UID, no status.
+    /// The volume's grows still count, so a cooldown or a provider's window holds across that.
+    #[test]
+    fn grows_of_the_volume_by_an_earlier_autoscaler_count_in_the_history() {
+        let seen = seen_with(vec![grow("db-grow-1", "the-autoscaler-before", 1000)], Vec::new());
         assert_eq!(seen.history, vec![1000]);
     }
 
@@ -236,31 +242,15 @@ mod tests {
         use ferry_api::ChosenStrategy::{Copy, InPlace};
         let mut own = grow("db-grow-1", "autoscaler", 1000);
         own.metadata.uid = Some("own".into());
-        let resizes = Listing {
-            readable: vec![
-                own,
-                by_hand("tier", "u1", 1100, "data", InPlace, RowStep::Modified),
-                by_hand("bigger", "u2", 1200, "data", InPlace, RowStep::Expanded),
-                by_hand("moved", "u3", 1300, "data", Copy, RowStep::Copied),
-                by_hand("logs", "u4", 1400, "logs", InPlace, RowStep::Expanded),
-                by_hand("refused", "u5", 1500, "data", InPlace, RowStep::Modifying),
-            ],
-            unreadable: Vec::new(),
-        };
-        let replicas = Replicas {
-            ordinals: vec![0],
-            pods: BTreeMap::new(),
-        };
-        let seen = situation(Facts {
-            sts: "db",
-            volume: "data",
-            current_size: 1 << 30,
-            replicas: &replicas,
-            readings: Vec::new(),
-            resizes: &resizes,
-            recorded_history: vec![1000],
-            now: 2000,
-        });
+        let resizes = vec![
+            own,
+            by_hand("tier", "u1", 1100, "data", InPlace, RowStep::Modified),
+            by_hand("bigger", "u2", 1200, "data", InPlace, RowStep::Expanded),
+            by_hand("moved", "u3", 1300, "data", Copy, RowStep::Copied),
+            by_hand("logs", "u4", 1400, "logs", InPlace, RowStep::Expanded),
+            by_hand("refused", "u5", 1500, "data", InPlace, RowStep::Modifying),
+        ];
+        let seen = seen_with(resizes, vec![1000]);
         assert_eq!(seen.history, vec![1000]);
         assert_eq!(seen.other_modifications, vec![1100, 1200]);
     }
