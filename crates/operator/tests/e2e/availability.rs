@@ -98,17 +98,11 @@ async fn a_copy_waits_for_the_other_replicas_and_the_disruption_budget_before_a_
         .await;
     std::fs::write(&marker, b"").unwrap();
     let waiting = harness
-        .wait_resize_for(
+        .wait_message(
             "grow",
             "the copy to wait for db-1 before stopping db-0",
             120,
-            |resize| {
-                resize
-                    .status
-                    .as_ref()
-                    .and_then(|s| s.message.as_deref())
-                    .is_some_and(|m| m.contains("waiting for replica(s) 1 to be Ready before stopping"))
-            },
+            "waiting for replica(s) 1 to be Ready before stopping",
         )
         .await;
     let db0 = pods.get("db-0").await.unwrap().uid();
@@ -124,13 +118,12 @@ async fn a_copy_waits_for_the_other_replicas_and_the_disruption_budget_before_a_
     let budgets = harness.budget_allowing_no_disruption(2).await;
     std::fs::remove_file(&marker).unwrap();
     let held = harness
-        .wait_resize_for("grow", "the copy to wait for the budget", 120, |resize| {
-            resize
-                .status
-                .as_ref()
-                .and_then(|s| s.message.as_deref())
-                .is_some_and(|m| m.contains("PodDisruptionBudget"))
-        })
+        .wait_message(
+            "grow",
+            "the copy to wait for the budget",
+            120,
+            "PodDisruptionBudget",
+        )
         .await;
     tokio::time::sleep(std::time::Duration::from_secs(5)).await;
     assert_eq!(

@@ -103,12 +103,7 @@ async fn a_refused_request_is_reported_in_status_and_events() {
         )
         .await;
     let message = harness
-        .wait_resize("copy", "the refusal in the status", |r| {
-            r.status
-                .as_ref()
-                .and_then(|s| s.message.as_deref())
-                .is_some_and(|m| m.contains("refused"))
-        })
+        .wait_message("copy", "the refusal in the status", 60, "refused")
         .await
         .status
         .unwrap()

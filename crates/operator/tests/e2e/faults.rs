@@ -171,12 +171,12 @@ async fn a_target_filled_in_the_warm_pass_rolls_back_without_stopping_the_replic
         )
         .await;
     let held = harness
-        .wait_resize_for("copy", "the failing request in the status", 120, |r| {
-            r.status
-                .as_ref()
-                .and_then(|s| s.message.as_deref())
-                .is_some_and(|m| m.contains("failed on the API server's side"))
-        })
+        .wait_message(
+            "copy",
+            "the failing request in the status",
+            120,
+            "failed on the API server's side",
+        )
         .await;
     let message = held.status.as_ref().unwrap().message.clone().unwrap();
     assert!(message.contains("failed calling webhook"), "{message}");

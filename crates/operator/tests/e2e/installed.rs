@@ -315,17 +315,11 @@ async fn the_chart_runs_ferry_on_the_node_hands_over_mid_resize_and_uninstalls_c
         .await;
     let resizes: Api<VolumeResize> = harness.ns.api();
     harness
-        .wait_resize_for(
+        .wait_message(
             "copy",
             "the copy to wait for the budget after its warm pass",
             120,
-            |resize| {
-                resize
-                    .status
-                    .as_ref()
-                    .and_then(|s| s.message.as_deref())
-                    .is_some_and(|m| m.contains("PodDisruptionBudget"))
-            },
+            "PodDisruptionBudget",
         )
         .await;
     pods.delete(&first, &DeleteParams::default()).await.unwrap();

@@ -422,6 +422,18 @@ impl Harness {
         }
     }
 
+    /// Waits until the VolumeResize's `status.message` contains `part`, at most `seconds`.
+    pub async fn wait_message(&self, name: &str, what: &str, seconds: u64, part: &str) -> VolumeResize {
+        self.wait_resize_for(name, what, seconds, |resize| {
+            resize
+                .status
+                .as_ref()
+                .and_then(|s| s.message.as_deref())
+                .is_some_and(|m| m.contains(part))
+        })
+        .await
+    }
+
     /// Waits until the VolumeResize has ended (succeeded or failed), at most `seconds`; a timeout
     /// panics saying where it stood.
     pub async fn wait_terminal(&self, name: &str, what: &str, seconds: u64) -> VolumeResize {
