@@ -87,4 +87,12 @@ if ! helm_built; then
   (cd / && CGO_ENABLED=0 GOBIN="$bin" GOFLAGS=-mod=mod go install -trimpath \
     -ldflags "-s -w ${helm_version_flag}" "helm.sh/helm/v3/cmd/helm@${helm_version}")
 fi
+if [ "$(cat "$bin/prometheus.version" 2>/dev/null)" != "$prometheus_version" ]; then
+  echo "building prometheus and promtool ${prometheus_version} (without service discovery)" >&2
+  (cd / && CGO_ENABLED=0 GOBIN="$bin" GOFLAGS=-mod=mod go install -trimpath -tags remove_all_sd \
+    -ldflags "-s -w -X github.com/prometheus/common/version.Version=${prometheus_version}" \
+    "github.com/prometheus/prometheus/cmd/prometheus@${prometheus_version}" \
+    "github.com/prometheus/prometheus/cmd/promtool@${prometheus_version}")
+  echo "$prometheus_version" > "$bin/prometheus.version"
+fi
 echo "$bin"

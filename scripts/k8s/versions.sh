@@ -15,6 +15,10 @@ k8s_modules_dir="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 kwok_version=v0.8.0
 kwok_standalone_version=v0.7.0
 helm_version=v3.22.0
+# Prometheus and promtool (the Go module's v0.3MM.P is Prometheus 3.MM.P), built without service
+# discovery (`remove_all_sd`: static and file targets only): the autoscaler's usage from Prometheus
+# is tested against it, and promtool checks the chart's alerting rules.
+prometheus_version=v0.316.0
 # The upstream CSI sidecars the real node's CSI driver runs behind (scripts/lib/csi.sh). The module
 # proxy here serves external-resizer v2.2.0 and v2.3.0 but not v2.2.1, and no version of
 # node-driver-registrar (its v2 tags lack the /v2 module path): the driver registers itself with the

@@ -35,6 +35,31 @@ fn every_metric_the_dashboard_queries_is_declared_by_a_fresh_operator() {
 }
 
 #[test]
+fn every_metric_the_chart_alerts_on_is_declared_and_the_downtime_bound_is_a_bucket() {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../deploy/helm/ferry/templates/prometheusrule.yaml");
+    let rules = std::fs::read_to_string(path).unwrap();
+    let queries: Vec<String> = rules
+        .lines()
+        .skip_while(|line| !line.contains("rules:"))
+        .filter(|line| !line.trim_start().starts_with("summary:") && !line.trim_start().starts_with("description:"))
+        .map(str::to_string)
+        .collect();
+    let queried = dashboard::series_names(&queries);
+    assert!(queried.len() >= 5, "{queried:?}");
+    let metrics = Metrics::default();
+    // FerryReplicaDownLong subtracts the bucket at the chart's bound (64 by default, printed as
+    // `%.1f`): that bucket must exist, with the label text the rule names.
+    metrics.replica_downtime.observe(100.0);
+    let exposition = metrics.encode().unwrap();
+    let missing = dashboard::missing(&queried, &exposition);
+    assert!(missing.is_empty(), "the alerts query {missing:?}:\n{exposition}");
+    assert!(
+        exposition.contains("ferry_replica_downtime_seconds_bucket{le=\"64.0\"} 0"),
+        "{exposition}"
+    );
+}
+
+#[test]
 fn the_checker_maps_types_to_scraped_series_and_finds_names_in_queries() {
     let exposition =
         "# HELP ferry_a A.\n# TYPE ferry_a counter\n# TYPE ferry_b histogram\n# TYPE ferry_c gauge\n";
