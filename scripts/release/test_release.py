@@ -225,6 +225,7 @@ class KrewManifestTest(unittest.TestCase):
         self.assertTrue(0 < len(spec["shortDescription"]) <= 50, spec["shortDescription"])
         self.assertIn("StatefulSet", spec["description"])
         self.assertIn("operator", spec["caveats"])
+        self.assertIn("kubectl_complete-ferry", spec["caveats"])
         self.assertEqual(
             [(p["selector"]["matchLabels"]["os"], p["selector"]["matchLabels"]["arch"]) for p in spec["platforms"]],
             PLATFORMS,
@@ -240,7 +241,11 @@ class KrewManifestTest(unittest.TestCase):
                 self.assertEqual(platform["uri"], f"{URL_BASE}/{name}")
                 self.assertEqual(platform["sha256"], sums[name])
                 self.assertEqual(platform["bin"], binary)
-                self.assertEqual(platform["files"], [{"from": binary, "to": "."}, {"from": "LICENSE", "to": "."}])
+                completion = binary.replace("kubectl-ferry", "kubectl_complete-ferry")
+                self.assertEqual(
+                    platform["files"],
+                    [{"from": binary, "to": "."}, {"from": completion, "to": "."}, {"from": "LICENSE", "to": "."}],
+                )
 
     def test_the_manifest_is_deterministic_and_parses_as_yaml(self):
         checksums = self.checksums(self.sha256sum_lines(self.archives()))
