@@ -702,8 +702,8 @@ async fn watch_draws_progress_bars_in_a_terminal() {
 
 /// `version` names the operator pods it finds in any namespace (labelled as the chart labels
 /// them), with their version and readiness; `--client` asks no cluster; an unreachable cluster is
-/// an error after the client's version. (That no operator runs is said too: unit-tested, since the
-/// chart's test may run an operator beside this one.)
+/// an error after the client's version. (That none runs: `alone::`, as the chart's tests may run
+/// an operator beside this one.)
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn version_shows_the_client_and_the_operators_the_cluster_runs() {
     let env = Env::start("cli-version").await;

@@ -5,6 +5,7 @@
 
 mod support;
 
+mod alone;
 mod commands;
 mod import;
 mod with_operator;
