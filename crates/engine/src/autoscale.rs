@@ -5,6 +5,7 @@
 
 pub mod plan;
 pub mod policy;
+pub mod prometheus;
 pub mod record;
 pub mod request;
 pub mod rescue;

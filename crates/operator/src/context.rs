@@ -30,6 +30,8 @@ pub struct Context {
     pub hold_namespace: Option<String>,
     /// What an edit of a StatefulSet's claim templates may do (`--refuse-template-shrinks`).
     pub template_edits: ferry_engine::trigger::template_edit::TemplateEdits,
+    /// Where volume usage is read when not from the kubelets (`--usage-prometheus-url`).
+    pub usage_prometheus: Option<Arc<crate::usage::prometheus::PrometheusUsage>>,
 }
 
 impl Context {
@@ -63,6 +65,21 @@ impl Context {
     pub fn with_config_digest_key(mut self, key: ferry_engine::extended::config::DigestKey) -> Self {
         self.config_digest_key = key;
         self
+    }
+
+    /// Reads volume usage from this Prometheus instead of the kubelets.
+    pub fn with_usage_prometheus(
+        mut self,
+        usage: Option<Arc<crate::usage::prometheus::PrometheusUsage>>,
+    ) -> Self {
+        self.usage_prometheus = usage;
+        self
+    }
+
+    /// Whether volume usage can be read at all: from Prometheus, or from the kubelets when
+    /// `kubelet-stats` is on.
+    pub fn reads_usage(&self) -> bool {
+        self.usage_prometheus.is_some() || self.features.enabled(crate::features::Feature::KubeletStats)
     }
 
     /// Uses only `features` (the others are switched off, their permissions not granted).
@@ -111,6 +128,7 @@ impl Context {
             features: crate::features::Features::default(),
             hold_namespace: None,
             template_edits: Default::default(),
+            usage_prometheus: None,
         }
     }
 }

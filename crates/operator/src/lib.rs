@@ -22,6 +22,7 @@ pub mod resize_create;
 pub mod run;
 pub mod shared_secret;
 pub mod triggers;
+pub mod usage;
 pub mod watch_backoff;
 pub mod watches;
 pub mod webhook;

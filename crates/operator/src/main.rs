@@ -5,6 +5,7 @@ use ferry_engine::trigger::template_edit::TemplateEdits;
 use ferry_operator::features::{Feature, Features};
 use ferry_operator::leader::LeaderElection;
 use ferry_operator::shared_secret::SecretRef;
+use ferry_operator::usage::prometheus::PrometheusSettings;
 use ferry_operator::webhook::{Certificates, Endpoint, WebhookSettings};
 use ferry_operator::{Error, Settings, crd, run};
 use std::net::SocketAddr;
@@ -96,6 +97,25 @@ struct RunArgs {
     /// least time between two stats requests to one node).
     #[arg(long, env = "FERRY_AUTOSCALE_INTERVAL", default_value = "1m", value_parser = parse_interval)]
     autoscale_interval: std::time::Duration,
+    /// Read volume usage (for VolumeAutoscalers and dry runs) from this Prometheus, e.g.
+    /// `http://prometheus-operated.monitoring:9090`, which must scrape the kubelets'
+    /// `kubelet_volume_stats_*`, instead of from each kubelet through `nodes/proxy`.
+    #[arg(long, env = "FERRY_USAGE_PROMETHEUS_URL")]
+    usage_prometheus_url: Option<String>,
+    /// A file holding a bearer token for Prometheus, read again for every query.
+    #[arg(
+        long,
+        env = "FERRY_USAGE_PROMETHEUS_BEARER_TOKEN_FILE",
+        requires = "usage_prometheus_url"
+    )]
+    usage_prometheus_bearer_token_file: Option<std::path::PathBuf>,
+    /// PEM certificates to trust for an https Prometheus URL, besides the system's.
+    #[arg(
+        long,
+        env = "FERRY_USAGE_PROMETHEUS_CA_FILE",
+        requires = "usage_prometheus_url"
+    )]
+    usage_prometheus_ca_file: Option<std::path::PathBuf>,
     /// Features to switch off, comma-separated: `secret-references` (Secrets an
     /// ExtendedStatefulSet references are not read), `kubelet-stats` (VolumeAutoscalers read
     /// no usage), `update-hooks` (no pre- or post-update Jobs). The chart's `features` values
@@ -194,6 +214,17 @@ fn settings(args: RunArgs) -> Result<Settings, String> {
             })
         })
         .transpose()?;
+    let usage_prometheus = args
+        .usage_prometheus_url
+        .as_deref()
+        .map(|url| {
+            PrometheusSettings::new(
+                url,
+                args.usage_prometheus_bearer_token_file.clone(),
+                args.usage_prometheus_ca_file.clone(),
+            )
+        })
+        .transpose()?;
     let config_digest_key = args
         .config_digest_key_secret
         .as_deref()
@@ -209,6 +240,7 @@ fn settings(args: RunArgs) -> Result<Settings, String> {
         mover_resources: args.mover_resources,
         webhook,
         autoscale_interval: Some(args.autoscale_interval),
+        usage_prometheus,
         leader_election,
         identity: None,
         config_digest_key,

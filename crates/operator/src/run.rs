@@ -43,6 +43,8 @@ pub struct Settings {
     /// How often autoscalers read volume usage and decide (default
     /// [`autoscale::DEFAULT_INTERVAL`]); also the least time between two stats requests to a node.
     pub autoscale_interval: Option<Duration>,
+    /// Read volume usage from this Prometheus instead of the kubelets (`nodes/proxy` then unused).
+    pub usage_prometheus: Option<crate::usage::prometheus::PrometheusSettings>,
     /// Act only while holding this Lease; every replica serves the webhooks either way.
     pub leader_election: Option<LeaderElection>,
     /// This replica's name: the Lease holder and the Events' reporting instance (default:
@@ -84,6 +86,9 @@ pub async fn run(client: Client, settings: Settings) -> Result<(), Error> {
         .clone()
         .unwrap_or_else(|| DEFAULT_IMAGE.to_string());
     let scopes = scopes(&settings.namespaces);
+    // Made before anything runs: a CA file it cannot read stops the start with the reason.
+    let interval = settings.autoscale_interval.unwrap_or(autoscale::DEFAULT_INTERVAL);
+    let usage_prometheus = usage_prometheus(&settings, interval)?;
     let config_digest_key = match &settings.config_digest_key {
         Some(secret) => crate::digest_key::load_or_create(&client, secret).await?,
         None => {
@@ -110,15 +115,19 @@ pub async fn run(client: Client, settings: Settings) -> Result<(), Error> {
         None => None,
     };
     metrics.leader.set(1);
+    let shared = Shared {
+        mover_image,
+        identity,
+        config_digest_key,
+        usage_prometheus,
+    };
     let controllers = futures::future::join_all(scopes.iter().map(|scope| {
         run_scope(
             client.clone(),
             scope.clone(),
             &settings,
             metrics.clone(),
-            mover_image.clone(),
-            identity.clone(),
-            config_digest_key.clone(),
+            shared.clone(),
         )
     }));
     match &mut leadership {
@@ -223,6 +232,28 @@ fn resize_cache(client: &Client, scope: Option<&str>) -> (Store<GuardedResize>, 
     (store, AbortOnDrop(tokio::spawn(stream)))
 }
 
+/// What the controllers of every scope share, made once at start.
+#[derive(Clone)]
+struct Shared {
+    mover_image: String,
+    identity: String,
+    config_digest_key: ferry_engine::extended::config::DigestKey,
+    usage_prometheus: Option<Arc<crate::usage::prometheus::PrometheusUsage>>,
+}
+
+/// The Prometheus client usage is read from, when one is configured (or why it cannot be made).
+fn usage_prometheus(
+    settings: &Settings,
+    interval: Duration,
+) -> Result<Option<Arc<crate::usage::prometheus::PrometheusUsage>>, Error> {
+    let Some(prometheus) = &settings.usage_prometheus else {
+        return Ok(None);
+    };
+    tracing::info!(url = %prometheus.url, "volume usage is read from Prometheus");
+    let usage = crate::usage::prometheus::PrometheusUsage::new(prometheus.clone(), interval)?;
+    Ok(Some(Arc::new(usage)))
+}
+
 /// Every controller for one namespace (or all): VolumeResizes, requests, autoscalers and
 /// ExtendedStatefulSets.
 async fn run_scope(
@@ -230,9 +261,7 @@ async fn run_scope(
     scope: Option<String>,
     settings: &Settings,
     metrics: Arc<Metrics>,
-    mover_image: String,
-    identity: String,
-    config_digest_key: ferry_engine::extended::config::DigestKey,
+    shared: Shared,
 ) {
     let scope = scope.as_deref();
     // Guarded: a VolumeResize this Ferry cannot read reaches the reconcile as an error (reported
@@ -248,14 +277,15 @@ async fn run_scope(
             client.clone(),
             metrics,
             cache.clone(),
-            mover_image,
-            Some(identity),
+            shared.mover_image,
+            Some(shared.identity),
         )
         .with_mover_resources(settings.mover_resources.clone())
         .with_allowed_mover_images(settings.allowed_mover_images.clone())
         .with_mover_image_pull_secrets(settings.mover_image_pull_secrets.clone())
-        .with_config_digest_key(config_digest_key)
+        .with_config_digest_key(shared.config_digest_key)
         .with_features(settings.features)
+        .with_usage_prometheus(shared.usage_prometheus)
         .with_hold_namespace(settings.hold_namespace.clone()),
     );
     // The controllers' cache is what the in-flight and copy-progress gauges count (a webhook's

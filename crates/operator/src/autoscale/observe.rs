@@ -1,6 +1,6 @@
 //! What an autoscaler looks at, read fresh each pass: its StatefulSets, their pods and claims,
-//! the VolumeResizes in the namespace, and the usage the kubelets report. All of it is read first,
-//! then `ferry_engine::autoscale::plan` decides.
+//! the VolumeResizes in the namespace, and the usage the kubelets (or Prometheus) report. All of
+//! it is read first, then `ferry_engine::autoscale::plan` decides.
 
 use super::summaries::Summaries;
 use crate::Error;
@@ -112,13 +112,22 @@ async fn claims(
     Ok((names, largest))
 }
 
-/// The usage of the claims given, from the summaries of the nodes their pods run on.
+/// The usage of the claims given: from Prometheus where one is configured, else from the
+/// summaries of the nodes their pods run on. A source that cannot answer gives no readings (usage
+/// unknown: nothing grows on it).
 async fn usage(
+    ctx: &Context,
     summaries: &Summaries,
     namespace: &str,
     pods: &BTreeMap<i32, Pod>,
     claims: &BTreeMap<String, i32>,
 ) -> Vec<Reading> {
+    if let Some(prometheus) = &ctx.usage_prometheus {
+        return match prometheus.samples(namespace).await {
+            Ok(samples) => ferry_engine::autoscale::prometheus::readings(&samples, namespace, claims),
+            Err(_) => Vec::new(),
+        };
+    }
     let mut nodes: Vec<&str> = pods
         .values()
         .filter_map(|pod| pod.spec.as_ref()?.node_name.as_deref())
@@ -155,7 +164,7 @@ pub async fn observe(
             });
         }
     };
-    let read_usage = ctx.features.enabled(Feature::KubeletStats);
+    let read_usage = ctx.reads_usage();
     let mut sets = Vec::new();
     for sts in found {
         // Without usage nothing is decided: the plan says why and reads no replica or claim.
@@ -172,7 +181,7 @@ pub async fn observe(
             let name = sts.name_any();
             let (claims, largest_claim) =
                 claims(client, namespace, &name, &volume.name, &replicas.ordinals).await?;
-            let readings = usage(summaries, namespace, &replicas.pods, &claims).await;
+            let readings = usage(ctx, summaries, namespace, &replicas.pods, &claims).await;
             let read = VolumeObservation {
                 largest_claim,
                 readings,
@@ -193,5 +202,5 @@ pub async fn observe(
 
 /// Why usage is not read, when it is not.
 pub fn usage_not_read(ctx: &Context) -> Option<String> {
-    (!ctx.features.enabled(Feature::KubeletStats)).then(|| Features::switched_off(Feature::KubeletStats))
+    (!ctx.reads_usage()).then(|| Features::switched_off(Feature::KubeletStats))
 }

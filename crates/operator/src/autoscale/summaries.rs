@@ -1,13 +1,12 @@
 //! Volume usage from each node's kubelet, through the API server's node proxy, at a bounded rate:
-//! one request per node per interval however many autoscalers and replicas it serves (a failed
-//! request also waits out the interval, so a broken node is not hammered).
+//! one request per node per interval however many autoscalers and replicas it serves.
 
 use crate::Error;
+use crate::usage::per_key::PerKey;
 use ferry_engine::autoscale::usage::Summary;
 use kube::Client;
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::sync::Arc;
+use std::time::Duration;
 
 /// The kubelet's stats summary of `node`: one request covers every pod on it.
 pub async fn node_summary(client: &Client, node: &str) -> Result<Summary, Error> {
@@ -18,54 +17,30 @@ pub async fn node_summary(client: &Client, node: &str) -> Result<Summary, Error>
     Ok(client.request::<Summary>(request).await?)
 }
 
-type Fetched = Option<(Instant, Result<Arc<Summary>, String>)>;
-
-/// The last summary of every node, fetched again once it is `interval` old.
+/// The last summary of every node, fetched again once it is an interval old.
 pub struct Summaries {
     client: Client,
-    interval: Duration,
-    nodes: Mutex<HashMap<String, Arc<tokio::sync::Mutex<Fetched>>>>,
+    nodes: PerKey<Summary>,
 }
 
 impl Summaries {
     pub fn new(client: Client, interval: Duration) -> Self {
         Summaries {
             client,
-            interval,
-            nodes: Mutex::new(HashMap::new()),
+            nodes: PerKey::new(interval),
         }
     }
 
-    fn slot(&self, node: &str) -> Arc<tokio::sync::Mutex<Fetched>> {
-        // A poisoned lock only means another reconcile panicked; the map itself is still whole.
-        let mut nodes = self
-            .nodes
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        nodes.entry(node.to_string()).or_default().clone()
-    }
-
-    /// The summary of `node`, at most `interval` old (or why there is none).
+    /// The summary of `node`, at most an interval old (or why there is none).
     pub async fn of(&self, node: &str) -> Result<Arc<Summary>, String> {
-        let slot = self.slot(node);
-        // Held across the request, so concurrent reconciles wait for one request instead of each
-        // making their own.
-        let mut fetched = slot.lock().await;
-        if let Some((at, result)) = fetched.as_ref()
-            && at.elapsed() < self.interval
-        {
-            return result.clone();
-        }
-        let result =
-            match tokio::time::timeout(Duration::from_secs(10), node_summary(&self.client, node)).await {
-                Ok(Ok(summary)) => Ok(Arc::new(summary)),
-                Ok(Err(error)) => Err(format!("node {node}: {error}")),
-                Err(_) => Err(format!("node {node}: the stats summary took longer than 10s")),
-            };
-        if let Err(error) = &result {
-            tracing::warn!(%node, %error, "volume usage unavailable");
-        }
-        *fetched = Some((Instant::now(), result.clone()));
-        result
+        self.nodes
+            .of(node, || async {
+                match tokio::time::timeout(Duration::from_secs(10), node_summary(&self.client, node)).await {
+                    Ok(Ok(summary)) => Ok(summary),
+                    Ok(Err(error)) => Err(format!("node {node}: {error}")),
+                    Err(_) => Err(format!("node {node}: the stats summary took longer than 10s")),
+                }
+            })
+            .await
     }
 }

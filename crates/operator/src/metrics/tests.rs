@@ -36,12 +36,17 @@ fn every_metric_the_dashboard_queries_is_declared_by_a_fresh_operator() {
 
 #[test]
 fn every_metric_the_chart_alerts_on_is_declared_and_the_downtime_bound_is_a_bucket() {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../deploy/helm/ferry/templates/prometheusrule.yaml");
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../deploy/helm/ferry/templates/prometheusrule.yaml"
+    );
     let rules = std::fs::read_to_string(path).unwrap();
     let queries: Vec<String> = rules
         .lines()
         .skip_while(|line| !line.contains("rules:"))
-        .filter(|line| !line.trim_start().starts_with("summary:") && !line.trim_start().starts_with("description:"))
+        .filter(|line| {
+            !line.trim_start().starts_with("summary:") && !line.trim_start().starts_with("description:")
+        })
         .map(str::to_string)
         .collect();
     let queried = dashboard::series_names(&queries);

@@ -1,12 +1,21 @@
-//! For a dry run only: the bytes in use on the namespace's claims as the kubelets report them (one
-//! stats summary per node a replica runs on), so a plan can say whether a shrink fits. A node whose
-//! kubelet cannot answer, or may not be asked, adds nothing: that usage stays unknown, never an
-//! error, and a run measures with its own pods anyway.
+//! For a dry run only: the bytes in use on the namespace's claims, from Prometheus where one is
+//! configured, else as the kubelets report them (one stats summary per node a replica runs on), so
+//! a plan can say whether a shrink fits. A source that cannot answer, or may not be asked, adds
+//! nothing: that usage stays unknown, never an error, and a run measures with its own pods anyway.
 
 use crate::context::Context;
 use std::collections::{BTreeMap, BTreeSet};
 
-pub async fn kubelet_usage(ctx: &Context, namespace: &str, nodes: BTreeSet<&str>) -> BTreeMap<String, u64> {
+pub async fn data_in_use(ctx: &Context, namespace: &str, nodes: BTreeSet<&str>) -> BTreeMap<String, u64> {
+    if let Some(prometheus) = &ctx.usage_prometheus {
+        return match prometheus.samples(namespace).await {
+            Ok(samples) => ferry_engine::autoscale::prometheus::used_bytes(&samples, namespace),
+            Err(error) => {
+                tracing::debug!(namespace, %error, "no Prometheus usage for a dry run");
+                BTreeMap::new()
+            }
+        };
+    }
     let mut usage = BTreeMap::new();
     for node in nodes {
         let summary = match crate::autoscale::node_summary(&ctx.client, node).await {

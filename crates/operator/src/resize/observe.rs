@@ -166,13 +166,13 @@ async fn read_request(
             .map(|claim| (claim.name_any(), claim_view(&claim)))
             .collect();
         observed.replica_nodes = replica_nodes(ctx, sts, namespace).await?;
-        if resize.spec.dry_run && ctx.features.enabled(crate::features::Feature::KubeletStats) {
+        if resize.spec.dry_run && ctx.reads_usage() {
             let nodes = observed
                 .replica_nodes
                 .values()
                 .map(|node| node.name.as_str())
                 .collect();
-            observed.kubelet_usage = super::dry_run_usage::kubelet_usage(ctx, namespace, nodes).await;
+            observed.kubelet_usage = super::dry_run_usage::data_in_use(ctx, namespace, nodes).await;
         }
     }
     observed.peers = peers(ctx, resize, namespace);

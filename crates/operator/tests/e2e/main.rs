@@ -11,6 +11,7 @@ mod api_outage;
 mod attributes;
 mod authors;
 mod autoscale;
+mod autoscale_prometheus;
 mod autoscale_usage;
 mod autoscaler_validation;
 mod availability;

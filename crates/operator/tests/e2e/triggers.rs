@@ -12,6 +12,7 @@ use ferry_api::names::{
     ANNOTATION_REQUESTED_TEMPLATES, ANNOTATION_RESIZE_STATUS, ANNOTATION_SYNC_CLAIMS, LABEL_STATEFUL_SET,
 };
 use ferry_api::{Phase, VolumeResize};
+use ferry_engine::trigger::template_edit::TemplateEdits;
 use ferry_testenv::fixtures::{stateful_set, wait_ready};
 use ferry_testenv::quantity::bytes;
 use ferry_testenv::{CLASS_EXPANDABLE, CLASS_FIXED, kubectl, wait_until};
@@ -22,7 +23,7 @@ use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use serde_json::{Value, json};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use support::Harness;
+use support::{Harness, OperatorOptions};
 
 const MI: u64 = 1 << 20;
 
@@ -193,6 +194,49 @@ async fn kubectl_apply_of_a_grown_template_is_accepted_and_resized_in_place() {
             r.finalizers().is_empty()
         })
         .await;
+    harness.finish().await;
+}
+
+/// With `--refuse-template-shrinks` (chart `webhook.refuseTemplateShrinks`), as the seed's
+/// webhook did: an edit asking a smaller template is denied with the reason and changes nothing;
+/// growth is still carried out.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_shrinks_refused_a_smaller_template_is_denied_and_growth_still_resized() {
+    let options = OperatorOptions {
+        template_edits: TemplateEdits::ShrinksRefused,
+        ..OperatorOptions::default()
+    };
+    let harness = Harness::start_with_webhook_and("trig-refuse", options).await;
+    let sts = stateful_set("web", 1, CLASS_EXPANDABLE, "1Gi");
+    let seeded = harness.seeded(sts.clone(), &["data"], 20).await;
+
+    let (code, _, stderr) = kubectl_file(&harness, &manifest(&sts, "512Mi"), &["apply"]).await;
+    assert_ne!(code, 0, "the shrink is denied: {stderr}");
+    assert!(
+        stderr.contains("refuses shrinking a volume claim template")
+            && stderr.contains("--refuse-template-shrinks")
+            && stderr.contains("data"),
+        "{stderr}"
+    );
+    let live = harness.ns.api::<StatefulSet>().get("web").await.unwrap();
+    assert_eq!(template_size(&live), 1 << 30, "the template is as it was");
+    assert!(
+        trigger_resizes(&harness, "web").await.is_empty(),
+        "nothing was asked"
+    );
+
+    let (code, _, stderr) = kubectl_file(&harness, &manifest(&sts, "2Gi"), &["apply"]).await;
+    assert_eq!(code, 0, "growth is accepted: {stderr}");
+    let name = named_in_warning(&stderr);
+    let resize = harness
+        .wait_resize(&name, "the VolumeResize from the edit to finish", |r| {
+            r.phase().is_terminal()
+        })
+        .await;
+    assert_eq!(resize.phase(), Phase::Succeeded, "{:?}", resize.status);
+    let sts = wait_request_done(&harness, "web", 60).await;
+    assert_all_sized(&harness, &sts, 1, 2 << 30).await;
+    harness.assert_data_intact(&seeded).await;
     harness.finish().await;
 }
 

@@ -79,8 +79,19 @@ pub struct Harness {
     metrics_url: String,
     /// Where the operator serves its admission webhooks, when it does.
     pub webhook_url: Option<String>,
-    /// What the operator runs with switched off (every restart too).
-    features: Features,
+    /// How the operator runs (every restart too).
+    options: OperatorOptions,
+}
+
+/// How a test's operator runs, kept across its restarts.
+#[derive(Clone, Default)]
+pub struct OperatorOptions {
+    /// What it runs with switched off.
+    pub features: Features,
+    /// What its webhook does with an edit of a StatefulSet's claim templates.
+    pub template_edits: ferry_engine::trigger::template_edit::TemplateEdits,
+    /// Where it reads volume usage instead of the kubelets.
+    pub usage_prometheus: Option<ferry_operator::usage::prometheus::PrometheusSettings>,
 }
 
 impl Harness {
@@ -100,7 +111,21 @@ impl Harness {
         Harness::start_with(prefix, disabled, None).await
     }
 
+    /// Like `start_without`, with the operator otherwise run as `options` say.
+    pub async fn start_without_and(prefix: &str, disabled: &[Feature], options: OperatorOptions) -> Harness {
+        Harness::start_with_options(prefix, disabled, None, options).await
+    }
+
     async fn start_with(prefix: &str, disabled: &[Feature], api_url: Option<&str>) -> Harness {
+        Harness::start_with_options(prefix, disabled, api_url, OperatorOptions::default()).await
+    }
+
+    async fn start_with_options(
+        prefix: &str,
+        disabled: &[Feature],
+        api_url: Option<&str>,
+        options: OperatorOptions,
+    ) -> Harness {
         log_operators();
         let client = client().await.unwrap();
         install_crd(&client).await;
@@ -116,9 +141,12 @@ impl Harness {
         let operator_client = ferry_testenv::chart::client_as_via(&identity.user, api_url)
             .await
             .unwrap();
-        let features = Features::without(disabled);
+        let options = OperatorOptions {
+            features: Features::without(disabled),
+            ..options
+        };
         let (operator, metrics_url) =
-            spawn_operator(&operator_client, &ns.name, None, Some(&identity), features);
+            spawn_operator(&operator_client, &ns.name, None, Some(&identity), &options);
         Harness {
             client,
             operator_client,
@@ -127,7 +155,7 @@ impl Harness {
             operator,
             metrics_url,
             webhook_url: None,
-            features,
+            options,
         }
     }
 
@@ -144,7 +172,7 @@ impl Harness {
             operator: tokio::spawn(async {}),
             metrics_url: String::new(),
             webhook_url: None,
-            features: Features::default(),
+            options: OperatorOptions::default(),
         }
     }
 
@@ -152,6 +180,11 @@ impl Harness {
     /// server calls it over TLS). As with the chart, the configurations are made by the installer
     /// (here the test, as admin) and the operator only keeps their caBundle; returns once it has.
     pub async fn start_with_webhook(prefix: &str) -> Harness {
+        Harness::start_with_webhook_and(prefix, OperatorOptions::default()).await
+    }
+
+    /// Like `start_with_webhook`, with the operator run as `options` say.
+    pub async fn start_with_webhook_and(prefix: &str, options: OperatorOptions) -> Harness {
         let client = client().await.unwrap();
         install_crd(&client).await;
         let ns = TestNamespace::create(&client, prefix).await.unwrap();
@@ -166,9 +199,8 @@ impl Harness {
         )
         .await
         .unwrap();
-        let features = Features::default();
         let (operator, metrics_url) =
-            spawn_operator(&operator_client, &ns.name, Some(&url), Some(&identity), features);
+            spawn_operator(&operator_client, &ns.name, Some(&url), Some(&identity), &options);
         let harness = Harness {
             client,
             operator_client,
@@ -177,7 +209,7 @@ impl Harness {
             operator,
             metrics_url,
             webhook_url: Some(url),
-            features,
+            options,
         };
         harness.wait_webhook_registered().await;
         harness
@@ -216,7 +248,7 @@ impl Harness {
             &self.ns.name,
             self.webhook_url.as_deref(),
             self.identity.as_ref(),
-            self.features,
+            &self.options,
         );
     }
 
@@ -624,7 +656,7 @@ fn spawn_operator(
     namespace: &str,
     webhook_url: Option<&str>,
     identity: Option<&ferry_testenv::chart::OperatorIdentity>,
-    features: Features,
+    options: &OperatorOptions,
 ) -> (JoinHandle<()>, String) {
     let port = free_port();
     let webhook = webhook_url.map(|url| {
@@ -637,7 +669,7 @@ fn spawn_operator(
             configuration: Some(ferry_operator::webhook::register::configuration_name(&[
                 namespace.to_string(),
             ])),
-            template_edits: Default::default(),
+            template_edits: options.template_edits,
         }
     });
     let settings = Settings {
@@ -650,7 +682,8 @@ fn spawn_operator(
             namespace: namespace.to_string(),
             name: identity.config_digest_key_secret.clone(),
         }),
-        features,
+        features: options.features,
+        usage_prometheus: options.usage_prometheus.clone(),
         // As the chart: in the release's namespace (here the watched one).
         hold_namespace: Some(namespace.to_string()),
         ..Settings::default()
