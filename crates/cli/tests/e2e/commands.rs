@@ -494,6 +494,15 @@ async fn rollback_sets_the_annotation_or_refuses() {
         "{:?}",
         shrink.annotations()
     );
+    // On a terminal it asks; anything but yes changes nothing.
+    let (code, screen) = on_terminal(&env, &["rollback", "shrink"], "n\n", &[]).await;
+    assert_eq!(code, 1, "{screen}");
+    assert!(
+        screen.contains("Roll back? [y/N]") && screen.contains("not confirmed; nothing changed"),
+        "{screen}"
+    );
+    let shrink = env.resizes().get("shrink").await.unwrap();
+    assert!(!shrink.annotations().contains_key("ferry.dev/rollback-requested"));
     let run = env.ferry(&["rollback", "shrink", "--yes"]).await;
     assert_eq!(run.code, 0, "{run:?}");
     assert_eq!(run.stdout, "volumeresize.ferry.dev/shrink rollback requested\n");
@@ -521,6 +530,26 @@ async fn rollback_sets_the_annotation_or_refuses() {
         run.stdout.contains("Rollback:           requested"),
         "{}",
         run.stdout
+    );
+    // "y" on a terminal is consent, as --yes.
+    let again = json!({"statefulSetName": "db", "volumes": [{"name": "data", "size": "512Mi"}]});
+    env.create_resize("shrink-again", again).await;
+    env.set_status(
+        "shrink-again",
+        json!({"phase": "Succeeded", "plan": [plan_row(0, "Copy", json!({"finishedAt": "2025-01-01T00:01:00Z"}))],
+               "createdObjects": {"retainedVolumes": ["pv-old-0"]}}),
+    )
+    .await;
+    let (code, screen) = on_terminal(&env, &["rollback", "shrink-again"], "y\n", &[]).await;
+    assert_eq!(code, 0, "{screen}");
+    assert!(screen.contains("rollback requested"), "{screen}");
+    let confirmed = env.resizes().get("shrink-again").await.unwrap();
+    assert_eq!(
+        confirmed
+            .annotations()
+            .get("ferry.dev/rollback-requested")
+            .map(String::as_str),
+        Some("true")
     );
     env.finish().await;
 }
@@ -1012,8 +1041,48 @@ async fn kubectl_plugin_completion_offers_the_clusters_names() {
     env.finish().await;
 }
 
+/// Runs `kubectl-ferry ARGS` on a pseudo-terminal (`script`), typing `input`, with `vars` set;
+/// returns its exit code and everything it wrote to the terminal (stdout and stderr together).
+async fn on_terminal(env: &Env, args: &[&str], input: &str, vars: &[(&str, &str)]) -> (i32, String) {
+    use tokio::io::AsyncWriteExt;
+    let command = format!(
+        "{} --kubeconfig {} -n {} {}",
+        support::BIN,
+        env.kubeconfig.display(),
+        env.ns.name,
+        args.join(" ")
+    );
+    let mut script = tokio::process::Command::new("script");
+    script
+        .args(["-qfec", &command, "/dev/null"])
+        .env("TERM", "xterm-256color")
+        .env_remove("NO_COLOR")
+        .env_remove("CLICOLOR")
+        .env_remove("CLICOLOR_FORCE")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true);
+    for (name, value) in vars {
+        script.env(name, value);
+    }
+    let mut child = script.spawn().unwrap();
+    // Typed ahead: the terminal keeps it until the command reads its answer.
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(input.as_bytes()).await.unwrap();
+    drop(stdin);
+    let output = tokio::time::timeout(Duration::from_secs(60), child.wait_with_output())
+        .await
+        .unwrap()
+        .unwrap();
+    let screen = String::from_utf8_lossy(&output.stdout).into_owned();
+    eprintln!("$ kubectl-ferry {} (on a terminal)\n{screen}", args.join(" "));
+    (output.status.code().unwrap_or(-1), screen)
+}
+
 /// Colours follow the ecosystem's conventions when not asked for: `CLICOLOR_FORCE` colours even a
-/// pipe, `NO_COLOR` and a pipe alone do not; `--color never` wins over all.
+/// pipe, `NO_COLOR` and a pipe alone do not; `--color never` wins over all. On a terminal they are
+/// on, unless `TERM=dumb` or `CLICOLOR=0` says the terminal cannot or should not show them.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn colours_follow_clicolor_force_and_no_color() {
     let env = Env::start("cli-colour").await;
@@ -1041,6 +1110,15 @@ async fn colours_follow_clicolor_force_and_no_color() {
             .await
             .contains("\x1b[")
     );
+    let (code, screen) = on_terminal(&env, &["list"], "", &[]).await;
+    assert_eq!(code, 0, "{screen}");
+    assert!(screen.contains("\x1b["), "a terminal gets colours: {screen:?}");
+    for unwanted in [("TERM", "dumb"), ("CLICOLOR", "0")] {
+        let (code, screen) = on_terminal(&env, &["list"], "", &[unwanted]).await;
+        assert_eq!(code, 0, "{screen}");
+        assert!(screen.contains("grow"), "{screen}");
+        assert!(!screen.contains("\x1b["), "{unwanted:?}: {screen:?}");
+    }
     env.finish().await;
 }
 
