@@ -1,6 +1,6 @@
 //! Benchmark, not a test (`#[ignore]`, never run by `scripts/test`; run it with
 //! `scripts/bench-real-node`): replica downtime on the real node (real kubelet, containerd, ext4 on
-//! loop devices) with a writer that really writes, for a warm and a cold copy resize, against the
+//! loop devices) with a writer that really writes, for a warm, a cold and a clone copy resize, against the
 //! physical floor: a plain `kubectl delete pod` restart of the same replica. It prints numbers and
 //! asserts only that the data is intact.
 //!
@@ -11,7 +11,10 @@
 //! 2. warm copy onto `ferry-block-fixed` 1280Mi (a shrink by copy): a PodDisruptionBudget
 //!    (`maxUnavailable: 0`) holds the resize at `StoppingReplica` after the warm pass; 1% of the
 //!    files change, `sync`, the budget goes;
-//! 3. cold copy (`warmCopy: false`) back onto 1536Mi, gated the same way.
+//! 3. cold copy (`warmCopy: false`) back onto 1536Mi, gated the same way;
+//! 4. clone copy (`warmCopyMethod: Clone`) onto 1600Mi of the same class (a grow by copy: the
+//!    class cannot expand): the new volume starts as the CSI driver's clone of the old one, the
+//!    standby final mover its first consumer; gated and changed as the warm copy.
 //!
 //! A resize's downtime runs from the first watch event showing the original pod deleting or not
 //! Ready to the first showing a pod of another UID Ready; every milestone is a watch event,
@@ -48,6 +51,7 @@ const POD: &str = "db-0";
 const CLAIM: &str = "data-db-0";
 const SOURCE_SIZE: &str = "1536Mi";
 const WARM_TARGET: &str = "1280Mi";
+const CLONE_TARGET: &str = "1600Mi";
 const RESTARTS: usize = 3;
 const KIB: u64 = 1024;
 
@@ -446,11 +450,11 @@ async fn resize(
     harness: &Harness,
     watches: &Watches,
     run: usize,
-    warm: bool,
+    kind: &'static str,
     size: &str,
     files: usize,
 ) -> Value {
-    let kind = if warm { "warm" } else { "cold" };
+    let warm = kind != "cold";
     let claims: Api<PersistentVolumeClaim> = harness.ns.api();
     let volumes: Api<PersistentVolume> = Api::all(harness.client.clone());
     let (budgets, resizes) = (harness.ns.api(), harness.ns.api::<VolumeResize>());
@@ -463,7 +467,10 @@ async fn resize(
     create_gate(&budgets).await;
     let dropped = tokio::task::spawn_blocking(drop_caches).await.unwrap();
     let volume = json!({"name": "data", "size": size, "storageClassName": CLASS_BLOCK_FIXED});
-    let spec = json!({"statefulSetName": "db", "warmCopy": warm, "retainOldVolumes": "Forever", "volumes": [volume]});
+    let mut spec = json!({"statefulSetName": "db", "warmCopy": warm, "retainOldVolumes": "Forever", "volumes": [volume]});
+    if kind == "clone" {
+        spec["warmCopyMethod"] = json!("Clone");
+    }
     harness.create_resize(kind, spec).await;
     wait_until("the resize to be held by the budget", 900, || async {
         let status = resizes.get_opt(kind).await.ok().flatten()?.status?;
@@ -483,7 +490,12 @@ async fn resize(
     // The host mounts a CSI volume only while it changes it: a mount of its own held through the
     // resize would be one more user of the volume in every stage measured.
     let dir = claim_directory(&claims, &volumes, CLAIM).await.unwrap();
-    let seed = 0xc4a9_0000 + run as u64 * 2 + u64::from(warm);
+    let seed = 0xc4a9_0000
+        + run as u64 * 3
+        + ["warm", "cold", "clone"]
+            .iter()
+            .position(|k| *k == kind)
+            .unwrap_or(0) as u64;
     let changed = tokio::task::spawn_blocking(move || change_one_percent(&dir, files, seed));
     let (changed, changed_bytes) = changed.await.unwrap();
     let writer = WriterClock::start(&harness.ns.name);
@@ -649,6 +661,8 @@ async fn resize(
         "downtimeMs": ms(Some(down), ready),
         "writerGapMs": writer_gap,
         "downtimeMsStatus": done.status.as_ref().and_then(|s| s.plan.first()?.downtime_milliseconds),
+        "cloned": done.status.as_ref().and_then(|s| s.plan.first()?.cloned),
+        "moverBytes": done.status.as_ref().and_then(|s| s.plan.first()?.bytes_copied),
         "finalPass": {"seconds": result["seconds"], "bytes": result["bytes"], "files": result["files"],
                       "bytesCopied": result["bytesCopied"], "filesCopied": result["filesCopied"]},
         "stagesMs": stages, "timelineMs": timeline,
@@ -698,8 +712,9 @@ async fn run_once(run: usize, files: usize) -> Vec<Value> {
         lost_records(&harness.ns.name, POD, &dir).unwrap()
     };
     assert!(lost.is_empty(), "restarts: acknowledged records lost: {lost:?}");
-    out.push(resize(&harness, &watches, run, true, WARM_TARGET, files).await);
-    out.push(resize(&harness, &watches, run, false, SOURCE_SIZE, files).await);
+    out.push(resize(&harness, &watches, run, "warm", WARM_TARGET, files).await);
+    out.push(resize(&harness, &watches, run, "cold", SOURCE_SIZE, files).await);
+    out.push(resize(&harness, &watches, run, "clone", CLONE_TARGET, files).await);
     drop(watches);
     let acks = ferry_testenv::workload::acks_dir(&harness.ns.name);
     harness.finish().await;
