@@ -12,8 +12,8 @@
 //!    (`maxUnavailable: 0`) holds the resize at `StoppingReplica` after the warm pass; 1% of the
 //!    files change, `sync`, the budget goes;
 //! 3. cold copy (`warmCopy: false`) back onto 1536Mi, gated the same way;
-//! 4. clone copy (`warmCopyMethod: Clone`) onto 1600Mi of the same class (a grow by copy: the
-//!    class cannot expand): the new volume starts as the CSI driver's clone of the old one, the
+//! 4. clone copy (`warmCopyMethod: Clone`) at 1536Mi onto `ferry-block-fixed-other`, another ext4
+//!    class of the same CSI driver: the new volume starts as the driver's clone of the old one, the
 //!    standby final mover its first consumer; gated and changed as the warm copy.
 //!
 //! A resize's downtime runs from the first watch event showing the original pod deleting or not
@@ -33,7 +33,7 @@ use ferry_api::{Phase, RowStep, VolumeResize};
 use ferry_testenv::fixtures::{claim_directory, wait_ready};
 use ferry_testenv::volume_dir::VolumeDir;
 use ferry_testenv::workload::{RECORDS_FILE, acknowledged, lost_records, writer_stateful_set};
-use ferry_testenv::{CLASS_BLOCK_FIXED, wait_until};
+use ferry_testenv::{CLASS_BLOCK_FIXED, CLASS_BLOCK_FIXED_OTHER, wait_until};
 use futures::{AsyncBufReadExt, StreamExt};
 use k8s_openapi::api::apps::v1::StatefulSet;
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim, Pod};
@@ -51,7 +51,6 @@ const POD: &str = "db-0";
 const CLAIM: &str = "data-db-0";
 const SOURCE_SIZE: &str = "1536Mi";
 const WARM_TARGET: &str = "1280Mi";
-const CLONE_TARGET: &str = "1600Mi";
 const RESTARTS: usize = 3;
 const KIB: u64 = 1024;
 
@@ -466,7 +465,12 @@ async fn resize(
 
     create_gate(&budgets).await;
     let dropped = tokio::task::spawn_blocking(drop_caches).await.unwrap();
-    let volume = json!({"name": "data", "size": size, "storageClassName": CLASS_BLOCK_FIXED});
+    let class = if kind == "clone" {
+        CLASS_BLOCK_FIXED_OTHER
+    } else {
+        CLASS_BLOCK_FIXED
+    };
+    let volume = json!({"name": "data", "size": size, "storageClassName": class});
     let mut spec = json!({"statefulSetName": "db", "warmCopy": warm, "retainOldVolumes": "Forever", "volumes": [volume]});
     if kind == "clone" {
         spec["warmCopyMethod"] = json!("Clone");
@@ -714,7 +718,7 @@ async fn run_once(run: usize, files: usize) -> Vec<Value> {
     assert!(lost.is_empty(), "restarts: acknowledged records lost: {lost:?}");
     out.push(resize(&harness, &watches, run, "warm", WARM_TARGET, files).await);
     out.push(resize(&harness, &watches, run, "cold", SOURCE_SIZE, files).await);
-    out.push(resize(&harness, &watches, run, "clone", CLONE_TARGET, files).await);
+    out.push(resize(&harness, &watches, run, "clone", SOURCE_SIZE, files).await);
     drop(watches);
     let acks = ferry_testenv::workload::acks_dir(&harness.ns.name);
     harness.finish().await;

@@ -49,6 +49,9 @@ pub const CLASS_LOCAL: &str = "ferry-local";
 pub const CLASS_BLOCK: &str = "ferry-block";
 /// Real-node CSI StorageClass of [`CSI_DRIVER`]: ext4, cannot be expanded.
 pub const CLASS_BLOCK_FIXED: &str = "ferry-block-fixed";
+/// A second class like [`CLASS_BLOCK_FIXED`] of the same driver: a move between two classes of one
+/// driver, which a CSI clone can make (the driver clones ext4 only at the source's size).
+pub const CLASS_BLOCK_FIXED_OTHER: &str = "ferry-block-fixed-other";
 /// The CSI driver of the real node (crates/csi-driver, run by scripts/testenv behind the upstream
 /// sidecars): file systems on loop devices, attached without VolumeAttachments.
 pub const CSI_DRIVER: &str = "block.csi.ferry.dev";

@@ -13,9 +13,9 @@
 use crate::block::{BlockVolume, FileSystem};
 use crate::quantity::bytes;
 use crate::{
-    BLOCK_PROVISIONER, CLASS_BLOCK, CLASS_BLOCK_ATTACH, CLASS_BLOCK_FIXED, CLASS_BLOCK_OFFLINE,
-    CLASS_EXPANDABLE, CLASS_FIXED, CLASS_LOCAL, CLASS_OFFLINE_EXPAND, CSI_ATTACH_DRIVER, CSI_DRIVER, Error,
-    PROVISIONER, REAL_NODE, REAL_NODE_ZONE,
+    BLOCK_PROVISIONER, CLASS_BLOCK, CLASS_BLOCK_ATTACH, CLASS_BLOCK_FIXED, CLASS_BLOCK_FIXED_OTHER,
+    CLASS_BLOCK_OFFLINE, CLASS_EXPANDABLE, CLASS_FIXED, CLASS_LOCAL, CLASS_OFFLINE_EXPAND, CSI_ATTACH_DRIVER,
+    CSI_DRIVER, Error, PROVISIONER, REAL_NODE, REAL_NODE_ZONE,
 };
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::{
@@ -121,6 +121,7 @@ fn csi_storage_classes() -> Vec<StorageClass> {
     [
         (CLASS_BLOCK, CSI_DRIVER, "xfs", "online"),
         (CLASS_BLOCK_FIXED, CSI_DRIVER, "ext4", "none"),
+        (CLASS_BLOCK_FIXED_OTHER, CSI_DRIVER, "ext4", "none"),
         (CLASS_BLOCK_OFFLINE, CSI_DRIVER, "xfs", "offline"),
         (CLASS_BLOCK_ATTACH, CSI_ATTACH_DRIVER, "xfs", "online"),
     ]
