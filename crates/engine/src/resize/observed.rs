@@ -190,6 +190,9 @@ pub struct ClaimView {
     pub created: Option<Time>,
     /// Ferry already asked the PV controller to look at this claim again (annotation).
     pub nudged: bool,
+    /// The provisioner's newest `ProvisioningFailed` Event on it, while it is Pending (read only
+    /// for a claim made as a clone, whose failure means the driver does not make it).
+    pub provisioning_failed: Option<String>,
 }
 
 /// The node side of a claim's growth, from its conditions.

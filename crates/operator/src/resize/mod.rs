@@ -1,5 +1,6 @@
 //! The VolumeResize controller: read the cluster, let the engine decide, apply, write status.
 
+mod clone_failures;
 pub mod controller;
 mod dry_run_usage;
 mod execute;

@@ -66,6 +66,7 @@ pub async fn read_run(
     observed: &mut Observed,
 ) -> Result<(), Error> {
     sort_reads(resize, stateful_set, reads, observed);
+    super::clone_failures::read(&ctx.client, resize, namespace, observed).await;
     let volume_names = volume_names(resize, observed);
     let progressing = progressing(resize, observed);
     let pods_api = Api::<Pod>::namespaced(ctx.client.clone(), namespace);

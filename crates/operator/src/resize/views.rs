@@ -71,6 +71,8 @@ pub(super) fn claim_view(claim: &PersistentVolumeClaim) -> ClaimView {
         bound: status.and_then(|s| s.phase.as_deref()) == Some("Bound"),
         created: claim.metadata.creation_timestamp.clone(),
         nudged: claim.annotations().contains_key(ANNOTATION_BIND_NUDGE),
+        // Read from Events, only for a pending clone (`clone_failures`).
+        provisioning_failed: None,
     }
 }
 

@@ -5,7 +5,7 @@
 
 use crate::real_node::{assert_nothing_lost, resize_succeeds, writer_with};
 use crate::support::Harness;
-use ferry_testenv::CLASS_BLOCK;
+use ferry_testenv::{CLASS_BLOCK, CLASS_BLOCK_FIXED};
 use serde_json::json;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -60,6 +60,39 @@ async fn a_grow_by_copy_within_one_driver_starts_from_a_clone_and_moves_only_the
     eprintln!(
         "mover copy: both passes moved {:?} bytes; the replica was down {:?} ms",
         row.bytes_copied, row.downtime_milliseconds
+    );
+    assert_nothing_lost(&harness, 1, &seeds).await;
+    harness.finish().await;
+}
+
+/// A clone the driver refuses (the real node's driver clones ext4 only at the source's size, and
+/// says so with OUT_OF_RANGE, which the external-provisioner reports as `ProvisioningFailed` on the
+/// claim) is given up at once for the mover's warm copy, with the driver's words, before any stop;
+/// not after the 120 s a silent driver gets.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_clone_the_driver_refuses_is_given_up_at_once_for_the_mover() {
+    let harness = Harness::start("clone-refused").await;
+    let seeds = writer_with(&harness, 1, CLASS_BLOCK_FIXED, "300Mi", 4 << 10, 0).await;
+    let started = std::time::Instant::now();
+    let status = resize_succeeds(
+        &harness,
+        "grow",
+        json!({"statefulSetName": "db", "retainOldVolumes": "1h", "warmCopyMethod": "Clone",
+               "volumes": [{"name": "data", "size": "320Mi"}]}),
+        240,
+    )
+    .await;
+    let took = started.elapsed();
+    let row = &status.plan[0];
+    assert_eq!(row.cloned, Some(false), "{row:?}");
+    let why = row.clone_refused.as_deref().unwrap_or_default();
+    assert!(
+        why.contains("did not make the clone of data-db-0") && why.contains("ext4"),
+        "the driver's words: {why}"
+    );
+    assert!(
+        took < std::time::Duration::from_secs(100),
+        "given up on the provisioner's failure, not after the 120 s timeout: {took:?}"
     );
     assert_nothing_lost(&harness, 1, &seeds).await;
     harness.finish().await;

@@ -8,8 +8,11 @@ use super::*;
 /// capability leaves it Pending for good.
 pub const CLONE_BIND_SECONDS: i64 = 120;
 
-/// Why the row's clone is given up, if it is: its claim has been Pending for
-/// [`CLONE_BIND_SECONDS`] (the provisioner refuses or cannot make it).
+/// Why the row's clone is given up, if it is: the provisioner reported that it failed to make it
+/// (a driver without the capability, a source it cannot clone at that size or class), or its
+/// claim has been Pending for [`CLONE_BIND_SECONDS`] without a word. Given up at the first failure
+/// even if the provisioner would try again: the mover's copy is always possible, and the replica
+/// still serves.
 pub(super) fn refused(
     ctx: &CopyContext,
     row: &VolumePlan,
@@ -19,6 +22,12 @@ pub(super) fn refused(
     let claim = observed.claims.get(&ctx.temp_claim(row))?;
     if claim.bound || claim.deleting {
         return None;
+    }
+    if let Some(failure) = &claim.provisioning_failed {
+        return Some(format!(
+            "the CSI driver did not make the clone of {}: {failure}; the mover copies instead",
+            row.claim_name
+        ));
     }
     let waited = now.0.as_second() - claim.created.as_ref()?.0.as_second();
     (waited >= CLONE_BIND_SECONDS).then(|| {

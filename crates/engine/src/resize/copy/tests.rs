@@ -60,6 +60,8 @@ struct Cluster {
     usage_needs: Option<&'static str>,
     /// The driver makes no clone: a claim asking for one stays Pending.
     refuses_clones: bool,
+    /// What the provisioner reports for a clone it refuses (none: it says nothing).
+    clone_failure: Option<String>,
     /// Claims made as clones (by the claim's name).
     clones_made: Vec<String>,
     /// The capabilities of every mover pod started, in order.
@@ -124,6 +126,7 @@ impl Cluster {
             lost_at_take_off: None,
             usage_needs: None,
             refuses_clones: false,
+            clone_failure: None,
             clones_made: Vec::new(),
             mover_capabilities: Vec::new(),
             mover_claims: BTreeMap::new(),
@@ -365,6 +368,7 @@ impl Cluster {
                     let pending = ClaimView {
                         uid,
                         created,
+                        provisioning_failed: self.clone_failure.clone(),
                         ..ClaimView::default()
                     };
                     self.observed.claims.insert(claim.clone(), pending);
@@ -1211,6 +1215,42 @@ fn a_clone_the_driver_never_makes_is_given_up_for_the_mover_before_any_stop() {
             row.clone_refused
                 .as_deref()
                 .is_some_and(|why| why.contains("was not provisioned within 120 s")),
+            "{row:?}"
+        );
+    }
+}
+
+/// A clone the provisioner reports it failed to make (`ProvisioningFailed`: the driver cannot clone
+/// that source at that size) is given up at once, with the driver's words, not after
+/// [`clone::CLONE_BIND_SECONDS`]; the mover copies, and no replica stops while the clone is pending.
+#[test]
+fn a_clone_the_provisioner_reports_failed_is_given_up_at_once() {
+    let mut cluster = Cluster::new();
+    cluster.refuses_clones = true;
+    cluster.clone_failure = Some("rpc error: code = OutOfRange desc = ext4 cannot grow".to_string());
+    let started = cluster.clock;
+    let mut given_up_at = None;
+    let (status, _) = drive(
+        &resize(),
+        &mut cluster,
+        planned_clones(),
+        None,
+        2000,
+        &mut |decision, cluster| {
+            let refused = decision.status.plan.iter().any(|row| row.cloned == Some(false));
+            if refused && given_up_at.is_none() {
+                given_up_at = Some(cluster.clock);
+            }
+        },
+    );
+    assert_copied(&cluster, &status);
+    let waited = given_up_at.expect("the clone was given up") - started;
+    assert!(waited < clone::CLONE_BIND_SECONDS, "given up after {waited} s");
+    for row in &status.plan {
+        assert_eq!(row.cloned, Some(false));
+        let why = row.clone_refused.as_deref().unwrap_or_default();
+        assert!(
+            why.contains("did not make the clone") && why.contains("ext4 cannot grow"),
             "{row:?}"
         );
     }
