@@ -1059,6 +1059,9 @@ async fn on_terminal(env: &Env, args: &[&str], input: &str, vars: &[(&str, &str)
         .env_remove("NO_COLOR")
         .env_remove("CLICOLOR")
         .env_remove("CLICOLOR_FORCE")
+        // A user's terminal: with CI set (as .ci/run sets it), anstream colours a terminal even
+        // when TERM=dumb, as CI logs show colours.
+        .env_remove("CI")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
