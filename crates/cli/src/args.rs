@@ -73,7 +73,7 @@ pub enum Command {
     /// Ask the operator to roll a VolumeResize back (writes made since the swap are lost).
     Rollback(RollbackArgs),
     /// Delete a VolumeResize (a running one stops at the next safe point).
-    Delete(NameArgs),
+    Delete(DeleteArgs),
     /// Print a shell completion script.
     Completion(CompletionArgs),
     /// Print this plugin's version and the Ferry operators running in the cluster (or that none is).
@@ -208,6 +208,15 @@ pub struct ListArgs {
     /// Output format.
     #[arg(short = 'o', long, value_parser = ListFormat::parse, value_name = "wide|json|yaml|name|jsonpath=TEMPLATE")]
     pub output: Option<ListFormat>,
+}
+
+#[derive(Args, Debug)]
+pub struct DeleteArgs {
+    /// Name of the VolumeResize.
+    pub name: String,
+    /// `name`: print only `volumeresize.ferry.dev/NAME`, as `kubectl delete -o name`.
+    #[arg(short = 'o', long, value_parser = ["name"], value_name = "name")]
+    pub output: Option<String>,
 }
 
 #[derive(Args, Debug)]

@@ -2,8 +2,8 @@
 
 use crate::args::DryRun;
 use crate::args::{
-    Cli, Command, CompletionArgs, DataFormat, GlobalArgs, ListArgs, ListFormat, NameArgs, PlanArgs,
-    RequestArgs, ResizeArgs, RollbackArgs, StatusArgs, VersionArgs,
+    Cli, Command, CompletionArgs, DataFormat, DeleteArgs, GlobalArgs, ListArgs, ListFormat, NameArgs,
+    PlanArgs, RequestArgs, ResizeArgs, RollbackArgs, StatusArgs, VersionArgs,
 };
 use crate::exit::{CliError, ExitCode};
 use crate::kube_io::{Action, Cluster, RESIZES, connect};
@@ -678,7 +678,7 @@ async fn confirm_rollback(args: &RollbackArgs, style: Style) -> Result<(), CliEr
     }
 }
 
-async fn delete(cluster: &Cluster, args: NameArgs) -> Result<ExitCode, CliError> {
+async fn delete(cluster: &Cluster, args: DeleteArgs) -> Result<ExitCode, CliError> {
     // One this kubectl-ferry cannot read can still be deleted (the remedy its InvalidObject Event
     // gives); only its phase is unknown.
     let listed = cluster.get_listed(&args.name).await?;
@@ -691,7 +691,11 @@ async fn delete(cluster: &Cluster, args: NameArgs) -> Result<ExitCode, CliError>
             .explain(error, Action::named("delete", RESIZES, &args.name))
             .await);
     }
-    crate::outln!("volumeresize.ferry.dev \"{}\" deleted", args.name);
+    if args.output.is_some() {
+        crate::outln!("volumeresize.ferry.dev/{}", args.name);
+    } else {
+        crate::outln!("volumeresize.ferry.dev \"{}\" deleted", args.name);
+    }
     if let Some(note) = deleted_note(&listed) {
         eprintln!("note: {note}");
     }

@@ -575,6 +575,23 @@ async fn delete_removes_it() {
     .unwrap();
     let run = env.ferry(&["delete", "grow"]).await;
     assert_eq!(run.code, 3, "{run:?}");
+    // As `kubectl delete -o name`: only the name.
+    env.create_resize(
+        "grow-more",
+        json!({"statefulSetName": "db", "volumes": [{"name": "data", "size": "3Gi"}]}),
+    )
+    .await;
+    let run = env.ferry(&["delete", "grow-more", "-o", "name"]).await;
+    assert_eq!(
+        (run.code, run.stdout.as_str()),
+        (0, "volumeresize.ferry.dev/grow-more\n"),
+        "{run:?}"
+    );
+    ferry_testenv::wait_until("the second VolumeResize to be gone", 30, || async {
+        env.resize_names().await.is_empty().then_some(())
+    })
+    .await
+    .unwrap();
     let run = env.ferry(&["list"]).await;
     assert_eq!((run.code, run.stdout.as_str()), (0, ""));
     assert!(run.stderr.contains("No VolumeResizes found"), "{}", run.stderr);
