@@ -3,6 +3,7 @@
 //! it. Pure: the operator sends the query and hands the answer here.
 
 use super::Reading;
+use super::usage::share;
 use serde::Deserialize;
 use std::collections::BTreeMap;
 
@@ -146,13 +147,6 @@ pub fn used_bytes(samples: &[Sample], namespace: &str) -> BTreeMap<String, u64> 
         .into_iter()
         .filter_map(|(claim, series)| Some((claim, series.iter().filter_map(|s| s.used).max()?)))
         .collect()
-}
-
-fn share(reading: &Reading) -> f64 {
-    if reading.capacity_bytes == 0 {
-        return 0.0;
-    }
-    reading.used_bytes as f64 / reading.capacity_bytes as f64
 }
 
 #[cfg(test)]

@@ -68,7 +68,7 @@ pub fn readings(summary: &Summary, namespace: &str, claims: &BTreeMap<String, i3
 }
 
 /// How full a reading says its volume is, comparable across readings (used bytes per total).
-fn share(reading: &Reading) -> f64 {
+pub(super) fn share(reading: &Reading) -> f64 {
     if reading.capacity_bytes == 0 {
         return 0.0;
     }

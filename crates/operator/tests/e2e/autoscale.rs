@@ -18,7 +18,7 @@ use serde_json::json;
 
 const MI: u64 = 1 << 20;
 
-async fn create_autoscaler(harness: &Harness, name: &str, spec: serde_json::Value) {
+pub(crate) async fn create_autoscaler(harness: &Harness, name: &str, spec: serde_json::Value) {
     let vas: VolumeAutoscaler = serde_json::from_value(json!({
         "apiVersion": "ferry.dev/v1alpha1", "kind": "VolumeAutoscaler",
         "metadata": {"name": name}, "spec": spec,

@@ -3,9 +3,10 @@
 //! operator that is not granted `nodes/proxy` (`features.kubeletStats=false`): it grows a filled
 //! volume and answers a dry run's "does this shrink fit?" from Prometheus alone.
 
+use crate::autoscale::create_autoscaler;
+use crate::autoscale_usage::dry_run_refused_as_too_small;
 use crate::real_node::{assert_nothing_lost, wait_phase, writer_with};
-use crate::support::{Harness, OperatorOptions, condition, free_port};
-use ferry_api::condition::{PRECHECKED, REASON_TOO_SMALL_FOR_DATA};
+use crate::support::{Harness, OperatorOptions, free_port};
 use ferry_api::names::LABEL_TRIGGER;
 use ferry_api::{Phase, VolumeAutoscaler, VolumeResize};
 use ferry_engine::autoscale::prometheus::{query, samples, used_bytes};
@@ -13,7 +14,7 @@ use ferry_operator::features::Feature;
 use ferry_operator::usage::prometheus::PrometheusSettings;
 use ferry_testenv::{CLASS_BLOCK, REAL_NODE, wait_until};
 use k8s_openapi::api::core::v1::Node;
-use kube::api::{ListParams, PostParams};
+use kube::api::ListParams;
 use kube::{Api, ResourceExt};
 use serde_json::json;
 
@@ -139,28 +140,15 @@ async fn usage_from_prometheus_grows_a_filled_volume_without_nodes_proxy() {
     })
     .await
     .unwrap();
-    let dry = json!({"statefulSetName": "db", "dryRun": true, "volumes": [{"name": "data", "size": "40Mi"}]});
-    harness.create_resize("too-small", dry).await;
-    let refused = harness
-        .wait_resize("too-small", "the dry run to be refused", |r| {
-            r.phase() == Phase::Failed
-        })
-        .await;
-    let prechecked = condition(&refused, PRECHECKED).unwrap();
-    assert_eq!(prechecked.reason, REASON_TOO_SMALL_FOR_DATA, "{prechecked:?}");
+    dry_run_refused_as_too_small(&harness, "40Mi").await;
 
-    let vas: VolumeAutoscaler = serde_json::from_value(json!({
-        "apiVersion": "ferry.dev/v1alpha1", "kind": "VolumeAutoscaler", "metadata": {"name": "db"},
-        "spec": {"statefulSetName": "db", "volumes": [
-            {"name": "data", "threshold": 60, "maxSize": "2Gi", "cooldown": "1h"}]},
-    }))
-    .unwrap();
-    harness
-        .ns
-        .api::<VolumeAutoscaler>()
-        .create(&PostParams::default(), &vas)
-        .await
-        .unwrap();
+    create_autoscaler(
+        &harness,
+        "db",
+        json!({"statefulSetName": "db", "volumes": [
+            {"name": "data", "threshold": 60, "maxSize": "2Gi", "cooldown": "1h"}]}),
+    )
+    .await;
     let resizes = harness.ns.api::<VolumeResize>();
     let made = wait_until("the autoscaler to make a VolumeResize", 120, || async {
         let params = ListParams::default().labels(&format!("{LABEL_TRIGGER}=autoscale"));

@@ -16,6 +16,24 @@ use std::collections::BTreeMap;
 
 const MI: u64 = 1 << 20;
 
+/// A dry run of `db`'s `data` at `size` (VolumeResize `too-small`), refused by the prechecks
+/// because the data in use does not fit: its Prechecked condition.
+pub(crate) async fn dry_run_refused_as_too_small(
+    harness: &Harness,
+    size: &str,
+) -> k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition {
+    let dry = json!({"statefulSetName": "db", "dryRun": true, "volumes": [{"name": "data", "size": size}]});
+    harness.create_resize("too-small", dry).await;
+    let refused = harness
+        .wait_resize("too-small", "the dry run to be refused", |r| {
+            r.phase() == Phase::Failed
+        })
+        .await;
+    let prechecked = condition(&refused, PRECHECKED).unwrap();
+    assert_eq!(prechecked.reason, REASON_TOO_SMALL_FOR_DATA, "{prechecked:?}");
+    prechecked.clone()
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn usage_of_a_real_volume_comes_from_the_kubelet_through_the_node_proxy() {
     let harness = Harness::start("vas-usage").await;
@@ -55,14 +73,7 @@ async fn usage_of_a_real_volume_comes_from_the_kubelet_through_the_node_proxy() 
     // A dry run (`kubectl ferry plan`) answers "does this shrink fit?" from the same figure: 40Mi
     // cannot hold 48 MiB and is refused, 128Mi is planned with the data in use on the row.
     let dry = |size: &str| json!({"statefulSetName": "db", "dryRun": true, "volumes": [{"name": "data", "size": size}]});
-    harness.create_resize("too-small", dry("40Mi")).await;
-    let refused = harness
-        .wait_resize("too-small", "the dry run to be refused", |r| {
-            r.phase() == Phase::Failed
-        })
-        .await;
-    let prechecked = condition(&refused, PRECHECKED).unwrap();
-    assert_eq!(prechecked.reason, REASON_TOO_SMALL_FOR_DATA, "{prechecked:?}");
+    let prechecked = dry_run_refused_as_too_small(&harness, "40Mi").await;
     assert!(
         prechecked.message.contains("data-db-0 holds") && prechecked.message.contains("40Mi leaves no room"),
         "{}",
