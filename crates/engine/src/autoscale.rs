@@ -111,6 +111,8 @@ pub struct Situation {
     /// another attributes class is a modification to the provider too, so they count in its
     /// window (not in the cooldown, which is the autoscaler's own pace).
     pub other_modifications: Vec<i64>,
+    /// Why the usage source could not answer, when it could not: said where usage is unknown.
+    pub usage_unreadable: Option<String>,
     pub now: i64,
 }
 

@@ -24,8 +24,10 @@ pub struct Input<'a> {
 pub struct VolumeObservation {
     /// The largest size its claims ask for.
     pub largest_claim: u64,
-    /// Usage per replica, from the kubelets of the nodes its pods run on.
+    /// Usage per replica, from the kubelets of the nodes its pods run on (or Prometheus).
     pub readings: Vec<Reading>,
+    /// Why the usage source could not answer, when it could not (a node's kubelet, Prometheus).
+    pub usage_unreadable: Option<String>,
 }
 
 /// One governed StatefulSet as read.
@@ -224,7 +226,7 @@ fn judged(
     }
     let template_size = template_size(&set.object, &volume.name).map_err(invalid)?;
     let read = set.volumes.get(&volume.name).cloned().unwrap_or_default();
-    let situation = situation(Facts {
+    let mut situation = situation(Facts {
         sts,
         volume: &volume.name,
         current_size: template_size.max(read.largest_claim),
@@ -236,6 +238,7 @@ fn judged(
             .unwrap_or_default(),
         now: input.now,
     });
+    situation.usage_unreadable = read.usage_unreadable;
     Ok((policy, situation))
 }
 

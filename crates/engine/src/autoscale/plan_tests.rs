@@ -45,6 +45,7 @@ fn observed(used: u64) -> Observation {
             VolumeObservation {
                 largest_claim: GI,
                 readings,
+                usage_unreadable: None,
             },
         )]
         .into(),

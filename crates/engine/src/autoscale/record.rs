@@ -80,10 +80,13 @@ fn skip_message(policy: &Policy, situation: &Situation, skip: &Skip) -> String {
                 policy.threshold_percent
             )
         }
-        Skip::UsageUnknown { replicas } => format!(
-            "no usage reported yet for replica {} (the kubelet reports a volume while a pod mounts it)",
-            replica_list(replicas)
-        ),
+        Skip::UsageUnknown { replicas } => match &situation.usage_unreadable {
+            Some(why) => format!("no usage for replica {}: {why}", replica_list(replicas)),
+            None => format!(
+                "no usage reported yet for replica {} (the kubelet reports a volume while a pod mounts it)",
+                replica_list(replicas)
+            ),
+        },
         Skip::ResizeRunning { name } => format!("VolumeResize {name} is working on the StatefulSet"),
         Skip::AtMaxSize => format!(
             "at maxSize {}; not grown although it is over its threshold",
@@ -451,6 +454,37 @@ mod tests {
             notices[0].message.contains("1Gi → 1229Mi"),
             "{}",
             notices[0].message
+        );
+    }
+
+    #[test]
+    fn unknown_usage_says_why_the_source_did_not_answer() {
+        let silent = Situation {
+            current_size: GI,
+            replicas: vec![0],
+            now: NOW,
+            ..Situation::default()
+        };
+        let verdict = decide(&policy(), &silent);
+        let (status, _) = record(None, "db", "data", &policy(), &silent, &verdict, None);
+        assert_eq!(status.state.as_deref(), Some("UsageUnknown"));
+        assert!(
+            status
+                .message
+                .as_deref()
+                .unwrap()
+                .contains("the kubelet reports a volume")
+        );
+        let unreachable = Situation {
+            usage_unreadable: Some("Prometheus http://p:9090 did not answer: connection refused".into()),
+            ..silent
+        };
+        let verdict = decide(&policy(), &unreachable);
+        let (status, _) = record(None, "db", "data", &policy(), &unreachable, &verdict, None);
+        assert_eq!(status.state.as_deref(), Some("UsageUnknown"));
+        assert_eq!(
+            status.message.as_deref(),
+            Some("no usage for replica 0: Prometheus http://p:9090 did not answer: connection refused")
         );
     }
 

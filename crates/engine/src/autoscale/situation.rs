@@ -138,6 +138,7 @@ pub fn situation(facts: Facts) -> Situation {
         resize_failed,
         history,
         other_modifications,
+        usage_unreadable: None,
         now: facts.now,
     }
 }

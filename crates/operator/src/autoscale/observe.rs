@@ -113,19 +113,22 @@ async fn claims(
 }
 
 /// The usage of the claims given: from Prometheus where one is configured, else from the
-/// summaries of the nodes their pods run on. A source that cannot answer gives no readings (usage
-/// unknown: nothing grows on it).
+/// summaries of the nodes their pods run on; and why the source could not answer, when it could
+/// not (those claims' usage is then unknown, and nothing grows on it).
 async fn usage(
     ctx: &Context,
     summaries: &Summaries,
     namespace: &str,
     pods: &BTreeMap<i32, Pod>,
     claims: &BTreeMap<String, i32>,
-) -> Vec<Reading> {
+) -> (Vec<Reading>, Option<String>) {
     if let Some(prometheus) = &ctx.usage_prometheus {
         return match prometheus.samples(namespace).await {
-            Ok(samples) => ferry_engine::autoscale::prometheus::readings(&samples, namespace, claims),
-            Err(_) => Vec::new(),
+            Ok(samples) => (
+                ferry_engine::autoscale::prometheus::readings(&samples, namespace, claims),
+                None,
+            ),
+            Err(error) => (Vec::new(), Some(format!("Prometheus did not answer: {error}"))),
         };
     }
     let mut nodes: Vec<&str> = pods
@@ -135,12 +138,20 @@ async fn usage(
     nodes.sort_unstable();
     nodes.dedup();
     let mut found = Vec::new();
+    let mut unanswered = Vec::new();
     for node in nodes {
-        if let Ok(summary) = summaries.of(node).await {
-            found.extend(readings(&summary, namespace, claims));
+        match summaries.of(node).await {
+            Ok(summary) => found.extend(readings(&summary, namespace, claims)),
+            Err(error) => unanswered.push(error),
         }
     }
-    found
+    let why = (!unanswered.is_empty()).then(|| {
+        format!(
+            "the kubelet's stats summary is unavailable: {}",
+            unanswered.join("; ")
+        )
+    });
+    (found, why)
 }
 
 /// Everything one pass of `autoscaler` decides from. With usage switched off, no kubelet is asked
@@ -181,10 +192,12 @@ pub async fn observe(
             let name = sts.name_any();
             let (claims, largest_claim) =
                 claims(client, namespace, &name, &volume.name, &replicas.ordinals).await?;
-            let readings = usage(ctx, summaries, namespace, &replicas.pods, &claims).await;
+            let (readings, usage_unreadable) =
+                usage(ctx, summaries, namespace, &replicas.pods, &claims).await;
             let read = VolumeObservation {
                 largest_claim,
                 readings,
+                usage_unreadable,
             };
             volumes.insert(volume.name.clone(), read);
         }

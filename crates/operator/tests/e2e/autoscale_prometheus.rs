@@ -183,3 +183,49 @@ async fn usage_from_prometheus_grows_a_filled_volume_without_nodes_proxy() {
     harness.finish().await;
     probe.finish().await;
 }
+
+/// A Prometheus that does not answer (nothing listens at the URL): usage is unknown, nothing grows,
+/// and the autoscaler's status says why, naming the URL.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unreachable_prometheus_is_named_in_the_autoscalers_status() {
+    let url = format!("http://127.0.0.1:{}", free_port());
+    let options = OperatorOptions {
+        usage_prometheus: Some(PrometheusSettings::new(&url, None, None).unwrap()),
+        ..OperatorOptions::default()
+    };
+    let harness = Harness::start_without_and("vas-prom-down", &[Feature::KubeletStats], options).await;
+    writer_with(&harness, 1, CLASS_BLOCK, "64Mi", 1 << 10, 0).await;
+    create_autoscaler(
+        &harness,
+        "db",
+        json!({"statefulSetName": "db", "volumes": [{"name": "data", "threshold": 60, "maxSize": "1Gi"}]}),
+    )
+    .await;
+    let said: VolumeAutoscaler = harness
+        .wait_object(
+            "db",
+            "the autoscaler to say why usage is unknown",
+            60,
+            |vas: &VolumeAutoscaler| {
+                vas.status
+                    .as_ref()
+                    .and_then(|s| s.volumes.first())
+                    .is_some_and(|v| v.state.as_deref() == Some("UsageUnknown") && v.message.is_some())
+            },
+        )
+        .await;
+    let volume = &said.status.unwrap().volumes[0];
+    let message = volume.message.as_deref().unwrap_or_default();
+    assert!(
+        message.contains("Prometheus did not answer") && message.contains(&url),
+        "{message}"
+    );
+    let resizes = harness
+        .ns
+        .api::<VolumeResize>()
+        .list(&ListParams::default())
+        .await
+        .unwrap();
+    assert!(resizes.items.is_empty(), "nothing grows on unknown usage");
+    harness.finish().await;
+}
