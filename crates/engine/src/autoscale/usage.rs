@@ -67,6 +67,26 @@ pub fn readings(summary: &Summary, namespace: &str, claims: &BTreeMap<String, i3
     found.into_values().collect()
 }
 
+/// Bytes in use per claim of `namespace` across the summaries (the fullest report of each), for a
+/// dry run's plan: a claim two pods report (a replica and one being torn down) counts as the fuller.
+pub fn used_bytes(summaries: &[Summary], namespace: &str) -> BTreeMap<String, u64> {
+    let mut usage = BTreeMap::new();
+    let volumes = summaries
+        .iter()
+        .flat_map(|summary| summary.pods.iter())
+        .flat_map(|pod| pod.volume.iter());
+    for volume in volumes {
+        let (Some(claim), Some(used)) = (volume.pvc_ref.as_ref(), volume.used_bytes) else {
+            continue;
+        };
+        if claim.namespace == namespace {
+            let entry = usage.entry(claim.name.clone()).or_insert(0);
+            *entry = used.max(*entry);
+        }
+    }
+    usage
+}
+
 /// How full a reading says its volume is, comparable across readings (used bytes per total).
 pub(super) fn share(reading: &Reading) -> f64 {
     if reading.capacity_bytes == 0 {
@@ -94,6 +114,23 @@ mod tests {
             assert_eq!(found.len(), 1);
             assert_eq!(found[0].used_bytes, 840);
         }
+    }
+
+    #[test]
+    fn used_bytes_takes_the_fullest_report_across_summaries_and_only_the_namespace() {
+        let summary = |pods: serde_json::Value| -> Summary {
+            serde_json::from_value(serde_json::json!({"pods": pods})).unwrap()
+        };
+        let volume = |claim: &str, namespace: &str, used: u64| serde_json::json!({"name": "data", "pvcRef": {"name": claim, "namespace": namespace}, "usedBytes": used});
+        let node_a = summary(serde_json::json!([{"volume": [volume("data-db-0", "apps", 590)]}]));
+        let node_b = summary(serde_json::json!([
+            {"volume": [volume("data-db-0", "apps", 840), volume("data-db-1", "apps", 7)]},
+            {"volume": [volume("data-db-0", "elsewhere", 999), {"name": "tmp", "usedBytes": 5}]},
+        ]));
+        let expected = BTreeMap::from([("data-db-0".to_string(), 840), ("data-db-1".to_string(), 7)]);
+        assert_eq!(used_bytes(&[node_a.clone(), node_b.clone()], "apps"), expected);
+        assert_eq!(used_bytes(&[node_b, node_a], "apps"), expected);
+        assert!(used_bytes(&[], "apps").is_empty());
     }
 
     #[test]

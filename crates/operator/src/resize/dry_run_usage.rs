@@ -16,25 +16,12 @@ pub async fn data_in_use(ctx: &Context, namespace: &str, nodes: BTreeSet<&str>) 
             }
         };
     }
-    let mut usage = BTreeMap::new();
+    let mut summaries = Vec::new();
     for node in nodes {
-        let summary = match crate::autoscale::node_summary(&ctx.client, node).await {
-            Ok(summary) => summary,
-            Err(error) => {
-                tracing::debug!(node, %error, "no kubelet usage for a dry run");
-                continue;
-            }
-        };
-        for volume in summary.pods.iter().flat_map(|pod| pod.volume.iter()) {
-            let (Some(claim), Some(used)) = (volume.pvc_ref.as_ref(), volume.used_bytes) else {
-                continue;
-            };
-            if claim.namespace == namespace {
-                // Two pods naming one claim (a replica and one being torn down): the fuller.
-                let entry = usage.entry(claim.name.clone()).or_insert(0);
-                *entry = used.max(*entry);
-            }
+        match crate::autoscale::node_summary(&ctx.client, node).await {
+            Ok(summary) => summaries.push(summary),
+            Err(error) => tracing::debug!(node, %error, "no kubelet usage for a dry run"),
         }
     }
-    usage
+    ferry_engine::autoscale::usage::used_bytes(&summaries, namespace)
 }
