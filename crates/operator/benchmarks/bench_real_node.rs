@@ -1,7 +1,7 @@
 //! Benchmark, not a test (`#[ignore]`, never run by `scripts/test`; run it with
 //! `scripts/bench-real-node`): replica downtime on the real node (real kubelet, containerd, ext4 on
-//! loop devices) with a writer that really writes, for a warm, a cold and a clone copy resize, against the
-//! physical floor: a plain `kubectl delete pod` restart of the same replica. It prints numbers and
+//! loop devices) with a writer that really writes, for a warm, a cold and a clone copy resize,
+//! against the physical floor: a plain `kubectl delete pod` restart of the same replica. It prints numbers and
 //! asserts only that the data is intact.
 //!
 //! One run, in a fresh namespace: the writer StatefulSet `db` (one replica, `ferry-block-fixed`

@@ -95,7 +95,8 @@ pub fn plan_in_place(
 }
 
 /// A size (KEP-1790) or an attributes class the driver refused is never asked for again: its
-/// request is lowered (its class taken back) first, then, the StatefulSet whole, the resize fails. `None`: go on (the StatefulSet is being replaced).
+/// request is lowered (its class taken back) first, then, the StatefulSet whole, the resize fails.
+/// `None`: go on (the StatefulSet is being replaced).
 fn after_refusal(
     status: &VolumeResizeStatus,
     expansion: &mut Expansion,

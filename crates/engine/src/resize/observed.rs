@@ -43,9 +43,9 @@ pub struct Observed {
     /// The images this operator runs movers from (its settings, fixed at start, not cluster
     /// state): a request naming another is refused.
     pub mover_images: MoverImages,
-    /// Bytes in use on each claim as the kubelet reports them (claim name → bytes), read for dry
-    /// runs only: a real run measures with its own pods before it touches anything.
-    pub kubelet_usage: BTreeMap<String, u64>,
+    /// Bytes in use on each claim as the kubelets (or Prometheus) report them (claim name → bytes),
+    /// read for dry runs only: a real run measures with its own pods before it touches anything.
+    pub data_in_use: BTreeMap<String, u64>,
 }
 
 /// The operator's own mover image and the others it allows (`--allowed-mover-images`).

@@ -87,7 +87,7 @@ fn run_stages(spec: &VolumeResizeSpec, observed: &Observed) -> Result<Precheck, 
     // A dry run changes nothing, so it never waits for the StatefulSet to be free or Ready; it
     // answers "does it fit?" from the kubelet's usage, as a run would after measuring.
     if spec.dry_run {
-        dry_run_usage::with_usage(&mut plan, &observed.kubelet_usage);
+        dry_run_usage::with_usage(&mut plan, &observed.data_in_use);
         dry_run_usage::room_for_data(&plan)?;
         return Ok(Precheck {
             verdict: Verdict::Passed,

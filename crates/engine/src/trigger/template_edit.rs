@@ -1,6 +1,7 @@
 //! The admission webhook's decision on an update of a StatefulSet: does it change the size,
-//! StorageClass or VolumeAttributesClass of volume claim templates (which Kubernetes refuses, and Ferry then does as a
-//! VolumeResize), something else in them that nobody can change, or nothing of them at all. Pure.
+//! StorageClass or VolumeAttributesClass of volume claim templates (which Kubernetes refuses, and
+//! Ferry then does as a VolumeResize), something else in them that nobody can change, or nothing
+//! of them at all. Pure.
 
 use super::request::positive_bytes;
 use ferry_api::VolumeChange;

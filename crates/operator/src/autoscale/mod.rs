@@ -1,9 +1,9 @@
 //! The VolumeAutoscaler controller, in the resize wing's shape: every interval, guard → observe
 //! (its StatefulSets, their pods and claims, usage from kubelet stats through the node proxy or
-//! from Prometheus, the VolumeResizes) → plan (`ferry_engine::autoscale::plan`: each volume's status and the grows) →
-//! apply (each grow an ordinary VolumeResize) → report (status, then Events, metrics). The record
-//! of earlier grows lives in status (and is rebuilt from the VolumeResizes autoscalers made), so a
-//! restarted operator keeps cooldowns and provider limits.
+//! from Prometheus, the VolumeResizes) → plan (`ferry_engine::autoscale::plan`: each volume's
+//! status and the grows) → apply (each grow an ordinary VolumeResize) → report (status, then
+//! Events, metrics). The record of earlier grows lives in status (and is rebuilt from the
+//! VolumeResizes autoscalers made), so a restarted operator keeps cooldowns and provider limits.
 
 mod apply;
 pub mod controller;

@@ -172,7 +172,7 @@ async fn read_request(
                 .values()
                 .map(|node| node.name.as_str())
                 .collect();
-            observed.kubelet_usage = super::dry_run_usage::data_in_use(ctx, namespace, nodes).await;
+            observed.data_in_use = super::dry_run_usage::data_in_use(ctx, namespace, nodes).await;
         }
     }
     observed.peers = peers(ctx, resize, namespace);

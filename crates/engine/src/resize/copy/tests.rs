@@ -1222,7 +1222,7 @@ fn a_clone_the_driver_never_makes_is_given_up_for_the_mover_before_any_stop() {
 
 /// A clone the provisioner reports it failed to make (`ProvisioningFailed`: the driver cannot clone
 /// that source at that size) is given up at once, with the driver's words, not after
-/// [`clone::CLONE_BIND_SECONDS`]; the mover copies, and no replica stops while the clone is pending.
+/// [`clone::CLONE_BIND_SECONDS`], and the mover copies.
 #[test]
 fn a_clone_the_provisioner_reports_failed_is_given_up_at_once() {
     let mut cluster = Cluster::new();

@@ -4,9 +4,9 @@ use crate::resize::observed::Observed;
 use ferry_api::{ChosenStrategy, Mode, VolumePlan, VolumeResizeSpec, WarmCopyMethod};
 
 /// Marks the copy rows whose new volume can be a clone of the old one, where `warmCopyMethod:
-/// Clone` asks for it: a warm copy of a Rolling resize (the clone is made while the replica serves, by the standby final mover's start), from
-/// and to StorageClasses of one installed CSI driver (a clone never crosses drivers), at least the
-/// old size (a clone is never smaller than its source).
+/// Clone` asks for it: a warm copy of a Rolling resize (the clone is made while the replica serves,
+/// by the standby final mover's start), from and to StorageClasses of one installed CSI driver (a
+/// clone never crosses drivers), at least the old size (a clone is never smaller than its source).
 pub(super) fn mark(spec: &VolumeResizeSpec, observed: &Observed, plan: &mut [VolumePlan]) {
     // Every copied volume of a replica needs its standby mover at once, or a clone would be made
     // after the stop (downtime).

@@ -483,7 +483,7 @@ fn a_target_class_that_cannot_reach_the_replicas_node_is_refused_before_anything
 #[test]
 fn a_dry_run_reports_the_kubelets_usage_and_refuses_a_shrink_with_no_room_for_it() {
     let mut o = observed();
-    o.kubelet_usage = [
+    o.data_in_use = [
         ("data-db-0".to_string(), 3 * GI),
         ("data-db-1".to_string(), 5 * GI),
     ]
