@@ -20,6 +20,18 @@ const ZONES_KEEP_THEIR_PLACE_MESSAGE: &str = "spec.zones: zones can only be adde
 
 /// serde reads `updateOnEnvChange` as `updateOnConfigChange`, so an object naming both could not
 /// be read: the API server refuses it.
+/// A blue/green ExtendedStatefulSet names its StatefulSets `<name>[-z<i>]-v<N>`: room for the zone
+/// and a version of up to five digits within a StatefulSet name's 52 characters.
+const BLUE_GREEN_NAME: &str = "!has(self.spec.updateStrategy) || !has(self.spec.updateStrategy.type) || self.spec.updateStrategy.type != 'BlueGreen' || self.metadata.name.size() <= 40";
+const BLUE_GREEN_NAME_MESSAGE: &str = "with updateStrategy.type BlueGreen the name must be at most 40 characters (each version's StatefulSet is <name>[-z<i>]-v<N>)";
+/// Once blue/green, always: the replicas' volumes belong to `<name>-v<N>` StatefulSets, and a
+/// rolling update would start `<name>` on new, empty claims.
+const BLUE_GREEN_STAYS: &str = "!has(oldSelf.spec.updateStrategy) || !has(oldSelf.spec.updateStrategy.type) || oldSelf.spec.updateStrategy.type != 'BlueGreen' || (has(self.spec.updateStrategy) && has(self.spec.updateStrategy.type) && self.spec.updateStrategy.type == 'BlueGreen')";
+const BLUE_GREEN_STAYS_MESSAGE: &str = "spec.updateStrategy.type cannot change from BlueGreen: the replicas and their volumes belong to the per-version StatefulSets (<name>-v<N>), and a RollingUpdate StatefulSet <name> would start on new, empty claims";
+const SERVICE_NEEDS_BLUE_GREEN: &str = "!has(self.spec.updateStrategy) || !has(self.spec.updateStrategy.service) || (has(self.spec.updateStrategy.type) && self.spec.updateStrategy.type == 'BlueGreen')";
+const SERVICE_NEEDS_BLUE_GREEN_MESSAGE: &str =
+    "spec.updateStrategy.service switches traffic between versions: it needs updateStrategy.type BlueGreen";
+
 const ALIAS_MESSAGE: &str =
     "spec.updateOnEnvChange is the quarks name of spec.updateOnConfigChange: give one of them, not both";
 
@@ -43,7 +55,10 @@ const ALIAS_MESSAGE: &str =
     validation = Rule::new("!has(self.spec.scaling) || !has(self.spec.scaling.oddOnly) || !self.spec.scaling.oddOnly || self.spec.replicas % 2 == 1").message("spec.replicas must be odd (scaling.oddOnly)"),
     validation = Rule::new("self.metadata.name.size() <= 52").message("ExtendedStatefulSet names must be at most 52 characters (its StatefulSets add a zone suffix and their pods an ordinal)"),
     validation = Rule::new(ZONES_KEEP_THEIR_PLACE).message(ZONES_KEEP_THEIR_PLACE_MESSAGE),
-    validation = Rule::new("!has(self.spec.updateOnEnvChange) || !has(self.spec.updateOnConfigChange)").message(ALIAS_MESSAGE)
+    validation = Rule::new("!has(self.spec.updateOnEnvChange) || !has(self.spec.updateOnConfigChange)").message(ALIAS_MESSAGE),
+    validation = Rule::new(BLUE_GREEN_NAME).message(BLUE_GREEN_NAME_MESSAGE),
+    validation = Rule::new(BLUE_GREEN_STAYS).message(BLUE_GREEN_STAYS_MESSAGE),
+    validation = Rule::new(SERVICE_NEEDS_BLUE_GREEN).message(SERVICE_NEEDS_BLUE_GREEN_MESSAGE)
 )]
 #[serde(rename_all = "camelCase")]
 #[schemars(transform = crate::schema::update_on_env_change_alias)]
@@ -110,6 +125,17 @@ pub struct Scaling {
 #[derive(Deserialize, Serialize, Clone, Debug, Default, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct UpdateStrategy {
+    /// `RollingUpdate` (default): one StatefulSet per zone, updated in place, canaries through its
+    /// partition. `BlueGreen`: each version its own StatefulSet (`<name>-v<N>`) beside the running
+    /// one; replicas move to it one at a time, highest ordinal first, each taking its volumes
+    /// along (PV re-binding); a failed update moves them back.
+    #[serde(rename = "type", default, skip_serializing_if = "Option::is_none")]
+    pub type_: Option<UpdateType>,
+    /// `BlueGreen` only: a Service of the namespace whose selector Ferry points at the new version
+    /// (label `ferry.dev/version`) once its canaries are Ready, and back if the update fails.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 63))]
+    pub service: Option<String>,
     /// Pods of each StatefulSet updated first, then watched (default 0: no canary).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 0))]
@@ -127,6 +153,21 @@ pub struct UpdateStrategy {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 0, max = 10))]
     pub retry_count: Option<i32>,
+}
+
+/// How a new version reaches the pods.
+#[derive(Deserialize, Serialize, Clone, Copy, Debug, Default, PartialEq, Eq, JsonSchema)]
+pub enum UpdateType {
+    #[default]
+    RollingUpdate,
+    BlueGreen,
+}
+
+impl UpdateStrategy {
+    /// Whether versions run as StatefulSets of their own.
+    pub fn blue_green(&self) -> bool {
+        self.type_ == Some(UpdateType::BlueGreen)
+    }
 }
 
 /// The StatefulSet an ExtendedStatefulSet runs.
@@ -191,10 +232,41 @@ pub struct ExtendedStatefulSetStatus {
     /// When the current step began, for the watch times.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub step_started_at: Option<k8s_openapi::apimachinery::pkg::apis::meta::v1::Time>,
+    /// Blue/green: the replica whose volumes are moving between two versions' StatefulSets now,
+    /// recorded before the first change is made, so a restarted Ferry finishes the move.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub handover: Option<Handover>,
     /// The step at which the current version went stale (`PreUpdate`, `Canaries`, `Rest`,
     /// `PostUpdate`), and why, while `updateStep` is `Stale`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stale_at: Option<String>,
+}
+
+/// One replica moving between versions with its volumes (blue/green).
+#[derive(Deserialize, Serialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Handover {
+    /// The StatefulSet the replica leaves.
+    pub from: String,
+    /// The StatefulSet it joins.
+    pub to: String,
+    pub ordinal: i32,
+    pub volumes: Vec<HandedVolume>,
+}
+
+/// One volume of a moving replica: its claim under the old StatefulSet's name, the one under the
+/// new name, and what to restore on the volume once it is bound again.
+#[derive(Deserialize, Serialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct HandedVolume {
+    pub from_claim: String,
+    pub to_claim: String,
+    /// The PersistentVolume.
+    pub volume: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub volume_uid: Option<String>,
+    /// Its reclaim policy before the move (set to Retain while its claim is re-made).
+    pub reclaim_policy: String,
 }
 
 #[derive(Deserialize, Serialize, Clone, Debug, Default, PartialEq, JsonSchema)]

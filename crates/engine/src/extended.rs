@@ -2,11 +2,14 @@
 //! pods run (template and referenced configuration), and the rollout of a new version (canaries,
 //! then the rest, each watched). Pure: the operator reads the cluster and applies the result.
 
+pub mod blue_green;
 pub mod config;
 pub mod desired;
+pub mod handover;
 pub mod hooks;
 pub mod plan;
 pub mod rollout;
 pub mod status;
+pub mod versions;
 pub mod volumes;
 pub mod zones;

@@ -115,6 +115,7 @@ pub fn update_strategy(
         ),
         update_not_ready: value["updateNotReady"].as_bool(),
         retry_count,
+        ..UpdateStrategy::default()
     })
 }
 

@@ -6,15 +6,18 @@
 use super::desired::{
     ANNOTATION_STALE, ANNOTATION_VERSION, Desired, stateful_sets, version_digest, with_partition,
 };
+use super::handover::{Cluster, HandoverAction};
 use super::hooks::{hook_job, job_name, job_state};
 use super::rollout::{self, Observed, Progress, Rules, Step};
 use super::status::status_of;
 use crate::trigger::resize_name;
 use ferry_api::listed::Listing;
-use ferry_api::{ExtendedStatefulSet, ExtendedStatefulSetStatus, UnknownUpdateStep, VolumeResizeSpec};
+use ferry_api::{
+    ExtendedStatefulSet, ExtendedStatefulSetStatus, Handover, UnknownUpdateStep, VolumeResizeSpec,
+};
 use k8s_openapi::api::apps::v1::StatefulSet;
 use k8s_openapi::api::batch::v1::Job;
-use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::core::v1::{Pod, Service};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// What the plan works from besides the cluster.
@@ -49,6 +52,10 @@ pub struct Observation {
     pub resizes: Listing,
     /// The Job the recorded step waits on ([`super::hooks::job_to_read`]), when there is one.
     pub job: Option<Job>,
+    /// Blue/green: the claims and volumes of the replicas that can move next, and the pods.
+    pub cluster: Cluster,
+    /// Blue/green: the Service `updateStrategy.service` names.
+    pub service: Option<Service>,
 }
 
 /// One write the plan asks for, in the order they are listed.
@@ -71,6 +78,15 @@ pub enum ExtendedAction {
     DrainStatefulSet { name: String },
     /// A drained one with no pod left: deleted (its claims stay, as with any StatefulSet).
     DeleteStatefulSet { name: String },
+    /// Blue/green: the ordinals a version's StatefulSet runs (`ordinals.start`, `replicas`).
+    ShapeStatefulSet { name: String, start: i32, replicas: i32 },
+    /// Blue/green: one write of a replica's move between versions.
+    Handover(HandoverAction),
+    /// Blue/green: the Service's selector label `ferry.dev/version` set (`None`: removed).
+    SelectVersion {
+        service: String,
+        version: Option<String>,
+    },
 }
 
 /// When to look again.
@@ -80,6 +96,9 @@ pub enum Recheck {
     Soon,
     /// Nothing under way: only a change (or the periodic look) wakes it.
     Idle,
+    /// Blue/green: a replica is moving between versions, down while it moves; each of its steps
+    /// waits on a claim or volume no watch reports.
+    Moving,
 }
 
 /// What to do now, and what the status will say.
@@ -89,19 +108,23 @@ pub struct Decision {
     /// Events: (warning, reason, message).
     pub notices: Vec<(bool, &'static str, String)>,
     pub recheck: Recheck,
-    rollout: rollout::Plan,
-    observed: Vec<Observed>,
-    desired: Vec<Desired>,
-    volume_resizes: BTreeMap<String, String>,
-    problems: Vec<String>,
-    now: i64,
+    pub(super) rollout: rollout::Plan,
+    pub(super) observed: Vec<Observed>,
+    pub(super) desired: Vec<Desired>,
+    pub(super) volume_resizes: BTreeMap<String, String>,
+    pub(super) problems: Vec<String>,
+    /// Blue/green: the move to record (`None`: none under way).
+    pub(super) handover: Option<Handover>,
+    /// Blue/green: each version's StatefulSet and whether it runs (else from the rollout).
+    pub(super) versions: Option<BTreeMap<String, bool>>,
+    pub(super) now: i64,
 }
 
 impl Decision {
     /// The status to write, with what the API server refused of the actions among its problems.
     pub fn status(&self, ests: &ExtendedStatefulSet, refused: &[String]) -> ExtendedStatefulSetStatus {
         let problems: Vec<String> = self.problems.iter().chain(refused).cloned().collect();
-        status_of(
+        let mut status = status_of(
             ests,
             &self.rollout,
             &self.observed,
@@ -109,7 +132,17 @@ impl Decision {
             self.volume_resizes.clone(),
             &problems,
             self.now,
-        )
+        );
+        if let Some(versions) = &self.versions {
+            status.versions = versions.clone();
+        }
+        status.handover = self.handover.clone();
+        status
+    }
+
+    /// The move recorded by this pass (blue/green).
+    pub fn handover(&self) -> Option<&Handover> {
+        self.handover.as_ref()
     }
 }
 
@@ -131,6 +164,15 @@ pub fn progress(ests: &ExtendedStatefulSet) -> Result<Progress, UnknownUpdateSte
 /// Volume changes → the rollout's next step → hook Job → StatefulSets applied → dropped zones
 /// drained and deleted.
 pub fn plan(input: Input, observation: &Observation) -> Decision {
+    if input
+        .ests
+        .spec
+        .update_strategy
+        .as_ref()
+        .is_some_and(|strategy| strategy.blue_green())
+    {
+        return super::blue_green::plan(input, observation);
+    }
     let ests = input.ests;
     let desired = stateful_sets(ests, input.config_digest);
     let version = version_digest(ests, input.config_digest);
@@ -173,11 +215,13 @@ pub fn plan(input: Input, observation: &Observation) -> Decision {
         desired,
         volume_resizes: volumes.resizes,
         problems,
+        handover: None,
+        versions: None,
         now: input.now,
     }
 }
 
-fn rules(ests: &ExtendedStatefulSet) -> Rules {
+pub(super) fn rules(ests: &ExtendedStatefulSet) -> Rules {
     let strategy = ests.spec.update_strategy.clone().unwrap_or_default();
     let seconds = |text: Option<&String>, default: i64| {
         text.and_then(|text| crate::duration::seconds(text))
@@ -210,7 +254,7 @@ pub fn counts_pods(sts: &StatefulSet) -> bool {
 
 /// One StatefulSet as the rollout sees it: pods on its newest revision count only once
 /// [`counts_pods`].
-fn counted(desired: &Desired, live: Option<&LiveSet>) -> Observed {
+pub(super) fn counted(desired: &Desired, live: Option<&LiveSet>) -> Observed {
     let Some(live) = live else {
         return Observed {
             name: desired.name.clone(),
@@ -312,7 +356,7 @@ fn volume_changes(
 /// Why the resize named `resize` cannot be made, when one by that name is already there: it ended
 /// (nothing is at work on the StatefulSet, see [`Listing::working_on`]), or cannot be read by this
 /// Ferry.
-fn ended_under_name(resizes: &Listing, resize: &str, stateful_set: &str) -> Option<String> {
+pub(super) fn ended_under_name(resizes: &Listing, resize: &str, stateful_set: &str) -> Option<String> {
     if let Some(ended) = resizes
         .readable
         .iter()
@@ -406,4 +450,4 @@ fn dropped_zones(
 
 #[cfg(test)]
 #[path = "plan_tests.rs"]
-mod tests;
+pub(in crate::extended) mod tests;

@@ -90,7 +90,7 @@ fn rolled_out(ests: &ExtendedStatefulSet) -> Progress {
     }
 }
 
-fn kinds(decision: &Decision) -> Vec<String> {
+pub(in crate::extended) fn kinds(decision: &Decision) -> Vec<String> {
     decision
         .actions
         .iter()
@@ -102,6 +102,27 @@ fn kinds(decision: &Decision) -> Vec<String> {
             }
             ExtendedAction::DrainStatefulSet { name } => format!("drain {name}"),
             ExtendedAction::DeleteStatefulSet { name } => format!("delete {name}"),
+            ExtendedAction::ShapeStatefulSet {
+                name,
+                start,
+                replicas,
+            } => {
+                format!("shape {name} {start}+{replicas}")
+            }
+            ExtendedAction::Handover(action) => match action {
+                HandoverAction::SetReclaimPolicy { volume, policy, .. } => {
+                    format!("policy {volume} {policy}")
+                }
+                HandoverAction::DeleteClaim { claim, .. } => format!("delete claim {claim}"),
+                HandoverAction::ReserveVolume { volume, claim, .. } => {
+                    format!("reserve {volume} for {claim}")
+                }
+                HandoverAction::CreateClaim { claim } => {
+                    format!("create claim {}", claim.metadata.name.clone().unwrap())
+                }
+                HandoverAction::NudgeClaim { claim, .. } => format!("nudge {claim}"),
+            },
+            ExtendedAction::SelectVersion { service, version } => format!("select {service} {version:?}"),
         })
         .collect()
 }

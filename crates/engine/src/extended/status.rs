@@ -72,6 +72,7 @@ pub fn status_of(
             .and_then(|at| Timestamp::from_second(at).ok())
             .map(Time),
         stale_at: progress.stale_at.clone(),
+        handover: None,
     }
 }
 

@@ -8,8 +8,10 @@ use ferry_api::ExtendedStatefulSet;
 use ferry_api::names::FIELD_MANAGER;
 use ferry_engine::extended::desired::LABEL_EXTENDED;
 use ferry_engine::extended::plan::ExtendedAction;
+use ferry_engine::extended::versions::LABEL_VERSION;
 use k8s_openapi::api::apps::v1::StatefulSet;
 use k8s_openapi::api::batch::v1::Job;
+use k8s_openapi::api::core::v1::Service;
 use kube::api::{DeleteParams, Patch, PatchParams};
 use kube::{Api, ResourceExt};
 
@@ -79,8 +81,13 @@ pub async fn apply(
                 sets.patch(name, &writes::patch(), &Patch::Merge(&drain)).await?;
                 continue;
             }
-            ExtendedAction::DeleteStatefulSet { name } => {
-                sets.delete(name, &DeleteParams::background()).await?;
+            ExtendedAction::DeleteStatefulSet { .. }
+            | ExtendedAction::ShapeStatefulSet { .. }
+            | ExtendedAction::Handover(_)
+            | ExtendedAction::SelectVersion { .. } => {
+                if let Some(refusal) = blue_green(ctx, namespace, action, &mut applied).await? {
+                    applied.refused.push(refusal);
+                }
                 continue;
             }
         };
@@ -93,4 +100,57 @@ pub async fn apply(
         }
     }
     Ok(applied)
+}
+
+/// A StatefulSet deleted, and the blue/green writes: a StatefulSet's range, a step of a replica's
+/// move, the Service's version. What the API server refused of the Service (for the status), else
+/// nothing.
+async fn blue_green(
+    ctx: &Context,
+    namespace: &str,
+    action: &ExtendedAction,
+    applied: &mut Applied,
+) -> Result<Option<String>, Error> {
+    match action {
+        ExtendedAction::DeleteStatefulSet { name } => {
+            Api::<StatefulSet>::namespaced(ctx.client.clone(), namespace)
+                .delete(name, &DeleteParams::background())
+                .await?;
+        }
+        ExtendedAction::ShapeStatefulSet {
+            name,
+            start,
+            replicas,
+        } => {
+            let shape = serde_json::json!({"spec": {"replicas": replicas, "ordinals": {"start": start}}});
+            Api::<StatefulSet>::namespaced(ctx.client.clone(), namespace)
+                .patch(name, &writes::patch(), &Patch::Merge(&shape))
+                .await?;
+        }
+        ExtendedAction::Handover(step) => super::handover::carry_out(&ctx.client, namespace, step).await?,
+        ExtendedAction::SelectVersion { service, version } => {
+            let select = serde_json::json!({"spec": {"selector": {LABEL_VERSION: version}}});
+            let services = Api::<Service>::namespaced(ctx.client.clone(), namespace);
+            if let Err(error) = services
+                .patch(service, &writes::patch(), &Patch::Merge(&select))
+                .await
+            {
+                let error = Error::from(error);
+                return match error.refusal() {
+                    Some(message) => Ok(Some(format!("{service}: {message}"))),
+                    None => Err(error),
+                };
+            }
+            applied.notices.push((
+                false,
+                "ServiceSwitched",
+                match version {
+                    Some(version) => format!("Service {service} now selects version {version}"),
+                    None => format!("Service {service} no longer selects a version"),
+                },
+            ));
+        }
+        _ => {}
+    }
+    Ok(None)
 }

@@ -9,6 +9,7 @@ mod apply;
 pub mod config;
 pub mod controller;
 mod guard;
+mod handover;
 mod observe;
 mod report;
 
@@ -27,6 +28,8 @@ use std::time::Duration;
 
 /// While an update is under way, look again this often (pods' readiness, watch times).
 const UPDATING_RECHECK: Duration = Duration::from_secs(3);
+/// While a replica moves between versions (it is down): its claims and volumes are not watched.
+const MOVING_RECHECK: Duration = Duration::from_millis(300);
 const RECHECK: Duration = Duration::from_secs(120);
 /// A status write refused because the object changed since it was read: read it again soon.
 const STALE_RETRY: Duration = Duration::from_millis(200);
@@ -69,6 +72,7 @@ pub async fn reconcile(ests: Arc<ExtendedStatefulSet>, ctx: Arc<Context>) -> Res
     .await;
     Ok(Action::requeue(match decision.recheck {
         Recheck::Soon => UPDATING_RECHECK,
+        Recheck::Moving => MOVING_RECHECK,
         Recheck::Idle => RECHECK,
     }))
 }

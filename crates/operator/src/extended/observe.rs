@@ -7,14 +7,16 @@ use crate::Error;
 use crate::context::Context;
 use crate::features::{Feature, Features};
 use ferry_api::ExtendedStatefulSet;
+use ferry_engine::extended::blue_green::{claims_to_read, cluster};
 use ferry_engine::extended::config::{ConfigRef, digest, references};
 use ferry_engine::extended::desired::{LABEL_EXTENDED, stateful_sets};
+use ferry_engine::extended::handover::Cluster;
 use ferry_engine::extended::hooks::job_to_read;
 use ferry_engine::extended::plan::{LiveSet, Observation, counts_pods};
 use ferry_engine::extended::rollout::Progress;
 use k8s_openapi::api::apps::v1::StatefulSet;
 use k8s_openapi::api::batch::v1::Job;
-use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim, Pod, Service};
 use kube::api::ListParams;
 use kube::{Api, ResourceExt};
 use std::collections::BTreeSet;
@@ -87,19 +89,48 @@ pub async fn observe(
         resizes: crate::listing::list(client, namespace).await?,
         ..Observation::default()
     };
-    for wanted in stateful_sets(ests, config_digest) {
-        if let Some(object) = sets.get_opt(&wanted.name).await? {
-            let pods = if counts_pods(&object) {
-                let selected = ListParams::default().labels(&selector(&object));
-                pods.list(&selected).await?.items
-            } else {
-                Vec::new()
-            };
-            observation.live.insert(wanted.name, LiveSet { object, pods });
-        }
-    }
     let labelled = format!("{LABEL_EXTENDED}={}", ests.name_any());
-    observation.labelled = sets.list(&ListParams::default().labels(&labelled)).await?.items;
+    let blue_green = ests
+        .spec
+        .update_strategy
+        .as_ref()
+        .is_some_and(|strategy| strategy.blue_green());
+    if blue_green {
+        // Every version's StatefulSet of its own, whatever its name.
+        observation.labelled = sets.list(&ListParams::default().labels(&labelled)).await?.items;
+        for object in observation.labelled.clone() {
+            let owned = object
+                .owner_references()
+                .iter()
+                .any(|owner| Some(&owner.uid) == ests.metadata.uid.as_ref());
+            if owned {
+                let pods = pods_of(&pods, &object).await?;
+                observation
+                    .live
+                    .insert(object.name_any(), LiveSet { object, pods });
+            }
+        }
+        observation.cluster =
+            moving_parts(client, ests, namespace, &observation, config_digest, &labelled).await?;
+        if let Some(service) = ests
+            .spec
+            .update_strategy
+            .as_ref()
+            .and_then(|s| s.service.as_deref())
+        {
+            observation.service = Api::<Service>::namespaced(client.clone(), namespace)
+                .get_opt(service)
+                .await?;
+        }
+    } else {
+        for wanted in stateful_sets(ests, config_digest) {
+            if let Some(object) = sets.get_opt(&wanted.name).await? {
+                let pods = pods_of(&pods, &object).await?;
+                observation.live.insert(wanted.name, LiveSet { object, pods });
+            }
+        }
+        observation.labelled = sets.list(&ListParams::default().labels(&labelled)).await?.items;
+    }
     // (Switched off, no Job is made or read: `jobs` is not granted.)
     if ctx.features.enabled(Feature::UpdateHooks)
         && let Some(job) = job_to_read(&ests.name_any(), previous)
@@ -109,6 +140,55 @@ pub async fn observe(
             .await?;
     }
     Ok(observation)
+}
+
+/// The pods a StatefulSet's selector picks, once its controller has seen its latest spec.
+async fn pods_of(pods: &Api<Pod>, sts: &StatefulSet) -> Result<Vec<Pod>, Error> {
+    if !counts_pods(sts) {
+        return Ok(Vec::new());
+    }
+    Ok(pods
+        .list(&ListParams::default().labels(&selector(sts)))
+        .await?
+        .items)
+}
+
+/// Blue/green: the claims of the replicas that can move next (and of the recorded move), their
+/// volumes, and the names of the ExtendedStatefulSet's pods (terminating ones too: they still use
+/// their volumes).
+async fn moving_parts(
+    client: &kube::Client,
+    ests: &ExtendedStatefulSet,
+    namespace: &str,
+    observation: &Observation,
+    config_digest: Option<&str>,
+    labelled: &str,
+) -> Result<Cluster, Error> {
+    let claims_api = Api::<PersistentVolumeClaim>::namespaced(client.clone(), namespace);
+    let volumes_api = Api::<PersistentVolume>::all(client.clone());
+    let mut claims = Vec::new();
+    for name in claims_to_read(ests, observation, config_digest) {
+        claims.extend(claims_api.get_opt(&name).await?);
+    }
+    let mut volume_names: BTreeSet<String> = claims
+        .iter()
+        .filter_map(|claim| claim.spec.as_ref().and_then(|spec| spec.volume_name.clone()))
+        .collect();
+    if let Some(handover) = ests.status.as_ref().and_then(|s| s.handover.as_ref()) {
+        volume_names.extend(handover.volumes.iter().map(|handed| handed.volume.clone()));
+    }
+    let mut volumes = Vec::new();
+    for name in volume_names {
+        volumes.extend(volumes_api.get_opt(&name).await?);
+    }
+    let pod_names = Api::<Pod>::namespaced(client.clone(), namespace)
+        .list_metadata(&ListParams::default().labels(labelled))
+        .await?
+        .items
+        .into_iter()
+        .map(|pod| pod.name_any())
+        .collect();
+    Ok(cluster(claims, volumes, pod_names))
 }
 
 /// A StatefulSet's `matchLabels` as a label selector.

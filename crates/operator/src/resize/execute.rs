@@ -345,7 +345,7 @@ async fn replica_tolerations(
         .unwrap_or_default())
 }
 
-fn ignore_conflict<T>(result: Result<T, kube::Error>) -> Result<(), Error> {
+pub(crate) fn ignore_conflict<T>(result: Result<T, kube::Error>) -> Result<(), Error> {
     match result {
         Ok(_) => Ok(()),
         Err(kube::Error::Api(status)) if status.code == 409 => Ok(()),
@@ -355,7 +355,7 @@ fn ignore_conflict<T>(result: Result<T, kube::Error>) -> Result<(), Error> {
 
 /// Deletes the object only if it still has `uid` (it may have been replaced under the same name);
 /// already gone counts as done.
-async fn delete_if_same<K>(api: &Api<K>, name: &str, uid: Option<String>) -> Result<(), Error>
+pub(crate) async fn delete_if_same<K>(api: &Api<K>, name: &str, uid: Option<String>) -> Result<(), Error>
 where
     K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
 {
@@ -396,7 +396,7 @@ async fn evict(pods: &Api<Pod>, name: &str, uid: &str) -> Result<(), Error> {
     }
 }
 
-fn ignore_gone(result: Result<(), kube::Error>) -> Result<(), Error> {
+pub(crate) fn ignore_gone(result: Result<(), kube::Error>) -> Result<(), Error> {
     match result {
         Ok(()) => Ok(()),
         // 404: already gone; 409: the UID precondition failed, i.e. it was already replaced.

@@ -3,10 +3,10 @@
 mod clone_failures;
 pub mod controller;
 mod dry_run_usage;
-mod execute;
+pub(crate) mod execute;
 pub mod hold;
 pub mod intake;
-mod objects;
+pub(crate) mod objects;
 mod observe;
 pub mod read_floors;
 mod reconcile;

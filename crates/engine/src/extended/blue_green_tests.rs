@@ -1,0 +1,623 @@
+//! The blue/green plan driven pass after pass against a small model of the cluster: the
+//! StatefulSet controller (pods for the ordinals in range, claims made for them when missing), the
+//! PV controller (a released volume is deleted unless retained, a reserved one becomes Available,
+//! a claim naming a volume binds) and Ferry's own writes. Every volume is tagged with the replica
+//! whose data it holds, so a replica that comes up on someone else's data, or on an empty volume,
+//! is seen.
+
+use super::*;
+use crate::extended::plan::tests::kinds;
+use crate::extended::plan::{Input, plan as plan_any, progress};
+use ferry_api::ExtendedStatefulSetStatus;
+use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim, Pod};
+use serde_json::json;
+
+const BAD: &str = "db:broken";
+
+fn ests(image: &str, canaries: i32, replicas: i32) -> ExtendedStatefulSet {
+    serde_json::from_value(json!({
+        "apiVersion": "ferry.dev/v1alpha1", "kind": "ExtendedStatefulSet",
+        "metadata": {"name": "db", "namespace": "apps", "uid": "uid-ests", "generation": 1},
+        "spec": {
+            "replicas": replicas,
+            "updateStrategy": {"type": "BlueGreen", "canaries": canaries, "service": "db"},
+            "template": {"spec": {
+                "serviceName": "db",
+                "selector": {"matchLabels": {"app": "db"}},
+                "template": {
+                    "metadata": {"labels": {"app": "db"}},
+                    "spec": {"containers": [{"name": "db", "image": image}]},
+                },
+                "volumeClaimTemplates": [{"metadata": {"name": "data"},
+                    "spec": {"resources": {"requests": {"storage": "1Gi"}}}}],
+            }},
+        },
+    }))
+    .unwrap()
+}
+
+#[derive(Default)]
+struct Model {
+    sets: BTreeMap<String, StatefulSet>,
+    cluster: Cluster,
+    /// Volume → the replica (ordinal) whose data it holds.
+    data_of: BTreeMap<String, i32>,
+    /// Volumes deleted with their claim.
+    lost: Vec<String>,
+    service_version: Option<String>,
+    next_volume: u32,
+    log: Vec<String>,
+    now: i64,
+}
+
+fn image_of(sts: &StatefulSet) -> String {
+    sts.spec
+        .as_ref()
+        .unwrap()
+        .template
+        .spec
+        .as_ref()
+        .unwrap()
+        .containers[0]
+        .image
+        .clone()
+        .unwrap()
+}
+
+impl Model {
+    fn observation(&self) -> Observation {
+        let live = self
+            .sets
+            .iter()
+            .map(|(name, sts)| {
+                let pods = self
+                    .cluster
+                    .pods
+                    .iter()
+                    .filter(|pod| crate::names::ordinal_after(pod, name).is_some())
+                    .map(|pod| self.pod(sts, pod))
+                    .collect();
+                (
+                    name.clone(),
+                    LiveSet {
+                        object: sts.clone(),
+                        pods,
+                    },
+                )
+            })
+            .collect();
+        let service = serde_json::from_value(json!({
+            "metadata": {"name": "db"},
+            "spec": {"selector": match &self.service_version {
+                Some(v) => json!({"app": "db", "ferry.dev/version": v}),
+                None => json!({"app": "db"}),
+            }},
+        }))
+        .unwrap();
+        Observation {
+            live,
+            labelled: self.sets.values().cloned().collect(),
+            cluster: self.cluster.clone(),
+            service: Some(service),
+            ..Observation::default()
+        }
+    }
+
+    fn pod(&self, sts: &StatefulSet, name: &str) -> Pod {
+        let ready = image_of(sts) != BAD;
+        serde_json::from_value(json!({
+            "metadata": {"name": name,
+                "labels": {"controller-revision-hash": format!("rev-{}", sts.metadata.name.clone().unwrap())},
+                "ownerReferences": [{"apiVersion": "apps/v1", "kind": "StatefulSet", "name": "x",
+                    "uid": sts.metadata.uid.clone().unwrap(), "controller": true}]},
+            "status": {"conditions": [{"type": "Ready", "status": if ready { "True" } else { "False" }}]},
+        }))
+        .unwrap()
+    }
+
+    /// One reconcile: plan, carry out, status written.
+    fn pass(&mut self, ests: &mut ExtendedStatefulSet) -> Decision {
+        let previous = progress(ests).unwrap();
+        let observation = self.observation();
+        let decision = plan_any(
+            Input {
+                ests,
+                previous: &previous,
+                config_digest: None,
+                hooks_off: None,
+                problems: vec![],
+                now: self.now,
+            },
+            &observation,
+        );
+        for action in &decision.actions {
+            self.carry_out(action);
+        }
+        self.log.extend(kinds(&decision));
+        ests.status = Some(decision.status(ests, &[]));
+        self.controllers();
+        self.now += 1;
+        decision
+    }
+
+    fn carry_out(&mut self, action: &ExtendedAction) {
+        match action {
+            ExtendedAction::ApplyStatefulSet { object } => {
+                let name = object.metadata.name.clone().unwrap();
+                let mut object = object.as_ref().clone();
+                object.metadata.uid = Some(format!("uid-{name}"));
+                if let Some(live) = self.sets.get(&name) {
+                    let selector = live.spec.as_ref().unwrap().selector.clone();
+                    assert_eq!(
+                        object.spec.as_ref().unwrap().selector,
+                        selector,
+                        "selectors are immutable"
+                    );
+                }
+                self.sets.insert(name, object);
+            }
+            ExtendedAction::ShapeStatefulSet {
+                name,
+                start,
+                replicas,
+            } => {
+                let spec = self.sets.get_mut(name).unwrap().spec.as_mut().unwrap();
+                spec.replicas = Some(*replicas);
+                spec.ordinals = Some(StatefulSetOrdinals { start: Some(*start) });
+            }
+            ExtendedAction::DeleteStatefulSet { name } => {
+                self.sets.remove(name);
+            }
+            ExtendedAction::SelectVersion { version, .. } => self.service_version = version.clone(),
+            ExtendedAction::Handover(action) => self.handover(action),
+            // Not run by the model (the resize wing's).
+            ExtendedAction::CreateVolumeResize { .. } => {}
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+
+    fn handover(&mut self, action: &HandoverAction) {
+        let cluster = &mut self.cluster;
+        match action {
+            HandoverAction::SetReclaimPolicy { volume, policy, .. } => {
+                cluster
+                    .volumes
+                    .get_mut(volume)
+                    .unwrap()
+                    .spec
+                    .as_mut()
+                    .unwrap()
+                    .persistent_volume_reclaim_policy = Some(policy.clone());
+            }
+            HandoverAction::DeleteClaim { claim, .. } => {
+                let removed = cluster.claims.remove(claim).unwrap();
+                let volume = removed.spec.unwrap().volume_name.unwrap();
+                let pv = cluster.volumes.get_mut(&volume).unwrap();
+                if pv
+                    .spec
+                    .as_ref()
+                    .unwrap()
+                    .persistent_volume_reclaim_policy
+                    .as_deref()
+                    == Some("Retain")
+                {
+                    pv.status.as_mut().unwrap().phase = Some("Released".into());
+                } else {
+                    cluster.volumes.remove(&volume);
+                    self.lost.push(volume);
+                }
+            }
+            HandoverAction::ReserveVolume { volume, claim, .. } => {
+                let pv = cluster.volumes.get_mut(volume).unwrap();
+                let claim_ref = pv.spec.as_mut().unwrap().claim_ref.as_mut().unwrap();
+                claim_ref.name = Some(claim.clone());
+                claim_ref.uid = None;
+                pv.status.as_mut().unwrap().phase = Some("Available".into());
+            }
+            HandoverAction::CreateClaim { claim } => {
+                let name = claim.metadata.name.clone().unwrap();
+                let volume = claim.spec.as_ref().unwrap().volume_name.clone().unwrap();
+                let pv = cluster.volumes.get_mut(&volume).unwrap();
+                pv.spec.as_mut().unwrap().claim_ref.as_mut().unwrap().uid = Some(format!("uid-{name}"));
+                pv.status.as_mut().unwrap().phase = Some("Bound".into());
+                cluster.claims.insert(name.clone(), bound_claim(&name, &volume));
+            }
+            HandoverAction::NudgeClaim { .. } => {}
+        }
+    }
+
+    /// The StatefulSet controller: the pods of each range, each with its claim (made empty when
+    /// missing).
+    fn controllers(&mut self) {
+        let mut pods = BTreeSet::new();
+        for (name, sts) in &mut self.sets {
+            let range = Range::of(sts);
+            for ordinal in range.start..range.end {
+                let claim = crate::names::claim("data", name, ordinal);
+                if !self.cluster.claims.contains_key(&claim) {
+                    self.next_volume += 1;
+                    let volume = format!("pv-{}", self.next_volume);
+                    self.cluster
+                        .claims
+                        .insert(claim.clone(), bound_claim(&claim, &volume));
+                    self.cluster
+                        .volumes
+                        .insert(volume.clone(), bound_volume(&volume, &claim));
+                    self.data_of.insert(volume, -1);
+                }
+                pods.insert(crate::names::pod(name, ordinal));
+            }
+            let ready = if image_of(sts) == BAD { 0 } else { range.replicas() };
+            sts.metadata.generation = Some(1);
+            sts.status = Some(
+                serde_json::from_value(json!({
+                    "replicas": range.replicas(), "readyReplicas": ready, "observedGeneration": 1,
+                    "updateRevision": format!("rev-{name}"),
+                }))
+                .unwrap(),
+            );
+        }
+        self.cluster.pods = pods;
+    }
+
+    /// Each running replica and the replica whose data its volume holds.
+    fn data(&self) -> Vec<(String, i32)> {
+        self.cluster
+            .pods
+            .iter()
+            .map(|pod| {
+                let (set, ordinal) = pod.rsplit_once('-').unwrap();
+                let claim = crate::names::claim("data", set, ordinal.parse().unwrap());
+                let volume = self.cluster.claims[&claim]
+                    .spec
+                    .as_ref()
+                    .unwrap()
+                    .volume_name
+                    .clone()
+                    .unwrap();
+                (pod.clone(), self.data_of[&volume])
+            })
+            .collect()
+    }
+}
+
+fn bound_claim(name: &str, volume: &str) -> PersistentVolumeClaim {
+    serde_json::from_value(json!({
+        "metadata": {"name": name, "uid": format!("uid-{name}")},
+        "spec": {"volumeName": volume},
+        "status": {"phase": "Bound"},
+    }))
+    .unwrap()
+}
+
+fn bound_volume(name: &str, claim: &str) -> PersistentVolume {
+    serde_json::from_value(json!({
+        "metadata": {"name": name, "uid": format!("uid-{name}")},
+        "spec": {"persistentVolumeReclaimPolicy": "Delete", "capacity": {"storage": "1Gi"},
+            "claimRef": {"name": claim, "uid": format!("uid-{claim}")}},
+        "status": {"phase": "Bound"},
+    }))
+    .unwrap()
+}
+
+/// Version 1 running on `db-v1` with 3 replicas, each volume holding its replica's data.
+fn running(canaries: i32) -> (Model, ExtendedStatefulSet) {
+    let mut model = Model {
+        now: 1_000,
+        ..Model::default()
+    };
+    let mut object = ests("db:1", canaries, 3);
+    for _ in 0..3 {
+        model.pass(&mut object);
+    }
+    for (volume, data) in model.data_of.iter_mut() {
+        let claim = model.cluster.volumes[volume]
+            .spec
+            .as_ref()
+            .unwrap()
+            .claim_ref
+            .as_ref()
+            .unwrap()
+            .name
+            .clone()
+            .unwrap();
+        *data = claim.rsplit('-').next().unwrap().parse().unwrap();
+    }
+    assert_eq!(model.sets.keys().collect::<Vec<_>>(), ["db-v1"]);
+    let status = object.status.clone().unwrap();
+    assert_eq!((status.version, status.update_step.as_deref()), (1, Some("Done")));
+    (model, object)
+}
+
+fn set_image(object: &mut ExtendedStatefulSet, image: &str) {
+    object
+        .spec
+        .template
+        .spec
+        .template
+        .spec
+        .as_mut()
+        .unwrap()
+        .containers[0]
+        .image = Some(image.into());
+}
+
+fn until(
+    model: &mut Model,
+    object: &mut ExtendedStatefulSet,
+    what: &str,
+    done: impl Fn(&ExtendedStatefulSetStatus) -> bool,
+) {
+    for _ in 0..200 {
+        model.pass(object);
+        if done(object.status.as_ref().unwrap()) {
+            return;
+        }
+    }
+    panic!("{what}: never; status {:?}\nlog {:#?}", object.status, model.log);
+}
+
+#[test]
+fn the_first_version_gets_a_stateful_set_of_its_own_with_a_version_selector() {
+    let (model, object) = running(1);
+    let spec = model.sets["db-v1"].spec.as_ref().unwrap();
+    assert_eq!(spec.selector.match_labels.as_ref().unwrap()[LABEL_VERSION], "1");
+    assert_eq!(
+        (spec.replicas, spec.ordinals.as_ref().unwrap().start),
+        (Some(3), Some(0))
+    );
+    assert_eq!(model.service_version.as_deref(), Some("1"));
+    assert_eq!(
+        object.status.unwrap().versions,
+        BTreeMap::from([("1".to_string(), true)])
+    );
+}
+
+#[test]
+fn a_new_version_moves_every_replica_with_its_own_data_canary_first_and_the_old_one_goes() {
+    let (mut model, mut object) = running(1);
+    set_image(&mut object, "db:2");
+    until(&mut model, &mut object, "canary running", |s| {
+        s.update_step.as_deref() == Some("Rest")
+    });
+    // The canary is the highest ordinal, on version 2, with its own data; the rest still on 1.
+    assert_eq!(
+        model.data(),
+        [
+            ("db-v1-0".into(), 0),
+            ("db-v1-1".into(), 1),
+            ("db-v2-2".into(), 2)
+        ]
+    );
+    assert_eq!(
+        model.service_version.as_deref(),
+        Some("2"),
+        "traffic follows once the canary passed"
+    );
+    until(&mut model, &mut object, "done", |s| {
+        s.update_step.as_deref() == Some("Done") && s.handover.is_none()
+    });
+    for _ in 0..3 {
+        model.pass(&mut object);
+    }
+    assert_eq!(
+        model.sets.keys().collect::<Vec<_>>(),
+        ["db-v2"],
+        "the old version goes once it runs no pod"
+    );
+    assert_eq!(
+        model.data(),
+        [
+            ("db-v2-0".into(), 0),
+            ("db-v2-1".into(), 1),
+            ("db-v2-2".into(), 2)
+        ]
+    );
+    assert!(model.lost.is_empty(), "{:?}", model.lost);
+    let status = object.status.clone().unwrap();
+    assert_eq!(status.version, 2);
+    assert_eq!(status.versions.get("2"), Some(&true));
+    // Every move retained its volume before its claim went, and the policy came back.
+    for volume in model.cluster.volumes.values() {
+        assert_eq!(
+            volume
+                .spec
+                .as_ref()
+                .unwrap()
+                .persistent_volume_reclaim_policy
+                .as_deref(),
+            Some("Delete")
+        );
+    }
+    let first_delete = model
+        .log
+        .iter()
+        .position(|l| l.starts_with("delete claim"))
+        .unwrap();
+    let first_retain = model.log.iter().position(|l| l.ends_with("Retain")).unwrap();
+    assert!(first_retain < first_delete, "{:#?}", model.log);
+}
+
+#[test]
+fn a_canary_that_never_becomes_ready_goes_back_to_the_old_version_with_its_data() {
+    let (mut model, mut object) = running(1);
+    set_image(&mut object, BAD);
+    until(&mut model, &mut object, "canary moved", |s| {
+        s.update_step.as_deref() == Some("Canaries")
+            && s.handover.is_none()
+            && s.zones[0].updated_replicas == 1
+    });
+    assert_eq!(model.data()[2], ("db-v2-2".into(), 2));
+    model.now += 120;
+    until(&mut model, &mut object, "stale and moved back", |s| {
+        s.update_step.as_deref() == Some("Stale") && s.handover.is_none() && s.zones[0].updated_replicas == 0
+    });
+    // Settled: every replica on version 1 with its own data; version 2 kept, empty, marked stale.
+    for _ in 0..5 {
+        model.pass(&mut object);
+    }
+    assert_eq!(
+        model.data(),
+        [
+            ("db-v1-0".into(), 0),
+            ("db-v1-1".into(), 1),
+            ("db-v1-2".into(), 2)
+        ]
+    );
+    assert!(model.lost.is_empty());
+    assert_eq!(model.service_version.as_deref(), Some("1"));
+    let v2 = &model.sets["db-v2"];
+    assert_eq!(Range::of(v2).replicas(), 0);
+    assert_eq!(v2.metadata.annotations.as_ref().unwrap()[ANNOTATION_STALE], "2");
+    // A fixed template: version 3 moves the replicas from version 1; version 2 goes.
+    set_image(&mut object, "db:3");
+    until(&mut model, &mut object, "version 3 done", |s| {
+        s.version == 3 && s.update_step.as_deref() == Some("Done") && s.handover.is_none()
+    });
+    for _ in 0..5 {
+        model.pass(&mut object);
+    }
+    assert_eq!(
+        model.data(),
+        [
+            ("db-v3-0".into(), 0),
+            ("db-v3-1".into(), 1),
+            ("db-v3-2".into(), 2)
+        ]
+    );
+    assert_eq!(model.sets.keys().collect::<Vec<_>>(), ["db-v3"]);
+    assert!(model.lost.is_empty());
+}
+
+#[test]
+fn a_second_template_change_waits_while_replicas_run_on_two_versions() {
+    let (mut model, mut object) = running(1);
+    set_image(&mut object, "db:2");
+    until(&mut model, &mut object, "canary moving", |s| s.handover.is_some());
+    set_image(&mut object, "db:3");
+    let decision = model.pass(&mut object);
+    assert_eq!(object.status.as_ref().unwrap().version, 2);
+    assert!(
+        decision
+            .actions
+            .iter()
+            .all(|a| !matches!(a, ExtendedAction::ApplyStatefulSet { .. }))
+    );
+    let progressing = object
+        .status
+        .as_ref()
+        .unwrap()
+        .conditions
+        .iter()
+        .find(|c| c.type_ == "Progressing")
+        .unwrap()
+        .clone();
+    assert!(
+        progressing.message.contains("waits until version 2"),
+        "{progressing:?}"
+    );
+    until(&mut model, &mut object, "version 3 done", |s| {
+        s.version == 3 && s.update_step.as_deref() == Some("Done") && s.handover.is_none()
+    });
+    for _ in 0..5 {
+        model.pass(&mut object);
+    }
+    assert_eq!(
+        model.data(),
+        [
+            ("db-v3-0".into(), 0),
+            ("db-v3-1".into(), 1),
+            ("db-v3-2".into(), 2)
+        ]
+    );
+    assert!(model.lost.is_empty());
+}
+
+#[test]
+fn a_volume_template_change_during_an_update_is_refused_and_resizes_once_it_is_over() {
+    let (mut model, mut object) = running(1);
+    set_image(&mut object, "db:2");
+    until(&mut model, &mut object, "canary running", |s| {
+        s.update_step.as_deref() == Some("Rest") && s.handover.is_none()
+    });
+    let templates = object.spec.template.spec.volume_claim_templates.as_mut().unwrap();
+    templates[0]
+        .spec
+        .as_mut()
+        .unwrap()
+        .resources
+        .as_mut()
+        .unwrap()
+        .requests
+        .as_mut()
+        .unwrap()
+        .insert(
+            "storage".into(),
+            k8s_openapi::apimachinery::pkg::api::resource::Quantity("2Gi".into()),
+        );
+    let decision = model.pass(&mut object);
+    let invalid = object
+        .status
+        .as_ref()
+        .unwrap()
+        .conditions
+        .iter()
+        .find(|c| c.type_ == "Invalid")
+        .unwrap()
+        .clone();
+    assert_eq!(invalid.status, "True");
+    assert!(
+        invalid
+            .message
+            .contains("waits until every replica runs one version"),
+        "{invalid:?}"
+    );
+    assert!(
+        decision
+            .actions
+            .iter()
+            .all(|a| !matches!(a, ExtendedAction::CreateVolumeResize { .. }))
+    );
+    // Once every replica runs version 2: a VolumeResize of db-v2, which the model does not run.
+    for _ in 0..60 {
+        let decision = model.pass(&mut object);
+        if let Some(ExtendedAction::CreateVolumeResize { stateful_set, .. }) = decision
+            .actions
+            .iter()
+            .find(|a| matches!(a, ExtendedAction::CreateVolumeResize { .. }))
+        {
+            assert_eq!(stateful_set, "db-v2");
+            assert!(
+                model.data().iter().all(|(pod, _)| pod.starts_with("db-v2-")),
+                "{:?}",
+                model.data()
+            );
+            return;
+        }
+    }
+    panic!("no resize: {:#?}", model.log);
+}
+
+#[test]
+fn scaling_during_a_version_adds_replicas_to_the_new_one_and_removes_from_the_top() {
+    let (mut model, mut object) = running(1);
+    set_image(&mut object, "db:2");
+    until(&mut model, &mut object, "canary running", |s| {
+        s.update_step.as_deref() == Some("Rest")
+    });
+    object.spec.replicas = 5;
+    until(&mut model, &mut object, "done", |s| {
+        s.update_step.as_deref() == Some("Done") && s.handover.is_none() && s.ready_replicas == 5
+    });
+    let data: Vec<i32> = model.data().into_iter().map(|(_, d)| d).collect();
+    assert_eq!(
+        data,
+        [0, 1, 2, -1, -1],
+        "the new replicas start empty, the old keep theirs"
+    );
+    object.spec.replicas = 2;
+    for _ in 0..5 {
+        model.pass(&mut object);
+    }
+    assert_eq!(model.data(), [("db-v2-0".into(), 0), ("db-v2-1".into(), 1)]);
+}
