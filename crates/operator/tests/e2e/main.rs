@@ -15,6 +15,7 @@ mod autoscale_prometheus;
 mod autoscale_usage;
 mod autoscaler_validation;
 mod availability;
+mod blue_green;
 mod clone_copy;
 mod copy;
 mod copy_budget;
