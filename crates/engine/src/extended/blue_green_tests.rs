@@ -15,11 +15,15 @@ use serde_json::json;
 const BAD: &str = "db:broken";
 
 fn ests(image: &str, canaries: i32, replicas: i32) -> ExtendedStatefulSet {
+    zoned(image, canaries, replicas, &[])
+}
+
+fn zoned(image: &str, canaries: i32, replicas: i32, zones: &[&str]) -> ExtendedStatefulSet {
     serde_json::from_value(json!({
         "apiVersion": "ferry.dev/v1alpha1", "kind": "ExtendedStatefulSet",
         "metadata": {"name": "db", "namespace": "apps", "uid": "uid-ests", "generation": 1},
         "spec": {
-            "replicas": replicas,
+            "replicas": replicas, "zones": zones,
             "updateStrategy": {"type": "BlueGreen", "canaries": canaries, "service": "db"},
             "template": {"spec": {
                 "serviceName": "db",
@@ -42,6 +46,8 @@ struct Model {
     cluster: Cluster,
     /// Volume → the replica (ordinal) whose data it holds.
     data_of: BTreeMap<String, i32>,
+    /// Volume → the StatefulSet it was first made for.
+    made_for: BTreeMap<String, String>,
     /// Volumes deleted with their claim.
     lost: Vec<String>,
     service_version: Option<String>,
@@ -243,7 +249,8 @@ impl Model {
                     self.cluster
                         .volumes
                         .insert(volume.clone(), bound_volume(&volume, &claim));
-                    self.data_of.insert(volume, -1);
+                    self.data_of.insert(volume.clone(), -1);
+                    self.made_for.insert(volume, name.clone());
                 }
                 pods.insert(crate::names::pod(name, ordinal));
             }
@@ -302,11 +309,16 @@ fn bound_volume(name: &str, claim: &str) -> PersistentVolume {
 
 /// Version 1 running on `db-v1` with 3 replicas, each volume holding its replica's data.
 fn running(canaries: i32) -> (Model, ExtendedStatefulSet) {
+    let (model, object) = running_as(ests("db:1", canaries, 3));
+    assert_eq!(model.sets.keys().collect::<Vec<_>>(), ["db-v1"]);
+    (model, object)
+}
+
+fn running_as(mut object: ExtendedStatefulSet) -> (Model, ExtendedStatefulSet) {
     let mut model = Model {
         now: 1_000,
         ..Model::default()
     };
-    let mut object = ests("db:1", canaries, 3);
     for _ in 0..3 {
         model.pass(&mut object);
     }
@@ -323,7 +335,6 @@ fn running(canaries: i32) -> (Model, ExtendedStatefulSet) {
             .unwrap();
         *data = claim.rsplit('-').next().unwrap().parse().unwrap();
     }
-    assert_eq!(model.sets.keys().collect::<Vec<_>>(), ["db-v1"]);
     let status = object.status.clone().unwrap();
     assert_eq!((status.version, status.update_step.as_deref()), (1, Some("Done")));
     (model, object)
@@ -620,4 +631,72 @@ fn scaling_during_a_version_adds_replicas_to_the_new_one_and_removes_from_the_to
         model.pass(&mut object);
     }
     assert_eq!(model.data(), [("db-v2-0".into(), 0), ("db-v2-1".into(), 1)]);
+}
+
+#[test]
+fn with_zones_each_zone_moves_its_own_replicas_to_its_own_version_stateful_set() {
+    let (mut model, mut object) = running_as(zoned("db:1", 1, 4, &["a", "b"]));
+    assert_eq!(model.sets.keys().collect::<Vec<_>>(), ["db-z0-v1", "db-z1-v1"]);
+    set_image(&mut object, "db:2");
+    until(&mut model, &mut object, "done", |s| {
+        s.version == 2 && s.update_step.as_deref() == Some("Done") && s.handover.is_none()
+    });
+    for _ in 0..3 {
+        model.pass(&mut object);
+    }
+    assert_eq!(model.sets.keys().collect::<Vec<_>>(), ["db-z0-v2", "db-z1-v2"]);
+    for (pod, data) in model.data() {
+        let (set, ordinal) = pod.rsplit_once('-').unwrap();
+        assert_eq!(data.to_string(), ordinal, "{pod}");
+        let claim = crate::names::claim("data", set, data);
+        let volume = model.cluster.claims[&claim]
+            .spec
+            .as_ref()
+            .unwrap()
+            .volume_name
+            .clone()
+            .unwrap();
+        let zone = set.trim_end_matches("-v2");
+        assert_eq!(
+            model.made_for[&volume],
+            format!("{zone}-v1"),
+            "{pod} runs on its own zone's volume"
+        );
+    }
+    assert!(model.lost.is_empty());
+    let status = object.status.unwrap();
+    let names: Vec<&str> = status.zones.iter().map(|z| z.stateful_set.as_str()).collect();
+    assert_eq!(names, ["db-z0-v2", "db-z1-v2"]);
+}
+
+#[test]
+fn a_rolling_update_stateful_set_becomes_the_old_version_at_the_next_change() {
+    let mut rolling = ests("db:1", 1, 2);
+    rolling.spec.update_strategy.as_mut().unwrap().type_ = None;
+    rolling.spec.update_strategy.as_mut().unwrap().service = None;
+    let (mut model, mut object) = running_as(rolling);
+    assert_eq!(model.sets.keys().collect::<Vec<_>>(), ["db"]);
+    object.spec.update_strategy.as_mut().unwrap().type_ = Some(ferry_api::UpdateType::BlueGreen);
+    for _ in 0..5 {
+        let decision = model.pass(&mut object);
+        assert!(
+            decision
+                .actions
+                .iter()
+                .all(|a| !matches!(a, ExtendedAction::Handover(_))),
+            "no version change, no move: {:?}",
+            decision.actions
+        );
+    }
+    assert_eq!(model.sets.keys().collect::<Vec<_>>(), ["db"]);
+    set_image(&mut object, "db:2");
+    until(&mut model, &mut object, "done", |s| {
+        s.version == 2 && s.update_step.as_deref() == Some("Done") && s.handover.is_none()
+    });
+    for _ in 0..3 {
+        model.pass(&mut object);
+    }
+    assert_eq!(model.sets.keys().collect::<Vec<_>>(), ["db-v2"]);
+    assert_eq!(model.data(), [("db-v2-0".into(), 0), ("db-v2-1".into(), 1)]);
+    assert!(model.lost.is_empty());
 }

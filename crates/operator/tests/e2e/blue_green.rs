@@ -47,7 +47,10 @@ async fn wait_killing_mid_move(
                 }
             }
         }
-        assert!(std::time::Instant::now() < deadline, "{what}: not within {seconds}s: {now:?}");
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{what}: not within {seconds}s: {now:?}"
+        );
         tokio::time::sleep(std::time::Duration::from_millis(100)).await;
     }
 }
@@ -66,7 +69,10 @@ fn template(harness: &Harness, probe: &[&str], mark: &str) -> Value {
     let mut spec = serde_json::to_value(&writer.spec).unwrap();
     let container = &mut spec["template"]["spec"]["containers"][0];
     container["readinessProbe"]["exec"]["command"] = json!(probe);
-    container["env"].as_array_mut().unwrap().push(json!({"name": "MARK", "value": mark}));
+    container["env"]
+        .as_array_mut()
+        .unwrap()
+        .push(json!({"name": "MARK", "value": mark}));
     spec
 }
 
@@ -96,7 +102,13 @@ async fn volume_of(harness: &Harness, claim: &str) -> String {
 
 async fn service_version(harness: &Harness) -> Option<String> {
     let service = harness.ns.api::<Service>().get("db").await.unwrap();
-    service.spec.unwrap().selector.unwrap().get("ferry.dev/version").cloned()
+    service
+        .spec
+        .unwrap()
+        .selector
+        .unwrap()
+        .get("ferry.dev/version")
+        .cloned()
 }
 
 /// A replica writes on (its acknowledgements grow) as pod `pod`.
@@ -147,7 +159,10 @@ async fn a_failed_canary_moves_back_and_a_good_version_takes_every_volume_losing
     let volumes: BTreeMap<i32, String> = {
         let mut volumes = BTreeMap::new();
         for ordinal in 0..REPLICAS {
-            volumes.insert(ordinal, volume_of(&harness, &format!("data-db-v1-{ordinal}")).await);
+            volumes.insert(
+                ordinal,
+                volume_of(&harness, &format!("data-db-v1-{ordinal}")).await,
+            );
         }
         volumes
     };
@@ -172,12 +187,19 @@ async fn a_failed_canary_moves_back_and_a_good_version_takes_every_volume_losing
     })
     .await;
     assert!(stale.stale_at.unwrap().starts_with("Canaries"));
-    assert!(acknowledged(&harness.ns.name, "db-v2-1").is_ok(), "the canary ran and wrote");
+    assert!(
+        acknowledged(&harness.ns.name, "db-v2-1").is_ok(),
+        "the canary ran and wrote"
+    );
     let v1 = sets.get("db-v1").await.unwrap();
     assert_eq!(v1.spec.unwrap().replicas, Some(REPLICAS));
     for ordinal in 0..REPLICAS {
         let claim = format!("data-db-v1-{ordinal}");
-        assert_eq!(volume_of(&harness, &claim).await, volumes[&ordinal], "{claim}: its own volume");
+        assert_eq!(
+            volume_of(&harness, &claim).await,
+            volumes[&ordinal],
+            "{claim}: its own volume"
+        );
     }
     writes_on(&harness, "db-v1-1").await;
     nothing_lost(&harness, "data-db-v1-1", 1, &["db-v1", "db-v2"]).await;
@@ -185,7 +207,8 @@ async fn a_failed_canary_moves_back_and_a_good_version_takes_every_volume_losing
 
     // Version 3 is good: the canary, then the other replica, each with its own volume; the
     // operator is killed as each move is recorded and again once the replica's pod is gone.
-    let good = json!({"spec": {"template": {"spec": template(&harness, &["test", "-s", "/data/records"], "3")}}});
+    let good =
+        json!({"spec": {"template": {"spec": template(&harness, &["test", "-s", "/data/records"], "3")}}});
     api.patch("db", &PatchParams::default(), &Patch::Merge(&good))
         .await
         .unwrap();
@@ -210,7 +233,11 @@ async fn a_failed_canary_moves_back_and_a_good_version_takes_every_volume_losing
     .unwrap();
     for ordinal in 0..REPLICAS {
         let claim = format!("data-db-v3-{ordinal}");
-        assert_eq!(volume_of(&harness, &claim).await, volumes[&ordinal], "{claim}: its own volume");
+        assert_eq!(
+            volume_of(&harness, &claim).await,
+            volumes[&ordinal],
+            "{claim}: its own volume"
+        );
         let pv = Api::<PersistentVolume>::all(harness.client.clone())
             .get(&volumes[&ordinal])
             .await
@@ -250,18 +277,30 @@ async fn blue_green_rules_are_enforced_by_the_api_server() {
         api.create(&PostParams::default(), &object("svc", json!({"service": "db"})))
             .await,
     );
-    assert!(message.contains("needs updateStrategy.type BlueGreen"), "{message}");
+    assert!(
+        message.contains("needs updateStrategy.type BlueGreen"),
+        "{message}"
+    );
     let long = "a".repeat(41);
     let message = refused(
-        api.create(&PostParams::default(), &object(&long, json!({"type": "BlueGreen"})))
-            .await,
+        api.create(
+            &PostParams::default(),
+            &object(&long, json!({"type": "BlueGreen"})),
+        )
+        .await,
     );
     assert!(message.contains("at most 40 characters"), "{message}");
-    api.create(&PostParams::default(), &object("bg", json!({"type": "BlueGreen"})))
-        .await
-        .unwrap();
+    api.create(
+        &PostParams::default(),
+        &object("bg", json!({"type": "BlueGreen"})),
+    )
+    .await
+    .unwrap();
     let back = json!({"spec": {"updateStrategy": {"type": "RollingUpdate"}}});
-    let message = refused(api.patch("bg", &PatchParams::default(), &Patch::Merge(&back)).await);
+    let message = refused(
+        api.patch("bg", &PatchParams::default(), &Patch::Merge(&back))
+            .await,
+    );
     assert!(message.contains("cannot change from BlueGreen"), "{message}");
     let message = refused(
         api.patch(
