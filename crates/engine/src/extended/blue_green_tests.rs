@@ -51,6 +51,9 @@ struct Model {
     /// Volumes deleted with their claim.
     lost: Vec<String>,
     service_version: Option<String>,
+    /// Hook Jobs made, and how each ends (`Complete` or `Failed`).
+    jobs: Vec<String>,
+    job_ends: &'static str,
     next_volume: u32,
     log: Vec<String>,
     now: i64,
@@ -100,11 +103,19 @@ impl Model {
             }},
         }))
         .unwrap();
+        let job = self.jobs.last().map(|name| {
+            serde_json::from_value(json!({
+                "metadata": {"name": name},
+                "status": {"conditions": [{"type": self.job_ends, "status": "True"}]},
+            }))
+            .unwrap()
+        });
         Observation {
             live,
             labelled: self.sets.values().cloned().collect(),
             cluster: self.cluster.clone(),
             service: Some(service),
+            job,
             ..Observation::default()
         }
     }
@@ -178,6 +189,7 @@ impl Model {
             ExtendedAction::Handover(action) => self.handover(action),
             // Not run by the model (the resize wing's).
             ExtendedAction::CreateVolumeResize { .. } => {}
+            ExtendedAction::CreateHookJob { job } => self.jobs.push(job.metadata.name.clone().unwrap()),
             other => panic!("unexpected {other:?}"),
         }
     }
@@ -698,5 +710,80 @@ fn a_rolling_update_stateful_set_becomes_the_old_version_at_the_next_change() {
     }
     assert_eq!(model.sets.keys().collect::<Vec<_>>(), ["db-v2"]);
     assert_eq!(model.data(), [("db-v2-0".into(), 0), ("db-v2-1".into(), 1)]);
+    assert!(model.lost.is_empty());
+}
+
+#[test]
+fn a_failed_pre_update_job_moves_nothing_and_a_failed_post_update_job_keeps_the_new_version() {
+    let (mut model, mut object) = running(1);
+    object.spec.pre_update = Some(
+        serde_json::from_value(json!({"spec": {"template": {"spec": {
+        "restartPolicy": "Never", "containers": [{"name": "check", "image": "check:1"}]}}}}))
+        .unwrap(),
+    );
+    model.job_ends = "Failed";
+    set_image(&mut object, "db:2");
+    until(&mut model, &mut object, "stale", |s| {
+        s.update_step.as_deref() == Some("Stale")
+    });
+    for _ in 0..5 {
+        model.pass(&mut object);
+    }
+    assert_eq!(model.jobs, ["db-pre-update-v2"]);
+    assert!(
+        !model.sets.contains_key("db-v2"),
+        "the new version's StatefulSet was never made"
+    );
+    assert!(
+        model.log.iter().all(|l| !l.starts_with("policy")),
+        "{:?}",
+        model.log
+    );
+    assert_eq!(
+        model.data(),
+        [
+            ("db-v1-0".into(), 0),
+            ("db-v1-1".into(), 1),
+            ("db-v1-2".into(), 2)
+        ]
+    );
+
+    object.spec.pre_update = None;
+    object.spec.post_update = Some(
+        serde_json::from_value(json!({"spec": {"template": {"spec": {
+        "restartPolicy": "Never", "containers": [{"name": "check", "image": "check:1"}]}}}}))
+        .unwrap(),
+    );
+    set_image(&mut object, "db:3");
+    until(&mut model, &mut object, "post-update stale", |s| {
+        s.version == 3 && s.update_step.as_deref() == Some("Stale")
+    });
+    for _ in 0..5 {
+        model.pass(&mut object);
+    }
+    assert!(
+        object
+            .status
+            .as_ref()
+            .unwrap()
+            .stale_at
+            .as_deref()
+            .unwrap()
+            .starts_with("PostUpdate")
+    );
+    assert_eq!(
+        model.data(),
+        [
+            ("db-v3-0".into(), 0),
+            ("db-v3-1".into(), 1),
+            ("db-v3-2".into(), 2)
+        ]
+    );
+    assert_eq!(
+        model.sets.keys().collect::<Vec<_>>(),
+        ["db-v3"],
+        "{:?}",
+        model.log
+    );
     assert!(model.lost.is_empty());
 }
