@@ -313,3 +313,93 @@ async fn blue_green_rules_are_enforced_by_the_api_server() {
     assert!(message.contains("Unsupported value"), "{message}");
     harness.finish().await;
 }
+
+/// Zones on the kwok nodes (the real StatefulSet and PV controllers, fake pods): each zone's
+/// replicas move to that zone's StatefulSet of the new version, each onto its own volume (a marker
+/// file written on it before), and the old StatefulSets go.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn zones_move_each_replica_to_its_zones_new_stateful_set_with_its_volume() {
+    let harness = Harness::start("ests-blue-green-zones").await;
+    let fixture = ferry_testenv::fixtures::stateful_set("db", 4, ferry_testenv::CLASS_EXPANDABLE, "1Gi");
+    let mut spec = serde_json::to_value(&fixture.spec).unwrap();
+    let ests: ExtendedStatefulSet = serde_json::from_value(json!({
+        "apiVersion": "ferry.dev/v1alpha1", "kind": "ExtendedStatefulSet",
+        "metadata": {"name": "db"},
+        "spec": {
+            "replicas": 4, "zones": ["zone-a", "zone-b"],
+            "updateStrategy": {"type": "BlueGreen", "canaries": 1},
+            "template": {"spec": spec.clone()},
+        },
+    }))
+    .unwrap();
+    let api = harness.ns.api::<ExtendedStatefulSet>();
+    api.create(&PostParams::default(), &ests).await.unwrap();
+    let sets = harness.ns.api::<StatefulSet>();
+    let claims: Api<PersistentVolumeClaim> = harness.ns.api();
+    let volumes: Api<PersistentVolume> = Api::all(harness.client.clone());
+    let mut markers = BTreeMap::new();
+    for zone in ["db-z0", "db-z1"] {
+        wait_ready(&sets, &format!("{zone}-v1"), 2, 90).await.unwrap();
+        for ordinal in 0..2 {
+            let claim = format!("data-{zone}-v1-{ordinal}");
+            let dir = claim_directory(&claims, &volumes, &claim).await.unwrap();
+            std::fs::write(dir.join("marker"), &claim).unwrap();
+            markers.insert(
+                (zone, ordinal),
+                (claim.clone(), volume_of(&harness, &claim).await),
+            );
+        }
+    }
+    spec["template"]["spec"]["containers"][0]["image"] = "registry.k8s.io/pause:3.10-blue-green".into();
+    api.patch(
+        "db",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"spec": {"template": {"spec": spec}}})),
+    )
+    .await
+    .unwrap();
+    let done = harness
+        .wait_object("db", "version 2 in both zones", 240, |e: &ExtendedStatefulSet| {
+            e.status.as_ref().is_some_and(|s| {
+                s.version == 2 && s.update_step.as_deref() == Some("Done") && s.handover.is_none()
+            })
+        })
+        .await;
+    let zones: Vec<String> = done
+        .status
+        .unwrap()
+        .zones
+        .iter()
+        .map(|z| z.stateful_set.clone())
+        .collect();
+    assert_eq!(zones, ["db-z0-v2", "db-z1-v2"]);
+    wait_until("the version 1 StatefulSets to go", 60, || async {
+        let names: BTreeSet<String> = sets
+            .list(&Default::default())
+            .await
+            .ok()?
+            .items
+            .iter()
+            .map(|s| s.name_any())
+            .collect();
+        (names == BTreeSet::from(["db-z0-v2".to_string(), "db-z1-v2".to_string()])).then_some(())
+    })
+    .await
+    .unwrap();
+    for ((zone, ordinal), (old_claim, volume)) in &markers {
+        let claim = format!("data-{zone}-v2-{ordinal}");
+        assert_eq!(&volume_of(&harness, &claim).await, volume, "{claim}");
+        let dir = claim_directory(&claims, &volumes, &claim).await.unwrap();
+        assert_eq!(&std::fs::read_to_string(dir.join("marker")).unwrap(), old_claim);
+        let pod = harness
+            .ns
+            .api::<k8s_openapi::api::core::v1::Pod>()
+            .get(&format!("{zone}-v2-{ordinal}"))
+            .await
+            .unwrap();
+        let zone_label = if *zone == "db-z0" { "zone-a" } else { "zone-b" };
+        assert_eq!(pod.labels()["ferry.dev/zone"], zone_label);
+        assert_eq!(pod.labels()["ferry.dev/version"], "2");
+    }
+    harness.finish().await;
+}
