@@ -173,6 +173,8 @@ struct Moves {
     busy: bool,
     /// VolumeResizes at work, by StatefulSet.
     resizes: BTreeMap<String, String>,
+    /// Why no replica moves forward now (a pod not Ready: a move takes another one down).
+    hold_forward: Option<String>,
 }
 
 /// The recorded move, carried on: the ordinal leaves its old StatefulSet once its volumes are
@@ -272,6 +274,12 @@ fn fit_and_move(
         return;
     }
     let goal = target(zone, plan);
+    if split > goal
+        && let Some(why) = &moves.hold_forward
+    {
+        moves.waiting.push(why.clone());
+        return;
+    }
     let next = if split > goal {
         zone.old.zip(zone.new).map(|(old, new)| (old, new, split - 1))
     } else if split < goal {
@@ -408,16 +416,13 @@ pub fn plan(input: Input, observation: &Observation) -> Decision {
         observation,
         recorded.as_ref(),
     );
-    let apply_new = rollout.apply && !held;
-    let mut moves = zone_moves(
-        &zones,
-        &desired,
-        &rollout,
-        recorded.as_ref(),
-        observation,
-        apply_new,
-        input.now,
-    );
+    // `updateNotReady`: moves go on over pods that are not Ready (the fix for a broken release).
+    let gate = Gate {
+        apply_new: rollout.apply && !held,
+        hold_forward: not_ready(&zones).filter(|_| !rules(ests).update_not_ready),
+        now: input.now,
+    };
+    let mut moves = zone_moves(&zones, &desired, &rollout, recorded.as_ref(), observation, gate);
     let mut problems = input.problems;
     if let Some(hook) = rollout.create_job {
         let version = rollout.progress.version;
@@ -476,6 +481,15 @@ fn version_plan(
     (rollout, held.is_some())
 }
 
+/// What holds the zones back this pass.
+struct Gate {
+    /// The new version's StatefulSets may be applied.
+    apply_new: bool,
+    /// Why no replica moves forward (see [`not_ready`]).
+    hold_forward: Option<String>,
+    now: i64,
+}
+
 /// Each zone: its volume changes, the recorded move carried on or the next one recorded, and the
 /// older StatefulSets no longer needed deleted.
 fn zone_moves(
@@ -484,10 +498,13 @@ fn zone_moves(
     rollout: &rollout::Plan,
     recorded: Option<&Handover>,
     observation: &Observation,
-    apply_new: bool,
-    now: i64,
+    gate: Gate,
 ) -> Moves {
-    let mut moves = Moves::default();
+    let mut moves = Moves {
+        hold_forward: gate.hold_forward,
+        ..Moves::default()
+    };
+    let (apply_new, now) = (gate.apply_new, gate.now);
     let in_move: BTreeSet<&str> = recorded
         .iter()
         .flat_map(|h| [h.from.as_str(), h.to.as_str()])
@@ -528,6 +545,24 @@ fn zone_moves(
         carry_on(&mut moves, handover, observation, now);
     }
     moves
+}
+
+/// Why a replica may not move forward now: as a StatefulSet's rolling update, one replica is down
+/// at a time, and the next goes only once every pod is Ready (a version whose pods never become
+/// Ready takes one replica down, not all, before it is moved back).
+fn not_ready(zones: &[Zone]) -> Option<String> {
+    let waiting: Vec<String> = zones
+        .iter()
+        .map(observed_zone)
+        .filter(|zone| zone.ready < zone.live_replicas)
+        .map(|zone| format!("{} ({}/{} Ready)", zone.name, zone.ready, zone.live_replicas))
+        .collect();
+    (!waiting.is_empty()).then(|| {
+        format!(
+            "the next replica moves once every pod is Ready: {}",
+            waiting.join(", ")
+        )
+    })
 }
 
 /// The decision: the writes, when to look again, and what the status will say.

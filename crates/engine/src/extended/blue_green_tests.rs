@@ -787,3 +787,47 @@ fn a_failed_pre_update_job_moves_nothing_and_a_failed_post_update_job_keeps_the_
     );
     assert!(model.lost.is_empty());
 }
+
+#[test]
+fn a_version_whose_pods_never_become_ready_takes_one_replica_down_not_all() {
+    let (mut model, mut object) = running(0);
+    set_image(&mut object, BAD);
+    let mut worst = 0;
+    for _ in 0..40 {
+        model.pass(&mut object);
+        // Replicas not serving: no pod, or a pod of the broken version.
+        let serving = model
+            .data()
+            .iter()
+            .filter(|(pod, _)| pod.starts_with("db-v1-"))
+            .count();
+        worst = worst.max(3 - serving);
+    }
+    assert_eq!(worst, 1, "{:#?}", model.log);
+    let progressing = object
+        .status
+        .as_ref()
+        .unwrap()
+        .conditions
+        .iter()
+        .find(|c| c.type_ == "Progressing")
+        .unwrap()
+        .clone();
+    assert!(
+        progressing.message.contains("once every pod is Ready"),
+        "{progressing:?}"
+    );
+    model.now += 400;
+    until(&mut model, &mut object, "stale and moved back", |s| {
+        s.update_step.as_deref() == Some("Stale") && s.handover.is_none() && s.ready_replicas == 3
+    });
+    assert_eq!(
+        model.data(),
+        [
+            ("db-v1-0".into(), 0),
+            ("db-v1-1".into(), 1),
+            ("db-v1-2".into(), 2)
+        ]
+    );
+    assert!(model.lost.is_empty());
+}
