@@ -207,8 +207,12 @@ async fn a_failed_canary_moves_back_and_a_good_version_takes_every_volume_losing
 
     // Version 3 is good: the canary, then the other replica, each with its own volume; the
     // operator is killed as each move is recorded and again once the replica's pod is gone.
-    let good =
-        json!({"spec": {"template": {"spec": template(&harness, &["test", "-s", "/data/records"], "3")}}});
+    // A longer canary watch for the good version (a loaded CI machine moves slower); not part of
+    // the version.
+    let good = json!({"spec": {
+        "updateStrategy": {"canaryWatchTime": "2m"},
+        "template": {"spec": template(&harness, &["test", "-s", "/data/records"], "3")},
+    }});
     api.patch("db", &PatchParams::default(), &Patch::Merge(&good))
         .await
         .unwrap();
