@@ -8,9 +8,10 @@
 
 use super::desired::{ANNOTATION_STALE, ANNOTATION_VERSION, Desired, stateful_sets, version_digest};
 use super::handover::{self, Cluster, HandoverAction, NotYet};
-use super::hooks::{hook_job, job_name, job_state};
+use super::hooks::job_state;
 use super::plan::{
-    Decision, ExtendedAction, Input, LiveSet, Observation, Recheck, counted, ended_under_name, rules,
+    Decision, ExtendedAction, Input, LiveSet, Observation, Recheck, counted, ended_under_name, hook_actions,
+    rules,
 };
 use super::rollout::{self, Observed, Step};
 use super::versions::{LABEL_VERSION, Range, Zone, annotated_version, zone};
@@ -424,18 +425,9 @@ pub fn plan(input: Input, observation: &Observation) -> Decision {
     };
     let mut moves = zone_moves(&zones, &desired, &rollout, recorded.as_ref(), observation, gate);
     let mut problems = input.problems;
-    if let Some(hook) = rollout.create_job {
-        let version = rollout.progress.version;
-        match input.hooks_off {
-            Some(why) => {
-                let name = ests.metadata.name.as_deref().unwrap_or_default();
-                problems.push(format!("{}: not created: {why}", job_name(name, hook, version)));
-            }
-            None => moves.actions.extend(
-                hook_job(ests, hook, version).map(|job| ExtendedAction::CreateHookJob { job: Box::new(job) }),
-            ),
-        }
-    }
+    moves
+        .actions
+        .extend(hook_actions(ests, &rollout, input.hooks_off, &mut problems));
     if let Some(service) = ests.spec.update_strategy.as_ref().and_then(|s| s.service.clone()) {
         let version = service_version(&zones, &rollout);
         switch_service(&mut moves, &mut problems, &service, version, observation);

@@ -352,6 +352,28 @@ fn running_as(mut object: ExtendedStatefulSet) -> (Model, ExtendedStatefulSet) {
     (model, object)
 }
 
+fn condition(
+    object: &ExtendedStatefulSet,
+    kind: &str,
+) -> k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition {
+    let status = object.status.as_ref().unwrap();
+    status
+        .conditions
+        .iter()
+        .find(|c| c.type_ == kind)
+        .unwrap()
+        .clone()
+}
+
+/// A few more passes, then every replica runs on `set` with its own data.
+fn settled_on(model: &mut Model, object: &mut ExtendedStatefulSet, set: &str) {
+    for _ in 0..5 {
+        model.pass(object);
+    }
+    let expected: Vec<(String, i32)> = (0..3).map(|i| (format!("{set}-{i}"), i)).collect();
+    assert_eq!(model.data(), expected);
+}
+
 fn set_image(object: &mut ExtendedStatefulSet, image: &str) {
     object
         .spec
@@ -476,17 +498,7 @@ fn a_canary_that_never_becomes_ready_goes_back_to_the_old_version_with_its_data(
         s.update_step.as_deref() == Some("Stale") && s.handover.is_none() && s.zones[0].updated_replicas == 0
     });
     // Settled: every replica on version 1 with its own data; version 2 kept, empty, marked stale.
-    for _ in 0..5 {
-        model.pass(&mut object);
-    }
-    assert_eq!(
-        model.data(),
-        [
-            ("db-v1-0".into(), 0),
-            ("db-v1-1".into(), 1),
-            ("db-v1-2".into(), 2)
-        ]
-    );
+    settled_on(&mut model, &mut object, "db-v1");
     assert!(model.lost.is_empty());
     assert_eq!(model.service_version.as_deref(), Some("1"));
     let v2 = &model.sets["db-v2"];
@@ -497,17 +509,7 @@ fn a_canary_that_never_becomes_ready_goes_back_to_the_old_version_with_its_data(
     until(&mut model, &mut object, "version 3 done", |s| {
         s.version == 3 && s.update_step.as_deref() == Some("Done") && s.handover.is_none()
     });
-    for _ in 0..5 {
-        model.pass(&mut object);
-    }
-    assert_eq!(
-        model.data(),
-        [
-            ("db-v3-0".into(), 0),
-            ("db-v3-1".into(), 1),
-            ("db-v3-2".into(), 2)
-        ]
-    );
+    settled_on(&mut model, &mut object, "db-v3");
     assert_eq!(model.sets.keys().collect::<Vec<_>>(), ["db-v3"]);
     assert!(model.lost.is_empty());
 }
@@ -526,15 +528,7 @@ fn a_second_template_change_waits_while_replicas_run_on_two_versions() {
             .iter()
             .all(|a| !matches!(a, ExtendedAction::ApplyStatefulSet { .. }))
     );
-    let progressing = object
-        .status
-        .as_ref()
-        .unwrap()
-        .conditions
-        .iter()
-        .find(|c| c.type_ == "Progressing")
-        .unwrap()
-        .clone();
+    let progressing = condition(&object, "Progressing");
     assert!(
         progressing.message.contains("waits until version 2"),
         "{progressing:?}"
@@ -542,17 +536,7 @@ fn a_second_template_change_waits_while_replicas_run_on_two_versions() {
     until(&mut model, &mut object, "version 3 done", |s| {
         s.version == 3 && s.update_step.as_deref() == Some("Done") && s.handover.is_none()
     });
-    for _ in 0..5 {
-        model.pass(&mut object);
-    }
-    assert_eq!(
-        model.data(),
-        [
-            ("db-v3-0".into(), 0),
-            ("db-v3-1".into(), 1),
-            ("db-v3-2".into(), 2)
-        ]
-    );
+    settled_on(&mut model, &mut object, "db-v3");
     assert!(model.lost.is_empty());
 }
 
@@ -579,15 +563,7 @@ fn a_volume_template_change_during_an_update_is_refused_and_resizes_once_it_is_o
             k8s_openapi::apimachinery::pkg::api::resource::Quantity("2Gi".into()),
         );
     let decision = model.pass(&mut object);
-    let invalid = object
-        .status
-        .as_ref()
-        .unwrap()
-        .conditions
-        .iter()
-        .find(|c| c.type_ == "Invalid")
-        .unwrap()
-        .clone();
+    let invalid = condition(&object, "Invalid");
     assert_eq!(invalid.status, "True");
     assert!(
         invalid
@@ -804,15 +780,7 @@ fn a_version_whose_pods_never_become_ready_takes_one_replica_down_not_all() {
         worst = worst.max(3 - serving);
     }
     assert_eq!(worst, 1, "{:#?}", model.log);
-    let progressing = object
-        .status
-        .as_ref()
-        .unwrap()
-        .conditions
-        .iter()
-        .find(|c| c.type_ == "Progressing")
-        .unwrap()
-        .clone();
+    let progressing = condition(&object, "Progressing");
     assert!(
         progressing.message.contains("once every pod is Ready"),
         "{progressing:?}"

@@ -185,18 +185,7 @@ pub fn plan(input: Input, observation: &Observation) -> Decision {
     let volumes = volume_changes(&desired, observation, &mut actions, &mut problems);
     let job = job_state(observation.job.as_ref());
     let rollout = rollout::next(input.previous, &version, &rules(ests), &observed, job, input.now);
-    if let Some(hook) = rollout.create_job {
-        let version = rollout.progress.version;
-        match input.hooks_off {
-            Some(why) => {
-                let name = ests.metadata.name.as_deref().unwrap_or_default();
-                problems.push(format!("{}: not created: {why}", job_name(name, hook, version)));
-            }
-            None => actions.extend(
-                hook_job(ests, hook, version).map(|job| ExtendedAction::CreateHookJob { job: Box::new(job) }),
-            ),
-        }
-    }
+    actions.extend(hook_actions(ests, &rollout, input.hooks_off, &mut problems));
     if rollout.apply {
         actions.extend(applied_sets(&desired, observation, &volumes.busy, &rollout));
     }
@@ -219,6 +208,28 @@ pub fn plan(input: Input, observation: &Observation) -> Decision {
         versions: None,
         now: input.now,
     }
+}
+
+/// The current version's hook Job the rollout asks for, or why it cannot be made (a problem).
+pub(super) fn hook_actions(
+    ests: &ExtendedStatefulSet,
+    rollout: &rollout::Plan,
+    hooks_off: Option<&str>,
+    problems: &mut Vec<String>,
+) -> Vec<ExtendedAction> {
+    let Some(hook) = rollout.create_job else {
+        return Vec::new();
+    };
+    let version = rollout.progress.version;
+    if let Some(why) = hooks_off {
+        let name = ests.metadata.name.as_deref().unwrap_or_default();
+        problems.push(format!("{}: not created: {why}", job_name(name, hook, version)));
+        return Vec::new();
+    }
+    hook_job(ests, hook, version)
+        .map(|job| ExtendedAction::CreateHookJob { job: Box::new(job) })
+        .into_iter()
+        .collect()
 }
 
 pub(super) fn rules(ests: &ExtendedStatefulSet) -> Rules {

@@ -111,6 +111,19 @@ async fn service_version(harness: &Harness) -> Option<String> {
         .cloned()
 }
 
+/// Waits until the namespace's StatefulSets are exactly `names` (the older versions' gone).
+async fn only_stateful_sets(harness: &Harness, names: &[&str]) {
+    let sets = harness.ns.api::<StatefulSet>();
+    let wanted: BTreeSet<String> = names.iter().map(|n| n.to_string()).collect();
+    wait_until("the older versions' StatefulSets to go", 60, || async {
+        let listed = sets.list(&Default::default()).await.ok()?.items;
+        let have: BTreeSet<String> = listed.iter().map(|s| s.name_any()).collect();
+        (have == wanted).then_some(())
+    })
+    .await
+    .unwrap();
+}
+
 /// A replica writes on (its acknowledgements grow) as pod `pod`.
 async fn writes_on(harness: &Harness, pod: &str) {
     let before = acknowledged(&harness.ns.name, pod).map_or(0, |a| a.len());
@@ -222,19 +235,7 @@ async fn a_failed_canary_moves_back_and_a_good_version_takes_every_volume_losing
     .await;
     assert!(killed >= 2 * REPLICAS as usize, "killed {killed} times");
     assert_eq!(done.versions.get("3"), Some(&true), "{:?}", done.versions);
-    wait_until("the older versions' StatefulSets to go", 60, || async {
-        let names: Vec<String> = sets
-            .list(&Default::default())
-            .await
-            .ok()?
-            .items
-            .iter()
-            .map(|s| s.name_any())
-            .collect();
-        (names == ["db-v3"]).then_some(())
-    })
-    .await
-    .unwrap();
+    only_stateful_sets(&harness, &["db-v3"]).await;
     for ordinal in 0..REPLICAS {
         let claim = format!("data-db-v3-{ordinal}");
         assert_eq!(
@@ -377,19 +378,7 @@ async fn zones_move_each_replica_to_its_zones_new_stateful_set_with_its_volume()
         .map(|z| z.stateful_set.clone())
         .collect();
     assert_eq!(zones, ["db-z0-v2", "db-z1-v2"]);
-    wait_until("the version 1 StatefulSets to go", 60, || async {
-        let names: BTreeSet<String> = sets
-            .list(&Default::default())
-            .await
-            .ok()?
-            .items
-            .iter()
-            .map(|s| s.name_any())
-            .collect();
-        (names == BTreeSet::from(["db-z0-v2".to_string(), "db-z1-v2".to_string()])).then_some(())
-    })
-    .await
-    .unwrap();
+    only_stateful_sets(&harness, &["db-z0-v2", "db-z1-v2"]).await;
     for ((zone, ordinal), (old_claim, volume)) in &markers {
         let claim = format!("data-{zone}-v2-{ordinal}");
         assert_eq!(&volume_of(&harness, &claim).await, volume, "{claim}");
