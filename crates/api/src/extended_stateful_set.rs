@@ -18,8 +18,6 @@ use std::collections::BTreeMap;
 const ZONES_KEEP_THEIR_PLACE: &str = "(has(oldSelf.spec.zones) && size(oldSelf.spec.zones) > 0) == (has(self.spec.zones) && size(self.spec.zones) > 0) && (!has(oldSelf.spec.zones) || !has(self.spec.zones) || (oldSelf.spec.zones.all(z, z in self.spec.zones ? self.spec.zones.indexOf(z) == oldSelf.spec.zones.indexOf(z) : oldSelf.spec.zones.indexOf(z) >= size(self.spec.zones)) && self.spec.zones.all(z, z in oldSelf.spec.zones || self.spec.zones.indexOf(z) >= size(oldSelf.spec.zones))))";
 const ZONES_KEEP_THEIR_PLACE_MESSAGE: &str = "spec.zones: zones can only be added or removed at the end of the list, and zones cannot be turned on or off for an existing ExtendedStatefulSet: each zone's StatefulSet is named and pinned by its position (<name>-z<i>) and its replicas' volumes are there; a change that moves zones would start replicas on new, empty claims or where their volumes cannot attach. Remove zones from the end (that zone's StatefulSet is drained and deleted, its claims stay), or create a new ExtendedStatefulSet and move the data";
 
-/// serde reads `updateOnEnvChange` as `updateOnConfigChange`, so an object naming both could not
-/// be read: the API server refuses it.
 /// A blue/green ExtendedStatefulSet names its StatefulSets `<name>[-z<i>]-v<N>`: room for the zone
 /// and a version of up to five digits within a StatefulSet name's 52 characters.
 const BLUE_GREEN_NAME: &str = "!has(self.spec.updateStrategy) || !has(self.spec.updateStrategy.type) || self.spec.updateStrategy.type != 'BlueGreen' || self.metadata.name.size() <= 40";
@@ -32,6 +30,8 @@ const SERVICE_NEEDS_BLUE_GREEN: &str = "!has(self.spec.updateStrategy) || !has(s
 const SERVICE_NEEDS_BLUE_GREEN_MESSAGE: &str =
     "spec.updateStrategy.service switches traffic between versions: it needs updateStrategy.type BlueGreen";
 
+/// serde reads `updateOnEnvChange` as `updateOnConfigChange`, so an object naming both could not
+/// be read: the API server refuses it.
 const ALIAS_MESSAGE: &str =
     "spec.updateOnEnvChange is the quarks name of spec.updateOnConfigChange: give one of them, not both";
 

@@ -6,6 +6,10 @@
 //! is seen.
 
 use super::*;
+use crate::extended::desired::ANNOTATION_STALE;
+use crate::extended::handover::{Cluster, HandoverAction};
+use crate::extended::versions::LABEL_VERSION;
+use k8s_openapi::api::apps::v1::StatefulSetOrdinals;
 use crate::extended::plan::tests::kinds;
 use crate::extended::plan::{Input, plan as plan_any, progress};
 use ferry_api::ExtendedStatefulSetStatus;
