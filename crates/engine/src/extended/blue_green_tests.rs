@@ -8,11 +8,11 @@
 use super::*;
 use crate::extended::desired::ANNOTATION_STALE;
 use crate::extended::handover::{Cluster, HandoverAction};
-use crate::extended::versions::LABEL_VERSION;
-use k8s_openapi::api::apps::v1::StatefulSetOrdinals;
 use crate::extended::plan::tests::kinds;
 use crate::extended::plan::{Input, plan as plan_any, progress};
+use crate::extended::versions::LABEL_VERSION;
 use ferry_api::ExtendedStatefulSetStatus;
+use k8s_openapi::api::apps::v1::StatefulSetOrdinals;
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim, Pod};
 use serde_json::json;
 
