@@ -108,16 +108,20 @@ pub enum NotYet {
 /// then may the replica's pod go and its claim with it.
 pub fn retained(handover: &Handover, cluster: &Cluster) -> bool {
     handover.volumes.iter().all(|handed| {
-        let moved = cluster
-            .claims
-            .get(&handed.to_claim)
-            .is_some_and(|claim| bound_volume(claim) == Some(handed.volume.as_str()));
-        moved
+        moved(handed, cluster)
             || cluster
                 .volumes
                 .get(&handed.volume)
                 .is_some_and(|volume| reclaim_policy(volume) == RETAIN)
     })
+}
+
+/// The volume is bound under the new claim name.
+fn moved(handed: &HandedVolume, cluster: &Cluster) -> bool {
+    cluster
+        .claims
+        .get(&handed.to_claim)
+        .is_some_and(|claim| bound_volume(claim) == Some(handed.volume.as_str()) && is_bound(claim))
 }
 
 /// The record of moving replica `ordinal` from `from` to the StatefulSet `to`: every claim of it
@@ -168,14 +172,12 @@ pub fn advance(handover: &Handover, labels: &BTreeMap<String, String>, cluster: 
         .iter()
         .filter_map(|handed| {
             let volume = cluster.volumes.get(&handed.volume)?;
-            let done = cluster
-                .claims
-                .get(&handed.to_claim)
-                .is_some_and(|claim| bound_volume(claim) == Some(handed.volume.as_str()) && is_bound(claim));
-            (!done && reclaim_policy(volume) != RETAIN).then(|| HandoverAction::SetReclaimPolicy {
-                volume: handed.volume.clone(),
-                uid: handed.volume_uid.clone(),
-                policy: RETAIN.to_string(),
+            (!moved(handed, cluster) && reclaim_policy(volume) != RETAIN).then(|| {
+                HandoverAction::SetReclaimPolicy {
+                    volume: handed.volume.clone(),
+                    uid: handed.volume_uid.clone(),
+                    policy: RETAIN.to_string(),
+                }
             })
         })
         .collect();

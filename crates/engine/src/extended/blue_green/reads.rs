@@ -2,8 +2,8 @@
 //! that can move next, and the pods.
 
 use crate::extended::desired::stateful_sets;
-use crate::extended::handover::{Cluster, HandoverAction};
-use crate::extended::plan::{ExtendedAction, LiveSet, Observation};
+use crate::extended::handover::Cluster;
+use crate::extended::plan::{LiveSet, Observation};
 use crate::extended::versions::Range;
 use ferry_api::ExtendedStatefulSet;
 use std::collections::BTreeSet;
@@ -37,27 +37,21 @@ pub fn claims_to_read(
                 [range.start, range.end, wanted.replicas]
             })
             .collect();
-        for set in &sets {
-            let name = set.object.metadata.name.clone().unwrap_or_default();
-            for template in set
-                .object
-                .spec
-                .as_ref()
-                .and_then(|s| s.volume_claim_templates.as_ref())
-                .into_iter()
-                .flatten()
-                .filter_map(|t| t.metadata.name.as_deref())
-            {
-                for &split in &splits {
-                    for ordinal in [split - 1, split] {
-                        if ordinal >= 0 {
-                            for other in &sets {
-                                let other = other.object.metadata.name.as_deref().unwrap_or_default();
-                                names.insert(crate::names::claim(template, other, ordinal));
-                            }
-                            names.insert(crate::names::claim(template, &name, ordinal));
-                        }
-                    }
+        let templates: BTreeSet<&str> = sets
+            .iter()
+            .filter_map(|set| set.object.spec.as_ref()?.volume_claim_templates.as_ref())
+            .flatten()
+            .filter_map(|t| t.metadata.name.as_deref())
+            .collect();
+        let ordinals = splits
+            .iter()
+            .flat_map(|&split| [split - 1, split])
+            .filter(|&o| o >= 0);
+        for ordinal in ordinals {
+            for set in &sets {
+                let name = set.object.metadata.name.as_deref().unwrap_or_default();
+                for template in &templates {
+                    names.insert(crate::names::claim(template, name, ordinal));
                 }
             }
         }
@@ -82,12 +76,5 @@ pub fn cluster(
             .filter_map(|v| Some((v.metadata.name.clone()?, v)))
             .collect(),
         pods,
-    }
-}
-
-/// Handover actions as the plan lists them.
-impl From<HandoverAction> for ExtendedAction {
-    fn from(action: HandoverAction) -> Self {
-        ExtendedAction::Handover(action)
     }
 }
