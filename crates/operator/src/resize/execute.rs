@@ -231,23 +231,14 @@ async fn carry_out(
             )
         }
         ResizeAction::SetReclaimPolicy { volume, uid, policy } => {
-            let patch = with_uid_precondition(objects::reclaim_policy_patch(policy), uid.as_deref());
-            Api::<PersistentVolume>::all(client)
-                .patch(volume, &crate::writes::patch(), &Patch::Merge(patch))
-                .await?;
-            Ok(())
+            set_reclaim_policy(&client, volume, uid.as_deref(), policy).await
         }
         ResizeAction::DeleteClaim { claim, uid } => {
             let claims = Api::<PersistentVolumeClaim>::namespaced(client, namespace);
             delete_if_same(&claims, claim, Some(uid.clone())).await
         }
         ResizeAction::ReserveVolume { volume, uid, claim } => {
-            let patch =
-                with_uid_precondition(objects::reserve_volume_patch(namespace, claim), uid.as_deref());
-            Api::<PersistentVolume>::all(client)
-                .patch(volume, &crate::writes::patch(), &Patch::Merge(patch))
-                .await?;
-            Ok(())
+            reserve_volume(&client, namespace, volume, uid.as_deref(), claim).await
         }
         ResizeAction::BindClaim {
             claim,
@@ -273,14 +264,7 @@ async fn carry_out(
                     .await,
             )
         }
-        ResizeAction::NudgeClaim { claim, uid } => {
-            // The UID in the patch makes it fail rather than touch a claim of the same name.
-            let patch = with_uid_precondition(objects::nudge_patch(), Some(uid.as_str()));
-            Api::<PersistentVolumeClaim>::namespaced(client, namespace)
-                .patch(claim, &crate::writes::patch(), &Patch::Merge(&patch))
-                .await?;
-            Ok(())
-        }
+        ResizeAction::NudgeClaim { claim, uid } => nudge_claim(&client, namespace, claim, uid).await,
         ResizeAction::RecreateStatefulSet => {
             let backup = Api::<ConfigMap>::namespaced(client.clone(), namespace)
                 .get(&backup_name(resize))
@@ -343,6 +327,50 @@ async fn replica_tolerations(
         .and_then(|spec| spec.template.spec)
         .and_then(|pod| pod.tolerations)
         .unwrap_or_default())
+}
+
+/// Sets a volume's reclaim policy, only while it still has `uid`.
+pub(crate) async fn set_reclaim_policy(
+    client: &kube::Client,
+    volume: &str,
+    uid: Option<&str>,
+    policy: &str,
+) -> Result<(), Error> {
+    let patch = with_uid_precondition(objects::reclaim_policy_patch(policy), uid);
+    Api::<PersistentVolume>::all(client.clone())
+        .patch(volume, &crate::writes::patch(), &Patch::Merge(patch))
+        .await?;
+    Ok(())
+}
+
+/// Reserves a released volume (only while it still has `uid`) for claim `claim` of `namespace`.
+pub(crate) async fn reserve_volume(
+    client: &kube::Client,
+    namespace: &str,
+    volume: &str,
+    uid: Option<&str>,
+    claim: &str,
+) -> Result<(), Error> {
+    let patch = with_uid_precondition(objects::reserve_volume_patch(namespace, claim), uid);
+    Api::<PersistentVolume>::all(client.clone())
+        .patch(volume, &crate::writes::patch(), &Patch::Merge(patch))
+        .await?;
+    Ok(())
+}
+
+/// Touches a claim whose binding stalled; the UID in the patch makes it fail rather than touch a
+/// claim of the same name.
+pub(crate) async fn nudge_claim(
+    client: &kube::Client,
+    namespace: &str,
+    claim: &str,
+    uid: &str,
+) -> Result<(), Error> {
+    let patch = with_uid_precondition(objects::nudge_patch(), Some(uid));
+    Api::<PersistentVolumeClaim>::namespaced(client.clone(), namespace)
+        .patch(claim, &crate::writes::patch(), &Patch::Merge(&patch))
+        .await?;
+    Ok(())
 }
 
 pub(crate) fn ignore_conflict<T>(result: Result<T, kube::Error>) -> Result<(), Error> {
