@@ -19,7 +19,7 @@
 //! ```text
 //! ferry-mover sync --source DIR --target DIR [--delete] [--verify none|metadata|checksum]
 //!                  [--checksum-compare] [--threads N] [--progress json|human|none] [--result-file PATH]
-//!                  [--bwlimit BYTES_PER_SECOND] [--wait-for FILE]
+//!                  [--bwlimit BYTES_PER_SECOND] [--wait-for FILE [--go-key-sha256 HEX]]
 //! ferry-mover digest DIR [--json]
 //! ferry-mover usage DIR            # prints {"bytes":N,"inodes":N}
 //! ```
@@ -87,6 +87,6 @@ pub use meta::Kind;
 pub use options::{Hook, SyncOptions, SyncReport, VerifyMode};
 pub use plan::TEMP_PREFIX;
 pub use progress::{ProgressLine, ProgressMode};
-pub use signal::wait_for_go;
+pub use signal::{GoBy, wait_for_go};
 pub use sync::sync;
 pub use usage::{Usage, usage};

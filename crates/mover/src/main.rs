@@ -87,6 +87,10 @@ struct SyncArgs {
     /// Waits with the volumes already mounted, so starting the pod costs no downtime.
     #[arg(long, value_name = "FILE")]
     wait_for: Option<PathBuf>,
+    /// With --wait-for: a line on stdin whose SHA-256 is HEX is a go too (the operator's, sent
+    /// through an attach stream; sooner than the kubelet rewrites FILE). Other lines are ignored.
+    #[arg(long, value_name = "HEX", requires = "wait_for", value_parser = parse_key_digest)]
+    go_key_sha256: Option<String>,
     /// Where to write the final result JSON (default: $FERRY_RESULT_FILE, else
     /// /dev/termination-log when running in a pod, else nowhere).
     #[arg(long)]
@@ -228,16 +232,20 @@ fn run_sync(args: SyncArgs) -> i32 {
     // When the go came, by the wall clock: what the kubelet's delivery of it costs shows against the
     // time it was given.
     let go_at = args.wait_for.as_ref().map(|go| {
-        ferry_mover::wait_for_go(go);
-        std::time::SystemTime::now()
+        let lines =
+            (args.go_key_sha256.clone()).map(|digest| (std::io::BufReader::new(std::io::stdin()), digest));
+        let by = ferry_mover::wait_for_go(go, lines);
+        let at = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |since| since.as_millis() as u64)
+            .map_or(0, |since| since.as_millis() as u64);
+        (at, by)
     });
     let (code, json) = match ferry_mover::sync(&opts) {
         Ok(r) => {
             let mut result = serde_json::to_value(&r).unwrap_or_default();
-            if let (Some(at), Some(fields)) = (go_at, result.as_object_mut()) {
+            if let (Some((at, by)), Some(fields)) = (go_at, result.as_object_mut()) {
                 fields.insert("goAtUnixMs".into(), at.into());
+                fields.insert("goBy".into(), by.as_str().into());
             }
             (0, result.to_string())
         }
@@ -300,5 +308,14 @@ fn failure_json(e: &MoverError) -> String {
                 .unwrap_or(0);
             message.truncate(cut);
         }
+    }
+}
+
+/// A SHA-256 digest as 64 hex digits.
+fn parse_key_digest(text: &str) -> Result<String, String> {
+    if text.len() == 64 && text.bytes().all(|b| b.is_ascii_hexdigit()) {
+        Ok(text.to_ascii_lowercase())
+    } else {
+        Err("expected a SHA-256 digest: 64 hex digits".to_string())
     }
 }

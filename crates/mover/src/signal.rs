@@ -1,31 +1,113 @@
 //! The go of a final pass: a mover started on standby (its volumes mounted while the replica still
 //! serves) waits until a file is non-empty. In a pod that file is a downward API file showing an
 //! annotation the operator sets once the replica's pod is gone; the kubelet rewrites it in place.
+//!
+//! The operator may also give the go as a line on the mover's stdin (through an attach stream it
+//! opened while the replica served), which skips the kubelet's delivery of the annotation. Only a
+//! line whose SHA-256 is the digest the mover was started with counts: the key is known to the
+//! operator alone, so no one else allowed to attach can start the pass. Anything else on stdin, and
+//! its end (the stream dropped with the operator), starts nothing.
 
+use std::io::{BufRead, Read};
 use std::path::Path;
+use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
 use std::time::Duration;
+
+use sha2::{Digest, Sha256};
 
 /// How often the file is read: the go's latency on top of the kubelet's, for a read of a small
 /// file on a tmpfs a hundred times a second.
 const POLL: Duration = Duration::from_millis(10);
 
-/// Returns once `path` exists with non-blank content. A file not there yet (the kubelet writes
-/// the volume before the container starts, but outside a pod it may come later) is waited for too.
-pub fn wait_for_go(path: &Path) {
+/// The longest stdin line read at once: a key is 64 hex digits; anything longer is read in pieces
+/// (none of which matches) rather than held whole.
+const MAX_LINE: u64 = 256;
+
+/// Which signal started the pass.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GoBy {
+    /// The file (the downward API annotation).
+    File,
+    /// The key on stdin.
+    Line,
+}
+
+impl GoBy {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            GoBy::File => "file",
+            GoBy::Line => "line",
+        }
+    }
+}
+
+/// Returns once `path` exists with non-blank content, or once `lines` (if given) sends the line
+/// whose SHA-256 is `key_digest` (lowercase hex). A file not there yet (the kubelet writes the
+/// volume before the container starts, but outside a pod it may come later) is waited for too.
+pub fn wait_for_go<R>(path: &Path, lines: Option<(R, String)>) -> GoBy
+where
+    R: BufRead + Send + 'static,
+{
+    let keyed = lines.map(|(reader, digest)| listen(reader, digest));
     loop {
         if let Ok(content) = std::fs::read(path)
             && content.iter().any(|b| !b.is_ascii_whitespace())
         {
-            return;
+            return GoBy::File;
         }
-        std::thread::sleep(POLL);
+        match &keyed {
+            Some(keyed) => match keyed.recv_timeout(POLL) {
+                Ok(()) => return GoBy::Line,
+                Err(RecvTimeoutError::Timeout) => {}
+                // The reader ended without the key: the file alone is left.
+                Err(RecvTimeoutError::Disconnected) => std::thread::sleep(POLL),
+            },
+            None => std::thread::sleep(POLL),
+        }
     }
+}
+
+/// Reads `reader` line by line on a thread of its own; sends once a line's SHA-256 is `digest`.
+fn listen<R: BufRead + Send + 'static>(reader: R, digest: String) -> Receiver<()> {
+    let (found, receiver) = channel();
+    std::thread::spawn(move || {
+        let mut reader = reader;
+        loop {
+            let mut line = Vec::new();
+            match (&mut reader).take(MAX_LINE).read_until(b'\n', &mut line) {
+                Ok(0) | Err(_) => return,
+                Ok(_) => {}
+            }
+            if is_key(line.trim_ascii(), &digest) {
+                let _ = found.send(());
+                return;
+            }
+        }
+    });
+    receiver
+}
+
+/// Whether `line`'s SHA-256 is `digest` (hex, either case).
+fn is_key(line: &[u8], digest: &str) -> bool {
+    let hash = Sha256::digest(line);
+    let hex: String = hash.iter().map(|byte| format!("{byte:02x}")).collect();
+    !line.is_empty() && hex.eq_ignore_ascii_case(digest.trim())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::io::Cursor;
     use std::time::Instant;
+
+    const KEY: &str = "k3y";
+
+    fn digest_of(key: &str) -> String {
+        Sha256::digest(key.as_bytes())
+            .iter()
+            .map(|byte| format!("{byte:02x}"))
+            .collect()
+    }
 
     #[test]
     fn returns_only_once_the_file_has_content() {
@@ -43,10 +125,55 @@ mod tests {
             })
         };
         let started = Instant::now();
-        wait_for_go(&path);
+        let by = wait_for_go::<Cursor<Vec<u8>>>(&path, None);
         let returned = Instant::now();
         let written = writer.join().unwrap();
+        assert_eq!(by, GoBy::File);
         assert!(returned >= written, "returned before the go was written");
         assert!(returned.duration_since(started) >= Duration::from_millis(400));
+    }
+
+    #[test]
+    fn the_key_on_a_line_starts_the_pass_at_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("go");
+        std::fs::write(&path, "").unwrap();
+        let lines = Cursor::new(format!("go\n{KEY}x\n\n{KEY}\n").into_bytes());
+        let by = wait_for_go(&path, Some((lines, digest_of(KEY))));
+        assert_eq!(by, GoBy::Line);
+    }
+
+    /// Other lines, an overlong one, and the stream's end (the operator gone) start nothing: only
+    /// the file does, later.
+    #[test]
+    fn other_lines_and_the_end_of_the_stream_start_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("go");
+        std::fs::write(&path, "").unwrap();
+        let overlong = KEY.repeat(200);
+        let lines = Cursor::new(format!("go\n{overlong}\n{}\n", digest_of(KEY)).into_bytes());
+        let writer = {
+            let path = path.clone();
+            std::thread::spawn(move || {
+                std::thread::sleep(Duration::from_millis(300));
+                std::fs::write(&path, "go").unwrap();
+                Instant::now()
+            })
+        };
+        let by = wait_for_go(&path, Some((lines, digest_of(KEY))));
+        let returned = Instant::now();
+        assert_eq!(by, GoBy::File, "a line that is not the key started the pass");
+        assert!(
+            returned >= writer.join().unwrap(),
+            "returned before the file's go"
+        );
+    }
+
+    #[test]
+    fn only_the_key_whose_digest_was_given_matches() {
+        assert!(is_key(KEY.as_bytes(), &digest_of(KEY)));
+        assert!(is_key(KEY.as_bytes(), &digest_of(KEY).to_uppercase()));
+        assert!(!is_key(b"other", &digest_of(KEY)));
+        assert!(!is_key(b"", &digest_of("")), "an empty line is never a key");
     }
 }

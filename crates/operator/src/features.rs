@@ -21,16 +21,20 @@ pub enum Feature {
     /// VolumeResizes. Needs no rule of its own, but the webhook on StatefulSet updates: switched
     /// off, nothing of Ferry sits in the path of a StatefulSet edit.
     Triggers,
+    /// A standby final mover's go written on its stdin as well as in its annotation, 0.1–0.2 s
+    /// sooner (the replica's downtime): `pods/attach` get, create.
+    DirectGo,
 }
 
 impl Feature {
-    pub const ALL: [Feature; 6] = [
+    pub const ALL: [Feature; 7] = [
         Feature::SecretReferences,
         Feature::KubeletStats,
         Feature::UpdateHooks,
         Feature::Autoscale,
         Feature::ExtendedStatefulSets,
         Feature::Triggers,
+        Feature::DirectGo,
     ];
 
     /// The features that only serve this one, switched off with it.
@@ -38,9 +42,11 @@ impl Feature {
         match self {
             Feature::Autoscale => &[Feature::KubeletStats],
             Feature::ExtendedStatefulSets => &[Feature::SecretReferences, Feature::UpdateHooks],
-            Feature::SecretReferences | Feature::KubeletStats | Feature::UpdateHooks | Feature::Triggers => {
-                &[]
-            }
+            Feature::SecretReferences
+            | Feature::KubeletStats
+            | Feature::UpdateHooks
+            | Feature::Triggers
+            | Feature::DirectGo => &[],
         }
     }
 
@@ -53,6 +59,7 @@ impl Feature {
             Feature::Autoscale => "autoscale",
             Feature::ExtendedStatefulSets => "extended-stateful-sets",
             Feature::Triggers => "triggers",
+            Feature::DirectGo => "direct-go",
         }
     }
 
@@ -65,6 +72,7 @@ impl Feature {
             Feature::Autoscale => "features.autoscale",
             Feature::ExtendedStatefulSets => "features.extendedStatefulSets",
             Feature::Triggers => "features.triggers",
+            Feature::DirectGo => "features.directGo",
         }
     }
 
@@ -83,7 +91,7 @@ impl Feature {
 /// Which features this operator uses: all, unless switched off.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Features {
-    disabled: [bool; 6],
+    disabled: [bool; 7],
 }
 
 impl Features {
@@ -111,6 +119,7 @@ impl Features {
             Feature::Autoscale => 3,
             Feature::ExtendedStatefulSets => 4,
             Feature::Triggers => 5,
+            Feature::DirectGo => 6,
         }
     }
 
@@ -145,7 +154,7 @@ mod tests {
         let error = Feature::parse("secrets").unwrap_err();
         assert!(
             error.contains(
-                "secret-references, kubelet-stats, update-hooks, autoscale, extended-stateful-sets, triggers"
+                "secret-references, kubelet-stats, update-hooks, autoscale, extended-stateful-sets, triggers, direct-go"
             ),
             "{error}"
         );

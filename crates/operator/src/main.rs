@@ -118,8 +118,9 @@ struct RunArgs {
     usage_prometheus_ca_file: Option<std::path::PathBuf>,
     /// Features to switch off, comma-separated: `secret-references` (Secrets an
     /// ExtendedStatefulSet references are not read), `kubelet-stats` (VolumeAutoscalers read
-    /// no usage), `update-hooks` (no pre- or post-update Jobs). The chart's `features` values
-    /// set this and withhold the permissions.
+    /// no usage), `update-hooks` (no pre- or post-update Jobs), `autoscale`,
+    /// `extended-stateful-sets`, `triggers`, `direct-go` (a final mover's go by its annotation
+    /// alone, no attach). The chart's `features` values set this and withhold the permissions.
     #[arg(long, env = "FERRY_DISABLE_FEATURES", value_delimiter = ',', value_parser = Feature::parse)]
     disable_features: Vec<Feature>,
     /// Keep the per-StatefulSet hold Leases (one resize at a time) in this namespace, the

@@ -2,12 +2,14 @@
 //! more (creates tolerate "already exists", deletes are guarded by UID preconditions). The objects
 //! and patches come from `objects`; here is only which API gets them.
 
+use super::Resizing;
 use super::objects::{self, CopyJob, Owner, backup_name};
 use crate::Error;
 use crate::context::Context;
 use crate::error::ActionKind;
 use crate::writes::with_uid_precondition;
 use ferry_api::{VolumeResize, parse_bytes};
+use ferry_engine::resize::action::Pass;
 use ferry_engine::resize::action::ResizeAction;
 use k8s_openapi::api::apps::v1::StatefulSet;
 use k8s_openapi::api::core::v1::{ConfigMap, PersistentVolume, PersistentVolumeClaim, Pod, Toleration};
@@ -16,7 +18,7 @@ use kube::{Api, ResourceExt};
 
 /// Carries out `action`; an API error says which action failed on which object.
 pub async fn execute(
-    ctx: &Context,
+    ctx: &Resizing,
     resize: &VolumeResize,
     namespace: &str,
     stateful_set: Option<&StatefulSet>,
@@ -59,7 +61,7 @@ fn object_of(resize: &VolumeResize, action: &ResizeAction) -> String {
 }
 
 async fn carry_out(
-    ctx: &Context,
+    ctx: &Resizing,
     resize: &VolumeResize,
     namespace: &str,
     stateful_set: Option<&StatefulSet>,
@@ -178,12 +180,21 @@ async fn carry_out(
                 resources: settings.resources.or_else(|| ctx.mover_resources.clone()),
                 capabilities: capabilities.clone(),
             };
-            let mover = objects::mover_pod(&Owner::of(resize), pod, &placement, &copy);
-            ignore_conflict(
-                Api::<Pod>::namespaced(client, namespace)
-                    .create(&crate::writes::create(), &mover)
-                    .await,
-            )
+            let mut mover = objects::mover_pod(&Owner::of(resize), pod, &placement, &copy);
+            let key = (copy.pass == Pass::Final)
+                .then(|| ctx.direct_go.new_key())
+                .flatten();
+            if let Some(key) = &key {
+                objects::with_go_line(&mut mover, &key.digest);
+            }
+            let created = Api::<Pod>::namespaced(client, namespace)
+                .create(&crate::writes::create(), &mover)
+                .await;
+            // A mover already there keeps the key it was made with.
+            if let (Ok(_), Some(key)) = (&created, key) {
+                ctx.direct_go.remember(namespace, pod, key);
+            }
+            ignore_conflict(created)
         }
         ResizeAction::MeasureUsage { pod, claim } => {
             let placement = placement(ctx, resize, namespace).await?;
@@ -221,6 +232,8 @@ async fn carry_out(
                     .map(|_| ()),
             )
         }
+        // The annotation is the record of the go; the line on the mover's stdin, after it, only
+        // reaches the mover sooner.
         ResizeAction::StartFinalPass { pod, uid } => {
             let patch = with_uid_precondition(objects::final_pass_go_patch(), Some(uid));
             ignore_gone(
@@ -228,7 +241,9 @@ async fn carry_out(
                     .patch(pod, &crate::writes::patch(), &Patch::Merge(patch))
                     .await
                     .map(|_| ()),
-            )
+            )?;
+            ctx.direct_go.give(namespace, pod).await;
+            Ok(())
         }
         ResizeAction::SetReclaimPolicy { volume, uid, policy } => {
             set_reclaim_policy(&client, volume, uid.as_deref(), policy).await
@@ -436,7 +451,6 @@ pub(crate) fn ignore_gone(result: Result<(), kube::Error>) -> Result<(), Error> 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use ferry_engine::resize::action::Pass;
 
     /// Every action names the object it works on, as its plan gives it.
     #[test]

@@ -2,6 +2,7 @@
 
 mod clone_failures;
 pub mod controller;
+mod direct_go;
 mod dry_run_usage;
 pub(crate) mod execute;
 pub mod hold;
@@ -32,6 +33,8 @@ pub struct Resizing {
     pub refusals: refusals::Refusals,
     /// Movers' logs followed for their results, which wake the resize controller.
     pub results: result_watch::ResultWatch,
+    /// Keys and attach streams of standby final movers, for a go sooner than their annotation.
+    pub direct_go: direct_go::DirectGo,
     /// What each running resize's lists last saw, so the next are served from the API server's
     /// cache without going back in time.
     pub read_floors: read_floors::ReadFloors,
@@ -50,10 +53,11 @@ impl Resizing {
 impl From<Arc<Context>> for Resizing {
     fn from(shared: Arc<Context>) -> Self {
         Resizing {
-            shared,
             refusals: Default::default(),
             results: Default::default(),
             read_floors: Default::default(),
+            direct_go: direct_go::DirectGo::new(shared.features.enabled(crate::features::Feature::DirectGo)),
+            shared,
         }
     }
 }

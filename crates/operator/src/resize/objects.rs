@@ -225,6 +225,19 @@ pub fn mover_pod(owner: &Owner, name: &str, placement: &Placement, copy: &CopyJo
     pod
 }
 
+/// Final mover `pod` also takes its go as a line on its stdin whose SHA-256 is `key_digest`
+/// (feature `directGo`, `direct_go.rs`): stdin kept open across attaches, so a stream that drops
+/// before the go is no end of it.
+pub fn with_go_line(pod: &mut Pod, key_digest: &str) {
+    let containers = pod.spec.iter_mut().flat_map(|spec| spec.containers.iter_mut());
+    for container in containers.filter(|c| c.name == MOVER_CONTAINER) {
+        container.stdin = Some(true);
+        container.stdin_once = Some(false);
+        (container.command.get_or_insert_with(Vec::new))
+            .extend(["--go-key-sha256".to_string(), key_digest.to_string()]);
+    }
+}
+
 /// The downward API volume holding the pod's [`ANNOTATION_FINAL_PASS`] as file `go`.
 fn signal_volume() -> Volume {
     Volume {

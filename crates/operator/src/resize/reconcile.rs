@@ -171,7 +171,7 @@ async fn apply_precheck(
 
 /// Old volumes kept after a copy are released to their provisioner when `retainOldVolumes` is up.
 async fn apply_retention(
-    ctx: &Context,
+    ctx: &Resizing,
     resize: &VolumeResize,
     namespace: &str,
     decision: RetentionDecision,

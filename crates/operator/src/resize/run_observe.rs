@@ -91,6 +91,12 @@ pub async fn read_run(
                 .follow(&pods_api, &name, &mover.uid, resize_ref.clone());
         }
     }
+    // A standby final mover running: open the stream its go may come by, while the replica serves.
+    for (name, mover) in &observed.movers {
+        if mover.awaiting_go && mover.phase == MoverPhase::Running {
+            ctx.direct_go.attach(&pods_api, namespace, name);
+        }
+    }
     for (name, volume) in volume_names.into_iter().zip(volumes?) {
         // Only a volume bound (or reserved) to a claim of this namespace is this resize's to touch:
         // a name in status never reaches a PV of someone else's namespace.

@@ -1,11 +1,14 @@
 //! The operator's one pod write, bounded by the chart: RBAC grants it `patch` on pods (for the go of
 //! a final mover on standby), and the chart's ValidatingAdmissionPolicy `<release>-operator-pods`
-//! lets that ServiceAccount change nothing else, on no other pod, on the real API server.
+//! lets that ServiceAccount change nothing else, on no other pod, on the real API server. Its one
+//! attach (`pods/attach` get and create, feature `directGo`) is bounded the same way by
+//! `<release>-operator-attach`: the stdin of a final mover, nothing else.
 
 use ferry_testenv::{TestNamespace, client};
 use k8s_openapi::api::core::v1::Pod;
 use kube::Api;
-use kube::api::{Patch, PatchParams, PostParams};
+use kube::api::{AttachParams, Patch, PatchParams, PostParams};
+use kube::client::UpgradeConnectionError;
 use serde_json::{Value, json};
 
 /// A pod no node takes (a node selector nothing has), with `labels` and `annotations`.
@@ -98,6 +101,85 @@ async fn the_operator_may_patch_only_the_go_of_its_own_final_movers() {
     // The policy binds the operator only: anyone else is judged by RBAC alone, as before.
     let relabelled = patch(&pods, "app", json!({"metadata": {"labels": {"tier": "1"}}})).await;
     assert!(relabelled.is_ok(), "{relabelled:?}");
+
+    ferry_testenv::chart::remove_identity(&identity).await.unwrap();
+    ns.cleanup().await.unwrap();
+}
+
+/// The status code an attach as `pods` gets: the API server admits (or refuses) a CONNECT before it
+/// asks a kubelet, so a pod no node took answers with another error once admitted.
+async fn attach_status(pods: &Api<Pod>, name: &str, params: &AttachParams) -> Option<u16> {
+    match pods.attach(name, params).await {
+        Ok(_) => None,
+        Err(kube::Error::UpgradeConnection(UpgradeConnectionError::ProtocolSwitch(code))) => {
+            Some(code.as_u16())
+        }
+        Err(kube::Error::Api(status)) => Some(status.code),
+        Err(other) => panic!("attach {name}: {other:?}"),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_operator_may_attach_only_to_the_stdin_of_its_own_final_movers() {
+    let admin = client().await.unwrap();
+    let ns = TestNamespace::create(&admin, "attach-policy").await.unwrap();
+    let identity = ferry_testenv::chart::install_identity(&ns.name).await.unwrap();
+    let pods = Api::<Pod>::namespaced(admin.clone(), &ns.name);
+    let mover_labels = json!({"ferry.dev/mover": "true", "ferry.dev/mover-pass": "final"});
+    for pod in [
+        pod("app", json!({"app": "db"}), json!({})),
+        pod(
+            "data-db-0-ferry-abc-final",
+            mover_labels,
+            json!({"ferry.dev/final-pass": ""}),
+        ),
+    ] {
+        pods.create(&PostParams::default(), &pod).await.unwrap();
+    }
+    let operator = ferry_testenv::chart::client_as(&identity.user).await.unwrap();
+    let as_operator = Api::<Pod>::namespaced(operator, &ns.name);
+    let stdin_only = || {
+        AttachParams::default()
+            .container("mover")
+            .stdin(true)
+            .stdout(false)
+            .stderr(false)
+    };
+    let final_mover = "data-db-0-ferry-abc-final";
+
+    let forbidden = Some(403);
+    // A new policy takes effect once the API server has loaded it (a second or so).
+    ferry_testenv::wait_until("the policy to take effect", 30, || async {
+        (attach_status(&as_operator, "app", &stdin_only()).await == forbidden).then_some(())
+    })
+    .await
+    .unwrap();
+    let reading = stdin_only().stdout(true);
+    assert_eq!(
+        attach_status(&as_operator, final_mover, &reading).await,
+        forbidden,
+        "output read"
+    );
+    let other_container = stdin_only().container("app");
+    assert_eq!(
+        attach_status(&as_operator, final_mover, &other_container).await,
+        forbidden,
+        "another container"
+    );
+    // Admitted: the API server goes on to find the pod has no node (400), which no policy says.
+    let admitted = attach_status(&as_operator, final_mover, &stdin_only()).await;
+    assert_eq!(admitted, Some(400), "the stdin of a final mover");
+    // Switched off, the chart grants no attach at all.
+    let off = ferry_testenv::chart::install_identity_with(&ns.name, &["features.directGo=false"])
+        .await
+        .unwrap();
+    let without = ferry_testenv::chart::client_as(&off.user).await.unwrap();
+    let as_operator_without = Api::<Pod>::namespaced(without, &ns.name);
+    ferry_testenv::wait_until("the grant to be withdrawn", 30, || async {
+        (attach_status(&as_operator_without, final_mover, &stdin_only()).await == forbidden).then_some(())
+    })
+    .await
+    .unwrap();
 
     ferry_testenv::chart::remove_identity(&identity).await.unwrap();
     ns.cleanup().await.unwrap();

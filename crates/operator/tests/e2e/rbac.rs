@@ -117,6 +117,7 @@ async fn each_switched_off_feature_withholds_exactly_its_rules() {
         features.iter().map(|f| f.as_str()).collect::<Vec<_>>(),
         [
             "autoscale",
+            "directGo",
             "extendedStatefulSets",
             "kubeletStats",
             "secretReferences",

@@ -161,6 +161,49 @@ fn watch_mover_containers(harness: &Harness) -> Arc<Mutex<BTreeMap<String, Strin
     seen
 }
 
+/// The result line of every final mover seen while the test runs, by pod name, read from its log
+/// as the operator reads it (the pod is deleted the moment its result is seen).
+fn follow_final_results(harness: &Harness) -> Arc<Mutex<BTreeMap<String, serde_json::Value>>> {
+    use futures::{AsyncBufReadExt, StreamExt};
+    let results = Arc::new(Mutex::new(BTreeMap::new()));
+    let pods: Api<Pod> = harness.ns.api();
+    let record = results.clone();
+    tokio::spawn(async move {
+        let followed = Arc::new(Mutex::new(std::collections::BTreeSet::new()));
+        loop {
+            let list = pods.list(&ListParams::default().labels(MOVER_LABEL)).await;
+            for pod in list.map(|list| list.items).unwrap_or_default() {
+                let name = pod.name_any();
+                let running = (pod.status.as_ref().and_then(|s| s.phase.as_deref())) == Some("Running");
+                if !name.ends_with("-final") || !running || !followed.lock().unwrap().insert(name.clone()) {
+                    continue;
+                }
+                let (pods, record, followed) = (pods.clone(), record.clone(), followed.clone());
+                tokio::spawn(async move {
+                    let params = kube::api::LogParams {
+                        follow: true,
+                        ..Default::default()
+                    };
+                    if let Ok(log) = pods.log_stream(&name, &params).await {
+                        let mut lines = log.lines();
+                        while let Some(Ok(line)) = lines.next().await {
+                            if let Ok(result) = serde_json::from_str::<serde_json::Value>(&line)
+                                && result.get("digest").is_some()
+                            {
+                                record.lock().unwrap().insert(name.clone(), result);
+                            }
+                        }
+                    }
+                    // Followed again if it is still there (the log ended early).
+                    followed.lock().unwrap().remove(&name);
+                });
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        }
+    });
+    results
+}
+
 /// Every acknowledged record of every replica is on the claim's current volume, the seed is intact,
 /// and the writers wrote on after the resize.
 pub(crate) async fn assert_nothing_lost(harness: &Harness, replicas: i32, seeds: &BTreeMap<String, String>) {
@@ -191,6 +234,7 @@ async fn rolling_shrink_onto_another_class_loses_no_acknowledged_write() {
     let harness = Harness::start("real-copy").await;
     let seeds = writer(&harness, 2, CLASS_BLOCK, "320Mi").await;
     let movers = watch_mover_containers(&harness);
+    let results = follow_final_results(&harness);
     let status = resize_succeeds(
         &harness,
         "shrink",
@@ -235,6 +279,18 @@ async fn rolling_shrink_onto_another_class_loses_no_acknowledged_write() {
         for needless in ["FSETID", "MKNOD", "SETFCAP"] {
             assert!(!capabilities.contains(&needless.to_string()), "{name}: {placed}");
         }
+    }
+    // Each final pass began on the operator's line through the chart's `pods/attach` grant, not
+    // on the kubelet's later rewrite of the annotation file.
+    let results = results.lock().unwrap().clone();
+    let finals: Vec<_> = movers.keys().filter(|name| name.ends_with("-final")).collect();
+    assert_eq!(
+        results.len(),
+        finals.len(),
+        "a result per final mover: {results:?}"
+    );
+    for (name, result) in &results {
+        assert_eq!(result["goBy"], "line", "{name}: {result}");
     }
     for row in &status.plan {
         let recorded = row.mover_capabilities.clone().unwrap();
@@ -651,10 +707,16 @@ async fn a_standby_final_mover_waits_for_its_go_through_an_operator_killed_betwe
         Some("")
     );
 
+    // The line its go may come by is only this operator's: the one restarted has no key for it, so
+    // the annotation gives the go.
+    let results = follow_final_results(&harness);
     harness.restart_operator();
     let resize = wait_phase(&harness, "copy", 180).await;
     let status = resize.status.unwrap();
     assert_eq!(status.phase, Some(Phase::Succeeded), "{:?}", status.message);
+    let results = results.lock().unwrap().clone();
+    assert_eq!(results.len(), 1, "{results:?}");
+    assert_eq!(results[&standby.name_any()]["goBy"], "file", "{results:?}");
     assert_nothing_lost(&harness, 1, &seeds).await;
     harness.finish().await;
 }

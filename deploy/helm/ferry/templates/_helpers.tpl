@@ -97,6 +97,7 @@ annotations:
 {{- if not .Values.features.autoscale }}{{ $off = append $off "autoscale" }}{{ end -}}
 {{- if not .Values.features.extendedStatefulSets }}{{ $off = append $off "extended-stateful-sets" }}{{ end -}}
 {{- if not .Values.features.triggers }}{{ $off = append $off "triggers" }}{{ end -}}
+{{- if not .Values.features.directGo }}{{ $off = append $off "direct-go" }}{{ end -}}
 {{- join "," $off -}}
 {{- end -}}
 

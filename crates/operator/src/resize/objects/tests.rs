@@ -788,3 +788,17 @@ fn mover_and_usage_pods_pull_with_the_operators_pull_secrets_and_name_none_witho
     let without = mover_pod(&owner(), "m", &placed(), &final_copy());
     assert_eq!(pull_secrets(&without), serde_json::Value::Null);
 }
+
+#[test]
+fn a_final_mover_with_a_key_keeps_its_stdin_open_and_is_told_the_keys_digest() {
+    let mut pod = mover_pod(&owner(), "data-db-0-ferry-abc-final", &placed(), &final_copy());
+    let plain = spec(&pod).containers[0].clone();
+    assert_eq!(plain.stdin, None, "no stdin without a key");
+    let digest = "ab".repeat(32);
+    with_go_line(&mut pod, &digest);
+    let container = &spec(&pod).containers[0];
+    assert_eq!((container.stdin, container.stdin_once), (Some(true), Some(false)));
+    let command = container.command.clone().unwrap();
+    assert_eq!(command[..command.len() - 2], plain.command.unwrap()[..]);
+    assert_eq!(command[command.len() - 2..], ["--go-key-sha256".to_string(), digest]);
+}

@@ -1,0 +1,191 @@
+//! The go of a standby final mover as a line on its stdin (feature `directGo`). The annotation it
+//! also gets stays the record of the go; the kubelet shows it to the mover through a downward API
+//! file 0.1–0.2 s later, all of it the replica's downtime. The line only wakes the mover sooner.
+//!
+//! Each final mover gets a key when it is made, kept in this operator's memory alone (the pod
+//! carries the key's SHA-256, so no one else allowed to attach can start its pass). An attach
+//! stream to its stdin is opened once it runs, while the replica still serves; the go writes the
+//! key on it after the annotation. An operator restarted in between has no key and no stream: the
+//! annotation alone gives the go, as it does when the attach is refused.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use k8s_openapi::api::core::v1::Pod;
+use kube::Api;
+use kube::api::{AttachParams, AttachedProcess};
+use sha2::{Digest, Sha256};
+use tokio::io::AsyncWriteExt;
+
+use crate::resize::objects::MOVER_CONTAINER;
+
+/// How long a key is kept for a mover never given its go (its resize cancelled or failed).
+const FORGET_AFTER: Duration = Duration::from_secs(24 * 3600);
+/// How long the stream is kept open after the key is written, so its bytes leave before it closes.
+const LINGER: Duration = Duration::from_secs(5);
+/// The longest the go waits for its line to be taken (a full buffer means a stalled stream).
+const WRITE_TIMEOUT: Duration = Duration::from_millis(500);
+
+/// A mover pod: its namespace and name.
+type MoverName = (String, String);
+
+/// A mover's key, and the SHA-256 of it the mover is started with.
+pub struct Key {
+    key: String,
+    pub digest: String,
+}
+
+/// The keys and streams of standby final movers this operator made.
+#[derive(Default)]
+pub struct DirectGo {
+    enabled: bool,
+    movers: Arc<Mutex<HashMap<MoverName, Standby>>>,
+}
+
+struct Standby {
+    key: String,
+    made: Instant,
+    stream: Stream,
+}
+
+enum Stream {
+    /// Not opened yet (the container not running when last seen).
+    Closed,
+    Opening,
+    Open(AttachedProcess),
+    /// The attach failed: the annotation alone gives this mover its go.
+    Refused,
+}
+
+impl DirectGo {
+    /// `enabled`: the feature is on (the operator may attach to pods).
+    pub fn new(enabled: bool) -> Self {
+        DirectGo {
+            enabled,
+            movers: Arc::default(),
+        }
+    }
+
+    /// A new key for a final mover about to be made (it is started with the key's digest);
+    /// `None` with the feature off.
+    pub fn new_key(&self) -> Option<Key> {
+        if !self.enabled {
+            return None;
+        }
+        let key = hex(&rand::random::<[u8; 32]>());
+        let digest = hex(&Sha256::digest(key.as_bytes()));
+        Some(Key { key, digest })
+    }
+
+    /// Keeps `key` for final mover `pod`, just made with its digest.
+    pub fn remember(&self, namespace: &str, pod: &str, key: Key) {
+        let Ok(mut movers) = self.movers.lock() else {
+            return;
+        };
+        movers.retain(|_, standby| standby.made.elapsed() < FORGET_AFTER);
+        let standby = Standby {
+            key: key.key,
+            made: Instant::now(),
+            stream: Stream::Closed,
+        };
+        movers.insert((namespace.to_string(), pod.to_string()), standby);
+    }
+
+    /// Opens the stream to running standby mover `pod`, once, in the background.
+    pub fn attach(&self, pods: &Api<Pod>, namespace: &str, pod: &str) {
+        let name = (namespace.to_string(), pod.to_string());
+        let Ok(mut movers) = self.movers.lock() else {
+            return;
+        };
+        let Some(standby) = movers.get_mut(&name) else {
+            return;
+        };
+        if !matches!(standby.stream, Stream::Closed) {
+            return;
+        }
+        standby.stream = Stream::Opening;
+        drop(movers);
+        let (pods, movers) = (pods.clone(), self.movers.clone());
+        tokio::spawn(async move {
+            let params = AttachParams::default()
+                .container(MOVER_CONTAINER)
+                .stdin(true)
+                .stdout(false)
+                .stderr(false);
+            let stream = match pods.attach(&name.1, &params).await {
+                Ok(process) => Stream::Open(process),
+                Err(error) => {
+                    tracing::info!(pod = name.1, %error, "no attach to the standby mover: its go comes by its annotation");
+                    Stream::Refused
+                }
+            };
+            if let Ok(mut movers) = movers.lock()
+                && let Some(standby) = movers.get_mut(&name)
+                && matches!(standby.stream, Stream::Opening)
+            {
+                standby.stream = stream;
+            }
+        });
+    }
+
+    /// Writes the key on mover `pod`'s stream, if one is open; called once its annotation says go.
+    pub async fn give(&self, namespace: &str, pod: &str) {
+        let name = (namespace.to_string(), pod.to_string());
+        let standby = self
+            .movers
+            .lock()
+            .ok()
+            .and_then(|mut movers| movers.remove(&name));
+        let Some(Standby {
+            key,
+            stream: Stream::Open(mut process),
+            ..
+        }) = standby
+        else {
+            return;
+        };
+        let Some(mut stdin) = process.stdin() else {
+            return;
+        };
+        let line = format!("{key}\n");
+        let written = tokio::time::timeout(WRITE_TIMEOUT, async {
+            stdin.write_all(line.as_bytes()).await?;
+            stdin.flush().await
+        })
+        .await;
+        if !matches!(written, Ok(Ok(()))) {
+            tracing::info!(pod, "the go's line was not taken: its annotation gives it");
+        }
+        // Dropping the stream at once would abort the task that sends the line.
+        tokio::spawn(async move {
+            drop(stdin);
+            let _ = tokio::time::timeout(LINGER, process.join()).await;
+        });
+    }
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|byte| format!("{byte:02x}")).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_key_is_made_only_with_the_feature_on_and_its_digest_is_its_sha256() {
+        assert!(DirectGo::new(false).new_key().is_none());
+        let go = DirectGo::new(true);
+        let key = go.new_key().unwrap();
+        assert_eq!(key.key.len(), 64);
+        assert_eq!(key.digest, hex(&Sha256::digest(key.key.as_bytes())));
+        assert_ne!(go.new_key().unwrap().digest, key.digest, "each mover its own key");
+        go.remember("ns", "m", key);
+        let movers = go.movers.lock().unwrap();
+        assert!(matches!(
+            movers[&("ns".to_string(), "m".to_string())].stream,
+            Stream::Closed
+        ));
+    }
+}
