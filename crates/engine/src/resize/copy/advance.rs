@@ -49,9 +49,30 @@ pub(super) fn advance(
         advance_row(ctx, &mut status, i, observed, &mut step, now);
     }
     if step.ready_to_stop && replica_running {
-        stop_batch(ctx, &mut status, observed, batch, rows, now, &mut step);
+        let retain = retain_before_stop(&status, rows, observed);
+        if retain.is_empty() {
+            stop_batch(ctx, &mut status, observed, batch, rows, now, &mut step);
+        } else {
+            step.actions.extend(retain);
+        }
     }
     decide(status, step.actions, &step.summary)
+}
+
+/// Both volumes of each row set to Retain before the replica stops, once their own policies are
+/// recorded (a rollback gives them back): the swap after the final pass then begins with its
+/// deletes, not with a round of its own in the replica's downtime.
+fn retain_before_stop(status: &VolumeResizeStatus, rows: &[usize], observed: &Observed) -> Vec<ResizeAction> {
+    let mut actions = Vec::new();
+    for row in rows.iter().map(|&i| &status.plan[i]) {
+        if row.original_reclaim_policy.is_none() || row.target_reclaim_policy.is_none() {
+            continue;
+        }
+        for volume in [&row.source_volume, &row.target_volume].into_iter().flatten() {
+            actions.extend(observed.set_reclaim_policy(volume, RETAIN));
+        }
+    }
+    actions
 }
 
 /// A pod of the replica exists and is not going away.

@@ -79,7 +79,8 @@ pub(super) fn start_replica(
         })
         .collect();
     match &observed.stateful_set {
-        None => actions.push(ResizeAction::RecreateStatefulSet),
+        // First: the replica's pod waits for it, not for the policy.
+        None => actions.insert(0, ResizeAction::RecreateStatefulSet),
         Some(sts) if sts.deleting => {}
         Some(sts) if needs_replacing(sts, &status) => actions.push(ResizeAction::OrphanDeleteStatefulSet),
         Some(_) => {

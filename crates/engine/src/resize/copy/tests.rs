@@ -781,6 +781,48 @@ fn killed_after_any_action_the_copy_still_completes_with_data_intact() {
     }
 }
 
+/// Both volumes of a replica are `Retain` by the time it is taken down (their own policies
+/// recorded before), so the swap after its final pass begins with its deletes: no policy is set to
+/// `Retain` for a replica that is down.
+#[test]
+fn both_volumes_are_retained_before_a_replica_stops_and_none_after() {
+    let mut cluster = Cluster::new();
+    let mut stopped = std::collections::BTreeSet::new();
+    let mut inspect = |decision: &Decision, cluster: &Cluster| {
+        for action in &decision.actions {
+            match action {
+                ResizeAction::EvictPod { pod, .. } => {
+                    let row = (decision.status.plan.iter())
+                        .find(|row| format!("db-{}", row.replica) == *pod)
+                        .unwrap();
+                    assert_eq!(row.original_reclaim_policy.as_deref(), Some("Delete"));
+                    assert_eq!(row.target_reclaim_policy.as_deref(), Some("Delete"));
+                    for volume in [&row.source_volume, &row.target_volume] {
+                        let volume = volume.as_ref().unwrap();
+                        let policy = &cluster.observed.volumes[volume].reclaim_policy;
+                        assert_eq!(policy, "Retain", "{pod} stopped with {volume} {policy}");
+                        stopped.insert(volume.clone());
+                    }
+                }
+                ResizeAction::SetReclaimPolicy { volume, policy, .. } if policy == "Retain" => {
+                    assert!(
+                        !stopped.contains(volume),
+                        "{volume} retained only after its replica stopped"
+                    );
+                }
+                _ => {}
+            }
+        }
+    };
+    let (status, _) = drive(&resize(), &mut cluster, planned(), None, 500, &mut inspect);
+    assert_copied(&cluster, &status);
+    assert_eq!(
+        stopped.len(),
+        2 * REPLICAS as usize,
+        "every replica stopped: {stopped:?}"
+    );
+}
+
 #[test]
 fn a_failed_final_sync_rolls_the_replica_back() {
     let mut cluster = Cluster::new();
@@ -804,6 +846,8 @@ fn a_failed_final_sync_rolls_the_replica_back() {
         Some("pv-old-1")
     );
     assert!(cluster.data["pv-old-1"].starts_with("payload-1"));
+    // Retained before its stop, the old volume has its own policy back.
+    assert_eq!(cluster.observed.volumes["pv-old-1"].reclaim_policy, "Delete");
     assert!(
         !cluster.observed.claims.contains_key("data-db-1-ferry-abcd1234"),
         "temporary claim removed"
