@@ -800,5 +800,8 @@ fn a_final_mover_with_a_key_keeps_its_stdin_open_and_is_told_the_keys_digest() {
     assert_eq!((container.stdin, container.stdin_once), (Some(true), Some(false)));
     let command = container.command.clone().unwrap();
     assert_eq!(command[..command.len() - 2], plain.command.unwrap()[..]);
-    assert_eq!(command[command.len() - 2..], ["--go-key-sha256".to_string(), digest]);
+    assert_eq!(
+        command[command.len() - 2..],
+        ["--go-key-sha256".to_string(), digest]
+    );
 }
