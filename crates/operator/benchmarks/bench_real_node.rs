@@ -668,7 +668,8 @@ async fn resize(
         "cloned": done.status.as_ref().and_then(|s| s.plan.first()?.cloned),
         "moverBytes": done.status.as_ref().and_then(|s| s.plan.first()?.bytes_copied),
         "finalPass": {"seconds": result["seconds"], "bytes": result["bytes"], "files": result["files"],
-                      "bytesCopied": result["bytesCopied"], "filesCopied": result["filesCopied"]},
+                      "bytesCopied": result["bytesCopied"], "filesCopied": result["filesCopied"],
+                      "goBy": result["goBy"]},
         "stagesMs": stages, "timelineMs": timeline,
         "dataOk": same && records_kept, "lostRecords": lost.len(),
     }));
