@@ -43,17 +43,38 @@ pub struct DirectGo {
     movers: Arc<Mutex<HashMap<MoverName, Standby>>>,
 }
 
-struct Standby {
+/// A mover's key and stream (`P`: the attached process; another type in unit tests).
+struct Standby<P = AttachedProcess> {
     key: String,
     made: Instant,
-    stream: Stream,
+    stream: Stream<P>,
+    /// Streams that ended before the go (an API server restart, the kubelet's idle timeout).
+    ended: u32,
 }
 
-enum Stream {
-    /// Not opened yet (the container not running when last seen).
+/// How many ended streams are opened again before the annotation alone is left to give the go.
+const REOPENS: u32 = 3;
+
+impl<P> Standby<P> {
+    /// Its open stream ended before the go: closed, so the next reconcile opens another, unless
+    /// too many have ended.
+    fn stream_ended(&mut self) {
+        if matches!(self.stream, Stream::Open(_)) {
+            self.ended += 1;
+            self.stream = if self.ended > REOPENS {
+                Stream::Refused
+            } else {
+                Stream::Closed
+            };
+        }
+    }
+}
+
+enum Stream<P = AttachedProcess> {
+    /// Not opened yet (the container not running when last seen), or opened again.
     Closed,
     Opening,
-    Open(AttachedProcess),
+    Open(P),
     /// The attach failed: the annotation alone gives this mover its go.
     Refused,
 }
@@ -88,6 +109,7 @@ impl DirectGo {
             key: key.key,
             made: Instant::now(),
             stream: Stream::Closed,
+            ended: 0,
         };
         movers.insert((namespace.to_string(), pod.to_string()), standby);
     }
@@ -113,11 +135,14 @@ impl DirectGo {
                 .stdin(true)
                 .stdout(false)
                 .stderr(false);
-            let stream = match pods.attach(&name.1, &params).await {
-                Ok(process) => Stream::Open(process),
+            let (stream, ended) = match pods.attach(&name.1, &params).await {
+                Ok(mut process) => {
+                    let ended = process.take_status();
+                    (Stream::Open(process), ended)
+                }
                 Err(error) => {
                     tracing::info!(pod = name.1, %error, "no attach to the standby mover: its go comes by its annotation");
-                    Stream::Refused
+                    (Stream::Refused, None)
                 }
             };
             if let Ok(mut movers) = movers.lock()
@@ -125,6 +150,16 @@ impl DirectGo {
                 && matches!(standby.stream, Stream::Opening)
             {
                 standby.stream = stream;
+            }
+            // Its end before the go (the entry is gone once the go is given).
+            if let Some(ended) = ended {
+                let _ = ended.await;
+                if let Ok(mut movers) = movers.lock()
+                    && let Some(standby) = movers.get_mut(&name)
+                {
+                    tracing::debug!(pod = name.1, "the standby mover's stream ended before its go");
+                    standby.stream_ended();
+                }
             }
         });
     }
@@ -187,5 +222,35 @@ mod tests {
             movers[&("ns".to_string(), "m".to_string())].stream,
             Stream::Closed
         ));
+    }
+
+    #[test]
+    fn a_stream_that_ends_before_the_go_is_opened_again_a_few_times_then_left_to_the_annotation() {
+        let mut standby = Standby::<()> {
+            key: "k".into(),
+            made: Instant::now(),
+            stream: Stream::Closed,
+            ended: 0,
+        };
+        standby.stream_ended();
+        assert!(
+            matches!(standby.stream, Stream::Closed),
+            "a closed stream did not end"
+        );
+        assert_eq!(standby.ended, 0);
+        for _ in 0..REOPENS {
+            standby.stream = Stream::Open(());
+            standby.stream_ended();
+            assert!(
+                matches!(standby.stream, Stream::Closed),
+                "opened again by the next reconcile"
+            );
+        }
+        standby.stream = Stream::Open(());
+        standby.stream_ended();
+        assert!(
+            matches!(standby.stream, Stream::Refused),
+            "after {REOPENS} ends, the file gives the go"
+        );
     }
 }
