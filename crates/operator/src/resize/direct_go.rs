@@ -127,6 +127,8 @@ impl DirectGo {
             return;
         }
         standby.stream = Stream::Opening;
+        // The mover this stream is for: a pod made again under the name has another key.
+        let key = standby.key.clone();
         drop(movers);
         let (pods, movers) = (pods.clone(), self.movers.clone());
         tokio::spawn(async move {
@@ -145,17 +147,23 @@ impl DirectGo {
                     (Stream::Refused, None)
                 }
             };
-            if let Ok(mut movers) = movers.lock()
-                && let Some(standby) = movers.get_mut(&name)
-                && matches!(standby.stream, Stream::Opening)
-            {
-                standby.stream = stream;
-            }
+            let kept = match movers.lock() {
+                Ok(mut movers) => match movers.get_mut(&name) {
+                    Some(standby) if standby.key == key && matches!(standby.stream, Stream::Opening) => {
+                        standby.stream = stream;
+                        true
+                    }
+                    // Given its go meanwhile, or made again: this stream is dropped (closed) here.
+                    _ => false,
+                },
+                Err(_) => false,
+            };
             // Its end before the go (the entry is gone once the go is given).
-            if let Some(ended) = ended {
+            if kept && let Some(ended) = ended {
                 let _ = ended.await;
                 if let Ok(mut movers) = movers.lock()
                     && let Some(standby) = movers.get_mut(&name)
+                    && standby.key == key
                 {
                     tracing::debug!(pod = name.1, "the standby mover's stream ended before its go");
                     standby.stream_ended();
