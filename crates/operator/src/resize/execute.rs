@@ -351,11 +351,7 @@ pub(crate) async fn set_reclaim_policy(
     uid: Option<&str>,
     policy: &str,
 ) -> Result<(), Error> {
-    let patch = with_uid_precondition(objects::reclaim_policy_patch(policy), uid);
-    Api::<PersistentVolume>::all(client.clone())
-        .patch(volume, &crate::writes::patch(), &Patch::Merge(patch))
-        .await?;
-    Ok(())
+    patch_volume(client, volume, uid, objects::reclaim_policy_patch(policy)).await
 }
 
 /// Reserves a released volume (only while it still has `uid`) for claim `claim` of `namespace`.
@@ -366,7 +362,23 @@ pub(crate) async fn reserve_volume(
     uid: Option<&str>,
     claim: &str,
 ) -> Result<(), Error> {
-    let patch = with_uid_precondition(objects::reserve_volume_patch(namespace, claim), uid);
+    patch_volume(
+        client,
+        volume,
+        uid,
+        objects::reserve_volume_patch(namespace, claim),
+    )
+    .await
+}
+
+/// Merge-patches a volume, only while it still has `uid`.
+async fn patch_volume(
+    client: &kube::Client,
+    volume: &str,
+    uid: Option<&str>,
+    patch: serde_json::Value,
+) -> Result<(), Error> {
+    let patch = with_uid_precondition(patch, uid);
     Api::<PersistentVolume>::all(client.clone())
         .patch(volume, &crate::writes::patch(), &Patch::Merge(patch))
         .await?;
