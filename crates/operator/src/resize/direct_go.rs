@@ -12,14 +12,18 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use ferry_engine::names::hex_digest;
 use k8s_openapi::api::core::v1::Pod;
 use kube::Api;
 use kube::api::{AttachParams, AttachedProcess};
+use rand::Rng;
 use sha2::{Digest, Sha256};
 use tokio::io::AsyncWriteExt;
 
 use crate::resize::objects::MOVER_CONTAINER;
 
+/// A key's length: 64 letters and digits, about 380 bits.
+const KEY_LENGTH: usize = 64;
 /// How long a key is kept for a mover never given its go (its resize cancelled or failed).
 const FORGET_AFTER: Duration = Duration::from_secs(24 * 3600);
 /// How long the stream is kept open after the key is written, so its bytes leave before it closes.
@@ -94,8 +98,11 @@ impl DirectGo {
         if !self.enabled {
             return None;
         }
-        let key = hex(&rand::random::<[u8; 32]>());
-        let digest = hex(&Sha256::digest(key.as_bytes()));
+        let key: String = (rand::rng().sample_iter(rand::distr::Alphanumeric))
+            .take(KEY_LENGTH)
+            .map(char::from)
+            .collect();
+        let digest = hex_digest(Sha256::new_with_prefix(key.as_bytes()), 32);
         Some(Key { key, digest })
     }
 
@@ -208,10 +215,6 @@ impl DirectGo {
     }
 }
 
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|byte| format!("{byte:02x}")).collect()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -222,7 +225,10 @@ mod tests {
         let go = DirectGo::new(true);
         let key = go.new_key().unwrap();
         assert_eq!(key.key.len(), 64);
-        assert_eq!(key.digest, hex(&Sha256::digest(key.key.as_bytes())));
+        let sha256: String = (Sha256::digest(key.key.as_bytes()).iter())
+            .map(|byte| format!("{byte:02x}"))
+            .collect();
+        assert_eq!(key.digest, sha256);
         assert_ne!(go.new_key().unwrap().digest, key.digest, "each mover its own key");
         go.remember("ns", "m", key);
         let movers = go.movers.lock().unwrap();
