@@ -23,6 +23,39 @@ fn pod(name: &str, labels: Value, annotations: Value) -> Pod {
     .unwrap()
 }
 
+/// A final mover pod `name` on standby (its go not given).
+fn final_mover(name: &str) -> Pod {
+    let labels = json!({"ferry.dev/mover": "true", "ferry.dev/mover-pass": "final"});
+    pod(name, labels, json!({"ferry.dev/final-pass": ""}))
+}
+
+/// A namespace `prefix-…` holding `made`, the chart's operator identity for it, and the pods as
+/// an administrator and as that identity see them.
+struct Setup {
+    ns: TestNamespace,
+    identity: ferry_testenv::chart::OperatorIdentity,
+    pods: Api<Pod>,
+    as_operator: Api<Pod>,
+}
+
+async fn setup(prefix: &str, made: Vec<Pod>) -> Setup {
+    let admin = client().await.unwrap();
+    let ns = TestNamespace::create(&admin, prefix).await.unwrap();
+    let identity = ferry_testenv::chart::install_identity(&ns.name).await.unwrap();
+    let pods = Api::<Pod>::namespaced(admin, &ns.name);
+    for pod in made {
+        pods.create(&PostParams::default(), &pod).await.unwrap();
+    }
+    let operator = ferry_testenv::chart::client_as(&identity.user).await.unwrap();
+    let as_operator = Api::<Pod>::namespaced(operator, &ns.name);
+    Setup {
+        ns,
+        identity,
+        pods,
+        as_operator,
+    }
+}
+
 async fn patch(pods: &Api<Pod>, name: &str, patch: Value) -> Result<Pod, kube::Error> {
     pods.patch(name, &PatchParams::default(), &Patch::Merge(patch))
         .await
@@ -37,20 +70,17 @@ fn assert_refused(what: &str, result: Result<Pod, kube::Error>, says: &str) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_operator_may_patch_only_the_go_of_its_own_final_movers() {
-    let admin = client().await.unwrap();
-    let ns = TestNamespace::create(&admin, "pod-policy").await.unwrap();
-    let identity = ferry_testenv::chart::install_identity(&ns.name).await.unwrap();
-    let pods = Api::<Pod>::namespaced(admin.clone(), &ns.name);
-    let mover_labels = json!({"ferry.dev/mover": "true", "ferry.dev/mover-pass": "final"});
-    for pod in [
+    let made = vec![
         pod("app", json!({"app": "db"}), json!({})),
-        pod("final", mover_labels.clone(), json!({"ferry.dev/final-pass": ""})),
+        final_mover("final"),
         pod("warm", json!({"ferry.dev/mover": "true"}), json!({})),
-    ] {
-        pods.create(&PostParams::default(), &pod).await.unwrap();
-    }
-    let operator = ferry_testenv::chart::client_as(&identity.user).await.unwrap();
-    let as_operator = Api::<Pod>::namespaced(operator, &ns.name);
+    ];
+    let Setup {
+        ns,
+        identity,
+        pods,
+        as_operator,
+    } = setup("pod-policy", made).await;
     let go = json!({"metadata": {"annotations": {"ferry.dev/final-pass": "go"}}});
 
     let not_ours = "may update only its own final mover pods";
@@ -121,23 +151,17 @@ async fn attach_status(pods: &Api<Pod>, name: &str, params: &AttachParams) -> Op
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_operator_may_attach_only_to_the_stdin_of_its_own_final_movers() {
-    let admin = client().await.unwrap();
-    let ns = TestNamespace::create(&admin, "attach-policy").await.unwrap();
-    let identity = ferry_testenv::chart::install_identity(&ns.name).await.unwrap();
-    let pods = Api::<Pod>::namespaced(admin.clone(), &ns.name);
-    let mover_labels = json!({"ferry.dev/mover": "true", "ferry.dev/mover-pass": "final"});
-    for pod in [
+    let final_mover_name = "data-db-0-ferry-abc-final";
+    let made = vec![
         pod("app", json!({"app": "db"}), json!({})),
-        pod(
-            "data-db-0-ferry-abc-final",
-            mover_labels,
-            json!({"ferry.dev/final-pass": ""}),
-        ),
-    ] {
-        pods.create(&PostParams::default(), &pod).await.unwrap();
-    }
-    let operator = ferry_testenv::chart::client_as(&identity.user).await.unwrap();
-    let as_operator = Api::<Pod>::namespaced(operator, &ns.name);
+        final_mover(final_mover_name),
+    ];
+    let Setup {
+        ns,
+        identity,
+        as_operator,
+        ..
+    } = setup("attach-policy", made).await;
     let stdin_only = || {
         AttachParams::default()
             .container("mover")
@@ -145,7 +169,6 @@ async fn the_operator_may_attach_only_to_the_stdin_of_its_own_final_movers() {
             .stdout(false)
             .stderr(false)
     };
-    let final_mover = "data-db-0-ferry-abc-final";
 
     let forbidden = Some(403);
     // A new policy takes effect once the API server has loaded it (a second or so).
@@ -156,18 +179,18 @@ async fn the_operator_may_attach_only_to_the_stdin_of_its_own_final_movers() {
     .unwrap();
     let reading = stdin_only().stdout(true);
     assert_eq!(
-        attach_status(&as_operator, final_mover, &reading).await,
+        attach_status(&as_operator, final_mover_name, &reading).await,
         forbidden,
         "output read"
     );
     let other_container = stdin_only().container("app");
     assert_eq!(
-        attach_status(&as_operator, final_mover, &other_container).await,
+        attach_status(&as_operator, final_mover_name, &other_container).await,
         forbidden,
         "another container"
     );
     // Admitted: the API server goes on to find the pod has no node (400), which no policy says.
-    let admitted = attach_status(&as_operator, final_mover, &stdin_only()).await;
+    let admitted = attach_status(&as_operator, final_mover_name, &stdin_only()).await;
     assert_eq!(admitted, Some(400), "the stdin of a final mover");
     // Switched off, the chart grants no attach at all.
     let off = ferry_testenv::chart::install_identity_with(&ns.name, &["features.directGo=false"])
@@ -176,7 +199,8 @@ async fn the_operator_may_attach_only_to_the_stdin_of_its_own_final_movers() {
     let without = ferry_testenv::chart::client_as(&off.user).await.unwrap();
     let as_operator_without = Api::<Pod>::namespaced(without, &ns.name);
     ferry_testenv::wait_until("the grant to be withdrawn", 30, || async {
-        (attach_status(&as_operator_without, final_mover, &stdin_only()).await == forbidden).then_some(())
+        (attach_status(&as_operator_without, final_mover_name, &stdin_only()).await == forbidden)
+            .then_some(())
     })
     .await
     .unwrap();

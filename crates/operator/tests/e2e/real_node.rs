@@ -7,6 +7,7 @@ use crate::support;
 
 use ferry_api::names::ANNOTATION_FINAL_PASS;
 use ferry_api::{Phase, RowStep, VolumeResize};
+use ferry_engine::resize::copy::is_result_line;
 use ferry_testenv::fixtures::{claim_directory, wait_ready};
 use ferry_testenv::quantity::bytes;
 use ferry_testenv::workload::{acknowledged, df_bytes, lost_records, writer_stateful_set};
@@ -187,8 +188,8 @@ fn follow_final_results(harness: &Harness) -> Arc<Mutex<BTreeMap<String, serde_j
                     if let Ok(log) = pods.log_stream(&name, &params).await {
                         let mut lines = log.lines();
                         while let Some(Ok(line)) = lines.next().await {
-                            if let Ok(result) = serde_json::from_str::<serde_json::Value>(&line)
-                                && result.get("digest").is_some()
+                            if is_result_line(&line)
+                                && let Ok(result) = serde_json::from_str::<serde_json::Value>(&line)
                             {
                                 record.lock().unwrap().insert(name.clone(), result);
                             }
