@@ -40,7 +40,13 @@ TIMED = re.compile(r"^test (\S+) \.\.\. (\w+) <([\d.]+)s>")
 SLOWEST = 12
 # End-to-end tests in a module of this name run alone, after all the others (run_alone).
 ALONE = "alone::"
-BUILD_ARGS = ["test", "--workspace", "--no-run", "--locked", "--features", "ferry-mover/test-hooks"]
+# What `cargo test` builds, and the benchmarks beside it: `--test '*'` names every integration test
+# target, the `test = false` ones too, so that clippy sees them (built here, never run).
+BENCHMARKS = ["bench_downtime", "bench_real_node"]
+BUILD_ARGS = [
+    "test", "--workspace", "--no-run", "--locked", "--features", "ferry-mover/test-hooks",
+    "--lib", "--bins", "--test", "*",
+]
 
 
 @dataclass
@@ -94,6 +100,8 @@ def build() -> list[TestBinary]:
             if not message["profile"]["test"]:
                 continue
             target = message["target"]
+            if target["name"] in BENCHMARKS:
+                continue
             binaries.append(
                 TestBinary(
                     package=package_name(message["package_id"]),
