@@ -2,9 +2,10 @@
 //! moment the pass is over (synced and verified); the kubelet notices the container's exit only
 //! on its next relist, up to a second later, and for a final pass all of that is the replica's
 //! downtime. The line wakes the resize's reconcile, which reads it as the outcome
-//! ([`is_result_line`]); nothing is decided here.
+//! ([`is_result_line`]); nothing is decided here. The line is handed to that reconcile as read, so
+//! it need not fetch the log's tail through the kubelet once more.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 
 use futures::channel::mpsc::{UnboundedReceiver, UnboundedSender, unbounded};
@@ -18,6 +19,9 @@ use crate::resize::objects::MOVER_CONTAINER;
 use crate::resize_cache::GuardedResize;
 use ferry_engine::resize::copy::is_result_line;
 
+/// Result lines kept for reconciles at most; more means most were never taken.
+const UNTAKEN_MAX: usize = 64;
+
 /// The movers whose logs are followed, and where their results wake the resize controller.
 #[derive(Default)]
 pub struct ResultWatch {
@@ -25,6 +29,8 @@ pub struct ResultWatch {
     wake: Option<UnboundedSender<ObjectRef<GuardedResize>>>,
     /// Pod UIDs followed now: one follower per pod.
     followed: Arc<Mutex<HashSet<String>>>,
+    /// Result lines read and not yet taken by a reconcile, by pod UID.
+    seen: Arc<Mutex<HashMap<String, String>>>,
 }
 
 impl ResultWatch {
@@ -34,6 +40,7 @@ impl ResultWatch {
         let watch = ResultWatch {
             wake: Some(wake),
             followed: Arc::default(),
+            seen: Arc::default(),
         };
         (watch, woken)
     }
@@ -52,11 +59,12 @@ impl ResultWatch {
         if !first {
             return;
         }
-        let (pods, pod, uid, followed) = (
+        let (pods, pod, uid, followed, seen) = (
             pods.clone(),
             pod.to_string(),
             uid.to_string(),
             self.followed.clone(),
+            self.seen.clone(),
         );
         tokio::spawn(async move {
             let params = LogParams {
@@ -70,6 +78,14 @@ impl ResultWatch {
                     while let Some(Ok(line)) = lines.next().await {
                         if is_result_line(&line) {
                             tracing::debug!(pod, "mover result in its log; reconciling");
+                            if let Ok(mut seen) = seen.lock() {
+                                // A result no reconcile took (its mover was seen ended first) is
+                                // only a shortcut lost: bounded, not kept for ever.
+                                if seen.len() >= UNTAKEN_MAX {
+                                    seen.clear();
+                                }
+                                seen.insert(uid.clone(), line);
+                            }
                             let _ = wake.unbounded_send(resize);
                             break;
                         }
@@ -81,5 +97,11 @@ impl ResultWatch {
                 followed.remove(&uid);
             }
         });
+    }
+
+    /// The result line the follower of pod `uid` read, once: a reconcile that fails after taking
+    /// it reads the log's tail instead, as it would without a follower.
+    pub fn take_result(&self, uid: &str) -> Option<String> {
+        self.seen.lock().ok()?.remove(uid)
     }
 }

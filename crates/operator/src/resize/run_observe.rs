@@ -71,9 +71,22 @@ pub async fn read_run(
     let progressing = progressing(resize, observed);
     let pods_api = Api::<Pod>::namespaced(ctx.client.clone(), namespace);
     let volumes_api = Api::<PersistentVolume>::all(ctx.client.clone());
+    // A result its follower already read is the log's last line: no second read through the kubelet.
+    let known: Vec<Option<String>> = progressing
+        .iter()
+        .map(|name| {
+            let uid = observed.movers.get(name).map(|mover| mover.uid.as_str());
+            uid.and_then(|uid| ctx.results.take_result(uid))
+        })
+        .collect();
     let (volumes, progress) = futures::join!(
         futures::future::try_join_all(volume_names.iter().map(|name| volumes_api.get_opt(name))),
-        futures::future::join_all(progressing.iter().map(|name| last_progress_line(&pods_api, name))),
+        futures::future::join_all(progressing.iter().zip(known).map(|(name, known)| async {
+            match known {
+                Some(line) => Some(line),
+                None => last_progress_line(&pods_api, name).await,
+            }
+        })),
     );
     let resize_ref = ObjectRef::new(&resize.name_any()).within(namespace);
     for (name, line) in progressing.into_iter().zip(progress) {
