@@ -97,9 +97,12 @@ pub fn swap_claim_to(
     if !not_retained.is_empty() {
         return not_retained;
     }
-    // Movers and both claims go in one step: the claim name is free for as short a time as can be,
-    // and a Terminating claim keeps any new pod off the old volume.
-    let mut deletes = ctx.delete_movers(row, observed);
+    // Both claims and the movers go in one step: the claim name is free for as short a time as can
+    // be, and a Terminating claim keeps any new pod off the old volume. The claims first: already
+    // Terminating when the mover pod goes, both are let go by one pass of the PVC protection
+    // controller (one live pod list); deleted after it, each gets a pass of its own, and the
+    // second pass's list waits up to 0.1 s for the API server's watch cache.
+    let mut deletes = Vec::new();
     for name in [ctx.temp_claim(row), row.claim_name.clone()] {
         if let Some(claim) = observed.claims.get(&name)
             && !claim.deleting
@@ -110,6 +113,7 @@ pub fn swap_claim_to(
             });
         }
     }
+    deletes.extend(ctx.delete_movers(row, observed));
     if observed.claims.contains_key(&ctx.temp_claim(row))
         || observed.claims.contains_key(&row.claim_name)
         || !deletes.is_empty()

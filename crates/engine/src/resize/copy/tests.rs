@@ -823,6 +823,30 @@ fn both_volumes_are_retained_before_a_replica_stops_and_none_after() {
     );
 }
 
+/// The swap's claims are Terminating before its mover pod goes: the PVC protection controller
+/// then lets both go in one pass, instead of a pass (and a live pod list) for each.
+#[test]
+fn a_swap_deletes_its_claims_before_its_mover_pod() {
+    let mut cluster = Cluster::new();
+    let mut swaps = 0;
+    let mut inspect = |decision: &Decision, _: &Cluster| {
+        let kinds: Vec<&str> = (decision.actions.iter())
+            .filter_map(|action| match action {
+                ResizeAction::DeleteClaim { .. } => Some("claim"),
+                ResizeAction::DeleteMover { .. } => Some("mover"),
+                _ => None,
+            })
+            .collect();
+        if kinds.contains(&"claim") && kinds.contains(&"mover") {
+            swaps += 1;
+            assert_eq!(kinds, ["claim", "claim", "mover"], "{:?}", decision.actions);
+        }
+    };
+    let (status, _) = drive(&resize(), &mut cluster, planned(), None, 500, &mut inspect);
+    assert_copied(&cluster, &status);
+    assert_eq!(swaps, REPLICAS, "every replica's swap deletes a mover with its claims");
+}
+
 #[test]
 fn a_failed_final_sync_rolls_the_replica_back() {
     let mut cluster = Cluster::new();
