@@ -94,3 +94,85 @@ pub enum ResizeAction {
         attributes_class: Option<String>,
     },
 }
+
+/// `actions` in the order they must be carried out, cut into waves whose actions are independent
+/// of each other and may run side by side: consecutive deletes of claims (distinct claims, as a
+/// swap deletes its two), and consecutive reclaim-policy changes (distinct volumes). Every other
+/// action is a wave of its own, after the ones before it.
+pub fn waves(actions: &[ResizeAction]) -> Vec<&[ResizeAction]> {
+    let mut waves = Vec::new();
+    let mut start = 0;
+    for end in 1..=actions.len() {
+        let joins = actions
+            .get(end)
+            .is_some_and(|next| side_by_side(&actions[end - 1], next));
+        if !joins {
+            waves.push(&actions[start..end]);
+            start = end;
+        }
+    }
+    waves
+}
+
+fn side_by_side(before: &ResizeAction, next: &ResizeAction) -> bool {
+    use ResizeAction::{DeleteClaim, SetReclaimPolicy};
+    match (before, next) {
+        (DeleteClaim { claim: a, .. }, DeleteClaim { claim: b, .. }) => a != b,
+        (SetReclaimPolicy { volume: a, .. }, SetReclaimPolicy { volume: b, .. }) => a != b,
+        _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn delete_claim(claim: &str) -> ResizeAction {
+        ResizeAction::DeleteClaim {
+            claim: claim.into(),
+            uid: format!("uid-{claim}"),
+        }
+    }
+
+    fn retain(volume: &str) -> ResizeAction {
+        ResizeAction::SetReclaimPolicy {
+            volume: volume.into(),
+            uid: None,
+            policy: "Retain".into(),
+        }
+    }
+
+    fn mover() -> ResizeAction {
+        ResizeAction::DeleteMover {
+            pod: "mover".into(),
+            exited: Some("m".into()),
+        }
+    }
+
+    fn sizes(actions: &[ResizeAction]) -> Vec<usize> {
+        waves(actions).iter().map(|wave| wave.len()).collect()
+    }
+
+    #[test]
+    fn a_swaps_claim_deletes_run_together_and_its_mover_after_them() {
+        let actions = [delete_claim("tmp"), delete_claim("data"), mover()];
+        assert_eq!(sizes(&actions), [2, 1]);
+        assert_eq!(waves(&actions)[1], [mover()]);
+    }
+
+    #[test]
+    fn every_other_action_keeps_its_place_alone() {
+        assert!(waves(&[]).is_empty());
+        assert_eq!(sizes(&[mover(), mover()]), [1, 1]);
+        assert_eq!(
+            sizes(&[retain("a"), retain("b"), delete_claim("c"), retain("d")]),
+            [2, 1, 1]
+        );
+        // The same object twice is never run beside itself.
+        assert_eq!(sizes(&[delete_claim("c"), delete_claim("c")]), [1, 1]);
+        assert_eq!(
+            sizes(&[ResizeAction::RecreateStatefulSet, retain("a"), retain("b")]),
+            [1, 2]
+        );
+    }
+}

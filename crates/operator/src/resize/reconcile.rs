@@ -18,7 +18,7 @@ use ferry_api::names::{ANNOTATION_RETAINED_FROM, ANNOTATION_ROLLBACK_REQUESTED, 
 use ferry_api::quantity::format_bytes;
 use ferry_api::{Phase, VolumeResize, VolumeResizeStatus, condition::PRECHECKED};
 use ferry_engine::resize::Verdict;
-use ferry_engine::resize::action::ResizeAction;
+use ferry_engine::resize::action::{ResizeAction, waves};
 use ferry_engine::resize::plan::{Decision, Input, Prechecked, plan, scope};
 use ferry_engine::resize::retention::RetentionDecision;
 use ferry_engine::resize::route::Facts;
@@ -364,9 +364,16 @@ async fn apply_run(
     if !decision.actions.is_empty() && !has_finalizer(resize) {
         set_finalizer(ctx, &current, namespace, true).await?;
     }
-    for action in &decision.actions {
-        tracing::info!(name = %resize.name_any(), namespace, reason = action_reason(action), "{}", describe(action));
-        execute(ctx, resize, namespace, stateful_set.as_ref(), action).await?;
+    // In order; within a wave side by side (a swap's two claim deletes: one round trip, not two).
+    for wave in waves(&decision.actions) {
+        for action in wave {
+            tracing::info!(name = %resize.name_any(), namespace, reason = action_reason(action), "{}", describe(action));
+        }
+        futures::future::try_join_all(
+            wave.iter()
+                .map(|action| execute(ctx, resize, namespace, stateful_set.as_ref(), action)),
+        )
+        .await?;
     }
     let notices = action_notices(&decision.actions);
     futures::future::join_all(

@@ -844,7 +844,10 @@ fn a_swap_deletes_its_claims_before_its_mover_pod() {
     };
     let (status, _) = drive(&resize(), &mut cluster, planned(), None, 500, &mut inspect);
     assert_copied(&cluster, &status);
-    assert_eq!(swaps, REPLICAS, "every replica's swap deletes a mover with its claims");
+    assert_eq!(
+        swaps, REPLICAS,
+        "every replica's swap deletes a mover with its claims"
+    );
 }
 
 #[test]
