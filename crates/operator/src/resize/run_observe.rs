@@ -21,16 +21,19 @@ use kube::runtime::reflector::ObjectRef;
 use kube::{Api, ResourceExt};
 use std::collections::BTreeMap;
 
-/// The namespaced objects a run reads, fetched together: a reconcile in the replica's downtime
-/// waits for one round trip, not one per list.
+/// The objects a run reads, fetched together: a reconcile in the replica's downtime waits for one
+/// round trip, not one per list.
 pub struct RunReads {
     backup: Option<ConfigMap>,
     claims: Vec<PersistentVolumeClaim>,
     pods: Vec<Pod>,
     budgets: Vec<PodDisruptionBudget>,
+    /// The volumes the plan records, by name (`None`: not found), read beside the lists.
+    recorded_volumes: Vec<(String, Option<PersistentVolume>)>,
 }
 
-/// Reads the backup, the namespace's claims, pods and PodDisruptionBudgets at once.
+/// Reads the backup, the namespace's claims, pods and PodDisruptionBudgets, and the volumes the
+/// plan records, at once.
 pub async fn fetch_run(ctx: &Resizing, resize: &VolumeResize, namespace: &str) -> Result<RunReads, Error> {
     let backup_api = Api::<ConfigMap>::namespaced(ctx.client.clone(), namespace);
     let claims_api = Api::<PersistentVolumeClaim>::namespaced(ctx.client.clone(), namespace);
@@ -39,17 +42,21 @@ pub async fn fetch_run(ctx: &Resizing, resize: &VolumeResize, namespace: &str) -
     let name = backup_name(resize);
     let resize_name = resize.name_any();
     let floors = &ctx.read_floors;
-    let (backup, claims, pods, budgets) = futures::try_join!(
+    let volumes_api = Api::<PersistentVolume>::all(ctx.client.clone());
+    let recorded = recorded_volume_names(resize);
+    let (backup, claims, pods, budgets, volumes) = futures::try_join!(
         backup_api.get_opt(&name),
         floors.list(&claims_api, namespace, &resize_name),
         floors.list(&pods_api, namespace, &resize_name),
         floors.list(&budgets_api, namespace, &resize_name),
+        futures::future::try_join_all(recorded.iter().map(|name| volumes_api.get_opt(name))),
     )?;
     Ok(RunReads {
         backup,
         claims,
         pods,
         budgets,
+        recorded_volumes: recorded.into_iter().zip(volumes).collect(),
     })
 }
 
@@ -65,9 +72,13 @@ pub async fn read_run(
     reads: RunReads,
     observed: &mut Observed,
 ) -> Result<(), Error> {
-    sort_reads(resize, stateful_set, reads, observed);
+    let recorded = sort_reads(resize, stateful_set, reads, observed);
     super::clone_failures::read(&ctx.client, resize, namespace, observed).await;
-    let volume_names = volume_names(resize, observed);
+    // Only a claim bound to a volume the plan does not record yet costs a second round trip.
+    let volume_names: Vec<String> = claimed_volume_names(observed)
+        .into_iter()
+        .filter(|name| !recorded.iter().any(|(known, _)| known == name))
+        .collect();
     let progressing = progressing(resize, observed);
     let pods_api = Api::<Pod>::namespaced(ctx.client.clone(), namespace);
     let volumes_api = Api::<PersistentVolume>::all(ctx.client.clone());
@@ -110,7 +121,7 @@ pub async fn read_run(
             ctx.direct_go.attach(&pods_api, namespace, name);
         }
     }
-    for (name, volume) in volume_names.into_iter().zip(volumes?) {
+    for (name, volume) in recorded.into_iter().chain(volume_names.into_iter().zip(volumes?)) {
         // Only a volume bound (or reserved) to a claim of this namespace is this resize's to touch:
         // a name in status never reaches a PV of someone else's namespace.
         if let Some(volume) = volume
@@ -138,13 +149,14 @@ fn sort_reads(
     stateful_set: Option<&StatefulSet>,
     reads: RunReads,
     observed: &mut Observed,
-) {
+) -> Vec<(String, Option<PersistentVolume>)> {
     let sts_name = &resize.spec.stateful_set_name;
     let RunReads {
         backup,
         claims,
         pods,
         budgets,
+        recorded_volumes,
     } = reads;
     observed.backup_exists = backup.is_some();
     let backed_up_uid = backup
@@ -197,20 +209,25 @@ fn sort_reads(
             .map(|budget| budget.status.as_ref().map(|s| s.disruptions_allowed).unwrap_or(0))
             .min()
     };
+    recorded_volumes
 }
 
-/// The volumes the plan recorded and those its claims are bound to, each once.
-fn volume_names(resize: &VolumeResize, observed: &Observed) -> Vec<String> {
+/// The volumes the plan recorded, each once.
+fn recorded_volume_names(resize: &VolumeResize) -> Vec<String> {
     let mut names: Vec<String> = plan_of(resize)
         .iter()
         .flat_map(|row| [row.source_volume.clone(), row.target_volume.clone()])
         .flatten()
-        .chain(
-            observed
-                .claims
-                .values()
-                .filter_map(|claim| claim.volume_name.clone()),
-        )
+        .collect();
+    names.sort();
+    names.dedup();
+    names
+}
+
+/// The volumes the observed claims are bound to, each once.
+fn claimed_volume_names(observed: &Observed) -> Vec<String> {
+    let mut names: Vec<String> = (observed.claims.values())
+        .filter_map(|claim| claim.volume_name.clone())
         .collect();
     names.sort();
     names.dedup();
