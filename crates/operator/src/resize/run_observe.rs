@@ -69,10 +69,11 @@ pub async fn read_run(
     resize: &VolumeResize,
     namespace: &str,
     stateful_set: Option<&StatefulSet>,
-    reads: RunReads,
+    mut reads: RunReads,
     observed: &mut Observed,
 ) -> Result<(), Error> {
-    let recorded = sort_reads(resize, stateful_set, reads, observed);
+    let recorded = std::mem::take(&mut reads.recorded_volumes);
+    sort_reads(resize, stateful_set, reads, observed);
     super::clone_failures::read(&ctx.client, resize, namespace, observed).await;
     // Only a claim bound to a volume the plan does not record yet costs a second round trip.
     let volume_names: Vec<String> = claimed_volume_names(observed)
@@ -149,14 +150,14 @@ fn sort_reads(
     stateful_set: Option<&StatefulSet>,
     reads: RunReads,
     observed: &mut Observed,
-) -> Vec<(String, Option<PersistentVolume>)> {
+) {
     let sts_name = &resize.spec.stateful_set_name;
     let RunReads {
         backup,
         claims,
         pods,
         budgets,
-        recorded_volumes,
+        recorded_volumes: _,
     } = reads;
     observed.backup_exists = backup.is_some();
     let backed_up_uid = backup
@@ -209,7 +210,6 @@ fn sort_reads(
             .map(|budget| budget.status.as_ref().map(|s| s.disruptions_allowed).unwrap_or(0))
             .min()
     };
-    recorded_volumes
 }
 
 /// The volumes the plan recorded, each once.
