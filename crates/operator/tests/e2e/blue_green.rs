@@ -332,7 +332,9 @@ async fn zones_move_each_replica_to_its_zones_new_stateful_set_with_its_volume()
         "metadata": {"name": "db"},
         "spec": {
             "replicas": 4, "zones": ["zone-a", "zone-b"],
-            "updateStrategy": {"type": "BlueGreen", "canaries": 1},
+            // The canary watch counts the canary's move too (as BOSH's does its update): on a
+            // loaded machine that move alone once took the default minute (version 2 went stale).
+            "updateStrategy": {"type": "BlueGreen", "canaries": 1, "canaryWatchTime": "3m"},
             "template": {"spec": spec.clone()},
         },
     }))
@@ -364,7 +366,7 @@ async fn zones_move_each_replica_to_its_zones_new_stateful_set_with_its_volume()
     .await
     .unwrap();
     let done = harness
-        .wait_object("db", "version 2 in both zones", 240, |e: &ExtendedStatefulSet| {
+        .wait_object("db", "version 2 in both zones", 360, |e: &ExtendedStatefulSet| {
             e.status.as_ref().is_some_and(|s| {
                 s.version == 2 && s.update_step.as_deref() == Some("Done") && s.handover.is_none()
             })
