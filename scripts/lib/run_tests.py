@@ -16,7 +16,8 @@ printed whole when it ends, in the form `cargo test` prints ("Running ...", "tes
 then a table of how long each took and the slowest end-to-end tests.
 
 FERRY_TEST_JOBS (default 3) binaries at a time; FERRY_E2E_THREADS (default 4) test threads in each
-end-to-end binary (the others use libtest's default, one per core).
+end-to-end binary (the others use libtest's default, one per core); FERRY_TEST_NICE (default 10)
+the niceness of the binaries that are not end-to-end ones.
 """
 
 from __future__ import annotations
