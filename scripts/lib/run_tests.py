@@ -129,7 +129,8 @@ def invoke(binary: TestBinary, args: list[str]) -> tuple[int, str]:
         env["RUSTC_BOOTSTRAP"] = "1"
     # The operator's end-to-end binary is the run's length, and it and the control plane it waits
     # on are short of CPU while the other binaries run beside them: those get the cores' idle
-    # share first (a lower priority, never a stop; FERRY_TEST_NICE, 0 turns it off).
+    # share first (a lower priority, never a stop; FERRY_TEST_NICE, 0 turns it off). Measured, the
+    # gain is within the run-to-run spread (docs/testenv.md, 2026-11-28).
     # `nice` execs the binary (no `preexec_fn`: unsafe in a process with threads, as this one is).
     niceness = 0 if binary.end_to_end else int(os.environ.get("FERRY_TEST_NICE", "10"))
     nice = ["nice", "-n", str(niceness)] if niceness else []
