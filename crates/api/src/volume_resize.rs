@@ -381,6 +381,12 @@ pub struct VolumePlan {
     /// back (KEP-1790) and this row is never asked for again.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub expansion_refused: Option<String>,
+    /// The volume's driver refused to grow it while a pod used it (an offline-only class). In
+    /// place, the volume's other claims are then asked to grow only once their replica is down:
+    /// the external-resizer retries a refused claim only after a backoff of up to minutes, but
+    /// a new request at once.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub refused_in_use: Option<bool>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub started_at: Option<Time>,
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -5,11 +5,12 @@
 //! otherwise.
 
 use crate::resize::action::ResizeAction;
-use crate::resize::observed::{ClaimView, Observed};
+use crate::resize::observed::{ClaimView, NodeResize, Observed};
 use crate::resize::run::Decision;
 use crate::resize::status::update_progress;
 use ferry_api::{ChosenStrategy, Phase, RowStep, VolumePlan, VolumeResizeStatus};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use std::collections::BTreeMap;
 
 /// `backup_name` is the deterministic name of the backup ConfigMap; `sts_name` the StatefulSet's;
 /// `timeout_seconds` (`spec.timeoutSeconds`) bounds how long a claim may take to reach its size.
@@ -170,11 +171,14 @@ struct Expansion {
     waiting_restart: Vec<(i32, String, Remedy)>,
     held_down: Vec<i32>,
     all_expanded: bool,
+    /// Each volume's growth so far, by volume name.
+    growth: BTreeMap<String, VolumeGrowth>,
 }
 
 impl Expansion {
-    fn new() -> Self {
+    fn new(growth: BTreeMap<String, VolumeGrowth>) -> Self {
         Expansion {
+            growth,
             actions: Vec::new(),
             lowering: Vec::new(),
             waiting_restart: Vec::new(),
@@ -192,7 +196,7 @@ fn expand_rows(
     sts_name: &str,
     now: &Time,
 ) -> Expansion {
-    let mut expansion = Expansion::new();
+    let mut expansion = Expansion::new(volume_growth(status, observed));
     for row in status
         .plan
         .iter_mut()
@@ -230,6 +234,44 @@ fn expand_rows(
     expansion
 }
 
+/// What one volume's claims have shown of its driver so far.
+#[derive(Default)]
+struct VolumeGrowth {
+    /// It refused to grow a claim in use (recorded in the row: the refusal is gone once it grew).
+    offline_only: bool,
+    /// It grew a claim on the controller side while its replica ran.
+    grows_in_use: bool,
+    /// A claim asked to grow has not shown either yet.
+    probing: bool,
+}
+
+/// Each volume's growth so far. Until its driver has shown whether it grows a volume in use, one
+/// claim asks first: asking every claim at once would, on a driver that cannot, have the
+/// external-resizer refuse each of them and retry each only after a backoff that doubles up to
+/// minutes, a replica's downtime later.
+fn volume_growth(status: &mut VolumeResizeStatus, observed: &Observed) -> BTreeMap<String, VolumeGrowth> {
+    let mut growth: BTreeMap<String, VolumeGrowth> = BTreeMap::new();
+    for row in status
+        .plan
+        .iter_mut()
+        .filter(|row| row.strategy == Some(ChosenStrategy::InPlace))
+    {
+        let (Some(target), Some(claim)) = (row.target_bytes(), observed.claims.get(&row.claim_name)) else {
+            continue;
+        };
+        if claim.expansion_refused_in_use {
+            row.refused_in_use = Some(true);
+        }
+        let volume = growth.entry(row.volume.clone()).or_default();
+        volume.offline_only |= row.refused_in_use == Some(true);
+        let grew = claim.node_resize.is_pending()
+            || (claim.capacity_bytes >= target && row.current_bytes().is_some_and(|bytes| bytes < target));
+        volume.grows_in_use |= grew;
+        volume.probing |= claim.requested_bytes >= target && claim.capacity_bytes < target && !grew;
+    }
+    growth
+}
+
 /// A row done: `Modified` when it changed only its attributes class, else `Expanded`.
 fn finish_row(row: &mut VolumePlan, target: u64, now: &Time) {
     let grown = row.current_bytes() != Some(target);
@@ -251,30 +293,20 @@ fn grow_row(
     now: &Time,
     expansion: &mut Expansion,
 ) {
-    if claim.requested_bytes < target {
+    let growth = expansion.growth.entry(row.volume.clone()).or_default();
+    if growth.offline_only && claim.node_resize == NodeResize::Idle {
+        grow_offline(row, claim, observed, pod_name, target, expansion);
+    } else if claim.requested_bytes < target {
         row.step = Some(RowStep::Expanding);
+        // Another claim of the volume asks first (see `volume_growth`).
+        if growth.probing && !growth.grows_in_use {
+            return;
+        }
+        growth.probing = true;
         expansion.actions.push(ResizeAction::ExpandClaim {
             claim: row.claim_name.clone(),
             bytes: target,
         });
-    } else if claim.expansion_refused_in_use {
-        // A driver that grows a volume only while no pod uses it: the replica stays down (no
-        // StatefulSet to re-create its pod) until the volume has grown.
-        // Held down: the pod Ferry stopped is going or gone (a pod under another UID came back).
-        let held = row.restarted_pod.is_some()
-            && observed
-                .pods
-                .get(&pod_name)
-                .is_none_or(|pod| pod.deleting && Some(&pod.uid) == row.restarted_pod.as_ref());
-        if held {
-            row.step = Some(RowStep::RestartingPod);
-            expansion.held_down.push(row.replica);
-        } else {
-            row.step = Some(RowStep::WaitingForCapacity);
-            expansion
-                .waiting_restart
-                .push((row.replica, pod_name, Remedy::StopUntilGrown));
-        }
     } else if claim.node_resize.needs_new_pod(now) {
         let current_uid = observed.pods.get(&pod_name).map(|pod| pod.uid.as_str());
         let already_restarted = row.restarted_pod.is_some() && row.restarted_pod.as_deref() != current_uid;
@@ -290,6 +322,39 @@ fn grow_row(
         }
     } else {
         row.step = Some(RowStep::WaitingForCapacity);
+    }
+}
+
+/// The growth of one row's claim on a driver that grows a volume only while no pod uses it: the
+/// replica is stopped (its turn among the others) and kept down, with no StatefulSet to re-create
+/// its pod, until the volume has grown on the controller side; its claim asks for the new size once
+/// the pod is gone, so the external-resizer takes it at once rather than after a backoff.
+fn grow_offline(
+    row: &mut VolumePlan,
+    claim: &ClaimView,
+    observed: &Observed,
+    pod_name: String,
+    target: u64,
+    expansion: &mut Expansion,
+) {
+    let pod = observed.pods.get(&pod_name);
+    // Held down: the pod Ferry stopped is going or gone (a pod under another UID came back).
+    let held = row.restarted_pod.is_some()
+        && pod.is_none_or(|pod| pod.deleting && Some(&pod.uid) == row.restarted_pod.as_ref());
+    if !held {
+        row.step = Some(RowStep::WaitingForCapacity);
+        expansion
+            .waiting_restart
+            .push((row.replica, pod_name, Remedy::StopUntilGrown));
+        return;
+    }
+    row.step = Some(RowStep::RestartingPod);
+    expansion.held_down.push(row.replica);
+    if claim.requested_bytes < target && pod.is_none() {
+        expansion.actions.push(ResizeAction::ExpandClaim {
+            claim: row.claim_name.clone(),
+            bytes: target,
+        });
     }
 }
 

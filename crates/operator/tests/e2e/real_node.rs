@@ -600,6 +600,7 @@ async fn in_place_growth_completes_after_the_operator_is_killed_at_each_step_on_
     let before = harness.pod_uids("db").await;
     let stop = Arc::new(AtomicBool::new(false));
     let sampler = support::watch_unavailable(harness.ns.api(), "db", 2, stop.clone());
+    let second_asked = pod_when_claim_asks(&harness, "data-db-1", "db-1", 480 * MI);
     harness
         .create_resize(
             "grow",
@@ -621,6 +622,15 @@ async fn in_place_growth_completes_after_the_operator_is_killed_at_each_step_on_
         most_unavailable <= 1,
         "at most one replica down at a time, saw {most_unavailable}"
     );
+    // Once db-0's claim was refused in use, db-1's was asked to grow only with its pod gone: the
+    // external-resizer took it at once, not after a backoff that doubles up to minutes.
+    let pod_then = second_asked.await.unwrap();
+    assert_ne!(
+        pod_then.as_ref(),
+        before.get("db-1"),
+        "db-1 still ran when its claim was asked to grow"
+    );
+    assert_eq!(status.plan[0].refused_in_use, Some(true), "{:?}", status.plan[0]);
     let after = harness.pod_uids("db").await;
     for row in &status.plan {
         let pod = format!("db-{}", row.replica);
@@ -636,6 +646,42 @@ async fn in_place_growth_completes_after_the_operator_is_killed_at_each_step_on_
     }
     assert_nothing_lost(&harness, 2, &seeds).await;
     harness.finish().await;
+}
+
+/// Watches the claim `claim` until it asks for `least` bytes or more; then returns the UID of the pod
+/// `pod`, read at once (`None`: no such pod).
+fn pod_when_claim_asks(
+    harness: &Harness,
+    claim: &str,
+    pod: &str,
+    least: u64,
+) -> tokio::task::JoinHandle<Option<String>> {
+    use futures::StreamExt;
+    use kube::runtime::{WatchStreamExt, watcher};
+    let claims: Api<PersistentVolumeClaim> = harness.ns.api();
+    let pods: Api<Pod> = harness.ns.api();
+    let config = watcher::Config::default().fields(&format!("metadata.name={claim}"));
+    let pod = pod.to_string();
+    tokio::spawn(async move {
+        let mut claims = watcher::watcher(claims, config)
+            .default_backoff()
+            .applied_objects()
+            .boxed();
+        while let Some(Ok(claim)) = claims.next().await {
+            let asked = claim.spec.as_ref().and_then(|spec| {
+                spec.resources
+                    .as_ref()?
+                    .requests
+                    .as_ref()?
+                    .get("storage")
+                    .and_then(bytes)
+            });
+            if asked.is_some_and(|asked| asked >= least) {
+                return pods.get_opt(&pod).await.unwrap().and_then(|pod| pod.uid());
+            }
+        }
+        panic!("the watch on {pod}'s claim ended");
+    })
 }
 
 /// The final mover waits on standby, its volumes mounted, while the replica serves, and begins its

@@ -87,22 +87,32 @@ fn backs_up_before_touching_anything() {
     );
 }
 
+/// One claim asks first; once its volume has grown while its replica runs (the controller side
+/// done: `FileSystemResizePending`), the others are all asked at once.
 #[test]
-fn expands_every_claim_then_waits_for_capacity() {
+fn expands_one_claim_then_every_other_then_waits_for_capacity() {
     let decision = plan(&planned(3), &cluster(3, GI, GI, NodeResize::Idle));
-    let expected: Vec<_> = (0..3)
-        .map(|r| ResizeAction::ExpandClaim {
-            claim: format!("data-db-{r}"),
-            bytes: 2 * GI,
-        })
-        .collect();
-    assert_eq!(decision.actions, expected);
+    let expand = |replica: i32| ResizeAction::ExpandClaim {
+        claim: format!("data-db-{replica}"),
+        bytes: 2 * GI,
+    };
+    assert_eq!(decision.actions, vec![expand(0)]);
     assert!(
         decision
             .status
             .plan
             .iter()
             .all(|row| row.step == Some(RowStep::Expanding))
+    );
+    // Asked, not grown yet: the others wait.
+    let mut observed = cluster(3, GI, GI, NodeResize::Idle);
+    observed.claims.get_mut("data-db-0").unwrap().requested_bytes = 2 * GI;
+    assert_eq!(plan(&decision.status, &observed).actions, vec![]);
+    // Grown on the controller side while db-0 runs: the driver grows volumes in use.
+    observed.claims.get_mut("data-db-0").unwrap().node_resize = NodeResize::Pending { since: Some(now()) };
+    assert_eq!(
+        plan(&decision.status, &observed).actions,
+        vec![expand(1), expand(2)]
     );
 
     let decision = plan(&decision.status, &cluster(3, 2 * GI, GI, NodeResize::Idle));
@@ -418,6 +428,11 @@ fn a_claim_that_never_reaches_its_size_fails_the_resize_after_timeout_seconds() 
 struct Expansion {
     observed: Observed,
     offline: bool,
+    /// The driver refuses to grow a volume while a pod uses it (FAILED_PRECONDITION), and grows it
+    /// once none does.
+    refuses_in_use: bool,
+    /// In-use refusals, by claim.
+    refusals: std::collections::BTreeMap<String, u32>,
     next_uid: u32,
     /// Pods deleted at the last tick, re-created (new UID, Ready) at the next.
     recreating: Vec<String>,
@@ -438,11 +453,40 @@ impl Expansion {
         Expansion {
             observed,
             offline,
+            refuses_in_use: false,
+            refusals: Default::default(),
             next_uid: 0,
             recreating: Vec::new(),
             most_down: 0,
             restarts: Default::default(),
             new_template: TemplateView::sized(2 * GI, None),
+        }
+    }
+
+    fn refusing_in_use() -> Self {
+        Expansion {
+            refuses_in_use: true,
+            ..Expansion::new(false)
+        }
+    }
+
+    /// The driver refuses to grow a claim's volume while its pod exists; with none, it grows the
+    /// volume, and the file system grows when a new pod mounts it.
+    fn grow_unused(&mut self) {
+        let pods = &self.observed.pods;
+        for (name, claim) in self.observed.claims.iter_mut() {
+            if claim.requested_bytes <= claim.capacity_bytes || claim.node_resize != NodeResize::Idle {
+                continue;
+            }
+            if pods.contains_key(name.trim_start_matches("data-")) {
+                if !claim.expansion_refused_in_use {
+                    *self.refusals.entry(name.clone()).or_default() += 1;
+                }
+                claim.expansion_refused_in_use = true;
+            } else {
+                claim.expansion_refused_in_use = false;
+                claim.node_resize = NodeResize::Pending { since: Some(now()) };
+            }
         }
     }
 
@@ -496,8 +540,11 @@ impl Expansion {
         }
         // The driver grows each requested claim; online it is done, offline the file system grows
         // when a new pod mounts it.
+        if self.refuses_in_use {
+            self.grow_unused();
+        }
         for claim in self.observed.claims.values_mut() {
-            if claim.requested_bytes > claim.capacity_bytes {
+            if claim.requested_bytes > claim.capacity_bytes && !self.refuses_in_use {
                 if self.offline {
                     // The kubelet could not grow it while mounted.
                     claim.node_resize = NodeResize::Failed;
@@ -564,53 +611,81 @@ impl World for Expansion {
 #[test]
 fn killed_after_any_action_in_place_still_completes_one_pod_at_a_time() {
     for offline in [false, true] {
-        let (_, total) = drive(
+        for_every_crash(
+            || Expansion::new(offline),
+            |sim, case| {
+                let sts = sim.observed.stateful_set.as_ref().expect("StatefulSet present");
+                assert_eq!(sts.template_bytes("data"), Some(2 * GI), "{case}");
+                let expected = if offline { 1 } else { 0 };
+                for pod in ["db-0", "db-1", "db-2"] {
+                    assert_eq!(
+                        sim.restarts.get(pod).copied().unwrap_or(0),
+                        expected,
+                        "{case}: {pod}"
+                    );
+                }
+            },
+        );
+    }
+}
+
+/// Drives a resize on `make()`'s world to its end once, then again with the operator killed after
+/// each of its actions in turn: each time it succeeds, every claim at its new size, never two
+/// replicas down together; `check` sees each such world (and the case, to name it).
+fn for_every_crash(make: impl Fn() -> Expansion, check: impl Fn(&Expansion, &str)) {
+    let (_, total) = drive(&resize(), &mut make(), planned(3), None, 100, &mut |_, _| {});
+    assert!(total > 5, "{total} actions");
+    for crash_at in 0..total {
+        let mut sim = make();
+        let (status, _) = drive(
             &resize(),
-            &mut Expansion::new(offline),
+            &mut sim,
             planned(3),
-            None,
+            Some(crash_at),
             100,
             &mut |_, _| {},
         );
-        assert!(total > 5, "{total} actions");
-        for crash_at in 0..total {
-            let mut sim = Expansion::new(offline);
-            let (status, _) = drive(
-                &resize(),
-                &mut sim,
-                planned(3),
-                Some(crash_at),
-                100,
-                &mut |_, _| {},
-            );
-            let case = format!("offline {offline}, crash at {crash_at}");
-            assert_eq!(
-                status.phase,
-                Some(Phase::Succeeded),
-                "{case}: {:?}",
-                status.message
-            );
-            assert!(
-                sim.observed.claims.values().all(|c| c.capacity_bytes == 2 * GI),
-                "{case}"
-            );
-            let sts = sim.observed.stateful_set.as_ref().expect("StatefulSet present");
-            assert_eq!(sts.template_bytes("data"), Some(2 * GI), "{case}");
-            assert!(
-                sim.most_down <= 1,
-                "{case}: {} replicas down at once",
-                sim.most_down
-            );
-            let expected = if offline { 1 } else { 0 };
-            for pod in ["db-0", "db-1", "db-2"] {
-                assert_eq!(
-                    sim.restarts.get(pod).copied().unwrap_or(0),
-                    expected,
-                    "{case}: {pod}"
-                );
-            }
-        }
+        let case = format!(
+            "offline {}, refusing in use {}, crash at {crash_at}",
+            sim.offline, sim.refuses_in_use
+        );
+        assert_eq!(
+            status.phase,
+            Some(Phase::Succeeded),
+            "{case}: {:?}",
+            status.message
+        );
+        assert!(
+            sim.observed.claims.values().all(|c| c.capacity_bytes == 2 * GI),
+            "{case}"
+        );
+        assert!(
+            sim.most_down <= 1,
+            "{case}: {} replicas down at once",
+            sim.most_down
+        );
+        check(&sim, &case);
     }
+}
+
+/// A driver that grows a volume only while no pod uses it, with the operator killed after every
+/// single action: only the first claim is ever asked to grow while its replica runs (the others
+/// only once their replica is down, so the external-resizer, which retries a refused claim only
+/// after a backoff of up to minutes, takes each at once), each replica is stopped exactly once and
+/// never two together, and every claim ends at its new size.
+#[test]
+fn killed_after_any_action_an_offline_only_driver_is_asked_once_while_a_pod_uses_the_volume() {
+    for_every_crash(Expansion::refusing_in_use, |sim, case| {
+        assert_eq!(
+            sim.refusals.values().sum::<u32>(),
+            1,
+            "{case}: refused in use {:?}",
+            sim.refusals
+        );
+        for pod in ["db-0", "db-1", "db-2"] {
+            assert_eq!(sim.restarts.get(pod).copied(), Some(1), "{case}: {pod}");
+        }
+    });
 }
 
 /// An autoscaler's rescue on an offline-only driver: db-1 crash-loops on its full disk (not Ready).
@@ -647,7 +722,12 @@ fn a_replica_down_already_is_restarted_first_on_an_offline_only_driver() {
 fn expands_to_target_bytes() {
     let mut status = planned(3);
     status.plan[1].target_bytes = Some(3 * GI);
-    let decision = plan(&status, &cluster(3, GI, GI, NodeResize::Idle));
+    // (The first claim grown in use already: the others are all asked at once.)
+    let mut observed = cluster(3, GI, GI, NodeResize::Idle);
+    let first = observed.claims.get_mut("data-db-0").unwrap();
+    first.requested_bytes = 2 * GI;
+    first.node_resize = NodeResize::Pending { since: Some(now()) };
+    let decision = plan(&status, &observed);
     let requested: Vec<u64> = decision
         .actions
         .iter()
@@ -656,7 +736,7 @@ fn expands_to_target_bytes() {
             other => panic!("only expansions: {other:?}"),
         })
         .collect();
-    assert_eq!(requested, [2 * GI, 3 * GI, 2 * GI]);
+    assert_eq!(requested, [3 * GI, 2 * GI]);
 }
 
 /// A row whose `targetSize` is not a size (an edited status) is never expanded — and the resize
