@@ -667,7 +667,9 @@ fn pod_when_claim_asks(
             .default_backoff()
             .applied_objects()
             .boxed();
-        while let Some(Ok(claim)) = claims.next().await {
+        while let Some(event) = claims.next().await {
+            // A failed watch is retried after a backoff.
+            let Ok(claim) = event else { continue };
             let asked = claim.spec.as_ref().and_then(|spec| {
                 spec.resources
                     .as_ref()?
