@@ -422,15 +422,12 @@ fn a_claim_that_never_reaches_its_size_fails_the_resize_after_timeout_seconds() 
     assert_eq!(unbounded.status.phase, Some(Phase::Running));
 }
 
-/// Kubernetes as far as in-place expansion needs it: claims whose capacity follows their request
-/// (online) or only once a new pod mounts them (offline-only driver), pods re-created a tick after
-/// deletion by the StatefulSet controller, and a StatefulSet replaced by orphan delete + create.
+/// Kubernetes as far as in-place expansion needs it: claims grown as the [`Driver`] does, pods
+/// re-created a tick after deletion by the StatefulSet controller, and a StatefulSet replaced by
+/// orphan delete + create.
 struct Expansion {
     observed: Observed,
-    offline: bool,
-    /// The driver refuses to grow a volume while a pod uses it (FAILED_PRECONDITION), and grows it
-    /// once none does.
-    refuses_in_use: bool,
+    driver: Driver,
     /// In-use refusals, by claim.
     refusals: std::collections::BTreeMap<String, u32>,
     next_uid: u32,
@@ -443,30 +440,33 @@ struct Expansion {
     new_template: TemplateView,
 }
 
+/// What the simulated driver does with a claim asked to grow.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Driver {
+    /// Grows the volume and its mounted file system at once.
+    Online,
+    /// Grows the volume; the node grows its file system only when a new pod mounts it.
+    NodeOffline,
+    /// Refuses to grow the volume while a pod uses it (FAILED_PRECONDITION), grows it once none does.
+    RefusesInUse,
+}
+
 /// The attributes class the simulated driver refuses (its `modifyVolumeStatus` goes Infeasible).
 const REFUSED_CLASS: &str = "platinum";
 
 impl Expansion {
-    fn new(offline: bool) -> Self {
+    fn new(driver: Driver) -> Self {
         let mut observed = cluster(3, GI, GI, NodeResize::Idle);
         observed.backup_exists = false;
         Expansion {
             observed,
-            offline,
-            refuses_in_use: false,
+            driver,
             refusals: Default::default(),
             next_uid: 0,
             recreating: Vec::new(),
             most_down: 0,
             restarts: Default::default(),
             new_template: TemplateView::sized(2 * GI, None),
-        }
-    }
-
-    fn refusing_in_use() -> Self {
-        Expansion {
-            refuses_in_use: true,
-            ..Expansion::new(false)
         }
     }
 
@@ -538,18 +538,18 @@ impl Expansion {
                 }
             }
         }
-        // The driver grows each requested claim; online it is done, offline the file system grows
-        // when a new pod mounts it.
-        if self.refuses_in_use {
+        // The driver grows each requested claim; online it is done, on a node that grows only
+        // offline the file system grows when a new pod mounts it.
+        if self.driver == Driver::RefusesInUse {
             self.grow_unused();
         }
         for claim in self.observed.claims.values_mut() {
-            if claim.requested_bytes > claim.capacity_bytes && !self.refuses_in_use {
-                if self.offline {
+            if claim.requested_bytes > claim.capacity_bytes {
+                match self.driver {
+                    Driver::Online => claim.capacity_bytes = claim.requested_bytes,
                     // The kubelet could not grow it while mounted.
-                    claim.node_resize = NodeResize::Failed;
-                } else {
-                    claim.capacity_bytes = claim.requested_bytes;
+                    Driver::NodeOffline => claim.node_resize = NodeResize::Failed,
+                    Driver::RefusesInUse => {}
                 }
             }
         }
@@ -610,13 +610,13 @@ impl World for Expansion {
 /// with an offline-only driver each pod is restarted exactly once.
 #[test]
 fn killed_after_any_action_in_place_still_completes_one_pod_at_a_time() {
-    for offline in [false, true] {
+    for driver in [Driver::Online, Driver::NodeOffline] {
         for_every_crash(
-            || Expansion::new(offline),
+            || Expansion::new(driver),
             |sim, case| {
                 let sts = sim.observed.stateful_set.as_ref().expect("StatefulSet present");
                 assert_eq!(sts.template_bytes("data"), Some(2 * GI), "{case}");
-                let expected = if offline { 1 } else { 0 };
+                let expected = if driver == Driver::NodeOffline { 1 } else { 0 };
                 for pod in ["db-0", "db-1", "db-2"] {
                     assert_eq!(
                         sim.restarts.get(pod).copied().unwrap_or(0),
@@ -645,10 +645,7 @@ fn for_every_crash(make: impl Fn() -> Expansion, check: impl Fn(&Expansion, &str
             100,
             &mut |_, _| {},
         );
-        let case = format!(
-            "offline {}, refusing in use {}, crash at {crash_at}",
-            sim.offline, sim.refuses_in_use
-        );
+        let case = format!("{:?}, crash at {crash_at}", sim.driver);
         assert_eq!(
             status.phase,
             Some(Phase::Succeeded),
@@ -675,17 +672,20 @@ fn for_every_crash(make: impl Fn() -> Expansion, check: impl Fn(&Expansion, &str
 /// never two together, and every claim ends at its new size.
 #[test]
 fn killed_after_any_action_an_offline_only_driver_is_asked_once_while_a_pod_uses_the_volume() {
-    for_every_crash(Expansion::refusing_in_use, |sim, case| {
-        assert_eq!(
-            sim.refusals.values().sum::<u32>(),
-            1,
-            "{case}: refused in use {:?}",
-            sim.refusals
-        );
-        for pod in ["db-0", "db-1", "db-2"] {
-            assert_eq!(sim.restarts.get(pod).copied(), Some(1), "{case}: {pod}");
-        }
-    });
+    for_every_crash(
+        || Expansion::new(Driver::RefusesInUse),
+        |sim, case| {
+            assert_eq!(
+                sim.refusals.values().sum::<u32>(),
+                1,
+                "{case}: refused in use {:?}",
+                sim.refusals
+            );
+            for pod in ["db-0", "db-1", "db-2"] {
+                assert_eq!(sim.restarts.get(pod).copied(), Some(1), "{case}: {pod}");
+            }
+        },
+    );
 }
 
 /// An autoscaler's rescue on an offline-only driver: db-1 crash-loops on its full disk (not Ready).
@@ -693,7 +693,7 @@ fn killed_after_any_action_an_offline_only_driver_is_asked_once_while_a_pod_uses
 /// although not Ready; the others follow one at a time, and never two are down together.
 #[test]
 fn a_replica_down_already_is_restarted_first_on_an_offline_only_driver() {
-    let mut sim = Expansion::new(true);
+    let mut sim = Expansion::new(Driver::NodeOffline);
     sim.observed.pods.get_mut("db-1").unwrap().ready = false;
     sim.observed.stateful_set.as_mut().unwrap().ready_replicas = 2;
     let rescue = resize().with(|spec| spec.force = true);
@@ -821,7 +821,7 @@ fn an_attributes_class_is_changed_in_place_with_the_operator_killed_after_any_ac
             ..TemplateView::sized(bytes, None)
         };
         let fresh = || {
-            let mut sim = Expansion::new(false);
+            let mut sim = Expansion::new(Driver::Online);
             sim.new_template = template.clone();
             sim
         };
@@ -882,7 +882,7 @@ fn an_attributes_class_is_changed_in_place_with_the_operator_killed_after_any_ac
 /// saying why, the StatefulSet's template untouched.
 #[test]
 fn an_attributes_class_the_driver_refuses_is_taken_back_and_fails_the_resize() {
-    let mut sim = Expansion::new(false);
+    let mut sim = Expansion::new(Driver::Online);
     let (status, _) = drive(
         &resize(),
         &mut sim,
