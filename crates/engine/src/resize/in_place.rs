@@ -245,10 +245,11 @@ struct VolumeGrowth {
     probing: bool,
 }
 
-/// Each volume's growth so far. Until its driver has shown whether it grows a volume in use, one
-/// claim asks first: asking every claim at once would, on a driver that cannot, have the
-/// external-resizer refuse each of them and retry each only after a backoff that doubles up to
-/// minutes, a replica's downtime later.
+/// Each volume's growth so far, after recording in each row a refusal in use its claim shows now
+/// (`refusedInUse`: the claim's condition is gone once its volume grew). Until its driver has shown
+/// whether it grows a volume in use, one claim asks first: asking every claim at once would, on a
+/// driver that cannot, have the external-resizer refuse each of them and retry each only after a
+/// backoff that doubles up to minutes, a replica's downtime later.
 fn volume_growth(status: &mut VolumeResizeStatus, observed: &Observed) -> BTreeMap<String, VolumeGrowth> {
     let mut growth: BTreeMap<String, VolumeGrowth> = BTreeMap::new();
     for row in status
