@@ -8,7 +8,7 @@ use crate::metrics::Metrics;
 use crate::resize_cache::{GuardedResize, Resizes};
 use crate::shared_secret::SecretRef;
 use crate::watch_backoff::WatchBackoff;
-use crate::watches::{reconciles, scoped};
+use crate::watches::scoped;
 use crate::webhook::{self, WebhookSettings};
 use crate::{Error, http, requests, resize};
 use futures::StreamExt;
@@ -16,7 +16,7 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomRe
 use kube::runtime::WatchStreamExt;
 use kube::runtime::reflector::{self, Store, reflector};
 use kube::runtime::wait::{await_condition, conditions};
-use kube::runtime::{Controller, watcher};
+use kube::runtime::watcher;
 use kube::{Api, Client, ResourceExt};
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -267,9 +267,7 @@ async fn run_scope(
     // Guarded: a VolumeResize this Ferry cannot read reaches the reconcile as an error (reported
     // there) instead of stalling the watch of all of them.
     let resizes = scoped::<GuardedResize>(&client, scope);
-    let controller = Controller::new(resizes, watcher::Config::default().any_semantic())
-        .with_config(reconciles())
-        .trigger_backoff(WatchBackoff::default());
+    let controller = crate::watches::controller(resizes, watcher::Config::default().any_semantic());
     let cache = Resizes::new(vec![controller.store()]);
     let (results, results_in) = crate::resize::result_watch::ResultWatch::new();
     let ctx = Arc::new(

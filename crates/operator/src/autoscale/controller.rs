@@ -2,15 +2,14 @@
 
 use super::{Autoscaling, Summaries};
 use crate::context::Context;
-use crate::watch_backoff::WatchBackoff;
-use crate::watches::{reconciles, scoped, touched_metadata};
+use crate::watches::{controller, scoped, touched_metadata};
 use ferry_api::names::LABEL_AUTOSCALER_UID;
 use ferry_api::{VolumeAutoscaler, VolumeResize};
 use futures::StreamExt;
 use k8s_openapi::api::apps::v1::StatefulSet;
 use kube::core::PartialObjectMeta;
 use kube::runtime::reflector::ObjectRef;
-use kube::runtime::{Controller, watcher};
+use kube::runtime::watcher;
 use kube::{Client, ResourceExt};
 use std::sync::Arc;
 use std::time::Duration;
@@ -32,9 +31,7 @@ pub fn run(
         summaries: Summaries::new(client.clone(), interval),
         interval,
     });
-    let controller = Controller::new(autoscalers, watcher::Config::default().any_semantic())
-        .with_config(reconciles())
-        .trigger_backoff(WatchBackoff::default());
+    let controller = controller(autoscalers, watcher::Config::default().any_semantic());
     let store = controller.store();
     controller
         .watches_stream(touched_metadata(stateful_sets), {

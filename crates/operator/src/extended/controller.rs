@@ -2,15 +2,14 @@
 
 use crate::context::Context;
 use crate::features::Feature;
-use crate::watch_backoff::WatchBackoff;
-use crate::watches::{reconciles, scoped, touched_metadata, touched_metadata_with};
+use crate::watches::{controller, scoped, touched_metadata, touched_metadata_with};
 use ferry_api::ExtendedStatefulSet;
 use futures::StreamExt;
 use k8s_openapi::api::apps::v1::StatefulSet;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use kube::core::PartialObjectMeta;
 use kube::runtime::reflector::ObjectRef;
-use kube::runtime::{Controller, watcher};
+use kube::runtime::watcher;
 use kube::{Client, ResourceExt};
 use std::sync::Arc;
 
@@ -35,9 +34,7 @@ pub fn run(
             .map(|name| ObjectRef::new(&name).within(&namespace))
             .collect()
     }
-    let controller = Controller::new(extended, watcher::Config::default().any_semantic())
-        .with_config(reconciles())
-        .trigger_backoff(WatchBackoff::default())
+    let controller = controller(extended, watcher::Config::default().any_semantic())
         .owns_stream(touched_metadata(stateful_sets))
         .watches_stream(
             touched_metadata_with(maps, referenced.clone()),

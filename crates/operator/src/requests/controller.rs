@@ -2,13 +2,13 @@
 
 use crate::context::Context;
 use crate::resize_cache::GuardedResize;
-use crate::watch_backoff::WatchBackoff;
-use crate::watches::{reconciles, scoped};
+use crate::watch_backoff::backing_off;
+use crate::watches::{controller_for_stream, scoped};
 use futures::StreamExt;
 use k8s_openapi::api::apps::v1::StatefulSet;
 use kube::core::PartialObjectMeta;
 use kube::runtime::reflector::{self, ObjectRef, reflector};
-use kube::runtime::{Controller, WatchStreamExt, watcher};
+use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Client, ResourceExt};
 use std::sync::Arc;
 
@@ -28,16 +28,15 @@ pub fn run(
     let (store, writer) = reflector::store();
     let stateful_sets = reflector(
         writer,
-        watcher(stateful_sets, watcher::Config::default())
+        backing_off(watcher(stateful_sets, watcher::Config::default()))
             // Dropped first, so only the kept ones are slimmed.
             .filter_map(|event| std::future::ready(event.map(super::only_requests).transpose()))
             .modify(super::keep_what_triggers_read),
     )
     .applied_objects();
-    Controller::for_stream(stateful_sets, store)
-        .with_config(reconciles())
-        .trigger_backoff(WatchBackoff::default())
-        .watches(resizes, watcher::Config::default().any_semantic(), |object: GuardedResize| {
+    let resizes = backing_off(watcher(resizes, watcher::Config::default().any_semantic())).touched_objects();
+    controller_for_stream(stateful_sets, store)
+        .watches_stream(resizes, |object: GuardedResize| {
             let resize = object.0.ok()?;
             let namespace = resize.namespace();
             Some(
