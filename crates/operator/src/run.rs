@@ -7,13 +7,12 @@ use crate::leader::{self, LeaderElection};
 use crate::metrics::Metrics;
 use crate::resize_cache::{GuardedResize, Resizes};
 use crate::shared_secret::SecretRef;
-use crate::watch_backoff::WatchBackoff;
+use crate::watch_backoff::backing_off;
 use crate::watches::scoped;
 use crate::webhook::{self, WebhookSettings};
 use crate::{Error, http, requests, resize};
 use futures::StreamExt;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-use kube::runtime::WatchStreamExt;
 use kube::runtime::reflector::{self, Store, reflector};
 use kube::runtime::wait::{await_condition, conditions};
 use kube::runtime::watcher;
@@ -222,12 +221,11 @@ fn resize_cache(client: &Client, scope: Option<&str>) -> (Store<GuardedResize>, 
     let (store, writer) = reflector::store();
     let stream = reflector(
         writer,
-        watcher(
+        backing_off(watcher(
             scoped::<GuardedResize>(client, scope),
             watcher::Config::default().any_semantic(),
-        ),
+        )),
     )
-    .backoff(WatchBackoff::default())
     .for_each(|_| futures::future::ready(()));
     (store, AbortOnDrop(tokio::spawn(stream)))
 }
