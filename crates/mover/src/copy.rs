@@ -24,6 +24,7 @@ use crate::fresh::FreshDir;
 use crate::meta::{self, Created, EntryMeta, Kind};
 use crate::plan::TEMP_PREFIX;
 use crate::progress::{Progress, Warnings};
+use crate::small;
 use crate::throttle::{LIMITED_CHUNK, Throttle};
 
 /// Bytes per unit of work; files with more than one chunk are copied by several threads.
@@ -292,39 +293,17 @@ fn write_into(
     meta: &EntryMeta,
     created: Option<Created>,
 ) -> Result<Copied, MoverError> {
-    let chunks = chunks(&data_segments(sf, meta).map_err(|e| MoverError::io("seeking in", src, e))?);
-    let copy_one = |&(off, len): &(u64, u64)| copy_chunk(ctx, sf, src, tf, tmp, off, len);
-    let results: Vec<(u64, u128)> = if chunks.len() > 1 {
-        chunks.par_iter().map(copy_one).collect::<Result<_, _>>()?
-    } else {
-        chunks.iter().map(copy_one).collect::<Result<_, _>>()?
+    let segments = data_segments(sf, meta).map_err(|e| MoverError::io("seeking in", src, e))?;
+    let file = Written { rel, tf, tmp, meta };
+    let copied = match small::one_checked_range(ctx.hash, &segments) {
+        Some((off, len)) => small::with_buffers(len, |read, landed| {
+            copy_compared(ctx, sf, src, &file, off, read, landed)
+        })?,
+        None => copy_ranges(ctx, sf, src, &file, &chunks(&segments))?,
     };
-    // The file was empty, so its length is where the last write ended; holes at the end (and a
-    // source that shrank) still need the full length.
-    let written_end = chunks
-        .iter()
-        .zip(&results)
-        .filter(|(_, (copied, _))| *copied > 0)
-        .map(|(&(off, _), &(copied, _))| off + copied)
-        .max()
-        .unwrap_or(0);
-    if written_end != meta.size {
-        tf.set_len(meta.size)
-            .map_err(|e| MoverError::io("setting length of", tmp, e))?;
-    }
-    let bytes: u64 = results.iter().map(|r| r.0).sum();
-    if ctx.corrupt == Some(rel) {
-        corrupt(tf, tmp, meta.size)?;
-    }
-    // The length that landed is checked with the rest of the metadata in the verify phase.
-    if ctx.hash {
-        for (&(off, len), &(copied, want)) in chunks.iter().zip(&results) {
-            let got = hash_range(tf, tmp, off, len.min(copied))?;
-            if got != want {
-                return Ok(Copied::Mismatch);
-            }
-        }
-    }
+    let Some(bytes) = copied else {
+        return Ok(Copied::Mismatch);
+    };
     match created {
         Some(created) => meta::apply_new_fd(tf, tmp, meta, created)?,
         None => meta::apply_fd(tf, tmp, meta)?,
@@ -339,6 +318,96 @@ fn write_into(
         (true, _) => Some(Box::new(meta::read_fd(tf, tmp)?)),
     };
     Ok(Copied::Done { bytes, landed })
+}
+
+/// The new file being written: where it is, and what it must end up as.
+struct Written<'a> {
+    /// Source-relative path (for the corrupt test hook).
+    rel: &'a Path,
+    /// The open new file.
+    tf: &'a File,
+    /// Its path (temp or final name).
+    tmp: &'a Path,
+    /// What the scan saw of the source.
+    meta: &'a EntryMeta,
+}
+
+/// Copies `ranges` of the source into the new file, big files by several threads, and (when
+/// hashing) checks each range that landed against the hash of what was read; `None` on a
+/// mismatch, else the bytes written.
+fn copy_ranges(
+    ctx: &CopyCtx,
+    sf: &File,
+    src: &Path,
+    file: &Written,
+    ranges: &[(u64, u64)],
+) -> Result<Option<u64>, MoverError> {
+    let (tf, tmp) = (file.tf, file.tmp);
+    let copy_one = |&(off, len): &(u64, u64)| copy_chunk(ctx, sf, src, tf, tmp, off, len);
+    let results: Vec<(u64, u128)> = if ranges.len() > 1 {
+        ranges.par_iter().map(copy_one).collect::<Result<_, _>>()?
+    } else {
+        ranges.iter().map(copy_one).collect::<Result<_, _>>()?
+    };
+    // The file was empty, so its length is where the last write ended.
+    let written_end = ranges
+        .iter()
+        .zip(&results)
+        .filter(|(_, (copied, _))| *copied > 0)
+        .map(|(&(off, _), &(copied, _))| off + copied)
+        .max()
+        .unwrap_or(0);
+    settle(ctx, file, written_end)?;
+    // The length that landed is checked with the rest of the metadata in the verify phase.
+    if ctx.hash {
+        for (&(off, len), &(copied, want)) in ranges.iter().zip(&results) {
+            let got = hash_range(tf, tmp, off, len.min(copied))?;
+            if got != want {
+                return Ok(None);
+            }
+        }
+    }
+    Ok(Some(results.iter().map(|r| r.0).sum()))
+}
+
+/// Copies `read.len()` bytes at `off` of the source into the new, empty file through `read`,
+/// then reads back what landed into `landed` and compares; `None` when they differ, else the
+/// bytes written.
+fn copy_compared(
+    ctx: &CopyCtx,
+    sf: &File,
+    src: &Path,
+    file: &Written,
+    off: u64,
+    read: &mut [u8],
+    landed: &mut [u8],
+) -> Result<Option<u64>, MoverError> {
+    // Short only when the source shrank since the scan.
+    let n = read_full(sf, src, read, off)?;
+    if n > 0 {
+        ctx.before_writing(n as u64);
+        file.tf
+            .write_all_at(&read[..n], off)
+            .map_err(|e| MoverError::io("writing", file.tmp, e))?;
+        ctx.wrote(n as u64);
+    }
+    settle(ctx, file, if n > 0 { off + n as u64 } else { 0 })?;
+    let back = read_full(file.tf, file.tmp, &mut landed[..n], off)?;
+    Ok((back == n && read[..n] == landed[..n]).then_some(n as u64))
+}
+
+/// Gives the new file its full length when the writes ended before it (holes at the end, a
+/// source that shrank), then runs the corrupt test hook, which comes before any check.
+fn settle(ctx: &CopyCtx, file: &Written, written_end: u64) -> Result<(), MoverError> {
+    if written_end != file.meta.size {
+        file.tf
+            .set_len(file.meta.size)
+            .map_err(|e| MoverError::io("setting length of", file.tmp, e))?;
+    }
+    if ctx.corrupt == Some(file.rel) {
+        corrupt(file.tf, file.tmp, file.meta.size)?;
+    }
+    Ok(())
 }
 
 /// Test hook: flips the first byte of the written file (or adds one to an empty file).

@@ -49,8 +49,9 @@
 //! | 6 | `--strict` (a final sync): the source changed or lost entries during the pass |
 //!
 //! # Verification
-//! `checksum` hashes (xxh3-128) what is read from the source while copying and compares it,
-//! per 32 MiB chunk, with a re-read of what landed before the file is put in place; then
+//! `checksum` re-reads what landed before the file is put in place and compares it with what was
+//! read from the source: byte for byte for a file whose data is one range of at most 256 KiB
+//! (read into a buffer its thread keeps), else by xxh3-128 hashes per 32 MiB chunk; then
 //! every target entry's metadata is compared with the source scan (a file written in the run is
 //! read back through its open descriptor once complete). `metadata` does only the second part. Files skipped by the quick check are not re-hashed (use `checksum_compare`).
 //!
@@ -72,6 +73,7 @@ mod options;
 mod plan;
 mod progress;
 mod signal;
+mod small;
 mod sync;
 mod throttle;
 mod usage;

@@ -88,11 +88,18 @@ fn bad_input_exits_2() {
     ignore = "needs --features ferry-mover/test-hooks"
 )]
 fn corrupted_copy_is_detected_exit_3_and_named() {
+    // Small files are compared byte for byte with what was read, bigger ones by hash per chunk.
+    for size in [100_000, 300_000] {
+        corrupted_copy_of_size_is_detected(size);
+    }
+}
+
+fn corrupted_copy_of_size_is_detected(size: usize) {
     let tmp = tempfile::tempdir().unwrap();
     let src = tmp.path().join("src");
     let dst = tmp.path().join("dst");
     write(&src.join("ok.txt"), b"fine");
-    write(&src.join("dir/victim.bin"), &pattern(100_000, 9));
+    write(&src.join("dir/victim.bin"), &pattern(size, 9));
     let rf = tmp.path().join("result.json");
     let args = [
         "sync",
