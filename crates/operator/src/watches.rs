@@ -88,8 +88,9 @@ fn drop_managed_fields<K: kube::Resource>(object: &mut K) {
 /// 173 MiB for a moment (heaptrack). The rest wait in the controller's queue, a few bytes each.
 const CONCURRENT_RECONCILES: u16 = 32;
 
-/// The configuration every controller runs with.
-pub fn reconciles() -> kube::runtime::controller::Config {
+/// The configuration every controller runs with (through [`controller_for_stream`], which also
+/// sets its backoff: no controller is built without both).
+fn reconciles() -> kube::runtime::controller::Config {
     kube::runtime::controller::Config::default().concurrency(CONCURRENT_RECONCILES)
 }
 
