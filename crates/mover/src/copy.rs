@@ -16,7 +16,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use rayon::prelude::*;
 use rustix::fs::{CWD, FileType, Mode, OFlags, SeekFrom};
 use rustix::io::Errno;
-use xxhash_rust::xxh3::Xxh3;
 
 use crate::dirs::DirFds;
 use crate::error::{MoverError, errno};
@@ -24,6 +23,7 @@ use crate::fresh::FreshDir;
 use crate::meta::{self, Created, EntryMeta, Kind};
 use crate::plan::TEMP_PREFIX;
 use crate::progress::{Progress, Warnings};
+use crate::record::{self, FileRecord, PieceHasher, Stamp};
 use crate::small;
 use crate::throttle::{LIMITED_CHUNK, Throttle};
 
@@ -61,20 +61,33 @@ pub struct CopyCtx<'a> {
     /// pass copies the file again either way, and the second `fstat` was one of a dozen calls a
     /// small file costs.
     pub recheck_sources: bool,
+    /// Test hook: the process aborts once it wrote this many pieces in place (a pass killed in
+    /// the middle of a delta).
+    pub abort_after_pieces: Option<u64>,
+    /// Pieces written in place so far (for the hook).
+    pub pieces_in_place: std::sync::atomic::AtomicU64,
 }
 
 impl CopyCtx<'_> {
     /// Waits until the bandwidth limit allows writing `bytes` more.
-    fn before_writing(&self, bytes: u64) {
+    pub(crate) fn before_writing(&self, bytes: u64) {
         if let Some(throttle) = self.throttle {
             throttle.pace(bytes);
         }
     }
 
     /// Counts `bytes` written.
-    fn wrote(&self, bytes: u64) {
+    pub(crate) fn wrote(&self, bytes: u64) {
         self.progress.bytes_copied.fetch_add(bytes, Ordering::Relaxed);
         self.progress.bytes_done.fetch_add(bytes, Ordering::Relaxed);
+    }
+
+    /// Counts one piece written in place ([`crate::delta`]), aborting where the test hook asks.
+    pub(crate) fn wrote_piece_in_place(&self) {
+        let written = self.pieces_in_place.fetch_add(1, Ordering::Relaxed) + 1;
+        if self.abort_after_pieces.is_some_and(|limit| written >= limit) {
+            std::process::abort();
+        }
     }
 
     /// Largest piece to copy in one call: small under a bandwidth limit, so it paces evenly.
@@ -96,6 +109,8 @@ pub enum Copied {
         bytes: u64,
         /// What landed, read back from the written file once it was complete (when verifying).
         landed: Option<Box<EntryMeta>>,
+        /// The digest of each piece written, for the chunk record (large files without holes).
+        record: Option<FileRecord>,
     },
     /// The source disappeared or stopped being a regular file; nothing installed.
     Vanished,
@@ -116,15 +131,15 @@ fn gone(e: &io::Error) -> bool {
         || e.raw_os_error() == Some(Errno::NOTDIR.raw_os_error())
 }
 
-/// Copies regular file `src` to `dst` with metadata `meta` (from the scan).
-pub fn copy_file(
+/// Opens regular file `src` (source entry `i`) for reading, by its name in its open directory
+/// where there is one; `None` (after a warning) when it vanished or is no longer a regular file.
+pub(crate) fn open_source(
     ctx: &CopyCtx,
     i: usize,
     rel: &Path,
     src: &Path,
-    dst: &Path,
     meta: &EntryMeta,
-) -> Result<Copied, MoverError> {
+) -> Result<Option<(File, std::fs::Metadata)>, MoverError> {
     let dir = ctx.parents.get(i).copied().unwrap_or(i);
     let name = rel.file_name().unwrap_or_default();
     let opened = match ctx.source_dirs.get(dir) {
@@ -141,7 +156,7 @@ pub fn copy_file(
         Err(e) if gone(&e) => {
             ctx.warnings
                 .warn(format!("vanished before copy: {}", src.display()));
-            return Ok(Copied::Vanished);
+            return Ok(None);
         }
         Err(e) => return Err(MoverError::io("opening", src, e)),
     };
@@ -151,13 +166,30 @@ pub fn copy_file(
     if !before.file_type().is_file() {
         ctx.warnings
             .warn(format!("no longer a regular file: {}", src.display()));
-        return Ok(Copied::Vanished);
+        return Ok(None);
     }
     if before.size() != meta.size || before.mtime() != meta.mtime || before.mtime_nsec() != meta.mtime_nsec {
         // The target gets the scanned mtime, so the next run sees the difference and recopies.
         ctx.warnings
             .warn(format!("changed since scan: {}", src.display()));
     }
+    Ok(Some((sf, before)))
+}
+
+/// Copies regular file `src` to `dst` with metadata `meta` (from the scan).
+pub fn copy_file(
+    ctx: &CopyCtx,
+    i: usize,
+    rel: &Path,
+    src: &Path,
+    dst: &Path,
+    meta: &EntryMeta,
+) -> Result<Copied, MoverError> {
+    let Some((sf, before)) = open_source(ctx, i, rel, src, meta)? else {
+        return Ok(Copied::Vanished);
+    };
+    let dir = ctx.parents.get(i).copied().unwrap_or(i);
+    let name = rel.file_name().unwrap_or_default();
     let fresh = ctx
         .fresh_dirs
         .get(&dir)
@@ -177,7 +209,11 @@ pub fn copy_file(
     let result = write_into(ctx, rel, &sf, src, &file, &path, meta, created);
     drop(file);
     match result {
-        Ok(done @ Copied::Done { .. }) => {
+        Ok(Copied::Done {
+            bytes,
+            landed,
+            record,
+        }) => {
             if ctx.recheck_sources {
                 warn_if_changed(ctx, &sf, src, &before)?;
             }
@@ -188,7 +224,22 @@ pub fn copy_file(
                     MoverError::io("renaming into place", dst, e)
                 })?;
             }
-            Ok(done)
+            // Stamped once in place: the rename moves the inode's ctime.
+            let record = match record {
+                Some(record) => Some(FileRecord {
+                    stamp: Stamp::of_metadata(
+                        &std::fs::symlink_metadata(dst)
+                            .map_err(|e| MoverError::io("reading metadata of", dst, e))?,
+                    ),
+                    ..record
+                }),
+                None => None,
+            };
+            Ok(Copied::Done {
+                bytes,
+                landed,
+                record,
+            })
         }
         other => {
             // Never leave a partial file behind on failure (ENOSPC in particular).
@@ -200,7 +251,7 @@ pub fn copy_file(
 
 /// A source whose size or mtime moved while it was read fails a strict pass (its warning is an
 /// error there).
-fn warn_if_changed(
+pub(crate) fn warn_if_changed(
     ctx: &CopyCtx,
     sf: &File,
     src: &Path,
@@ -294,14 +345,23 @@ fn write_into(
     created: Option<Created>,
 ) -> Result<Copied, MoverError> {
     let segments = data_segments(sf, meta).map_err(|e| MoverError::io("seeking in", src, e))?;
-    let file = Written { rel, tf, tmp, meta };
+    // A large file without holes has its pieces' digests recorded, for the next pass's delta.
+    let pieces = record::recorded_size(meta.size) && segments == [(0, meta.size)];
+    let file = Written {
+        rel,
+        tf,
+        tmp,
+        meta,
+        pieces,
+    };
     let copied = match small::one_checked_range(ctx.hash, &segments) {
         Some((off, len)) => small::with_buffers(len, |read, landed| {
             copy_compared(ctx, sf, src, &file, off, read, landed)
-        })?,
+        })?
+        .map(|bytes| (bytes, None)),
         None => copy_ranges(ctx, sf, src, &file, &chunks(&segments))?,
     };
-    let Some(bytes) = copied else {
+    let Some((bytes, digests)) = copied else {
         return Ok(Copied::Mismatch);
     };
     match created {
@@ -317,7 +377,16 @@ fn write_into(
         (true, Some(_)) if meta.xattrs.is_empty() => Some(Box::new(meta::read_fd_without_xattrs(tf, tmp)?)),
         (true, _) => Some(Box::new(meta::read_fd(tf, tmp)?)),
     };
-    Ok(Copied::Done { bytes, landed })
+    // Stamped by the caller once the file is in place.
+    let record = digests.map(|digests| FileRecord {
+        stamp: Stamp::of(meta),
+        digests,
+    });
+    Ok(Copied::Done {
+        bytes,
+        landed,
+        record,
+    })
 }
 
 /// The new file being written: where it is, and what it must end up as.
@@ -330,21 +399,27 @@ struct Written<'a> {
     tmp: &'a Path,
     /// What the scan saw of the source.
     meta: &'a EntryMeta,
+    /// Read and digest its data piece by piece (for the chunk record) even when not verifying.
+    pieces: bool,
 }
 
+/// What a copy wrote: its bytes, and the digest of each piece of the file where it recorded them.
+type Landed = (u64, Option<Vec<u128>>);
+
 /// Copies `ranges` of the source into the new file, big files by several threads, and (when
-/// hashing) checks each range that landed against the hash of what was read; `None` on a
-/// mismatch, else the bytes written.
+/// hashing) checks each range that landed against the digests of what was read; `None` on a
+/// mismatch, else the bytes written and (for `file.pieces`, all of it written) the digest of each
+/// piece of the file.
 fn copy_ranges(
     ctx: &CopyCtx,
     sf: &File,
     src: &Path,
     file: &Written,
     ranges: &[(u64, u64)],
-) -> Result<Option<u64>, MoverError> {
+) -> Result<Option<Landed>, MoverError> {
     let (tf, tmp) = (file.tf, file.tmp);
-    let copy_one = |&(off, len): &(u64, u64)| copy_chunk(ctx, sf, src, tf, tmp, off, len);
-    let results: Vec<(u64, u128)> = if ranges.len() > 1 {
+    let copy_one = |&(off, len): &(u64, u64)| copy_chunk(ctx, sf, src, file, off, len);
+    let results: Vec<(u64, Vec<u128>)> = if ranges.len() > 1 {
         ranges.par_iter().map(copy_one).collect::<Result<_, _>>()?
     } else {
         ranges.iter().map(copy_one).collect::<Result<_, _>>()?
@@ -360,14 +435,17 @@ fn copy_ranges(
     settle(ctx, file, written_end)?;
     // The length that landed is checked with the rest of the metadata in the verify phase.
     if ctx.hash {
-        for (&(off, len), &(copied, want)) in ranges.iter().zip(&results) {
-            let got = hash_range(tf, tmp, off, len.min(copied))?;
-            if got != want {
+        for (&(off, len), (copied, want)) in ranges.iter().zip(&results) {
+            let got = piece_digests(tf, tmp, off, len.min(*copied))?;
+            if got != *want {
                 return Ok(None);
             }
         }
     }
-    Ok(Some(results.iter().map(|r| r.0).sum()))
+    let bytes: u64 = results.iter().map(|r| r.0).sum();
+    let digests =
+        (file.pieces && bytes == file.meta.size).then(|| results.into_iter().flat_map(|r| r.1).collect());
+    Ok(Some((bytes, digests)))
 }
 
 /// Copies `read.len()` bytes at `off` of the source into the new, empty file through `read`,
@@ -427,7 +505,7 @@ fn corrupt(tf: &File, tmp: &Path, size: u64) -> Result<(), MoverError> {
 
 /// The data ranges of a file: the whole file, or only its non-hole parts when it has fewer
 /// blocks allocated than its size (a possibly sparse file).
-fn data_segments(sf: &File, meta: &EntryMeta) -> io::Result<Vec<(u64, u64)>> {
+pub(crate) fn data_segments(sf: &File, meta: &EntryMeta) -> io::Result<Vec<(u64, u64)>> {
     let size = meta.size;
     if size == 0 {
         return Ok(Vec::new());
@@ -468,24 +546,26 @@ fn chunks(segs: &[(u64, u64)]) -> Vec<(u64, u64)> {
     out
 }
 
-/// Copies one range; returns (bytes copied, hash of what was read — 0 when not hashing).
+/// Copies one range; returns the bytes copied and the digest of each piece of what was read
+/// (pieces counted from `off`; none when neither hashing nor recording).
 fn copy_chunk(
     ctx: &CopyCtx,
     sf: &File,
     src: &Path,
-    tf: &File,
-    tmp: &Path,
+    file: &Written,
     off: u64,
     len: u64,
-) -> Result<(u64, u128), MoverError> {
-    if !ctx.hash && !ctx.no_copy_range.load(Ordering::Relaxed) {
+) -> Result<(u64, Vec<u128>), MoverError> {
+    let (tf, tmp) = (file.tf, file.tmp);
+    let digest = ctx.hash || file.pieces;
+    if !digest && !ctx.no_copy_range.load(Ordering::Relaxed) {
         match copy_range(ctx, sf, tf, off, len) {
-            Ok(Some(n)) => return Ok((n, 0)),
+            Ok(Some(n)) => return Ok((n, Vec::new())),
             Ok(None) => {}
             Err(e) => return Err(MoverError::io("copying data to", tmp, e)),
         }
     }
-    read_write(ctx, sf, src, tf, tmp, off, len)
+    read_write(ctx, sf, src, tf, tmp, (off, len), digest)
 }
 
 /// `copy_file_range` loop; `Ok(None)` means unsupported here, fall back to read/write.
@@ -520,11 +600,11 @@ fn read_write(
     src: &Path,
     tf: &File,
     tmp: &Path,
-    off: u64,
-    len: u64,
-) -> Result<(u64, u128), MoverError> {
+    (off, len): (u64, u64),
+    digest: bool,
+) -> Result<(u64, Vec<u128>), MoverError> {
     let mut buf = vec![0u8; BUF.min(len) as usize];
-    let mut hasher = Xxh3::new();
+    let mut hasher = PieceHasher::default();
     let mut done = 0u64;
     while done < len {
         let want = (len - done).min(buf.len() as u64) as usize;
@@ -534,7 +614,7 @@ fn read_write(
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
             Err(e) => return Err(MoverError::io("reading", src, e)),
         };
-        if ctx.hash {
+        if digest {
             hasher.update(&buf[..n]);
         }
         ctx.before_writing(n as u64);
@@ -543,13 +623,13 @@ fn read_write(
         done += n as u64;
         ctx.wrote(n as u64);
     }
-    Ok((done, if ctx.hash { hasher.digest128() } else { 0 }))
+    Ok((done, if digest { hasher.finish() } else { Vec::new() }))
 }
 
-/// xxh3-128 of a byte range of an open file.
-pub fn hash_range(f: &File, path: &Path, off: u64, len: u64) -> Result<u128, MoverError> {
+/// The digest of each piece of a byte range of an open file (pieces counted from `off`).
+fn piece_digests(f: &File, path: &Path, off: u64, len: u64) -> Result<Vec<u128>, MoverError> {
     let mut buf = vec![0u8; BUF.min(len.max(1)) as usize];
-    let mut hasher = Xxh3::new();
+    let mut hasher = PieceHasher::default();
     let mut done = 0u64;
     while done < len {
         let want = (len - done).min(buf.len() as u64) as usize;
@@ -563,7 +643,7 @@ pub fn hash_range(f: &File, path: &Path, off: u64, len: u64) -> Result<u128, Mov
             Err(e) => return Err(MoverError::io("reading", path, e)),
         }
     }
-    Ok(hasher.digest128())
+    Ok(hasher.finish())
 }
 
 /// Whether two files have identical contents (checksum-compare). A vanished source
@@ -595,7 +675,7 @@ pub fn same_contents(src: &Path, dst: &Path) -> Result<bool, MoverError> {
     }
 }
 
-fn read_full(f: &File, path: &Path, buf: &mut [u8], off: u64) -> Result<usize, MoverError> {
+pub(crate) fn read_full(f: &File, path: &Path, buf: &mut [u8], off: u64) -> Result<usize, MoverError> {
     let mut n = 0;
     while n < buf.len() {
         match f.read_at(&mut buf[n..], off + n as u64) {

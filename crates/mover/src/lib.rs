@@ -64,6 +64,7 @@
 //! clean index entries. It costs a read of the few files written just before they were copied.
 
 mod copy;
+mod delta;
 mod digest;
 mod dirs;
 mod error;
@@ -72,6 +73,7 @@ mod meta;
 mod options;
 mod plan;
 mod progress;
+mod record;
 mod signal;
 mod small;
 mod sync;
@@ -89,6 +91,7 @@ pub use meta::Kind;
 pub use options::{Hook, SyncOptions, SyncReport, VerifyMode};
 pub use plan::TEMP_PREFIX;
 pub use progress::{ProgressLine, ProgressMode};
+pub use record::{DELTA_MIN, PIECE, RECORD_NAME};
 pub use signal::{GoBy, wait_for_go};
 pub use sync::sync;
 pub use usage::{Usage, usage};

@@ -73,6 +73,11 @@ struct SyncArgs {
     /// fails it (exit code 6) instead of being a warning.
     #[arg(long)]
     strict: bool,
+    /// Keep a record of the pieces of large files written, in the target, so the next pass
+    /// compares a changed file with it instead of reading the target (a warm pass; a --strict
+    /// pass, and any pass without this flag, removes it).
+    #[arg(long)]
+    chunk_record: bool,
     /// Worker threads (default: 8 x cores, between 8 and 64).
     #[arg(long)]
     threads: Option<usize>,
@@ -121,6 +126,21 @@ fn corrupt_after_write() -> Option<PathBuf> {
 /// Builds without `test-hooks` (every release) ignore the variable: nothing can corrupt a copy.
 #[cfg(not(feature = "test-hooks"))]
 fn corrupt_after_write() -> Option<PathBuf> {
+    None
+}
+
+/// Test hook (feature `test-hooks` only): abort after writing this many pieces in place.
+#[cfg(feature = "test-hooks")]
+fn abort_after_pieces() -> Option<u64> {
+    std::env::var("FERRY_MOVER_TEST_ABORT_AFTER_PIECES")
+        .ok()?
+        .parse()
+        .ok()
+}
+
+/// Builds without `test-hooks` never abort on purpose.
+#[cfg(not(feature = "test-hooks"))]
+fn abort_after_pieces() -> Option<u64> {
     None
 }
 /// Kubernetes reads at most 4096 bytes of termination message.
@@ -225,6 +245,8 @@ fn run_sync(args: SyncArgs) -> i32 {
         bwlimit: args.bwlimit,
         print_warnings: true,
         strict: args.strict,
+        chunk_record: args.chunk_record,
+        abort_after_pieces: abort_after_pieces(),
         corrupt_after_write: corrupt_after_write(),
         after_scan: None,
     };

@@ -56,6 +56,13 @@ pub struct SyncOptions {
     /// Fail (instead of warning) when an entry changes or vanishes during the pass: for a final
     /// sync, whose source must be quiet.
     pub strict: bool,
+    /// Keep a record of the pieces of large files this pass wrote, in the target, for the next
+    /// pass to compare against instead of reading the target (a warm pass; a strict pass never
+    /// keeps one, and any pass without this removes the one it found).
+    pub chunk_record: bool,
+    /// Test hook: abort the process once this many pieces were written in place.
+    #[doc(hidden)]
+    pub abort_after_pieces: Option<u64>,
     /// Test hook: corrupt this source-relative path after writing it and before verifying it.
     #[doc(hidden)]
     pub corrupt_after_write: Option<PathBuf>,

@@ -34,6 +34,12 @@ pub enum Op {
     Special,
     /// Make this path a hard link to the target of the source entry at this index.
     HardLink(usize),
+    /// A large file whose target is its own inode: write only the pieces that differ, in place
+    /// ([`crate::delta`]), then its metadata.
+    UpdateInPlace {
+        /// Whether metadata differs.
+        fix: bool,
+    },
 }
 
 impl Op {
@@ -141,6 +147,19 @@ pub fn decide(src: &EntryMeta, dst: Option<&EntryMeta>, checksum_compare: bool) 
     }
 }
 
+/// A data copy of a large file whose target copy is a regular file of its own (one link) becomes
+/// an update in place: only the pieces that differ are written.
+fn in_place(op: Op, src: &EntryMeta, dst: Option<&EntryMeta>) -> Op {
+    let own_file = dst.is_some_and(|d| d.kind == Kind::File && d.nlink == 1);
+    match op {
+        Op::CopyData | Op::Compare { .. } if own_file && crate::record::recorded_size(src.size) => {
+            let fix = dst.is_none_or(|d| !(src.same_attrs(d) && src.same_mtime(d)));
+            Op::UpdateInPlace { fix }
+        }
+        op => op,
+    }
+}
+
 fn is_temp_name(rel: &Path) -> bool {
     rel.file_name()
         .is_some_and(|n| n.as_bytes().starts_with(TEMP_PREFIX.as_bytes()))
@@ -214,7 +233,7 @@ pub fn plan(source: &Tree, target: &Tree, opts: PlanOptions) -> Plan {
                     (true, Kind::File) => Op::CopyData,
                     (true, Kind::Symlink) => Op::Symlink,
                     (true, k) if k.is_special() => Op::Special,
-                    _ => op,
+                    _ => in_place(op, &e.meta, dst),
                 }
             }
         };
@@ -462,5 +481,51 @@ mod tests {
             plan(&src, &dst, PlanOptions::default()).ops,
             [Op::Skip, Op::Skip, Op::CopyData]
         );
+    }
+
+    #[test]
+    fn a_large_file_with_a_target_of_its_own_is_updated_in_place() {
+        let big = |size: u64, nlink: u64| EntryMeta {
+            size,
+            nlink,
+            ..m(Kind::File)
+        };
+        let large = crate::record::DELTA_MIN;
+        let src = tree(vec![("", m(Kind::Dir)), ("db", big(large, 1))]);
+        let ops = |dst: &Tree, checksum_compare: bool| {
+            plan(
+                &src,
+                dst,
+                PlanOptions {
+                    delete: false,
+                    checksum_compare,
+                },
+            )
+            .ops
+        };
+        // Grown, shrunk or touched since the last pass: in place.
+        for dst_size in [large - 1, large + 1] {
+            let dst = tree(vec![("", m(Kind::Dir)), ("db", big(dst_size, 1))]);
+            assert_eq!(ops(&dst, false), [Op::Skip, Op::UpdateInPlace { fix: false }]);
+        }
+        let mut touched = big(large, 1);
+        touched.mtime += 1;
+        let dst = tree(vec![("", m(Kind::Dir)), ("db", touched)]);
+        assert_eq!(ops(&dst, false), [Op::Skip, Op::UpdateInPlace { fix: true }]);
+        // A content comparison is an update in place that may write nothing.
+        let same = tree(vec![("", m(Kind::Dir)), ("db", big(large, 1))]);
+        assert_eq!(ops(&same, false), [Op::Skip, Op::Skip]);
+        assert_eq!(ops(&same, true), [Op::Skip, Op::UpdateInPlace { fix: false }]);
+        // A target inode with other links, a small file or no target: a new copy.
+        let linked_elsewhere = tree(vec![("", m(Kind::Dir)), ("db", big(large + 1, 2))]);
+        assert_eq!(ops(&linked_elsewhere, false), [Op::Skip, Op::CopyData]);
+        let small_src = tree(vec![("", m(Kind::Dir)), ("db", big(large - 1, 1))]);
+        let small_dst = tree(vec![("", m(Kind::Dir)), ("db", big(large, 1))]);
+        assert_eq!(
+            plan(&small_src, &small_dst, PlanOptions::default()).ops,
+            [Op::Skip, Op::CopyData]
+        );
+        let empty = tree(vec![("", m(Kind::Dir))]);
+        assert_eq!(ops(&empty, false), [Op::Skip, Op::CopyData]);
     }
 }

@@ -10,6 +10,7 @@ use std::time::Instant;
 use rayon::prelude::*;
 
 use crate::copy::{self, Copied, CopyCtx};
+use crate::delta::{self, Updated};
 use crate::digest::metadata_digest;
 use crate::dirs::DirFds;
 use crate::error::MoverError;
@@ -18,9 +19,10 @@ use crate::meta::{self, Kind};
 use crate::options::{SyncOptions, SyncReport, VerifyMode};
 use crate::plan::{self, Op, PlanOptions, Removal};
 use crate::progress::{Phase, Progress, Reporter, Warnings, lock};
+use crate::record::{self, FileRecord};
 use crate::throttle::Throttle;
 use crate::verify::metadata_mismatch;
-use crate::walk::{self, Tree};
+use crate::walk::{self, Tree, path_order};
 
 /// Makes `opts.target` an exact copy of `opts.source`. See the crate docs.
 pub fn sync(opts: &SyncOptions) -> Result<SyncReport, MoverError> {
@@ -135,6 +137,8 @@ struct Outcome {
     vanished: Vec<AtomicBool>,
     /// Metadata read back from files written this run, for the verify phase.
     landed: Vec<OnceLock<Box<meta::EntryMeta>>>,
+    /// The pieces of large files written this run, for the chunk record.
+    records: Vec<OnceLock<FileRecord>>,
     mismatches: Mutex<Vec<(PathBuf, String)>>,
     files_copied: AtomicU64,
     metadata_fixed: AtomicU64,
@@ -148,7 +152,9 @@ impl Run<'_> {
             || walk::scan(self.source, true, self.warnings, Some(self.progress)),
             || walk::scan(self.target, true, self.warnings, None),
         );
-        let (src, dst) = (src?, dst?);
+        let (src, mut dst) = (src?, dst?);
+        dst.entries.retain(|e| !record::is_record(&e.rel));
+        let recorded = record::load(self.target, |rel| find(&dst, rel));
         let plan = plan::plan(
             &src,
             &dst,
@@ -175,11 +181,12 @@ impl Run<'_> {
         let out = Outcome {
             vanished: src.entries.iter().map(|_| AtomicBool::new(false)).collect(),
             landed: src.entries.iter().map(|_| OnceLock::new()).collect(),
+            records: src.entries.iter().map(|_| OnceLock::new()).collect(),
             mismatches: Mutex::new(Vec::new()),
             files_copied: AtomicU64::new(0),
             metadata_fixed: AtomicU64::new(0),
         };
-        self.copy_phase(&src, &plan.ops, &out)?;
+        self.copy_phase(&src, &plan.ops, &out, &recorded)?;
 
         let mut mismatches = std::mem::take(&mut *lock(&out.mismatches));
         if self.opts.verify != VerifyMode::None {
@@ -231,7 +238,13 @@ impl Run<'_> {
         }
     }
 
-    fn copy_phase(&self, src: &Tree, ops: &[Op], out: &Outcome) -> Result<(), MoverError> {
+    fn copy_phase(
+        &self,
+        src: &Tree,
+        ops: &[Op],
+        out: &Outcome,
+        recorded: &HashMap<PathBuf, FileRecord>,
+    ) -> Result<(), MoverError> {
         // Directories first, in path order so parents exist; private until the final pass.
         let umask = fresh::process_umask();
         let mut fresh_dirs = HashMap::new();
@@ -268,18 +281,22 @@ impl Run<'_> {
             source_dirs: DirFds::new(self.source, src, dirs_budget),
             target_dirs: DirFds::new(self.target, src, dirs_budget),
             recheck_sources: self.opts.strict,
+            abort_after_pieces: self.opts.abort_after_pieces,
+            pieces_in_place: AtomicU64::new(0),
         };
         let work: Vec<usize> = (0..ops.len())
             .filter(|&i| !matches!(ops[i], Op::Skip | Op::Mkdir | Op::HardLink(_)))
             .collect();
         work.par_iter()
-            .try_for_each(|&i| self.apply(&ctx, src, i, &ops[i], out))?;
+            .try_for_each(|&i| self.apply(&ctx, src, i, &ops[i], out, recorded))?;
         let links: Vec<usize> = (0..ops.len())
             .filter(|&i| matches!(ops[i], Op::HardLink(_)))
             .collect();
         links
             .par_iter()
-            .try_for_each(|&i| self.apply(&ctx, src, i, &ops[i], out))?;
+            .try_for_each(|&i| self.apply(&ctx, src, i, &ops[i], out, recorded))?;
+        // Before the directories' metadata: the record's file changes the root's mtime.
+        self.keep_record(src, ops, out, recorded)?;
         // Directory metadata last: creating entries inside bumps a directory's mtime.
         let dirs: Vec<usize> = (0..ops.len())
             .filter(|&i| src.entries[i].meta.kind == Kind::Dir)
@@ -298,7 +315,15 @@ impl Run<'_> {
         })
     }
 
-    fn apply(&self, ctx: &CopyCtx, src: &Tree, i: usize, op: &Op, out: &Outcome) -> Result<(), MoverError> {
+    fn apply(
+        &self,
+        ctx: &CopyCtx,
+        src: &Tree,
+        i: usize,
+        op: &Op,
+        out: &Outcome,
+        recorded: &HashMap<PathBuf, FileRecord>,
+    ) -> Result<(), MoverError> {
         let e = &src.entries[i];
         let s = self.source.join(&e.rel);
         let d = self.target.join(&e.rel);
@@ -315,6 +340,9 @@ impl Run<'_> {
                 } else {
                     self.copy_data(ctx, i, src, out)?;
                 }
+            }
+            Op::UpdateInPlace { fix } => {
+                self.update_in_place(ctx, i, src, out, *fix, recorded.get(&e.rel))?;
             }
             Op::FixMeta => {
                 meta::apply_path(&d, &e.meta)?;
@@ -356,10 +384,17 @@ impl Run<'_> {
         let d = self.target.join(&e.rel);
         // Holes and vanished data count as done so that bytesDone reaches bytesTotal.
         let counted = match copy::copy_file(ctx, i, &e.rel, &s, &d, &e.meta)? {
-            Copied::Done { bytes, landed } => {
+            Copied::Done {
+                bytes,
+                landed,
+                record,
+            } => {
                 out.files_copied.fetch_add(1, Ordering::Relaxed);
                 if let Some(landed) = landed {
                     let _ = out.landed[i].set(landed);
+                }
+                if let Some(record) = record {
+                    let _ = out.records[i].set(record);
                 }
                 bytes
             }
@@ -376,6 +411,82 @@ impl Run<'_> {
         };
         self.progress.done(e.meta.size.saturating_sub(counted));
         Ok(())
+    }
+
+    /// A large file updated piece by piece; copied whole where its target cannot be updated in
+    /// place after all (it changed since the scan).
+    fn update_in_place(
+        &self,
+        ctx: &CopyCtx,
+        i: usize,
+        src: &Tree,
+        out: &Outcome,
+        fix: bool,
+        recorded: Option<&FileRecord>,
+    ) -> Result<(), MoverError> {
+        let e = &src.entries[i];
+        let s = self.source.join(&e.rel);
+        let d = self.target.join(&e.rel);
+        let written = match delta::update_in_place(ctx, i, &e.rel, &s, &d, &e.meta, recorded)? {
+            Updated::Done {
+                written,
+                landed,
+                record,
+            } => {
+                match (written, fix) {
+                    (0, false) => {}
+                    (0, true) => _ = out.metadata_fixed.fetch_add(1, Ordering::Relaxed),
+                    _ => _ = out.files_copied.fetch_add(1, Ordering::Relaxed),
+                }
+                if let Some(landed) = landed {
+                    let _ = out.landed[i].set(landed);
+                }
+                let _ = out.records[i].set(record);
+                written
+            }
+            Updated::Replace => return self.copy_data(ctx, i, src, out),
+            Updated::Vanished => {
+                out.vanished[i].store(true, Ordering::Relaxed);
+                0
+            }
+            Updated::Mismatch => {
+                out.vanished[i].store(true, Ordering::Relaxed);
+                lock(&out.mismatches)
+                    .push((e.rel.clone(), "content differs after an update in place".into()));
+                e.meta.size
+            }
+        };
+        self.progress.done(e.meta.size.saturating_sub(written));
+        Ok(())
+    }
+
+    /// Writes the chunk record for the next pass (`--chunk-record`, never on a strict pass): the
+    /// large files this pass wrote, and those it left alone whose record still held. Any other
+    /// pass leaves none.
+    fn keep_record(
+        &self,
+        src: &Tree,
+        ops: &[Op],
+        out: &Outcome,
+        recorded: &HashMap<PathBuf, FileRecord>,
+    ) -> Result<(), MoverError> {
+        if !self.opts.chunk_record || self.opts.strict {
+            return record::remove(self.target);
+        }
+        let kept: Vec<(PathBuf, FileRecord)> = src
+            .entries
+            .iter()
+            .enumerate()
+            .filter_map(|(i, e)| {
+                let record = match (out.records[i].get(), &ops[i]) {
+                    (Some(new), _) => new,
+                    (None, Op::Skip) => recorded.get(&e.rel)?,
+                    _ => return None,
+                };
+                Some((e.rel.clone(), record.clone()))
+            })
+            .collect();
+        record::save(self.target, &kept)
     }
 
     fn verify_phase(
@@ -436,3 +547,9 @@ impl Run<'_> {
 }
 
 use std::os::unix::fs::DirBuilderExt;
+
+/// The scanned entry of `tree` at `rel` (the entries are in walk order).
+fn find<'a>(tree: &'a Tree, rel: &Path) -> Option<&'a meta::EntryMeta> {
+    let at = tree.entries.binary_search_by(|e| path_order(&e.rel, rel)).ok()?;
+    Some(&tree.entries[at].meta)
+}

@@ -1,0 +1,263 @@
+//! A large file whose copy already exists is updated in place, piece by piece: each [`PIECE`] of
+//! the source is compared with the target's (by the digest the chunk record kept of what an
+//! earlier pass wrote, else by reading the target's piece) and only the pieces that differ are
+//! written. A database's segment rewritten in a few pages costs a read of the source (still in
+//! the page cache right after the replica stopped) and the writes of those pages, not a rewrite
+//! of the whole segment.
+//!
+//! The file's metadata (its mtime last) is set only once every piece is right, so a pass killed
+//! half-way leaves a target whose mtime is the time of its last write: the next pass sees it
+//! differ from the source and compares every piece again (its recorded digests no longer hold
+//! either, as its ctime moved). A written piece is read back and compared with what was read from
+//! the source; an unchanged one matched the source by digest or byte for byte.
+
+use std::fs::{File, OpenOptions};
+use std::io;
+use std::os::unix::fs::{FileExt, OpenOptionsExt};
+use std::path::Path;
+
+use rayon::prelude::*;
+use rustix::fs::FallocateFlags;
+
+use crate::copy::{self, CopyCtx, data_segments, read_full};
+use crate::error::MoverError;
+use crate::meta::{self, EntryMeta};
+use crate::record::{self, FileRecord, PIECE, Stamp};
+
+/// Pieces one worker compares in turn (32 MiB): big files are split across threads.
+const UNIT_PIECES: u64 = 256;
+
+/// What updating a file in place came to.
+#[derive(Debug)]
+pub enum Updated {
+    /// The target now equals the source.
+    Done {
+        /// Bytes written (the pieces that differed).
+        written: u64,
+        /// What landed, read back once complete (when verifying).
+        landed: Option<Box<EntryMeta>>,
+        /// The file's pieces as they now are, for the next pass.
+        record: FileRecord,
+    },
+    /// The source disappeared or stopped being a regular file.
+    Vanished,
+    /// A written piece read back differently.
+    Mismatch,
+    /// The target cannot be updated in place (gone, not a regular file, linked elsewhere): the
+    /// caller copies the file whole.
+    Replace,
+}
+
+/// The source and target of one update, open.
+struct Pair<'a> {
+    sf: File,
+    src: &'a Path,
+    tf: File,
+    dst: &'a Path,
+    /// The source's data ranges (holes read as zeros and are punched in the target).
+    segments: Vec<(u64, u64)>,
+    /// The recorded digest of each piece still known to be the target's.
+    known: &'a [u128],
+    /// Test hook: corrupt each piece written before it is read back.
+    corrupt: bool,
+}
+
+/// Updates `dst` in place to equal `src` (scanned as `meta`), trusting `recorded` only while the
+/// target's stamp matches it.
+pub fn update_in_place(
+    ctx: &CopyCtx,
+    i: usize,
+    rel: &Path,
+    src: &Path,
+    dst: &Path,
+    meta: &EntryMeta,
+    recorded: Option<&FileRecord>,
+) -> Result<Updated, MoverError> {
+    let Some((sf, before)) = copy::open_source(ctx, i, rel, src, meta)? else {
+        return Ok(Updated::Vanished);
+    };
+    let tf = match OpenOptions::new()
+        .read(true)
+        .write(true)
+        .custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32)
+        .open(dst)
+    {
+        Ok(tf) => tf,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Updated::Replace),
+        Err(e) if e.raw_os_error() == Some(rustix::io::Errno::LOOP.raw_os_error()) => {
+            return Ok(Updated::Replace);
+        }
+        Err(e) => return Err(MoverError::io("opening", dst, e)),
+    };
+    let tmd = tf
+        .metadata()
+        .map_err(|e| MoverError::io("reading metadata of", dst, e))?;
+    if !tmd.file_type().is_file() || std::os::unix::fs::MetadataExt::nlink(&tmd) != 1 {
+        return Ok(Updated::Replace);
+    }
+    let old_size = tmd.len();
+    let recorded = recorded.filter(|r| r.stamp == Stamp::of_metadata(&tmd));
+    // Pieces wholly below both the old and the new end keep their recorded digest.
+    let still_known = usize::try_from(old_size.min(meta.size) / PIECE).unwrap_or(0);
+    let known = recorded.map_or(&[][..], |r| &r.digests[..still_known.min(r.digests.len())]);
+    if old_size != meta.size {
+        tf.set_len(meta.size)
+            .map_err(|e| MoverError::io("setting length of", dst, e))?;
+    }
+    let segments = data_segments(&sf, meta).map_err(|e| MoverError::io("seeking in", src, e))?;
+    let pair = Pair {
+        sf,
+        src,
+        tf,
+        dst,
+        segments,
+        known,
+        corrupt: ctx.corrupt == Some(rel),
+    };
+    let Some((written, digests)) = compare_and_write(ctx, &pair, meta.size)? else {
+        return Ok(Updated::Mismatch);
+    };
+    if ctx.recheck_sources {
+        copy::warn_if_changed(ctx, &pair.sf, src, &before)?;
+    }
+    meta::apply_fd(&pair.tf, dst, meta)?;
+    let landed = match ctx.read_back {
+        true => Some(Box::new(meta::read_fd(&pair.tf, dst)?)),
+        false => None,
+    };
+    let after = pair
+        .tf
+        .metadata()
+        .map_err(|e| MoverError::io("reading metadata of", dst, e))?;
+    let record = FileRecord {
+        stamp: Stamp::of_metadata(&after),
+        digests,
+    };
+    Ok(Updated::Done {
+        written,
+        landed,
+        record,
+    })
+}
+
+/// Every piece of the file compared and, where it differs, written; `None` on a read-back
+/// mismatch, else the bytes written and each piece's digest.
+fn compare_and_write(ctx: &CopyCtx, pair: &Pair, size: u64) -> Result<Option<(u64, Vec<u128>)>, MoverError> {
+    let units: Vec<u64> = (0..record::pieces(size) as u64)
+        .step_by(UNIT_PIECES as usize)
+        .collect();
+    let done: Vec<Option<(u64, Vec<u128>)>> = units
+        .par_iter()
+        .map(|&first| unit(ctx, pair, size, first))
+        .collect::<Result<_, _>>()?;
+    let mut written = 0;
+    let mut digests = Vec::with_capacity(record::pieces(size));
+    for unit in done {
+        let Some((bytes, unit_digests)) = unit else {
+            return Ok(None);
+        };
+        written += bytes;
+        digests.extend(unit_digests);
+    }
+    Ok(Some((written, digests)))
+}
+
+/// The pieces from `first` on, at most [`UNIT_PIECES`] of them.
+fn unit(ctx: &CopyCtx, pair: &Pair, size: u64, first: u64) -> Result<Option<(u64, Vec<u128>)>, MoverError> {
+    let mut source = vec![0u8; PIECE as usize];
+    let mut other = vec![0u8; PIECE as usize];
+    let mut written = 0;
+    let mut digests = Vec::new();
+    let last = (first + UNIT_PIECES).min(record::pieces(size) as u64);
+    for piece in first..last {
+        let off = piece * PIECE;
+        let len = PIECE.min(size - off) as usize;
+        let source = &mut source[..len];
+        read_source(pair, off, source)?;
+        let digest = record::digest(source);
+        let known = usize::try_from(piece).ok().and_then(|p| pair.known.get(p));
+        let same = match known {
+            Some(&recorded) => recorded == digest,
+            None => {
+                let n = read_full(&pair.tf, pair.dst, &mut other[..len], off)?;
+                n == len && other[..len] == *source
+            }
+        };
+        if !same {
+            write_piece(ctx, pair, off, source)?;
+            if pair.corrupt {
+                corrupt(pair, off)?;
+            }
+            written += len as u64;
+            if ctx.hash {
+                let n = read_full(&pair.tf, pair.dst, &mut other[..len], off)?;
+                if n != len || other[..len] != *source {
+                    return Ok(None);
+                }
+            }
+        }
+        digests.push(digest);
+    }
+    Ok(Some((written, digests)))
+}
+
+/// The source's bytes at `off` (zeros where it has a hole or where it shrank since the scan).
+fn read_source(pair: &Pair, off: u64, buf: &mut [u8]) -> Result<(), MoverError> {
+    let end = off + buf.len() as u64;
+    if !pair.segments.iter().any(|&(s, l)| s < end && s + l > off) {
+        buf.fill(0);
+        return Ok(());
+    }
+    let n = read_full(&pair.sf, pair.src, buf, off)?;
+    buf[n..].fill(0);
+    Ok(())
+}
+
+/// Writes one piece's data ranges and punches its holes (the source's holes stay holes).
+fn write_piece(ctx: &CopyCtx, pair: &Pair, off: u64, source: &[u8]) -> Result<(), MoverError> {
+    let end = off + source.len() as u64;
+    let mut at = off;
+    for &(s, l) in &pair.segments {
+        let (from, to) = (s.max(off), (s + l).min(end));
+        if from >= to {
+            continue;
+        }
+        punch(pair, at, from, source, off)?;
+        let bytes = &source[(from - off) as usize..(to - off) as usize];
+        ctx.before_writing(bytes.len() as u64);
+        pair.tf
+            .write_all_at(bytes, from)
+            .map_err(|e| MoverError::io("writing", pair.dst, e))?;
+        ctx.wrote(bytes.len() as u64);
+        at = to;
+    }
+    punch(pair, at, end, source, off)?;
+    ctx.wrote_piece_in_place();
+    Ok(())
+}
+
+/// Makes `[from, to)` of the target read as zeros: a hole where the file system can punch one,
+/// else written zeros.
+fn punch(pair: &Pair, from: u64, to: u64, source: &[u8], off: u64) -> Result<(), MoverError> {
+    if from >= to {
+        return Ok(());
+    }
+    let flags = FallocateFlags::PUNCH_HOLE | FallocateFlags::KEEP_SIZE;
+    match rustix::fs::fallocate(&pair.tf, flags, from, to - from) {
+        Ok(()) => Ok(()),
+        Err(_) => pair
+            .tf
+            .write_all_at(&source[(from - off) as usize..(to - off) as usize], from)
+            .map_err(|e| MoverError::io("writing", pair.dst, e)),
+    }
+}
+
+/// Test hook: flips the first byte of the piece at `off` of the target.
+fn corrupt(pair: &Pair, off: u64) -> Result<(), MoverError> {
+    let mut b = [0u8; 1];
+    read_full(&pair.tf, pair.dst, &mut b, off)?;
+    b[0] ^= 0xff;
+    pair.tf
+        .write_all_at(&b, off)
+        .map_err(|e| MoverError::io("writing", pair.dst, e))
+}
