@@ -10,6 +10,20 @@
 //! half-written fails the next run's quick check) and parallel (rayon pool; big files split in
 //! 32 MiB chunks).
 //!
+//! # Large files: updated in place, piece by piece
+//! A regular file of at least [`DELTA_MIN`] (1 MiB) whose target copy exists as a file of its own
+//! (one link) is not rewritten when it changed: each [`PIECE`] (128 KiB) of the source is compared
+//! with the target's and only the pieces that differ are written, in place, then the metadata (the
+//! mtime last). A database segment with a few pages rewritten costs a read of the source and the
+//! writes of those pieces. The comparison uses the chunk record a pass run with `--chunk-record`
+//! (the operator's warm pass) left in the target: the xxh3-128 digest of each piece it wrote,
+//! trusted only while the target file's inode, size, mtime and ctime are what it recorded; without
+//! it the target's piece is read and compared byte for byte. A pass killed half-way leaves the
+//! file with the mtime of its last write, so the next pass compares it again (its record no longer
+//! holds either). A written piece is read back and compared (`checksum`). Holes of the source are
+//! punched in the target. The record is one file at the target root (`.ferry-tmp-chunk-record`),
+//! left out of the scan; a `--strict` pass, or any pass without `--chunk-record`, removes it.
+//!
 //! # Library
 //! - [`sync`] makes a target equal to a source and returns a [`SyncReport`].
 //! - [`digest()`] builds a [`Manifest`] of a tree (metadata and content hashes).
@@ -20,6 +34,7 @@
 //! ferry-mover sync --source DIR --target DIR [--delete] [--verify none|metadata|checksum]
 //!                  [--checksum-compare] [--threads N] [--progress json|human|none] [--result-file PATH]
 //!                  [--bwlimit BYTES_PER_SECOND] [--wait-for FILE [--go-key-sha256 HEX]]
+//!                  [--strict] [--chunk-record]
 //! ferry-mover digest DIR [--json]
 //! ferry-mover usage DIR            # prints {"bytes":N,"inodes":N}
 //! ```
@@ -34,8 +49,10 @@
 //! (the Kubernetes termination-message limit). The result file is `--result-file`, else
 //! `$FERRY_RESULT_FILE`, else `/dev/termination-log` when running in a pod (the file exists or
 //! `KUBERNETES_SERVICE_HOST` is set) and `/dev` is writable, else none.
-//! Test hook (built only with the `test-hooks` feature): `FERRY_MOVER_TEST_CORRUPT=rel/path` corrupts that file after writing it and
-//! before verifying it.
+//! Test hooks (built only with the `test-hooks` feature): `FERRY_MOVER_TEST_CORRUPT=rel/path`
+//! corrupts that file after writing it (each piece written, for an update in place) and before
+//! verifying it; `FERRY_MOVER_TEST_ABORT_AFTER_PIECES=N` aborts the process once it wrote N
+//! pieces in place.
 //!
 //! # Exit codes of the `ferry-mover` binary ([`MoverError::exit_code`])
 //! | code | meaning |

@@ -153,8 +153,15 @@ impl Run<'_> {
             || walk::scan(self.target, true, self.warnings, None),
         );
         let (src, mut dst) = (src?, dst?);
-        dst.entries.retain(|e| !record::is_record(&e.rel));
-        let recorded = record::load(self.target, |rel| find(&dst, rel));
+        // A source entry under the record's name is copied like any other: no record this pass.
+        let recording = !src.entries.iter().any(|e| record::is_record(&e.rel));
+        let recorded = match recording {
+            true => {
+                dst.entries.retain(|e| !record::is_record(&e.rel));
+                record::load(self.target, |rel| find(&dst, rel))
+            }
+            false => HashMap::new(),
+        };
         let plan = plan::plan(
             &src,
             &dst,
@@ -186,7 +193,7 @@ impl Run<'_> {
             files_copied: AtomicU64::new(0),
             metadata_fixed: AtomicU64::new(0),
         };
-        self.copy_phase(&src, &plan.ops, &out, &recorded)?;
+        self.copy_phase(&src, &plan.ops, &out, recording.then_some(&recorded))?;
 
         let mut mismatches = std::mem::take(&mut *lock(&out.mismatches));
         if self.opts.verify != VerifyMode::None {
@@ -243,8 +250,10 @@ impl Run<'_> {
         src: &Tree,
         ops: &[Op],
         out: &Outcome,
-        recorded: &HashMap<PathBuf, FileRecord>,
+        recorded: Option<&HashMap<PathBuf, FileRecord>>,
     ) -> Result<(), MoverError> {
+        let none = HashMap::new();
+        let (recording, recorded) = (recorded.is_some(), recorded.unwrap_or(&none));
         // Directories first, in path order so parents exist; private until the final pass.
         let umask = fresh::process_umask();
         let mut fresh_dirs = HashMap::new();
@@ -296,7 +305,9 @@ impl Run<'_> {
             .par_iter()
             .try_for_each(|&i| self.apply(&ctx, src, i, &ops[i], out, recorded))?;
         // Before the directories' metadata: the record's file changes the root's mtime.
-        self.keep_record(src, ops, out, recorded)?;
+        if recording {
+            self.keep_record(src, ops, out, recorded)?;
+        }
         // Directory metadata last: creating entries inside bumps a directory's mtime.
         let dirs: Vec<usize> = (0..ops.len())
             .filter(|&i| src.entries[i].meta.kind == Kind::Dir)

@@ -211,3 +211,17 @@ fn a_pass_without_the_flag_uses_the_record_and_removes_it() {
     assert!(!dst.join(RECORD_NAME).exists());
     assert_same_tree(&src, &dst);
 }
+
+#[test]
+fn a_source_file_under_the_records_name_is_copied_like_any_other() {
+    let (_tmp, src, dst) = warm_copied();
+    write(&src.join(RECORD_NAME), b"the user's own file");
+    for extra in [&["--chunk-record"][..], &["--strict"][..]] {
+        let mut args = vec!["--delete"];
+        args.extend_from_slice(extra);
+        let (code, _, _, err) = sync_cli(&src, &dst, &args);
+        assert_eq!(code, 0, "{err}");
+        assert_eq!(fs::read(dst.join(RECORD_NAME)).unwrap(), b"the user's own file");
+    }
+    assert_same_tree(&src, &dst);
+}
