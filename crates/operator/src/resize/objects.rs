@@ -161,6 +161,12 @@ pub fn mover_command(copy: &CopyJob) -> Vec<String> {
     if let Some(limit) = copy.bandwidth_limit {
         command.extend(["--bwlimit".to_string(), limit.max(1).to_string()]);
     }
+    // A warm pass records the digests of the large files' pieces it wrote, so the final pass
+    // (downtime) compares a changed file with them and writes only the pieces that differ,
+    // without reading the new volume again; the final pass leaves no record behind.
+    if copy.pass == Pass::Warm {
+        command.push("--chunk-record".to_string());
+    }
     // The final pass runs with the replica stopped: a source that still changes means something
     // still writes to it, and that pass must fail rather than swap in a stale copy. It starts on
     // standby and begins on its go (see `mover_pod`).

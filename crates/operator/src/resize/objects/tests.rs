@@ -259,6 +259,7 @@ fn the_mover_command_follows_the_copy_settings() {
             "json",
             "--bwlimit",
             "1",
+            "--chunk-record",
         ]
     );
 }
