@@ -153,15 +153,7 @@ impl Run<'_> {
             || walk::scan(self.target, true, self.warnings, None),
         );
         let (src, mut dst) = (src?, dst?);
-        // A source entry under the record's name is copied like any other: no record this pass.
-        let recording = !src.entries.iter().any(|e| record::is_record(&e.rel));
-        let recorded = match recording {
-            true => {
-                dst.entries.retain(|e| !record::is_record(&e.rel));
-                record::load(self.target, |rel| find(&dst, rel))
-            }
-            false => HashMap::new(),
-        };
+        let recorded = self.take_record(&src, &mut dst);
         let plan = plan::plan(
             &src,
             &dst,
@@ -193,7 +185,7 @@ impl Run<'_> {
             files_copied: AtomicU64::new(0),
             metadata_fixed: AtomicU64::new(0),
         };
-        self.copy_phase(&src, &plan.ops, &out, recording.then_some(&recorded))?;
+        self.copy_phase(&src, &plan.ops, &out, recorded.as_ref())?;
 
         let mut mismatches = std::mem::take(&mut *lock(&out.mismatches));
         if self.opts.verify != VerifyMode::None {
@@ -230,6 +222,16 @@ impl Run<'_> {
             files_copied: out.files_copied.load(Ordering::Relaxed),
             metadata_fixed: out.metadata_fixed.load(Ordering::Relaxed),
         })
+    }
+
+    /// The chunk record found in the target (left out of its tree), with the files it still holds
+    /// for; `None` when the source has an entry under its name, which is copied like any other.
+    fn take_record(&self, src: &Tree, dst: &mut Tree) -> Option<HashMap<PathBuf, FileRecord>> {
+        if src.entries.iter().any(|e| record::is_record(&e.rel)) {
+            return None;
+        }
+        dst.entries.retain(|e| !record::is_record(&e.rel));
+        Some(record::load(self.target, |rel| find(dst, rel)))
     }
 
     fn remove(&self, r: &Removal) -> Result<(), MoverError> {
