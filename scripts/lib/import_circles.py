@@ -4,7 +4,7 @@ At every level of a crate's module tree, the child modules of one module, each w
 submodules, are rooms. A path written in a file of room A (`use crate::…`, `super::…`,
 `self::…`, or such a path inline in code) that names a module of sibling room B, or an item of
 it, is an arrow A → B; a name a module re-exports (or imports, for its children) is followed to
-where it comes from, a glob is not. A circle of arrows among siblings is an import circle. A
+where it comes from, through globs too. A circle of arrows among siblings is an import circle. A
 module and its ancestors or descendants are never rooms of one level: `use super::*` from a child
 is no circle. Test code is not counted.
 """
@@ -56,14 +56,21 @@ def child_file(file, name, override):
     return None
 
 
-def bindings(modules):
-    """The names each module's top-level `use`s bind, to (the module that binds it, its path)."""
-    bound = defaultdict(dict)
-    for path, (_, code) in modules.items():
+class Scope:
+    """What one module's top level names: its items, the names its `use`s bind, its globs."""
+
+    def __init__(self, path, code):
+        self.items = rust_source.defined_names(code)
+        self.bound, self.globs = {}, []
         for segments, name, depth in rust_source.uses(code):
-            if depth == 0 and name not in ("*", "_"):
-                bound[path][name] = (path, segments)
-    return bound
+            if depth == 0 and name == "*":
+                self.globs.append((path, segments[:-1]))
+            elif depth == 0 and name != "_":
+                self.bound[name] = (path, segments)
+
+    def names(self, name):
+        """Whether the module has `name` itself, as an item or a binding."""
+        return name in self.items or name in self.bound
 
 
 def anchor(here, segments):
@@ -76,28 +83,38 @@ def anchor(here, segments):
     return here[: max(len(here) - ups, 0)], segments[ups:]
 
 
-def resolve(modules, bound, here, segments, hops=0):
+def resolve(modules, scopes, here, segments, hops=0):
     """The module a path names, or names an item of, and whether it names that module itself."""
     module, rest = anchor(here, segments)
     for name in rest:
         if module + (name,) in modules:
             module = module + (name,)
             continue
-        binding = bound[module].get(name)
+        scope = scopes[module]
+        binding = scope.bound.get(name) or through_glob(modules, scopes, module, name, hops)
         if binding is None or hops >= MAX_HOPS:
             return module, False
-        module, whole = resolve(modules, bound, *binding, hops + 1)
+        module, whole = resolve(modules, scopes, *binding, hops + 1)
         if not whole:
             return module, False
     return module, True
 
 
+def through_glob(modules, scopes, module, name, hops):
+    """The binding a glob `use` of `module` gives `name`, when one of its sources has it."""
+    for binder, segments in scopes[module].globs if hops < MAX_HOPS else ():
+        source, whole = resolve(modules, scopes, binder, segments, hops + 1)
+        if whole and (scopes[source].names(name) or source + (name,) in modules):
+            return source, ["self", name]
+    return None
+
+
 def arrows(modules):
     """Every (from module, to module, path written) of paths that leave the file they are in."""
-    bound = bindings(modules)
+    scopes = {path: Scope(path, code) for path, (_, code) in modules.items()}
     for here, (_, code) in sorted(modules.items()):
         for segments in rust_source.named_paths(code):
-            target, _ = resolve(modules, bound, here, segments)
+            target, _ = resolve(modules, scopes, here, segments)
             if target != here:
                 yield here, target, "::".join(segments)
 

@@ -17,6 +17,10 @@ USE = re.compile(r"(?<![\w$])use\s+([^;]+);")
 # A path from this crate's root or from the module it is written in, outside a `use`.
 INLINE_PATH = re.compile(r"(?<![\w$:])(?:crate|self|super)(?:::\w+)+")
 MOD = re.compile(r"(?<![\w$])mod\s+(\w+)\s*;")
+# An item's name; `const fn f` names `f`, `static mut X` names `X`.
+ITEM = re.compile(
+    r"(?<![\w$])(?:struct|enum|union|trait|type|fn|const(?!\s+fn\b)|static(?:\s+mut)?)\s+(\w+)"
+)
 PATH_ATTRIBUTE = re.compile(
     r'#\[path\s*=\s*"([^"]+)"\]\s*(?:#\[[^\]]*\]\s*)*(?:pub(?:\([^)]*\))?\s+)?mod\s+(\w+)\s*;'
 )
@@ -56,6 +60,11 @@ def declared_modules(text, code):
     """Each `mod name;` of the file's top level, with its `#[path]` when it has one."""
     paths = {name: path for path, name in PATH_ATTRIBUTE.findall(text)}
     return [(name, paths.get(name)) for name, depth in at_depths(code, MOD) if depth == 0]
+
+
+def defined_names(code):
+    """The names of the items the file defines at its top level."""
+    return {name for name, depth in at_depths(code, ITEM) if depth == 0}
 
 
 def named_paths(code):
