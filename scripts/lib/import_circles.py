@@ -3,10 +3,10 @@
 At every level of a crate's module tree, the child modules of one module, each with its own
 submodules, are rooms. A path written in a file of room A (`use crate::…`, `super::…`,
 `self::…`, or such a path inline in code) that names a module of sibling room B, or an item of
-it, is an arrow A → B; a name a module re-exports (or imports, for its children) is followed to
-where it comes from, through globs too. A circle of arrows among siblings is an import circle. A
-module and its ancestors or descendants are never rooms of one level: `use super::*` from a child
-is no circle. Test code is not counted.
+it, is an arrow A → B; a name a module re-exports (or imports, for its children) makes a second
+arrow, to where it comes from (through globs too). A circle of arrows among siblings is an import
+circle. A module and its ancestors or descendants are never rooms of one level: `use super::*`
+from a child is no circle. Test code is not counted.
 """
 import os
 from collections import defaultdict
@@ -109,13 +109,24 @@ def through_glob(modules, scopes, module, name, hops):
     return None
 
 
+def written_module(modules, here, segments):
+    """The module a path names as written, before any re-export is followed."""
+    module, rest = anchor(here, segments)
+    for name in rest:
+        if module + (name,) not in modules:
+            break
+        module = module + (name,)
+    return module
+
+
 def arrows(modules):
-    """Every (from module, to module, path written) of paths that leave the file they are in."""
+    """Every (from module, to module, path written) of paths that leave the file they are in: to
+    the module the path is written through, and to the one its item comes from."""
     scopes = {path: Scope(path, code) for path, (_, code) in modules.items()}
     for here, (_, code) in sorted(modules.items()):
         for segments in rust_source.named_paths(code):
-            target, _ = resolve(modules, scopes, here, segments)
-            if target != here:
+            origin, _ = resolve(modules, scopes, here, segments)
+            for target in sorted({written_module(modules, here, segments), origin} - {here}):
                 yield here, target, "::".join(segments)
 
 
