@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
-"""The house rules every controller's shape rests on, checked (issue 28):
+"""The house rules every controller's shape rests on, checked (issues 28 and 57):
 
-- no import circle between the top-level modules of a crate (`crate::a` in module b and
-  `crate::b` in module a, directly or through others);
+- no import circle among sibling modules, at any level of a crate's module tree (`super::b` in
+  module a and `super::a` in module b, directly or through others; see import_circles.py);
 - no function of product code over 80 lines, except flat matches listed in FLAT (one arm per
   kind, nothing to cut by stage).
 
@@ -11,7 +11,9 @@ Benchmarks, tests and test modules are not product code. Exits 1 with what break
 import os
 import re
 import sys
-from collections import defaultdict
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import import_circles  # noqa: E402
 
 LIMIT = 80
 # A `match` with one arm per action kind, or a list of registrations: long, but flat.
@@ -44,65 +46,14 @@ def long_functions(path):
             yield match.group(6), end - i + 1
 
 
-def top_module(crate_src, path):
-    parts = os.path.relpath(path, crate_src)[:-3].split(os.sep)
-    if parts[-1] == "mod":
-        parts = parts[:-1]
-    return None if parts in (["lib"], ["main"]) else parts[0]
-
-
-def circles(crate_src):
-    edges = defaultdict(set)
-    modules = set()
-    for path in product_files(crate_src):
-        top = top_module(crate_src, path)
-        if top is None:
-            continue
-        modules.add(top)
-        text = without_tests(open(path, encoding="utf-8").read())
-        text = "\n".join(l for l in text.split("\n") if not l.strip().startswith("//"))
-        named = set(re.findall(r"crate::(\w+)", text))
-        for group in re.findall(r"use crate::\{([^}]*)\}", text):
-            named.update(re.findall(r"(?:^|,)\s*(\w+)", group))
-        edges[top].update(name for name in named if name != top)
-    # Tarjan's strongly connected components: each of more than one module is a circle.
-    index, low, stack, on_stack, found = {}, {}, [], set(), []
-
-    def visit(v):
-        index[v] = low[v] = len(index)
-        stack.append(v)
-        on_stack.add(v)
-        for w in edges[v] & modules:
-            if w not in index:
-                visit(w)
-                low[v] = min(low[v], low[w])
-            elif w in on_stack:
-                low[v] = min(low[v], index[w])
-        if low[v] == index[v]:
-            component = []
-            while True:
-                w = stack.pop()
-                on_stack.discard(w)
-                component.append(w)
-                if w == v:
-                    break
-            if len(component) > 1:
-                found.append(sorted(component))
-
-    for module in sorted(modules):
-        if module not in index:
-            visit(module)
-    return found
-
-
 def main():
     problems = []
     for crate in sorted(os.listdir("crates")):
         crate_src = os.path.join("crates", crate, "src")
         if not os.path.isdir(crate_src):
             continue
-        for circle in circles(crate_src):
-            problems.append(f"{crate}: import circle between modules {', '.join(circle)}")
+        for lines in import_circles.circle_problems(crate_src):
+            problems.append(f"{crate}: " + "\n".join(lines))
         for path in sorted(product_files(crate_src)):
             for name, length in long_functions(path):
                 if (path, name) not in FLAT:

@@ -2,11 +2,14 @@
 //! pods run (template and referenced configuration), and the rollout of a new version (canaries,
 //! then the rest, each watched). Pure: the operator reads the cluster and applies the result.
 
+pub mod action;
 pub mod blue_green;
 pub mod config;
+pub mod decision;
 pub mod desired;
 pub mod handover;
 pub mod hooks;
+pub mod observed;
 pub mod plan;
 pub mod rollout;
 pub mod status;

@@ -9,6 +9,7 @@ pub mod in_place;
 pub mod observed;
 pub mod plan;
 pub mod precheck;
+pub mod progress;
 pub mod readiness;
 pub mod retention;
 pub mod revert;

@@ -10,12 +10,12 @@ mod moves;
 pub mod reads;
 mod traffic;
 
+use super::action::ExtendedAction;
+use super::decision::{Decision, Input, Recheck};
 use super::desired::{Desired, stateful_sets, version_digest};
-use super::hooks::job_state;
-use super::plan::{
-    Decision, ExtendedAction, Input, LiveSet, Observation, Recheck, counted, hook_actions, rules,
-};
-use super::rollout::{self, Observed, Step};
+use super::hooks::{hook_actions, job_state};
+use super::observed::{LiveSet, Observation, counted};
+use super::rollout::{self, Observed, Step, rules};
 use super::versions::{Range, Zone, zone};
 use ferry_api::{ExtendedStatefulSet, Handover};
 use k8s_openapi::api::apps::v1::StatefulSet;

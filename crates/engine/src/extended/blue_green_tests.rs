@@ -6,10 +6,11 @@
 //! is seen.
 
 use super::*;
+use crate::extended::decision::Input;
 use crate::extended::desired::ANNOTATION_STALE;
 use crate::extended::handover::{Cluster, HandoverAction};
 use crate::extended::plan::tests::kinds;
-use crate::extended::plan::{Input, plan as plan_any, progress};
+use crate::extended::plan::{plan as plan_any, progress};
 use crate::extended::versions::LABEL_VERSION;
 use ferry_api::ExtendedStatefulSetStatus;
 use k8s_openapi::api::apps::v1::StatefulSetOrdinals;

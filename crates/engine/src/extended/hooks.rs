@@ -1,8 +1,9 @@
 //! The pre- and post-update Jobs of a version: their names, the object made from the
 //! ExtendedStatefulSet's template, and where one stands.
 
+use super::action::ExtendedAction;
 use super::desired::{LABEL_EXTENDED, owner};
-use super::rollout::{Hook, JobState, Progress, Step};
+use super::rollout::{self, Hook, JobState, Progress, Step};
 use ferry_api::ExtendedStatefulSet;
 use k8s_openapi::api::batch::v1::Job;
 use std::collections::BTreeMap;
@@ -75,4 +76,26 @@ pub fn hook_job(ests: &ExtendedStatefulSet, hook: Hook, version: i64) -> Option<
         spec: Some(spec),
         status: None,
     })
+}
+
+/// The current version's hook Job the rollout asks for, or why it cannot be made (a problem).
+pub(super) fn hook_actions(
+    ests: &ExtendedStatefulSet,
+    rollout: &rollout::Plan,
+    hooks_off: Option<&str>,
+    problems: &mut Vec<String>,
+) -> Vec<ExtendedAction> {
+    let Some(hook) = rollout.create_job else {
+        return Vec::new();
+    };
+    let version = rollout.progress.version;
+    if let Some(why) = hooks_off {
+        let name = ests.metadata.name.as_deref().unwrap_or_default();
+        problems.push(format!("{}: not created: {why}", job_name(name, hook, version)));
+        return Vec::new();
+    }
+    hook_job(ests, hook, version)
+        .map(|job| ExtendedAction::CreateHookJob { job: Box::new(job) })
+        .into_iter()
+        .collect()
 }

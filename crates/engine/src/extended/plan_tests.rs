@@ -1,4 +1,8 @@
 use super::*;
+use crate::extended::handover::HandoverAction;
+use crate::extended::observed::LiveSet;
+use ferry_api::listed::Listing;
+use k8s_openapi::api::apps::v1::StatefulSet;
 use serde_json::json;
 
 fn ests(zones: &[&str], size: &str, pre_update: bool) -> ExtendedStatefulSet {

@@ -10,6 +10,8 @@
 /// Where an update stands (the API's `status.updateStep`).
 pub use ferry_api::UpdateStep as Step;
 
+use ferry_api::ExtendedStatefulSet;
+
 /// The rollout's record (kept in status).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Progress {
@@ -54,6 +56,29 @@ pub enum Hook {
 impl Rules {
     pub const DEFAULT_CANARY_WATCH_SECONDS: i64 = 60;
     pub const DEFAULT_UPDATE_WATCH_SECONDS: i64 = 300;
+}
+
+/// The rollout's rules as an ExtendedStatefulSet's spec sets them, defaults for what it leaves out.
+pub(super) fn rules(ests: &ExtendedStatefulSet) -> Rules {
+    let strategy = ests.spec.update_strategy.clone().unwrap_or_default();
+    let seconds = |text: Option<&String>, default: i64| {
+        text.and_then(|text| crate::duration::seconds(text))
+            .unwrap_or(default)
+    };
+    Rules {
+        canaries: strategy.canaries.unwrap_or(0),
+        canary_watch_seconds: seconds(
+            strategy.canary_watch_time.as_ref(),
+            Rules::DEFAULT_CANARY_WATCH_SECONDS,
+        ),
+        update_watch_seconds: seconds(
+            strategy.update_watch_time.as_ref(),
+            Rules::DEFAULT_UPDATE_WATCH_SECONDS,
+        ),
+        update_not_ready: strategy.update_not_ready.unwrap_or(false),
+        pre_update: ests.spec.pre_update.is_some(),
+        post_update: ests.spec.post_update.is_some(),
+    }
 }
 
 /// One StatefulSet as the rollout sees it.

@@ -4,7 +4,7 @@
 //! `replicas`. A move hands one ordinal at the split from one to the other (see `handover`).
 
 use super::desired::ANNOTATION_VERSION;
-use super::plan::LiveSet;
+use super::observed::LiveSet;
 use ferry_api::ExtendedStatefulSet;
 use k8s_openapi::api::apps::v1::StatefulSet;
 use std::collections::BTreeMap;

@@ -4,6 +4,7 @@
 
 use crate::trigger::request::positive_bytes;
 use ferry_api::VolumeChange;
+use ferry_api::listed::Listing;
 use ferry_api::quantity::requested_storage;
 use k8s_openapi::api::apps::v1::StatefulSet;
 use k8s_openapi::api::core::v1::PersistentVolumeClaim;
@@ -52,6 +53,32 @@ pub fn changes(live: &StatefulSet, desired: &StatefulSet) -> Result<Vec<VolumeCh
         }
     }
     Ok(changes)
+}
+
+/// Why the resize named `resize` cannot be made, when one by that name is already there: it ended
+/// (nothing is at work on the StatefulSet, see [`Listing::working_on`]), or cannot be read by this
+/// Ferry.
+pub(super) fn ended_under_name(resizes: &Listing, resize: &str, stateful_set: &str) -> Option<String> {
+    if let Some(ended) = resizes
+        .readable
+        .iter()
+        .find(|r| r.metadata.name.as_deref() == Some(resize))
+    {
+        return Some(format!(
+            "VolumeResize {resize} of {stateful_set} ended {:?}; delete it to try again",
+            ended.phase()
+        ));
+    }
+    resizes
+        .unreadable
+        .iter()
+        .find(|r| r.name() == resize)
+        .map(|unreadable| {
+            format!(
+                "VolumeResize {resize} of {stateful_set} cannot be read by this Ferry ({}); delete it to try again",
+                unreadable.error
+            )
+        })
 }
 
 #[cfg(test)]

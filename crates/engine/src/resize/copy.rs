@@ -6,8 +6,8 @@
 use crate::names;
 use crate::resize::action::{MOVER_STUCK_SECONDS, Pass, ResizeAction};
 use crate::resize::observed::{MoverPhase, MoverView, Observed, StatefulSetView};
+use crate::resize::progress::update_progress;
 use crate::resize::run::{Decision, unsized_target};
-use crate::resize::status::update_progress;
 use ferry_api::{ChosenStrategy, Mode, Phase, RowStep, VolumePlan, VolumeResizeSpec, VolumeResizeStatus};
 use ferry_mover_report::{Progress, SyncResult, UsageResult};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, Time};

@@ -6,8 +6,8 @@
 
 use crate::resize::action::ResizeAction;
 use crate::resize::observed::{ClaimView, NodeResize, Observed};
+use crate::resize::progress::update_progress;
 use crate::resize::run::Decision;
-use crate::resize::status::update_progress;
 use ferry_api::{ChosenStrategy, Phase, RowStep, VolumePlan, VolumeResizeStatus};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use std::collections::BTreeMap;

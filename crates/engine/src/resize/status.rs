@@ -3,6 +3,7 @@
 
 use crate::conditions::{condition, remove_condition, set_condition};
 use crate::resize::precheck::{Precheck, Verdict};
+use crate::resize::progress::update_progress;
 use ferry_api::{Phase, VolumeResizeStatus, condition::*};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
@@ -68,17 +69,6 @@ pub fn after_precheck(
     status.message = Some(message);
     update_progress(&mut status);
     status
-}
-
-/// `status.progress` for `kubectl get`: planned changes finished out of all planned (`1/3`).
-pub fn update_progress(status: &mut VolumeResizeStatus) {
-    let total = status.plan.iter().filter(|row| row.strategy.is_some()).count();
-    let done = status
-        .plan
-        .iter()
-        .filter(|row| row.strategy.is_some() && row.finished_at.is_some())
-        .count();
-    status.progress = Some(format!("{done}/{total}"));
 }
 
 /// Keeps progress already recorded for rows that are still planned the same way.

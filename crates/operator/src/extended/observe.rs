@@ -12,7 +12,7 @@ use ferry_engine::extended::config::{ConfigRef, digest, references};
 use ferry_engine::extended::desired::{LABEL_EXTENDED, stateful_sets};
 use ferry_engine::extended::handover::Cluster;
 use ferry_engine::extended::hooks::job_to_read;
-use ferry_engine::extended::plan::{LiveSet, Observation, counts_pods};
+use ferry_engine::extended::observed::{LiveSet, Observation, counts_pods};
 use ferry_engine::extended::rollout::Progress;
 use k8s_openapi::api::apps::v1::StatefulSet;
 use k8s_openapi::api::batch::v1::Job;

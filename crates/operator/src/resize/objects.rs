@@ -38,6 +38,11 @@ pub fn backup_name(resize: &VolumeResize) -> String {
     ferry_engine::names::backup(&resize.name_any())
 }
 
+/// Short stable suffix of a resize's UID, used in the names of what it creates.
+pub fn uid_suffix(resize: &VolumeResize) -> String {
+    ferry_engine::names::uid_suffix(&resize.uid().unwrap_or_default())
+}
+
 /// The backup ConfigMap's key for the StatefulSet as first backed up.
 const BACKUP_KEY: &str = "statefulset.json";
 /// The StatefulSet as it was when Ferry last orphan-deleted it: edits made during the resize (an

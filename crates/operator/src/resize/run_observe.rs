@@ -2,7 +2,7 @@
 //! mover pods, budgets, volumes).
 
 use super::Resizing;
-use super::objects::{MOVER_CONTAINER, backup_name};
+use super::objects::{MOVER_CONTAINER, backup_name, uid_suffix};
 use super::views::{claim_view, pod_view, volume_view};
 use crate::Error;
 use ferry_api::names::{
@@ -250,11 +250,6 @@ fn progressing(resize: &VolumeResize, observed: &Observed) -> Vec<String> {
         })
         .map(|(name, _)| name.clone())
         .collect()
-}
-
-/// Short stable suffix of a resize's UID, used in the names of what it creates.
-pub fn uid_suffix(resize: &VolumeResize) -> String {
-    ferry_engine::names::uid_suffix(&resize.uid().unwrap_or_default())
 }
 
 /// Whether a PodDisruptionBudget's selector picks pods with these labels. An empty selector picks

@@ -2,11 +2,13 @@
 //! its replicas and the next move recorded; and volume claim template changes.
 
 use super::{Moves, split, stale_after_update};
+use crate::extended::action::ExtendedAction;
 use crate::extended::desired::{ANNOTATION_STALE, ANNOTATION_VERSION, Desired};
 use crate::extended::handover::{self, NotYet};
-use crate::extended::plan::{ExtendedAction, LiveSet, Observation, ended_under_name};
+use crate::extended::observed::{LiveSet, Observation};
 use crate::extended::rollout::{self, Step};
 use crate::extended::versions::{LABEL_VERSION, Range, Zone};
+use crate::extended::volumes::ended_under_name;
 use crate::trigger::resize_name;
 use ferry_api::{Handover, VolumeResizeSpec};
 use k8s_openapi::api::apps::v1::{StatefulSet, StatefulSetOrdinals};

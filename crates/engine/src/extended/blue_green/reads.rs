@@ -3,7 +3,7 @@
 
 use crate::extended::desired::stateful_sets;
 use crate::extended::handover::Cluster;
-use crate::extended::plan::{LiveSet, Observation};
+use crate::extended::observed::{LiveSet, Observation};
 use crate::extended::versions::Range;
 use ferry_api::ExtendedStatefulSet;
 use std::collections::BTreeSet;

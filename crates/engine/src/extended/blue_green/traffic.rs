@@ -1,7 +1,8 @@
 //! Blue/green: which versions run, and where a Service sends traffic.
 
 use super::{Moves, stale_after_update};
-use crate::extended::plan::{ExtendedAction, LiveSet, Observation};
+use crate::extended::action::ExtendedAction;
+use crate::extended::observed::{LiveSet, Observation};
 use crate::extended::rollout::{self, Step};
 use crate::extended::versions::{LABEL_VERSION, Zone, annotated_version};
 use std::collections::BTreeMap;
