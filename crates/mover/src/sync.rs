@@ -144,6 +144,20 @@ struct Outcome {
     metadata_fixed: AtomicU64,
 }
 
+impl Outcome {
+    /// Nothing done yet for `entries` source entries.
+    fn new(entries: usize) -> Self {
+        Outcome {
+            vanished: (0..entries).map(|_| AtomicBool::new(false)).collect(),
+            landed: (0..entries).map(|_| OnceLock::new()).collect(),
+            records: (0..entries).map(|_| OnceLock::new()).collect(),
+            mismatches: Mutex::new(Vec::new()),
+            files_copied: AtomicU64::new(0),
+            metadata_fixed: AtomicU64::new(0),
+        }
+    }
+}
+
 impl Run<'_> {
     fn run(&self) -> Result<SyncReport, MoverError> {
         let start = Instant::now();
@@ -162,7 +176,6 @@ impl Run<'_> {
                 checksum_compare: self.opts.checksum_compare,
             },
         );
-        drop(dst);
         if let Some(hook) = &self.opts.after_scan {
             (hook.0)();
         }
@@ -177,14 +190,7 @@ impl Run<'_> {
         plan.removals.par_iter().try_for_each(|r| self.remove(r))?;
 
         self.progress.set_phase(Phase::Copy);
-        let out = Outcome {
-            vanished: src.entries.iter().map(|_| AtomicBool::new(false)).collect(),
-            landed: src.entries.iter().map(|_| OnceLock::new()).collect(),
-            records: src.entries.iter().map(|_| OnceLock::new()).collect(),
-            mismatches: Mutex::new(Vec::new()),
-            files_copied: AtomicU64::new(0),
-            metadata_fixed: AtomicU64::new(0),
-        };
+        let out = Outcome::new(src.entries.len());
         self.copy_phase(&src, &plan.ops, &out, recorded.as_ref())?;
 
         let mut mismatches = std::mem::take(&mut *lock(&out.mismatches));
@@ -192,7 +198,11 @@ impl Run<'_> {
             self.progress.set_phase(Phase::Verify);
             self.progress.files_done.store(0, Ordering::Relaxed);
             let bad: std::collections::HashSet<PathBuf> = mismatches.iter().map(|m| m.0.clone()).collect();
-            mismatches.extend(self.verify_phase(&src, &out, &bad)?);
+            let scanned = Scanned {
+                target: &dst,
+                ops: &plan.ops,
+            };
+            mismatches.extend(self.verify_phase(&src, &out, &bad, &scanned)?);
         }
         self.sync_target()?;
         if self.opts.strict && self.warnings.count() > 0 {
@@ -507,7 +517,9 @@ impl Run<'_> {
         src: &Tree,
         out: &Outcome,
         already: &std::collections::HashSet<PathBuf>,
+        scanned: &Scanned,
     ) -> Result<Vec<(PathBuf, String)>, MoverError> {
+        let leaders = plan::link_leaders(src);
         let found: Vec<Option<meta::EntryMeta>> = src
             .entries
             .par_iter()
@@ -516,9 +528,10 @@ impl Run<'_> {
                 if out.vanished[i].load(Ordering::Relaxed) || already.contains(&e.rel) {
                     return Ok(None);
                 }
-                let m = match out.landed[i].get() {
-                    Some(landed) => Ok(Some(landed.as_ref().clone())),
-                    None => meta::read(&self.target.join(&e.rel), true),
+                let m = match (out.landed[i].get(), scanned.untouched(i, e, &leaders)) {
+                    (Some(landed), _) => Ok(Some(landed.as_ref().clone())),
+                    (None, Some(as_scanned)) => Ok(Some(as_scanned.clone())),
+                    (None, None) => meta::read(&self.target.join(&e.rel), true),
                 };
                 if i > 0 {
                     self.progress.done(0);
@@ -526,7 +539,6 @@ impl Run<'_> {
                 m
             })
             .collect::<Result<_, _>>()?;
-        let leaders = plan::link_leaders(src);
         let bad = src
             .entries
             .par_iter()
@@ -565,4 +577,22 @@ use std::os::unix::fs::DirBuilderExt;
 fn find<'a>(tree: &'a Tree, rel: &Path) -> Option<&'a meta::EntryMeta> {
     let at = tree.entries.binary_search_by(|e| path_order(&e.rel, rel)).ok()?;
     Some(&tree.entries[at].meta)
+}
+
+/// What the scan saw of the target, and what the pass did with each source entry.
+struct Scanned<'a> {
+    target: &'a Tree,
+    ops: &'a [Op],
+}
+
+impl Scanned<'_> {
+    /// The target entry of source entry `i` as this pass's scan read it, where nothing has
+    /// changed it since: the plan left it alone (its metadata matched the source's), it is no
+    /// directory (whose metadata is applied after its contents) and no second link of an inode
+    /// (whose first link may have had its metadata fixed). Read again, such an entry costs two
+    /// system calls for an answer the scan already gave (a third of a final pass's calls).
+    fn untouched(&self, i: usize, e: &walk::Entry, leaders: &[Option<usize>]) -> Option<&meta::EntryMeta> {
+        let alone = self.ops.get(i) == Some(&Op::Skip) && e.meta.kind != Kind::Dir && leaders[i].is_none();
+        alone.then(|| find(self.target, &e.rel)).flatten()
+    }
 }
