@@ -78,6 +78,11 @@ struct SyncArgs {
     /// pass, and any pass without this flag, removes it).
     #[arg(long)]
     chunk_record: bool,
+    /// The target began as a block-level clone of the source made no earlier than this (seconds
+    /// since the epoch): a file the clone made counts as copied then, so only files modified in
+    /// the minute before it are compared by content (a clone keeps the source's inode times).
+    #[arg(long, value_name = "UNIX_SECONDS")]
+    cloned_at: Option<i64>,
     /// Worker threads (default: 8 x cores, between 8 and 64).
     #[arg(long)]
     threads: Option<usize>,
@@ -246,6 +251,7 @@ fn run_sync(args: SyncArgs) -> i32 {
         print_warnings: true,
         strict: args.strict,
         chunk_record: args.chunk_record,
+        cloned_at: args.cloned_at,
         abort_after_pieces: abort_after_pieces(),
         corrupt_after_write: corrupt_after_write(),
         after_scan: None,

@@ -75,6 +75,9 @@ pub type Xattr = (Vec<u8>, Vec<u8>);
 
 /// The coarsest file-time granularity among the file systems the mover meets (one second).
 pub const RACY_WINDOW_NS: i128 = 1_000_000_000;
+/// How far the node's clock may be behind the API server's when a clone's time is given: files
+/// modified in this last minute before the clone are compared by content.
+pub const CLONE_CLOCK_SKEW_NS: i128 = 60_000_000_000;
 
 /// Everything the mover preserves about one entry.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -152,9 +155,19 @@ impl EntryMeta {
     /// mtime showing it: file times are coarse (a clock tick, up to a second on some file systems),
     /// so a write in the tick of the copy leaves both alone. Such a source was modified no earlier
     /// than [`RACY_WINDOW_NS`] before the copy's inode last changed (git's racy-file rule).
-    pub fn racy_against(&self, copy: &EntryMeta) -> bool {
+    ///
+    /// `cloned_at` (nanoseconds since the epoch): the target began as a block-level clone of the
+    /// source made no earlier than this. A clone's inode keeps the ctime the source had, so for it
+    /// the copy was made when the clone was, less [`CLONE_CLOCK_SKEW_NS`] (that time is the API
+    /// server's, the file times the node's); an inode changed since (written by a pass) has its
+    /// own ctime.
+    pub fn racy_against(&self, copy: &EntryMeta, cloned_at: Option<i128>) -> bool {
         let modified = i128::from(self.mtime) * 1_000_000_000 + i128::from(self.mtime_nsec);
-        let copied = i128::from(copy.ctime) * 1_000_000_000 + i128::from(copy.ctime_nsec);
+        let changed = i128::from(copy.ctime) * 1_000_000_000 + i128::from(copy.ctime_nsec);
+        let copied = match cloned_at {
+            Some(cloned) => changed.max(cloned - CLONE_CLOCK_SKEW_NS),
+            None => changed,
+        };
         modified >= copied - RACY_WINDOW_NS
     }
 

@@ -60,6 +60,11 @@ pub struct SyncOptions {
     /// pass to compare against instead of reading the target (a warm pass; a strict pass never
     /// keeps one, and any pass without this removes the one it found).
     pub chunk_record: bool,
+    /// The target began as a block-level clone of the source made no earlier than this (seconds
+    /// since the epoch, by the API server's clock): a file the clone made counts as copied then,
+    /// not when its inode last changed (which the clone kept from the source), so only files
+    /// modified about then are compared by content.
+    pub cloned_at: Option<i64>,
     /// Test hook: abort the process once this many pieces were written in place.
     #[doc(hidden)]
     pub abort_after_pieces: Option<u64>,

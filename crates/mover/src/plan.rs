@@ -83,6 +83,9 @@ pub struct PlanOptions {
     pub delete: bool,
     /// Compare contents of same-size files instead of trusting size + mtime.
     pub checksum_compare: bool,
+    /// The target began as a clone of the source made no earlier than this (nanoseconds since
+    /// the epoch); see [`EntryMeta::racy_against`].
+    pub cloned_at: Option<i128>,
 }
 
 /// The full plan: removals first, then one op per source entry (same order as the source tree).
@@ -113,7 +116,7 @@ impl Plan {
 
 /// Decides the op for one entry, ignoring hard links. `dst` of another type counts as absent
 /// (the planner removes it first).
-pub fn decide(src: &EntryMeta, dst: Option<&EntryMeta>, checksum_compare: bool) -> Op {
+pub fn decide(src: &EntryMeta, dst: Option<&EntryMeta>, opts: PlanOptions) -> Op {
     let dst = dst.filter(|d| d.kind == src.kind);
     let Some(dst) = dst else {
         return match src.kind {
@@ -130,7 +133,8 @@ pub fn decide(src: &EntryMeta, dst: Option<&EntryMeta>, checksum_compare: bool) 
         Kind::File => {
             if src.size != dst.size {
                 Op::CopyData
-            } else if checksum_compare || (src.same_mtime(dst) && src.racy_against(dst)) {
+            } else if opts.checksum_compare || (src.same_mtime(dst) && src.racy_against(dst, opts.cloned_at))
+            {
                 Op::Compare { fix: !attrs_ok }
             } else if !src.same_mtime(dst) {
                 Op::CopyData
@@ -225,7 +229,7 @@ pub fn plan(source: &Tree, target: &Tree, opts: PlanOptions) -> Plan {
                 if linked { Op::Skip } else { Op::HardLink(l) }
             }
             None => {
-                let op = decide(&e.meta, dst, opts.checksum_compare);
+                let op = decide(&e.meta, dst, opts);
                 // A target inode shared with an earlier path that the source does not link
                 // must not be modified in place: give this path its own inode.
                 let shared = dst.is_some() && tgt_leader_rel != Some(e.rel.as_path());
@@ -303,6 +307,13 @@ mod tests {
         }
     }
 
+    fn compare(checksum_compare: bool) -> PlanOptions {
+        PlanOptions {
+            checksum_compare,
+            ..PlanOptions::default()
+        }
+    }
+
     #[test]
     fn decide_table() {
         let file = m(Kind::File);
@@ -329,7 +340,7 @@ mod tests {
             (&file, Some(&bigger), true, Op::CopyData),
         ];
         for (i, (src, dst, cc, want)) in cases.into_iter().enumerate() {
-            assert_eq!(decide(src, dst, cc), want, "case {i}");
+            assert_eq!(decide(src, dst, compare(cc)), want, "case {i}");
         }
     }
 
@@ -338,20 +349,20 @@ mod tests {
         let dir = m(Kind::Dir);
         let mut dir2 = dir.clone();
         dir2.perm = 0o700;
-        assert_eq!(decide(&dir, None, false), Op::Mkdir);
+        assert_eq!(decide(&dir, None, compare(false)), Op::Mkdir);
         assert_eq!(
-            decide(&dir, Some(&dir2), false),
+            decide(&dir, Some(&dir2), compare(false)),
             Op::Skip,
             "dir meta is the final pass' job"
         );
         let link = m(Kind::Symlink);
         let mut other = link.clone();
         other.link = Some(PathBuf::from("elsewhere"));
-        assert_eq!(decide(&link, Some(&other), false), Op::Symlink);
+        assert_eq!(decide(&link, Some(&other), compare(false)), Op::Symlink);
         let mut touched = link.clone();
         touched.mtime = 5;
-        assert_eq!(decide(&link, Some(&touched), false), Op::FixMeta);
-        assert_eq!(decide(&link, Some(&link), false), Op::Skip);
+        assert_eq!(decide(&link, Some(&touched), compare(false)), Op::FixMeta);
+        assert_eq!(decide(&link, Some(&link), compare(false)), Op::Skip);
         let dev = EntryMeta {
             rdev: 0x0103,
             ..m(Kind::CharDev)
@@ -360,11 +371,11 @@ mod tests {
             rdev: 0x0105,
             ..dev.clone()
         };
-        assert_eq!(decide(&dev, Some(&dev2), false), Op::Special);
+        assert_eq!(decide(&dev, Some(&dev2), compare(false)), Op::Special);
         let fifo = m(Kind::Fifo);
-        assert_eq!(decide(&fifo, None, false), Op::Special);
+        assert_eq!(decide(&fifo, None, compare(false)), Op::Special);
         // Type change: a directory in the way of a file.
-        assert_eq!(decide(&m(Kind::File), Some(&dir), false), Op::CopyData);
+        assert_eq!(decide(&m(Kind::File), Some(&dir), compare(false)), Op::CopyData);
     }
 
     fn tree(entries: Vec<(&str, EntryMeta)>) -> Tree {
@@ -409,7 +420,7 @@ mod tests {
             &dst,
             PlanOptions {
                 delete: false,
-                checksum_compare: false,
+                ..PlanOptions::default()
             },
         );
         let got: Vec<_> = p
@@ -430,7 +441,7 @@ mod tests {
             &dst,
             PlanOptions {
                 delete: true,
-                checksum_compare: false,
+                ..PlanOptions::default()
             },
         );
         assert_eq!(p.extraneous_entries(), 1);
@@ -497,8 +508,8 @@ mod tests {
                 &src,
                 dst,
                 PlanOptions {
-                    delete: false,
                     checksum_compare,
+                    ..PlanOptions::default()
                 },
             )
             .ops
@@ -527,5 +538,45 @@ mod tests {
         );
         let empty = tree(vec![("", m(Kind::Dir))]);
         assert_eq!(ops(&empty, false), [Op::Skip, Op::CopyData]);
+    }
+
+    #[test]
+    fn a_clones_file_is_compared_only_if_modified_about_when_the_clone_was_made() {
+        const S: i128 = 1_000_000_000;
+        // A clone's inode keeps the source's times: its ctime is the source's, long before the
+        // clone; a file last written just before its ctime looks racy by that ctime alone.
+        let src = EntryMeta {
+            mtime: 1000,
+            ctime: 1000,
+            ..m(Kind::File)
+        };
+        let cloned = src.clone();
+        let at = |secs: i128| PlanOptions {
+            cloned_at: Some(secs * S),
+            ..PlanOptions::default()
+        };
+        assert_eq!(
+            decide(&src, Some(&cloned), compare(false)),
+            Op::Compare { fix: false }
+        );
+        // Cloned an hour after the file's last write: the clone has its content.
+        assert_eq!(decide(&src, Some(&cloned), at(4600)), Op::Skip);
+        // Cloned within the clock-skew margin of its last write: compared.
+        assert_eq!(decide(&src, Some(&cloned), at(1030)), Op::Compare { fix: false });
+        // An inode a pass wrote after the clone is judged by its own ctime.
+        let rewritten = EntryMeta {
+            ctime: 5000,
+            ..cloned.clone()
+        };
+        assert_eq!(decide(&src, Some(&rewritten), at(4600)), Op::Skip);
+        let racy_rewrite = EntryMeta {
+            ctime: 1000,
+            ctime_nsec: 500,
+            ..cloned
+        };
+        assert_eq!(
+            decide(&src, Some(&racy_rewrite), at(900)),
+            Op::Compare { fix: false }
+        );
     }
 }

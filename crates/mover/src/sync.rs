@@ -174,6 +174,7 @@ impl Run<'_> {
             PlanOptions {
                 delete: self.opts.delete,
                 checksum_compare: self.opts.checksum_compare,
+                cloned_at: self.opts.cloned_at.map(|secs| i128::from(secs) * 1_000_000_000),
             },
         );
         if let Some(hook) = &self.opts.after_scan {

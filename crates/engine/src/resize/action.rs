@@ -54,6 +54,10 @@ pub enum ResizeAction {
         pass: Pass,
         /// Linux capabilities of the mover container (every other one dropped).
         capabilities: Vec<String>,
+        /// The target is a CSI clone of the source whose claim was made at this time (seconds
+        /// since the epoch): the final pass need not compare by content the files the clone
+        /// holds unchanged (`ferry-mover sync --cloned-at`).
+        cloned_at: Option<i64>,
     },
     /// Start a pod that measures the bytes in use on a claim (read-only).
     MeasureUsage { pod: String, claim: String },

@@ -163,6 +163,7 @@ async fn carry_out(
             target,
             pass,
             capabilities,
+            cloned_at,
         } => {
             let placement = placement(ctx, resize, namespace).await?;
             let settings = resize.spec.mover.clone().unwrap_or_default();
@@ -179,6 +180,7 @@ async fn carry_out(
                     .and_then(|q| parse_bytes(q).ok()),
                 resources: settings.resources.or_else(|| ctx.mover_resources.clone()),
                 capabilities: capabilities.clone(),
+                cloned_at: *cloned_at,
             };
             let mut mover = objects::mover_pod(&Owner::of(resize), pod, &placement, &copy);
             let key = (copy.pass == Pass::Final)
@@ -485,6 +487,7 @@ mod tests {
                     target: "data-db-0-ferry-1a2b".into(),
                     pass: Pass::Warm,
                     capabilities: vec!["DAC_OVERRIDE".into()],
+                    cloned_at: None,
                 },
                 "data-db-0-ferry-1a2b-warm".to_string(),
             ),

@@ -133,6 +133,8 @@ pub struct CopyJob<'a> {
     pub resources: Option<ResourceRequirements>,
     /// Linux capabilities of the mover container, every other one dropped (what the data needs).
     pub capabilities: Vec<String>,
+    /// The target is a CSI clone of the source whose claim was made then (seconds since the epoch).
+    pub cloned_at: Option<i64>,
 }
 
 /// The mover's command line for `copy`.
@@ -171,6 +173,11 @@ pub fn mover_command(copy: &CopyJob) -> Vec<String> {
     // without reading the new volume again; the final pass leaves no record behind.
     if copy.pass == Pass::Warm {
         command.push("--chunk-record".to_string());
+    }
+    // A clone's files keep the source's inode times: the pass compares by content only those
+    // modified about when the clone was made, not every file.
+    if let Some(cloned_at) = copy.cloned_at {
+        command.extend(["--cloned-at".to_string(), cloned_at.to_string()]);
     }
     // The final pass runs with the replica stopped: a source that still changes means something
     // still writes to it, and that pass must fail rather than swap in a stale copy. It starts on

@@ -247,6 +247,7 @@ fn warm_copy_pending(
                 target: ctx.temp_claim(row),
                 pass: Pass::Warm,
                 capabilities: capabilities::of_row(row),
+                cloned_at: None,
             });
             row.step = Some(RowStep::WarmCopy);
             true
@@ -295,12 +296,19 @@ fn start_final_mover(
     if let Some(mover) = observed.movers.get(&warm) {
         step.actions.push(mover.delete(&warm));
     }
+    // A clone's files keep the source's inode times: when it was made tells the final pass which
+    // of them may have changed since.
+    let cloned_at = (row.cloned == Some(true))
+        .then(|| observed.claims.get(&ctx.temp_claim(row))?.created.as_ref())
+        .flatten()
+        .map(|created| created.0.as_second());
     step.actions.push(ResizeAction::StartMover {
         pod: ctx.mover(row, Pass::Final),
         source: row.claim_name.clone(),
         target: ctx.temp_claim(row),
         pass: Pass::Final,
         capabilities: capabilities::of_row(row),
+        cloned_at,
     });
     if replica_present {
         step.ready_to_stop = false;

@@ -66,6 +66,8 @@ struct Cluster {
     clones_made: Vec<String>,
     /// The capabilities of every mover pod started, in order.
     mover_capabilities: Vec<Vec<String>>,
+    /// Every mover pod started, with the clone time it was given.
+    mover_cloned_at: Vec<(String, Option<i64>)>,
     /// Each mover pod's source and target claims.
     mover_claims: BTreeMap<String, (String, String)>,
 }
@@ -129,6 +131,7 @@ impl Cluster {
             clone_failure: None,
             clones_made: Vec::new(),
             mover_capabilities: Vec::new(),
+            mover_cloned_at: Vec::new(),
             mover_claims: BTreeMap::new(),
         };
         cluster.observed.stateful_set = Some(StatefulSetView {
@@ -376,8 +379,10 @@ impl Cluster {
                 }
                 let volume = format!("pv-{claim}");
                 self.bind(claim, &volume, "Delete");
+                let created = Some(Time(Timestamp::from_second(self.clock).unwrap()));
                 if let Some(c) = self.observed.claims.get_mut(claim) {
                     c.attributes_class = attributes_class.clone();
+                    c.created = created;
                 }
                 // The source's data as it is now: what the replica writes later is not in it.
                 let source_volume = self
@@ -416,8 +421,10 @@ impl Cluster {
                 target,
                 pass,
                 capabilities,
+                cloned_at,
             } => {
                 self.mover_capabilities.push(capabilities.clone());
+                self.mover_cloned_at.push((pod.clone(), *cloned_at));
                 let copied = if *pass == Pass::Warm { 1000 } else { 10 };
                 let result = Some(format!(
                     r#"{{"files":10,"bytes":1000,"bytesCopied":{copied},"seconds":0.5}}"#
@@ -1222,6 +1229,12 @@ fn a_clone_stands_for_the_warm_copy_with_the_operator_killed_after_any_action() 
     assert_copied(&cluster, &status);
     assert_eq!(warm, 0, "no warm mover");
     assert_eq!(cluster.clones_made.len(), REPLICAS as usize);
+    // Each final pass is told when its clone's claim was made (the simulated clock then).
+    assert_eq!(cluster.mover_cloned_at.len(), REPLICAS as usize);
+    for (pod, cloned_at) in &cluster.mover_cloned_at {
+        assert!(pod.ends_with("-final"), "{pod}");
+        assert!(cloned_at.is_some(), "{pod} not told when its clone was made");
+    }
     for row in &status.plan {
         assert_eq!(row.cloned, Some(true));
         assert_eq!(row.bytes_copied, Some(10), "only the final pass");
@@ -1280,6 +1293,20 @@ fn a_clone_the_driver_never_makes_is_given_up_for_the_mover_before_any_stop() {
     );
     assert_eq!(warm, REPLICAS as usize, "the mover copied warm instead");
     assert!(cluster.clones_made.is_empty());
+    // Each row's standby was started for its clone, then given up with it; the final pass that
+    // ran after the mover's warm copy is told of no clone.
+    let last_finals: BTreeMap<&String, Option<i64>> = cluster
+        .mover_cloned_at
+        .iter()
+        .filter(|(pod, _)| pod.ends_with("-final"))
+        .map(|(pod, at)| (pod, *at))
+        .collect();
+    assert_eq!(last_finals.len(), REPLICAS as usize);
+    assert!(
+        last_finals.values().all(Option::is_none),
+        "a mover's copy is no clone: {:?}",
+        cluster.mover_cloned_at
+    );
     for row in &status.plan {
         assert_eq!(row.cloned, Some(false));
         assert!(

@@ -59,6 +59,7 @@ fn final_copy() -> CopyJob<'static> {
         }),
         // (Data of other owners: the planner chose these from what was measured.)
         capabilities: vec!["CHOWN".into(), "FOWNER".into(), "DAC_OVERRIDE".into()],
+        cloned_at: None,
     }
 }
 
@@ -260,6 +261,20 @@ fn the_mover_command_follows_the_copy_settings() {
             "--bwlimit",
             "1",
             "--chunk-record",
+        ]
+    );
+    let cloned = mover_command(&CopyJob {
+        cloned_at: Some(1_764_000_000),
+        ..final_copy()
+    });
+    assert_eq!(
+        cloned[cloned.len() - 5..],
+        [
+            "--cloned-at",
+            "1764000000",
+            "--strict",
+            "--wait-for",
+            "/signal/go"
         ]
     );
 }
