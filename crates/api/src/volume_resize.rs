@@ -319,6 +319,18 @@ pub struct VolumePlan {
     /// final one (copy). `bytesCopied / bytesTotal` is the bytes copied per byte of data.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bytes_copied: Option<u64>,
+    /// How long each warm pass took, in milliseconds, in order (copy): a warm pass is repeated
+    /// while the last took 10 s or more and was clearly shorter than the one before (three at
+    /// most), so the final pass starts from the smallest change.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub warm_pass_milliseconds: Option<Vec<u64>>,
+    /// The UID of the last warm mover whose pass is counted in `warmPassMilliseconds` and
+    /// `bytesCopied` (each pass is counted once, whatever the reconciles).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub warm_mover_counted: Option<String>,
+    /// Bytes the final pass wrote (copy), during the replica's downtime.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub final_bytes_copied: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bytes_total: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -15,6 +15,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, Time};
 mod advance;
 pub mod capabilities;
 pub mod clone;
+pub mod converge;
 mod measure;
 mod progress;
 pub use progress::is_result_line;
@@ -26,7 +27,7 @@ mod volumes;
 
 use advance::advance;
 use measure::{measure_usage, usage_leftovers};
-use progress::{absorb_progress, absorb_result};
+use progress::{absorb_progress, absorb_result, result_milliseconds};
 use reasons::reason_to_roll_back;
 pub use replica::unready_others;
 use replica::{finish, start_replica, stop_replica};

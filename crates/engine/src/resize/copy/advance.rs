@@ -115,6 +115,7 @@ fn advance_row(
         if !swapping && let Some(copied) = copied {
             let row = &mut status.plan[i];
             row.bytes_copied = Some(row.bytes_copied.unwrap_or(0) + copied);
+            row.final_bytes_copied = Some(copied);
         }
         status.plan[i].step = Some(RowStep::Swapping);
         step.actions.extend(swap(ctx, &status.plan[i], observed, now));
@@ -252,11 +253,7 @@ fn warm_copy_pending(
             row.step = Some(RowStep::WarmCopy);
             true
         }
-        Some(MoverPhase::Succeeded) => {
-            let result = warm_mover.and_then(|m| m.result.as_deref());
-            row.bytes_copied = absorb_result(row, result);
-            false
-        }
+        Some(MoverPhase::Succeeded) => warm_pass_repeated(row, warm_mover, &warm, step),
         Some(_) => {
             if let Some(mover) = warm_mover {
                 absorb_progress(row, mover);
@@ -265,6 +262,34 @@ fn warm_copy_pending(
             true
         }
     }
+}
+
+/// A warm pass that succeeded, counted once (its time, its bytes); whether another follows it
+/// ([`super::converge`]): then this mover goes, and a new one of the same name makes the next.
+fn warm_pass_repeated(
+    row: &mut VolumePlan,
+    mover: Option<&MoverView>,
+    name: &str,
+    step: &mut BatchStep,
+) -> bool {
+    let Some(mover) = mover else {
+        return false;
+    };
+    if row.warm_mover_counted.as_deref() != Some(mover.uid.as_str()) {
+        let result = mover.result.as_deref();
+        let took = result_milliseconds(result).unwrap_or(0);
+        let copied = absorb_result(row, result).unwrap_or(0);
+        row.bytes_copied = Some(row.bytes_copied.unwrap_or(0) + copied);
+        row.warm_pass_milliseconds.get_or_insert_with(Vec::new).push(took);
+        row.warm_mover_counted = Some(mover.uid.clone());
+    }
+    let passes = row.warm_pass_milliseconds.as_deref().unwrap_or_default();
+    if !super::converge::another_warm_pass(passes) {
+        return false;
+    }
+    step.actions.push(mover.delete(name));
+    row.step = Some(RowStep::WarmCopy);
+    true
 }
 
 /// The final mover: started on standby while a pod of the replica still exists, so its pod's start

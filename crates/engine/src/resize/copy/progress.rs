@@ -27,6 +27,12 @@ pub fn is_result_line(line: &str) -> bool {
     serde_json::from_str::<SyncResult>(line).is_ok()
 }
 
+/// How long a mover's pass took, in milliseconds, by its result JSON.
+pub(super) fn result_milliseconds(result: Option<&str>) -> Option<u64> {
+    let result = result.and_then(|text| serde_json::from_str::<SyncResult>(text).ok())?;
+    Some((result.seconds * 1000.0).round() as u64)
+}
+
 /// Takes files and bytes from a mover's result JSON into the row; returns the bytes the pass wrote.
 pub(super) fn absorb_result(row: &mut VolumePlan, result: Option<&str>) -> Option<u64> {
     // A failure's result has no files or bytes and does not parse: the row is left as it is.
