@@ -97,8 +97,12 @@ pub fn update_in_place(
     }
     let old_size = tmd.len();
     let recorded = recorded.filter(|r| r.stamp == Stamp::of_metadata(&tmd));
-    // Pieces wholly below both the old and the new end keep their recorded digest.
-    let still_known = usize::try_from(old_size.min(meta.size) / PIECE).unwrap_or(0);
+    // Pieces wholly below both the old and the new end keep their recorded digest (all of them
+    // when the length is the same).
+    let still_known = match old_size == meta.size {
+        true => record::pieces(old_size),
+        false => usize::try_from(old_size.min(meta.size) / PIECE).unwrap_or(0),
+    };
     let known = recorded.map_or(&[][..], |r| &r.digests[..still_known.min(r.digests.len())]);
     if old_size != meta.size {
         tf.set_len(meta.size)
