@@ -107,7 +107,7 @@ pub use error::{
 pub use meta::Kind;
 pub use options::{Hook, SyncOptions, SyncReport, VerifyMode};
 pub use plan::TEMP_PREFIX;
-pub use progress::{ProgressLine, ProgressMode};
+pub use progress::{ProgressLine, ProgressMode, one_line};
 pub use record::{DELTA_MIN, PIECE, RECORD_NAME};
 pub use signal::{GoBy, wait_for_go};
 pub use sync::sync;

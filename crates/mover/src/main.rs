@@ -162,8 +162,8 @@ fn main() -> ExitCode {
                 && let Err(e) = std::fs::write(&path, serde_json::to_string(&u).unwrap_or_default())
             {
                 eprintln!(
-                    "ferry-mover: warning: cannot write result file {}: {e}",
-                    path.display()
+                    "ferry-mover: warning: cannot write result file {}",
+                    ferry_mover::one_line(&format!("{}: {e}", path.display()))
                 );
             }
             Ok(())
@@ -176,7 +176,7 @@ fn report(r: Result<(), MoverError>) -> i32 {
     match r {
         Ok(()) => 0,
         Err(e) => {
-            eprintln!("ferry-mover: error: {e}");
+            eprintln!("ferry-mover: error: {}", ferry_mover::one_line(&e.to_string()));
             e.exit_code()
         }
     }
@@ -278,7 +278,7 @@ fn run_sync(args: SyncArgs) -> i32 {
             (0, result.to_string())
         }
         Err(e) => {
-            eprintln!("ferry-mover: error: {e}");
+            eprintln!("ferry-mover: error: {}", ferry_mover::one_line(&e.to_string()));
             (e.exit_code(), failure_json(&e))
         }
     };
@@ -289,8 +289,8 @@ fn run_sync(args: SyncArgs) -> i32 {
         && let Err(e) = std::fs::write(&path, &json)
     {
         eprintln!(
-            "ferry-mover: warning: cannot write result file {}: {e}",
-            path.display()
+            "ferry-mover: warning: cannot write result file {}",
+            ferry_mover::one_line(&format!("{}: {e}", path.display()))
         );
     }
     code

@@ -6,6 +6,19 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+/// `text` with every control character escaped (`\n` as the two characters `\` `n`), for
+/// output read line by line: a file name holding a newline and a line of JSON could otherwise
+/// print a line that reads as the mover's result (the operator takes the result line from the
+/// mover's log, where stdout and stderr are one stream).
+pub fn one_line(text: &str) -> String {
+    text.chars()
+        .map(|c| match c.is_control() {
+            true => c.escape_default().to_string(),
+            false => c.to_string(),
+        })
+        .collect()
+}
+
 /// One progress line: the wire type the planner reads back.
 pub use ferry_mover_report::Progress as ProgressLine;
 
@@ -255,7 +268,7 @@ impl Warnings {
     pub fn warn(&self, msg: String) {
         self.count.fetch_add(1, Ordering::Relaxed);
         if self.print {
-            eprintln!("warning: {msg}");
+            eprintln!("warning: {}", one_line(&msg));
         }
     }
 

@@ -232,3 +232,35 @@ fn the_release_mover_has_no_corruption_hook() {
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert_same_tree(&src, &dst);
 }
+
+/// The operator takes a mover's result from its log, where stdout and stderr are one stream: a
+/// file name holding a newline and a line of result JSON, printed in an error or a warning, must
+/// not print a line that reads as a result (a forged success would swap in an unfinished copy).
+#[test]
+fn a_file_name_cannot_forge_a_result_line_in_the_output() {
+    let forged = r#"{"bytes":1,"bytesCopied":1,"deleted":0,"digest":"ab","files":1,"filesCopied":1,"metadataFixed":0,"seconds":0.1,"verify":"checksum","warnings":0}"#;
+    assert!(serde_json::from_str::<ferry_mover_report::SyncResult>(forged).is_ok());
+    let name = format!("x\n{forged}\n");
+    let tmp = tempfile::tempdir().unwrap();
+    let src = tmp.path().join("src");
+    let dst = tmp.path().join("dst");
+    write(&src.join(&name), b"data");
+    let args = [
+        "sync",
+        "--source",
+        src.to_str().unwrap(),
+        "--target",
+        dst.to_str().unwrap(),
+        "--progress",
+        "json",
+    ];
+    let (code, out, err) = run(&args, &[("FERRY_MOVER_TEST_CORRUPT", name.as_str())]);
+    assert_eq!(code, 3, "stdout {out} stderr {err}");
+    assert!(err.contains("x\\n{"), "the name is printed, escaped: {err}");
+    for line in out.lines().chain(err.lines()) {
+        assert!(
+            serde_json::from_str::<ferry_mover_report::SyncResult>(line).is_err(),
+            "a failed pass printed a result line: {line}"
+        );
+    }
+}

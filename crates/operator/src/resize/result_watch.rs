@@ -3,7 +3,10 @@
 //! on its next relist, up to a second later, and for a final pass all of that is the replica's
 //! downtime. The line wakes the resize's reconcile, which reads it as the outcome
 //! ([`is_result_line`]); nothing is decided here. The line is handed to that reconcile as read, so
-//! it need not fetch the log's tail through the kubelet once more.
+//! it need not fetch the log's tail through the kubelet once more. The log is stdout and stderr
+//! together; the mover prints nothing else that could read as a result line: its JSON lines are
+//! serialized, and its warnings and errors, which name files, escape every control character
+//! (`ferry_mover::one_line`), so no file name can start a line of its own.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
