@@ -13,9 +13,8 @@ use kube::Api;
 use kube::api::{Patch, PatchParams};
 use serde_json::json;
 use std::collections::BTreeMap;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
-use support::{Harness, watch_unavailable};
+use support::Harness;
+use support::disruption::DisruptionOracle;
 
 const MI: u64 = 1 << 20;
 
@@ -114,19 +113,16 @@ async fn assert_copied(harness: &Harness, before: &Before, size: u64, class: &st
 }
 
 async fn run_copy(harness: &Harness, before: &Before, spec: serde_json::Value) -> ferry_api::VolumeResize {
-    let stop = Arc::new(AtomicBool::new(false));
-    let sampler = watch_unavailable(harness.ns.api(), "db", 3, stop.clone());
+    let oracle = DisruptionOracle::start(harness.ns.api(), "db", 3).await;
     harness.create_resize("copy", spec).await;
     let resize = harness.wait_terminal("copy", "the copy to finish", 180).await;
-    stop.store(true, Ordering::Relaxed);
-    let most = sampler.await.unwrap();
     assert_eq!(
         resize.phase(),
         Phase::Succeeded,
         "{:?}",
         resize.status.as_ref().and_then(|s| s.message.clone())
     );
-    assert!(most <= 1, "at most one replica unavailable at a time, saw {most}");
+    oracle.assert_at_most(1).await;
     let after = harness.pod_uids("db").await;
     for (pod, uid) in &before.pods {
         assert_ne!(after.get(pod), Some(uid), "{pod} restarted onto its new volume");

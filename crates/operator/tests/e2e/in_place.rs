@@ -12,9 +12,8 @@ use kube::api::ListParams;
 use kube::{Api, ResourceExt};
 use serde_json::json;
 use std::collections::BTreeMap;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
-use support::{Harness, watch_unavailable};
+use support::Harness;
+use support::disruption::DisruptionOracle;
 
 const GI: u64 = 1 << 30;
 
@@ -125,8 +124,7 @@ async fn grow_in_place_offline_only_restarts_pods_one_at_a_time() {
         .await;
     let pods: Api<Pod> = harness.ns.api();
     let uids = pod_uids(&pods).await;
-    let stop = Arc::new(AtomicBool::new(false));
-    let sampler = watch_unavailable(pods.clone(), "db", 3, stop.clone());
+    let oracle = DisruptionOracle::start(pods.clone(), "db", 3).await;
 
     harness
         .create_resize(
@@ -137,8 +135,8 @@ async fn grow_in_place_offline_only_restarts_pods_one_at_a_time() {
     let resize = harness
         .wait_resize("grow", "the resize to succeed", |r| r.phase().is_terminal())
         .await;
-    stop.store(true, Ordering::Relaxed);
-    let most_unavailable = sampler.await.unwrap();
+    // At most one replica down at a time.
+    oracle.assert_at_most(1).await;
     assert_eq!(
         resize.phase(),
         Phase::Succeeded,
@@ -155,10 +153,6 @@ async fn grow_in_place_offline_only_restarts_pods_one_at_a_time() {
             "{pod} was restarted to finish its file-system resize"
         );
     }
-    assert!(
-        most_unavailable <= 1,
-        "at most one replica down at a time, saw {most_unavailable}"
-    );
     // Ferry restarted each original pod exactly once (a second restart would record the new UID).
     for row in &resize.status.as_ref().unwrap().plan {
         let pod = format!("db-{}", row.replica);

@@ -25,6 +25,7 @@ mod copy_offline;
 mod copy_progress;
 mod copy_refused;
 mod copy_rollback;
+mod disruption;
 mod endpoints;
 mod extended;
 mod faults;

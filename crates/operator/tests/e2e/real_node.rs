@@ -20,7 +20,6 @@ use kube::api::{ListParams, PostParams};
 use kube::{Api, ResourceExt};
 use serde_json::json;
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use support::Harness;
 
@@ -598,8 +597,7 @@ async fn in_place_growth_completes_after_the_operator_is_killed_at_each_step_on_
     let mut harness = Harness::start("real-inplace-killed").await;
     let seeds = writer(&harness, 2, CLASS_BLOCK_OFFLINE, "320Mi").await;
     let before = harness.pod_uids("db").await;
-    let stop = Arc::new(AtomicBool::new(false));
-    let sampler = support::watch_unavailable(harness.ns.api(), "db", 2, stop.clone());
+    let oracle = support::disruption::DisruptionOracle::start(harness.ns.api(), "db", 2).await;
     let second_asked = pod_when_claim_asks(&harness, "data-db-1", "db-1", 480 * MI);
     harness
         .create_resize(
@@ -613,15 +611,11 @@ async fn in_place_growth_completes_after_the_operator_is_killed_at_each_step_on_
         RowStep::RestartingPod,
     ];
     let (resize, killed_at) = harness.finish_killing_at_each_step("grow", &steps, 360).await;
-    stop.store(true, Ordering::Relaxed);
+    // At most one replica down at a time.
+    oracle.assert_at_most(1).await;
     let status = resize.status.unwrap();
     assert_eq!(status.phase, Some(Phase::Succeeded), "{:?}", status.message);
     assert_eq!(killed_at.len(), 3, "killed at every kind of step: {killed_at:?}");
-    let most_unavailable = sampler.await.unwrap();
-    assert!(
-        most_unavailable <= 1,
-        "at most one replica down at a time, saw {most_unavailable}"
-    );
     // Once db-0's claim was refused in use, db-1's was asked to grow only with its pod gone: the
     // external-resizer took it at once, not after a backoff that doubles up to minutes.
     let pod_then = second_asked.await.unwrap();

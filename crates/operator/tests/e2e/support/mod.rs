@@ -2,6 +2,7 @@
 //! operator itself running in-process, scoped to that namespace.
 #![allow(dead_code)]
 
+pub mod disruption;
 pub mod down_webhook;
 
 /// With `FERRY_TEST_LOG` set (a `RUST_LOG`-style filter, e.g. `ferry_operator=debug`), the
@@ -931,42 +932,6 @@ impl Harness {
             );
         }
     }
-}
-
-/// Samples pods labelled `app=<app>` until `stop`; returns the most that were not Ready at once.
-pub fn watch_unavailable(
-    pods: Api<k8s_openapi::api::core::v1::Pod>,
-    app: &str,
-    total: usize,
-    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
-) -> JoinHandle<usize> {
-    use std::sync::atomic::Ordering;
-    let selector = format!("app={app}");
-    tokio::spawn(async move {
-        let mut most = 0;
-        while !stop.load(Ordering::Relaxed) {
-            if let Ok(list) = pods
-                .list(&kube::api::ListParams::default().labels(&selector))
-                .await
-            {
-                let ready = list
-                    .items
-                    .iter()
-                    .filter(|pod| {
-                        pod.metadata.deletion_timestamp.is_none()
-                            && pod
-                                .status
-                                .as_ref()
-                                .and_then(|s| s.conditions.as_ref())
-                                .is_some_and(|c| c.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
-                    })
-                    .count();
-                most = most.max(total.saturating_sub(ready));
-            }
-            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-        }
-        most
-    })
 }
 
 /// A merge patch of `name` that succeeds, or finds the object gone already.
