@@ -22,6 +22,7 @@ use serde_json::json;
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use support::Harness;
+use support::disruption::DisruptionOracle;
 
 const MI: u64 = 1 << 20;
 
@@ -235,6 +236,7 @@ async fn rolling_shrink_onto_another_class_loses_no_acknowledged_write() {
     let seeds = writer(&harness, 2, CLASS_BLOCK, "320Mi").await;
     let movers = watch_mover_containers(&harness);
     let results = follow_final_results(&harness);
+    let oracle = DisruptionOracle::start(harness.ns.api(), "db", 2).await;
     let status = resize_succeeds(
         &harness,
         "shrink",
@@ -244,6 +246,8 @@ async fn rolling_shrink_onto_another_class_loses_no_acknowledged_write() {
         300,
     )
     .await;
+    // One replica at a time.
+    oracle.assert_at_most(1).await;
 
     let claims: Api<PersistentVolumeClaim> = harness.ns.api();
     for replica in 0..2 {
@@ -382,6 +386,7 @@ async fn in_place_online_growth_keeps_every_replica_running() {
     let harness = Harness::start("real-inplace").await;
     let seeds = writer(&harness, 2, CLASS_BLOCK, "320Mi").await;
     let before = harness.pod_uids("db").await;
+    let oracle = DisruptionOracle::start(harness.ns.api(), "db", 2).await;
     let status = resize_succeeds(
         &harness,
         "grow",
@@ -389,6 +394,8 @@ async fn in_place_online_growth_keeps_every_replica_running() {
         180,
     )
     .await;
+    // Online: no replica was ever unavailable.
+    oracle.assert_at_most(0).await;
     assert!(
         status
             .plan
@@ -532,6 +539,7 @@ async fn a_target_filled_by_the_shutdown_checkpoint_rolls_back_losing_nothing() 
 async fn copy_completes_after_the_operator_is_killed_at_each_step_on_the_real_node() {
     let mut harness = Harness::start("real-killed").await;
     let seeds = writer(&harness, 2, CLASS_BLOCK_FIXED, "64Mi").await;
+    let oracle = DisruptionOracle::start(harness.ns.api(), "db", 2).await;
     harness
         .create_resize(
             "copy",
@@ -546,6 +554,8 @@ async fn copy_completes_after_the_operator_is_killed_at_each_step_on_the_real_no
         RowStep::StartingReplica,
     ];
     let (resize, killed_at) = harness.finish_killing_at_each_step("copy", &steps, 300).await;
+    // Killed at every kind of step, still one replica at a time.
+    oracle.assert_at_most(1).await;
     let status = resize.status.unwrap();
     assert_eq!(status.phase, Some(Phase::Succeeded), "{:?}", status.message);
     assert!(
@@ -597,7 +607,7 @@ async fn in_place_growth_completes_after_the_operator_is_killed_at_each_step_on_
     let mut harness = Harness::start("real-inplace-killed").await;
     let seeds = writer(&harness, 2, CLASS_BLOCK_OFFLINE, "320Mi").await;
     let before = harness.pod_uids("db").await;
-    let oracle = support::disruption::DisruptionOracle::start(harness.ns.api(), "db", 2).await;
+    let oracle = DisruptionOracle::start(harness.ns.api(), "db", 2).await;
     let second_asked = pod_when_claim_asks(&harness, "data-db-1", "db-1", 480 * MI);
     harness
         .create_resize(
