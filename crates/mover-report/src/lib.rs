@@ -63,6 +63,11 @@ pub struct SyncResult {
     /// Entries whose metadata only was fixed.
     #[serde(default)]
     pub metadata_fixed: u64,
+    /// Bytes of target files read to compare them with the source (files whose size and mtime
+    /// could not be trusted, pieces of large files without a recorded digest): what the pass read
+    /// beyond the source.
+    #[serde(default)]
+    pub bytes_compared: u64,
 }
 
 /// The mover's exit code when the kernel refused an operation (EACCES / EPERM): with a mover pod

@@ -184,6 +184,9 @@ fn unit(ctx: &CopyCtx, pair: &Pair, size: u64, first: u64) -> Result<Option<(u64
             Some(&recorded) => recorded == digest,
             None => {
                 let n = read_full(&pair.tf, pair.dst, &mut other[..len], off)?;
+                ctx.progress
+                    .bytes_compared
+                    .fetch_add(n as u64, std::sync::atomic::Ordering::Relaxed);
                 n == len && other[..len] == *source
             }
         };

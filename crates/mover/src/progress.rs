@@ -86,6 +86,8 @@ pub struct Progress {
     pub bytes_total: AtomicU64,
     /// Bytes actually written to the target.
     pub bytes_copied: AtomicU64,
+    /// Bytes of the target read to compare it with the source.
+    pub bytes_compared: AtomicU64,
     start: Instant,
 }
 
@@ -98,6 +100,7 @@ impl Default for Progress {
             bytes_done: AtomicU64::new(0),
             bytes_total: AtomicU64::new(0),
             bytes_copied: AtomicU64::new(0),
+            bytes_compared: AtomicU64::new(0),
             start: Instant::now(),
         }
     }

@@ -225,6 +225,7 @@ impl Run<'_> {
                 .map(|e| e.meta.size)
                 .sum(),
             bytes_copied: self.progress.bytes_copied.load(Ordering::Relaxed),
+            bytes_compared: self.progress.bytes_compared.load(Ordering::Relaxed),
             deleted: plan.extraneous_entries(),
             digest: metadata_digest(&src, |i| out.vanished[i].load(Ordering::Relaxed)),
             seconds: (start.elapsed().as_secs_f64() * 1000.0).round() / 1000.0,
@@ -355,6 +356,7 @@ impl Run<'_> {
         match op {
             Op::CopyData => self.copy_data(ctx, i, src, out)?,
             Op::Compare { fix } => {
+                self.progress.bytes_compared.fetch_add(size, Ordering::Relaxed);
                 if copy::same_contents(&s, &d)? {
                     if *fix {
                         meta::apply_path(&d, &e.meta)?;

@@ -28,6 +28,8 @@ fn warm_copied() -> (tempfile::TempDir, std::path::PathBuf, std::path::PathBuf) 
     write(&src.join("base/1/16384"), &pattern(8 * MIB as usize, 1));
     write(&src.join("base/1/16385"), &pattern(6 * MIB as usize + 100, 2));
     write(&src.join("small"), b"small");
+    // Not written in the second before its copy, so never compared by content ("racy").
+    set_mtime(&src.join("small"), 1_600_000_000, 0);
     let (code, res, _, err) = sync_cli(&src, &dst, &["--delete", "--chunk-record"]);
     assert_eq!(code, 0, "{err}");
     assert_eq!(res["bytesCopied"], 14 * MIB + 100 + 5, "{res}");
@@ -73,6 +75,7 @@ fn pages_rewritten_in_a_large_file_cost_only_their_pieces_in_place() {
     assert_eq!(code, 0, "{err}");
     assert_eq!(res["bytesCopied"], 3 * PIECE, "{res}");
     assert_eq!(res["filesCopied"], 1, "{res}");
+    assert_eq!(res["bytesCompared"], 0, "the record stood for the target: {res}");
     assert_eq!(
         ino(&dst.join("base/1/16384")),
         inode,
@@ -95,6 +98,8 @@ fn a_pass_killed_in_the_middle_of_an_update_is_redone_by_the_next() {
     // The torn file is never taken as done: its mtime is that of its last write.
     let (code, res, err) = final_pass(&src, &dst, &[]);
     assert_eq!(code, 0, "{err}");
+    // Its record no longer holds (the killed pass changed the inode): every piece read to compare.
+    assert_eq!(res["bytesCompared"], 8 * MIB, "{res}");
     // One thread compares this file's pieces in order: the killed pass wrote 5 of the 32.
     assert_eq!(
         res["bytesCopied"],

@@ -3,7 +3,7 @@
 //! driver through the upstream external-provisioner while the replica serves: no warm mover runs,
 //! and the final pass (after the stop) copies only what the replica wrote since the clone.
 
-use crate::real_node::{assert_nothing_lost, resize_succeeds, writer_with};
+use crate::real_node::{assert_nothing_lost, follow_final_results, resize_succeeds, writer_with};
 use crate::support::Harness;
 use ferry_testenv::{CLASS_BLOCK, CLASS_BLOCK_FIXED};
 use serde_json::json;
@@ -13,6 +13,7 @@ async fn a_grow_by_copy_within_one_driver_starts_from_a_clone_and_moves_only_the
     let harness = Harness::start("clone-copy").await;
     // 16 MiB of seed data: a warm pass would move all of it, the final pass only the records.
     let seeds = writer_with(&harness, 1, CLASS_BLOCK, "300Mi", 16 << 10, 0).await;
+    let results = follow_final_results(&harness);
     let status = resize_succeeds(
         &harness,
         "grow",
@@ -32,6 +33,19 @@ async fn a_grow_by_copy_within_one_driver_starts_from_a_clone_and_moves_only_the
     assert!(
         copied < 4 << 20,
         "the final pass moved {copied} bytes: only the changes since the clone"
+    );
+    // Told when the clone was made, the final pass compared by content only the files written
+    // about then (the records), not every file the clone kept the source's inode times for (the
+    // 16 MiB seed).
+    let results = results.lock().unwrap().clone();
+    let compared: Vec<u64> = results
+        .values()
+        .map(|result| result["bytesCompared"].as_u64().unwrap_or(u64::MAX))
+        .collect();
+    assert_eq!(compared.len(), 1, "{results:?}");
+    assert!(
+        compared[0] < 4 << 20,
+        "the final pass read {compared:?} bytes of the clone to compare"
     );
     let events = harness.events_for("VolumeResize", "grow").await;
     assert!(

@@ -164,7 +164,7 @@ fn watch_mover_containers(harness: &Harness) -> Arc<Mutex<BTreeMap<String, Strin
 
 /// The result line of every final mover seen while the test runs, by pod name, read from its log
 /// as the operator reads it (the pod is deleted the moment its result is seen).
-fn follow_final_results(harness: &Harness) -> Arc<Mutex<BTreeMap<String, serde_json::Value>>> {
+pub(crate) fn follow_final_results(harness: &Harness) -> Arc<Mutex<BTreeMap<String, serde_json::Value>>> {
     use futures::{AsyncBufReadExt, StreamExt};
     let results = Arc::new(Mutex::new(BTreeMap::new()));
     let pods: Api<Pod> = harness.ns.api();
