@@ -134,9 +134,12 @@ pub struct FailureResult {
 mod tests {
     use super::*;
 
-    /// Lines exactly as `ferry-mover` printed them before these types existed.
+    /// Lines exactly as `ferry-mover` prints them (the result's `bytesCompared` is the one field
+    /// added since these types existed).
     const PROGRESS_LINE: &str = r#"{"phase":"done","filesDone":3,"filesTotal":3,"bytesDone":100003,"bytesTotal":100003,"bytesPerSecond":799551,"elapsedSeconds":0.125}"#;
-    const SYNC_RESULT: &str = r#"{"files":3,"bytes":100003,"bytesCopied":100003,"deleted":0,"digest":"ff6a0e59ac2e23fd6bf6ad2068ba228c","seconds":0.123,"verify":"checksum","warnings":0,"filesCopied":2,"metadataFixed":1}"#;
+    const SYNC_RESULT: &str = r#"{"files":3,"bytes":100003,"bytesCopied":100003,"deleted":0,"digest":"ff6a0e59ac2e23fd6bf6ad2068ba228c","seconds":0.123,"verify":"checksum","warnings":0,"filesCopied":2,"metadataFixed":1,"bytesCompared":7}"#;
+    /// A result line of a mover from before `bytesCompared`: still read, as 0.
+    const OLDER_SYNC_RESULT: &str = r#"{"files":3,"bytes":100003,"bytesCopied":100003,"deleted":0,"digest":"ff6a0e59ac2e23fd6bf6ad2068ba228c","seconds":0.123,"verify":"checksum","warnings":0,"filesCopied":2,"metadataFixed":1}"#;
     const USAGE_RESULT: &str = r#"{"bytes":114688,"inodes":4}"#;
     const FAILURE_RESULT: &str = r#"{"error":"verification failed for 1 entry: dir/victim.bin (content differs after copy)","exitCode":3,"kind":"verifyMismatch","mismatches":["dir/victim.bin"]}"#;
 
@@ -172,7 +175,16 @@ mod tests {
             (3, 100_003, 100_003)
         );
         assert_eq!((result.files_copied, result.metadata_fixed), (2, 1));
+        assert_eq!(result.bytes_compared, 7);
         assert_eq!(result.verify, "checksum");
+        let older: SyncResult = serde_json::from_str(OLDER_SYNC_RESULT).unwrap();
+        assert_eq!(
+            older,
+            SyncResult {
+                bytes_compared: 0,
+                ..result
+            }
+        );
     }
 
     #[test]

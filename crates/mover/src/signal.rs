@@ -156,8 +156,11 @@ mod tests {
             let path = path.clone();
             std::thread::spawn(move || {
                 std::thread::sleep(Duration::from_millis(300));
+                // Taken before the write: the waiter may see the file and return before this
+                // thread runs again (that raced under a loaded CI run).
+                let go_written = Instant::now();
                 std::fs::write(&path, "go").unwrap();
-                Instant::now()
+                go_written
             })
         };
         let by = wait_for_go(&path, Some((lines, digest_of(KEY))));

@@ -15,8 +15,9 @@ const PROGRESS_KEYS: [&str; 7] = [
     "filesTotal",
     "phase",
 ];
-const RESULT_KEYS: [&str; 10] = [
+const RESULT_KEYS: [&str; 11] = [
     "bytes",
+    "bytesCompared",
     "bytesCopied",
     "deleted",
     "digest",
