@@ -5,33 +5,14 @@
 
 use crate::real_node::{assert_nothing_lost, wait_phase, writer_shaped};
 use crate::support::Harness;
+use crate::support::disruption::DisruptionOracle;
 use ferry_api::{Phase, RowStep};
 use ferry_testenv::workload::acks_dir;
 use ferry_testenv::{CLASS_BLOCK, CLASS_BLOCK_FIXED};
 use k8s_openapi::api::core::v1::Pod;
 use kube::ResourceExt;
-use kube::api::{ListParams, Patch, PatchParams};
+use kube::api::{Patch, PatchParams};
 use serde_json::json;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
-
-/// Of `replicas` pods, how many do not serve: missing, going away or not Ready.
-fn down(pods: &[Pod], replicas: usize) -> usize {
-    let serving = pods
-        .iter()
-        .filter(|pod| pod.metadata.deletion_timestamp.is_none() && ferry_engine::pods::ready(pod))
-        .count();
-    replicas.saturating_sub(serving)
-}
-
-async fn db_pods(pods: &kube::Api<Pod>) -> Option<Vec<Pod>> {
-    Some(
-        pods.list(&ListParams::default().labels("app=db"))
-            .await
-            .ok()?
-            .items,
-    )
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_copy_waits_for_the_other_replicas_and_the_disruption_budget_before_a_stop() {
@@ -63,20 +44,8 @@ async fn a_copy_waits_for_the_other_replicas_and_the_disruption_budget_before_a_
     let marker = acks_dir(&harness.ns.name).join("db-1.unready");
     let pods = harness.ns.api::<Pod>();
 
-    // Watched all along: at most one replica down at any moment.
-    let most_down = Arc::new(AtomicUsize::new(0));
-    let watch = tokio::spawn({
-        let most_down = most_down.clone();
-        let pods = pods.clone();
-        async move {
-            loop {
-                if let Some(list) = db_pods(&pods).await {
-                    most_down.fetch_max(down(&list, 2), Ordering::Relaxed);
-                }
-                tokio::time::sleep(std::time::Duration::from_millis(200)).await;
-            }
-        }
-    });
+    // Watched all along (the disruption oracle): at most one replica down at any moment.
+    let oracle = DisruptionOracle::start(pods.clone(), "db", 2).await;
     // A slow warm copy (16 MiB at 2 MiB/s), so db-1 goes down while db-0 is still being copied.
     harness
         .create_resize(
@@ -140,12 +109,8 @@ async fn a_copy_waits_for_the_other_replicas_and_the_disruption_budget_before_a_
     let done = wait_phase(&harness, "grow", 300).await;
     let status = done.status.unwrap();
     assert_eq!(status.phase, Some(Phase::Succeeded), "{:?}", status.message);
-    watch.abort();
-    assert_eq!(
-        most_down.load(Ordering::Relaxed),
-        1,
-        "never more than one replica down"
-    );
+    let worst = oracle.assert_at_most(1).await;
+    assert_eq!(worst.most, 1, "db-1 was seen down: {worst:?}");
     assert_nothing_lost(&harness, 2, &seeds).await;
     harness.finish().await;
 }
