@@ -95,6 +95,8 @@ pub struct Plan {
     pub removals: Vec<Removal>,
     /// One op per source entry.
     pub ops: Vec<Op>,
+    /// For each source entry, the index of the target entry at its path (whatever its type).
+    pub in_target: Vec<Option<usize>>,
 }
 
 impl Plan {
@@ -243,7 +245,11 @@ pub fn plan(source: &Tree, target: &Tree, opts: PlanOptions) -> Plan {
         };
         ops.push(op);
     }
-    Plan { removals, ops }
+    Plan {
+        removals,
+        ops,
+        in_target,
+    }
 }
 
 fn removals(source: &Tree, target: &Tree, in_source: &[Option<usize>], delete: bool) -> Vec<Removal> {

@@ -201,7 +201,7 @@ impl Run<'_> {
             let bad: std::collections::HashSet<PathBuf> = mismatches.iter().map(|m| m.0.clone()).collect();
             let scanned = Scanned {
                 target: &dst,
-                ops: &plan.ops,
+                plan: &plan,
             };
             mismatches.extend(self.verify_phase(&src, &out, &bad, &scanned)?);
         }
@@ -585,7 +585,7 @@ fn find<'a>(tree: &'a Tree, rel: &Path) -> Option<&'a meta::EntryMeta> {
 /// What the scan saw of the target, and what the pass did with each source entry.
 struct Scanned<'a> {
     target: &'a Tree,
-    ops: &'a [Op],
+    plan: &'a plan::Plan,
 }
 
 impl Scanned<'_> {
@@ -595,7 +595,9 @@ impl Scanned<'_> {
     /// (whose first link may have had its metadata fixed). Read again, such an entry costs two
     /// system calls for an answer the scan already gave (a third of a final pass's calls).
     fn untouched(&self, i: usize, e: &walk::Entry, leaders: &[Option<usize>]) -> Option<&meta::EntryMeta> {
-        let alone = self.ops.get(i) == Some(&Op::Skip) && e.meta.kind != Kind::Dir && leaders[i].is_none();
-        alone.then(|| find(self.target, &e.rel)).flatten()
+        let alone =
+            self.plan.ops.get(i) == Some(&Op::Skip) && e.meta.kind != Kind::Dir && leaders[i].is_none();
+        let at = self.plan.in_target.get(i).copied().flatten();
+        alone.then(|| at.map(|j| &self.target.entries[j].meta)).flatten()
     }
 }
