@@ -109,7 +109,8 @@ pub enum Copied {
         bytes: u64,
         /// What landed, read back from the written file once it was complete (when verifying).
         landed: Option<Box<EntryMeta>>,
-        /// The digest of each piece written, for the chunk record (large files without holes).
+        /// The chunk record of what was written (large files without holes), stamped once the
+        /// file is in place.
         record: Option<FileRecord>,
     },
     /// The source disappeared or stopped being a regular file; nothing installed.
@@ -209,10 +210,10 @@ pub fn copy_file(
     let result = write_into(ctx, rel, &sf, src, &file, &path, meta, created);
     drop(file);
     match result {
-        Ok(Copied::Done {
+        Ok(WriteOutcome::Done {
             bytes,
             landed,
-            record,
+            digests,
         }) => {
             if ctx.recheck_sources {
                 warn_if_changed(ctx, &sf, src, &before)?;
@@ -225,13 +226,13 @@ pub fn copy_file(
                 })?;
             }
             // Stamped once in place: the rename moves the inode's ctime.
-            let record = match record {
-                Some(record) => Some(FileRecord {
+            let record = match digests {
+                Some(digests) => Some(FileRecord {
                     stamp: Stamp::of_metadata(
                         &std::fs::symlink_metadata(dst)
                             .map_err(|e| MoverError::io("reading metadata of", dst, e))?,
                     ),
-                    ..record
+                    digests,
                 }),
                 None => None,
             };
@@ -241,10 +242,11 @@ pub fn copy_file(
                 record,
             })
         }
-        other => {
+        // A mismatch (the only other outcome) or an error.
+        failed => {
             // Never leave a partial file behind on failure (ENOSPC in particular).
             let _ = std::fs::remove_file(&path);
-            other
+            failed.map(|_mismatch| Copied::Mismatch)
         }
     }
 }
@@ -343,7 +345,7 @@ fn write_into(
     tmp: &Path,
     meta: &EntryMeta,
     created: Option<Created>,
-) -> Result<Copied, MoverError> {
+) -> Result<WriteOutcome, MoverError> {
     let segments = data_segments(sf, meta).map_err(|e| MoverError::io("seeking in", src, e))?;
     // A large file without holes has its pieces' digests recorded, for the next pass's delta.
     let pieces = record::recorded_size(meta.size) && segments == [(0, meta.size)];
@@ -362,7 +364,7 @@ fn write_into(
         None => copy_ranges(ctx, sf, src, &file, &chunks(&segments))?,
     };
     let Some((bytes, digests)) = copied else {
-        return Ok(Copied::Mismatch);
+        return Ok(WriteOutcome::Mismatch);
     };
     match created {
         Some(created) => meta::apply_new_fd(tf, tmp, meta, created)?,
@@ -377,16 +379,26 @@ fn write_into(
         (true, Some(_)) if meta.xattrs.is_empty() => Some(Box::new(meta::read_fd_without_xattrs(tf, tmp)?)),
         (true, _) => Some(Box::new(meta::read_fd(tf, tmp)?)),
     };
-    // Stamped by the caller once the file is in place.
-    let record = digests.map(|digests| FileRecord {
-        stamp: Stamp::of(meta),
-        digests,
-    });
-    Ok(Copied::Done {
+    Ok(WriteOutcome::Done {
         bytes,
         landed,
-        record,
+        digests,
     })
+}
+
+/// What writing a file's data and metadata came to, before it is put in place.
+enum WriteOutcome {
+    /// Written and checked.
+    Done {
+        /// Data bytes written.
+        bytes: u64,
+        /// What landed, read back (when verifying).
+        landed: Option<Box<EntryMeta>>,
+        /// The digest of each piece of the file, where they were recorded.
+        digests: Option<Vec<u128>>,
+    },
+    /// What landed differs from what was read.
+    Mismatch,
 }
 
 /// The new file being written: where it is, and what it must end up as.
@@ -495,12 +507,17 @@ fn corrupt(tf: &File, tmp: &Path, size: u64) -> Result<(), MoverError> {
             .write_all_at(b"x", 0)
             .map_err(|e| MoverError::io("writing", tmp, e));
     }
+    flip_byte(tf, tmp, 0)
+}
+
+/// Test hook: flips the byte at `off` of a written file.
+pub(crate) fn flip_byte(tf: &File, path: &Path, off: u64) -> Result<(), MoverError> {
     let mut b = [0u8; 1];
-    tf.read_exact_at(&mut b, 0)
-        .map_err(|e| MoverError::io("reading", tmp, e))?;
+    tf.read_exact_at(&mut b, off)
+        .map_err(|e| MoverError::io("reading", path, e))?;
     b[0] ^= 0xff;
-    tf.write_all_at(&b, 0)
-        .map_err(|e| MoverError::io("writing", tmp, e))
+    tf.write_all_at(&b, off)
+        .map_err(|e| MoverError::io("writing", path, e))
 }
 
 /// The data ranges of a file: the whole file, or only its non-hole parts when it has fewer

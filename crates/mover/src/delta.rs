@@ -193,7 +193,7 @@ fn unit(ctx: &CopyCtx, pair: &Pair, size: u64, first: u64) -> Result<Option<(u64
         if !same {
             write_piece(ctx, pair, off, source)?;
             if pair.corrupt {
-                corrupt(pair, off)?;
+                copy::flip_byte(&pair.tf, pair.dst, off)?;
             }
             written += len as u64;
             if ctx.hash {
@@ -257,14 +257,4 @@ fn punch(pair: &Pair, from: u64, to: u64, source: &[u8], off: u64) -> Result<(),
             .write_all_at(&source[(from - off) as usize..(to - off) as usize], from)
             .map_err(|e| MoverError::io("writing", pair.dst, e)),
     }
-}
-
-/// Test hook: flips the first byte of the piece at `off` of the target.
-fn corrupt(pair: &Pair, off: u64) -> Result<(), MoverError> {
-    let mut b = [0u8; 1];
-    read_full(&pair.tf, pair.dst, &mut b, off)?;
-    b[0] ^= 0xff;
-    pair.tf
-        .write_all_at(&b, off)
-        .map_err(|e| MoverError::io("writing", pair.dst, e))
 }
