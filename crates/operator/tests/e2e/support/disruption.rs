@@ -139,14 +139,5 @@ fn name(pod: &Pod) -> String {
 
 /// Ready and not terminating.
 fn available(pod: &Pod) -> bool {
-    pod.metadata.deletion_timestamp.is_none()
-        && pod
-            .status
-            .as_ref()
-            .and_then(|status| status.conditions.as_ref())
-            .is_some_and(|conditions| {
-                conditions
-                    .iter()
-                    .any(|c| c.type_ == "Ready" && c.status == "True")
-            })
+    pod.metadata.deletion_timestamp.is_none() && ferry_engine::pods::ready(pod)
 }
