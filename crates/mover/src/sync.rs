@@ -266,8 +266,6 @@ impl Run<'_> {
         out: &Outcome,
         recorded: Option<&HashMap<PathBuf, FileRecord>>,
     ) -> Result<(), MoverError> {
-        let none = HashMap::new();
-        let (recording, recorded) = (recorded.is_some(), recorded.unwrap_or(&none));
         // Directories first, in path order so parents exist; private until the final pass.
         let umask = fresh::process_umask();
         let mut fresh_dirs = HashMap::new();
@@ -319,7 +317,7 @@ impl Run<'_> {
             .par_iter()
             .try_for_each(|&i| self.apply(&ctx, src, i, &ops[i], out, recorded))?;
         // Before the directories' metadata: the record's file changes the root's mtime.
-        if recording {
+        if let Some(recorded) = recorded {
             self.keep_record(src, ops, out, recorded)?;
         }
         // Directory metadata last: creating entries inside bumps a directory's mtime.
@@ -347,7 +345,7 @@ impl Run<'_> {
         i: usize,
         op: &Op,
         out: &Outcome,
-        recorded: &HashMap<PathBuf, FileRecord>,
+        recorded: Option<&HashMap<PathBuf, FileRecord>>,
     ) -> Result<(), MoverError> {
         let e = &src.entries[i];
         let s = self.source.join(&e.rel);
@@ -368,7 +366,8 @@ impl Run<'_> {
                 }
             }
             Op::UpdateInPlace { fix } => {
-                self.update_in_place(ctx, i, src, out, *fix, recorded.get(&e.rel))?;
+                let recorded = recorded.and_then(|records| records.get(&e.rel));
+                self.update_in_place(ctx, i, src, out, *fix, recorded)?;
             }
             Op::FixMeta => {
                 meta::apply_path(&d, &e.meta)?;
