@@ -4,11 +4,12 @@
 use crate::Error;
 use crate::disk;
 use crate::driver::Driver;
+use crate::placement::{self, Binding, Placement};
 use crate::proto::csi::controller_server::Controller;
 use crate::proto::csi::controller_service_capability::{self, rpc};
 use crate::proto::csi::validate_volume_capabilities_response::Confirmed;
 use crate::proto::csi::*;
-use crate::volume::{self, Expansion, ZONE_KEY};
+use crate::volume::{self, Expansion};
 use std::collections::HashMap;
 use std::sync::Arc;
 use tonic::{Request, Response, Status};
@@ -31,8 +32,9 @@ impl Driver {
             &request.volume_capabilities,
             request.capacity_range.as_ref(),
         )?;
-        volume::check_topology(request.accessibility_requirements.as_ref(), &self.config.zone)?;
+        let binding = Binding::parse(&request.parameters)?;
         let source = requested_source(request.volume_content_source.as_ref())?;
+        let placement = self.placement_of_new(&request, binding, source.as_ref())?;
         let read_only = volume::read_only_wanted(&request.mutable_parameters)?.unwrap_or(false);
         if let Some(existing) = self.store.get(&request.name)? {
             volume::check_same(&existing, &wanted)?;
@@ -40,6 +42,13 @@ impl Driver {
                 return Err(Error::AlreadyExists(format!(
                     "volume {} exists, made from {:?}",
                     existing.id, existing.source
+                )));
+            }
+            if existing.placement() != placement {
+                return Err(Error::AlreadyExists(format!(
+                    "volume {} exists {}",
+                    existing.id,
+                    existing.placement().describe()
                 )));
             }
             return Ok(existing);
@@ -83,7 +92,8 @@ impl Driver {
             capacity_bytes: bytes,
             file_system: wanted.file_system,
             expansion: wanted.expansion,
-            zone: self.config.zone.clone(),
+            zone: placement.zone,
+            node: placement.node,
             parameters: wanted.parameters,
             attached_to: None,
             source,
@@ -92,6 +102,23 @@ impl Driver {
         self.store.put(&made)?;
         tracing::info!(volume = %made.id, bytes, source = ?made.source, "created");
         Ok(made)
+    }
+
+    /// Where a new volume goes: where the request's topology says, and a clone where its source is.
+    fn placement_of_new(
+        &self,
+        request: &CreateVolumeRequest,
+        binding: Binding,
+        source: Option<&volume::Source>,
+    ) -> Result<Placement, Error> {
+        let requirement = request.accessibility_requirements.as_ref();
+        match source {
+            Some(volume::Source::Volume(id)) => {
+                let original = self.store.require(id)?;
+                placement::clone_placement(requirement, binding, &original.placement(), &self.config.place())
+            }
+            _ => placement::choose(requirement, binding, &self.config.place()),
+        }
     }
 
     /// Copies volume `id`'s image to `target`, its file system frozen meanwhile if it is mounted
@@ -223,10 +250,19 @@ impl Driver {
         volume::check_id(&request.volume_id)?;
         self.require_attaching()?;
         let mut existing = self.store.require(&request.volume_id)?;
-        if request.node_id != self.config.node_id {
-            return Err(Error::NotFound(format!(
-                "node {} is not served here",
+        let node = self.nodes.get(&request.node_id)?.ok_or_else(|| {
+            Error::NotFound(format!(
+                "node {} runs no instance of this driver",
                 request.node_id
+            ))
+        })?;
+        if !existing.placement().reachable_from(&node) {
+            return Err(Error::FailedPrecondition(format!(
+                "volume {} lives {}: node {} in zone {} cannot attach it",
+                existing.id,
+                existing.placement().describe(),
+                node.node,
+                node.zone
             )));
         }
         let capability = request
@@ -352,9 +388,7 @@ fn volume_message(volume: &volume::Volume) -> Volume {
         volume_id: volume.id.clone(),
         volume_context: HashMap::new(),
         content_source: volume.source.as_ref().map(content_source_message),
-        accessible_topology: vec![Topology {
-            segments: HashMap::from([(ZONE_KEY.to_string(), volume.zone.clone())]),
-        }],
+        accessible_topology: vec![volume.placement().topology()],
     }
 }
 

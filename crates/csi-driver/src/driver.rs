@@ -1,6 +1,7 @@
 //! The driver's shared state: who it is, its volumes and snapshots, and the locks its calls take.
 
 use crate::Error;
+use crate::placement::NodePlace;
 use crate::snapshots::Snapshot;
 use crate::store::Store;
 use crate::volume::Volume;
@@ -14,9 +15,10 @@ use tonic::Status;
 pub struct Config {
     /// The CSI driver name (`block.csi.ferry.dev`), as StorageClasses and the CSIDriver object name it.
     pub name: String,
-    /// The one node whose volumes this driver serves (the kubelet's node name).
+    /// The node this instance serves (the kubelet's node name): its node service stages volumes
+    /// there, and a volume made without a topology requirement goes there.
     pub node_id: String,
-    /// The zone of that node: every volume's topology.
+    /// The zone of that node.
     pub zone: String,
     /// Volumes must be attached (ControllerPublishVolume) before a node may stage them.
     pub attach_required: bool,
@@ -25,10 +27,24 @@ pub struct Config {
     pub state_dir: PathBuf,
 }
 
+impl Config {
+    /// The place of the node this instance serves.
+    pub fn place(&self) -> NodePlace {
+        NodePlace {
+            node: self.node_id.clone(),
+            zone: self.zone.clone(),
+        }
+    }
+}
+
+/// One instance runs per node, all sharing one state directory (the volumes' images are files on
+/// this one machine): the first node's instance also serves the controller to the sidecars, and
+/// each instance records its node's place there, so the controller knows every node's zone.
 pub struct Driver {
     pub config: Config,
     pub store: Store<Volume>,
     pub snapshots: Store<Snapshot>,
+    pub nodes: Store<NodePlace>,
     /// One call that makes, removes or (de)stages volumes at a time: the sidecars and the kubelet
     /// may call concurrently, and a loop device or mount half-made by one call must not be seen by
     /// another.
@@ -45,10 +61,13 @@ impl Driver {
     pub fn new(config: Config) -> Result<Driver, Error> {
         let store = Store::open(&config.state_dir)?;
         let snapshots = Store::open(&config.state_dir)?;
+        let nodes = Store::open(&config.state_dir)?;
+        nodes.put(&config.place())?;
         Ok(Driver {
             config,
             store,
             snapshots,
+            nodes,
             serial: tokio::sync::Mutex::new(()),
             volumes: std::sync::Mutex::new(HashMap::new()),
         })

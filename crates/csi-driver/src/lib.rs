@@ -8,7 +8,8 @@
 //! plain directories (no size limit, usage is the host disk's) and its expansion only changes a
 //! number. See docs/testenv.md.
 //!
-//! Shape: [`volume`] holds the pure decisions (sizes, parameters, compatibility), [`store`] the
+//! Shape: [`volume`] holds the pure decisions (sizes, parameters, compatibility), [`placement`]
+//! where volumes live (a zone, or a node: see its docs), [`store`] the
 //! volume records on disk, [`disk`] the loop devices, file systems and mounts, and the services
 //! ([`identity`], [`controller`], [`node`]) turn gRPC calls into those. The kubelet learns of the
 //! driver from scripts/csi-registrar (the kubelet dials its plugin registry with the socket path as
@@ -24,6 +25,7 @@ pub mod error;
 pub mod identity;
 pub mod mountinfo;
 pub mod node;
+pub mod placement;
 pub mod proto;
 pub mod server;
 pub mod snapshots;

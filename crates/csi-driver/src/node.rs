@@ -10,8 +10,7 @@ use crate::proto::csi::node_service_capability::{self, rpc};
 use crate::proto::csi::volume_capability::AccessType;
 use crate::proto::csi::volume_capability::access_mode::Mode;
 use crate::proto::csi::*;
-use crate::volume::{self, FileSystem, ZONE_KEY};
-use std::collections::HashMap;
+use crate::volume::{self, FileSystem};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use tonic::{Request, Response, Status};
@@ -48,6 +47,16 @@ impl Driver {
                 existing.id,
                 existing.file_system.name(),
                 file_system.name()
+            )));
+        }
+        // As a cloud disk cannot be attached outside its zone, nor a local disk outside its node.
+        if !existing.placement().reachable_from(&self.config.place()) {
+            return Err(Error::FailedPrecondition(format!(
+                "volume {} lives {}: node {} in zone {} cannot stage it",
+                existing.id,
+                existing.placement().describe(),
+                self.config.node_id,
+                self.config.zone
             )));
         }
         if self.config.attach_required
@@ -295,9 +304,7 @@ impl Node for NodeService {
         Ok(Response::new(NodeGetInfoResponse {
             node_id: config.node_id.clone(),
             max_volumes_per_node: 0,
-            accessible_topology: Some(Topology {
-                segments: HashMap::from([(ZONE_KEY.to_string(), config.zone.clone())]),
-            }),
+            accessible_topology: Some(config.place().topology()),
         }))
     }
 }

@@ -2,14 +2,13 @@
 //! request matches the volume already made. No I/O here.
 
 use crate::Error;
+use crate::placement::Placement;
 use crate::proto::csi::volume_capability::AccessType;
 use crate::proto::csi::volume_capability::access_mode::Mode;
-use crate::proto::csi::{CapacityRange, TopologyRequirement, VolumeCapability};
+use crate::proto::csi::{CapacityRange, VolumeCapability};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
-/// The topology key every volume and the node carry.
-pub const ZONE_KEY: &str = "topology.kubernetes.io/zone";
 /// The StorageClass parameter that says how a class's volumes grow: online, offline or none.
 pub const EXPANSION_PARAMETER: &str = "expansion";
 /// mkfs.xfs refuses smaller file systems; like a cloud disk with a minimum size, a smaller request
@@ -101,6 +100,9 @@ pub struct Volume {
     pub file_system: FileSystem,
     pub expansion: Expansion,
     pub zone: String,
+    /// The node of a node-bound volume (StorageClass parameter `binding: node`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node: Option<String>,
     pub parameters: BTreeMap<String, String>,
     /// The node it is attached to (ControllerPublishVolume), for drivers that need attaching.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -140,6 +142,16 @@ pub fn read_only_wanted(
         }
     }
     Ok(wanted)
+}
+
+impl Volume {
+    /// Where the volume lives.
+    pub fn placement(&self) -> Placement {
+        Placement {
+            zone: self.zone.clone(),
+            node: self.node.clone(),
+        }
+    }
 }
 
 impl crate::store::Record for Volume {
@@ -365,31 +377,6 @@ fn check_max(size: u64, max_bytes: u64) -> Result<(), Error> {
         )));
     }
     Ok(())
-}
-
-/// Refuses topology requirements that name only zones other than this driver's.
-pub fn check_topology(requirement: Option<&TopologyRequirement>, zone: &str) -> Result<(), Error> {
-    let Some(requirement) = requirement else {
-        return Ok(());
-    };
-    if requirement.requisite.is_empty() && requirement.preferred.is_empty() {
-        return Ok(());
-    }
-    let ours = |segments: &std::collections::HashMap<String, String>| {
-        segments.get(ZONE_KEY).is_none_or(|z| z == zone)
-    };
-    let reachable = if requirement.requisite.is_empty() {
-        requirement.preferred.iter().any(|t| ours(&t.segments))
-    } else {
-        requirement.requisite.iter().any(|t| ours(&t.segments))
-    };
-    if reachable {
-        Ok(())
-    } else {
-        Err(Error::ResourceExhausted(format!(
-            "volumes here are only in zone {zone}; the request allows none of it"
-        )))
-    }
 }
 
 fn align_up(bytes: u64) -> u64 {

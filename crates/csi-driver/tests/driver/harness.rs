@@ -21,8 +21,7 @@ pub const ZONE: &str = "zone-t";
 const PREFIX: &str = "ferry-csi-test-";
 
 pub struct Driver {
-    name: String,
-    attach_required: bool,
+    launch: Launch,
     dir: tempfile::TempDir,
     child: Child,
     channel: Channel,
@@ -38,11 +37,45 @@ impl Driver {
     pub async fn start(name: &str, attach_required: bool) -> Driver {
         clean_earlier_runs();
         let dir = tempfile::Builder::new().prefix(PREFIX).tempdir().unwrap();
-        let child = spawn(dir.path(), name, attach_required);
-        let channel = connect(&dir.path().join("csi.sock")).await;
-        Driver {
+        let state = dir.path().join("state");
+        Driver::spawned(name, attach_required, NODE, ZONE, state, dir).await
+    }
+
+    /// The same driver's instance on another node (in another zone), sharing this one's volumes,
+    /// as scripts/testenv runs one per real node.
+    pub async fn on_another_node(&self, node: &str, zone: &str) -> Driver {
+        let dir = tempfile::Builder::new().prefix(PREFIX).tempdir().unwrap();
+        let state = self.launch.state.clone();
+        Driver::spawned(
+            &self.launch.name,
+            self.launch.attach_required,
+            node,
+            zone,
+            state,
+            dir,
+        )
+        .await
+    }
+
+    async fn spawned(
+        name: &str,
+        attach_required: bool,
+        node: &str,
+        zone: &str,
+        state: PathBuf,
+        dir: tempfile::TempDir,
+    ) -> Driver {
+        let launch = Launch {
             name: name.to_string(),
             attach_required,
+            node: node.to_string(),
+            zone: zone.to_string(),
+            state,
+        };
+        let child = launch.spawn(dir.path());
+        let channel = connect(&dir.path().join("csi.sock")).await;
+        Driver {
+            launch,
             dir,
             child,
             channel,
@@ -53,7 +86,7 @@ impl Driver {
     pub async fn restart(&mut self) {
         self.child.kill().unwrap();
         self.child.wait().unwrap();
-        self.child = spawn(self.dir.path(), &self.name, self.attach_required);
+        self.child = self.launch.spawn(self.dir.path());
         self.channel = connect(&self.dir.path().join("csi.sock")).await;
     }
 
@@ -77,7 +110,7 @@ impl Driver {
     }
 
     pub fn image(&self, id: &str) -> PathBuf {
-        self.dir.path().join("state/volumes").join(format!("{id}.img"))
+        self.launch.state.join("volumes").join(format!("{id}.img"))
     }
 
     pub async fn create(
@@ -105,7 +138,7 @@ impl Driver {
         self.create_volume(request).await
     }
 
-    async fn create_volume(&self, request: CreateVolumeRequest) -> Result<Volume, tonic::Status> {
+    pub async fn create_volume(&self, request: CreateVolumeRequest) -> Result<Volume, tonic::Status> {
         let response = self.controller().create_volume(request).await?;
         Ok(response.into_inner().volume.unwrap())
     }
@@ -192,7 +225,7 @@ impl Driver {
     pub async fn detach(&self, id: &str) -> Result<(), tonic::Status> {
         let request = ControllerUnpublishVolumeRequest {
             volume_id: id.to_string(),
-            node_id: NODE.to_string(),
+            node_id: self.launch.node.clone(),
             ..Default::default()
         };
         self.controller()
@@ -260,6 +293,42 @@ impl Driver {
     }
 }
 
+/// How an instance is started (again, after a kill).
+struct Launch {
+    name: String,
+    attach_required: bool,
+    node: String,
+    zone: String,
+    /// The volumes' state: in the instance's directory, or the first instance's for another
+    /// node's instance.
+    state: PathBuf,
+}
+
+impl Launch {
+    fn spawn(&self, dir: &Path) -> Child {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_ferry-csi"));
+        command
+            .arg("--driver-name")
+            .arg(&self.name)
+            .arg("--endpoint")
+            .arg(dir.join("csi.sock"))
+            .args(["--node-id", &self.node, "--zone", &self.zone])
+            .arg("--state-dir")
+            .arg(&self.state);
+        if self.attach_required {
+            command.arg("--attach-required");
+        }
+        // Its log beside its state (appended across restarts), not in the test's output.
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(dir.join("driver.log"))
+            .unwrap();
+        command.stdout(log.try_clone().unwrap()).stderr(log);
+        command.spawn().unwrap()
+    }
+}
+
 impl Drop for Driver {
     fn drop(&mut self) {
         let _ = self.child.kill();
@@ -268,7 +337,7 @@ impl Drop for Driver {
     }
 }
 
-fn create_request(name: &str, bytes: i64, fs: &str, expansion: &str) -> CreateVolumeRequest {
+pub fn create_request(name: &str, bytes: i64, fs: &str, expansion: &str) -> CreateVolumeRequest {
     CreateVolumeRequest {
         name: name.to_string(),
         capacity_range: Some(CapacityRange {
@@ -291,29 +360,6 @@ fn capability(fs: &str) -> VolumeCapability {
             mode: Mode::SingleNodeWriter as i32,
         }),
     }
-}
-
-fn spawn(dir: &Path, name: &str, attach_required: bool) -> Child {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_ferry-csi"));
-    command
-        .arg("--driver-name")
-        .arg(name)
-        .arg("--endpoint")
-        .arg(dir.join("csi.sock"))
-        .args(["--node-id", NODE, "--zone", ZONE])
-        .arg("--state-dir")
-        .arg(dir.join("state"));
-    if attach_required {
-        command.arg("--attach-required");
-    }
-    // Its log beside its state (appended across restarts), not in the test's output.
-    let log = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(dir.join("driver.log"))
-        .unwrap();
-    command.stdout(log.try_clone().unwrap()).stderr(log);
-    command.spawn().unwrap()
 }
 
 async fn connect(socket: &Path) -> Channel {

@@ -477,3 +477,124 @@ async fn the_read_only_parameter_is_applied_to_the_mounted_file_system() {
 }
 
 const EROFS: i32 = 30;
+
+/// The external-provisioner's requirement for a pod the scheduler put on `node` (in `zone`): every
+/// node's segment as requisite, the selected one first in preferred.
+fn scheduled_on(node: &str, zone: &str) -> TopologyRequirement {
+    let segment = |node: &str, zone: &str| Topology {
+        segments: [
+            ("topology.kubernetes.io/zone", zone),
+            ("kubernetes.io/hostname", node),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect(),
+    };
+    TopologyRequirement {
+        requisite: vec![segment(NODE, ZONE), segment("node-two", "zone-two")],
+        preferred: vec![segment(node, zone)],
+    }
+}
+
+/// Two instances of one driver on one state, as each real node of the test bed runs one: a volume
+/// is made in the zone (or, with `binding: node`, on the node) the request prefers, is staged only
+/// from there, and a clone stays where its source lives.
+#[tokio::test]
+async fn a_volume_lives_in_its_zone_or_on_its_node_and_is_staged_only_there() {
+    let first = Driver::start("block.csi.ferry.dev", false).await;
+    let second = first.on_another_node("node-two", "zone-two").await;
+    let info = second
+        .node()
+        .node_get_info(NodeGetInfoRequest {})
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(info.node_id, "node-two");
+    let reported = info.accessible_topology.unwrap().segments;
+    assert_eq!(reported["topology.kubernetes.io/zone"], "zone-two");
+    assert_eq!(reported["kubernetes.io/hostname"], "node-two");
+
+    let zoned = first
+        .create_volume(CreateVolumeRequest {
+            accessibility_requirements: Some(scheduled_on("node-two", "zone-two")),
+            ..create_request("pvc-zoned", 300 * MIB, "xfs", "online")
+        })
+        .await
+        .unwrap();
+    assert_eq!(
+        zoned.accessible_topology[0].segments,
+        [("topology.kubernetes.io/zone".to_string(), "zone-two".to_string())].into()
+    );
+    let mut node_bound = create_request("pvc-local", 300 * MIB, "xfs", "online");
+    node_bound.parameters.insert("binding".into(), "node".into());
+    node_bound.accessibility_requirements = Some(scheduled_on("node-two", "zone-two"));
+    let local = first.create_volume(node_bound).await.unwrap();
+    assert_eq!(
+        local.accessible_topology[0].segments,
+        [("kubernetes.io/hostname".to_string(), "node-two".to_string())].into()
+    );
+
+    for id in ["pvc-zoned", "pvc-local"] {
+        assert_eq!(
+            code(first.stage(id, &first.paths(id), "xfs").await),
+            Code::FailedPrecondition,
+            "{id} staged outside its place"
+        );
+        assert!(loop_device_of(&first.image(id)).is_none(), "{id} left attached");
+        let there = second.paths(id);
+        second.stage(id, &there, "xfs").await.unwrap();
+        second.unstage(id, &there).await.unwrap();
+    }
+
+    // A clone where the requisite allows only the first node's zone: refused; with none, it is
+    // made beside its source.
+    let mut elsewhere = create_request("pvc-clone", 300 * MIB, "xfs", "online");
+    elsewhere.volume_content_source = Some(VolumeContentSource {
+        r#type: Some(volume_content_source::Type::Volume(
+            volume_content_source::VolumeSource {
+                volume_id: "pvc-zoned".into(),
+            },
+        )),
+    });
+    let mut requirement = scheduled_on(NODE, ZONE);
+    requirement.requisite.truncate(1);
+    elsewhere.accessibility_requirements = Some(requirement);
+    assert_eq!(
+        code(first.create_volume(elsewhere.clone()).await),
+        Code::ResourceExhausted
+    );
+    elsewhere.accessibility_requirements = None;
+    let clone = first.create_volume(elsewhere).await.unwrap();
+    assert_eq!(
+        clone.accessible_topology[0].segments["topology.kubernetes.io/zone"],
+        "zone-two"
+    );
+    for id in ["pvc-clone", "pvc-local", "pvc-zoned"] {
+        first.delete(id).await.unwrap();
+    }
+}
+
+/// An attaching driver attaches a volume only to a node that can reach it.
+#[tokio::test]
+async fn a_volume_is_attached_only_to_a_node_of_its_zone() {
+    let first = Driver::start("attach.csi.ferry.dev", true).await;
+    let second = first.on_another_node("node-two", "zone-two").await;
+    first
+        .create_volume(CreateVolumeRequest {
+            accessibility_requirements: Some(scheduled_on(NODE, ZONE)),
+            ..create_request("pvc-here", 300 * MIB, "xfs", "online")
+        })
+        .await
+        .unwrap();
+    assert_eq!(
+        code(first.attach("pvc-here", "node-two").await),
+        Code::FailedPrecondition
+    );
+    first.attach("pvc-here", NODE).await.unwrap();
+    assert_eq!(
+        code(second.stage("pvc-here", &second.paths("pvc-here"), "xfs").await),
+        Code::FailedPrecondition
+    );
+    first.detach("pvc-here").await.unwrap();
+    first.delete("pvc-here").await.unwrap();
+}
