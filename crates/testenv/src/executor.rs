@@ -10,7 +10,7 @@
 mod mounts;
 mod status;
 
-use crate::{Error, MOVER_LABEL, REAL_NODE};
+use crate::{Error, MOVER_LABEL, REAL_NODES};
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::{Container, Namespace, Pod};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
@@ -137,8 +137,10 @@ async fn reconcile(pod: Arc<Pod>, executor: Arc<Executor>) -> Result<Action, Err
         .and_then(|s| s.phase.clone())
         .unwrap_or_default();
     let node = pod.spec.as_ref().and_then(|s| s.node_name.clone());
-    // The real node's kubelet runs its own pods; this stands in for the kwok nodes' kubelet only.
-    let scheduled = node.as_ref().is_some_and(|node| node != REAL_NODE);
+    // The real nodes' kubelets run their own pods; this stands in for the kwok nodes' kubelet only.
+    let scheduled = node
+        .as_ref()
+        .is_some_and(|node| !REAL_NODES.contains(&node.as_str()));
     if phase == "Succeeded" || phase == "Failed" || !scheduled || is_known(&executor, &uid) {
         return Ok(Action::await_change());
     }

@@ -58,8 +58,12 @@ pub const CSI_DRIVER: &str = "block.csi.ferry.dev";
 /// The same driver under a second name whose CSIDriver says `attachRequired: true`, so every volume
 /// goes through a VolumeAttachment (the upstream external-attacher).
 pub const CSI_ATTACH_DRIVER: &str = "attach.csi.ferry.dev";
-/// The zone of the real node and of every CSI volume.
+/// The zone of [`REAL_NODE`] (each real node is alone in its zone; no kwok node is in any of them).
 pub const REAL_NODE_ZONE: &str = "zone-r";
+/// The real nodes (run by scripts/lib/real-node.sh), each in a zone of its own: [`REAL_ZONES`].
+pub const REAL_NODES: [&str; 3] = ["node-real", "node-real-2", "node-real-3"];
+/// The real nodes' zones, in the order of [`REAL_NODES`]. A volume of a CSI class lives in one.
+pub const REAL_ZONES: [&str; 3] = ["zone-r", "zone-r2", "zone-r3"];
 /// Real-node CSI StorageClass whose volumes grow only while no pod mounts them: the claim waits until
 /// its pod is gone, then sits at `FileSystemResizePending` until the pod starts again.
 pub const CLASS_BLOCK_OFFLINE: &str = "ferry-block-offline";
@@ -69,9 +73,13 @@ pub const SNAPSHOT_CLASS: &str = "ferry-block-snapshots";
 /// (`scripts/lib/csi.sh`).
 pub const ATTRIBUTES_WRITABLE: &str = "ferry-block-writable";
 pub const ATTRIBUTES_READ_ONLY: &str = "ferry-block-read-only";
+/// Real-node CSI StorageClass of [`CSI_DRIVER`] whose volumes are bound to the node they were made
+/// on (`binding: node`, topology key `kubernetes.io/hostname`: the local-PV case); XFS, grows online.
+pub const CLASS_BLOCK_NODE: &str = "ferry-block-node";
 /// Real-node CSI StorageClass of [`CSI_ATTACH_DRIVER`] (grows online).
 pub const CLASS_BLOCK_ATTACH: &str = "ferry-block-attach";
-/// The node run by a real kubelet and containerd (tainted `ferry.dev/real-node=true:NoSchedule`).
+/// The first of the [`REAL_NODES`] run by a real kubelet and containerd (each tainted
+/// `ferry.dev/real-node=true:NoSchedule`); the `ferry-local` class's volumes live there.
 pub const REAL_NODE: &str = "node-real";
 /// Label and taint key of the real node.
 pub const REAL_NODE_KEY: &str = "ferry.dev/real-node";

@@ -14,8 +14,8 @@ use crate::block::{BlockVolume, FileSystem};
 use crate::quantity::bytes;
 use crate::{
     BLOCK_PROVISIONER, CLASS_BLOCK, CLASS_BLOCK_ATTACH, CLASS_BLOCK_FIXED, CLASS_BLOCK_FIXED_OTHER,
-    CLASS_BLOCK_OFFLINE, CLASS_EXPANDABLE, CLASS_FIXED, CLASS_LOCAL, CLASS_OFFLINE_EXPAND, CSI_ATTACH_DRIVER,
-    CSI_DRIVER, Error, PROVISIONER, REAL_NODE, REAL_NODE_ZONE,
+    CLASS_BLOCK_NODE, CLASS_BLOCK_OFFLINE, CLASS_EXPANDABLE, CLASS_FIXED, CLASS_LOCAL, CLASS_OFFLINE_EXPAND,
+    CSI_ATTACH_DRIVER, CSI_DRIVER, Error, PROVISIONER, REAL_NODE, REAL_ZONES,
 };
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::{
@@ -124,20 +124,25 @@ fn csi_storage_classes() -> Vec<StorageClass> {
         (CLASS_BLOCK_FIXED_OTHER, CSI_DRIVER, "ext4", "none"),
         (CLASS_BLOCK_OFFLINE, CSI_DRIVER, "xfs", "offline"),
         (CLASS_BLOCK_ATTACH, CSI_ATTACH_DRIVER, "xfs", "online"),
+        (CLASS_BLOCK_NODE, CSI_DRIVER, "xfs", "online"),
     ]
     .into_iter()
     .filter_map(|(name, driver, file_system, expansion)| {
+        let mut parameters = json!({"expansion": expansion, "csi.storage.k8s.io/fstype": file_system});
+        if name == CLASS_BLOCK_NODE {
+            parameters["binding"] = json!("node");
+        }
         serde_json::from_value(json!({
             "apiVersion": "storage.k8s.io/v1",
             "kind": "StorageClass",
             "metadata": {"name": name},
             "provisioner": driver,
-            "parameters": {"expansion": expansion, "csi.storage.k8s.io/fstype": file_system},
+            "parameters": parameters,
             "reclaimPolicy": "Delete",
             "allowVolumeExpansion": expansion != "none",
             "volumeBindingMode": "WaitForFirstConsumer",
             "allowedTopologies": [{"matchLabelExpressions": [
-                {"key": "topology.kubernetes.io/zone", "values": [REAL_NODE_ZONE]}
+                {"key": "topology.kubernetes.io/zone", "values": REAL_ZONES}
             ]}],
         }))
         .ok()
