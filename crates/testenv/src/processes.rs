@@ -1,9 +1,19 @@
 //! The processes `scripts/testenv` supervises (the CSI drivers and sidecars, the real node's
-//! kubelet) and those in the real node's pods, for tests that kill them.
+//! real nodes' kubelets) and those in the real nodes' pods, for tests that kill them.
 
 use crate::Error;
 use crate::paths::state_dir;
 use std::process::Command;
+
+/// The name `scripts/testenv` supervises a real node's kubelet under (`kubelet` for the first,
+/// `kubelet-N` for the Nth), for [`kill_supervised`]; None for a node that is not real.
+pub fn kubelet_process(node: &str) -> Option<String> {
+    let index = crate::REAL_NODES.iter().position(|real| *real == node)?;
+    Some(match index {
+        0 => "kubelet".to_string(),
+        _ => format!("kubelet-{}", index + 1),
+    })
+}
 
 /// SIGKILLs what the supervised process `name` (e.g. `csi-block`, `csi-block-resizer`, `kubelet`) runs now;
 /// its supervisor starts it again a second later, as the kubelet restarts a container. Returns the

@@ -7,8 +7,9 @@ use crate::real_node::{assert_nothing_lost, wait_phase, writer_with};
 use crate::support::Harness;
 use ferry_api::{Phase, RowStep};
 use ferry_testenv::chart::{chart_dir, helm};
-use ferry_testenv::processes::{kill_supervised, running_in_pod};
-use ferry_testenv::{CLASS_BLOCK, REAL_NODE, wait_until};
+use ferry_testenv::processes::{kill_supervised, kubelet_process, running_in_pod};
+use ferry_testenv::{CLASS_BLOCK, wait_until};
+use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::api::rbac::v1::RoleBinding;
 use kube::api::{Api, ListParams};
 
@@ -46,12 +47,15 @@ async fn the_default_install_copies_in_any_namespace_through_a_kubelet_restart_i
     })
     .await
     .unwrap();
-    let killed = kill_supervised("kubelet").unwrap();
+    // The kubelet of the node the mover runs on.
+    let pods: Api<Pod> = work.ns.api();
+    let node = pods.get(&mover).await.unwrap().spec.unwrap().node_name.unwrap();
+    let killed = kill_supervised(&kubelet_process(&node).unwrap()).unwrap();
     assert_eq!(killed.len(), 1, "one kubelet: {killed:?}");
-    eprintln!("kubelet {killed:?} killed while {mover} copies");
+    eprintln!("kubelet {killed:?} of {node} killed while {mover} copies");
     // The kubelet is gone, its mover is not.
     assert_eq!(running_in_pod(&mover, "ferry-mover").unwrap(), running);
-    let healthz = format!("/api/v1/nodes/{REAL_NODE}/proxy/healthz");
+    let healthz = format!("/api/v1/nodes/{node}/proxy/healthz");
     wait_until("the kubelet to serve again", 60, || async {
         let (code, out, _) = ferry_testenv::cluster::kubectl(&["get", "--raw", &healthz])
             .await

@@ -12,7 +12,7 @@ use ferry_api::{Phase, VolumeAutoscaler, VolumeResize};
 use ferry_engine::autoscale::prometheus::{query, samples, used_bytes};
 use ferry_operator::features::Feature;
 use ferry_operator::usage::prometheus::PrometheusSettings;
-use ferry_testenv::{CLASS_BLOCK, REAL_NODE, wait_until};
+use ferry_testenv::{CLASS_BLOCK, REAL_NODES, wait_until};
 use k8s_openapi::api::core::v1::Node;
 use kube::api::ListParams;
 use kube::{Api, ResourceExt};
@@ -29,20 +29,21 @@ struct Prometheus {
 
 impl Prometheus {
     async fn start(harness: &Harness) -> Prometheus {
-        // The kubelet's address and port as the node reports them.
-        let node = Api::<Node>::all(harness.client.clone())
-            .get(REAL_NODE)
-            .await
-            .unwrap();
-        let status = node.status.unwrap();
-        let ip = status
-            .addresses
-            .unwrap_or_default()
-            .into_iter()
-            .find(|address| address.type_ == "InternalIP")
-            .unwrap()
-            .address;
-        let port = status.daemon_endpoints.unwrap().kubelet_endpoint.unwrap().port;
+        // Every real kubelet's address and port as its node reports them.
+        let mut targets = Vec::new();
+        for real in REAL_NODES {
+            let node = Api::<Node>::all(harness.client.clone()).get(real).await.unwrap();
+            let status = node.status.unwrap();
+            let ip = status
+                .addresses
+                .unwrap_or_default()
+                .into_iter()
+                .find(|address| address.type_ == "InternalIP")
+                .unwrap()
+                .address;
+            let port = status.daemon_endpoints.unwrap().kubelet_endpoint.unwrap().port;
+            targets.push(format!("{ip}:{port}"));
+        }
         let pki = ferry_testenv::paths::state_dir().join("pki");
         let dir = tempfile::tempdir().unwrap();
         // The kubelet's serving certificate is the test CA's; the admin client certificate passes
@@ -58,7 +59,7 @@ impl Prometheus {
                     "cert_file": pki.join("admin.crt"),
                     "key_file": pki.join("admin.key"),
                 },
-                "static_configs": [{"targets": [format!("{ip}:{port}")]}],
+                "static_configs": [{"targets": targets}],
             }],
         });
         let config_file = dir.path().join("prometheus.yml");

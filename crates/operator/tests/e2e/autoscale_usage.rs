@@ -8,8 +8,9 @@ use ferry_engine::autoscale::usage::readings;
 use ferry_operator::autoscale::node_summary;
 use ferry_testenv::fixtures::wait_ready;
 use ferry_testenv::workload::writer_stateful_set;
-use ferry_testenv::{CLASS_BLOCK, REAL_NODE, wait_until};
+use ferry_testenv::{CLASS_BLOCK, wait_until};
 use k8s_openapi::api::apps::v1::StatefulSet;
+use k8s_openapi::api::core::v1::Pod;
 use kube::api::PostParams;
 use serde_json::json;
 use std::collections::BTreeMap;
@@ -53,7 +54,9 @@ async fn usage_of_a_real_volume_comes_from_the_kubelet_through_the_node_proxy() 
 
     let claims = BTreeMap::from([("data-db-0".to_string(), 0)]);
     let reading = wait_until("the kubelet to report the volume's usage", 60, || async {
-        let summary = node_summary(&harness.client, REAL_NODE).await.ok()?;
+        let pod = harness.ns.api::<Pod>().get("db-0").await.ok()?;
+        let node = pod.spec?.node_name?;
+        let summary = node_summary(&harness.client, &node).await.ok()?;
         readings(&summary, &harness.ns.name, &claims)
             .into_iter()
             .find(|r| r.used_bytes >= 48 * MI)

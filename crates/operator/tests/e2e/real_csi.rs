@@ -6,9 +6,9 @@ use crate::real_node::{assert_nothing_lost, resize_succeeds, writer};
 use crate::support::Harness;
 use ferry_testenv::volume_dir::driver_image;
 use ferry_testenv::{
-    CLASS_BLOCK, CLASS_BLOCK_ATTACH, CLASS_LOCAL, CSI_ATTACH_DRIVER, CSI_DRIVER, REAL_NODE, wait_until,
+    CLASS_BLOCK, CLASS_BLOCK_ATTACH, CLASS_LOCAL, CSI_ATTACH_DRIVER, CSI_DRIVER, wait_until,
 };
-use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
+use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim, Pod};
 use k8s_openapi::api::storage::v1::VolumeAttachment;
 use kube::Api;
 use kube::api::ListParams;
@@ -27,6 +27,12 @@ async fn volume_of(harness: &Harness, claim: &str) -> PersistentVolume {
 }
 
 /// The `VolumeAttachment`s of a PV: (node, attached).
+/// The node a pod runs on.
+async fn node_of(harness: &Harness, pod: &str) -> String {
+    let pod = harness.ns.api::<Pod>().get(pod).await.unwrap();
+    pod.spec.unwrap().node_name.unwrap()
+}
+
 async fn attachments(harness: &Harness, volume: &str) -> Vec<(String, bool)> {
     Api::<VolumeAttachment>::all(harness.client.clone())
         .list(&ListParams::default())
@@ -53,7 +59,7 @@ async fn a_replica_moves_off_and_onto_an_attached_class_and_its_retained_volume_
     assert_eq!(first_csi.driver, CSI_ATTACH_DRIVER);
     assert_eq!(
         attachments(&harness, &first_name).await,
-        vec![(REAL_NODE.to_string(), true)]
+        vec![(node_of(&harness, "db-0").await, true)]
     );
     assert!(
         first
@@ -137,7 +143,7 @@ async fn a_replica_moves_off_and_onto_an_attached_class_and_its_retained_volume_
     );
     assert_eq!(
         attachments(&harness, &third_name).await,
-        vec![(REAL_NODE.to_string(), true)]
+        vec![(node_of(&harness, "db-0").await, true)]
     );
     assert_nothing_lost(&harness, 1, &seeds).await;
     harness.finish().await;

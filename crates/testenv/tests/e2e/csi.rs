@@ -8,10 +8,10 @@ use crate::claims::{capacity, grow};
 use crate::real_pods::{kubectl_ok, pod_with_claim, start_pod, wait_running};
 use ferry_testenv::workload::df_bytes;
 use ferry_testenv::{
-    CLASS_BLOCK, CLASS_BLOCK_ATTACH, CLASS_BLOCK_OFFLINE, CSI_ATTACH_DRIVER, CSI_DRIVER, REAL_NODE,
-    REAL_NODE_ZONE, SNAPSHOT_CLASS, TestNamespace, client, wait_until,
+    CLASS_BLOCK, CLASS_BLOCK_ATTACH, CLASS_BLOCK_OFFLINE, CSI_ATTACH_DRIVER, CSI_DRIVER, REAL_NODES,
+    REAL_ZONES, SNAPSHOT_CLASS, TestNamespace, client, wait_until,
 };
-use k8s_openapi::api::core::v1::{Event, PersistentVolume, PersistentVolumeClaim, Pod};
+use k8s_openapi::api::core::v1::{Event, Node, PersistentVolume, PersistentVolumeClaim, Pod};
 use k8s_openapi::api::storage::v1::{CSINode, VolumeAttachment};
 use kube::api::{DeleteParams, ListParams};
 use kube::{Api, Client};
@@ -40,8 +40,17 @@ async fn csi_volume(
             .map(String::as_str),
         Some(driver)
     );
+    // Bound to the zone of one real node, as a cloud disk is.
     let affinity = serde_json::to_string(&spec.node_affinity).unwrap();
-    assert!(affinity.contains(REAL_NODE_ZONE), "{affinity}");
+    assert!(affinity.contains("topology.kubernetes.io/zone"), "{affinity}");
+    assert_eq!(
+        REAL_ZONES
+            .iter()
+            .filter(|zone| affinity.contains(&format!("\"{zone}\"")))
+            .count(),
+        1,
+        "{affinity}"
+    );
     volume
 }
 
@@ -51,19 +60,32 @@ async fn kept_checksum(ns: &TestNamespace, pod: &str) -> String {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_kubelet_lists_both_csi_drivers_with_their_zone() {
+async fn every_real_kubelet_lists_both_csi_drivers_with_their_zone_and_node() {
     let client = client().await.unwrap();
-    let node = Api::<CSINode>::all(client).get(REAL_NODE).await.unwrap();
-    let drivers = node.spec.drivers;
-    for name in [CSI_DRIVER, CSI_ATTACH_DRIVER] {
-        let driver = drivers
-            .iter()
-            .find(|d| d.name == name)
-            .unwrap_or_else(|| panic!("{name} in {drivers:?}"));
-        assert_eq!(driver.node_id, REAL_NODE);
+    for (real, zone) in REAL_NODES.iter().zip(REAL_ZONES) {
+        let node = Api::<CSINode>::all(client.clone()).get(real).await.unwrap();
+        let drivers = node.spec.drivers;
+        for name in [CSI_DRIVER, CSI_ATTACH_DRIVER] {
+            let driver = drivers
+                .iter()
+                .find(|d| d.name == name)
+                .unwrap_or_else(|| panic!("{name} in {drivers:?}"));
+            assert_eq!(driver.node_id, *real);
+            let mut keys = driver.topology_keys.clone().unwrap_or_default();
+            keys.sort();
+            assert_eq!(keys, ["kubernetes.io/hostname", "topology.kubernetes.io/zone"]);
+        }
+        // The kubelet labels the node with the driver's topology.
+        let labels = Api::<Node>::all(client.clone())
+            .get(real)
+            .await
+            .unwrap()
+            .metadata
+            .labels
+            .unwrap();
         assert_eq!(
-            driver.topology_keys.as_deref(),
-            Some(&["topology.kubernetes.io/zone".to_string()][..])
+            labels.get("topology.kubernetes.io/zone").map(String::as_str),
+            Some(zone)
         );
     }
 }
@@ -90,7 +112,8 @@ async fn an_attached_csi_volume_fills_up_grows_online_and_is_detached_and_freed(
     };
     let attached = of_volume(attachments.list(&ListParams::default()).await.unwrap().items);
     assert_eq!(attached.len(), 1, "{attached:?}");
-    assert_eq!(attached[0].spec.node_name, REAL_NODE);
+    let running_on = pods.get("att").await.unwrap().spec.unwrap().node_name.unwrap();
+    assert_eq!(attached[0].spec.node_name, running_on);
     assert_eq!(attached[0].status.as_ref().map(|s| s.attached), Some(true));
 
     // Writing past the claim's size fails with ENOSPC.

@@ -6,7 +6,7 @@ use crate::claims::{capacity, grow};
 use crate::real_pods::{kubectl_ok, pod_with_claim, wait_running};
 use ferry_testenv::fixtures::claim_directory;
 use ferry_testenv::workload::{acknowledged, df_bytes, records, writer_stateful_set};
-use ferry_testenv::{CLASS_BLOCK_FIXED, CLASS_LOCAL, REAL_NODE, TestNamespace, client, kubectl, wait_until};
+use ferry_testenv::{CLASS_BLOCK_FIXED, CLASS_LOCAL, REAL_NODES, TestNamespace, client, kubectl, wait_until};
 use k8s_openapi::api::apps::v1::StatefulSet;
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim, Pod};
 use kube::api::{DeleteParams, PostParams};
@@ -14,9 +14,14 @@ use kube::{Api, Client};
 
 const MI: u64 = 1 << 20;
 
-/// The claim's volume entry in the real node's stats summary, read through the API server.
-async fn volume_stats(client: &Client, namespace: &str, claim: &str) -> Option<serde_json::Value> {
-    let request = http::Request::get(format!("/api/v1/nodes/{REAL_NODE}/proxy/stats/summary"))
+/// The claim's volume entry in a real node's stats summary, read through the API server.
+async fn volume_stats(
+    client: &Client,
+    node: &str,
+    namespace: &str,
+    claim: &str,
+) -> Option<serde_json::Value> {
+    let request = http::Request::get(format!("/api/v1/nodes/{node}/proxy/stats/summary"))
         .body(Vec::new())
         .ok()?;
     let summary: serde_json::Value = client.request(request).await.ok()?;
@@ -35,7 +40,8 @@ async fn real_disk_fills_up_and_reports_usage_logs_and_exec() {
     pod_with_claim(&ns, "filler", CLASS_BLOCK_FIXED, "64Mi", script).await;
     let pods: Api<Pod> = ns.api();
     let pod = wait_running(&pods, "filler").await;
-    assert_eq!(pod.spec.as_ref().unwrap().node_name.as_deref(), Some(REAL_NODE));
+    let node = pod.spec.as_ref().unwrap().node_name.clone().unwrap();
+    assert!(REAL_NODES.contains(&node.as_str()), "{node}");
     let container_id = pod.status.as_ref().unwrap().container_statuses.as_ref().unwrap()[0]
         .container_id
         .clone()
@@ -60,7 +66,7 @@ async fn real_disk_fills_up_and_reports_usage_logs_and_exec() {
 
     // The kubelet's stats summary, through the API server's node proxy, sees the same.
     let stats = wait_until("the claim in the stats summary", 90, || async {
-        let stats = volume_stats(&client, &ns.name, "filler").await?;
+        let stats = volume_stats(&client, &node, &ns.name, "filler").await?;
         (stats["usedBytes"].as_u64()? > 50 * MI).then_some(stats)
     })
     .await
