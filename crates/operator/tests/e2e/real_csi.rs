@@ -4,9 +4,11 @@
 
 use crate::real_node::{assert_nothing_lost, resize_succeeds, writer};
 use crate::support::Harness;
+use crate::support::disruption::DisruptionOracle;
 use ferry_testenv::volume_dir::driver_image;
 use ferry_testenv::{
-    CLASS_BLOCK, CLASS_BLOCK_ATTACH, CLASS_LOCAL, CSI_ATTACH_DRIVER, CSI_DRIVER, wait_until,
+    CLASS_BLOCK, CLASS_BLOCK_ATTACH, CLASS_BLOCK_NODE, CLASS_LOCAL, CSI_ATTACH_DRIVER, CSI_DRIVER,
+    REAL_NODES, REAL_ZONES, wait_until,
 };
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim, Pod};
 use k8s_openapi::api::storage::v1::VolumeAttachment;
@@ -283,5 +285,56 @@ async fn a_size_the_driver_refuses_is_lowered_back_and_the_resize_fails_saying_w
         "asks for {requested} bytes"
     );
     assert_nothing_lost(&harness, 1, &seeds).await;
+    harness.finish().await;
+}
+
+/// The PV's node affinity as "key=value" (its one term's one expression's one value).
+fn bound_to(volume: &PersistentVolume) -> String {
+    let affinity = volume.spec.as_ref().unwrap().node_affinity.clone().unwrap();
+    let terms = affinity.required.unwrap().node_selector_terms;
+    let expression = &terms[0].match_expressions.as_ref().unwrap()[0];
+    format!(
+        "{}={}",
+        expression.key,
+        expression.values.as_ref().unwrap().join(",")
+    )
+}
+
+/// Replicas spread over the real nodes on node-bound volumes (`binding: node`, the local-PV case)
+/// move to a zone-bound class one at a time: each replica's new volume is made in the zone of the
+/// node its data was on, and the replica comes back on that node, every acknowledged write kept.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replicas_on_node_bound_volumes_move_to_a_zone_bound_class_where_they_are() {
+    let harness = Harness::start("real-node-bound").await;
+    let seeds = writer(&harness, 2, CLASS_BLOCK_NODE, "320Mi").await;
+    let mut nodes = Vec::new();
+    for replica in 0..2 {
+        let node = node_of(&harness, &format!("db-{replica}")).await;
+        let volume = volume_of(&harness, &format!("data-db-{replica}")).await;
+        assert_eq!(bound_to(&volume), format!("kubernetes.io/hostname={node}"));
+        nodes.push(node);
+    }
+    let oracle = DisruptionOracle::start(harness.ns.api(), "db", 2).await;
+    resize_succeeds(
+        &harness,
+        "to-zone",
+        json!({"statefulSetName": "db", "volumes": [
+            {"name": "data", "size": "320Mi", "storageClassName": CLASS_BLOCK}
+        ]}),
+        300,
+    )
+    .await;
+    oracle.assert_at_most(1).await;
+    for (replica, node) in nodes.iter().enumerate() {
+        let zone = REAL_ZONES[REAL_NODES.iter().position(|real| real == node).unwrap()];
+        let volume = volume_of(&harness, &format!("data-db-{replica}")).await;
+        assert_eq!(
+            volume.spec.as_ref().unwrap().csi.as_ref().unwrap().driver,
+            CSI_DRIVER
+        );
+        assert_eq!(bound_to(&volume), format!("topology.kubernetes.io/zone={zone}"));
+        assert_eq!(&node_of(&harness, &format!("db-{replica}")).await, node);
+    }
+    assert_nothing_lost(&harness, 2, &seeds).await;
     harness.finish().await;
 }
