@@ -106,6 +106,8 @@ fn observed_zone(zone: &Zone) -> Observed {
         exists: zone.new.is_some() || zone.old.is_some(),
         live_replicas: if new.exists { new.live_replicas } else { 0 } + old_live,
         ready: if new.exists { new.ready } else { 0 } + old_ready,
+        // The replicas still on the old version: what the rollout lets through one at a time.
+        partition: zone.split().clamp(0, zone.replicas),
         ..new
     }
 }

@@ -55,6 +55,7 @@ pub(super) fn counted(desired: &Desired, live: Option<&LiveSet>) -> Observed {
             ready: 0,
             updated_ready: 0,
             updated: 0,
+            partition: 0,
         };
     };
     let sts = &live.object;
@@ -87,5 +88,12 @@ pub(super) fn counted(desired: &Desired, live: Option<&LiveSet>) -> Observed {
         ready: status.ready_replicas.unwrap_or(0),
         updated_ready: i32::try_from(updated_ready).unwrap_or(i32::MAX),
         updated: i32::try_from(on_revision.len()).unwrap_or(i32::MAX),
+        partition: sts
+            .spec
+            .as_ref()
+            .and_then(|spec| spec.update_strategy.as_ref())
+            .and_then(|strategy| strategy.rolling_update.as_ref())
+            .and_then(|rolling| rolling.partition)
+            .unwrap_or(0),
     }
 }

@@ -1,6 +1,8 @@
-//! The rollout of a new version over the StatefulSets of an ExtendedStatefulSet: first `canaries`
-//! pods of each (the highest ordinals, through the StatefulSet partition) must become Ready within
-//! the canary watch time, then the rest within the update watch time. A step that does not make it
+//! The rollout of a new version over the StatefulSets of an ExtendedStatefulSet (one per zone):
+//! first `canaries` pods in all (the highest ordinals, through the StatefulSet partitions) must
+//! become Ready within the canary watch time, then the rest within the update watch time. Pods take
+//! the version one at a time across every StatefulSet, each only once every member is Ready
+//! ([`one_more`]): with one member per zone, a per-StatefulSet rollout would restart them all at once. A step that does not make it
 //! marks the version stale and stops there: the pods not yet updated stay on the old version and
 //! the canaries are not rolled back (Ferry cannot know whether the old version still works with
 //! what the new one may have written); a new template change is the way forward (with
@@ -96,6 +98,9 @@ pub struct Observed {
     pub updated_ready: i32,
     /// Pods on the newest revision.
     pub updated: i32,
+    /// The live partition (`spec.updateStrategy.rollingUpdate.partition`; 0 when it does not exist):
+    /// the pods let through to the version so far, kept by the StatefulSet itself.
+    pub partition: i32,
 }
 
 /// What to do now.
@@ -114,19 +119,72 @@ pub struct Plan {
     pub create_job: Option<Hook>,
 }
 
-/// Each StatefulSet's partition so that `canaries` of its pods (all of them for 0) update.
-fn partitions(observed: &[Observed], canaries: i32) -> Vec<(String, i32)> {
+/// Partitions that let no pod of an existing StatefulSet take a new version yet (one not made yet
+/// starts on it).
+fn hold_all(observed: &[Observed]) -> Vec<(String, i32)> {
+    observed
+        .iter()
+        .map(|sts| (sts.name.clone(), if sts.exists { sts.replicas } else { 0 }))
+        .collect()
+}
+
+/// Partitions that keep every pod where it is now.
+fn held(observed: &[Observed]) -> Vec<(String, i32)> {
     observed
         .iter()
         .map(|sts| {
-            let partition = if canaries > 0 {
-                (sts.replicas - canaries).max(0)
+            let partition = if sts.exists {
+                sts.partition.clamp(0, sts.replicas)
             } else {
                 0
             };
             (sts.name.clone(), partition)
         })
         .collect()
+}
+
+/// Partitions that let one more pod take the version, in the first StatefulSet (in zone order) not
+/// done with it: only while every member of every StatefulSet is Ready (the pods let through before
+/// among them) and fewer than `limit` pods run it. Otherwise every partition holds, and the plan
+/// says what it waits for. A StatefulSet's own rolling update would wait only for its own pods.
+fn one_more(plan: &mut Plan, observed: &[Observed], limit: i32) {
+    let not_ready: Vec<&str> = observed
+        .iter()
+        .filter(|sts| sts.exists && sts.ready < sts.replicas.min(sts.live_replicas))
+        .map(|sts| sts.name.as_str())
+        .collect();
+    let updated: i32 = observed.iter().map(|sts| sts.updated.min(sts.replicas)).sum();
+    let mut decided = updated >= limit;
+    let mut partitions = Vec::new();
+    for sts in observed {
+        let partition = if sts.exists {
+            sts.partition.clamp(0, sts.replicas)
+        } else {
+            0
+        };
+        let settled = !sts.exists || sts.updated_ready >= sts.replicas - partition;
+        let finished = partition == 0 && settled;
+        let mut next = partition;
+        if !decided && !finished {
+            // The first StatefulSet not finished; the ones after it wait for it.
+            decided = true;
+            if settled && not_ready.is_empty() {
+                next = (partition - 1).max(0);
+            } else {
+                let waiting_on = if not_ready.is_empty() {
+                    vec![sts.name.as_str()]
+                } else {
+                    not_ready.clone()
+                };
+                plan.waiting = Some(format!(
+                    "the next pod takes the version once every pod is Ready (not yet: {})",
+                    waiting_on.join(", ")
+                ));
+            }
+        }
+        partitions.push((sts.name.clone(), next));
+    }
+    plan.partitions = partitions;
 }
 
 /// Decides the next step of the rollout of version `digest`.
@@ -152,7 +210,7 @@ pub fn next(
     let mut plan = Plan {
         progress: previous.clone(),
         apply: true,
-        partitions: partitions(observed, 0),
+        partitions: held(observed),
         waiting: None,
         notices: Vec::new(),
         create_job: None,
@@ -164,7 +222,7 @@ pub fn next(
     let started = previous.step_started.unwrap_or(now);
     match previous.step {
         Step::Done => {}
-        Step::Stale => stay_stale(&mut plan, previous, rules, observed),
+        Step::Stale => stay_stale(&mut plan, previous),
         Step::PreUpdate => pre_update(&mut plan, rules, observed, job, now),
         Step::PostUpdate => post_update(&mut plan, job, now),
         Step::Canaries => canaries(&mut plan, rules, observed, started, now),
@@ -226,14 +284,15 @@ fn start_version(
     let canaries = rules.canaries.max(0);
     let step = first_pod_step(rules);
     plan.progress = begin(step);
-    plan.partitions = partitions(observed, if step == Step::Canaries { canaries } else { 0 });
+    // The next passes let the pods through one at a time.
+    plan.partitions = hold_all(observed);
     plan.notices.push((
         false,
         "UpdateStarted",
         if step == Step::Canaries {
-            format!("version {version}: updating {canaries} canary pod(s) of each StatefulSet first")
+            format!("version {version}: updating {canaries} canary pod(s) first, one at a time across the StatefulSets")
         } else {
-            format!("version {version}: updating every pod")
+            format!("version {version}: updating every pod, one at a time across the StatefulSets")
         },
     ));
 }
@@ -268,12 +327,10 @@ fn go_stale(plan: &mut Plan, message: String, consequence: &str) {
 
 /// Stale: stay where the update stopped; before the pre-update Job succeeded, the StatefulSets were
 /// never touched and stay so.
-fn stay_stale(plan: &mut Plan, previous: &Progress, rules: &Rules, observed: &[Observed]) {
+fn stay_stale(plan: &mut Plan, previous: &Progress) {
     let stopped_at = previous.stale_at.as_deref().unwrap_or_default();
     if stopped_at.starts_with("PreUpdate") {
         plan.apply = false;
-    } else if stopped_at.starts_with("Canaries") {
-        plan.partitions = partitions(observed, rules.canaries.max(0));
     }
 }
 
@@ -287,11 +344,9 @@ fn pre_update(plan: &mut Plan, rules: &Rules, observed: &[Observed], job: JobSta
         }
         JobState::Running => plan.apply = false,
         JobState::Succeeded => {
-            let step = first_pod_step(rules);
-            enter(plan, step, now);
-            if step == Step::Canaries {
-                plan.partitions = partitions(observed, rules.canaries.max(0));
-            }
+            // Nothing updated yet; the next passes let the pods through one at a time.
+            enter(plan, first_pod_step(rules), now);
+            plan.partitions = hold_all(observed);
             plan.notices.push((
                 false,
                 "UpdateStarted",
@@ -324,13 +379,13 @@ fn post_update(plan: &mut Plan, job: JobState, now: i64) {
 fn canaries(plan: &mut Plan, rules: &Rules, observed: &[Observed], started: i64, now: i64) {
     let version = plan.progress.version;
     let canaries = rules.canaries.max(0);
-    plan.partitions = partitions(observed, canaries);
-    let healthy = observed
-        .iter()
-        .all(|sts| sts.updated_ready >= canaries.min(sts.replicas));
-    if healthy {
+    one_more(plan, observed, canaries);
+    let members: i32 = observed.iter().map(|sts| sts.replicas).sum();
+    let updated_ready: i32 = observed.iter().map(|sts| sts.updated_ready).sum();
+    if updated_ready >= canaries.min(members) {
         enter(plan, Step::Rest, now);
-        plan.partitions = partitions(observed, 0);
+        plan.waiting = None;
+        one_more(plan, observed, i32::MAX);
         plan.notices.push((
             false,
             "CanariesReady",
@@ -348,6 +403,7 @@ fn canaries(plan: &mut Plan, rules: &Rules, observed: &[Observed], started: i64,
 /// The rest: done (or the post-update Job) once every pod runs the version Ready, or stale after
 /// the update watch time.
 fn rest(plan: &mut Plan, rules: &Rules, observed: &[Observed], started: i64, now: i64) {
+    one_more(plan, observed, i32::MAX);
     let all_updated = observed.iter().all(|sts| sts.updated_ready >= sts.replicas);
     if all_updated && rules.post_update {
         enter(plan, Step::PostUpdate, now);
@@ -400,6 +456,8 @@ mod tests {
             ready,
             updated_ready,
             updated: updated_ready,
+            // As far as the pods let through so far.
+            partition: replicas - updated_ready,
         }
     }
 
@@ -434,24 +492,34 @@ mod tests {
     }
 
     #[test]
-    fn a_change_updates_the_canaries_first_then_the_rest() {
+    fn a_change_updates_the_canaries_first_then_the_rest_one_pod_at_a_time() {
         let done = Progress {
             digest: Some("old".into()),
             ..at(Step::Done, 1, 0)
         };
+        // The version is applied with no pod let through yet.
         let plan = next(&done, "v", &RULES, &[sts(3, 3, 0)], JobState::Absent, 100);
         assert_eq!(plan.progress.step, Step::Canaries);
         assert_eq!(plan.progress.version, 2);
-        assert_eq!(plan.partitions, vec![("db".to_string(), 2)]);
-
-        let waiting = next(
+        assert_eq!(plan.partitions, vec![("db".to_string(), 3)]);
+        // Every pod Ready: the canary goes through.
+        let canary = next(
             &plan.progress,
             "v",
             &RULES,
-            &[sts(3, 2, 0)],
+            &[sts(3, 3, 0)],
             JobState::Absent,
-            130,
+            110,
         );
+        assert_eq!(canary.partitions, vec![("db".to_string(), 2)]);
+
+        // The canary restarting: held there.
+        let restarting = Observed {
+            partition: 2,
+            updated: 1,
+            ..sts(3, 2, 0)
+        };
+        let waiting = next(&plan.progress, "v", &RULES, &[restarting], JobState::Absent, 130);
         assert_eq!(waiting.progress.step, Step::Canaries);
         assert_eq!(waiting.partitions, vec![("db".to_string(), 2)]);
 
@@ -464,7 +532,16 @@ mod tests {
             130,
         );
         assert_eq!(canaries_ready.progress.step, Step::Rest);
-        assert_eq!(canaries_ready.partitions, vec![("db".to_string(), 0)]);
+        assert_eq!(canaries_ready.partitions, vec![("db".to_string(), 1)]);
+        let rest = next(
+            &canaries_ready.progress,
+            "v",
+            &RULES,
+            &[sts(3, 3, 2)],
+            JobState::Absent,
+            140,
+        );
+        assert_eq!(rest.partitions, vec![("db".to_string(), 0)]);
 
         let finished = next(
             &canaries_ready.progress,
@@ -478,10 +555,62 @@ mod tests {
         assert_eq!(versions(&finished.progress, &[sts(3, 3, 3)]), vec![(2, true)]);
     }
 
+    fn zone(name: &str, ready: i32, updated_ready: i32, partition: i32) -> Observed {
+        Observed {
+            name: name.into(),
+            updated: 1 - partition,
+            partition,
+            ..sts(1, ready, updated_ready)
+        }
+    }
+
+    /// One member per zone: the zones' StatefulSets take the version one pod at a time in zone
+    /// order, the next only once the one before runs it Ready; canaries count across zones.
+    #[test]
+    fn zones_take_the_version_one_member_at_a_time() {
+        let rules = Rules { canaries: 1, ..RULES };
+        let canaries = at(Step::Canaries, 2, 100);
+        let partitions = |plan: &Plan| plan.partitions.iter().map(|(_, p)| *p).collect::<Vec<_>>();
+        let fresh = [zone("z0", 1, 0, 1), zone("z1", 1, 0, 1), zone("z2", 1, 0, 1)];
+        let first = next(&canaries, "v", &rules, &fresh, JobState::Absent, 101);
+        assert_eq!(partitions(&first), [0, 1, 1], "one canary, in the first zone");
+        // z0's member restarting: nothing else moves.
+        let restarting = [zone("z0", 0, 0, 0), zone("z1", 1, 0, 1), zone("z2", 1, 0, 1)];
+        let held = next(&canaries, "v", &rules, &restarting, JobState::Absent, 102);
+        assert_eq!(held.progress.step, Step::Canaries);
+        assert_eq!(partitions(&held), [0, 1, 1]);
+        // Ready on the version: the rest, the next zone only.
+        let canary_ready = [zone("z0", 1, 1, 0), zone("z1", 1, 0, 1), zone("z2", 1, 0, 1)];
+        let rest = next(&canaries, "v", &rules, &canary_ready, JobState::Absent, 103);
+        assert_eq!(rest.progress.step, Step::Rest);
+        assert_eq!(partitions(&rest), [0, 0, 1]);
+        // A member of another zone down (not the rollout's doing): the next one waits for it.
+        let other_down = [zone("z0", 0, 0, 0), zone("z1", 1, 1, 0), zone("z2", 1, 0, 1)];
+        let waits = next(&rest.progress, "v", &rules, &other_down, JobState::Absent, 104);
+        assert_eq!(partitions(&waits), [0, 0, 1]);
+        assert!(waits.waiting.unwrap().contains("z0"));
+        let z1_ready = [zone("z0", 1, 1, 0), zone("z1", 1, 1, 0), zone("z2", 1, 0, 1)];
+        let last = next(&rest.progress, "v", &rules, &z1_ready, JobState::Absent, 105);
+        assert_eq!(partitions(&last), [0, 0, 0]);
+    }
+
     #[test]
     fn a_canary_not_ready_in_time_makes_the_version_stale_and_holds_the_rest_back() {
         let canaries = at(Step::Canaries, 2, 100);
-        let stale = next(&canaries, "v", &RULES, &[sts(3, 2, 0)], JobState::Absent, 160);
+        // The canary let through and not Ready.
+        let canary_down = Observed {
+            partition: 2,
+            updated: 1,
+            ..sts(3, 2, 0)
+        };
+        let stale = next(
+            &canaries,
+            "v",
+            &RULES,
+            &[canary_down.clone()],
+            JobState::Absent,
+            160,
+        );
         assert_eq!(stale.progress.step, Step::Stale);
         assert!(
             stale
@@ -497,7 +626,7 @@ mod tests {
             &stale.progress,
             "v",
             &RULES,
-            &[sts(3, 2, 0)],
+            &[canary_down],
             JobState::Absent,
             500,
         );

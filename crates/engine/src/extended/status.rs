@@ -236,6 +236,7 @@ mod tests {
                 ready,
                 updated_ready: 0,
                 updated: 0,
+                partition: 0,
             })
             .collect()
     }

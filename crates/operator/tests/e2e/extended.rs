@@ -2,11 +2,12 @@
 //! change, zones on the three kwok nodes, canaries on the real node, volume template changes.
 
 use crate::support::Harness;
+use crate::support::disruption::DisruptionOracle;
 use ferry_api::quantity::requested_storage;
 use ferry_api::{ExtendedStatefulSet, ExtendedStatefulSetStatus, Phase, VolumeResize};
 use ferry_testenv::fixtures::{stateful_set, wait_ready};
 use ferry_testenv::workload::BUSYBOX_IMAGE;
-use ferry_testenv::{CLASS_EXPANDABLE, REAL_NODE_KEY, kubectl, wait_until};
+use ferry_testenv::{CLASS_EXPANDABLE, REAL_NODE_KEY, REAL_ZONES, kubectl, wait_until};
 use k8s_openapi::api::apps::v1::StatefulSet;
 use k8s_openapi::api::core::v1::{ConfigMap, Node, PersistentVolumeClaim, Pod};
 use kube::api::{Patch, PatchParams, PostParams};
@@ -1033,5 +1034,51 @@ async fn an_update_step_this_ferry_does_not_know_leaves_the_stateful_set_untouch
         s.version == 2 && s.update_step.as_deref() == Some("Done")
     })
     .await;
+    harness.finish().await;
+}
+
+/// [`real_node_extended`] spread over the real nodes' zones, one member per zone, with a readiness
+/// that takes seconds, as a database's does.
+fn zoned_on_real_nodes() -> ExtendedStatefulSet {
+    let mut ests = serde_json::to_value(real_node_extended(0)).unwrap();
+    ests["spec"]["zones"] = json!(REAL_ZONES);
+    let container = &mut ests["spec"]["template"]["spec"]["template"]["spec"]["containers"][0];
+    container["readinessProbe"]["initialDelaySeconds"] = json!(3);
+    serde_json::from_value(ests).unwrap()
+}
+
+/// One member per zone on the real nodes: a new version restarts the members one at a time across
+/// the zones, each only once the one before is Ready on it (a rollout per zone's StatefulSet
+/// restarted every zone's member at once).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_zoned_update_on_the_real_nodes_restarts_one_member_at_a_time() {
+    let harness = Harness::start("ests-zones-real").await;
+    create(&harness, &zoned_on_real_nodes()).await;
+    let sets = harness.ns.api::<StatefulSet>();
+    let nodes: Api<Node> = Api::all(harness.client.clone());
+    let pods = harness.ns.api::<Pod>();
+    for (index, zone) in REAL_ZONES.iter().enumerate() {
+        wait_ready(&sets, &format!("web-z{index}"), 1, 120).await.unwrap();
+        let pod = pods.get(&format!("web-z{index}-0")).await.unwrap();
+        let node = nodes
+            .get(pod.spec.unwrap().node_name.as_deref().unwrap())
+            .await
+            .unwrap();
+        assert_eq!(node.labels()["topology.kubernetes.io/zone"], *zone);
+    }
+    let before = pod_uids(&harness, "web").await;
+    let oracle = DisruptionOracle::start(harness.ns.api(), "web", 3).await;
+    set_version(&harness, "2").await;
+    wait_status(&harness, "web", "version 2 on every member", 180, |s| {
+        s.update_step.as_deref() == Some("Done") && s.version == 2
+    })
+    .await;
+    oracle.assert_at_most(1).await;
+    let after = pod_uids(&harness, "web").await;
+    assert_eq!(after.len(), 3, "{after:?}");
+    assert!(
+        after.iter().all(|(name, uid)| before.get(name) != Some(uid)),
+        "every member restarted"
+    );
     harness.finish().await;
 }
