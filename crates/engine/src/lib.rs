@@ -14,3 +14,4 @@ pub mod names;
 pub mod pods;
 pub mod resize;
 pub mod trigger;
+pub mod volume_writes;

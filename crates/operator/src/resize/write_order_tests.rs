@@ -6,9 +6,12 @@
 use super::*;
 use crate::metrics::Metrics;
 use crate::resize_cache::Resizes;
-use ferry_api::{RowStep, VolumePlan};
+use ferry_api::names::FINALIZER;
+use ferry_api::{RowStep, VolumePlan, VolumeResizeStatus};
+use ferry_engine::resize::action::ResizeAction;
 use http::{Request, Response};
 use kube::client::Body;
+use serde_json::json;
 use tower_test::mock::{self, Handle};
 
 /// One request the operator sent: method, path and body.
