@@ -4,24 +4,32 @@
 //! nothing: that usage stays unknown, never an error, and a run measures with its own pods anyway.
 
 use crate::context::Context;
+use crate::usage::source::{self, Usage};
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 
 pub async fn data_in_use(ctx: &Context, namespace: &str, nodes: BTreeSet<&str>) -> BTreeMap<String, u64> {
-    if let Some(prometheus) = &ctx.usage_prometheus {
-        return match prometheus.samples(namespace).await {
-            Ok(samples) => ferry_engine::autoscale::prometheus::used_bytes(&samples, namespace),
-            Err(error) => {
-                tracing::debug!(namespace, %error, "no Prometheus usage for a dry run");
-                BTreeMap::new()
-            }
-        };
+    let nodes = nodes.into_iter().map(str::to_string);
+    let client = &ctx.client;
+    let (usage, why) = source::read(
+        ctx.usage_prometheus.as_deref(),
+        namespace,
+        nodes,
+        |node| async move {
+            crate::autoscale::node_summary(client, &node)
+                .await
+                .map(Arc::new)
+                .map_err(|error| format!("node {node}: {error}"))
+        },
+    )
+    .await;
+    if let Some(why) = why {
+        tracing::debug!(namespace, %why, "no usage (or not all of it) for a dry run");
     }
-    let mut summaries = Vec::new();
-    for node in nodes {
-        match crate::autoscale::node_summary(&ctx.client, node).await {
-            Ok(summary) => summaries.push(summary),
-            Err(error) => tracing::debug!(node, %error, "no kubelet usage for a dry run"),
+    match usage {
+        Usage::Prometheus(samples) => ferry_engine::autoscale::prometheus::used_bytes(&samples, namespace),
+        Usage::Kubelets(summaries) => {
+            ferry_engine::autoscale::usage::used_bytes(summaries.iter().map(Arc::as_ref), namespace)
         }
     }
-    ferry_engine::autoscale::usage::used_bytes(&summaries, namespace)
 }
