@@ -179,7 +179,7 @@ async fn carry_out(
                     .bandwidth_limit
                     .as_deref()
                     .and_then(|q| parse_bytes(q).ok()),
-                resources: settings.resources.or_else(|| ctx.mover_resources.clone()),
+                resources: settings.resources.or_else(|| ctx.resize.mover_resources.clone()),
                 capabilities: capabilities.clone(),
                 cloned_at: *cloned_at,
             };
@@ -300,15 +300,15 @@ async fn placement(
 ) -> Result<objects::Placement, Error> {
     // The precheck refused a VolumeResize naming another image; one edited since never runs it.
     let settings = resize.spec.mover.clone().unwrap_or_default();
-    if let Some(refusal) = ctx.mover_images().refusal(settings.image.as_deref()) {
+    if let Some(refusal) = ctx.resize.mover_images().refusal(settings.image.as_deref()) {
         return Err(Error::Invariant(refusal));
     }
     let tolerations = replica_tolerations(ctx, resize, namespace).await?;
     Ok(objects::placement(
         &settings,
-        &ctx.mover_image,
+        &ctx.resize.mover_image,
         tolerations,
-        &ctx.mover_image_pull_secrets,
+        &ctx.resize.mover_image_pull_secrets,
     ))
 }
 

@@ -38,7 +38,7 @@ pub async fn observe(
     scope: Scope,
 ) -> Result<Observation, Error> {
     let mut observed = Observed {
-        mover_images: ctx.mover_images(),
+        mover_images: ctx.resize.mover_images(),
         ..Observed::default()
     };
     if scope == Scope::Retention {
