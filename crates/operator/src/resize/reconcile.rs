@@ -103,7 +103,7 @@ async fn again_from_the_api(resize: &VolumeResize, ctx: &Resizing) -> Result<Act
     }
 }
 
-/// Guard → observe → plan → write status → act → report. What happens is the engine's decision
+/// Guard → observe → plan → (per decision) write status → apply → report. What happens is the engine's decision
 /// alone ([`ferry_engine::resize::plan`]); this only reads what it looks at and carries it out.
 async fn reconcile_inner(resize: &VolumeResize, ctx: &Resizing) -> Result<Action, Error> {
     let namespace = resize.namespace().ok_or_else(|| Error::NotNamespaced {
@@ -133,12 +133,12 @@ async fn reconcile_inner(resize: &VolumeResize, ctx: &Resizing) -> Result<Action
     let stateful_set = observation.stateful_set;
     match plan(&input, observation.observed) {
         Decision::Prechecked(prechecked) => {
-            apply_precheck(ctx, resize, &namespace, &input, prechecked, stateful_set).await
+            on_prechecked(ctx, resize, &namespace, &input, prechecked, stateful_set).await
         }
         Decision::Run { step, finished_steps } => {
-            apply_run(ctx, resize, &namespace, step, finished_steps, stateful_set).await
+            on_run(ctx, resize, &namespace, step, finished_steps, stateful_set).await
         }
-        Decision::Retention(decision) => apply_retention(ctx, resize, &namespace, decision).await,
+        Decision::Retention(decision) => on_retention(ctx, resize, &namespace, decision).await,
         Decision::LetGo => let_go(ctx, resize, &namespace).await,
         Decision::Idle => Ok(Action::await_change()),
     }
@@ -146,7 +146,7 @@ async fn reconcile_inner(resize: &VolumeResize, ctx: &Resizing) -> Result<Action
 
 /// Prechecks decided: passing is not enough to start, the StatefulSet's hold must be this
 /// resize's; then the status is written and a changed verdict announced.
-async fn apply_precheck(
+async fn on_prechecked(
     ctx: &Context,
     resize: &VolumeResize,
     namespace: &str,
@@ -172,7 +172,7 @@ async fn apply_precheck(
 }
 
 /// Old volumes kept after a copy are released to their provisioner when `retainOldVolumes` is up.
-async fn apply_retention(
+async fn on_retention(
     ctx: &Resizing,
     resize: &VolumeResize,
     namespace: &str,
@@ -196,7 +196,7 @@ async fn apply_retention(
 
 /// One step of a run: status written first (a crash after it repeats only idempotent actions),
 /// the finalizer before the first change, then the actions, then Events and metrics.
-async fn apply_run(
+async fn on_run(
     ctx: &Resizing,
     resize: &VolumeResize,
     namespace: &str,
