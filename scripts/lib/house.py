@@ -18,7 +18,7 @@ import import_circles  # noqa: E402
 LIMIT = 80
 # A `match` with one arm per action kind, or a list of registrations: long, but flat.
 FLAT = {
-    ("crates/operator/src/resize/execute.rs", "carry_out"),
+    ("crates/operator/src/resize/apply.rs", "carry_out"),
     ("crates/operator/src/metrics.rs", "default"),
 }
 

@@ -1,7 +1,9 @@
 //! ferry-engine: Ferry's pure planners, one folder per controller, each with one entry point:
-//! [`resize::plan`], [`autoscale::decide`], [`extended::plan::plan`] and [`trigger::decide`]. Each
-//! takes what the operator observed and decides the next status and actions. No I/O: everything
-//! here is unit-tested.
+//! [`resize::plan`], [`autoscale::plan::plan`], [`extended::plan::plan`] and [`trigger::decide`].
+//! Each takes what the operator observed and decides the next status and actions. Shared by them:
+//! the names Ferry gives ([`names`]), the guarded volume writes of a move by re-binding
+//! ([`volume_writes`]), conditions, durations, pods' readiness, history. No I/O: everything here
+//! is unit-tested.
 
 pub mod autoscale;
 pub mod cluster_support;
@@ -14,3 +16,4 @@ pub mod names;
 pub mod pods;
 pub mod resize;
 pub mod trigger;
+pub mod volume_writes;

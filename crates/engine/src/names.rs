@@ -32,6 +32,13 @@ pub fn temp_claim(claim: &str, suffix: &str) -> String {
     format!("{claim}-ferry-{suffix}")
 }
 
+/// Whether `name` is one of Ferry's temporary claims for a copy of `claim` (of any resize), read
+/// back where only the name is known: a wake-up from a claim's change.
+pub fn is_temp_claim_of(name: &str, claim: &str) -> bool {
+    name.strip_prefix(claim)
+        .is_some_and(|rest| rest.starts_with("-ferry-"))
+}
+
 /// The pod measuring the data in use on `claim`.
 pub fn usage_pod(claim: &str, suffix: &str) -> String {
     format!("{claim}-ferry-{suffix}-usage")
@@ -108,6 +115,9 @@ mod tests {
         let claim = claim("data-log", "db", 2);
         assert_eq!(claim, "data-log-db-2");
         assert_eq!(temp_claim(&claim, &suffix), "data-log-db-2-ferry-01234567");
+        assert!(is_temp_claim_of(&temp_claim(&claim, &suffix), &claim));
+        assert!(!is_temp_claim_of("data-log-db-20-ferry-01234567", &claim));
+        assert!(!is_temp_claim_of(&claim, &claim));
         assert_eq!(usage_pod(&claim, &suffix), "data-log-db-2-ferry-01234567-usage");
         assert_eq!(
             mover(&claim, &suffix, Pass::Final),

@@ -1,4 +1,5 @@
-//! What every reconcile gets: a client, the event recorder, metrics and the VolumeResize cache.
+//! What every reconcile gets: a client, the event recorder, metrics and the VolumeResize cache,
+//! the features and usage source more than one wing reads, and each wing's own settings.
 
 use crate::metrics::Metrics;
 use crate::resize_cache::Resizes;
@@ -12,6 +13,21 @@ pub struct Context {
     pub metrics: Arc<Metrics>,
     /// Every VolumeResize the controller watches, to find others on the same StatefulSet.
     pub resizes: Resizes,
+    /// Features this installation uses (`--disable-features`).
+    pub features: crate::features::Features,
+    /// Where volume usage is read when not from the kubelets (`--usage-prometheus-url`): the
+    /// autoscaler's usage, and a resize's dry run.
+    pub usage_prometheus: Option<Arc<crate::usage::prometheus::PrometheusUsage>>,
+    /// The resize wing's own settings.
+    pub resize: ResizeSettings,
+    /// The ExtendedStatefulSet wing's.
+    pub extended: ExtendedSettings,
+    /// The trigger wing's (its webhook's).
+    pub trigger: TriggerSettings,
+}
+
+/// What only the resize wing reads: its mover pods and its hold Leases.
+pub struct ResizeSettings {
     /// Image of mover pods unless a VolumeResize names another.
     pub mover_image: String,
     /// Resources of mover pods unless a VolumeResize sets them (`--mover-resources`).
@@ -21,38 +37,12 @@ pub struct Context {
     /// Secrets (in each mover pod's namespace) to pull mover images with
     /// (`--mover-image-pull-secrets`).
     pub mover_image_pull_secrets: Vec<String>,
-    /// The key of ExtendedStatefulSets' configuration digests (`--config-digest-key-secret`).
-    pub config_digest_key: ferry_engine::extended::config::DigestKey,
-    /// Features this installation uses (`--disable-features`).
-    pub features: crate::features::Features,
     /// Where the per-StatefulSet hold Leases are kept (`--hold-namespace`); `None`: beside the
     /// StatefulSet.
     pub hold_namespace: Option<String>,
-    /// What an edit of a StatefulSet's claim templates may do (`--refuse-template-shrinks`).
-    pub template_edits: ferry_engine::trigger::template_edit::TemplateEdits,
-    /// Where volume usage is read when not from the kubelets (`--usage-prometheus-url`).
-    pub usage_prometheus: Option<Arc<crate::usage::prometheus::PrometheusUsage>>,
 }
 
-impl Context {
-    /// What an edit of a StatefulSet's claim templates may do.
-    pub fn with_template_edits(mut self, edits: ferry_engine::trigger::template_edit::TemplateEdits) -> Self {
-        self.template_edits = edits;
-        self
-    }
-
-    /// Images other than the operator's own that a VolumeResize may run movers from.
-    pub fn with_allowed_mover_images(mut self, images: Vec<String>) -> Self {
-        self.allowed_mover_images = images;
-        self
-    }
-
-    /// Mover and usage pods name these Secrets of their own namespace to pull their image.
-    pub fn with_mover_image_pull_secrets(mut self, secrets: Vec<String>) -> Self {
-        self.mover_image_pull_secrets = secrets;
-        self
-    }
-
+impl ResizeSettings {
     /// The mover images this operator runs, as the planners see them.
     pub fn mover_images(&self) -> ferry_engine::resize::observed::MoverImages {
         ferry_engine::resize::observed::MoverImages {
@@ -60,10 +50,42 @@ impl Context {
             allowed: self.allowed_mover_images.clone(),
         }
     }
+}
+
+/// What only the ExtendedStatefulSet wing reads.
+pub struct ExtendedSettings {
+    /// The key of ExtendedStatefulSets' configuration digests (`--config-digest-key-secret`).
+    pub config_digest_key: ferry_engine::extended::config::DigestKey,
+}
+
+/// What only the trigger wing reads.
+pub struct TriggerSettings {
+    /// What an edit of a StatefulSet's claim templates may do (`--refuse-template-shrinks`).
+    pub template_edits: ferry_engine::trigger::template_edit::TemplateEdits,
+}
+
+impl Context {
+    /// What an edit of a StatefulSet's claim templates may do.
+    pub fn with_template_edits(mut self, edits: ferry_engine::trigger::template_edit::TemplateEdits) -> Self {
+        self.trigger.template_edits = edits;
+        self
+    }
+
+    /// Images other than the operator's own that a VolumeResize may run movers from.
+    pub fn with_allowed_mover_images(mut self, images: Vec<String>) -> Self {
+        self.resize.allowed_mover_images = images;
+        self
+    }
+
+    /// Mover and usage pods name these Secrets of their own namespace to pull their image.
+    pub fn with_mover_image_pull_secrets(mut self, secrets: Vec<String>) -> Self {
+        self.resize.mover_image_pull_secrets = secrets;
+        self
+    }
 
     /// Configuration digests are keyed with `key` (one per installation, the same in every replica).
     pub fn with_config_digest_key(mut self, key: ferry_engine::extended::config::DigestKey) -> Self {
-        self.config_digest_key = key;
+        self.extended.config_digest_key = key;
         self
     }
 
@@ -90,7 +112,7 @@ impl Context {
 
     /// Hold Leases go to `namespace` (the operator's own) instead of beside each StatefulSet.
     pub fn with_hold_namespace(mut self, namespace: Option<String>) -> Self {
-        self.hold_namespace = namespace;
+        self.resize.hold_namespace = namespace;
         self
     }
 
@@ -99,7 +121,7 @@ impl Context {
         mut self,
         resources: Option<k8s_openapi::api::core::v1::ResourceRequirements>,
     ) -> Self {
-        self.mover_resources = resources;
+        self.resize.mover_resources = resources;
         self
     }
 
@@ -119,16 +141,22 @@ impl Context {
             client,
             metrics,
             resizes,
-            mover_image,
-            mover_resources: None,
-            allowed_mover_images: Vec::new(),
-            mover_image_pull_secrets: Vec::new(),
-            // Replaced by the installation's key where digests are made (`run_scope`).
-            config_digest_key: crate::digest_key::random(),
             features: crate::features::Features::default(),
-            hold_namespace: None,
-            template_edits: Default::default(),
             usage_prometheus: None,
+            resize: ResizeSettings {
+                mover_image,
+                mover_resources: None,
+                allowed_mover_images: Vec::new(),
+                mover_image_pull_secrets: Vec::new(),
+                hold_namespace: None,
+            },
+            extended: ExtendedSettings {
+                // Replaced by the installation's key where digests are made (`run_scope`).
+                config_digest_key: crate::digest_key::random(),
+            },
+            trigger: TriggerSettings {
+                template_edits: Default::default(),
+            },
         }
     }
 }

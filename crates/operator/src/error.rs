@@ -10,7 +10,7 @@ pub enum Error {
     /// A request of one of a resize's actions failed: which action, on which object. One variant
     /// with the kind as data (not one variant per kind): every kind is handled alike (refusal,
     /// stale read, retry), only the words and the category differ.
-    #[error("{} {object}: {source}", doing(*action))]
+    #[error("{} {object}: {source}", action.doing())]
     Action {
         action: ActionKind,
         object: String,
@@ -99,7 +99,7 @@ impl Error {
     fn answered(&self, status: &kube::core::Status) -> String {
         match self {
             Error::Action { action, object, .. } => {
-                format!("{} {object}: {}", doing(*action), status.message)
+                format!("{} {object}: {}", action.doing(), status.message)
             }
             _ => status.message.clone(),
         }
@@ -115,29 +115,6 @@ impl Error {
     /// the cluster may change.)
     pub fn is_permanent(&self) -> bool {
         matches!(self, Error::NotNamespaced { .. } | Error::Serialize { .. })
-    }
-}
-
-/// What an action does, followed in messages by the name of the object it does it to.
-fn doing(kind: ActionKind) -> &'static str {
-    match kind {
-        ActionKind::BackupStatefulSet => "backing up the StatefulSet into ConfigMap",
-        ActionKind::ExpandClaim => "expanding claim",
-        ActionKind::ModifyClaim => "setting the VolumeAttributesClass of claim",
-        ActionKind::EvictPod => "evicting pod",
-        ActionKind::OrphanDeleteStatefulSet => "orphan-deleting StatefulSet",
-        ActionKind::RecreateStatefulSet => "re-creating StatefulSet",
-        ActionKind::RestoreStatefulSet => "restoring StatefulSet",
-        ActionKind::CreateTargetClaim => "creating target claim",
-        ActionKind::StartMover => "starting mover pod",
-        ActionKind::MeasureUsage => "starting usage pod",
-        ActionKind::DeleteMover => "deleting mover pod",
-        ActionKind::StartFinalPass => "starting the final pass of mover pod",
-        ActionKind::SetReclaimPolicy => "setting the reclaim policy of volume",
-        ActionKind::DeleteClaim => "deleting claim",
-        ActionKind::ReserveVolume => "reserving volume",
-        ActionKind::NudgeClaim => "nudging claim",
-        ActionKind::BindClaim => "creating bound claim",
     }
 }
 
@@ -213,7 +190,7 @@ mod tests {
         let categories: std::collections::BTreeSet<String> = ActionKind::iter()
             .map(|kind| of(kind).category().into_owned())
             .collect();
-        let words: std::collections::BTreeSet<&str> = ActionKind::iter().map(doing).collect();
+        let words: std::collections::BTreeSet<&str> = ActionKind::iter().map(ActionKind::doing).collect();
         assert_eq!(categories.len(), ActionKind::iter().count());
         assert_eq!(words.len(), ActionKind::iter().count());
         for kind in ActionKind::iter() {

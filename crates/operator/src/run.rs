@@ -10,7 +10,7 @@ use crate::shared_secret::SecretRef;
 use crate::watch_backoff::backing_off;
 use crate::watches::scoped;
 use crate::webhook::{self, WebhookSettings};
-use crate::{Error, http, requests, resize};
+use crate::{Error, http, resize, trigger};
 use futures::StreamExt;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::runtime::reflector::{self, Store, reflector};
@@ -287,7 +287,7 @@ async fn run_scope(
     // The controllers' cache is what the in-flight and copy-progress gauges count (a webhook's
     // cache, which every replica keeps, leader or not, never is): counted once, here.
     ctx.metrics.count_resizes(cache.clone());
-    let requests_controller = requests::controller::run(&client, scope, ctx.clone());
+    let trigger_controller = trigger::controller::run(&client, scope, ctx.clone());
     let interval = settings.autoscale_interval.unwrap_or(autoscale::DEFAULT_INTERVAL);
     // A controller switched off is never started: its watches would need the permissions the
     // chart then withholds.
@@ -313,7 +313,7 @@ async fn run_scope(
     let resizes_controller = resize::controller::run(controller, &client, scope, ctx, results_in, results);
     futures::join!(
         resizes_controller,
-        requests_controller,
+        trigger_controller,
         autoscale_controller,
         extended_controller
     );

@@ -69,10 +69,13 @@ pub fn readings(summary: &Summary, namespace: &str, claims: &BTreeMap<String, i3
 
 /// Bytes in use per claim of `namespace` across the summaries (the fullest report of each), for a
 /// dry run's plan: a claim two pods report (a replica and one being torn down) counts as the fuller.
-pub fn used_bytes(summaries: &[Summary], namespace: &str) -> BTreeMap<String, u64> {
+pub fn used_bytes<'a>(
+    summaries: impl IntoIterator<Item = &'a Summary>,
+    namespace: &str,
+) -> BTreeMap<String, u64> {
     let mut usage = BTreeMap::new();
     let volumes = summaries
-        .iter()
+        .into_iter()
         .flat_map(|summary| summary.pods.iter())
         .flat_map(|pod| pod.volume.iter());
     for volume in volumes {

@@ -12,6 +12,7 @@ use crate::extended::handover::{Cluster, HandoverAction};
 use crate::extended::plan::tests::kinds;
 use crate::extended::plan::{plan as plan_any, progress};
 use crate::extended::versions::LABEL_VERSION;
+use crate::volume_writes::VolumeWrite;
 use ferry_api::ExtendedStatefulSetStatus;
 use k8s_openapi::api::apps::v1::StatefulSetOrdinals;
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim, Pod};
@@ -202,7 +203,7 @@ impl Model {
     fn handover(&mut self, action: &HandoverAction) {
         let cluster = &mut self.cluster;
         match action {
-            HandoverAction::SetReclaimPolicy { volume, policy, .. } => {
+            HandoverAction::Volume(VolumeWrite::SetReclaimPolicy { volume, policy, .. }) => {
                 cluster
                     .volumes
                     .get_mut(volume)
@@ -212,7 +213,7 @@ impl Model {
                     .unwrap()
                     .persistent_volume_reclaim_policy = Some(policy.clone());
             }
-            HandoverAction::DeleteClaim { claim, .. } => {
+            HandoverAction::Volume(VolumeWrite::DeleteClaim { claim, .. }) => {
                 let removed = cluster.claims.remove(claim).unwrap();
                 let volume = removed.spec.unwrap().volume_name.unwrap();
                 let pv = cluster.volumes.get_mut(&volume).unwrap();
@@ -230,7 +231,7 @@ impl Model {
                     self.lost.push(volume);
                 }
             }
-            HandoverAction::ReserveVolume { volume, claim, .. } => {
+            HandoverAction::Volume(VolumeWrite::ReserveVolume { volume, claim, .. }) => {
                 let pv = cluster.volumes.get_mut(volume).unwrap();
                 let claim_ref = pv.spec.as_mut().unwrap().claim_ref.as_mut().unwrap();
                 claim_ref.name = Some(claim.clone());
@@ -245,7 +246,7 @@ impl Model {
                 pv.status.as_mut().unwrap().phase = Some("Bound".into());
                 cluster.claims.insert(name.clone(), bound_claim(&name, &volume));
             }
-            HandoverAction::NudgeClaim { .. } => {}
+            HandoverAction::Volume(VolumeWrite::NudgeClaim { .. }) => {}
         }
     }
 

@@ -7,6 +7,7 @@
 //! it → the volume's reclaim policy restored → the new StatefulSet counts the ordinal.
 
 use crate::names::{claim as claim_name, pod as pod_name};
+pub use crate::volume_writes::VolumeWrite;
 use ferry_api::{HandedVolume, Handover};
 use k8s_openapi::api::apps::v1::StatefulSet;
 use k8s_openapi::api::core::v1::{
@@ -29,27 +30,14 @@ pub struct Cluster {
     pub pods: BTreeSet<String>,
 }
 
-/// One write of a move.
+/// One write of a move: the guarded volume writes a copy's swap makes too, and the new claim.
 #[derive(Debug, Clone, PartialEq)]
 pub enum HandoverAction {
-    /// Only while the volume still has `uid`.
-    SetReclaimPolicy {
-        volume: String,
-        uid: Option<String>,
-        policy: String,
-    },
-    /// Only the claim of this UID.
-    DeleteClaim { claim: String, uid: String },
-    /// Point the released volume at the new claim's name (its old claim's UID cleared).
-    ReserveVolume {
-        volume: String,
-        uid: Option<String>,
-        claim: String,
-    },
+    /// Retain or restore a volume, delete the old claim, reserve the volume for the new claim's
+    /// name, nudge a re-made claim still Pending.
+    Volume(VolumeWrite),
     /// The new claim, naming its volume.
     CreateClaim { claim: Box<PersistentVolumeClaim> },
-    /// A re-made claim still Pending: touched so the PV controller binds it now.
-    NudgeClaim { claim: String, uid: String },
 }
 
 /// Where a move stands.
@@ -173,11 +161,11 @@ pub fn advance(handover: &Handover, labels: &BTreeMap<String, String>, cluster: 
         .filter_map(|handed| {
             let volume = cluster.volumes.get(&handed.volume)?;
             (!moved(handed, cluster) && reclaim_policy(volume) != RETAIN).then(|| {
-                HandoverAction::SetReclaimPolicy {
+                HandoverAction::Volume(VolumeWrite::SetReclaimPolicy {
                     volume: handed.volume.clone(),
                     uid: handed.volume_uid.clone(),
                     policy: RETAIN.to_string(),
-                }
+                })
             })
         })
         .collect();
@@ -249,21 +237,21 @@ fn advance_volume(
         if claim.metadata.deletion_timestamp.is_some() {
             return Err(VolumeWait::Wait(format!("claim {} to go", handed.from_claim)));
         }
-        return Ok(Some(HandoverAction::DeleteClaim {
+        return Ok(Some(HandoverAction::Volume(VolumeWrite::DeleteClaim {
             claim: handed.from_claim.clone(),
             uid: claim_uid(claim),
-        }));
+        })));
     }
     // Reserved for the new name, then Available to it.
     let claim_ref = volume.spec.as_ref().and_then(|spec| spec.claim_ref.as_ref());
     let reserved =
         claim_ref.is_some_and(|r| r.name.as_deref() == Some(handed.to_claim.as_str()) && r.uid.is_none());
     if !reserved {
-        return Ok(Some(HandoverAction::ReserveVolume {
+        return Ok(Some(HandoverAction::Volume(VolumeWrite::ReserveVolume {
             volume: handed.volume.clone(),
             uid: handed.volume_uid.clone(),
             claim: handed.to_claim.clone(),
-        }));
+        })));
     }
     // A claim made before the PV controller saw the reservation fails to bind and waits for its
     // resync (15 s): wait for Available.
@@ -304,20 +292,20 @@ fn made(
             .as_ref()
             .is_some_and(|a| a.contains_key(ANNOTATION_NUDGED));
         if !nudged && created.is_some_and(|at| now - at >= NUDGE_AFTER_SECONDS) {
-            return Ok(Some(HandoverAction::NudgeClaim {
+            return Ok(Some(HandoverAction::Volume(VolumeWrite::NudgeClaim {
                 claim: handed.to_claim.clone(),
                 uid: claim_uid(claim),
-            }));
+            })));
         }
         return Err(VolumeWait::Wait(format!("claim {} to bind", handed.to_claim)));
     }
-    Ok(
-        (reclaim_policy(volume) != handed.reclaim_policy).then(|| HandoverAction::SetReclaimPolicy {
+    Ok((reclaim_policy(volume) != handed.reclaim_policy).then(|| {
+        HandoverAction::Volume(VolumeWrite::SetReclaimPolicy {
             volume: handed.volume.clone(),
             uid: handed.volume_uid.clone(),
             policy: handed.reclaim_policy.clone(),
-        }),
-    )
+        })
+    }))
 }
 
 /// The claim under the new name: asking for exactly what the volume holds, so the PV controller

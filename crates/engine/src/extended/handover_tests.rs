@@ -48,11 +48,11 @@ fn running() -> Cluster {
 /// The cluster's answer to one write, as the API server and the PV controller give it.
 fn carry_out(cluster: &mut Cluster, action: &HandoverAction) {
     match action {
-        HandoverAction::SetReclaimPolicy { volume, policy, .. } => {
+        HandoverAction::Volume(VolumeWrite::SetReclaimPolicy { volume, policy, .. }) => {
             let spec = cluster.volumes.get_mut(volume).unwrap().spec.as_mut().unwrap();
             spec.persistent_volume_reclaim_policy = Some(policy.clone());
         }
-        HandoverAction::DeleteClaim { claim, uid } => {
+        HandoverAction::Volume(VolumeWrite::DeleteClaim { claim, uid }) => {
             let removed = cluster.claims.remove(claim).unwrap();
             assert_eq!(removed.metadata.uid.as_deref(), Some(uid.as_str()));
             let name = removed.spec.unwrap().volume_name.unwrap();
@@ -70,7 +70,7 @@ fn carry_out(cluster: &mut Cluster, action: &HandoverAction) {
             );
             volume.status.as_mut().unwrap().phase = Some("Released".into());
         }
-        HandoverAction::ReserveVolume { volume, claim, .. } => {
+        HandoverAction::Volume(VolumeWrite::ReserveVolume { volume, claim, .. }) => {
             let volume = cluster.volumes.get_mut(volume).unwrap();
             let claim_ref = volume.spec.as_mut().unwrap().claim_ref.as_mut().unwrap();
             claim_ref.name = Some(claim.clone());
@@ -87,7 +87,7 @@ fn carry_out(cluster: &mut Cluster, action: &HandoverAction) {
                 .claims
                 .insert(name.clone(), claim(&name, &volume_name, true));
         }
-        HandoverAction::NudgeClaim { .. } => {}
+        HandoverAction::Volume(VolumeWrite::NudgeClaim { .. }) => {}
     }
 }
 
@@ -106,6 +106,7 @@ fn a_move_retains_stops_rebinds_and_restores_in_that_order() {
                 for action in &actions {
                     kinds.push(
                         format!("{action:?}")
+                            .trim_start_matches("Volume(")
                             .split([' ', '{'])
                             .next()
                             .unwrap()
@@ -214,7 +215,7 @@ fn nothing_is_deleted_while_a_pod_of_either_name_runs_or_a_volume_would_go_with_
     assert!(
         actions
             .iter()
-            .all(|a| matches!(a, HandoverAction::SetReclaimPolicy { policy, .. } if policy == "Retain"))
+            .all(|a| matches!(a, HandoverAction::Volume(VolumeWrite::SetReclaimPolicy { policy, .. }) if policy == "Retain"))
     );
     assert!(!retained(&record, &cluster));
     let mut retained_cluster = cluster.clone();
@@ -271,7 +272,9 @@ fn a_claim_slow_to_bind_is_nudged_once() {
     let Step::Act(actions) = advance(&record, &BTreeMap::new(), &cluster, at + 3) else {
         panic!()
     };
-    assert!(matches!(&actions[0], HandoverAction::NudgeClaim { claim, .. } if claim == "data-db-v2-1"));
+    assert!(
+        matches!(&actions[0], HandoverAction::Volume(VolumeWrite::NudgeClaim { claim, .. }) if claim == "data-db-v2-1")
+    );
     cluster
         .claims
         .get_mut("data-db-v2-1")
@@ -281,5 +284,7 @@ fn a_claim_slow_to_bind_is_nudged_once() {
     let Step::Act(actions) = advance(&record, &BTreeMap::new(), &cluster, at + 3) else {
         panic!()
     };
-    assert!(matches!(&actions[0], HandoverAction::NudgeClaim { claim, .. } if claim == "logs-db-v2-1"));
+    assert!(
+        matches!(&actions[0], HandoverAction::Volume(VolumeWrite::NudgeClaim { claim, .. }) if claim == "logs-db-v2-1")
+    );
 }

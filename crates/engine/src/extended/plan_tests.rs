@@ -1,6 +1,7 @@
 use super::*;
 use crate::extended::handover::HandoverAction;
 use crate::extended::observed::LiveSet;
+use crate::volume_writes::VolumeWrite;
 use ferry_api::listed::Listing;
 use k8s_openapi::api::apps::v1::StatefulSet;
 use serde_json::json;
@@ -114,17 +115,19 @@ pub(in crate::extended) fn kinds(decision: &Decision) -> Vec<String> {
                 format!("shape {name} {start}+{replicas}")
             }
             ExtendedAction::Handover(action) => match action {
-                HandoverAction::SetReclaimPolicy { volume, policy, .. } => {
+                HandoverAction::Volume(VolumeWrite::SetReclaimPolicy { volume, policy, .. }) => {
                     format!("policy {volume} {policy}")
                 }
-                HandoverAction::DeleteClaim { claim, .. } => format!("delete claim {claim}"),
-                HandoverAction::ReserveVolume { volume, claim, .. } => {
+                HandoverAction::Volume(VolumeWrite::DeleteClaim { claim, .. }) => {
+                    format!("delete claim {claim}")
+                }
+                HandoverAction::Volume(VolumeWrite::ReserveVolume { volume, claim, .. }) => {
                     format!("reserve {volume} for {claim}")
                 }
                 HandoverAction::CreateClaim { claim } => {
                     format!("create claim {}", claim.metadata.name.clone().unwrap())
                 }
-                HandoverAction::NudgeClaim { claim, .. } => format!("nudge {claim}"),
+                HandoverAction::Volume(VolumeWrite::NudgeClaim { claim, .. }) => format!("nudge {claim}"),
             },
             ExtendedAction::SelectVersion { service, version } => format!("select {service} {version:?}"),
         })

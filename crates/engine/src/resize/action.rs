@@ -12,11 +12,15 @@ pub const MOVER_STUCK_SECONDS: i64 = 120;
 /// Which pass of a copy a mover pod makes (defined with the names, which it is part of).
 pub use crate::names::Pass;
 
+mod words;
+
+/// How a volume moves by re-binding, shared with the blue/green move.
+pub use crate::volume_writes::VolumeWrite;
+
 /// One change the operator must make to the cluster. Each is idempotent: doing it twice, or after a
-/// crash half-way, leaves the same result. Its kind without the data ([`ActionKind`], derived, so a
-/// new action has its kind at once) names it in errors and metrics.
-#[derive(Debug, Clone, PartialEq, Eq, strum::EnumDiscriminants)]
-#[strum_discriminants(name(ActionKind), derive(strum::EnumIter, strum::IntoStaticStr))]
+/// crash half-way, leaves the same result. Its kind without the data ([`ActionKind`]) names it in
+/// errors and metrics; its words (`words`) in Events and logs.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ResizeAction {
     /// Store the StatefulSet as it is now in the backup ConfigMap (create only if missing).
     BackupStatefulSet,
@@ -69,23 +73,9 @@ pub enum ResizeAction {
     /// Let a standby final mover (started while the replica still served, its volumes mounted,
     /// waiting) begin its pass: the replica's pod is gone. Only the pod of this UID.
     StartFinalPass { pod: String, uid: String },
-    /// Keep a volume's data when its claim goes away.
-    /// `uid`: only if the volume still has it (a PV re-created under the same name is not touched).
-    SetReclaimPolicy {
-        volume: String,
-        uid: Option<String>,
-        policy: String,
-    },
-    /// Delete a claim, only if it still has this UID.
-    DeleteClaim { claim: String, uid: String },
-    /// Reserve a released volume for a claim name (clears the old claim's UID).
-    ReserveVolume {
-        volume: String,
-        uid: Option<String>,
-        claim: String,
-    },
-    /// Touch a claim whose binding stalled (an annotation), so the PV controller syncs it now.
-    NudgeClaim { claim: String, uid: String },
+    /// A guarded write of the swap (or its reverse): a reclaim policy, a claim deleted, a volume
+    /// reserved, a claim nudged.
+    Volume(VolumeWrite),
     /// Create a claim bound to a given volume, under the original claim's name.
     BindClaim {
         claim: String,
@@ -97,6 +87,29 @@ pub enum ResizeAction {
         /// The volume's own VolumeAttributesClass: the PV controller binds no other.
         attributes_class: Option<String>,
     },
+}
+
+/// An action's kind: the name of its category in errors and metrics (`<kind>Failed`). A volume
+/// write counts as its own kind, as it did before the writes were shared.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, strum::EnumIter, strum::IntoStaticStr)]
+pub enum ActionKind {
+    BackupStatefulSet,
+    ExpandClaim,
+    ModifyClaim,
+    EvictPod,
+    OrphanDeleteStatefulSet,
+    RecreateStatefulSet,
+    RestoreStatefulSet,
+    CreateTargetClaim,
+    StartMover,
+    MeasureUsage,
+    DeleteMover,
+    StartFinalPass,
+    SetReclaimPolicy,
+    DeleteClaim,
+    ReserveVolume,
+    NudgeClaim,
+    BindClaim,
 }
 
 /// `actions` in the order they must be carried out, cut into waves whose actions are independent
@@ -119,7 +132,10 @@ pub fn waves(actions: &[ResizeAction]) -> Vec<&[ResizeAction]> {
 }
 
 fn side_by_side(before: &ResizeAction, next: &ResizeAction) -> bool {
-    use ResizeAction::{DeleteClaim, SetReclaimPolicy};
+    use VolumeWrite::{DeleteClaim, SetReclaimPolicy};
+    let (ResizeAction::Volume(before), ResizeAction::Volume(next)) = (before, next) else {
+        return false;
+    };
     match (before, next) {
         (DeleteClaim { claim: a, .. }, DeleteClaim { claim: b, .. }) => a != b,
         (SetReclaimPolicy { volume: a, .. }, SetReclaimPolicy { volume: b, .. }) => a != b,
@@ -132,18 +148,18 @@ mod tests {
     use super::*;
 
     fn delete_claim(claim: &str) -> ResizeAction {
-        ResizeAction::DeleteClaim {
+        ResizeAction::Volume(VolumeWrite::DeleteClaim {
             claim: claim.into(),
             uid: format!("uid-{claim}"),
-        }
+        })
     }
 
     fn retain(volume: &str) -> ResizeAction {
-        ResizeAction::SetReclaimPolicy {
+        ResizeAction::Volume(VolumeWrite::SetReclaimPolicy {
             volume: volume.into(),
             uid: None,
             policy: "Retain".into(),
-        }
+        })
     }
 
     fn mover() -> ResizeAction {

@@ -3,6 +3,7 @@
 //! remembered between them). The operator fills the parts the route at hand reads
 //! ([`crate::resize::plan::Scope`]); the rest stays empty.
 
+use crate::volume_writes::VolumeWrite;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use std::collections::BTreeMap;
 
@@ -366,10 +367,12 @@ impl Observed {
         policy: &str,
     ) -> Option<crate::resize::action::ResizeAction> {
         let observed = self.volumes.get(volume)?;
-        (observed.reclaim_policy != policy).then(|| crate::resize::action::ResizeAction::SetReclaimPolicy {
-            volume: volume.to_string(),
-            uid: Some(observed.uid.clone()),
-            policy: policy.to_string(),
+        (observed.reclaim_policy != policy).then(|| {
+            crate::resize::action::ResizeAction::Volume(VolumeWrite::SetReclaimPolicy {
+                volume: volume.to_string(),
+                uid: Some(observed.uid.clone()),
+                policy: policy.to_string(),
+            })
         })
     }
 

@@ -3,6 +3,7 @@
 //! unless it was Retain before the resize: then it stays so, and Ferry lets go of it.
 
 use crate::resize::action::ResizeAction;
+use crate::volume_writes::VolumeWrite;
 use ferry_api::VolumeResizeStatus;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use std::collections::BTreeSet;
@@ -103,10 +104,12 @@ pub fn plan_retention(
         .retained_volumes
         .iter()
         .filter(|volume| !deleting_policy_set.contains(*volume))
-        .map(|volume| ResizeAction::SetReclaimPolicy {
-            volume: volume.clone(),
-            uid: recorded_uid(&status, volume),
-            policy: "Delete".into(),
+        .map(|volume| {
+            ResizeAction::Volume(VolumeWrite::SetReclaimPolicy {
+                volume: volume.clone(),
+                uid: recorded_uid(&status, volume),
+                policy: "Delete".into(),
+            })
         })
         .collect();
     if status.created_objects.retained_volumes.is_empty() {
@@ -169,11 +172,11 @@ mod tests {
         );
         assert_eq!(
             due.actions,
-            vec![ResizeAction::SetReclaimPolicy {
+            vec![ResizeAction::Volume(VolumeWrite::SetReclaimPolicy {
                 volume: "old-0".into(),
                 uid: None,
                 policy: "Delete".into()
-            }]
+            })]
         );
 
         let gone = plan_retention(
@@ -201,11 +204,11 @@ mod tests {
         let due = plan_retention(&status, Some("60s"), &existing, &BTreeSet::new(), &at(1060));
         assert_eq!(
             due.actions,
-            vec![ResizeAction::SetReclaimPolicy {
+            vec![ResizeAction::Volume(VolumeWrite::SetReclaimPolicy {
                 volume: "old-1".into(),
                 uid: None,
                 policy: "Delete".into()
-            }]
+            })]
         );
         assert_eq!(
             due.status.created_objects.retained_volumes,

@@ -4,6 +4,12 @@
 //! status and the grows) → apply (each grow an ordinary VolumeResize) → report (status, then
 //! Events, metrics). The record of earlier grows lives in status (and is rebuilt from the
 //! VolumeResizes autoscalers made), so a restarted operator keeps cooldowns and provider limits.
+//!
+//! Status safety: this wing acts first, then writes its status (the resize wing writes its intent
+//! first). Its one action, a VolumeResize, is its own record: created under a name the plan
+//! derives, so a repeat after a lost status write is the same request (AlreadyExists), and the
+//! record of grows is rebuilt from those VolumeResizes. The status, written after, remembers them
+//! before the Events tell.
 
 mod apply;
 pub mod controller;

@@ -6,6 +6,7 @@ use super::summaries::Summaries;
 use crate::Error;
 use crate::context::Context;
 use crate::features::{Feature, Features};
+use crate::usage::source::{self, Usage};
 use ferry_api::quantity::requested_storage;
 use ferry_api::{VolumeAutoscaler, parse_bytes};
 use ferry_engine::autoscale::Reading;
@@ -112,9 +113,9 @@ async fn claims(
     Ok((names, largest))
 }
 
-/// The usage of the claims given: from Prometheus where one is configured, else from the
-/// summaries of the nodes their pods run on; and why the source could not answer, when it could
-/// not (those claims' usage is then unknown, and nothing grows on it).
+/// The usage of the claims given (`usage::source`: Prometheus, else the summaries of the nodes
+/// their pods run on); and why the source could not answer, when it could not (those claims' usage
+/// is then unknown, and nothing grows on it).
 async fn usage(
     ctx: &Context,
     summaries: &Summaries,
@@ -122,35 +123,28 @@ async fn usage(
     pods: &BTreeMap<i32, Pod>,
     claims: &BTreeMap<String, i32>,
 ) -> (Vec<Reading>, Option<String>) {
-    if let Some(prometheus) = &ctx.usage_prometheus {
-        return match prometheus.samples(namespace).await {
-            Ok(samples) => (
-                ferry_engine::autoscale::prometheus::readings(&samples, namespace, claims),
-                None,
-            ),
-            Err(error) => (Vec::new(), Some(format!("Prometheus did not answer: {error}"))),
-        };
-    }
-    let mut nodes: Vec<&str> = pods
+    let mut nodes: Vec<String> = pods
         .values()
-        .filter_map(|pod| pod.spec.as_ref()?.node_name.as_deref())
+        .filter_map(|pod| pod.spec.as_ref()?.node_name.clone())
         .collect();
     nodes.sort_unstable();
     nodes.dedup();
-    let mut found = Vec::new();
-    let mut unanswered = Vec::new();
-    for node in nodes {
-        match summaries.of(node).await {
-            Ok(summary) => found.extend(readings(&summary, namespace, claims)),
-            Err(error) => unanswered.push(error),
+    let (usage, why) = source::read(
+        ctx.usage_prometheus.as_deref(),
+        namespace,
+        nodes,
+        |node| async move { summaries.of(&node).await },
+    )
+    .await;
+    let found = match usage {
+        Usage::Prometheus(samples) => {
+            ferry_engine::autoscale::prometheus::readings(&samples, namespace, claims)
         }
-    }
-    let why = (!unanswered.is_empty()).then(|| {
-        format!(
-            "the kubelet's stats summary is unavailable: {}",
-            unanswered.join("; ")
-        )
-    });
+        Usage::Kubelets(summaries) => summaries
+            .iter()
+            .flat_map(|summary| readings(summary, namespace, claims))
+            .collect(),
+    };
     (found, why)
 }
 

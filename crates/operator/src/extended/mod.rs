@@ -4,6 +4,15 @@
 //! changed claim templates, hook Jobs, the StatefulSets applied server-side under Ferry's field
 //! manager so edits to them are put back, dropped zones drained and deleted) → report (status,
 //! then Events).
+//!
+//! Status safety: this wing acts first, then writes its status (the resize wing writes its intent
+//! first), because the status reports what the API server refused of those actions. Every action
+//! is idempotent (StatefulSets applied server-side as desired; VolumeResizes and hook Jobs created
+//! under names the plan derives, one already there taken as done; guarded deletes and volume
+//! writes), and the status write is a compare-and-swap on the resourceVersion read: a pass that
+//! read an older status writes nothing and decides again. A blue/green move's writes are the
+//! exception that needs a record first, and get it: one pass records the move in status, only
+//! the next ones carry it out.
 
 mod apply;
 pub mod config;

@@ -55,7 +55,7 @@ pub async fn configuration(
     config::protect(client, namespace, &ests.name_any(), &referenced, secrets_followed).await?;
     let digest = if ests.spec.update_on_config_change {
         Some(digest(
-            &ctx.config_digest_key,
+            &ctx.extended.config_digest_key,
             &config::contents(client, namespace, &referenced).await?,
         ))
     } else {

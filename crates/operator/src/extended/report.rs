@@ -4,10 +4,8 @@
 use crate::Error;
 use crate::context::Context;
 use crate::events::{self, Notice};
-use ferry_api::names::FIELD_MANAGER;
 use ferry_api::{ExtendedStatefulSet, ExtendedStatefulSetStatus};
-use kube::api::{Patch, PatchParams};
-use kube::{Api, Resource, ResourceExt};
+use kube::{Api, Resource};
 
 /// Whether the status was written, or refused because the object changed since it was read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -23,17 +21,7 @@ pub async fn write_status(
     ests: &ExtendedStatefulSet,
     status: ExtendedStatefulSetStatus,
 ) -> Result<Written, Error> {
-    let patch = serde_json::json!({
-        "apiVersion": "ferry.dev/v1alpha1", "kind": "ExtendedStatefulSet",
-        "metadata": {"resourceVersion": ests.resource_version()},
-        "status": status,
-    });
-    let params = PatchParams::apply(FIELD_MANAGER).force();
-    match api
-        .patch_status(&ests.name_any(), &params, &Patch::Apply(&patch))
-        .await
-        .map_err(Error::from)
-    {
+    match crate::writes::write_status(api, ests, &status).await {
         Ok(_) => Ok(Written::Yes),
         Err(error) if error.is_stale_read() => Ok(Written::Stale),
         Err(error) => Err(error),

@@ -2,9 +2,9 @@
 //! budgets and volumes a running resize waits on, a mover's result).
 
 use super::result_watch::ResultWatch;
+use super::wakes;
 use crate::context::Context;
 use crate::resize_cache::{GuardedResize, Resizes};
-use crate::triggers;
 use crate::watches::touched_metadata;
 use ferry_api::VolumeResize;
 use futures::StreamExt;
@@ -91,8 +91,8 @@ fn stateful_set_wakes(
 /// A pod a running resize waits for (a replica, a mover) wakes it at once.
 fn pod_wakes(resizes: &[&VolumeResize], pod: &PartialObjectMeta<Pod>) -> Vec<ObjectRef<VolumeResize>> {
     let namespace = pod.namespace();
-    let mover_of = triggers::mover_owner(pod.labels());
-    triggers::for_pod(resizes, namespace.as_deref(), &pod.name_any(), mover_of)
+    let mover_of = wakes::mover_owner(pod.labels());
+    wakes::for_pod(resizes, namespace.as_deref(), &pod.name_any(), mover_of)
 }
 
 /// So does a claim it waits for.
@@ -100,7 +100,7 @@ fn claim_wakes(
     resizes: &[&VolumeResize],
     claim: &PartialObjectMeta<PersistentVolumeClaim>,
 ) -> Vec<ObjectRef<VolumeResize>> {
-    triggers::for_claim(resizes, claim.namespace().as_deref(), &claim.name_any())
+    wakes::for_claim(resizes, claim.namespace().as_deref(), &claim.name_any())
 }
 
 /// A budget over its replicas may let a stop go ahead.
@@ -108,7 +108,7 @@ fn budget_wakes(
     resizes: &[&VolumeResize],
     budget: &PartialObjectMeta<PodDisruptionBudget>,
 ) -> Vec<ObjectRef<VolumeResize>> {
-    triggers::for_budget(resizes, budget.namespace().as_deref())
+    wakes::for_budget(resizes, budget.namespace().as_deref())
 }
 
 /// Volumes are cluster-scoped: the swap waits for one to be reserved for its claim.
@@ -116,7 +116,7 @@ fn volume_wakes(
     resizes: &[&VolumeResize],
     volume: &PartialObjectMeta<PersistentVolume>,
 ) -> Vec<ObjectRef<VolumeResize>> {
-    triggers::for_volume(resizes, &volume.name_any())
+    wakes::for_volume(resizes, &volume.name_any())
 }
 
 /// Reconcile requests for the controller, whose objects are guarded VolumeResizes (the same kind,

@@ -20,7 +20,7 @@ use rand::Rng;
 use sha2::{Digest, Sha256};
 use tokio::io::AsyncWriteExt;
 
-use crate::resize::objects::MOVER_CONTAINER;
+use crate::resize::apply::objects::MOVER_CONTAINER;
 
 /// A key's length: 64 letters and digits, about 380 bits.
 const KEY_LENGTH: usize = 64;

@@ -22,7 +22,7 @@ const HOLDER_UID: &str = "ferry.dev/holder-uid";
 /// Where the Lease that holds the StatefulSet of `resize` (in `namespace`) is: its namespace and
 /// name.
 pub fn hold_location(ctx: &Context, resize: &VolumeResize, namespace: &str) -> (String, String) {
-    let home = ctx.hold_namespace.as_deref().unwrap_or(namespace);
+    let home = ctx.resize.hold_namespace.as_deref().unwrap_or(namespace);
     (
         home.to_string(),
         ferry_engine::names::hold(namespace, &resize.spec.stateful_set_name),

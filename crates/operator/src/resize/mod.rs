@@ -1,23 +1,23 @@
-//! The VolumeResize controller: read the cluster, let the engine decide, apply, write status.
+//! The VolumeResize controller, in the shape of every wing: guard (`guard`) → observe (`observe`:
+//! the engine's one model of what the resize looks at) → plan (`ferry_engine::resize::plan`) →
+//! write the status (the intent, `status_write`) → apply (`apply`: the one match over the actions)
+//! → report (`report`: Events, metrics). `reconcile` is that pipeline; `finalizer` the safe-point
+//! stop of a deleted resize; `controller` and `wakes` what wakes a resize.
 
-mod clone_failures;
+pub mod apply;
 pub mod controller;
 mod direct_go;
-mod dry_run_usage;
-pub(crate) mod execute;
+mod finalizer;
+mod guard;
 pub mod hold;
-pub mod intake;
-pub(crate) mod objects;
 mod observe;
 pub mod read_floors;
 mod reconcile;
 pub mod refusals;
+mod report;
 pub mod result_watch;
-mod rollout;
-mod run_observe;
 pub mod status_write;
-pub mod stop;
-mod views;
+pub mod wakes;
 
 pub use observe::{Observation, observe};
 pub use reconcile::{error_policy, reconcile};

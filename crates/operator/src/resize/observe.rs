@@ -2,9 +2,13 @@
 //! the engine's [`Scope`] for its state says: prechecks read the request's world, a run the objects
 //! it acts on, retention the volumes it kept.
 
+mod clone_failures;
+mod dry_run_usage;
+mod rolling_update;
+mod run;
+mod views;
+
 use super::Resizing;
-use super::run_observe::{claimed_in, fetch_run, read_run};
-use super::views::{claim_view, stateful_set_view, volume_view};
 use crate::Error;
 use crate::context::Context;
 use ferry_api::{Phase, VolumeResize};
@@ -14,7 +18,10 @@ use k8s_openapi::api::core::v1::{Node, PersistentVolume, PersistentVolumeClaim, 
 use k8s_openapi::api::storage::v1::{CSIDriver, StorageClass, VolumeAttributesClass};
 use kube::api::ListParams;
 use kube::{Api, ResourceExt};
+pub(super) use run::claimed_in;
+use run::{fetch_run, read_run};
 use std::collections::BTreeMap;
+use views::{claim_view, stateful_set_view, volume_view};
 
 const DEFAULT_CLASS_ANNOTATION: &str = "storageclass.kubernetes.io/is-default-class";
 
@@ -31,7 +38,7 @@ pub async fn observe(
     scope: Scope,
 ) -> Result<Observation, Error> {
     let mut observed = Observed {
-        mover_images: ctx.mover_images(),
+        mover_images: ctx.resize.mover_images(),
         ..Observed::default()
     };
     if scope == Scope::Retention {
@@ -172,7 +179,7 @@ async fn read_request(
                 .values()
                 .map(|node| node.name.as_str())
                 .collect();
-            observed.data_in_use = super::dry_run_usage::data_in_use(ctx, namespace, nodes).await;
+            observed.data_in_use = dry_run_usage::data_in_use(ctx, namespace, nodes).await;
         }
     }
     observed.peers = peers(ctx, resize, namespace);

@@ -1,37 +1,39 @@
-//! One reconcile of a VolumeResize: observe → precheck (pure) → write status and Events.
+//! One reconcile of a VolumeResize, the pipeline only: guard → observe → plan → write the status
+//! → apply → report. Each step is its module's (`guard`, `observe`, `status_write`, `apply`,
+//! `report`, `finalizer`); what happens is the engine's decision alone.
+//!
+//! Status safety: this wing writes its intent first. The status (the plan and each row's step) is
+//! written, as a compare-and-swap on the resourceVersion read, before any action: a crash after it
+//! repeats only idempotent actions, and a reconcile that read a stale copy is refused before it
+//! acts. The autoscaler and the ExtendedStatefulSet controller act first and write after (see
+//! their reconciles): what they do is recorded by the objects they make (a VolumeResize's name, a
+//! StatefulSet's spec), which the next pass reads back, so a lost status costs them nothing more.
 
 use super::Resizing;
-use super::execute::execute;
+use super::apply::{apply, execute};
+use super::finalizer::{has_finalizer, let_go, set_finalizer};
+use super::guard::{Guarded, guard};
 use super::hold::{self, Hold};
 use super::observe::observe;
 use super::refusals::REFUSED_RETRY_MAX;
-use super::run_observe::claimed_in;
+use super::report;
 use super::status_write::write_status;
 use crate::Error;
 use crate::context::Context;
-use crate::events::{Notice, publish};
-use crate::metrics::{CategoryLabels, OutcomeLabels, ReasonLabels, StepLabels};
-use ferry_api::ChosenStrategy;
-use ferry_api::names::FIELD_MANAGER;
-use ferry_api::names::FINALIZER;
-use ferry_api::names::{ANNOTATION_RETAINED_FROM, ANNOTATION_ROLLBACK_REQUESTED, LABEL_RETAINED};
-use ferry_api::quantity::format_bytes;
-use ferry_api::{Phase, VolumeResize, VolumeResizeStatus, condition::PRECHECKED};
+use crate::events::publish;
+use crate::metrics::{CategoryLabels, OutcomeLabels};
+use ferry_api::names::ANNOTATION_ROLLBACK_REQUESTED;
+use ferry_api::{Phase, VolumeResize};
 use ferry_engine::resize::Verdict;
-use ferry_engine::resize::action::{ResizeAction, waves};
 use ferry_engine::resize::plan::{Decision, Input, Prechecked, plan, scope};
 use ferry_engine::resize::retention::RetentionDecision;
 use ferry_engine::resize::route::Facts;
 use ferry_engine::resize::run::Decision as RunDecision;
 use ferry_engine::resize::step_timing::FinishedStep;
 use k8s_openapi::api::apps::v1::StatefulSet;
-use k8s_openapi::api::core::v1::ObjectReference;
-use k8s_openapi::api::core::v1::PersistentVolume;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
-use kube::api::{Patch, PatchParams};
 use kube::runtime::controller::Action;
 use kube::{Api, Resource, ResourceExt};
-use serde_json::json;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -47,15 +49,15 @@ pub async fn reconcile(
     ctx: Arc<Resizing>,
 ) -> Result<Action, Error> {
     let started = Instant::now();
-    let result = match super::intake::intake(&object) {
+    let result = match guard(&object) {
         // Written by another Ferry, or under an edited CRD: say so on it, touch nothing, and wait
         // for it to change (no requeue, so one Event per change, not a loop).
-        super::intake::Intake::Unreadable(notice) => {
+        Guarded::Unreadable(notice) => {
             tracing::warn!(name = %object.name_any(), namespace = ?object.namespace(), note = %notice.note, "VolumeResize cannot be read; left alone");
             publish(&ctx.recorder, &notice, &[object.object_ref(&())]).await;
             Ok(Action::await_change())
         }
-        super::intake::Intake::Readable(resize) => match reconcile_inner(resize, &ctx).await {
+        Guarded::Readable(resize) => match reconcile_inner(resize, &ctx).await {
             // Read from a cache that lagged behind the last status write: nothing was done (the
             // status is written before acting); decide again from the current object.
             Err(error) if error.is_stale_read() => {
@@ -101,7 +103,7 @@ async fn again_from_the_api(resize: &VolumeResize, ctx: &Resizing) -> Result<Act
     }
 }
 
-/// Guard → observe → plan → write status → act → report. What happens is the engine's decision
+/// Guard → observe → plan → (per decision) write status → apply → report. What happens is the engine's decision
 /// alone ([`ferry_engine::resize::plan`]); this only reads what it looks at and carries it out.
 async fn reconcile_inner(resize: &VolumeResize, ctx: &Resizing) -> Result<Action, Error> {
     let namespace = resize.namespace().ok_or_else(|| Error::NotNamespaced {
@@ -131,12 +133,12 @@ async fn reconcile_inner(resize: &VolumeResize, ctx: &Resizing) -> Result<Action
     let stateful_set = observation.stateful_set;
     match plan(&input, observation.observed) {
         Decision::Prechecked(prechecked) => {
-            apply_precheck(ctx, resize, &namespace, &input, prechecked, stateful_set).await
+            on_prechecked(ctx, resize, &namespace, &input, prechecked, stateful_set).await
         }
         Decision::Run { step, finished_steps } => {
-            apply_run(ctx, resize, &namespace, step, finished_steps, stateful_set).await
+            on_run(ctx, resize, &namespace, step, finished_steps, stateful_set).await
         }
-        Decision::Retention(decision) => apply_retention(ctx, resize, &namespace, decision).await,
+        Decision::Retention(decision) => on_retention(ctx, resize, &namespace, decision).await,
         Decision::LetGo => let_go(ctx, resize, &namespace).await,
         Decision::Idle => Ok(Action::await_change()),
     }
@@ -144,7 +146,7 @@ async fn reconcile_inner(resize: &VolumeResize, ctx: &Resizing) -> Result<Action
 
 /// Prechecks decided: passing is not enough to start, the StatefulSet's hold must be this
 /// resize's; then the status is written and a changed verdict announced.
-async fn apply_precheck(
+async fn on_prechecked(
     ctx: &Context,
     resize: &VolumeResize,
     namespace: &str,
@@ -161,7 +163,7 @@ async fn apply_precheck(
     if previous != Some(&prechecked.status) {
         write_status(ctx, resize, namespace, &prechecked.status).await?;
         let sts_ref = stateful_set.map(|sts| sts.object_ref(&()));
-        announce(ctx, resize, previous, &prechecked.status, sts_ref).await;
+        report::announce(ctx, resize, previous, &prechecked.status, sts_ref).await;
     }
     Ok(match prechecked.check.verdict {
         Verdict::Wait { .. } => Action::requeue(WAIT_RECHECK),
@@ -170,7 +172,7 @@ async fn apply_precheck(
 }
 
 /// Old volumes kept after a copy are released to their provisioner when `retainOldVolumes` is up.
-async fn apply_retention(
+async fn on_retention(
     ctx: &Resizing,
     resize: &VolumeResize,
     namespace: &str,
@@ -184,17 +186,7 @@ async fn apply_retention(
         execute(ctx, resize, namespace, None, action).await?;
     }
     if !decision.actions.is_empty() {
-        let note = format!(
-            "retention is up: releasing old volumes {}",
-            previous.created_objects.retained_volumes.join(", ")
-        );
-        let notice = Notice {
-            warning: false,
-            reason: "ReleasingOldVolumes",
-            action: "Retention",
-            note,
-        };
-        publish(&ctx.recorder, &notice, &[resize.object_ref(&())]).await;
+        report::releasing(ctx, resize, &previous).await;
     }
     Ok(match decision.recheck_in {
         Some(seconds) => Action::requeue(Duration::from_secs(seconds.clamp(1, 3600) as u64)),
@@ -202,128 +194,9 @@ async fn apply_retention(
     })
 }
 
-/// Metrics for what a status change finished: copied rows (bytes, downtime) and whole resizes.
-fn count_progress(ctx: &Context, before: &VolumeResizeStatus, after: &VolumeResizeStatus) {
-    for row in &after.plan {
-        let was_done = before
-            .plan
-            .iter()
-            .any(|old| old.claim_name == row.claim_name && old.finished_at.is_some());
-        if was_done || row.finished_at.is_none() || row.strategy != Some(ChosenStrategy::Copy) {
-            continue;
-        }
-        ctx.metrics
-            .copied_bytes
-            .inc_by(row.bytes_copied.or(row.bytes_done).unwrap_or(0));
-        let downtime = (row.downtime_milliseconds.map(|ms| ms as f64 / 1000.0))
-            .or(row.downtime_seconds.map(|seconds| seconds as f64));
-        if let Some(seconds) = downtime {
-            ctx.metrics.replica_downtime.observe(seconds);
-        }
-    }
-    if after.phase != before.phase
-        && let Some(phase) = after.phase.filter(|p| p.is_terminal())
-    {
-        let outcome = if phase == Phase::Succeeded {
-            "succeeded"
-        } else {
-            "failed"
-        };
-        ctx.metrics
-            .resizes
-            .get_or_create(&OutcomeLabels {
-                outcome: outcome.into(),
-            })
-            .inc();
-    }
-}
-
-fn has_finalizer(resize: &VolumeResize) -> bool {
-    resize.finalizers().iter().any(|f| f == FINALIZER)
-}
-
-async fn set_finalizer(
-    ctx: &Context,
-    resize: &VolumeResize,
-    namespace: &str,
-    present: bool,
-) -> Result<(), Error> {
-    let mut finalizers: Vec<String> = resize
-        .finalizers()
-        .iter()
-        .filter(|f| *f != FINALIZER)
-        .cloned()
-        .collect();
-    if present {
-        finalizers.push(FINALIZER.to_string());
-    }
-    // The resourceVersion makes this a compare-and-swap: never drop someone else's finalizer.
-    let patch = json!({"metadata": {"finalizers": finalizers, "resourceVersion": resize.resource_version()}});
-    Api::<VolumeResize>::namespaced(ctx.client.clone(), namespace)
-        .patch(&resize.name_any(), &crate::writes::patch(), &Patch::Merge(patch))
-        .await?;
-    Ok(())
-}
-
-/// A deleted VolumeResize at a safe point (a replica entirely on its new volume or entirely back on
-/// its old one, the StatefulSet present) lets go: what it retained is handed over, its hold and
-/// its finalizer go.
-async fn let_go(ctx: &Resizing, resize: &VolumeResize, namespace: &str) -> Result<Action, Error> {
-    hand_over_retained(ctx, resize, namespace).await?;
-    hold::release(ctx, resize, namespace).await?;
-    ctx.read_floors.forget(namespace, &resize.name_any());
-    set_finalizer(ctx, resize, namespace, false).await?;
-    Ok(Action::await_change())
-}
-
-/// A deleted resize no longer expires the old volumes it retained: they stay (Retain: nothing is
-/// lost), labelled so they can be found, and an Event names them.
-async fn hand_over_retained(ctx: &Context, resize: &VolumeResize, namespace: &str) -> Result<(), Error> {
-    let retained = resize
-        .status
-        .as_ref()
-        .map(|s| s.created_objects.retained_volumes.clone())
-        .unwrap_or_default();
-    let volumes = Api::<PersistentVolume>::all(ctx.client.clone());
-    let mut kept = Vec::new();
-    for name in retained {
-        let Some(volume) = volumes.get_opt(&name).await? else {
-            continue;
-        };
-        if !claimed_in(&volume, namespace) {
-            continue;
-        }
-        let from = format!("{namespace}/{}", resize.name_any());
-        let patch = crate::writes::with_uid_precondition(
-            json!({"metadata": {
-                "labels": {LABEL_RETAINED: "true"},
-                "annotations": {ANNOTATION_RETAINED_FROM: from},
-            }}),
-            volume.uid().as_deref(),
-        );
-        volumes
-            .patch(&name, &crate::writes::patch(), &Patch::Merge(patch))
-            .await?;
-        kept.push(name);
-    }
-    if !kept.is_empty() {
-        let notice = Notice {
-            warning: false,
-            reason: "OldVolumesKept",
-            action: "Delete",
-            note: format!(
-                "deleted before its retention was up: old volumes {} stay (reclaim policy Retain, label {LABEL_RETAINED}=true); delete them once they are no longer needed",
-                kept.join(", ")
-            ),
-        };
-        publish(&ctx.recorder, &notice, &[resize.object_ref(&())]).await;
-    }
-    Ok(())
-}
-
 /// One step of a run: status written first (a crash after it repeats only idempotent actions),
 /// the finalizer before the first change, then the actions, then Events and metrics.
-async fn apply_run(
+async fn on_run(
     ctx: &Resizing,
     resize: &VolumeResize,
     namespace: &str,
@@ -337,217 +210,27 @@ async fn apply_run(
     let mut current = resize.clone();
     if &decision.status != status {
         current.metadata.resource_version = write_status(ctx, resize, namespace, &decision.status).await?;
-        count_progress(ctx, status, &decision.status);
-        for step in finished_steps {
-            let labels = StepLabels {
-                step: step.step.as_str().to_string(),
-            };
-            ctx.metrics
-                .step_duration
-                .get_or_create(&labels)
-                .observe(step.seconds);
-        }
+        report::count(ctx, status, &decision.status, finished_steps);
     }
-    let objects: Vec<ObjectReference> = std::iter::once(resize.object_ref(&()))
-        .chain(stateful_set.as_ref().map(|sts| sts.object_ref(&())))
-        .collect();
+    let objects = report::objects(resize, stateful_set.as_ref());
     if decision.status.phase == Some(Phase::RollingBack) && status.phase != Some(Phase::RollingBack) {
-        let notice = Notice {
-            warning: true,
-            reason: "RollingBack",
-            action: "Resize",
-            note: decision.summary.clone(),
-        };
-        publish(&ctx.recorder, &notice, &objects).await;
+        report::rolling_back(ctx, &decision, &objects).await;
     }
     // Before the first change to the cluster, make sure deletion waits for a safe point.
     if !decision.actions.is_empty() && !has_finalizer(resize) {
         set_finalizer(ctx, &current, namespace, true).await?;
     }
-    // In order; within a wave side by side (a swap's two claim deletes: one round trip, not two).
-    for wave in waves(&decision.actions) {
-        for action in wave {
-            tracing::info!(name = %resize.name_any(), namespace, reason = action_reason(action), "{}", describe(action));
-        }
-        futures::future::try_join_all(
-            wave.iter()
-                .map(|action| execute(ctx, resize, namespace, stateful_set.as_ref(), action)),
-        )
-        .await?;
-    }
-    let notices = action_notices(&decision.actions);
-    futures::future::join_all(
-        notices
-            .iter()
-            .map(|notice| publish(&ctx.recorder, notice, &objects)),
-    )
-    .await;
+    apply(ctx, resize, namespace, stateful_set.as_ref(), &decision.actions).await?;
+    report::actions(ctx, &decision.actions, &objects).await;
     if decision.status.phase.is_some_and(Phase::is_terminal) {
         hold::release(ctx, resize, namespace).await?;
         ctx.read_floors.forget(namespace, &resize.name_any());
         if status.phase != decision.status.phase {
-            let failed = decision.status.phase == Some(Phase::Failed);
-            let notice = Notice {
-                warning: failed,
-                reason: if failed { "RolledBack" } else { "Succeeded" },
-                action: "Resize",
-                note: decision.summary.clone(),
-            };
-            publish(&ctx.recorder, &notice, &objects).await;
+            report::ended(ctx, &decision, &objects).await;
         }
         return Ok(Action::await_change());
     }
     Ok(Action::requeue(RUN_RECHECK))
-}
-
-/// One Event per kind of action, its note every action of that kind (the recorder folds
-/// same-reason Events into one series anyway).
-fn action_notices(actions: &[ResizeAction]) -> Vec<Notice<'static>> {
-    let mut notes: Vec<(&'static str, Vec<String>)> = Vec::new();
-    for action in actions {
-        match notes
-            .iter_mut()
-            .find(|(reason, _)| *reason == action_reason(action))
-        {
-            Some((_, lines)) => lines.push(describe(action)),
-            None => notes.push((action_reason(action), vec![describe(action)])),
-        }
-    }
-    notes
-        .into_iter()
-        .map(|(reason, lines)| Notice {
-            warning: false,
-            reason,
-            action: "Resize",
-            note: lines.join("; "),
-        })
-        .collect()
-}
-
-fn action_reason(action: &ResizeAction) -> &'static str {
-    match action {
-        ResizeAction::BackupStatefulSet => "BackedUp",
-        ResizeAction::ExpandClaim { .. } => "ExpandingVolume",
-        ResizeAction::ModifyClaim { .. } => "ModifyingVolume",
-        ResizeAction::EvictPod { .. } => "RestartingPod",
-        ResizeAction::OrphanDeleteStatefulSet => "ReplacingStatefulSet",
-        ResizeAction::RecreateStatefulSet => "RecreatingStatefulSet",
-        ResizeAction::RestoreStatefulSet => "RestoringStatefulSet",
-        ResizeAction::CreateTargetClaim { .. } => "CreatingVolume",
-        ResizeAction::StartMover { .. } => "Copying",
-        ResizeAction::MeasureUsage { .. } => "MeasuringUsage",
-        ResizeAction::DeleteMover { .. } => "MoverRemoved",
-        ResizeAction::StartFinalPass { .. } => "FinalSync",
-        ResizeAction::SetReclaimPolicy { .. } => "ReclaimPolicySet",
-        ResizeAction::DeleteClaim { .. } => "SwappingVolume",
-        ResizeAction::ReserveVolume { .. } => "SwappingVolume",
-        ResizeAction::BindClaim { .. } => "SwappingVolume",
-        ResizeAction::NudgeClaim { .. } => "SwappingVolume",
-    }
-}
-
-fn describe(action: &ResizeAction) -> String {
-    match action {
-        ResizeAction::BackupStatefulSet => "backed up the StatefulSet spec".into(),
-        ResizeAction::ExpandClaim { claim, bytes } => {
-            format!("requested {} for PVC {claim}", format_bytes(*bytes))
-        }
-        ResizeAction::ModifyClaim { claim, class } => match class {
-            Some(class) => format!("setting VolumeAttributesClass {class} on PVC {claim}"),
-            None => format!("taking back the VolumeAttributesClass of PVC {claim}, which never applied"),
-        },
-        ResizeAction::EvictPod { pod, .. } => {
-            format!("deleting pod {pod}; it comes back on its resized or new volume")
-        }
-        ResizeAction::OrphanDeleteStatefulSet => {
-            "deleting the StatefulSet with orphan propagation; pods keep running".into()
-        }
-        ResizeAction::RecreateStatefulSet => {
-            "re-creating the StatefulSet with the new volume claim template".into()
-        }
-        ResizeAction::RestoreStatefulSet => "restoring the StatefulSet from its backup".into(),
-        ResizeAction::CreateTargetClaim {
-            claim,
-            bytes,
-            storage_class,
-            clone_of,
-            ..
-        } => format!(
-            "creating PVC {claim} ({}, StorageClass {}){}",
-            format_bytes(*bytes),
-            storage_class.as_deref().unwrap_or("default"),
-            clone_of
-                .as_ref()
-                .map(|source| format!(" as a clone of {source}"))
-                .unwrap_or_default()
-        ),
-        ResizeAction::StartMover {
-            pod,
-            source,
-            target,
-            pass,
-            ..
-        } => {
-            format!("{pass:?} copy of PVC {source} to {target} in mover pod {pod}")
-        }
-        ResizeAction::MeasureUsage { pod, claim } => {
-            format!("measuring the data in use on PVC {claim} in pod {pod}")
-        }
-        ResizeAction::DeleteMover { pod, .. } => format!("removed mover pod {pod}"),
-        ResizeAction::StartFinalPass { pod, .. } => {
-            format!("the replica's pod is gone: final pass of mover pod {pod} begins")
-        }
-        ResizeAction::SetReclaimPolicy { volume, policy, .. } => {
-            format!("PV {volume}: reclaim policy {policy}")
-        }
-        ResizeAction::DeleteClaim { claim, .. } => format!("deleting PVC {claim} (its PV is retained)"),
-        ResizeAction::ReserveVolume { volume, claim, .. } => format!("reserving PV {volume} for PVC {claim}"),
-        ResizeAction::NudgeClaim { claim, .. } => {
-            format!("PVC {claim} is still not bound; asking the PV controller to look at it again")
-        }
-        ResizeAction::BindClaim { claim, volume, .. } => {
-            format!("re-creating PVC {claim} bound to PV {volume}")
-        }
-    }
-}
-
-/// An Event on the VolumeResize, and on the StatefulSet when it exists, when the precheck verdict
-/// changes (not on every reconcile).
-async fn announce(
-    ctx: &Context,
-    resize: &VolumeResize,
-    previous: Option<&VolumeResizeStatus>,
-    status: &VolumeResizeStatus,
-    stateful_set: Option<ObjectReference>,
-) {
-    let verdict = |s: &VolumeResizeStatus| {
-        s.conditions
-            .iter()
-            .find(|c| c.type_ == PRECHECKED)
-            .map(|c| (c.status.clone(), c.reason.clone(), c.message.clone()))
-    };
-    let Some((state, reason, message)) = verdict(status) else {
-        return;
-    };
-    if previous.and_then(verdict) == Some((state.clone(), reason.clone(), message.clone())) {
-        return;
-    }
-    ctx.metrics
-        .prechecks
-        .get_or_create(&ReasonLabels {
-            reason: reason.clone(),
-        })
-        .inc();
-    let notice = Notice {
-        warning: state != "True",
-        reason: &reason,
-        action: "Precheck",
-        note: format!("VolumeResize {}: {message}", resize.name_any()),
-    };
-    let objects: Vec<ObjectReference> = std::iter::once(resize.object_ref(&()))
-        .chain(stateful_set)
-        .collect();
-    publish(&ctx.recorder, &notice, &objects).await;
 }
 
 /// Transient errors retry with a pause; permanent ones wait for the object to change. Either way the
@@ -575,7 +258,7 @@ pub fn error_policy(
         );
         // Only a readable VolumeResize is reconciled, so only one can have failed.
         if let Ok(resize) = &object.0 {
-            tokio::spawn(report(
+            tokio::spawn(report::failure(
                 Arc::new(resize.clone()),
                 ctx.shared.clone(),
                 "RequestRefused",
@@ -596,7 +279,7 @@ pub fn error_policy(
             "a request failed on the API server's side; retrying every {} s: {fault}",
             TRANSIENT_RETRY.as_secs()
         );
-        tokio::spawn(report(
+        tokio::spawn(report::failure(
             Arc::new(resize.clone()),
             ctx.shared.clone(),
             "RetryingAfterError",
@@ -612,31 +295,6 @@ const TRANSIENT_RETRY: Duration = Duration::from_secs(5);
 /// `namespace/name` of a VolumeResize as the watch delivered it.
 fn key_of(object: &crate::resize_cache::GuardedResize) -> String {
     format!("{}/{}", object.namespace().unwrap_or_default(), object.name_any())
-}
-
-/// A Warning Event with `reason` on the VolumeResize and `note` in its status message.
-async fn report(resize: Arc<VolumeResize>, ctx: Arc<Context>, reason: &'static str, note: String) {
-    let notice = Notice {
-        warning: true,
-        reason,
-        action: "Reconcile",
-        note: note.clone(),
-    };
-    publish(&ctx.recorder, &notice, &[resize.object_ref(&())]).await;
-    let Some(namespace) = resize.namespace() else {
-        return;
-    };
-    let patch = json!({"status": {"message": note}});
-    if let Err(error) = Api::<VolumeResize>::namespaced(ctx.client.clone(), &namespace)
-        .patch_status(
-            &resize.name_any(),
-            &PatchParams::apply(FIELD_MANAGER),
-            &Patch::Merge(&patch),
-        )
-        .await
-    {
-        tracing::warn!(%error, "could not report the failed request in the status");
-    }
 }
 
 #[cfg(test)]

@@ -18,7 +18,7 @@ use kube::Api;
 use kube::api::LogParams;
 use kube::runtime::reflector::ObjectRef;
 
-use crate::resize::objects::MOVER_CONTAINER;
+use crate::resize::apply::objects::MOVER_CONTAINER;
 use crate::resize_cache::GuardedResize;
 use ferry_engine::resize::copy::is_result_line;
 

@@ -1,13 +1,10 @@
-//! Writing a VolumeResize's status: server-side apply as Ferry, a compare-and-swap on the
-//! resourceVersion the reconcile read.
+//! Writing a VolumeResize's status, the intent written before any action: server-side apply as
+//! Ferry, a compare-and-swap on the resourceVersion the reconcile read (`writes::write_status`).
 
 use crate::Error;
 use crate::context::Context;
-use ferry_api::names::FIELD_MANAGER;
 use ferry_api::{VolumeResize, VolumeResizeStatus};
-use kube::api::{Patch, PatchParams};
-use kube::{Api, Resource, ResourceExt};
-use serde_json::json;
+use kube::{Api, ResourceExt};
 
 /// Writes `status` as the status of `resize`, only if the object is still at the resourceVersion
 /// `resize` carries (else [`Error::is_stale_read`]); returns the new resourceVersion.
@@ -18,20 +15,6 @@ pub async fn write_status(
     status: &VolumeResizeStatus,
 ) -> Result<Option<String>, Error> {
     let api: Api<VolumeResize> = Api::namespaced(ctx.client.clone(), namespace);
-    // The resourceVersion makes the write a compare-and-swap: a reconcile that read a stale copy
-    // fails here (409) before acting, instead of overwriting newer intent.
-    let patch = json!({
-        "apiVersion": VolumeResize::api_version(&()),
-        "kind": VolumeResize::kind(&()),
-        "metadata": {"resourceVersion": resize.resource_version()},
-        "status": status,
-    });
-    let written = api
-        .patch_status(
-            &resize.name_any(),
-            &PatchParams::apply(FIELD_MANAGER).force(),
-            &Patch::Apply(&patch),
-        )
-        .await?;
+    let written = crate::writes::write_status(&api, resize, status).await?;
     Ok(written.resource_version())
 }

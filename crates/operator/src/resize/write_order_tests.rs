@@ -6,9 +6,12 @@
 use super::*;
 use crate::metrics::Metrics;
 use crate::resize_cache::Resizes;
-use ferry_api::{RowStep, VolumePlan};
+use ferry_api::names::FINALIZER;
+use ferry_api::{RowStep, VolumePlan, VolumeResizeStatus};
+use ferry_engine::resize::action::ResizeAction;
 use http::{Request, Response};
 use kube::client::Body;
+use serde_json::json;
 use tower_test::mock::{self, Handle};
 
 /// One request the operator sent: method, path and body.
@@ -96,7 +99,7 @@ async fn run_step(refuse_status: bool) -> (Result<Action, Error>, Vec<Sent>) {
     let (ctx, handle) = mocked();
     let server = tokio::spawn(serve(handle, refuse_status));
     let object: VolumeResize = serde_json::from_value(resize("1")).unwrap();
-    let result = apply_run(&ctx, &object, "ns", expanding(), Vec::new(), None).await;
+    let result = on_run(&ctx, &object, "ns", expanding(), Vec::new(), None).await;
     // Every client (the recorder's too) goes with the context: the server's loop ends.
     drop(ctx);
     (result, server.await.unwrap())

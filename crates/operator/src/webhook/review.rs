@@ -190,7 +190,7 @@ fn carrier_warning(
     let resize = running_same
         .map(|r| r.name_any())
         .unwrap_or_else(|| resize_name(&name, &stored.uid().unwrap_or_default(), changes));
-    let templates = crate::requests::templates_of(stored);
+    let templates = crate::trigger::templates_of(stored);
     let mut warning = format!(
         "Ferry: volumeClaimTemplates change ({}) kept aside; VolumeResize {resize} carries it out (kubectl get vr {resize} -n {namespace})",
         request::describe(changes, &templates)

@@ -177,7 +177,7 @@ async fn mutate_stateful_set(State(ctx): State<Arc<Context>>, request: Request) 
     let governed =
         crate::autoscale::governed_templates_of(&ctx.client, &namespace, &request.name, &labels).await;
     let response = match with_resizes(&ctx, &namespace, |resizes| {
-        review::review_stateful_set(&request, resizes, &governed, ctx.template_edits)
+        review::review_stateful_set(&request, resizes, &governed, ctx.trigger.template_edits)
     })
     .await
     {

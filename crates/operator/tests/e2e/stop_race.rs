@@ -41,8 +41,13 @@ async fn a_stateful_set_edited_after_it_was_read_is_not_deleted_on_that_read() {
 
     let client = harness.client.clone();
     let ns = harness.ns.name.clone();
-    let stale =
-        ferry_operator::resize::stop::keep_live_and_orphan_delete(client.clone(), &ns, "backup", &read).await;
+    let stale = ferry_operator::resize::apply::stop::keep_live_and_orphan_delete(
+        client.clone(),
+        &ns,
+        "backup",
+        &read,
+    )
+    .await;
     let error = stale.expect_err("a delete on a read older than the edit must be refused");
     assert!(
         error.is_stale_read(),
@@ -62,7 +67,7 @@ async fn a_stateful_set_edited_after_it_was_read_is_not_deleted_on_that_read() {
     let mut attempts = 0;
     let deleted = loop {
         let current = sets.get("db").await.unwrap();
-        match ferry_operator::resize::stop::keep_live_and_orphan_delete(
+        match ferry_operator::resize::apply::stop::keep_live_and_orphan_delete(
             client.clone(),
             &ns,
             "backup",

@@ -2,6 +2,7 @@
 //! for the mover where the driver does not make it (no clone capability, a source it cannot clone).
 
 use super::*;
+use crate::volume_writes::VolumeWrite;
 
 /// How long a clone may stay unbound before the mover's warm copy is used instead. The clone is
 /// made once its first consumer (the standby final mover) is scheduled; a driver without the
@@ -53,10 +54,10 @@ pub(super) fn give_up(
     let mut actions = ctx.delete_movers(row, observed);
     let temp = ctx.temp_claim(row);
     if let Some(claim) = observed.claims.get(&temp) {
-        actions.push(ResizeAction::DeleteClaim {
+        actions.push(ResizeAction::Volume(VolumeWrite::DeleteClaim {
             claim: temp,
             uid: claim.uid.clone(),
-        });
+        }));
     }
     actions
 }

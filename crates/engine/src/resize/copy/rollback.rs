@@ -1,6 +1,7 @@
 //! Undoing the copy of the replicas in flight, row by row and exactly.
 
 use super::*;
+use crate::volume_writes::VolumeWrite;
 
 /// Undo the copy of the replicas in flight, row by row and exactly: a row whose swap has begun
 /// finishes it (its old volume retained and listed), every other row loses its movers and temporary
@@ -84,10 +85,10 @@ fn undo_row(ctx: &CopyContext, row: &mut VolumePlan, observed: &Observed) -> Vec
     if let Some(claim) = observed.claims.get(&temp)
         && !claim.deleting
     {
-        actions.push(ResizeAction::DeleteClaim {
+        actions.push(ResizeAction::Volume(VolumeWrite::DeleteClaim {
             claim: temp,
             uid: claim.uid.clone(),
-        });
+        }));
     }
     actions
 }

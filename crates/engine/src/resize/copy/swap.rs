@@ -2,6 +2,7 @@
 //! it is mid-swap, and a swap begun on stale data is undone while the claim is still whole.
 
 use super::*;
+use crate::volume_writes::VolumeWrite;
 
 /// The original claim name is bound to the new volume (both sides of the binding done).
 pub(super) fn swapped(row: &VolumePlan, observed: &Observed) -> bool {
@@ -61,9 +62,11 @@ pub fn nudge_stalled_binding(
         && !claim.deleting
         && !claim.nudged
         && waited >= BIND_NUDGE_AFTER_SECONDS)
-        .then(|| ResizeAction::NudgeClaim {
-            claim: row.claim_name.clone(),
-            uid: claim.uid.clone(),
+        .then(|| {
+            ResizeAction::Volume(VolumeWrite::NudgeClaim {
+                claim: row.claim_name.clone(),
+                uid: claim.uid.clone(),
+            })
         })
 }
 
@@ -107,10 +110,10 @@ pub fn swap_claim_to(
         if let Some(claim) = observed.claims.get(&name)
             && !claim.deleting
         {
-            deletes.push(ResizeAction::DeleteClaim {
+            deletes.push(ResizeAction::Volume(VolumeWrite::DeleteClaim {
                 claim: name,
                 uid: claim.uid.clone(),
-            });
+            }));
         }
     }
     deletes.extend(ctx.delete_movers(row, observed));
@@ -126,11 +129,11 @@ pub fn swap_claim_to(
     let reserved =
         volume.claim_name.as_deref() == Some(row.claim_name.as_str()) && volume.claim_uid.is_none();
     if !reserved {
-        return vec![ResizeAction::ReserveVolume {
+        return vec![ResizeAction::Volume(VolumeWrite::ReserveVolume {
             uid: observed.volume_uid(&target),
             volume: target,
             claim: row.claim_name.clone(),
-        }];
+        })];
     }
     // The PV controller marks a reserved volume Available once it has seen the reservation; a
     // claim created before that finds the old claimRef in its cache, fails to bind and waits for

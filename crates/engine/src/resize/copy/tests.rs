@@ -6,6 +6,7 @@
 use super::*;
 use crate::resize::observed::{ClaimView, MoverView, PodView, StatefulSetView, TemplateView, VolumeView};
 use crate::resize::sim::{Resize, SUFFIX, World, drive, resize};
+use crate::volume_writes::VolumeWrite;
 use ferry_api::{Mode, MoverSettings};
 use k8s_openapi::jiff::Timestamp;
 use std::collections::BTreeMap;
@@ -538,14 +539,14 @@ impl Cluster {
                     self.copy_and_finish(pod, true);
                 }
             }
-            ResizeAction::SetReclaimPolicy { volume, uid, policy } => {
+            ResizeAction::Volume(VolumeWrite::SetReclaimPolicy { volume, uid, policy }) => {
                 if let Some(v) = self.observed.volumes.get_mut(volume)
                     && uid.as_ref().is_none_or(|uid| uid == &v.uid)
                 {
                     v.reclaim_policy = policy.clone();
                 }
             }
-            ResizeAction::DeleteClaim { claim, uid } => {
+            ResizeAction::Volume(VolumeWrite::DeleteClaim { claim, uid }) => {
                 let matches = self.observed.claims.get(claim).is_some_and(|c| &c.uid == uid);
                 if matches {
                     let volume = self.observed.claims.remove(claim).and_then(|c| c.volume_name);
@@ -562,7 +563,7 @@ impl Cluster {
                     }
                 }
             }
-            ResizeAction::ReserveVolume { volume, uid, claim } => {
+            ResizeAction::Volume(VolumeWrite::ReserveVolume { volume, uid, claim }) => {
                 if let Some(v) = self.observed.volumes.get_mut(volume)
                     && uid.as_ref().is_none_or(|uid| uid == &v.uid)
                 {
@@ -603,7 +604,7 @@ impl Cluster {
                     );
                 }
             }
-            ResizeAction::NudgeClaim { claim, uid } => {
+            ResizeAction::Volume(VolumeWrite::NudgeClaim { claim, uid }) => {
                 if let Some(c) = self.observed.claims.get_mut(claim)
                     && &c.uid == uid
                 {
@@ -826,7 +827,9 @@ fn both_volumes_are_retained_before_a_replica_stops_and_none_after() {
                         stopped.insert(volume.clone());
                     }
                 }
-                ResizeAction::SetReclaimPolicy { volume, policy, .. } if policy == "Retain" => {
+                ResizeAction::Volume(VolumeWrite::SetReclaimPolicy { volume, policy, .. })
+                    if policy == "Retain" =>
+                {
                     assert!(
                         !stopped.contains(volume),
                         "{volume} retained only after its replica stopped"
@@ -854,7 +857,7 @@ fn a_swap_deletes_its_claims_before_its_mover_pod() {
     let mut inspect = |decision: &Decision, _: &Cluster| {
         let kinds: Vec<&str> = (decision.actions.iter())
             .filter_map(|action| match action {
-                ResizeAction::DeleteClaim { .. } => Some("claim"),
+                ResizeAction::Volume(VolumeWrite::DeleteClaim { .. }) => Some("claim"),
                 ResizeAction::DeleteMover { .. } => Some("mover"),
                 _ => None,
             })
@@ -1498,7 +1501,7 @@ fn nudged_claims(cluster: &mut Cluster) -> Vec<String> {
     let mut nudges = Vec::new();
     let mut count = |decision: &Decision, _: &Cluster| {
         for action in &decision.actions {
-            if let ResizeAction::NudgeClaim { claim, .. } = action {
+            if let ResizeAction::Volume(VolumeWrite::NudgeClaim { claim, .. }) = action {
                 nudges.push(claim.clone());
             }
         }

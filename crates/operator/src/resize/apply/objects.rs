@@ -1,15 +1,15 @@
 //! The objects a resize creates and the patches it sends, built from plain inputs. Pure: which API
-//! they go to, and how a repeat is made harmless, is `execute`'s.
+//! they go to, and how a repeat is made harmless, is `apply`'s.
 //!
 //! Created objects are typed k8s-openapi structs, so a misspelt field cannot compile. Patches stay
 //! JSON merge patches: a typed object serializes `apiVersion`, `kind` and an empty `metadata` into
-//! every patch and cannot write the explicit `null`s that clear a field (the reserved volume's old
-//! claim UID).
+//! every patch and cannot write the explicit `null`s that clear a field (as the volume reservation
+//! in `crate::volume_writes` does).
 
 use crate::Error;
 use ferry_api::names::{
-    ANNOTATION_BACKED_UP_UID, ANNOTATION_BIND_NUDGE, ANNOTATION_FINAL_PASS, ANNOTATION_RECREATED_BY,
-    FINAL_PASS_GO, LABEL_MANAGED_BY, LABEL_MOVER, LABEL_MOVER_PASS, LABEL_VOLUME_RESIZE, MANAGED_BY_VALUE,
+    ANNOTATION_BACKED_UP_UID, ANNOTATION_FINAL_PASS, ANNOTATION_RECREATED_BY, FINAL_PASS_GO,
+    LABEL_MANAGED_BY, LABEL_MOVER, LABEL_MOVER_PASS, LABEL_VOLUME_RESIZE, MANAGED_BY_VALUE,
 };
 use ferry_api::quantity::format_bytes;
 use ferry_api::{MoverSettings, Verify, VolumeChange, VolumePlan, VolumeResize};
@@ -633,23 +633,4 @@ pub fn attributes_class_patch(class: Option<&str>) -> serde_json::Value {
 /// Keeps `live` (a [`serialize_kept`] StatefulSet) in the backup ConfigMap.
 pub fn live_backup_patch(live: String) -> serde_json::Value {
     json!({"data": {LIVE_KEY: live}})
-}
-
-/// Sets a volume's reclaim policy.
-pub fn reclaim_policy_patch(policy: &str) -> serde_json::Value {
-    json!({"spec": {"persistentVolumeReclaimPolicy": policy}})
-}
-
-/// Reserves a volume for claim `claim` of `namespace` by name; the `null`s clear the old claim's
-/// UID and resourceVersion, so any claim of that name may bind it.
-pub fn reserve_volume_patch(namespace: &str, claim: &str) -> serde_json::Value {
-    json!({"spec": {"claimRef": {
-        "apiVersion": "v1", "kind": "PersistentVolumeClaim",
-        "namespace": namespace, "name": claim, "uid": null, "resourceVersion": null,
-    }}})
-}
-
-/// An annotation whose change makes the PV controller look at a claim again.
-pub fn nudge_patch() -> serde_json::Value {
-    json!({"metadata": {"annotations": {ANNOTATION_BIND_NUDGE: "true"}}})
 }

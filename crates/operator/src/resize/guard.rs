@@ -1,4 +1,4 @@
-//! What a reconcile does with the object the watch delivered. The controller watches
+//! The guard, before anything is read: what a reconcile does with the object the watch delivered. The controller watches
 //! [`GuardedResize`]s, so a VolumeResize this Ferry cannot read (written by a newer or older Ferry,
 //! or under an edited CRD) reaches the reconcile as an error instead of stalling the watch of every
 //! other VolumeResize. It is reported and otherwise left alone.
@@ -12,7 +12,7 @@ use kube::ResourceExt;
 pub const REASON_INVALID_OBJECT: &str = "InvalidObject";
 
 #[derive(Debug)]
-pub enum Intake<'a> {
+pub enum Guarded<'a> {
     /// Reconcile it as usual.
     Readable(&'a VolumeResize),
     /// Publish this Warning on it and do nothing to the cluster: only a change to the object (or
@@ -20,10 +20,10 @@ pub enum Intake<'a> {
     Unreadable(Notice<'static>),
 }
 
-pub fn intake(object: &GuardedResize) -> Intake<'_> {
+pub fn guard(object: &GuardedResize) -> Guarded<'_> {
     match &object.0 {
-        Ok(resize) => Intake::Readable(resize),
-        Err(invalid) => Intake::Unreadable(Notice {
+        Ok(resize) => Guarded::Readable(resize),
+        Err(invalid) => Guarded::Unreadable(Notice {
             warning: true,
             reason: REASON_INVALID_OBJECT,
             action: "Reconcile",
@@ -55,8 +55,8 @@ mod tests {
             "metadata": {"name": "grow", "namespace": "ns"},
             "spec": {"statefulSetName": "db", "volumes": [{"name": "data", "size": "2Gi"}]},
         }));
-        match intake(&object) {
-            Intake::Readable(resize) => assert_eq!(resize.spec.stateful_set_name, "db"),
+        match guard(&object) {
+            Guarded::Readable(resize) => assert_eq!(resize.spec.stateful_set_name, "db"),
             other => panic!("expected a readable resize, got {other:?}"),
         }
     }
@@ -78,7 +78,7 @@ mod tests {
         };
         assert_eq!(invalid.metadata.name.as_deref(), Some("future"));
         assert_eq!(object.namespace().as_deref(), Some("ns"));
-        let Intake::Unreadable(notice) = intake(&object) else {
+        let Guarded::Unreadable(notice) = guard(&object) else {
             panic!("an unreadable resize must not be reconciled")
         };
         assert!(notice.warning);

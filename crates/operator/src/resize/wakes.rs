@@ -1,5 +1,5 @@
-//! Which VolumeResizes a change to another object concerns, so a running resize reacts at once to
-//! the pods and claims it waits for (a replica stopped or Ready, a mover done, a claim deleted or
+//! The resize controller's wake-up mappers: which VolumeResizes a change to another object
+//! concerns, so a running resize reacts at once to the pods and claims it waits for (a replica stopped or Ready, a mover done, a claim deleted or
 //! bound) instead of on its next periodic recheck. Pure: the VolumeResizes come from the
 //! controller's store (as `Arc`s or borrowed).
 
@@ -57,10 +57,7 @@ pub fn for_claim(
         .filter(|resize| {
             resize.status.as_ref().is_some_and(|status| {
                 status.plan.iter().any(|row| {
-                    name == row.claim_name
-                        || name
-                            .strip_prefix(row.claim_name.as_str())
-                            .is_some_and(|rest| rest.starts_with("-ferry-"))
+                    name == row.claim_name || ferry_engine::names::is_temp_claim_of(name, &row.claim_name)
                 })
             })
         })

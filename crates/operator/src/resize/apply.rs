@@ -1,23 +1,48 @@
-//! Carrying out the planner's actions. Each is idempotent: repeated after a crash, it changes nothing
+//! The resize's actions, carried out: [`carry_out`] is the operator's one `match` over
+//! [`ResizeAction`] (what an action is called, and on which object, is the engine's:
+//! `ferry_engine::resize::action`). Each is idempotent: repeated after a crash, it changes nothing
 //! more (creates tolerate "already exists", deletes are guarded by UID preconditions). The objects
 //! and patches come from `objects`; here is only which API gets them.
 
+pub(crate) mod objects;
+pub mod stop;
+
 use super::Resizing;
-use super::objects::{self, CopyJob, Owner, backup_name};
 use crate::Error;
 use crate::context::Context;
-use crate::error::ActionKind;
-use crate::writes::with_uid_precondition;
+use crate::writes::{ignore_conflict, ignore_gone, with_uid_precondition};
 use ferry_api::{VolumeResize, parse_bytes};
-use ferry_engine::resize::action::Pass;
-use ferry_engine::resize::action::ResizeAction;
+use ferry_engine::resize::action::{Pass, ResizeAction, waves};
 use k8s_openapi::api::apps::v1::StatefulSet;
-use k8s_openapi::api::core::v1::{ConfigMap, PersistentVolume, PersistentVolumeClaim, Pod, Toleration};
+use k8s_openapi::api::core::v1::{ConfigMap, PersistentVolumeClaim, Pod, Toleration};
 use kube::api::{DeleteParams, EvictParams, Patch, Preconditions};
 use kube::{Api, ResourceExt};
+use objects::{CopyJob, Owner, backup_name};
+
+/// Carries out `actions` in order; within a wave side by side (a swap's two claim deletes: one
+/// round trip, not two).
+pub(super) async fn apply(
+    ctx: &Resizing,
+    resize: &VolumeResize,
+    namespace: &str,
+    stateful_set: Option<&StatefulSet>,
+    actions: &[ResizeAction],
+) -> Result<(), Error> {
+    for wave in waves(actions) {
+        for action in wave {
+            tracing::info!(name = %resize.name_any(), namespace, reason = action.reason(), "{}", action.describe());
+        }
+        futures::future::try_join_all(
+            wave.iter()
+                .map(|action| execute(ctx, resize, namespace, stateful_set, action)),
+        )
+        .await?;
+    }
+    Ok(())
+}
 
 /// Carries out `action`; an API error says which action failed on which object.
-pub async fn execute(
+pub(super) async fn execute(
     ctx: &Resizing,
     resize: &VolumeResize,
     namespace: &str,
@@ -28,36 +53,12 @@ pub async fn execute(
         .await
         .map_err(|error| match error {
             Error::Kube(source) => Error::Action {
-                action: ActionKind::from(action),
-                object: object_of(resize, action),
+                action: action.kind(),
+                object: action.object(&resize.name_any(), &resize.spec.stateful_set_name),
                 source,
             },
             other => other,
         })
-}
-
-/// The name of the object `action` works on (the one it creates, changes or deletes).
-fn object_of(resize: &VolumeResize, action: &ResizeAction) -> String {
-    match action {
-        ResizeAction::BackupStatefulSet => backup_name(resize),
-        ResizeAction::OrphanDeleteStatefulSet
-        | ResizeAction::RecreateStatefulSet
-        | ResizeAction::RestoreStatefulSet => resize.spec.stateful_set_name.clone(),
-        ResizeAction::ExpandClaim { claim, .. }
-        | ResizeAction::ModifyClaim { claim, .. }
-        | ResizeAction::CreateTargetClaim { claim, .. }
-        | ResizeAction::DeleteClaim { claim, .. }
-        | ResizeAction::NudgeClaim { claim, .. }
-        | ResizeAction::BindClaim { claim, .. } => claim.clone(),
-        ResizeAction::EvictPod { pod, .. }
-        | ResizeAction::StartMover { pod, .. }
-        | ResizeAction::MeasureUsage { pod, .. }
-        | ResizeAction::DeleteMover { pod, .. }
-        | ResizeAction::StartFinalPass { pod, .. } => pod.clone(),
-        ResizeAction::SetReclaimPolicy { volume, .. } | ResizeAction::ReserveVolume { volume, .. } => {
-            volume.clone()
-        }
-    }
 }
 
 async fn carry_out(
@@ -112,7 +113,7 @@ async fn carry_out(
         }
         ResizeAction::OrphanDeleteStatefulSet => {
             let Some(sts) = stateful_set else { return Ok(()) };
-            super::stop::keep_live_and_orphan_delete(client, namespace, &backup_name(resize), sts).await
+            stop::keep_live_and_orphan_delete(client, namespace, &backup_name(resize), sts).await
         }
         ResizeAction::RestoreStatefulSet => {
             let backup = Api::<ConfigMap>::namespaced(client.clone(), namespace)
@@ -178,7 +179,7 @@ async fn carry_out(
                     .bandwidth_limit
                     .as_deref()
                     .and_then(|q| parse_bytes(q).ok()),
-                resources: settings.resources.or_else(|| ctx.mover_resources.clone()),
+                resources: settings.resources.or_else(|| ctx.resize.mover_resources.clone()),
                 capabilities: capabilities.clone(),
                 cloned_at: *cloned_at,
             };
@@ -247,16 +248,7 @@ async fn carry_out(
             ctx.direct_go.give(namespace, pod).await;
             Ok(())
         }
-        ResizeAction::SetReclaimPolicy { volume, uid, policy } => {
-            set_reclaim_policy(&client, volume, uid.as_deref(), policy).await
-        }
-        ResizeAction::DeleteClaim { claim, uid } => {
-            let claims = Api::<PersistentVolumeClaim>::namespaced(client, namespace);
-            delete_if_same(&claims, claim, Some(uid.clone())).await
-        }
-        ResizeAction::ReserveVolume { volume, uid, claim } => {
-            reserve_volume(&client, namespace, volume, uid.as_deref(), claim).await
-        }
+        ResizeAction::Volume(write) => crate::volume_writes::carry_out(&client, namespace, write).await,
         ResizeAction::BindClaim {
             claim,
             template,
@@ -281,7 +273,6 @@ async fn carry_out(
                     .await,
             )
         }
-        ResizeAction::NudgeClaim { claim, uid } => nudge_claim(&client, namespace, claim, uid).await,
         ResizeAction::RecreateStatefulSet => {
             let backup = Api::<ConfigMap>::namespaced(client.clone(), namespace)
                 .get(&backup_name(resize))
@@ -309,15 +300,15 @@ async fn placement(
 ) -> Result<objects::Placement, Error> {
     // The precheck refused a VolumeResize naming another image; one edited since never runs it.
     let settings = resize.spec.mover.clone().unwrap_or_default();
-    if let Some(refusal) = ctx.mover_images().refusal(settings.image.as_deref()) {
+    if let Some(refusal) = ctx.resize.mover_images().refusal(settings.image.as_deref()) {
         return Err(Error::Invariant(refusal));
     }
     let tolerations = replica_tolerations(ctx, resize, namespace).await?;
     Ok(objects::placement(
         &settings,
-        &ctx.mover_image,
+        &ctx.resize.mover_image,
         tolerations,
-        &ctx.mover_image_pull_secrets,
+        &ctx.resize.mover_image_pull_secrets,
     ))
 }
 
@@ -346,86 +337,6 @@ async fn replica_tolerations(
         .unwrap_or_default())
 }
 
-/// Sets a volume's reclaim policy, only while it still has `uid`.
-pub(crate) async fn set_reclaim_policy(
-    client: &kube::Client,
-    volume: &str,
-    uid: Option<&str>,
-    policy: &str,
-) -> Result<(), Error> {
-    patch_volume(client, volume, uid, objects::reclaim_policy_patch(policy)).await
-}
-
-/// Reserves a released volume (only while it still has `uid`) for claim `claim` of `namespace`.
-pub(crate) async fn reserve_volume(
-    client: &kube::Client,
-    namespace: &str,
-    volume: &str,
-    uid: Option<&str>,
-    claim: &str,
-) -> Result<(), Error> {
-    patch_volume(
-        client,
-        volume,
-        uid,
-        objects::reserve_volume_patch(namespace, claim),
-    )
-    .await
-}
-
-/// Merge-patches a volume, only while it still has `uid`.
-async fn patch_volume(
-    client: &kube::Client,
-    volume: &str,
-    uid: Option<&str>,
-    patch: serde_json::Value,
-) -> Result<(), Error> {
-    let patch = with_uid_precondition(patch, uid);
-    Api::<PersistentVolume>::all(client.clone())
-        .patch(volume, &crate::writes::patch(), &Patch::Merge(patch))
-        .await?;
-    Ok(())
-}
-
-/// Touches a claim whose binding stalled; the UID in the patch makes it fail rather than touch a
-/// claim of the same name.
-pub(crate) async fn nudge_claim(
-    client: &kube::Client,
-    namespace: &str,
-    claim: &str,
-    uid: &str,
-) -> Result<(), Error> {
-    let patch = with_uid_precondition(objects::nudge_patch(), Some(uid));
-    Api::<PersistentVolumeClaim>::namespaced(client.clone(), namespace)
-        .patch(claim, &crate::writes::patch(), &Patch::Merge(&patch))
-        .await?;
-    Ok(())
-}
-
-pub(crate) fn ignore_conflict<T>(result: Result<T, kube::Error>) -> Result<(), Error> {
-    match result {
-        Ok(_) => Ok(()),
-        Err(kube::Error::Api(status)) if status.code == 409 => Ok(()),
-        Err(error) => Err(error.into()),
-    }
-}
-
-/// Deletes the object only if it still has `uid` (it may have been replaced under the same name);
-/// already gone counts as done.
-pub(crate) async fn delete_if_same<K>(api: &Api<K>, name: &str, uid: Option<String>) -> Result<(), Error>
-where
-    K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
-{
-    let params = DeleteParams {
-        preconditions: Some(Preconditions {
-            uid,
-            resource_version: None,
-        }),
-        ..DeleteParams::default()
-    };
-    ignore_gone(api.delete(name, &params).await.map(|_| ()))
-}
-
 /// Takes a pod down through the Eviction API, so the API server enforces PodDisruptionBudgets (and
 /// only this UID). A refusal (429: the budget allows no disruption now) is not an error: the pod
 /// stays, and the next reconcile asks again.
@@ -450,69 +361,5 @@ async fn evict(pods: &Api<Pod>, name: &str, uid: &str) -> Result<(), Error> {
             Ok(())
         }
         other => ignore_gone(other.map(|_| ())),
-    }
-}
-
-pub(crate) fn ignore_gone(result: Result<(), kube::Error>) -> Result<(), Error> {
-    match result {
-        Ok(()) => Ok(()),
-        // 404: already gone; 409: the UID precondition failed, i.e. it was already replaced.
-        Err(kube::Error::Api(status)) if status.code == 404 || status.code == 409 => Ok(()),
-        Err(error) => Err(error.into()),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// Every action names the object it works on, as its plan gives it.
-    #[test]
-    fn an_action_names_its_object() {
-        let mut resize = VolumeResize::new(
-            "grow",
-            serde_json::from_value(serde_json::json!({
-                "statefulSetName": "db", "volumes": [{"name": "data", "size": "1Gi"}],
-            }))
-            .unwrap(),
-        );
-        resize.metadata.namespace = Some("ns".into());
-        let cases = [
-            (ResizeAction::BackupStatefulSet, backup_name(&resize)),
-            (ResizeAction::RecreateStatefulSet, "db".to_string()),
-            (
-                ResizeAction::StartMover {
-                    pod: "data-db-0-ferry-1a2b-warm".into(),
-                    source: "data-db-0".into(),
-                    target: "data-db-0-ferry-1a2b".into(),
-                    pass: Pass::Warm,
-                    capabilities: vec!["DAC_OVERRIDE".into()],
-                    cloned_at: None,
-                },
-                "data-db-0-ferry-1a2b-warm".to_string(),
-            ),
-            (
-                ResizeAction::ReserveVolume {
-                    volume: "pv-1".into(),
-                    uid: None,
-                    claim: "data-db-0".into(),
-                },
-                "pv-1".to_string(),
-            ),
-            (
-                ResizeAction::CreateTargetClaim {
-                    claim: "data-db-0-ferry-abc".into(),
-                    source_claim: "data-db-0".into(),
-                    bytes: 1 << 30,
-                    storage_class: None,
-                    attributes_class: None,
-                    clone_of: None,
-                },
-                "data-db-0-ferry-abc".to_string(),
-            ),
-        ];
-        for (action, object) in cases {
-            assert_eq!(object_of(&resize, &action), object, "{action:?}");
-        }
     }
 }

@@ -1,10 +1,10 @@
 //! The run's part of an observation: what a running resize acts on (the backup, claims, pods,
 //! mover pods, budgets, volumes).
 
-use super::Resizing;
-use super::objects::{MOVER_CONTAINER, backup_name, uid_suffix};
 use super::views::{claim_view, pod_view, volume_view};
 use crate::Error;
+use crate::resize::Resizing;
+use crate::resize::apply::objects::{MOVER_CONTAINER, backup_name, uid_suffix};
 use ferry_api::names::{
     ANNOTATION_BACKED_UP_UID, ANNOTATION_FINAL_PASS, ANNOTATION_RECREATED_BY, FINAL_PASS_GO,
 };

@@ -43,7 +43,7 @@ pub(super) fn stateful_set_view(sts: &StatefulSet) -> StatefulSetView {
         ready_replicas: sts.status.as_ref().and_then(|s| s.ready_replicas).unwrap_or(0),
         templates,
         deleting: sts.metadata.deletion_timestamp.is_some(),
-        rolling_out: super::rollout::rolling_out(sts),
+        rolling_out: super::rolling_update::rolling_out(sts),
         foreign: false,
     }
 }

@@ -3,7 +3,7 @@
 //! size or class it cannot clone to) is then given up at once for the mover, instead of after
 //! `CLONE_BIND_SECONDS`. Read only while such a clone is pending, so other runs ask nothing more.
 
-use super::objects::uid_suffix;
+use crate::resize::apply::objects::uid_suffix;
 use ferry_api::VolumeResize;
 use ferry_engine::resize::Observed;
 use ferry_engine::resize::copy::temp_claim_name;

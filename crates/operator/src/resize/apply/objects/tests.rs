@@ -466,21 +466,6 @@ fn the_patches_are_the_merge_patches_ferry_always_sent() {
         json!({"spec": {"resources": {"requests": {"storage": "2Gi"}}}})
     );
     assert_eq!(
-        reclaim_policy_patch("Retain"),
-        json!({"spec": {"persistentVolumeReclaimPolicy": "Retain"}})
-    );
-    assert_eq!(
-        reserve_volume_patch("ns", "data-db-0"),
-        json!({"spec": {"claimRef": {
-            "apiVersion": "v1", "kind": "PersistentVolumeClaim",
-            "namespace": "ns", "name": "data-db-0", "uid": null, "resourceVersion": null,
-        }}})
-    );
-    assert_eq!(
-        nudge_patch(),
-        json!({"metadata": {"annotations": {"ferry.dev/bind-nudge": "true"}}})
-    );
-    assert_eq!(
         live_backup_patch("{}".into()),
         json!({"data": {"live.json": "{}"}})
     );
