@@ -80,6 +80,7 @@
 //! ctime, which only the kernel sets) is therefore compared by content, as git does with racily
 //! clean index entries. It costs a read of the few files written just before they were copied.
 
+mod changes;
 mod copy;
 mod delta;
 mod digest;
@@ -88,16 +89,19 @@ mod error;
 mod fresh;
 mod meta;
 mod options;
+mod partial;
 mod plan;
 mod progress;
 mod record;
 mod signal;
 mod small;
+mod standby;
 mod sync;
 mod throttle;
 mod usage;
 mod verify;
 mod walk;
+mod watch;
 
 pub use digest::{Manifest, ManifestEntry, acl_text, digest};
 pub use error::{
@@ -110,5 +114,6 @@ pub use plan::TEMP_PREFIX;
 pub use progress::{ProgressLine, ProgressMode, one_line};
 pub use record::{DELTA_MIN, PIECE, RECORD_NAME};
 pub use signal::{GoBy, wait_for_go};
+pub use standby::{Ready, TrackOptions, standby};
 pub use sync::sync;
 pub use usage::{Usage, usage};
