@@ -76,6 +76,16 @@ impl ChangeRecord {
         self.lost.get_or_insert(reason);
     }
 
+    /// Whether nothing changed (and nothing was lost).
+    pub fn is_empty(&self) -> bool {
+        self.marked.is_empty() && self.lost.is_none()
+    }
+
+    /// How many paths changed (at least one when events were lost).
+    pub fn changes(&self) -> u64 {
+        (self.marked.len() as u64).max(u64::from(self.lost.is_some()))
+    }
+
     /// The paths to visit, in walk order, none below a path visited whole; or why the record
     /// is not complete.
     pub fn visits(&self) -> Result<Vec<Visit>, String> {

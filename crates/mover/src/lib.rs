@@ -44,7 +44,10 @@
 //! on stderr. The result says which: `"changeTracking":"used"` or `"fell back: <why>"`, and
 //! `entriesVisited`. A pass that used the record has no `digest` (empty: the tree was not read
 //! whole) and its `files`/`bytes` are the catch-up pass's, moved by what the visited paths hold.
-//! Watches need no capability (inotify, not fanotify: fanotify's directory-entry events need
+//! With `--strict`, the watch goes on during the final pass: a change anywhere in the source
+//! while it runs fails it (exit code 6), where it read the entry or not. Not seen by the watches:
+//! a write to a linked file through a name outside the source (a full walk does not see its other
+//! names either). Watches need no capability (inotify, not fanotify: fanotify's directory-entry events need
 //! `CAP_SYS_ADMIN`, which restricted pods lack). Nothing else may write the target between the
 //! standby's start and its end.
 //!

@@ -63,6 +63,7 @@ pub fn standby<G>(
         catch_up_seconds: (start.elapsed().as_secs_f64() * 1000.0).round() / 1000.0,
     });
     let went = go();
+    let mut watching = None;
     let scope = caught_up.and_then(|caught_up| {
         let CaughtUp {
             watcher,
@@ -70,14 +71,17 @@ pub fn standby<G>(
             bytes,
             links,
         } = caught_up;
-        let mut record = watcher.finish();
+        let mut record = watcher.take();
+        watching = Some(watcher);
         if track.lose_events {
             record.lose("events were lost (test hook)".into());
         }
         scope_of(&record, &links, files, bytes)
     });
     let outcome = match scope {
-        Ok(scope) => sync::pass(opts, &scope).map(|(report, _)| report),
+        Ok(scope) => sync::pass(opts, &scope)
+            .map(|(report, _)| report)
+            .and_then(|report| quiet_during(opts, watching, report)),
         Err(why) => {
             warnings.note(&format!(
                 "change tracking fell back, the final pass walks whole: {why}"
@@ -89,6 +93,28 @@ pub fn standby<G>(
         }
     };
     (went, outcome)
+}
+
+/// The report of a strict pass that read only what changed, if nothing changed while it ran: a
+/// write it did not read would otherwise go unseen (a full pass at least reads every entry).
+fn quiet_during(
+    opts: &SyncOptions,
+    watching: Option<watch::Watcher>,
+    report: SyncReport,
+) -> Result<SyncReport, MoverError> {
+    let during = watching.map(watch::Watcher::finish).unwrap_or_default();
+    if opts.strict && !during.is_empty() {
+        if opts.print_warnings {
+            eprintln!(
+                "warning: the source changed during the final pass ({} paths)",
+                during.changes()
+            );
+        }
+        return Err(MoverError::SourceChanged {
+            count: during.changes(),
+        });
+    }
+    Ok(report)
 }
 
 /// Starts watching the source, then copies it as a warm pass does, so that everything changed

@@ -172,6 +172,14 @@ fn watch_tree(
 }
 
 impl Watcher {
+    /// The record so far, with every event queued before this call in it; watching goes on
+    /// into a fresh record (changes during the final pass, which must see none).
+    pub fn take(&self) -> ChangeRecord {
+        let mut state = lock(&self.state);
+        state.drain();
+        std::mem::take(&mut state.record)
+    }
+
     /// Stops watching and returns the record, with every event queued before this call in it.
     pub fn finish(mut self) -> ChangeRecord {
         self.stop.store(true, Ordering::Relaxed);

@@ -253,3 +253,36 @@ fn track_changes_needs_a_go_to_wait_for() {
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("--wait-for"), "{err}");
 }
+
+#[test]
+fn a_write_during_a_tracked_strict_pass_fails_it_even_where_the_pass_did_not_read() {
+    use ferry_mover::{Hook, MoverError, ProgressMode, SyncOptions, TrackOptions};
+    use std::sync::Arc;
+    let tmp = tempfile::tempdir().unwrap();
+    let (src, dst) = (tmp.path().join("src"), tmp.path().join("dst"));
+    filler(&src, 50);
+    write(&src.join("changes.txt"), b"before");
+    let late = src.join("fill/d1/f1");
+    let opts = SyncOptions {
+        source: src.clone(),
+        target: dst.clone(),
+        delete: true,
+        strict: true,
+        progress: ProgressMode::None,
+        // A writer still at work: it writes a file the record does not name, during the pass.
+        after_scan: Some(Hook(Arc::new(move || append(&late, b" still written")))),
+        ..SyncOptions::default()
+    };
+    let mut ready = None;
+    let (_, outcome) = ferry_mover::standby(
+        &opts,
+        &TrackOptions::default(),
+        |r| ready = Some(r.clone()),
+        || write(&src.join("changes.txt"), b"after"),
+    );
+    assert_eq!(ready.unwrap().tracking, "on");
+    match outcome {
+        Err(MoverError::SourceChanged { count }) => assert_eq!(count, 1),
+        other => panic!("expected the source to count as changed: {other:?}"),
+    }
+}
