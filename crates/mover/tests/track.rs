@@ -286,3 +286,62 @@ fn a_write_during_a_tracked_strict_pass_fails_it_even_where_the_pass_did_not_rea
         other => panic!("expected the source to count as changed: {other:?}"),
     }
 }
+
+#[test]
+fn trees_moved_in_and_out_and_entries_that_change_type_are_copied_whole() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (src, dst) = (tmp.path().join("src"), tmp.path().join("dst"));
+    let outside = tmp.path().join("outside");
+    filler(&src, 50);
+    write(
+        &outside.join("incoming/a/b.txt"),
+        b"made outside the source, moved in",
+    );
+    write(&src.join("leaving/c/d.txt"), b"moved out of the source");
+    write(&src.join("dir-to-file/e.txt"), b"a directory, then a file");
+    write(&src.join("dir-to-link/f.txt"), b"a directory, then a symlink");
+    write(
+        &src.join("nested/g/h/i.txt"),
+        b"written deep inside a directory renamed later",
+    );
+    let s = standby(&src, &dst, &[]);
+    std::fs::rename(outside.join("incoming"), src.join("fill/incoming")).unwrap();
+    std::fs::rename(src.join("leaving"), outside.join("left")).unwrap();
+    std::fs::remove_dir_all(src.join("dir-to-file")).unwrap();
+    write(&src.join("dir-to-file"), b"a file now");
+    std::fs::remove_dir_all(src.join("dir-to-link")).unwrap();
+    std::os::unix::fs::symlink("fill", src.join("dir-to-link")).unwrap();
+    // A write in a watched directory, which is then renamed: the event names the old path.
+    append(&src.join("nested/g/h/i.txt"), b", and appended");
+    std::fs::rename(src.join("nested/g"), src.join("nested/renamed")).unwrap();
+    let result = s.go();
+    assert_exact(&src, &dst);
+    let (tracking, visited) = tracked(&result);
+    assert_eq!(tracking, "used");
+    assert!(visited < 30, "visited {visited}");
+    assert!(!dst.join("leaving").exists() && dst.join("fill/incoming/a/b.txt").exists());
+}
+
+#[test]
+fn a_large_file_written_in_place_is_updated_piece_by_piece_from_the_catch_up_record() {
+    use std::io::{Seek, SeekFrom, Write};
+    let tmp = tempfile::tempdir().unwrap();
+    let (src, dst) = (tmp.path().join("src"), tmp.path().join("dst"));
+    filler(&src, 20);
+    let segment = src.join("db/segment");
+    write(&segment, &pattern(4 * 1024 * 1024, 9));
+    let s = standby(&src, &dst, &[]);
+    let mut f = std::fs::OpenOptions::new().write(true).open(&segment).unwrap();
+    f.seek(SeekFrom::Start(3 * 1024 * 1024 + 100)).unwrap();
+    f.write_all(&[0xAB; 8192]).unwrap();
+    drop(f);
+    let result = s.go();
+    assert_exact(&src, &dst);
+    assert_eq!(tracked(&result).0, "used");
+    // One piece holds the rewritten page; the rest of the file is neither read again nor written.
+    assert_eq!(result["bytesCopied"].as_u64().unwrap(), ferry_mover::PIECE);
+    assert_eq!(
+        result["bytesCompared"], 0,
+        "the catch-up pass's record stands for the target"
+    );
+}
