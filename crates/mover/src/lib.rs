@@ -47,7 +47,11 @@
 //! With `--strict`, the watch goes on during the final pass: a change anywhere in the source
 //! while it runs fails it (exit code 6), where it read the entry or not. Not seen by the watches:
 //! a write to a linked file through a name outside the source (a full walk does not see its other
-//! names either). Watches need no capability (inotify, not fanotify: fanotify's directory-entry events need
+//! names either). Each watch holds its directory's inode in memory (about 1 KiB of kernel memory
+//! a directory, charged against `fs.inotify.max_user_watches`, shared by every process of the
+//! same user on the node, as is `fs.inotify.max_user_instances` for the one inotify instance):
+//! where a limit is reached, tracking is off and the final pass walks whole. Watches need no
+//! capability (inotify, not fanotify: fanotify's directory-entry events need
 //! `CAP_SYS_ADMIN`, which restricted pods lack). Nothing else may write the target between the
 //! standby's start and its end.
 //!
