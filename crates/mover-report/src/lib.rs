@@ -68,6 +68,15 @@ pub struct SyncResult {
     /// beyond the source.
     #[serde(default)]
     pub bytes_compared: u64,
+    /// With `--track-changes`: `used` when the pass visited only what the change record named,
+    /// else `fell back: <why>` (it walked both trees whole). Absent when not asked for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub change_tracking: Option<String>,
+    /// Source entries the pass read (the root and the directories above a change included): all
+    /// of them for a full walk, the changed ones with change tracking. Absent from movers older
+    /// than this field.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub entries_visited: Option<u64>,
 }
 
 /// The mover's exit code when the kernel refused an operation (EACCES / EPERM): with a mover pod
@@ -185,6 +194,14 @@ mod tests {
                 ..result
             }
         );
+    }
+
+    #[test]
+    fn a_tracked_result_says_what_it_visited() {
+        const TRACKED: &str = r#"{"files":3,"bytes":100003,"bytesCopied":5,"deleted":0,"digest":"","seconds":0.01,"verify":"checksum","warnings":0,"filesCopied":1,"metadataFixed":0,"bytesCompared":0,"changeTracking":"used","entriesVisited":2}"#;
+        let result: SyncResult = round_trip(TRACKED);
+        assert_eq!(result.change_tracking.as_deref(), Some("used"));
+        assert_eq!(result.entries_visited, Some(2));
     }
 
     #[test]

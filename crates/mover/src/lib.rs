@@ -24,6 +24,37 @@
 //! punched in the target. The record is one file at the target root (`.ferry-tmp-chunk-record`),
 //! left out of the scan; a `--strict` pass, or any pass without `--chunk-record`, removes it.
 //!
+//! # Change tracking: a final pass that visits what changed
+//! `--track-changes` (only with `--wait-for`: a standby final pass) makes the wait useful. Before
+//! waiting, the mover puts an inotify watch on every directory of the source, then copies the
+//! source as a warm pass does (the *catch-up pass*: everything changed before the watches began is
+//! in the target after it; it keeps a chunk record), and prints one line on stdout:
+//! `{"standby":"ready","changeTracking":"on","catchUpSeconds":F}` (or `"off: <why>"`). A thread
+//! keeps the kernel's event queue drained into the change record: a name created, removed or moved
+//! is visited with its whole subtree (a directory moved in or out), a file written or whose
+//! metadata changed alone, its directory too. At the go the queue is read to its end (an event is
+//! queued before the system call that caused it returns), and the final pass reads only those
+//! paths, the directories above them and the other links of linked files among them, in both
+//! trees, then plans, copies and verifies them as a full pass would (`--strict` included).
+//!
+//! The record is never trusted where it may be incomplete: events lost (the queue overflowed), a
+//! watch that could not be set (no read access, `fs.inotify.max_user_watches` reached), a catch-up
+//! pass that failed, a changed file with hard links the record does not name (a new link to a
+//! file that had one): the final pass walks both trees whole, as without tracking, with a warning
+//! on stderr. The result says which: `"changeTracking":"used"` or `"fell back: <why>"`, and
+//! `entriesVisited`. A pass that used the record has no `digest` (empty: the tree was not read
+//! whole) and its `files`/`bytes` are the catch-up pass's, moved by what the visited paths hold.
+//! With `--strict`, the watch goes on during the final pass: a change anywhere in the source
+//! while it runs fails it (exit code 6), where it read the entry or not. Not seen by the watches:
+//! a write to a linked file through a name outside the source (a full walk does not see its other
+//! names either). Each watch holds its directory's inode in memory (about 1 KiB of kernel memory
+//! a directory, charged against `fs.inotify.max_user_watches`, shared by every process of the
+//! same user on the node, as is `fs.inotify.max_user_instances` for the one inotify instance):
+//! where a limit is reached, tracking is off and the final pass walks whole. Watches need no
+//! capability (inotify, not fanotify: fanotify's directory-entry events need
+//! `CAP_SYS_ADMIN`, which restricted pods lack). Nothing else may write the target between the
+//! standby's start and its end.
+//!
 //! # Library
 //! - [`sync`] makes a target equal to a source and returns a [`SyncReport`].
 //! - [`digest()`] builds a [`Manifest`] of a tree (metadata and content hashes).
@@ -34,7 +65,7 @@
 //! ferry-mover sync --source DIR --target DIR [--delete] [--verify none|metadata|checksum]
 //!                  [--checksum-compare] [--threads N] [--progress json|human|none] [--result-file PATH]
 //!                  [--bwlimit BYTES_PER_SECOND] [--wait-for FILE [--go-key-sha256 HEX]]
-//!                  [--strict] [--chunk-record]
+//!                  [--strict] [--chunk-record] [--track-changes]
 //! ferry-mover digest DIR [--json]
 //! ferry-mover usage DIR            # prints {"bytes":N,"inodes":N}
 //! ```
@@ -43,7 +74,8 @@
 //! `{"phase":"scan|delete|copy|verify|done","filesDone":N,"filesTotal":N,"bytesDone":N,
 //! "bytesTotal":N,"bytesPerSecond":N,"elapsedSeconds":F}`. On success the result
 //! `{"files":N,"bytes":N,"bytesCopied":N,"deleted":N,"digest":"hex","seconds":F,
-//! "verify":"checksum","warnings":N,"filesCopied":N,"metadataFixed":N}` is printed as the last
+//! "verify":"checksum","warnings":N,"filesCopied":N,"metadataFixed":N,"entriesVisited":N}`
+//! (`"changeTracking"` too with `--track-changes`) is printed as the last
 //! stdout line and written to the result file; on failure the result file gets
 //! `{"error":"...","kind":"...","exitCode":N,"mismatches":[paths]}`. Both stay under 4096 bytes
 //! (the Kubernetes termination-message limit). The result file is `--result-file`, else
@@ -52,7 +84,8 @@
 //! Test hooks (built only with the `test-hooks` feature): `FERRY_MOVER_TEST_CORRUPT=rel/path`
 //! corrupts that file after writing it (each piece written, for an update in place) and before
 //! verifying it; `FERRY_MOVER_TEST_ABORT_AFTER_PIECES=N` aborts the process once it wrote N
-//! pieces in place.
+//! pieces in place; `FERRY_MOVER_TEST_LOSE_EVENTS=1` loses the change record at the go (as a
+//! queue overflow does); `FERRY_MOVER_TEST_MOST_WATCHES=N` fails the watch past N directories.
 //!
 //! # Exit codes of the `ferry-mover` binary ([`MoverError::exit_code`])
 //! | code | meaning |
@@ -80,6 +113,7 @@
 //! ctime, which only the kernel sets) is therefore compared by content, as git does with racily
 //! clean index entries. It costs a read of the few files written just before they were copied.
 
+mod changes;
 mod copy;
 mod delta;
 mod digest;
@@ -88,16 +122,19 @@ mod error;
 mod fresh;
 mod meta;
 mod options;
+mod partial;
 mod plan;
 mod progress;
 mod record;
 mod signal;
 mod small;
+mod standby;
 mod sync;
 mod throttle;
 mod usage;
 mod verify;
 mod walk;
+mod watch;
 
 pub use digest::{Manifest, ManifestEntry, acl_text, digest};
 pub use error::{
@@ -110,5 +147,6 @@ pub use plan::TEMP_PREFIX;
 pub use progress::{ProgressLine, ProgressMode, one_line};
 pub use record::{DELTA_MIN, PIECE, RECORD_NAME};
 pub use signal::{GoBy, wait_for_go};
+pub use standby::{Ready, TrackOptions, standby};
 pub use sync::sync;
 pub use usage::{Usage, usage};

@@ -101,6 +101,11 @@ struct SyncArgs {
     /// through an attach stream; sooner than the kubelet rewrites FILE). Other lines are ignored.
     #[arg(long, value_name = "HEX", requires = "wait_for", value_parser = parse_key_digest)]
     go_key_sha256: Option<String>,
+    /// With --wait-for: watch the source for changes (inotify) and copy it once before waiting (a
+    /// catch-up pass), then print {"standby":"ready",...} on stdout; the final pass visits only
+    /// what changed since. Wherever the record may be incomplete it walks both trees whole.
+    #[arg(long, requires = "wait_for")]
+    track_changes: bool,
     /// Where to write the final result JSON (default: $FERRY_RESULT_FILE, else
     /// /dev/termination-log when running in a pod, else nowhere).
     #[arg(long)]
@@ -148,6 +153,24 @@ fn abort_after_pieces() -> Option<u64> {
 fn abort_after_pieces() -> Option<u64> {
     None
 }
+/// Test hooks (feature `test-hooks` only) of change tracking: `FERRY_MOVER_TEST_LOSE_EVENTS`
+/// loses the record at the go; `FERRY_MOVER_TEST_MOST_WATCHES=N` fails a watch past N directories.
+#[cfg(feature = "test-hooks")]
+fn track_options() -> ferry_mover::TrackOptions {
+    ferry_mover::TrackOptions {
+        lose_events: std::env::var_os("FERRY_MOVER_TEST_LOSE_EVENTS").is_some(),
+        most_watches: std::env::var("FERRY_MOVER_TEST_MOST_WATCHES")
+            .ok()
+            .and_then(|n| n.parse().ok()),
+    }
+}
+
+/// Builds without `test-hooks` track changes as they happen.
+#[cfg(not(feature = "test-hooks"))]
+fn track_options() -> ferry_mover::TrackOptions {
+    ferry_mover::TrackOptions::default()
+}
+
 /// Kubernetes reads at most 4096 bytes of termination message.
 const RESULT_LIMIT: usize = 4000;
 
@@ -259,7 +282,7 @@ fn run_sync(args: SyncArgs) -> i32 {
     let result_file = args.result_file.or_else(default_result_file);
     // When the go came, by the wall clock: what the kubelet's delivery of it costs shows against the
     // time it was given.
-    let go_at = args.wait_for.as_ref().map(|go| {
+    let wait = |go: &Path| {
         let lines =
             (args.go_key_sha256.clone()).map(|digest| (std::io::BufReader::new(std::io::stdin()), digest));
         let by = ferry_mover::wait_for_go(go, lines);
@@ -267,8 +290,16 @@ fn run_sync(args: SyncArgs) -> i32 {
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |since| since.as_millis() as u64);
         (at, by)
-    });
-    let (code, json) = match ferry_mover::sync(&opts) {
+    };
+    let (go_at, outcome) = match &args.wait_for {
+        Some(go) if args.track_changes => {
+            let (went, outcome) = ferry_mover::standby(&opts, &track_options(), print_ready, || wait(go));
+            (Some(went), outcome)
+        }
+        Some(go) => (Some(wait(go)), ferry_mover::sync(&opts)),
+        None => (None, ferry_mover::sync(&opts)),
+    };
+    let (code, json) = match outcome {
         Ok(r) => {
             let mut result = serde_json::to_value(&r).unwrap_or_default();
             if let (Some((at, by)), Some(fields)) = (go_at, result.as_object_mut()) {
@@ -294,6 +325,17 @@ fn run_sync(args: SyncArgs) -> i32 {
         );
     }
     code
+}
+
+/// The line a standby prints once it waits for its go (never a result or progress line: the
+/// operator reads the last line of a running mover as one of those).
+fn print_ready(ready: &ferry_mover::Ready) {
+    let line = serde_json::json!({
+        "standby": "ready",
+        "changeTracking": ready.tracking,
+        "catchUpSeconds": ready.catch_up_seconds,
+    });
+    let _ = writeln!(std::io::stdout().lock(), "{line}");
 }
 
 fn default_result_file() -> Option<PathBuf> {

@@ -275,6 +275,14 @@ impl Warnings {
         }
     }
 
+    /// Prints a warning that does not count as one: nothing went wrong with the copy (a final
+    /// pass that walks whole instead of visiting what changed, say).
+    pub fn note(&self, msg: &str) {
+        if self.print {
+            eprintln!("warning: {}", one_line(msg));
+        }
+    }
+
     /// How many warnings were recorded.
     pub fn count(&self) -> u64 {
         self.count.load(Ordering::Relaxed)

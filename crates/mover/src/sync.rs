@@ -1,6 +1,6 @@
 //! The sync run: scan both trees, plan, remove, create/copy, fix directories, verify.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -9,6 +9,7 @@ use std::time::Instant;
 
 use rayon::prelude::*;
 
+use crate::changes::Visit;
 use crate::copy::{self, Copied, CopyCtx};
 use crate::delta::{self, Updated};
 use crate::digest::metadata_digest;
@@ -17,6 +18,7 @@ use crate::error::MoverError;
 use crate::fresh;
 use crate::meta::{self, Kind};
 use crate::options::{SyncOptions, SyncReport, VerifyMode};
+use crate::partial;
 use crate::plan::{self, Op, PlanOptions, Removal};
 use crate::progress::{Phase, Progress, Reporter, Warnings, lock};
 use crate::record::{self, FileRecord};
@@ -26,6 +28,24 @@ use crate::walk::{self, Tree, path_order};
 
 /// Makes `opts.target` an exact copy of `opts.source`. See the crate docs.
 pub fn sync(opts: &SyncOptions) -> Result<SyncReport, MoverError> {
+    pass(opts, &Scope::Whole).map(|(report, _)| report)
+}
+
+/// What a pass reads of the two trees.
+pub(crate) enum Scope {
+    /// Both trees whole.
+    Whole,
+    /// Only what changed since an earlier pass (a change record's visits), which left `files`
+    /// entries and `bytes` of data in the target.
+    Changed {
+        visits: Vec<Visit>,
+        files: u64,
+        bytes: u64,
+    },
+}
+
+/// A sync pass over `scope`; also returns the source tree as it read it.
+pub(crate) fn pass(opts: &SyncOptions, scope: &Scope) -> Result<(SyncReport, Tree), MoverError> {
     let (source, target) = prepare_paths(&opts.source, &opts.target)?;
     let threads = match opts.threads {
         Some(0) => return Err(MoverError::BadInput("--threads must be at least 1".into())),
@@ -47,6 +67,7 @@ pub fn sync(opts: &SyncOptions) -> Result<SyncReport, MoverError> {
             target: &target,
             progress: &progress,
             warnings: &warnings,
+            scope,
         }
         .run()
     });
@@ -130,6 +151,17 @@ struct Run<'a> {
     target: &'a Path,
     progress: &'a Progress,
     warnings: &'a Warnings,
+    scope: &'a Scope,
+}
+
+/// How a pass read its trees, for its report.
+struct Read {
+    /// `Some` with change tracking: `used`, or why it fell back.
+    tracking: Option<String>,
+    /// The totals of the target before the pass, where only what changed was read.
+    before: Option<(u64, u64)>,
+    /// Entries and file bytes of the target's (partial) tree before the pass.
+    target: (u64, u64),
 }
 
 /// Per-entry outcomes of the copy phase.
@@ -159,14 +191,10 @@ impl Outcome {
 }
 
 impl Run<'_> {
-    fn run(&self) -> Result<SyncReport, MoverError> {
+    fn run(&self) -> Result<(SyncReport, Tree), MoverError> {
         let start = Instant::now();
         self.progress.set_phase(Phase::Scan);
-        let (src, dst) = rayon::join(
-            || walk::scan(self.source, true, self.warnings, Some(self.progress)),
-            || walk::scan(self.target, true, self.warnings, None),
-        );
-        let (src, mut dst) = (src?, dst?);
+        let (src, mut dst, read) = self.scan()?;
         let recorded = self.take_record(&src, &mut dst);
         let plan = plan::plan(
             &src,
@@ -216,24 +244,89 @@ impl Run<'_> {
             let (paths, reasons) = mismatches.into_iter().unzip();
             return Err(MoverError::VerifyMismatch { paths, reasons });
         }
-        Ok(SyncReport {
-            files: src.entries.len().saturating_sub(1) as u64,
-            bytes: src
-                .entries
-                .iter()
-                .filter(|e| e.meta.kind == Kind::File)
-                .map(|e| e.meta.size)
-                .sum(),
+        let report = self.report(&src, &plan, &out, &read, start);
+        Ok((report, src))
+    }
+
+    /// Reads both trees: whole, or at the paths that changed. A partial read that lacks some
+    /// link of a file it holds cannot keep the links: both trees are read whole then.
+    fn scan(&self) -> Result<(Tree, Tree, Read), MoverError> {
+        let whole = |tracking: Option<String>| -> Result<(Tree, Tree, Read), MoverError> {
+            let (src, dst) = rayon::join(
+                || walk::scan(self.source, true, self.warnings, Some(self.progress)),
+                || walk::scan(self.target, true, self.warnings, None),
+            );
+            let (src, dst) = (src?, dst?);
+            let target = totals(&dst);
+            Ok((
+                src,
+                dst,
+                Read {
+                    tracking,
+                    before: None,
+                    target,
+                },
+            ))
+        };
+        let Scope::Changed { visits, files, bytes } = self.scope else {
+            return whole(None);
+        };
+        let dst = partial::scan(self.target, visits, &|_| false, self.warnings, None)?;
+        let target_dirs: HashSet<&Path> = (dst.entries.iter())
+            .filter(|e| e.meta.kind == Kind::Dir)
+            .map(|e| e.rel.as_path())
+            .collect();
+        let new_dir = |rel: &Path| !target_dirs.contains(rel);
+        let src = partial::scan(self.source, visits, &new_dir, self.warnings, Some(self.progress))?;
+        if let Some(rel) = partial::unplaced_link(&src).or_else(|| partial::unplaced_link(&dst)) {
+            let why = format!(
+                "fell back: {} has hard links the record does not name",
+                rel.display()
+            );
+            self.warnings.note(&why);
+            return whole(Some(why));
+        }
+        let target = totals(&dst);
+        let read = Read {
+            tracking: Some("used".into()),
+            before: Some((*files, *bytes)),
+            target,
+        };
+        Ok((src, dst, read))
+    }
+
+    fn report(
+        &self,
+        src: &Tree,
+        plan: &plan::Plan,
+        out: &Outcome,
+        read: &Read,
+        start: Instant,
+    ) -> SyncReport {
+        let (mut files, mut bytes) = totals(src);
+        let mut digest = metadata_digest(src, |i| out.vanished[i].load(Ordering::Relaxed));
+        if let Some((files_before, bytes_before)) = read.before {
+            // Only what changed was read: the totals are the earlier pass's, moved by what the
+            // read paths hold now against what the target held there; no digest of the whole.
+            files = (files_before + files).saturating_sub(read.target.0);
+            bytes = (bytes_before + bytes).saturating_sub(read.target.1);
+            digest = String::new();
+        }
+        SyncReport {
+            files,
+            bytes,
             bytes_copied: self.progress.bytes_copied.load(Ordering::Relaxed),
             bytes_compared: self.progress.bytes_compared.load(Ordering::Relaxed),
             deleted: plan.extraneous_entries(),
-            digest: metadata_digest(&src, |i| out.vanished[i].load(Ordering::Relaxed)),
+            digest,
             seconds: (start.elapsed().as_secs_f64() * 1000.0).round() / 1000.0,
             verify: self.opts.verify.name().to_string(),
             warnings: self.warnings.count(),
             files_copied: out.files_copied.load(Ordering::Relaxed),
             metadata_fixed: out.metadata_fixed.load(Ordering::Relaxed),
-        })
+            change_tracking: read.tracking.clone(),
+            entries_visited: Some(src.entries.len() as u64),
+        }
     }
 
     /// The chunk record found in the target (left out of its tree), with the files it still holds
@@ -574,6 +667,15 @@ impl Run<'_> {
 }
 
 use std::os::unix::fs::DirBuilderExt;
+
+/// Entries (the root left out) and bytes of regular-file data of a tree.
+fn totals(tree: &Tree) -> (u64, u64) {
+    let bytes = (tree.entries.iter())
+        .filter(|e| e.meta.kind == Kind::File)
+        .map(|e| e.meta.size)
+        .sum();
+    (tree.entries.len().saturating_sub(1) as u64, bytes)
+}
 
 /// The scanned entry of `tree` at `rel` (the entries are in walk order).
 fn find<'a>(tree: &'a Tree, rel: &Path) -> Option<&'a meta::EntryMeta> {

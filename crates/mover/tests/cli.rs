@@ -15,12 +15,13 @@ const PROGRESS_KEYS: [&str; 7] = [
     "filesTotal",
     "phase",
 ];
-const RESULT_KEYS: [&str; 11] = [
+const RESULT_KEYS: [&str; 12] = [
     "bytes",
     "bytesCompared",
     "bytesCopied",
     "deleted",
     "digest",
+    "entriesVisited",
     "files",
     "filesCopied",
     "metadataFixed",
@@ -67,6 +68,10 @@ fn json_progress_and_result() {
     assert_eq!(last["bytesDone"], last["bytesTotal"]);
     assert_eq!(keys(result), RESULT_KEYS);
     assert_eq!(result["files"], 51);
+    assert_eq!(
+        result["entriesVisited"], 52,
+        "a full walk reads every entry, the root too"
+    );
     assert_eq!(result["bytes"], 500_000);
     assert_eq!(result["bytesCopied"], 500_000);
     assert_eq!(result["verify"], "checksum");

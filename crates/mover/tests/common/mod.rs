@@ -282,7 +282,7 @@ pub fn find_listing(root: &Path) -> (Vec<String>, Vec<Vec<String>>) {
     (lines, groups)
 }
 
-fn rel_paths(root: &Path) -> Vec<String> {
+pub fn rel_paths(root: &Path) -> Vec<String> {
     let (lines, _) = find_listing(root);
     lines
         .iter()

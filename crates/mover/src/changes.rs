@@ -1,0 +1,193 @@
+//! The record of what changed in the source while a standby mover waited for its go: the paths
+//! its final pass must visit. Pure (events in, paths out) so that every rule is unit-tested; the
+//! watching itself is in `watch.rs`.
+//!
+//! A name that was created, removed or moved is visited with everything below it: a directory
+//! moved in brings a subtree no event described, and one moved away must be removed from the
+//! target with all it held. A name whose data or metadata changed is visited alone.
+
+use std::collections::HashMap;
+use std::ffi::OsStr;
+use std::path::{Path, PathBuf};
+
+use rustix::fs::inotify::ReadFlags;
+
+use crate::walk::path_order;
+
+/// One path a final pass visits, in the source and in the target.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Visit {
+    /// Path relative to the tree roots.
+    pub rel: PathBuf,
+    /// Everything below it too (it was created, removed or moved).
+    pub whole: bool,
+}
+
+/// What changed since tracking began, or why that is not known.
+#[derive(Debug, Default)]
+pub struct ChangeRecord {
+    /// Path → whether it is visited whole.
+    marked: HashMap<PathBuf, bool>,
+    /// Why the record cannot be trusted (the first reason found).
+    lost: Option<String>,
+}
+
+/// Events that name an entry created, removed or moved.
+const NAMES: ReadFlags = ReadFlags::CREATE
+    .union(ReadFlags::DELETE)
+    .union(ReadFlags::MOVED_FROM)
+    .union(ReadFlags::MOVED_TO);
+/// Events on a watched directory itself that change where its entries are.
+const SELF_GONE: ReadFlags = ReadFlags::DELETE_SELF.union(ReadFlags::MOVE_SELF);
+/// Events that change an entry's data or metadata.
+const CONTENT: ReadFlags = ReadFlags::MODIFY
+    .union(ReadFlags::ATTRIB)
+    .union(ReadFlags::CLOSE_WRITE);
+
+impl ChangeRecord {
+    /// Takes in one event of the directory at `dir` (source-relative) about entry `name`, or
+    /// about the directory itself when `name` is `None`.
+    pub fn note_event(&mut self, dir: &Path, name: Option<&OsStr>, flags: ReadFlags) {
+        if flags.contains(ReadFlags::QUEUE_OVERFLOW) {
+            return self.lose("events were lost (the kernel's event queue overflowed)".into());
+        }
+        if flags.contains(ReadFlags::UNMOUNT) {
+            return self.lose("the source's file system was unmounted".into());
+        }
+        let rel = match name {
+            Some(name) if !name.is_empty() => dir.join(name),
+            _ => dir.to_path_buf(),
+        };
+        if flags.intersects(NAMES) || (name.is_none() && flags.intersects(SELF_GONE)) {
+            self.mark(rel, true);
+        } else if flags.intersects(CONTENT) {
+            self.mark(rel, false);
+        }
+        // IN_IGNORED: the watch went with its directory, whose removal its parent reported.
+    }
+
+    /// Marks `rel` to visit (with its subtree when `whole`).
+    pub fn mark(&mut self, rel: PathBuf, whole: bool) {
+        *self.marked.entry(rel).or_insert(whole) |= whole;
+    }
+
+    /// The record cannot be trusted: a final pass walks both trees whole.
+    pub fn lose(&mut self, reason: String) {
+        self.lost.get_or_insert(reason);
+    }
+
+    /// Whether nothing changed (and nothing was lost).
+    pub fn is_empty(&self) -> bool {
+        self.marked.is_empty() && self.lost.is_none()
+    }
+
+    /// How many paths changed (at least one when events were lost).
+    pub fn changes(&self) -> u64 {
+        (self.marked.len() as u64).max(u64::from(self.lost.is_some()))
+    }
+
+    /// The paths to visit, in walk order, none below a path visited whole; or why the record
+    /// is not complete.
+    pub fn visits(&self) -> Result<Vec<Visit>, String> {
+        if let Some(reason) = &self.lost {
+            return Err(reason.clone());
+        }
+        let mut all: Vec<Visit> = self
+            .marked
+            .iter()
+            .map(|(rel, &whole)| Visit {
+                rel: rel.clone(),
+                whole,
+            })
+            .collect();
+        all.sort_by(|a, b| path_order(&a.rel, &b.rel));
+        let mut kept: Vec<Visit> = Vec::with_capacity(all.len());
+        let mut cover: Option<PathBuf> = None;
+        for visit in all {
+            if cover.as_ref().is_some_and(|c| visit.rel.starts_with(c)) {
+                continue;
+            }
+            if visit.whole {
+                cover = Some(visit.rel.clone());
+            }
+            kept.push(visit);
+        }
+        Ok(kept)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn visits(record: &ChangeRecord) -> Vec<(String, bool)> {
+        record
+            .visits()
+            .unwrap()
+            .into_iter()
+            .map(|v| (v.rel.display().to_string(), v.whole))
+            .collect()
+    }
+
+    fn owned(list: &[(&str, bool)]) -> Vec<(String, bool)> {
+        list.iter().map(|(p, w)| (p.to_string(), *w)).collect()
+    }
+
+    #[test]
+    fn a_written_file_is_visited_alone_and_a_created_or_moved_name_whole() {
+        let mut r = ChangeRecord::default();
+        r.note_event(Path::new("a"), Some(OsStr::new("f")), ReadFlags::MODIFY);
+        r.note_event(Path::new("a"), Some(OsStr::new("f")), ReadFlags::CLOSE_WRITE);
+        r.note_event(
+            Path::new(""),
+            Some(OsStr::new("new")),
+            ReadFlags::CREATE | ReadFlags::ISDIR,
+        );
+        r.note_event(Path::new("b"), Some(OsStr::new("x")), ReadFlags::MOVED_FROM);
+        r.note_event(Path::new("c"), Some(OsStr::new("x")), ReadFlags::MOVED_TO);
+        r.note_event(Path::new("d"), None, ReadFlags::ATTRIB | ReadFlags::ISDIR);
+        r.note_event(Path::new("e"), Some(OsStr::new("gone")), ReadFlags::DELETE);
+        let want = [
+            ("a/f", false),
+            ("b/x", true),
+            ("c/x", true),
+            ("d", false),
+            ("e/gone", true),
+            ("new", true),
+        ];
+        assert_eq!(visits(&r), owned(&want));
+    }
+
+    #[test]
+    fn paths_below_a_whole_visit_are_left_to_it() {
+        let mut r = ChangeRecord::default();
+        r.mark("t/deep/f".into(), false);
+        r.mark("t".into(), false);
+        r.mark("t".into(), true);
+        r.mark("t/deep".into(), true);
+        r.mark("t-sibling".into(), false);
+        r.mark("u/v".into(), false);
+        assert_eq!(
+            visits(&r),
+            owned(&[("t", true), ("t-sibling", false), ("u/v", false)])
+        );
+    }
+
+    #[test]
+    fn a_watched_directory_moved_or_removed_is_visited_whole() {
+        let mut r = ChangeRecord::default();
+        r.note_event(Path::new("a/b"), None, ReadFlags::MOVE_SELF);
+        r.note_event(Path::new("a/c"), None, ReadFlags::IGNORED);
+        assert_eq!(visits(&r), owned(&[("a/b", true)]));
+    }
+
+    #[test]
+    fn lost_events_make_the_record_useless() {
+        let mut r = ChangeRecord::default();
+        r.mark("a".into(), false);
+        r.note_event(Path::new(""), None, ReadFlags::QUEUE_OVERFLOW);
+        r.lose("later".into());
+        let reason = r.visits().unwrap_err();
+        assert!(reason.contains("overflowed"), "{reason}");
+    }
+}
