@@ -576,7 +576,10 @@ async fn a_target_class_out_of_the_replicas_reach_is_refused() {
         "move-far",
         spec,
         REASON_TOPOLOGY,
-        "provisions only where topology.kubernetes.io/zone in [zone-r]; replica 0 (data-db-0) runs on node",
+        &format!(
+            "provisions only where topology.kubernetes.io/zone in [{}]; replica 0 (data-db-0) runs on node",
+            ferry_testenv::REAL_ZONES.join(", ")
+        ),
     )
     .await;
     harness.finish().await;
