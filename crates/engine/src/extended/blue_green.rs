@@ -108,6 +108,8 @@ fn observed_zone(zone: &Zone) -> Observed {
         ready: if new.exists { new.ready } else { 0 } + old_ready,
         // The replicas still on the old version: what the rollout lets through one at a time.
         partition: zone.split().clamp(0, zone.replicas),
+        // Readiness across both versions' pods is `ready`'s (indexes of one StatefulSet would not do).
+        unavailable: Vec::new(),
         ..new
     }
 }

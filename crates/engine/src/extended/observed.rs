@@ -56,6 +56,7 @@ pub(super) fn counted(desired: &Desired, live: Option<&LiveSet>) -> Observed {
             updated_ready: 0,
             updated: 0,
             partition: 0,
+            unavailable: Vec::new(),
         };
     };
     let sts = &live.object;
@@ -95,5 +96,30 @@ pub(super) fn counted(desired: &Desired, live: Option<&LiveSet>) -> Observed {
             .and_then(|strategy| strategy.rolling_update.as_ref())
             .and_then(|rolling| rolling.partition)
             .unwrap_or(0),
+        unavailable: if counts_pods(sts) {
+            unavailable(sts, &live.pods)
+        } else {
+            Vec::new()
+        },
     }
+}
+
+/// The indexes (ordinal less the first ordinal) of a StatefulSet's members whose pod is missing,
+/// not Ready or terminating.
+fn unavailable(sts: &StatefulSet, pods: &[Pod]) -> Vec<i32> {
+    let (Some(name), Some(spec)) = (sts.metadata.name.as_deref(), sts.spec.as_ref()) else {
+        return Vec::new();
+    };
+    let start = spec.ordinals.as_ref().and_then(|o| o.start).unwrap_or(0);
+    let members = spec.replicas.unwrap_or(1);
+    (0..members)
+        .filter(|index| {
+            let pod_name = format!("{name}-{}", start + index);
+            !pods.iter().any(|pod| {
+                pod.metadata.name.as_deref() == Some(pod_name.as_str())
+                    && pod.metadata.deletion_timestamp.is_none()
+                    && crate::pods::ready(pod)
+            })
+        })
+        .collect()
 }

@@ -101,6 +101,9 @@ pub struct Observed {
     /// The live partition (`spec.updateStrategy.rollingUpdate.partition`; 0 when it does not exist):
     /// the pods let through to the version so far, kept by the StatefulSet itself.
     pub partition: i32,
+    /// The members whose pods are missing, not Ready or terminating, by index (ordinal less the
+    /// first ordinal), as far as its pods were read.
+    pub unavailable: Vec<i32>,
 }
 
 /// What to do now.
@@ -150,9 +153,19 @@ fn held(observed: &[Observed]) -> Vec<(String, i32)> {
 fn one_more(plan: &mut Plan, observed: &[Observed], limit: i32) {
     let not_ready: Vec<&str> = observed
         .iter()
-        .filter(|sts| sts.exists && sts.ready < sts.replicas.min(sts.live_replicas))
+        .filter(|sts| {
+            sts.exists && (sts.ready < sts.replicas.min(sts.live_replicas) || !sts.unavailable.is_empty())
+        })
         .map(|sts| sts.name.as_str())
         .collect();
+    let down: i32 = observed
+        .iter()
+        .filter(|sts| sts.exists)
+        .map(|sts| {
+            (sts.replicas.min(sts.live_replicas) - sts.ready)
+                .max(i32::try_from(sts.unavailable.len()).unwrap_or(i32::MAX))
+        })
+        .sum();
     let updated: i32 = observed.iter().map(|sts| sts.updated.min(sts.replicas)).sum();
     let mut decided = updated >= limit;
     let mut partitions = Vec::new();
@@ -168,8 +181,11 @@ fn one_more(plan: &mut Plan, observed: &[Observed], limit: i32) {
         if !decided && !finished {
             // The first StatefulSet not finished; the ones after it wait for it.
             decided = true;
-            if settled && not_ready.is_empty() {
-                next = (partition - 1).max(0);
+            // The member let through next may be the one down (a broken version being
+            // replaced): restarting it takes no one else down.
+            let only_the_next_down = down == 1 && sts.unavailable == [partition - 1];
+            if settled && partition > 0 && (not_ready.is_empty() || only_the_next_down) {
+                next = partition - 1;
             } else {
                 let waiting_on = if not_ready.is_empty() {
                     vec![sts.name.as_str()]
@@ -458,6 +474,7 @@ mod tests {
             updated: updated_ready,
             // As far as the pods let through so far.
             partition: replicas - updated_ready,
+            unavailable: Vec::new(),
         }
     }
 
@@ -555,6 +572,31 @@ mod tests {
         assert_eq!(versions(&finished.progress, &[sts(3, 3, 3)]), vec![(2, true)]);
     }
 
+    /// A member down on the old version is let through first (the fix for a broken release
+    /// replaces it), but only when no other member is down.
+    #[test]
+    fn a_member_down_is_let_through_when_it_is_the_next_and_the_only_one() {
+        let rest = at(Step::Rest, 4, 100);
+        let broken_top = Observed {
+            unavailable: vec![2],
+            ..sts(3, 2, 0)
+        };
+        let plan = next(&rest, "v", &RULES, &[broken_top], JobState::Absent, 101);
+        assert_eq!(plan.partitions, vec![("db".to_string(), 2)]);
+        let broken_bottom = Observed {
+            unavailable: vec![0],
+            ..sts(3, 2, 0)
+        };
+        let plan = next(&rest, "v", &RULES, &[broken_bottom], JobState::Absent, 101);
+        assert_eq!(plan.partitions, vec![("db".to_string(), 3)]);
+        let two_down = Observed {
+            unavailable: vec![1, 2],
+            ..sts(3, 1, 0)
+        };
+        let plan = next(&rest, "v", &RULES, &[two_down], JobState::Absent, 101);
+        assert_eq!(plan.partitions, vec![("db".to_string(), 3)]);
+    }
+
     fn zone(name: &str, ready: i32, updated_ready: i32, partition: i32) -> Observed {
         Observed {
             name: name.into(),
@@ -607,7 +649,7 @@ mod tests {
             &canaries,
             "v",
             &RULES,
-            &[canary_down.clone()],
+            std::slice::from_ref(&canary_down),
             JobState::Absent,
             160,
         );

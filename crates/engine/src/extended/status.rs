@@ -237,6 +237,7 @@ mod tests {
                 updated_ready: 0,
                 updated: 0,
                 partition: 0,
+                unavailable: Vec::new(),
             })
             .collect()
     }
