@@ -52,7 +52,10 @@ pub fn plan(input: Input, observation: &Observation) -> Decision {
         .collect();
     let mut actions = Vec::new();
     let mut problems = input.problems;
-    let volumes = volume_changes(&desired, observation, &mut actions, &mut problems);
+    let members_ready = observed.iter().all(|sts| {
+        !sts.exists || (sts.ready >= sts.replicas.min(sts.live_replicas) && sts.unavailable.is_empty())
+    });
+    let volumes = volume_changes(&desired, observation, members_ready, &mut actions, &mut problems);
     let job = job_state(observation.job.as_ref());
     let rollout = rollout::next(input.previous, &version, &rules(ests), &observed, job, input.now);
     actions.extend(hook_actions(ests, &rollout, input.hooks_off, &mut problems));
@@ -62,7 +65,9 @@ pub fn plan(input: Input, observation: &Observation) -> Decision {
     actions.extend(dropped_zones(ests, &desired, observation, &volumes.busy));
     let recheck = match rollout.progress.step {
         Step::Canaries | Step::Rest | Step::PreUpdate | Step::PostUpdate => Recheck::Soon,
-        _ if !volumes.busy.is_empty() || rollout.waiting.is_some() => Recheck::Soon,
+        _ if !volumes.busy.is_empty() || !volumes.waiting.is_empty() || rollout.waiting.is_some() => {
+            Recheck::Soon
+        }
         _ => Recheck::Idle,
     };
     Decision {
@@ -85,20 +90,29 @@ pub fn plan(input: Input, observation: &Observation) -> Decision {
 struct VolumeChanges {
     busy: BTreeSet<String>,
     resizes: BTreeMap<String, String>,
+    /// StatefulSets whose volumes change once the one at work is done.
+    waiting: Vec<String>,
 }
 
 /// Volume claim templates: a change is a VolumeResize per StatefulSet; the StatefulSet keeps its
-/// live templates until the resize re-creates it with the new ones.
+/// live templates until the resize re-creates it with the new ones. One StatefulSet (zone) at a
+/// time, each once every member is Ready: each resize takes its own replicas down one at a time,
+/// and resizes of every zone at once would take a member of each.
 fn volume_changes(
     desired: &[Desired],
     observation: &Observation,
+    members_ready: bool,
     actions: &mut Vec<ExtendedAction>,
     problems: &mut Vec<String>,
 ) -> VolumeChanges {
     let mut changed = VolumeChanges {
         busy: BTreeSet::new(),
         resizes: BTreeMap::new(),
+        waiting: Vec::new(),
     };
+    let mut one_at_work = desired
+        .iter()
+        .any(|wanted| observation.resizes.working_on(&wanted.name).is_some());
     for wanted in desired {
         // One this Ferry cannot read that may be at work counts as running there.
         if let Some(running) = observation.resizes.working_on(&wanted.name) {
@@ -119,11 +133,17 @@ fn volume_changes(
         };
         let uid = current.object.metadata.uid.clone().unwrap_or_default();
         let resize = resize_name(&wanted.name, &uid, &changes);
-        changed.resizes.insert(wanted.name.clone(), resize.clone());
         if let Some(problem) = ended_under_name(&observation.resizes, &resize, &wanted.name) {
+            changed.resizes.insert(wanted.name.clone(), resize);
             problems.push(problem);
             continue;
         }
+        if one_at_work || !members_ready {
+            changed.waiting.push(wanted.name.clone());
+            continue;
+        }
+        one_at_work = true;
+        changed.resizes.insert(wanted.name.clone(), resize.clone());
         actions.push(ExtendedAction::CreateVolumeResize {
             stateful_set: wanted.name.clone(),
             name: resize,

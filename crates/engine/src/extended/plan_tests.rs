@@ -317,3 +317,69 @@ fn a_resize_already_there_under_the_name_is_reported_readable_or_not() {
     );
     assert_eq!(ended_under_name(&listing, "db-resize-new", "db"), None);
 }
+
+/// A claim template change of a zoned ExtendedStatefulSet resizes one zone's StatefulSet at a
+/// time, each once every member is Ready: resizes of every zone at once would each take a member
+/// down together.
+#[test]
+fn a_zoned_claim_template_change_resizes_one_zone_at_a_time() {
+    let zones = ["zone-a", "zone-b", "zone-c"];
+    let ests = ests(&zones, "2Gi", false);
+    let previous = rolled_out(&ests);
+    let sets = [
+        live("db-z0", 1, "1Gi"),
+        live("db-z1", 1, "1Gi"),
+        live("db-z2", 1, "1Gi"),
+    ];
+    let resizes = |decision: &Decision| {
+        kinds(decision)
+            .into_iter()
+            .filter(|kind| kind.starts_with("resize "))
+            .collect::<Vec<_>>()
+    };
+    let first = decide(&ests, &previous, &observation(&sets), None);
+    assert_eq!(resizes(&first).len(), 1, "{:?}", kinds(&first));
+    let ExtendedAction::CreateVolumeResize { stateful_set, .. } = first
+        .actions
+        .iter()
+        .find(|a| matches!(a, ExtendedAction::CreateVolumeResize { .. }))
+        .unwrap()
+    else {
+        unreachable!()
+    };
+    assert_eq!(stateful_set, "db-z0");
+    assert_eq!(first.recheck, Recheck::Soon);
+
+    // While it runs, no other zone's resize starts.
+    let mut working = observation(&sets);
+    working.resizes = Listing::from_objects([serde_json::from_value(json!({
+        "apiVersion": "ferry.dev/v1alpha1", "kind": "VolumeResize",
+        "metadata": {"name": "z0", "namespace": "apps"},
+        "spec": {"statefulSetName": "db-z0", "volumes": [{"name": "data", "size": "2Gi"}]},
+        "status": {"phase": "Running"},
+    }))
+    .unwrap()]);
+    let during = decide(&ests, &previous, &working, None);
+    assert!(resizes(&during).is_empty(), "{:?}", kinds(&during));
+
+    // Done there, but a member of another zone down: the next waits for it.
+    let mut down = sets.clone();
+    down[0]
+        .spec
+        .as_mut()
+        .unwrap()
+        .volume_claim_templates
+        .as_mut()
+        .unwrap()[0] = serde_json::from_value(json!({"metadata": {"name": "data"},
+            "spec": {"resources": {"requests": {"storage": "2Gi"}}}}))
+    .unwrap();
+    // (Two replicas over three zones: db-z2 has none.)
+    down[0].status.as_mut().unwrap().ready_replicas = Some(0);
+    let waiting = decide(&ests, &previous, &observation(&down), None);
+    assert!(resizes(&waiting).is_empty(), "{:?}", kinds(&waiting));
+    assert_eq!(waiting.recheck, Recheck::Soon);
+    down[0].status.as_mut().unwrap().ready_replicas = Some(1);
+    let next = decide(&ests, &previous, &observation(&down), None);
+    assert_eq!(resizes(&next).len(), 1, "{:?}", kinds(&next));
+    assert!(resizes(&next)[0].contains("db-z1"), "{:?}", kinds(&next));
+}

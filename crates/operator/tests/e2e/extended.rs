@@ -1082,3 +1082,77 @@ async fn a_zoned_update_on_the_real_nodes_restarts_one_member_at_a_time() {
     );
     harness.finish().await;
 }
+
+/// [`zoned_on_real_nodes`] with a volume on `ferry-block` per member, holding a seed it wrote once.
+fn zoned_with_volumes() -> ExtendedStatefulSet {
+    let mut ests = serde_json::to_value(zoned_on_real_nodes()).unwrap();
+    let sts = &mut ests["spec"]["template"]["spec"];
+    sts["volumeClaimTemplates"] = json!([{"metadata": {"name": "data"}, "spec": {
+        "accessModes": ["ReadWriteOnce"], "storageClassName": ferry_testenv::CLASS_BLOCK,
+        "resources": {"requests": {"storage": "320Mi"}}}}]);
+    let container = &mut sts["template"]["spec"]["containers"][0];
+    container["volumeMounts"] = json!([{"name": "data", "mountPath": "/data"}]);
+    container["command"] = json!([
+        "sh",
+        "-c",
+        "[ -s /data/seed ] || hostname > /data/seed; sync; touch /tmp/ready; trap 'exit 0' TERM; while true; do sleep 1; done"
+    ]);
+    serde_json::from_value(ests).unwrap()
+}
+
+/// One member per zone on the real nodes, each on its own volume: a claim template moved to
+/// another class is copied one zone's member at a time, each once the one before is back Ready, and
+/// every member keeps its data.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_zoned_claim_template_change_on_the_real_nodes_copies_one_member_at_a_time() {
+    let harness = Harness::start("ests-zones-volumes").await;
+    create(&harness, &zoned_with_volumes()).await;
+    let sets = harness.ns.api::<StatefulSet>();
+    for index in 0..REAL_ZONES.len() {
+        wait_ready(&sets, &format!("web-z{index}"), 1, 180).await.unwrap();
+    }
+    let oracle = DisruptionOracle::start(harness.ns.api(), "web", 3).await;
+    let mut ests = harness.ns.api::<ExtendedStatefulSet>().get("web").await.unwrap();
+    let templates = ests.spec.template.spec.volume_claim_templates.as_mut().unwrap();
+    templates[0].spec.as_mut().unwrap().storage_class_name =
+        Some(ferry_testenv::CLASS_BLOCK_FIXED.to_string());
+    patch_spec(
+        &harness,
+        "web",
+        json!({"template": {"spec": serde_json::to_value(&ests.spec.template.spec).unwrap()}}),
+    )
+    .await
+    .unwrap();
+    for index in 0..REAL_ZONES.len() {
+        let name = format!("web-z{index}");
+        wait_until("the zone's claim on the new class", 300, || async {
+            let claim = harness
+                .ns
+                .api::<PersistentVolumeClaim>()
+                .get(&format!("data-{name}-0"))
+                .await
+                .ok()?;
+            let class = claim.spec?.storage_class_name?;
+            (class == ferry_testenv::CLASS_BLOCK_FIXED).then_some(())
+        })
+        .await
+        .unwrap();
+    }
+    wait_status(&harness, "web", "no resize left", 120, |s| {
+        s.volume_resizes.is_empty()
+    })
+    .await;
+    for index in 0..REAL_ZONES.len() {
+        wait_ready(&sets, &format!("web-z{index}"), 1, 120).await.unwrap();
+    }
+    oracle.assert_at_most(1).await;
+    for index in 0..REAL_ZONES.len() {
+        let pod = format!("web-z{index}-0");
+        let (code, seed, err) = kubectl(&["-n", &harness.ns.name, "exec", &pod, "--", "cat", "/data/seed"])
+            .await
+            .unwrap();
+        assert_eq!(code, 0, "{err}");
+        assert_eq!(seed.trim(), pod, "the member's data moved with it");
+    }
+    harness.finish().await;
+}
