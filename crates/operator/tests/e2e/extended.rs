@@ -1156,3 +1156,45 @@ async fn a_zoned_claim_template_change_on_the_real_nodes_copies_one_member_at_a_
     }
     harness.finish().await;
 }
+
+/// Blue/green over the real nodes' zones, one member per zone, each on its own volume: every
+/// member moves to its zone's StatefulSet of the new version with its volume, one at a time across
+/// the zones, the next only once the one before is Ready on the new version.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_zoned_blue_green_update_on_the_real_nodes_moves_one_member_at_a_time() {
+    let harness = Harness::start("ests-bg-zones-real").await;
+    let mut ests = serde_json::to_value(zoned_with_volumes()).unwrap();
+    ests["spec"]["updateStrategy"] = json!({"type": "BlueGreen", "updateWatchTime": "5m"});
+    create(&harness, &serde_json::from_value(ests).unwrap()).await;
+    let sets = harness.ns.api::<StatefulSet>();
+    for index in 0..REAL_ZONES.len() {
+        wait_ready(&sets, &format!("web-z{index}-v1"), 1, 180)
+            .await
+            .unwrap();
+    }
+    let oracle = DisruptionOracle::start(harness.ns.api(), "web", 3).await;
+    set_version(&harness, "2").await;
+    wait_status(&harness, "web", "version 2 in every zone", 300, |s| {
+        s.version == 2 && s.update_step.as_deref() == Some("Done") && s.handover.is_none()
+    })
+    .await;
+    for index in 0..REAL_ZONES.len() {
+        wait_ready(&sets, &format!("web-z{index}-v2"), 1, 120)
+            .await
+            .unwrap();
+    }
+    oracle.assert_at_most(1).await;
+    for index in 0..REAL_ZONES.len() {
+        let pod = format!("web-z{index}-v2-0");
+        let (code, seed, err) = kubectl(&["-n", &harness.ns.name, "exec", &pod, "--", "cat", "/data/seed"])
+            .await
+            .unwrap();
+        assert_eq!(code, 0, "{err}");
+        assert_eq!(
+            seed.trim(),
+            format!("web-z{index}-v1-0"),
+            "the member's volume moved with it"
+        );
+    }
+    harness.finish().await;
+}
