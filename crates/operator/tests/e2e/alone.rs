@@ -5,13 +5,18 @@ use crate::faults::{copy_at, mover_pod, slow_copy};
 use crate::installed::on_the_real_node;
 use crate::real_node::{assert_nothing_lost, wait_phase, writer_with};
 use crate::support::Harness;
-use ferry_api::{Phase, RowStep};
+use ferry_api::{ExtendedStatefulSet, Phase, RowStep};
 use ferry_testenv::chart::{chart_dir, helm};
+use ferry_testenv::fixtures::wait_ready;
 use ferry_testenv::processes::{kill_supervised, kubelet_process, running_in_pod};
-use ferry_testenv::{CLASS_BLOCK, wait_until};
+use ferry_testenv::{CLASS_BLOCK, kubectl, wait_until};
+use k8s_openapi::api::apps::v1::StatefulSet;
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::api::rbac::v1::RoleBinding;
-use kube::api::{Api, ListParams};
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::ResourceExt;
+use kube::api::{Api, ListParams, PostParams};
+use serde_json::json;
 
 /// Ferry installed with the chart's defaults (one replica, for time): no `watchNamespaces`, so one
 /// operator for every namespace through its ClusterRole. It copies a replica in a namespace it was
@@ -91,4 +96,126 @@ async fn install_with_defaults(home: &Harness) {
         .collect();
     let (code, out, err) = helm(&install).await.unwrap();
     assert_eq!(code, 0, "helm install: {err}\n{out}");
+}
+
+const CRDS: [&str; 3] = [
+    "volumeresizes.ferry.dev",
+    "volumeautoscalers.ferry.dev",
+    "extendedstatefulsets.ferry.dev",
+];
+
+/// The UIDs of Ferry's CRDs, the ExtendedStatefulSet `db` and its StatefulSet: the same after an
+/// uninstall means nothing was deleted (and made again).
+async fn kept_objects(harness: &Harness) -> Vec<String> {
+    let crds: Api<CustomResourceDefinition> = Api::all(harness.client.clone());
+    let mut uids = Vec::new();
+    for crd in CRDS {
+        uids.push(
+            crds.get(crd)
+                .await
+                .map(|c| c.uid().unwrap_or_default())
+                .unwrap_or_default(),
+        );
+    }
+    let ests = harness
+        .ns
+        .api::<ExtendedStatefulSet>()
+        .get_opt("db")
+        .await
+        .ok()
+        .flatten();
+    uids.push(ests.and_then(|e| e.uid()).unwrap_or_default());
+    let sts = harness.ns.api::<StatefulSet>().get_opt("db").await.ok().flatten();
+    uids.push(sts.and_then(|s| s.uid()).unwrap_or_default());
+    uids
+}
+
+async fn kubectl_ok(args: &[&str]) {
+    let (code, out, err) = kubectl(args).await.unwrap();
+    assert_eq!(code, 0, "kubectl {args:?}: {err}\n{out}");
+}
+
+/// Uninstalling Ferry, as docs/install.md says, with the plain manifests (`kubectl delete -f
+/// deploy/manifests/ferry.yaml`) and with helm (the chart installing the CRDs), keeps the CRDs, an
+/// ExtendedStatefulSet and the StatefulSet it owns: deleting the CRDs would delete every such object
+/// and, through owner references, its StatefulSets and pods. Runs alone: both installs serve
+/// cluster-wide webhooks.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn uninstalling_with_the_plain_manifests_or_helm_keeps_the_crds_and_what_they_own() {
+    let harness = Harness::start("alone-uninstall").await;
+    let template = ferry_testenv::fixtures::stateful_set("db", 1, ferry_testenv::CLASS_EXPANDABLE, "1Gi");
+    let ests: ExtendedStatefulSet = serde_json::from_value(json!({
+        "apiVersion": "ferry.dev/v1alpha1", "kind": "ExtendedStatefulSet",
+        "metadata": {"name": "db"},
+        "spec": {"replicas": 1, "template": {"spec": template.spec}},
+    }))
+    .unwrap();
+    harness
+        .ns
+        .api::<ExtendedStatefulSet>()
+        .create(&PostParams::default(), &ests)
+        .await
+        .unwrap();
+    wait_ready(&harness.ns.api::<StatefulSet>(), "db", 1, 90)
+        .await
+        .unwrap();
+    let before = kept_objects(&harness).await;
+    assert!(before.iter().all(|uid| !uid.is_empty()), "{before:?}");
+
+    // Plain manifests, as installed and uninstalled by docs/install.md.
+    let root = ferry_testenv::paths::repo_root();
+    let crds = root.join("deploy/manifests/crds.yaml").display().to_string();
+    let manifests = root.join("deploy/manifests/ferry.yaml").display().to_string();
+    kubectl_ok(&[
+        "apply",
+        "--server-side",
+        "--force-conflicts",
+        "-f",
+        &crds,
+        "-f",
+        &manifests,
+    ])
+    .await;
+    kubectl_ok(&["delete", "-f", &manifests, "--wait=true", "--timeout=120s"]).await;
+    assert_eq!(
+        kept_objects(&harness).await,
+        before,
+        "after kubectl delete -f ferry.yaml"
+    );
+
+    // Helm, the chart installing the CRDs (it adopts those the suite made).
+    let release = harness.ns.name.as_str();
+    for crd in CRDS {
+        let name = format!("crd/{crd}");
+        kubectl_ok(&["label", "--overwrite", &name, "app.kubernetes.io/managed-by=Helm"]).await;
+        let release_name = format!("meta.helm.sh/release-name={release}");
+        let release_namespace = format!("meta.helm.sh/release-namespace={release}");
+        kubectl_ok(&[
+            "annotate",
+            "--overwrite",
+            &name,
+            &release_name,
+            &release_namespace,
+        ])
+        .await;
+    }
+    let chart = chart_dir().display().to_string();
+    let (code, out, err) = helm(&[
+        "install",
+        release,
+        &chart,
+        "--namespace",
+        release,
+        "--set",
+        "replicaCount=1",
+    ])
+    .await
+    .unwrap();
+    assert_eq!(code, 0, "helm install: {err}\n{out}");
+    let (code, out, err) = helm(&["uninstall", release, "--namespace", release, "--wait"])
+        .await
+        .unwrap();
+    assert_eq!(code, 0, "helm uninstall: {err}\n{out}");
+    assert_eq!(kept_objects(&harness).await, before, "after helm uninstall");
+    harness.finish().await;
 }
