@@ -216,6 +216,11 @@ pub struct ExtendedStatefulSetStatus {
     /// VolumeResizes carrying out volume claim template changes, by StatefulSet.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub volume_resizes: BTreeMap<String, String>,
+    /// Each volume claim template (by name) as the spec asked for it when every StatefulSet last
+    /// had it so. A template that still asks for that is no request for a change: a growth made
+    /// since (an autoscaler, `kubectl ferry resize`) is kept, never shrunk back.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub volume_claim_templates: BTreeMap<String, RequestedVolume>,
     /// For `kubectl get`: `ready/replicas`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ready_column: Option<String>,
@@ -240,6 +245,15 @@ pub struct ExtendedStatefulSetStatus {
     /// `PostUpdate`), and why, while `updateStep` is `Stale`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stale_at: Option<String>,
+}
+
+/// A volume claim template's size and class as an ExtendedStatefulSet asked for them.
+#[derive(Deserialize, Serialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RequestedVolume {
+    pub size: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub storage_class_name: Option<String>,
 }
 
 /// One replica moving between versions with its volumes (blue/green).

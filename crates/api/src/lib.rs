@@ -10,9 +10,9 @@ pub mod volume_autoscaler;
 pub mod volume_resize;
 
 pub use extended_stateful_set::{
-    ExtendedStatefulSet, ExtendedStatefulSetSpec, ExtendedStatefulSetStatus, HandedVolume, Handover, Scaling,
-    StatefulSetTemplate, TemplateMetadata, UnknownUpdateStep, UpdateStep, UpdateStrategy, UpdateType,
-    ZoneStatus,
+    ExtendedStatefulSet, ExtendedStatefulSetSpec, ExtendedStatefulSetStatus, HandedVolume, Handover,
+    RequestedVolume, Scaling, StatefulSetTemplate, TemplateMetadata, UnknownUpdateStep, UpdateStep,
+    UpdateStrategy, UpdateType, ZoneStatus,
 };
 pub use quantity::{ParseQuantityError, format_bytes, human_bytes, parse_bytes};
 pub use volume_autoscaler::{

@@ -17,7 +17,7 @@ use super::hooks::{hook_actions, job_state};
 use super::observed::{LiveSet, Observation, counted};
 use super::rollout::{self, Observed, Step, rules};
 use super::versions::{Range, Zone, zone};
-use ferry_api::{ExtendedStatefulSet, Handover};
+use ferry_api::{ExtendedStatefulSet, Handover, RequestedVolume};
 use k8s_openapi::api::apps::v1::StatefulSet;
 use moves::{carry_on, fit_and_move, volume_change};
 pub use reads::{claims_to_read, cluster};
@@ -136,7 +136,20 @@ pub fn plan(input: Input, observation: &Observation) -> Decision {
         hold_forward: not_ready(&zones).filter(|_| !rules(ests).update_not_ready),
         now: input.now,
     };
-    let mut moves = zone_moves(&zones, &desired, &rollout, recorded.as_ref(), observation, gate);
+    let taken = ests
+        .status
+        .as_ref()
+        .map(|s| s.volume_claim_templates.clone())
+        .unwrap_or_default();
+    let mut moves = zone_moves(
+        &zones,
+        &desired,
+        &rollout,
+        recorded.as_ref(),
+        observation,
+        gate,
+        &taken,
+    );
     let mut problems = input.problems;
     moves
         .actions
@@ -149,7 +162,8 @@ pub fn plan(input: Input, observation: &Observation) -> Decision {
         rollout.waiting = Some(moves.waiting.join("; "));
     }
     problems.extend(std::mem::take(&mut moves.problems));
-    decision(moves, rollout, &zones, &desired, problems, input.now)
+    let taken = taken_by_zones(&taken, &zones, &desired);
+    decision(moves, rollout, &zones, &desired, problems, taken, input.now)
 }
 
 /// The rollout's next step, and whether a new template is held back: one version at a time, so a
@@ -204,6 +218,7 @@ fn zone_moves(
     recorded: Option<&Handover>,
     observation: &Observation,
     gate: Gate,
+    taken: &BTreeMap<String, RequestedVolume>,
 ) -> Moves {
     let mut moves = Moves {
         hold_forward: gate.hold_forward,
@@ -216,7 +231,7 @@ fn zone_moves(
         .collect();
     let mut carried = false;
     for (zone, wanted_set) in zones.iter().zip(desired) {
-        volume_change(&mut moves, zone, wanted_set, observation);
+        volume_change(&mut moves, zone, wanted_set, observation, taken);
         if !zone.extra.is_empty() {
             moves.problems.push(format!(
                 "{}: more than two versions hold replicas ({}); Ferry moves no replica until one is scaled to 0",
@@ -270,6 +285,25 @@ fn not_ready(zones: &[Zone]) -> Option<String> {
     })
 }
 
+/// The record of volume claim templates asked for and had by every StatefulSet holding replicas.
+fn taken_by_zones(
+    previous: &BTreeMap<String, RequestedVolume>,
+    zones: &[Zone],
+    desired: &[Desired],
+) -> BTreeMap<String, RequestedVolume> {
+    let Some(first) = desired.first() else {
+        return previous.clone();
+    };
+    let lives: Vec<&StatefulSet> = zones
+        .iter()
+        .flat_map(|zone| [zone.old, zone.new])
+        .flatten()
+        .filter(|set| Range::of(&set.object).replicas() > 0)
+        .map(|set| &set.object)
+        .collect();
+    crate::extended::volumes::taken(previous, &first.object, &lives)
+}
+
 /// The decision: the writes, when to look again, and what the status will say.
 fn decision(
     moves: Moves,
@@ -277,6 +311,7 @@ fn decision(
     zones: &[Zone],
     desired: &[Desired],
     problems: Vec<String>,
+    volume_claim_templates: BTreeMap<String, RequestedVolume>,
     now: i64,
 ) -> Decision {
     let moving = moves.handover.is_some() || !moves.actions.is_empty();
@@ -303,6 +338,7 @@ fn decision(
         rollout,
         desired: zone_desired,
         volume_resizes: moves.resizes,
+        volume_claim_templates,
         problems,
         handover: moves.handover,
         now,

@@ -45,6 +45,8 @@ pub struct Decision {
     pub(super) observed: Vec<Observed>,
     pub(super) desired: Vec<Desired>,
     pub(super) volume_resizes: BTreeMap<String, String>,
+    /// The record of volume claim templates asked for and had (`status.volumeClaimTemplates`).
+    pub(super) volume_claim_templates: BTreeMap<String, ferry_api::RequestedVolume>,
     pub(super) problems: Vec<String>,
     /// Blue/green: the move to record (`None`: none under way).
     pub(super) handover: Option<Handover>,
@@ -70,6 +72,7 @@ impl Decision {
             status.versions = versions.clone();
         }
         status.handover = self.handover.clone();
+        status.volume_claim_templates = self.volume_claim_templates.clone();
         status
     }
 

@@ -13,7 +13,7 @@ use super::observed::{Observation, counted};
 use super::rollout::{self, Observed, Progress, Step, rules};
 use super::volumes::ended_under_name;
 use crate::trigger::resize_name;
-use ferry_api::{ExtendedStatefulSet, UnknownUpdateStep, VolumeResizeSpec};
+use ferry_api::{ExtendedStatefulSet, RequestedVolume, UnknownUpdateStep, VolumeResizeSpec};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// The update progress an ExtendedStatefulSet's status records; an error for a step this Ferry
@@ -55,7 +55,19 @@ pub fn plan(input: Input, observation: &Observation) -> Decision {
     let members_ready = observed.iter().all(|sts| {
         !sts.exists || (sts.ready >= sts.replicas.min(sts.live_replicas) && sts.unavailable.is_empty())
     });
-    let volumes = volume_changes(&desired, observation, members_ready, &mut actions, &mut problems);
+    let taken = ests
+        .status
+        .as_ref()
+        .map(|s| s.volume_claim_templates.clone())
+        .unwrap_or_default();
+    let volumes = volume_changes(
+        &desired,
+        observation,
+        members_ready,
+        &taken,
+        &mut actions,
+        &mut problems,
+    );
     let job = job_state(observation.job.as_ref());
     let rollout = rollout::next(input.previous, &version, &rules(ests), &observed, job, input.now);
     actions.extend(hook_actions(ests, &rollout, input.hooks_off, &mut problems));
@@ -63,6 +75,7 @@ pub fn plan(input: Input, observation: &Observation) -> Decision {
         actions.extend(applied_sets(&desired, observation, &volumes.busy, &rollout));
     }
     actions.extend(dropped_zones(ests, &desired, observation, &volumes.busy));
+    let volume_claim_templates = taken_now(&taken, &desired, observation);
     let recheck = match rollout.progress.step {
         Step::Canaries | Step::Rest | Step::PreUpdate | Step::PostUpdate => Recheck::Soon,
         _ if !volumes.busy.is_empty() || !volumes.waiting.is_empty() || rollout.waiting.is_some() => {
@@ -78,6 +91,7 @@ pub fn plan(input: Input, observation: &Observation) -> Decision {
         observed,
         desired,
         volume_resizes: volumes.resizes,
+        volume_claim_templates,
         problems,
         handover: None,
         versions: None,
@@ -102,6 +116,7 @@ fn volume_changes(
     desired: &[Desired],
     observation: &Observation,
     members_ready: bool,
+    taken: &BTreeMap<String, RequestedVolume>,
     actions: &mut Vec<ExtendedAction>,
     problems: &mut Vec<String>,
 ) -> VolumeChanges {
@@ -123,7 +138,7 @@ fn volume_changes(
         let Some(current) = observation.live.get(&wanted.name) else {
             continue;
         };
-        let changes = match super::volumes::changes(&current.object, &wanted.object) {
+        let changes = match super::volumes::changes(&current.object, &wanted.object, taken) {
             Ok(changes) if changes.is_empty() => continue,
             Err(message) => {
                 problems.push(format!("{}: {message}", wanted.name));
@@ -152,6 +167,22 @@ fn volume_changes(
         changed.busy.insert(wanted.name.clone());
     }
     changed
+}
+
+/// The record of the volume claim templates asked for and had by every live StatefulSet.
+pub(super) fn taken_now(
+    previous: &BTreeMap<String, RequestedVolume>,
+    desired: &[Desired],
+    observation: &Observation,
+) -> BTreeMap<String, RequestedVolume> {
+    let Some(first) = desired.first() else {
+        return previous.clone();
+    };
+    let lives: Vec<&k8s_openapi::api::apps::v1::StatefulSet> = desired
+        .iter()
+        .filter_map(|wanted| observation.live.get(&wanted.name).map(|live| &live.object))
+        .collect();
+    super::volumes::taken(previous, &first.object, &lives)
 }
 
 /// Each desired StatefulSet not busy with a resize, with its partition, its live volume claim

@@ -73,6 +73,7 @@ pub fn status_of(
             .map(Time),
         stale_at: progress.stale_at.clone(),
         handover: None,
+        volume_claim_templates: BTreeMap::new(),
     }
 }
 

@@ -1198,3 +1198,63 @@ async fn a_zoned_blue_green_update_on_the_real_nodes_moves_one_member_at_a_time(
     }
     harness.finish().await;
 }
+
+/// A growth made outside the ExtendedStatefulSet (a VolumeResize of one zone's StatefulSet, as
+/// `kubectl ferry resize` or an autoscaler makes) is kept: the ExtendedStatefulSet, whose template
+/// still asks for the smaller size, does not shrink it back by copy.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_growth_made_outside_the_extended_stateful_set_is_kept() {
+    let harness = Harness::start("ests-kept-growth").await;
+    create(&harness, &zoned_with_volumes()).await;
+    let sets = harness.ns.api::<StatefulSet>();
+    for index in 0..REAL_ZONES.len() {
+        wait_ready(&sets, &format!("web-z{index}"), 1, 180).await.unwrap();
+    }
+    // The record of what it asked for and the StatefulSets have.
+    wait_status(&harness, "web", "the claim templates recorded", 60, |s| {
+        s.volume_claim_templates
+            .get("data")
+            .is_some_and(|v| v.size == "320Mi")
+    })
+    .await;
+    crate::real_node::resize_succeeds(
+        &harness,
+        "grow-z0",
+        json!({"statefulSetName": "web-z0", "volumes": [{"name": "data", "size": "480Mi"}]}),
+        300,
+    )
+    .await;
+    // A new generation the controller must have seen: then it has judged the grown template.
+    let changed = patch_spec(
+        &harness,
+        "web",
+        json!({"updateStrategy": {"updateWatchTime": "61s"}}),
+    )
+    .await
+    .unwrap();
+    let generation = changed.metadata.generation;
+    let status = wait_status(&harness, "web", "the new generation seen", 60, |s| {
+        s.observed_generation == generation
+    })
+    .await;
+    assert!(status.volume_resizes.is_empty(), "{:?}", status.volume_resizes);
+    let resizes = harness
+        .ns
+        .api::<VolumeResize>()
+        .list(&Default::default())
+        .await
+        .unwrap();
+    let names: Vec<String> = resizes.items.iter().map(|r| r.name_any()).collect();
+    assert_eq!(names, ["grow-z0"], "no resize undoes the growth");
+    let claim = harness
+        .ns
+        .api::<PersistentVolumeClaim>()
+        .get("data-web-z0-0")
+        .await
+        .unwrap();
+    let size = claim.spec.unwrap().resources.unwrap().requests.unwrap()["storage"]
+        .0
+        .clone();
+    assert_eq!(size, "480Mi");
+    harness.finish().await;
+}

@@ -215,7 +215,13 @@ pub(super) fn fit_and_move(
 
 /// A volume claim template change: a VolumeResize of the StatefulSet holding every replica of the
 /// zone; while replicas run on two versions it waits (a resize of one would miss the other's).
-pub(super) fn volume_change(moves: &mut Moves, zone: &Zone, desired: &Desired, observation: &Observation) {
+pub(super) fn volume_change(
+    moves: &mut Moves,
+    zone: &Zone,
+    desired: &Desired,
+    observation: &Observation,
+    taken: &BTreeMap<String, ferry_api::RequestedVolume>,
+) {
     let holder = match (zone.old, zone.new) {
         _ if split(zone) => None,
         (Some(old), new) if new.is_none_or(|n| Range::of(&n.object).replicas() == 0) => Some(old),
@@ -235,7 +241,7 @@ pub(super) fn volume_change(moves: &mut Moves, zone: &Zone, desired: &Desired, o
     let Some(holder) = holder.or(zone.old).or(zone.new) else {
         return;
     };
-    let changes = match crate::extended::volumes::changes(&holder.object, &desired.object) {
+    let changes = match crate::extended::volumes::changes(&holder.object, &desired.object, taken) {
         Ok(changes) if changes.is_empty() => return,
         Err(message) => {
             moves.problems.push(format!("{}: {message}", zone.base));
