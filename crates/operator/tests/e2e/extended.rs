@@ -652,7 +652,7 @@ async fn zones_change_only_at_the_end_and_a_removed_zone_is_drained() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_volume_template_change_resizes_every_zones_volumes() {
+async fn a_volume_template_change_resizes_every_zones_volumes_one_zone_at_a_time() {
     let harness = Harness::start("ests-volumes").await;
     create(
         &harness,
@@ -674,12 +674,20 @@ async fn a_volume_template_change_resizes_every_zones_volumes() {
     )
     .await
     .unwrap();
-    let status = wait_status(&harness, "db", "a VolumeResize per zone", 60, |s| {
-        s.volume_resizes.len() == 2
-    })
-    .await;
+    // One zone's StatefulSet at a time, in zone order, each resized by a VolumeResize of its own.
     let resizes = harness.ns.api::<VolumeResize>();
-    for (sts, resize) in &status.volume_resizes {
+    for sts in ["db-z0", "db-z1"] {
+        let status = wait_status(&harness, "db", &format!("the VolumeResize of {sts}"), 120, |s| {
+            s.volume_resizes.contains_key(sts)
+        })
+        .await;
+        assert_eq!(
+            status.volume_resizes.len(),
+            1,
+            "one zone at a time: {:?}",
+            status.volume_resizes
+        );
+        let resize = &status.volume_resizes[sts];
         let done = wait_until(&format!("{resize} to finish"), 120, || async {
             let found = resizes.get_opt(resize).await.ok().flatten()?;
             found.phase().is_terminal().then_some(found)
