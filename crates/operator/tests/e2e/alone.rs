@@ -183,8 +183,10 @@ async fn uninstalling_with_the_plain_manifests_or_helm_keeps_the_crds_and_what_t
         "after kubectl delete -f ferry.yaml"
     );
 
-    // Helm, the chart installing the CRDs (it adopts those the suite made).
-    let release = harness.ns.name.as_str();
+    // Helm, the chart installing the CRDs (it adopts those the suite made), in a namespace of its
+    // own (the harness's operator has its objects in the workload's).
+    let home = Harness::start_bare("alone-uninstall-helm").await;
+    let release = home.ns.name.as_str();
     for crd in CRDS {
         let name = format!("crd/{crd}");
         kubectl_ok(&["label", "--overwrite", &name, "app.kubernetes.io/managed-by=Helm"]).await;
@@ -217,5 +219,6 @@ async fn uninstalling_with_the_plain_manifests_or_helm_keeps_the_crds_and_what_t
         .unwrap();
     assert_eq!(code, 0, "helm uninstall: {err}\n{out}");
     assert_eq!(kept_objects(&harness).await, before, "after helm uninstall");
+    home.finish().await;
     harness.finish().await;
 }
