@@ -274,8 +274,8 @@ fn run_sync(args: SyncArgs) -> i32 {
         None => ProgressMode::Json,
     };
     let opts = SyncOptions {
-        source: args.source,
-        target: args.target,
+        source: args.source.clone(),
+        target: args.target.clone(),
         delete: args.delete,
         verify: match args.verify {
             VerifyArg::None => VerifyMode::None,
@@ -294,7 +294,7 @@ fn run_sync(args: SyncArgs) -> i32 {
         corrupt_after_write: corrupt_after_write(),
         after_scan: None,
     };
-    let result_file = args.result_file.or_else(default_result_file);
+    let result_file = args.result_file.clone().or_else(default_result_file);
     // A ready file left from an earlier run would arm this standby before it is.
     if let Some(path) = &args.ready_file
         && let Err(e) = ready_file::clear(path)
@@ -302,38 +302,7 @@ fn run_sync(args: SyncArgs) -> i32 {
         eprintln!("ferry-mover: error: {}", ferry_mover::one_line(&e.to_string()));
         return e.exit_code();
     }
-    let arm = |tracking: Option<&ferry_mover::Ready>| {
-        // The file before the line: whoever reads the line finds the standby armed.
-        if let Some(path) = &args.ready_file {
-            ready_file::create(path);
-        }
-        if let Some(ready) = tracking {
-            print_ready(ready);
-        }
-    };
-    // When the go came, by the wall clock: what the kubelet's delivery of it costs shows against the
-    // time it was given.
-    let wait = |go: &Path| {
-        let lines =
-            (args.go_key_sha256.clone()).map(|digest| (std::io::BufReader::new(std::io::stdin()), digest));
-        let by = ferry_mover::wait_for_go(go, lines);
-        let at = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |since| since.as_millis() as u64);
-        (at, by)
-    };
-    let (go_at, outcome) = match &args.wait_for {
-        Some(go) if args.track_changes => {
-            let ready = |ready: &ferry_mover::Ready| arm(Some(ready));
-            let (went, outcome) = ferry_mover::standby(&opts, &track_options(), ready, || wait(go));
-            (Some(went), outcome)
-        }
-        Some(go) => {
-            arm(None);
-            (Some(wait(go)), ferry_mover::sync(&opts))
-        }
-        None => (None, ferry_mover::sync(&opts)),
-    };
+    let (go_at, outcome) = run_pass(&args, &opts);
     let (code, json) = match outcome {
         Ok(r) => {
             let mut result = serde_json::to_value(&r).unwrap_or_default();
@@ -360,6 +329,47 @@ fn run_sync(args: SyncArgs) -> i32 {
         );
     }
     code
+}
+
+/// The pass, on standby first with --wait-for (then also when its go came, by the wall clock, and
+/// how: what the kubelet's delivery of it costs shows against the time it was given).
+fn run_pass(
+    args: &SyncArgs,
+    opts: &SyncOptions,
+) -> (
+    Option<(u64, ferry_mover::GoBy)>,
+    Result<ferry_mover::SyncReport, MoverError>,
+) {
+    let arm = |tracking: Option<&ferry_mover::Ready>| {
+        // The file before the line: whoever reads the line finds the standby armed.
+        if let Some(path) = &args.ready_file {
+            ready_file::create(path);
+        }
+        if let Some(ready) = tracking {
+            print_ready(ready);
+        }
+    };
+    let wait = |go: &Path| {
+        let lines =
+            (args.go_key_sha256.clone()).map(|digest| (std::io::BufReader::new(std::io::stdin()), digest));
+        let by = ferry_mover::wait_for_go(go, lines);
+        let at = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |since| since.as_millis() as u64);
+        (at, by)
+    };
+    match &args.wait_for {
+        Some(go) if args.track_changes => {
+            let ready = |ready: &ferry_mover::Ready| arm(Some(ready));
+            let (went, outcome) = ferry_mover::standby(opts, &track_options(), ready, || wait(go));
+            (Some(went), outcome)
+        }
+        Some(go) => {
+            arm(None);
+            (Some(wait(go)), ferry_mover::sync(opts))
+        }
+        None => (None, ferry_mover::sync(opts)),
+    }
 }
 
 /// The line a standby prints once it waits for its go (never a result or progress line: the
