@@ -341,8 +341,8 @@ fn start_final_mover(
         pass: Pass::Final,
         capabilities: capabilities::of_row(row),
         cloned_at,
-        // A replica already gone writes nothing more: one walk is the whole pass.
-        track_changes: ctx.track_changes && replica_present,
+        // A replica already going writes little more: one walk is the whole pass.
+        track_changes: ctx.track_changes && pod_running(ctx, observed, row.replica),
     });
     if replica_present {
         step.ready_to_stop = false;
