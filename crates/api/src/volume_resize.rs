@@ -212,6 +212,20 @@ pub struct MoverSettings {
     #[schemars(length(max = 64))]
     #[x_kube(validation = Rule::new("isQuantity(self) && quantity(self).isGreaterThan(quantity('0'))").message("bandwidthLimit must be a positive quantity of bytes per second such as 50Mi"))]
     pub bandwidth_limit: Option<String>,
+    /// The standby final mover watches the source (inotify) while the replica still serves, so
+    /// the final pass, in the replica's downtime, visits only what changed since: that downtime no
+    /// longer grows with the number of files. Wherever the record of changes may be incomplete
+    /// the final pass walks both trees whole. `false`: the final pass always walks both trees.
+    /// Default `true`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub track_changes: Option<bool>,
+}
+
+impl MoverSettings {
+    /// Whether the final mover tracks changes (`trackChanges`, default on).
+    pub fn tracks_changes(settings: Option<&MoverSettings>) -> bool {
+        settings.and_then(|m| m.track_changes).unwrap_or(true)
+    }
 }
 
 /// Where a VolumeResize is in its life.
@@ -331,6 +345,15 @@ pub struct VolumePlan {
     /// Bytes the final pass wrote (copy), during the replica's downtime.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub final_bytes_copied: Option<u64>,
+    /// How the final pass found what to copy (copy, from its result): `used` when it visited only
+    /// what its change tracking recorded, `fell back: <why>` when it walked both trees whole
+    /// instead; unset when it did not track changes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub final_change_tracking: Option<String>,
+    /// Source entries the final pass read (copy): all of them for a whole walk, the changed ones
+    /// with change tracking.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub final_entries_visited: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bytes_total: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]

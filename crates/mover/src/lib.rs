@@ -55,6 +55,12 @@
 //! `CAP_SYS_ADMIN`, which restricted pods lack). Nothing else may write the target between the
 //! standby's start and its end.
 //!
+//! `--ready-file PATH` (with `--wait-for`) creates PATH once the standby is armed: with
+//! `--track-changes` when its catch-up pass ended (before it prints its ready line), without it
+//! just before it waits. A readiness probe running `ferry-mover ready PATH` then shows it as the
+//! pod's Ready condition (the image may have no shell). A PATH left from before is removed at the
+//! start; one whose directory takes no file fails the run at once.
+//!
 //! # Library
 //! - [`sync`] makes a target equal to a source and returns a [`SyncReport`].
 //! - [`digest()`] builds a [`Manifest`] of a tree (metadata and content hashes).
@@ -65,8 +71,9 @@
 //! ferry-mover sync --source DIR --target DIR [--delete] [--verify none|metadata|checksum]
 //!                  [--checksum-compare] [--threads N] [--progress json|human|none] [--result-file PATH]
 //!                  [--bwlimit BYTES_PER_SECOND] [--wait-for FILE [--go-key-sha256 HEX]]
-//!                  [--strict] [--chunk-record] [--track-changes]
+//!                  [--strict] [--chunk-record] [--track-changes] [--ready-file PATH]
 //! ferry-mover digest DIR [--json]
+//! ferry-mover ready PATH           # exit 0 iff PATH exists (a standby's readiness probe)
 //! ferry-mover usage DIR            # prints {"bytes":N,"inodes":N}
 //! ```
 //! `--verify` defaults to `checksum`; `--progress` to `human` on a terminal, else `json`.

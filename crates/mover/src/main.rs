@@ -8,6 +8,8 @@ use clap::{Parser, Subcommand, ValueEnum};
 use ferry_mover::{MoverError, ProgressMode, SyncOptions, VerifyMode};
 use ferry_mover_report::FailureResult;
 
+mod ready_file;
+
 const EXIT_CODES: &str = "\
 Exit codes:
   0  ok (warnings about files that vanished or changed during a warm copy are allowed)
@@ -49,6 +51,12 @@ enum Cmd {
         /// /dev/termination-log in a pod), so a pod reports it as its termination message.
         #[arg(long)]
         result_file: Option<PathBuf>,
+    },
+    /// Exit 0 if PATH exists, else 1 (a standby's readiness probe: `sync --ready-file PATH`; the
+    /// mover image has no shell or `test`).
+    Ready {
+        /// The file a standby creates once it is armed.
+        path: PathBuf,
     },
 }
 
@@ -106,6 +114,11 @@ struct SyncArgs {
     /// what changed since. Wherever the record may be incomplete it walks both trees whole.
     #[arg(long, requires = "wait_for")]
     track_changes: bool,
+    /// With --wait-for: create FILE once the standby is armed and waits for its go (with
+    /// --track-changes, when the catch-up pass has ended), so a readiness probe running
+    /// `ferry-mover ready FILE` tells the kubelet. Removed at the start if left from before.
+    #[arg(long, value_name = "FILE", requires = "wait_for")]
+    ready_file: Option<PathBuf>,
     /// Where to write the final result JSON (default: $FERRY_RESULT_FILE, else
     /// /dev/termination-log when running in a pod, else nowhere).
     #[arg(long)]
@@ -178,6 +191,8 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let code = match cli.cmd {
         Cmd::Sync(args) => run_sync(args),
+        // Quiet: a failed probe's output lands in an Event, once a second until the standby is armed.
+        Cmd::Ready { path } => i32::from(std::fs::symlink_metadata(path).is_err()),
         Cmd::Digest { dir, json } => report(ferry_mover::digest(&dir).and_then(|m| print_manifest(&m, json))),
         Cmd::Usage { dir, result_file } => report(ferry_mover::usage(&dir).and_then(|u| {
             print_json(&u)?;
@@ -259,8 +274,8 @@ fn run_sync(args: SyncArgs) -> i32 {
         None => ProgressMode::Json,
     };
     let opts = SyncOptions {
-        source: args.source,
-        target: args.target,
+        source: args.source.clone(),
+        target: args.target.clone(),
         delete: args.delete,
         verify: match args.verify {
             VerifyArg::None => VerifyMode::None,
@@ -279,26 +294,15 @@ fn run_sync(args: SyncArgs) -> i32 {
         corrupt_after_write: corrupt_after_write(),
         after_scan: None,
     };
-    let result_file = args.result_file.or_else(default_result_file);
-    // When the go came, by the wall clock: what the kubelet's delivery of it costs shows against the
-    // time it was given.
-    let wait = |go: &Path| {
-        let lines =
-            (args.go_key_sha256.clone()).map(|digest| (std::io::BufReader::new(std::io::stdin()), digest));
-        let by = ferry_mover::wait_for_go(go, lines);
-        let at = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |since| since.as_millis() as u64);
-        (at, by)
-    };
-    let (go_at, outcome) = match &args.wait_for {
-        Some(go) if args.track_changes => {
-            let (went, outcome) = ferry_mover::standby(&opts, &track_options(), print_ready, || wait(go));
-            (Some(went), outcome)
-        }
-        Some(go) => (Some(wait(go)), ferry_mover::sync(&opts)),
-        None => (None, ferry_mover::sync(&opts)),
-    };
+    let result_file = args.result_file.clone().or_else(default_result_file);
+    // A ready file left from an earlier run would arm this standby before it is.
+    if let Some(path) = &args.ready_file
+        && let Err(e) = ready_file::clear(path)
+    {
+        eprintln!("ferry-mover: error: {}", ferry_mover::one_line(&e.to_string()));
+        return e.exit_code();
+    }
+    let (go_at, outcome) = run_pass(&args, &opts);
     let (code, json) = match outcome {
         Ok(r) => {
             let mut result = serde_json::to_value(&r).unwrap_or_default();
@@ -325,6 +329,47 @@ fn run_sync(args: SyncArgs) -> i32 {
         );
     }
     code
+}
+
+/// The pass, on standby first with --wait-for (then also when its go came, by the wall clock, and
+/// how: what the kubelet's delivery of it costs shows against the time it was given).
+fn run_pass(
+    args: &SyncArgs,
+    opts: &SyncOptions,
+) -> (
+    Option<(u64, ferry_mover::GoBy)>,
+    Result<ferry_mover::SyncReport, MoverError>,
+) {
+    let arm = |tracking: Option<&ferry_mover::Ready>| {
+        // The file before the line: whoever reads the line finds the standby armed.
+        if let Some(path) = &args.ready_file {
+            ready_file::create(path);
+        }
+        if let Some(ready) = tracking {
+            print_ready(ready);
+        }
+    };
+    let wait = |go: &Path| {
+        let lines =
+            (args.go_key_sha256.clone()).map(|digest| (std::io::BufReader::new(std::io::stdin()), digest));
+        let by = ferry_mover::wait_for_go(go, lines);
+        let at = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |since| since.as_millis() as u64);
+        (at, by)
+    };
+    match &args.wait_for {
+        Some(go) if args.track_changes => {
+            let ready = |ready: &ferry_mover::Ready| arm(Some(ready));
+            let (went, outcome) = ferry_mover::standby(opts, &track_options(), ready, || wait(go));
+            (Some(went), outcome)
+        }
+        Some(go) => {
+            arm(None);
+            (Some(wait(go)), ferry_mover::sync(opts))
+        }
+        None => (None, ferry_mover::sync(opts)),
+    }
 }
 
 /// The line a standby prints once it waits for its go (never a result or progress line: the

@@ -5,9 +5,11 @@
 //!
 //! Limits, because there is no container runtime: paths are mapped by rewriting the command line,
 //! the working directory and `FERRY_RESULT_FILE` (so a read-only mount is not enforced); only the
-//! first container runs; `restartPolicy` is treated as `Never`.
+//! first container runs; `restartPolicy` is treated as `Never`. A pod whose container has an exec
+//! readiness probe is Ready only once the probe passed (`probe`); any other once it runs.
 
 mod mounts;
+mod probe;
 mod status;
 
 use crate::{Error, MOVER_LABEL, REAL_NODES};
@@ -191,11 +193,7 @@ async fn start(executor: Arc<Executor>, pod: Arc<Pod>, pods: Api<Pod>) -> Result
         status::finish(&pods, &pod, None, 128, message).await?;
         return Ok(Action::await_change());
     }
-    if (argv[0] == "ferry-mover" || argv[0].ends_with("/ferry-mover"))
-        && let Some(bin) = &executor.mover_bin
-    {
-        argv[0] = bin.display().to_string();
-    }
+    local_mover(&mut argv, executor.mover_bin.as_deref());
     let mut command = command_for(
         &executor,
         &pod,
@@ -219,7 +217,16 @@ async fn start(executor: Arc<Executor>, pod: Arc<Pod>, pods: Api<Pod>) -> Result
         }
     };
     let started = status::now();
-    status::started(&pods, &pod, &started).await?;
+    let readiness = probe::of(&container, &mounts, executor.mover_bin.as_deref());
+    status::started(&pods, &pod, &started, readiness.is_none()).await?;
+    if let Some(readiness) = readiness {
+        tokio::spawn(probe::until_ready(
+            readiness,
+            executor.clone(),
+            pods.clone(),
+            pod.clone(),
+        ));
+    }
     tracing::info!(pod = %pod.name_any(), command = ?argv, "mover pod started");
 
     let (kill_tx, kill_rx) = oneshot::channel();
@@ -236,6 +243,15 @@ async fn start(executor: Arc<Executor>, pod: Arc<Pod>, pods: Api<Pod>) -> Result
         termination_file,
     ));
     Ok(Action::await_change())
+}
+
+/// The mover binary built here in place of the image's, where `argv` runs `ferry-mover`.
+fn local_mover(argv: &mut [String], mover_bin: Option<&Path>) {
+    if let (Some(first), Some(bin)) = (argv.first_mut(), mover_bin)
+        && (first == "ferry-mover" || first.ends_with("/ferry-mover"))
+    {
+        *first = bin.display().to_string();
+    }
 }
 
 /// The mover's process as the container asks: its command (the mover binary built here in place

@@ -62,6 +62,10 @@ pub enum ResizeAction {
         /// since the epoch): the final pass need not compare by content the files the clone
         /// holds unchanged (`ferry-mover sync --cloned-at`).
         cloned_at: Option<i64>,
+        /// A final mover on standby watches the source while the replica serves, so its pass
+        /// visits only what changed (`--track-changes`); it says it is armed through its pod's
+        /// Ready condition ([`crate::resize::MoverView::armed`]).
+        track_changes: bool,
     },
     /// Start a pod that measures the bytes in use on a claim (read-only).
     MeasureUsage { pod: String, claim: String },

@@ -27,7 +27,7 @@ mod volumes;
 
 use advance::advance;
 use measure::{measure_usage, usage_leftovers};
-use progress::{absorb_progress, absorb_result, result_milliseconds};
+use progress::{absorb_progress, absorb_result, count_final_pass, result_milliseconds};
 use reasons::reason_to_roll_back;
 pub use replica::unready_others;
 use replica::{finish, start_replica, stop_replica};
@@ -60,6 +60,9 @@ pub struct CopyContext<'a> {
     pub step_timeout_seconds: Option<i64>,
     /// A serving replica is taken down only while every other one is Ready (Rolling, `force` or not).
     pub quorum: bool,
+    /// A standby final mover tracks changes (`spec.mover.trackChanges`): the replica stops only
+    /// once it is armed, and its pass visits only what changed.
+    pub track_changes: bool,
 }
 
 /// Name of the temporary claim a row copies to.
@@ -116,6 +119,7 @@ impl<'a> CopyContext<'a> {
             // `force` only lets a resize start while not all replicas are Ready (the precheck):
             // it never lets a stop take a second replica down.
             quorum: spec.mode == Mode::Rolling,
+            track_changes: ferry_api::MoverSettings::tracks_changes(spec.mover.as_ref()),
         }
     }
 

@@ -279,6 +279,9 @@ pub struct MoverView {
     pub uid: String,
     /// A final mover waiting for its go (the replica's pod gone) before it makes its pass.
     pub awaiting_go: bool,
+    /// The pod's Ready condition: a standby tracking changes is Ready once its catch-up pass has
+    /// ended and it watches the source (its readiness probe), so the replica may stop.
+    pub armed: bool,
     /// Why the pod cannot run while it waits: unschedulable (no node fits, a zone the target
     /// class excludes), an image that cannot be pulled, a container that cannot be created.
     pub stuck: Option<String>,

@@ -165,6 +165,7 @@ async fn carry_out(
             pass,
             capabilities,
             cloned_at,
+            track_changes,
         } => {
             let placement = placement(ctx, resize, namespace).await?;
             let settings = resize.spec.mover.clone().unwrap_or_default();
@@ -182,6 +183,7 @@ async fn carry_out(
                 resources: settings.resources.or_else(|| ctx.resize.mover_resources.clone()),
                 capabilities: capabilities.clone(),
                 cloned_at: *cloned_at,
+                track_changes: *track_changes,
             };
             let mut mover = objects::mover_pod(&Owner::of(resize), pod, &placement, &copy);
             let key = (copy.pass == Pass::Final)

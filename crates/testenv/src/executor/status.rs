@@ -29,21 +29,40 @@ fn container_name(pod: &Pod) -> (String, String) {
         .unwrap_or_default()
 }
 
-pub async fn started(pods: &Api<Pod>, pod: &Pod, at: &Time) -> Result<(), Error> {
+/// Records the start: Running, and Ready unless a readiness probe has yet to pass (`probe`).
+pub async fn started(pods: &Api<Pod>, pod: &Pod, at: &Time, ready: bool) -> Result<(), Error> {
     let (name, image) = container_name(pod);
     let patch = json!({"status": {
         "phase": "Running",
         "startTime": at,
         "hostIP": "10.0.0.2",
         "podIP": "10.244.0.2",
-        "conditions": conditions(true, at),
+        "conditions": conditions(ready, at),
         "containerStatuses": [{
-            "name": name, "image": image, "imageID": "", "ready": true, "started": true, "restartCount": 0,
+            "name": name, "image": image, "imageID": "", "ready": ready, "started": true, "restartCount": 0,
             "state": {"running": {"startedAt": at}},
         }],
     }});
     pods.patch_status(&pod.name_any(), &PatchParams::default(), &Patch::Merge(patch))
         .await?;
+    Ok(())
+}
+
+/// Marks a Running pod Ready (its readiness probe passed). The patch tests the phase first, so a pod
+/// whose end was recorded meanwhile is left as it is (the patch fails).
+pub async fn ready(pods: &Api<Pod>, pod: &Pod) -> Result<(), Error> {
+    let patch: json_patch::Patch = serde_json::from_value(json!([
+        {"op": "test", "path": "/status/phase", "value": "Running"},
+        {"op": "replace", "path": "/status/conditions", "value": conditions(true, &now())},
+        {"op": "replace", "path": "/status/containerStatuses/0/ready", "value": true},
+    ]))
+    .map_err(|e| Error::Setup(format!("readiness patch: {e}")))?;
+    pods.patch_status(
+        &pod.name_any(),
+        &PatchParams::default(),
+        &Patch::Json::<()>(patch),
+    )
+    .await?;
     Ok(())
 }
 

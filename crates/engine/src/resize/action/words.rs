@@ -202,6 +202,7 @@ mod tests {
                     pass: Pass::Warm,
                     capabilities: vec!["DAC_OVERRIDE".into()],
                     cloned_at: None,
+                    track_changes: false,
                 },
                 "data-db-0-ferry-1a2b-warm",
             ),
@@ -267,6 +268,7 @@ mod tests {
                 pass: Pass::Final,
                 capabilities: Vec::new(),
                 cloned_at: None,
+                track_changes: true,
             },
             ResizeAction::MeasureUsage {
                 pod: name(),

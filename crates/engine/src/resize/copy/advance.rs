@@ -110,12 +110,11 @@ fn advance_row(
     // A pod that started on the old claim after the final sync would write what the copy lacks.
     let replica_absent = !observed.pods.contains_key(&ctx.pod(row.replica));
     if (final_done && replica_absent) || swapping {
-        let copied = absorb_result(&mut status.plan[i], final_mover.and_then(|m| m.result.as_deref()));
+        let result = final_mover.and_then(|m| m.result.as_deref());
+        let copied = absorb_result(&mut status.plan[i], result);
         // Counted once, when the swap begins (the step is recorded before acting).
         if !swapping && let Some(copied) = copied {
-            let row = &mut status.plan[i];
-            row.bytes_copied = Some(row.bytes_copied.unwrap_or(0) + copied);
-            row.final_bytes_copied = Some(copied);
+            count_final_pass(&mut status.plan[i], copied, result);
         }
         status.plan[i].step = Some(RowStep::Swapping);
         step.actions.extend(swap(ctx, &status.plan[i], observed, now));
@@ -145,7 +144,7 @@ fn advance_row(
         return;
     }
     if let Some(mover) = final_mover {
-        final_mover_at(&mut status.plan[i], mover, &final_name, replica_absent, step);
+        final_mover_at(ctx, &mut status.plan[i], mover, replica_absent, step);
         return;
     }
     // A clone is the warm copy: the final mover's start (on standby) has it made.
@@ -197,13 +196,17 @@ fn clone_held_back(
 /// A row whose final mover exists: its go once the replica's pod is gone; while a pod of the
 /// replica exists, a standby that already began its pass is started again.
 fn final_mover_at(
+    ctx: &CopyContext,
     row: &mut VolumePlan,
     mover: &MoverView,
-    final_name: &str,
     replica_absent: bool,
     step: &mut BatchStep,
 ) {
     let who = &step.who;
+    let final_name = &ctx.mover(row, Pass::Final);
+    // A standby tracking changes is armed once it has caught up and watches; one that does not,
+    // once it runs.
+    let armed = mover.armed || !ctx.track_changes;
     if replica_absent {
         // The replica's pod is gone: nothing writes to the source any more.
         if mover.awaiting_go {
@@ -217,7 +220,8 @@ fn final_mover_at(
         step.summary = format!("final sync of {who} (stopped)");
         return;
     }
-    step.ready_to_stop &= mover.awaiting_go && mover.phase == MoverPhase::Running;
+    // Stopped before its standby is armed, the replica's downtime would hold the catch-up pass.
+    step.ready_to_stop &= mover.awaiting_go && mover.phase == MoverPhase::Running && armed;
     if !mover.awaiting_go {
         // Its pass began (or ended) while a pod of the replica exists: the copy may lack that
         // pod's writes. Another final mover makes the pass once it is gone.
@@ -225,6 +229,8 @@ fn final_mover_at(
         step.summary = format!("a pod of {who} came back during its final sync; starting it again");
     } else if mover.phase != MoverPhase::Running {
         step.summary = format!("starting the final mover of {who} before stopping it");
+    } else if !armed {
+        step.summary = format!("the final mover of {who} catches up with its source before the stop");
     }
 }
 
@@ -249,6 +255,7 @@ fn warm_copy_pending(
                 pass: Pass::Warm,
                 capabilities: capabilities::of_row(row),
                 cloned_at: None,
+                track_changes: false,
             });
             row.step = Some(RowStep::WarmCopy);
             true
@@ -334,6 +341,8 @@ fn start_final_mover(
         pass: Pass::Final,
         capabilities: capabilities::of_row(row),
         cloned_at,
+        // A replica already going writes little more: one walk is the whole pass.
+        track_changes: ctx.track_changes && pod_running(ctx, observed, row.replica),
     });
     if replica_present {
         step.ready_to_stop = false;

@@ -48,6 +48,24 @@ pub(super) fn absorb_result(row: &mut VolumePlan, result: Option<&str>) -> Optio
     Some(result.bytes_copied)
 }
 
+/// Counts the final pass (`copied` bytes, its `result`) in the row, once.
+pub(super) fn count_final_pass(row: &mut VolumePlan, copied: u64, result: Option<&str>) {
+    row.bytes_copied = Some(row.bytes_copied.unwrap_or(0) + copied);
+    row.final_bytes_copied = Some(copied);
+    absorb_final_walk(row, result);
+}
+
+/// Takes from a final mover's result how its pass found what to copy: whether it used its change
+/// record, and how many source entries it read. Its `digest` is not read: a pass that used the
+/// record leaves it empty (the tree was not read whole), and the mover verified what it wrote.
+fn absorb_final_walk(row: &mut VolumePlan, result: Option<&str>) {
+    let Some(result) = result.and_then(|text| serde_json::from_str::<SyncResult>(text).ok()) else {
+        return;
+    };
+    row.final_change_tracking = result.change_tracking;
+    row.final_entries_visited = result.entries_visited;
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -62,5 +80,18 @@ mod tests {
         assert!(!is_result_line(failure));
         assert!(!is_result_line("ferry-mover: error: target full"));
         assert!(!is_result_line(""));
+    }
+
+    /// A final pass that used its change record has an empty digest: still its result.
+    #[test]
+    fn a_tracked_final_result_is_a_result_and_says_how_it_walked() {
+        let result = r#"{"files":2000,"bytes":10,"bytesCopied":3,"deleted":0,"digest":"","seconds":0.1,"verify":"checksum","warnings":0,"filesCopied":1,"metadataFixed":0,"bytesCompared":0,"changeTracking":"used","entriesVisited":4}"#;
+        assert!(is_result_line(result));
+        let mut row = VolumePlan::default();
+        assert_eq!(absorb_result(&mut row, Some(result)), Some(3));
+        absorb_final_walk(&mut row, Some(result));
+        assert_eq!(row.final_change_tracking.as_deref(), Some("used"));
+        assert_eq!(row.final_entries_visited, Some(4));
+        assert_eq!(row.files_total, Some(2000));
     }
 }

@@ -75,6 +75,13 @@ struct Cluster {
     mover_cloned_at: Vec<(String, Option<i64>)>,
     /// Each mover pod's source and target claims.
     mover_claims: BTreeMap<String, (String, String)>,
+    /// Ticks a final mover tracking changes takes for its catch-up pass before it is armed (its
+    /// pod Ready).
+    catch_up_ticks: u32,
+    /// Tracking standbys still catching up, with the ticks they have left.
+    catching_up: BTreeMap<String, u32>,
+    /// Every final mover started, and whether it was asked to track changes.
+    final_tracking: Vec<(String, bool)>,
 }
 
 impl World for Cluster {
@@ -140,6 +147,9 @@ impl Cluster {
             mover_capabilities: Vec::new(),
             mover_cloned_at: Vec::new(),
             mover_claims: BTreeMap::new(),
+            catch_up_ticks: 1,
+            catching_up: BTreeMap::new(),
+            final_tracking: Vec::new(),
         };
         cluster.observed.stateful_set = Some(StatefulSetView {
             ready_replicas: REPLICAS,
@@ -290,6 +300,14 @@ impl Cluster {
                 self.binding.push(claim.clone());
             }
         }
+        // A standby's readiness probe passes once its catch-up pass has ended.
+        for (pod, left) in std::mem::take(&mut self.catching_up) {
+            if left > 0 {
+                self.catching_up.insert(pod, left - 1);
+            } else if let Some(mover) = self.observed.movers.get_mut(&pod) {
+                mover.armed = true;
+            }
+        }
         for (pod, (left, phase)) in std::mem::take(&mut self.finishing) {
             if left > 0 {
                 self.finishing.insert(pod, (left - 1, phase));
@@ -429,9 +447,13 @@ impl Cluster {
                 pass,
                 capabilities,
                 cloned_at,
+                track_changes,
             } => {
                 self.mover_capabilities.push(capabilities.clone());
                 self.mover_cloned_at.push((pod.clone(), *cloned_at));
+                if *pass == Pass::Final {
+                    self.final_tracking.push((pod.clone(), *track_changes));
+                }
                 let copied = if *pass == Pass::Warm { 1000 } else { 10 };
                 let mut seconds = 0.5;
                 if *pass == Pass::Warm && !self.observed.movers.contains_key(pod) {
@@ -439,8 +461,14 @@ impl Cluster {
                     seconds = self.warm_seconds.get(*started).copied().unwrap_or(0.5);
                     *started += 1;
                 }
+                // A pass that used its change record read a few entries and has no digest.
+                let walk = if *track_changes {
+                    r#","digest":"","changeTracking":"used","entriesVisited":3"#
+                } else {
+                    r#","digest":"d1","entriesVisited":10"#
+                };
                 let result = Some(format!(
-                    r#"{{"files":10,"bytes":1000,"bytesCopied":{copied},"seconds":{seconds}}}"#
+                    r#"{{"files":10,"bytes":1000,"bytesCopied":{copied},"seconds":{seconds}{walk}}}"#
                 ));
                 let created = Some(Time(Timestamp::from_second(self.clock).unwrap()));
                 // A final mover no node can take waits forever, saying why.
@@ -476,10 +504,15 @@ impl Cluster {
                         phase: MoverPhase::Running,
                         uid,
                         awaiting_go: *pass == Pass::Final,
+                        // Without a readiness probe a pod is Ready once its container runs.
+                        armed: !*track_changes,
                         result,
                         created,
                         ..MoverView::default()
                     };
+                    if *track_changes {
+                        self.catching_up.insert(pod.clone(), self.catch_up_ticks);
+                    }
                     self.observed.movers.insert(pod.clone(), running);
                     self.mover_claims
                         .insert(pod.clone(), (source.clone(), target.clone()));
@@ -526,6 +559,7 @@ impl Cluster {
                 if self.observed.movers.get(pod).is_some_and(same) {
                     self.observed.movers.remove(pod);
                     self.finishing.remove(pod);
+                    self.catching_up.remove(pod);
                 }
             }
             ResizeAction::StartFinalPass { pod, uid } => {
@@ -2046,6 +2080,7 @@ fn offline_starts_final_movers_only_after_the_stop() {
             if let ResizeAction::StartMover {
                 source,
                 pass: Pass::Final,
+                track_changes,
                 ..
             } = action
             {
@@ -2053,6 +2088,12 @@ fn offline_starts_final_movers_only_after_the_stop() {
                 assert!(
                     cluster.observed.pods.get(pod).is_none_or(|p| p.deleting),
                     "{}: final mover of {pod} started while it serves",
+                    decision.summary
+                );
+                // Nothing writes to the source any more: one walk is the whole pass.
+                assert!(
+                    !track_changes,
+                    "{}: {pod} tracks changes after its stop",
                     decision.summary
                 );
             }
@@ -2093,5 +2134,77 @@ fn warm_passes_repeat_while_they_converge_with_the_operator_killed_after_any_act
             // A crash may cost a pass again, never a pass counted twice (assert_copied).
             assert_copied(&cluster, &status);
         }
+    }
+}
+
+/// The final mover of `replica`, if it exists.
+fn final_mover_of(cluster: &Cluster, replica: &str) -> Option<MoverView> {
+    let name = format!("data-{replica}-ferry-{SUFFIX}-final");
+    cluster.observed.movers.get(&name).cloned()
+}
+
+/// With change tracking (the default), a replica is stopped only once its standby final mover has
+/// caught up and says so (its pod Ready), never while it still catches up; its final pass then
+/// visits only what changed, and the row says so.
+#[test]
+fn a_replica_stops_only_once_its_tracking_standby_is_armed() {
+    let mut cluster = Cluster::new();
+    cluster.catch_up_ticks = 4;
+    let (mut stops, mut held) = (0, 0);
+    let mut check = |decision: &Decision, cluster: &Cluster| {
+        for replica in (0..REPLICAS).map(|r| format!("db-{r}")) {
+            let standby = final_mover_of(cluster, &replica);
+            let catching_up = standby.as_ref().is_some_and(|m| m.awaiting_go && !m.armed);
+            if catching_up && cluster.observed.pods.contains_key(&replica) {
+                held += 1;
+            }
+        }
+        for action in &decision.actions {
+            if let ResizeAction::EvictPod { pod, .. } = action {
+                stops += 1;
+                let standby = final_mover_of(cluster, pod);
+                assert!(
+                    standby.is_some_and(|m| m.armed && m.phase == MoverPhase::Running),
+                    "{}: {pod} stopped before its standby was armed",
+                    decision.summary
+                );
+            }
+        }
+    };
+    let (status, _) = drive(&resize(), &mut cluster, planned(), None, 500, &mut check);
+    assert_copied(&cluster, &status);
+    assert_eq!(stops, REPLICAS, "each replica stopped once");
+    assert!(held > 0, "no standby was ever seen catching up");
+    assert!(cluster.final_tracking.iter().all(|(_, tracks)| *tracks));
+    for row in &status.plan {
+        assert_eq!(
+            row.final_change_tracking.as_deref(),
+            Some("used"),
+            "{}",
+            row.claim_name
+        );
+        assert_eq!(row.final_entries_visited, Some(3), "{}", row.claim_name);
+    }
+}
+
+/// `trackChanges: false`: the standby is not asked to track, the replica stops once it runs, and
+/// the row records a final pass that walked the whole tree.
+#[test]
+fn without_change_tracking_the_final_pass_walks_whole() {
+    let mut cluster = Cluster::new();
+    cluster.catch_up_ticks = 1000;
+    let untracked = resize().with(|spec| {
+        spec.mover = Some(MoverSettings {
+            track_changes: Some(false),
+            ..MoverSettings::default()
+        });
+    });
+    let (status, _) = drive(&untracked, &mut cluster, planned(), None, 500, &mut |_, _| {});
+    assert_copied(&cluster, &status);
+    assert!(!cluster.final_tracking.is_empty());
+    assert!(cluster.final_tracking.iter().all(|(_, tracks)| !tracks));
+    for row in &status.plan {
+        assert_eq!(row.final_change_tracking, None, "{}", row.claim_name);
+        assert_eq!(row.final_entries_visited, Some(10), "{}", row.claim_name);
     }
 }

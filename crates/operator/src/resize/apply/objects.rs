@@ -27,6 +27,7 @@ use kube::{Resource, ResourceExt};
 use serde_json::json;
 use std::collections::BTreeMap;
 
+mod standby;
 #[cfg(test)]
 mod tests;
 
@@ -135,6 +136,15 @@ pub struct CopyJob<'a> {
     pub capabilities: Vec<String>,
     /// The target is a CSI clone of the source whose claim was made then (seconds since the epoch).
     pub cloned_at: Option<i64>,
+    /// A final mover on standby watches the source and says when it is armed (`standby`).
+    pub track_changes: bool,
+}
+
+impl CopyJob<'_> {
+    /// A final mover that tracks changes on standby and says through a probe when it is armed.
+    fn tracks_changes(&self) -> bool {
+        self.pass == Pass::Final && self.track_changes
+    }
 }
 
 /// The mover's command line for `copy`.
@@ -186,6 +196,10 @@ pub fn mover_command(copy: &CopyJob) -> Vec<String> {
         command.push("--strict".to_string());
         command.extend(["--wait-for".to_string(), format!("{SIGNAL_DIR}/{SIGNAL_FILE}")]);
     }
+    // While the replica still serves: its final pass then visits only what changed.
+    if copy.tracks_changes() {
+        command.extend(standby::command_args());
+    }
     command
 }
 
@@ -225,12 +239,17 @@ pub fn mover_pod(owner: &Owner, name: &str, placement: &Placement, copy: &CopyJo
         });
         volumes.push(signal_volume());
     }
+    if copy.tracks_changes() {
+        mounts.push(standby::mount());
+        volumes.push(standby::volume());
+    }
     let container = Container {
         name: MOVER_CONTAINER.to_string(),
         command: Some(mover_command(copy)),
         resources: copy.resources.clone(),
         security_context: Some(container_security(&copy.capabilities)),
         volume_mounts: Some(mounts),
+        readiness_probe: copy.tracks_changes().then(standby::readiness_probe),
         ..Container::default()
     };
     let mut pod = ferry_pod(owner, name, pass, placement, container, volumes);

@@ -330,6 +330,8 @@ fn mover_view(pod: &Pod) -> MoverView {
         phase,
         uid: pod.uid().unwrap_or_default(),
         awaiting_go,
+        // A standby tracking changes turns Ready (its readiness probe) once it has caught up.
+        armed: ferry_engine::pods::ready(pod),
         result: message,
         progress: None,
         stuck: stuck_reason(pod),
@@ -426,6 +428,20 @@ mod tests {
             MoverPhase::Succeeded
         );
         assert_eq!(mover_view(&pod("Pending", None)).phase, MoverPhase::Waiting);
+    }
+
+    /// A standby is armed when its pod is Ready (its readiness probe passed), not merely running.
+    #[test]
+    fn a_mover_is_armed_when_its_pod_is_ready() {
+        let mut running = pod("Running", None);
+        assert!(!mover_view(&running).armed);
+        let conditions =
+            |ready: &str| serde_json::from_value(json!([{"type": "Ready", "status": ready}])).unwrap();
+        let status = running.status.as_mut().unwrap();
+        status.conditions = Some(conditions("False"));
+        assert!(!mover_view(&running).armed);
+        running.status.as_mut().unwrap().conditions = Some(conditions("True"));
+        assert!(mover_view(&running).armed);
     }
 
     fn budget(selector: serde_json::Value) -> PodDisruptionBudget {

@@ -60,6 +60,7 @@ fn final_copy() -> CopyJob<'static> {
         // (Data of other owners: the planner chose these from what was measured.)
         capabilities: vec!["CHOWN".into(), "FOWNER".into(), "DAC_OVERRIDE".into()],
         cloned_at: None,
+        track_changes: false,
     }
 }
 
@@ -277,6 +278,59 @@ fn the_mover_command_follows_the_copy_settings() {
             "/signal/go"
         ]
     );
+}
+
+/// A final mover tracking changes watches the source on standby and is Ready once it has caught
+/// up: its probe checks the file it creates then, on a volume of its own (the root file system is
+/// read-only). Nothing of that on a final mover that does not track, or on a warm one.
+#[test]
+fn a_tracking_final_mover_says_through_its_readiness_probe_when_it_is_armed() {
+    let tracking = CopyJob {
+        track_changes: true,
+        ..final_copy()
+    };
+    let command = mover_command(&tracking);
+    assert_eq!(
+        command[command.len() - 6..],
+        [
+            "--strict",
+            "--wait-for",
+            "/signal/go",
+            "--track-changes",
+            "--ready-file",
+            "/ready/armed"
+        ]
+    );
+    let pod = serde_json::to_value(mover_pod(&owner(), "f", &placed(), &tracking)).unwrap();
+    let container = &pod["spec"]["containers"][0];
+    assert_eq!(
+        container["readinessProbe"],
+        json!({"exec": {"command": ["ferry-mover", "ready", "/ready/armed"]},
+               "periodSeconds": 1, "timeoutSeconds": 1, "successThreshold": 1, "failureThreshold": 1})
+    );
+    assert!(
+        container["volumeMounts"]
+            .as_array()
+            .unwrap()
+            .contains(&json!({"name": "ready", "mountPath": "/ready"}))
+    );
+    assert!(
+        pod["spec"]["volumes"]
+            .as_array()
+            .unwrap()
+            .contains(&json!({"name": "ready", "emptyDir": {"medium": "Memory", "sizeLimit": "1Mi"}}))
+    );
+    let warm = CopyJob {
+        pass: Pass::Warm,
+        ..tracking
+    };
+    for copy in [final_copy(), warm] {
+        let pod = mover_pod(&owner(), "m", &placed(), &copy);
+        assert_eq!(spec(&pod).containers[0].readiness_probe, None, "{:?}", copy.pass);
+        assert!(!mover_command(&copy).contains(&"--track-changes".to_string()));
+        let volumes = spec(&pod).volumes.as_ref().unwrap();
+        assert!(volumes.iter().all(|v| v.name != "ready"));
+    }
 }
 
 #[test]
