@@ -34,9 +34,11 @@ async fn failed_verification_rolls_the_replica_back_with_data_intact() {
     let volumes: Api<PersistentVolume> = Api::all(harness.client.clone());
 
     // No warm copy: the failure comes in the final pass, with the replica stopped and the
-    // StatefulSet deleted — the hardest point to roll back from.
-    let spec =
-        json!({"statefulSetName": "db", "warmCopy": false, "volumes": [{"name": "data", "size": "512Mi"}]});
+    // StatefulSet deleted — the hardest point to roll back from. Without change tracking, so the
+    // final pass itself writes every file (a tracking standby's catch-up pass, which takes no
+    // test hook, would have written them before the stop).
+    let spec = json!({"statefulSetName": "db", "warmCopy": false, "mover": {"trackChanges": false},
+        "volumes": [{"name": "data", "size": "512Mi"}]});
     harness.create_resize("copy", spec).await;
     let resize = harness
         .wait_terminal("copy", "the copy to fail and roll back", 120)
