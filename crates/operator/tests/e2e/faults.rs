@@ -6,6 +6,7 @@
 
 use crate::real_node::{assert_nothing_lost, wait_phase, writer_with};
 use crate::support::Harness;
+use crate::support::disruption::DisruptionOracle;
 use crate::support::down_webhook::DownWebhook;
 use ferry_api::names::LABEL_MOVER_PASS;
 use ferry_api::{Phase, RowStep, VolumeResize};
@@ -148,6 +149,7 @@ async fn a_target_filled_in_the_warm_pass_rolls_back_without_stopping_the_replic
     // 40 MiB in use passes the shrink check for 64Mi (ext4 leaves about 54 MiB of it).
     let seeds = writer_with(&harness, 1, CLASS_BLOCK_FIXED, "256Mi", 40 << 10, 0).await;
     let serving = harness.pod_uids("db").await;
+    let oracle = DisruptionOracle::start(harness.ns.api(), "db", 1).await;
     let claims: Api<PersistentVolumeClaim> = harness.ns.api();
     let source = claims
         .get("data-db-0")
@@ -206,6 +208,8 @@ async fn a_target_filled_in_the_warm_pass_rolls_back_without_stopping_the_replic
         serving,
         "the replica was never stopped"
     );
+    // Nor ever unavailable, as the watch saw it.
+    oracle.assert_at_most(0).await;
     let dir = claim_directory(&claims, &volumes, "data-db-0").await.unwrap();
     assert!(std::fs::read(dir.join("grown-after-the-precheck")).unwrap() == grown);
     harness.finish().await;
