@@ -120,8 +120,10 @@ mod tests {
                 std::thread::sleep(Duration::from_millis(200));
                 std::fs::write(&path, "  \n").unwrap();
                 std::thread::sleep(Duration::from_millis(200));
+                // Taken before the write: the waiter may see "go" before this thread runs again.
+                let writing = Instant::now();
                 std::fs::write(&path, "go").unwrap();
-                Instant::now()
+                writing
             })
         };
         let started = Instant::now();
@@ -129,7 +131,7 @@ mod tests {
         let returned = Instant::now();
         let written = writer.join().unwrap();
         assert_eq!(by, GoBy::File);
-        assert!(returned >= written, "returned before the go was written");
+        assert!(returned >= written, "returned before the go was being written");
         assert!(returned.duration_since(started) >= Duration::from_millis(400));
     }
 
