@@ -52,9 +52,7 @@ pub fn plan(input: Input, observation: &Observation) -> Decision {
         .collect();
     let mut actions = Vec::new();
     let mut problems = input.problems;
-    let members_ready = observed.iter().all(|sts| {
-        !sts.exists || (sts.ready >= sts.replicas.min(sts.live_replicas) && sts.unavailable.is_empty())
-    });
+    let members_ready = observed.iter().all(|sts| sts.members_down() == 0);
     let taken = ests
         .status
         .as_ref()

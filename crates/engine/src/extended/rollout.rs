@@ -106,6 +106,26 @@ pub struct Observed {
     pub unavailable: Vec<i32>,
 }
 
+impl Observed {
+    /// Its live partition within its replicas (0 for one not made yet, which starts on the version).
+    fn held_partition(&self) -> i32 {
+        if self.exists {
+            self.partition.clamp(0, self.replicas)
+        } else {
+            0
+        }
+    }
+
+    /// Members down now: from its status's Ready count or its pods, whichever says more.
+    pub(super) fn members_down(&self) -> i32 {
+        if !self.exists {
+            return 0;
+        }
+        let by_status = self.replicas.min(self.live_replicas) - self.ready;
+        by_status.max(i32::try_from(self.unavailable.len()).unwrap_or(i32::MAX))
+    }
+}
+
 /// What to do now.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Plan {
@@ -135,14 +155,7 @@ fn hold_all(observed: &[Observed]) -> Vec<(String, i32)> {
 fn held(observed: &[Observed]) -> Vec<(String, i32)> {
     observed
         .iter()
-        .map(|sts| {
-            let partition = if sts.exists {
-                sts.partition.clamp(0, sts.replicas)
-            } else {
-                0
-            };
-            (sts.name.clone(), partition)
-        })
+        .map(|sts| (sts.name.clone(), sts.held_partition()))
         .collect()
 }
 
@@ -153,28 +166,15 @@ fn held(observed: &[Observed]) -> Vec<(String, i32)> {
 fn one_more(plan: &mut Plan, observed: &[Observed], limit: i32) {
     let not_ready: Vec<&str> = observed
         .iter()
-        .filter(|sts| {
-            sts.exists && (sts.ready < sts.replicas.min(sts.live_replicas) || !sts.unavailable.is_empty())
-        })
+        .filter(|sts| sts.members_down() > 0)
         .map(|sts| sts.name.as_str())
         .collect();
-    let down: i32 = observed
-        .iter()
-        .filter(|sts| sts.exists)
-        .map(|sts| {
-            (sts.replicas.min(sts.live_replicas) - sts.ready)
-                .max(i32::try_from(sts.unavailable.len()).unwrap_or(i32::MAX))
-        })
-        .sum();
+    let down: i32 = observed.iter().map(Observed::members_down).sum();
     let updated: i32 = observed.iter().map(|sts| sts.updated.min(sts.replicas)).sum();
     let mut decided = updated >= limit;
     let mut partitions = Vec::new();
     for sts in observed {
-        let partition = if sts.exists {
-            sts.partition.clamp(0, sts.replicas)
-        } else {
-            0
-        };
+        let partition = sts.held_partition();
         let settled = !sts.exists || sts.updated_ready >= sts.replicas - partition;
         let finished = partition == 0 && settled;
         let mut next = partition;
