@@ -289,6 +289,25 @@ pub struct VolumeResizeStatus {
     pub finished_at: Option<Time>,
 }
 
+/// How long each step of a copy's downtime took, in milliseconds, from the step's start to the
+/// reconcile that saw it done (so each holds up to one reconcile's latency).
+#[derive(Deserialize, Serialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct DowntimeSteps {
+    /// From the decision to stop the replica until its pod was gone and the final pass began.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stopping_replica: Option<i64>,
+    /// The final pass (sync and verification) while the replica was down.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub final_sync: Option<i64>,
+    /// Re-binding the claim to the new volume.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub swapping: Option<i64>,
+    /// From the claim bound to the new volume until the replica's new pod was Ready.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub starting_replica: Option<i64>,
+}
+
 /// How one PVC (one replica × one volume) changes, and how far it got.
 #[derive(Deserialize, Serialize, Clone, Debug, Default, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
@@ -402,6 +421,9 @@ pub struct VolumePlan {
     /// saw a new pod Ready.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub downtime_milliseconds: Option<i64>,
+    /// What the replica's downtime was made of (copy): how long each step it was down for took.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub downtime_steps: Option<DowntimeSteps>,
     /// UID of the pod Ferry deleted to let the kubelet finish a file-system resize, so a restart
     /// happens once even if the operator restarts.
     #[serde(default, skip_serializing_if = "Option::is_none")]

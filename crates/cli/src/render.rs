@@ -559,7 +559,33 @@ fn plan_section(out: &mut String, status: &VolumeResizeStatus, style: Style) {
                 row.message.as_deref().unwrap_or_default()
             );
         }
+        for row in &status.plan {
+            if let Some(line) = downtime_line(row) {
+                let _ = writeln!(out, "  {}: {line}", row.claim_name);
+            }
+        }
     }
+}
+
+/// A copied replica's downtime and what it was made of, e.g. `down 3.18s (stopping the replica
+/// 1.20s, final sync 0.40s, swap 0.30s, start until Ready 1.28s)`.
+fn downtime_line(row: &VolumePlan) -> Option<String> {
+    let seconds = |ms: i64| format!("{:.2}s", ms as f64 / 1000.0);
+    let down = row.downtime_milliseconds?;
+    let steps = row.downtime_steps.clone().unwrap_or_default();
+    let parts: Vec<String> = [
+        ("stopping the replica", steps.stopping_replica),
+        ("final sync", steps.final_sync),
+        ("swap", steps.swapping),
+        ("start until Ready", steps.starting_replica),
+    ]
+    .into_iter()
+    .filter_map(|(what, ms)| Some(format!("{what} {}", seconds(ms?))))
+    .collect();
+    Some(match parts.is_empty() {
+        true => format!("down {}", seconds(down)),
+        false => format!("down {} ({})", seconds(down), parts.join(", ")),
+    })
 }
 
 fn conditions_section(out: &mut String, status: &VolumeResizeStatus, now: Timestamp, style: Style) {
@@ -839,6 +865,22 @@ mod tests {
         ] {
             assert!(out.contains(part), "missing {part:?} in\n{out}");
         }
+    }
+
+    #[test]
+    fn describe_says_what_a_copied_replica_was_down_for() {
+        let r = resize(json!({"phase": "Succeeded", "plan": [
+            {"replica": 0, "volume": "data", "claimName": "data-db-0", "strategy": "Copy", "targetSize": "2Gi",
+             "downtimeMilliseconds": 3180, "downtimeSteps": {"stoppingReplica": 1200, "finalSync": 400,
+             "swapping": 300, "startingReplica": 1280}},
+            {"replica": 1, "volume": "data", "claimName": "data-db-1", "strategy": "Copy", "targetSize": "2Gi",
+             "downtimeMilliseconds": 2000}]}));
+        let out = describe_text(&r, &[], now(), Style::PLAIN);
+        assert!(
+            out.contains("data-db-0: down 3.18s (stopping the replica 1.20s, final sync 0.40s, swap 0.30s, start until Ready 1.28s)"),
+            "{out}"
+        );
+        assert!(out.contains("data-db-1: down 2.00s\n"), "{out}");
     }
 
     #[test]

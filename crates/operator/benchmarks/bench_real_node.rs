@@ -665,6 +665,7 @@ async fn resize(
         "downtimeMs": ms(Some(down), ready),
         "writerGapMs": writer_gap,
         "downtimeMsStatus": done.status.as_ref().and_then(|s| s.plan.first()?.downtime_milliseconds),
+        "downtimeStepsStatus": done.status.as_ref().and_then(|s| s.plan.first()?.downtime_steps.clone()),
         "cloned": done.status.as_ref().and_then(|s| s.plan.first()?.cloned),
         "moverBytes": done.status.as_ref().and_then(|s| s.plan.first()?.bytes_copied),
         "finalPass": {"seconds": result["seconds"], "bytes": result["bytes"], "files": result["files"],

@@ -1,7 +1,7 @@
 //! When each row entered its step, and how long the steps it left took (for the step-duration
 //! metric). Pure: the operator stamps the planner's new status with it before writing.
 
-use ferry_api::{RowStep, VolumeResizeStatus};
+use ferry_api::{DowntimeSteps, RowStep, VolumePlan, VolumeResizeStatus};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime;
 
 /// A step a row has just left, and how long it was in it.
@@ -27,15 +27,33 @@ pub fn stamp_steps(
             continue;
         }
         if let (Some(step), Some(since)) = (old_step, before.and_then(|old| old.step_started_at.as_ref())) {
-            let seconds = now.0.duration_since(since.0).as_secs_f64();
-            finished.push(FinishedStep {
-                step,
-                seconds: seconds.max(0.0),
-            });
+            let seconds = now.0.duration_since(since.0).as_secs_f64().max(0.0);
+            record_downtime_step(row, step, seconds);
+            finished.push(FinishedStep { step, seconds });
         }
         row.step_started_at = row.step.map(|_| now.clone());
     }
     finished
+}
+
+/// Keeps how long `step` took on the row when it is one of a copy's downtime steps (status
+/// `downtimeSteps`): what a replica's downtime was made of, per replica, without the operator's log.
+fn record_downtime_step(row: &mut VolumePlan, step: RowStep, seconds: f64) {
+    fn slot(steps: &mut DowntimeSteps, step: RowStep) -> Option<&mut Option<i64>> {
+        match step {
+            RowStep::StoppingReplica => Some(&mut steps.stopping_replica),
+            RowStep::FinalSync => Some(&mut steps.final_sync),
+            RowStep::Swapping => Some(&mut steps.swapping),
+            RowStep::StartingReplica => Some(&mut steps.starting_replica),
+            _ => None,
+        }
+    }
+    let mut steps = row.downtime_steps.clone().unwrap_or_default();
+    if let Some(milliseconds) = slot(&mut steps, step) {
+        // A step entered twice (an operator restart re-deciding it) adds up.
+        *milliseconds = Some(milliseconds.unwrap_or(0) + (seconds * 1000.0).round() as i64);
+        row.downtime_steps = Some(steps);
+    }
 }
 
 #[cfg(test)]
@@ -81,6 +99,34 @@ mod tests {
         let mut next = previous.clone();
         assert!(stamp_steps(&previous, &mut next, &at(9_000)).is_empty());
         assert_eq!(next, previous);
+    }
+
+    #[test]
+    fn the_steps_of_a_downtime_are_kept_on_the_row_and_the_others_are_not() {
+        let walk = [
+            (RowStep::WarmCopy, 0),
+            (RowStep::StoppingReplica, 10_000),
+            (RowStep::FinalSync, 12_250),
+            (RowStep::Swapping, 13_000),
+            (RowStep::StartingReplica, 13_400),
+            (RowStep::Copied, 15_900),
+        ];
+        let mut current = status(Some(walk[0].0), Some(at(walk[0].1)));
+        for &(step, millis) in &walk[1..] {
+            let mut next = current.clone();
+            next.plan[0].step = Some(step);
+            stamp_steps(&current, &mut next, &at(millis));
+            current = next;
+        }
+        assert_eq!(
+            current.plan[0].downtime_steps,
+            Some(DowntimeSteps {
+                stopping_replica: Some(2_250),
+                final_sync: Some(750),
+                swapping: Some(400),
+                starting_replica: Some(2_500),
+            })
+        );
     }
 
     #[test]

@@ -151,6 +151,18 @@ async fn run_copy(harness: &Harness, before: &Before, spec: serde_json::Value) -
         );
         assert_eq!(row.downtime_seconds, Some((downtime + 500) / 1000));
         assert!(row.stopped_at.is_some());
+        // What the downtime was made of: every step it took, together at least the whole (stopping
+        // begins with the decision to stop, at or before `stoppedAt`; each part is rounded).
+        let steps = row.downtime_steps.clone().expect("downtime steps recorded");
+        let parts = [
+            steps.stopping_replica,
+            steps.final_sync,
+            steps.swapping,
+            steps.starting_replica,
+        ];
+        assert!(parts.iter().all(Option::is_some), "{steps:?}");
+        let counted: i64 = parts.iter().flatten().sum();
+        assert!(counted >= downtime - 4, "{steps:?} against {downtime} ms");
     }
     resize
 }
