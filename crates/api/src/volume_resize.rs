@@ -84,12 +84,20 @@ pub struct VolumeResizeSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mover: Option<MoverSettings>,
 
-    /// Upper bound on the duration of any one step before it counts as failed: a step before a
-    /// copy's swap (the replica is rolled back), or an in-place claim reaching its size.
+    /// Upper bound on the duration of any one step or wait before it counts as failed: a step
+    /// before a copy's swap (the replica is rolled back), an in-place claim reaching its size (a
+    /// replica held down for a driver that grows only unused volumes included: it is started
+    /// again on its old volume), a replica becoming Ready after its volume changed. Unset: the
+    /// operator's default, 3600 (an hour; `--default-timeout-seconds`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[x_kube(validation = Rule::new("self > 0").message("timeoutSeconds must be positive"))]
     pub timeout_seconds: Option<i64>,
 }
+
+/// `timeoutSeconds` of a VolumeResize that sets none, unless the operator is told otherwise
+/// (`--default-timeout-seconds`): an hour, as for autoscaler-made resizes — a warm copy of some
+/// 700 GB at 200 MB/s, while no wait (a replica held down, a replica never Ready) lasts for ever.
+pub const DEFAULT_TIMEOUT_SECONDS: i64 = 3600;
 
 fn default_true() -> bool {
     true
@@ -569,6 +577,15 @@ pub mod condition {
     /// with; the newer one is prechecked when the run has ended.
     pub const SPEC_CHANGE_DEFERRED: &str = "SpecChangeDeferred";
     pub const REASON_RUN_IN_PROGRESS: &str = "RunInProgress";
+    /// The resize failed because a step or a wait outlasted `timeoutSeconds` (True), with what it
+    /// waited for as its reason; absent otherwise.
+    pub const TIMED_OUT: &str = "TimedOut";
+    /// A claim did not reach its size in time (a replica held down for it is running again).
+    pub const REASON_VOLUME_NOT_GROWN: &str = "VolumeNotGrownInTime";
+    /// A replica was not Ready in time after its volume changed (or was down from the start).
+    pub const REASON_REPLICA_NOT_READY: &str = "ReplicaNotReadyInTime";
+    /// A step before a copy's swap took too long: the replica was rolled back.
+    pub const REASON_STEP_TOO_LONG: &str = "StepTookTooLong";
 
     pub const REASON_PASSED: &str = "PrechecksPassed";
     pub const REASON_STATEFUL_SET_NOT_FOUND: &str = "StatefulSetNotFound";

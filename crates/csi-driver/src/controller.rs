@@ -239,6 +239,7 @@ impl Driver {
                 existing.id
             )));
         }
+        volume::unused_expansion_fault(&existing)?;
         disk::grow_image(&image, bytes)?;
         existing.capacity_bytes = bytes;
         self.store.put(&existing)?;

@@ -25,6 +25,9 @@ pub enum Error {
     /// Something outside the driver still holds what the call must release; the caller retries (UNAVAILABLE).
     #[error("{0}")]
     Busy(String),
+    /// A failure a test asked for with its StorageClass's parameters (UNAVAILABLE: retried).
+    #[error("{0}")]
+    Fault(String),
     /// A capability this driver does not offer (INVALID_ARGUMENT for volume capabilities).
     #[error("{0}")]
     Unsupported(String),
@@ -55,7 +58,7 @@ impl Error {
             Error::OutOfRange(_) => Code::OutOfRange,
             Error::FailedPrecondition(_) => Code::FailedPrecondition,
             Error::ResourceExhausted(_) => Code::ResourceExhausted,
-            Error::Busy(_) => Code::Unavailable,
+            Error::Busy(_) | Error::Fault(_) => Code::Unavailable,
             Error::Io { .. } | Error::Command(_) | Error::Record { .. } | Error::Transport(_) => {
                 Code::Internal
             }

@@ -80,6 +80,26 @@ impl Expansion {
     }
 }
 
+/// The StorageClass parameter of a test's fault: `expansionFault: unused` has every growth of a
+/// volume no pod uses fail (UNAVAILABLE, which the external-resizer retries for ever), as a
+/// driver that grows only unused volumes and then keeps failing.
+pub const EXPANSION_FAULT_PARAMETER: &str = "expansionFault";
+
+/// The fault a class's parameters ask for when a volume no pod uses is grown, if any.
+pub fn unused_expansion_fault(volume: &Volume) -> Result<(), Error> {
+    match volume
+        .parameters
+        .get(EXPANSION_FAULT_PARAMETER)
+        .map(String::as_str)
+    {
+        Some("unused") => Err(Error::Fault(format!(
+            "volume {} cannot grow now ({EXPANSION_FAULT_PARAMETER}: unused, a test's fault)",
+            volume.id
+        ))),
+        _ => Ok(()),
+    }
+}
+
 /// What a CreateVolume call asks for, once checked.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Wanted {

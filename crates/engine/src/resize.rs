@@ -20,6 +20,7 @@ mod sim;
 pub mod status;
 pub mod step_timing;
 pub mod strategy;
+pub mod timeout;
 
 pub use observed::{
     ClaimView, MoverPhase, MoverView, NodeResize, NodeView, Observed, PeerResize, PodView, StatefulSetView,

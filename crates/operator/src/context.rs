@@ -40,6 +40,8 @@ pub struct ResizeSettings {
     /// Where the per-StatefulSet hold Leases are kept (`--hold-namespace`); `None`: beside the
     /// StatefulSet.
     pub hold_namespace: Option<String>,
+    /// `timeoutSeconds` of a VolumeResize that sets none (`--default-timeout-seconds`).
+    pub default_timeout_seconds: i64,
 }
 
 impl ResizeSettings {
@@ -116,6 +118,12 @@ impl Context {
         self
     }
 
+    /// A VolumeResize without `timeoutSeconds` gets `seconds` (else the built-in default).
+    pub fn with_default_timeout_seconds(mut self, seconds: Option<i64>) -> Self {
+        self.resize.default_timeout_seconds = seconds.unwrap_or(ferry_api::DEFAULT_TIMEOUT_SECONDS);
+        self
+    }
+
     /// Mover pods get these resources unless their VolumeResize sets its own.
     pub fn with_mover_resources(
         mut self,
@@ -149,6 +157,7 @@ impl Context {
                 allowed_mover_images: Vec::new(),
                 mover_image_pull_secrets: Vec::new(),
                 hold_namespace: None,
+                default_timeout_seconds: ferry_api::DEFAULT_TIMEOUT_SECONDS,
             },
             extended: ExtendedSettings {
                 // Replaced by the installation's key where digests are made (`run_scope`).

@@ -127,6 +127,10 @@ struct RunArgs {
     /// operator's own; without it they go beside each StatefulSet.
     #[arg(long, env = "FERRY_HOLD_NAMESPACE")]
     hold_namespace: Option<String>,
+    /// `timeoutSeconds` of a VolumeResize that sets none: the longest any step or wait of its run
+    /// may take (a replica held down for a volume to grow, a replica never Ready) before it fails.
+    #[arg(long, env = "FERRY_DEFAULT_TIMEOUT_SECONDS", default_value_t = ferry_api::DEFAULT_TIMEOUT_SECONDS, value_parser = clap::value_parser!(i64).range(1..))]
+    default_timeout_seconds: i64,
     /// Refuse a smaller size in an edit of a StatefulSet's volume claim templates (as the seed's
     /// webhook did) instead of shrinking by copy; growth and class changes are still carried out.
     #[arg(long, env = "FERRY_REFUSE_TEMPLATE_SHRINKS")]
@@ -247,6 +251,7 @@ fn settings(args: RunArgs) -> Result<Settings, String> {
         config_digest_key,
         features: Features::without(&args.disable_features),
         hold_namespace: args.hold_namespace,
+        default_timeout_seconds: Some(args.default_timeout_seconds),
         api_requests: None,
     })
 }

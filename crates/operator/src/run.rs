@@ -61,6 +61,9 @@ pub struct Settings {
     /// The namespace of the per-StatefulSet hold Leases (the operator's own); `None`: beside each
     /// StatefulSet, which needs Lease rights in every watched namespace.
     pub hold_namespace: Option<String>,
+    /// `timeoutSeconds` of a VolumeResize that sets none (default
+    /// [`ferry_api::DEFAULT_TIMEOUT_SECONDS`]).
+    pub default_timeout_seconds: Option<i64>,
 }
 
 /// The operator's own image; the mover is a second entry point of the same image.
@@ -282,7 +285,8 @@ async fn run_scope(
         .with_config_digest_key(shared.config_digest_key)
         .with_features(settings.features)
         .with_usage_prometheus(shared.usage_prometheus)
-        .with_hold_namespace(settings.hold_namespace.clone()),
+        .with_hold_namespace(settings.hold_namespace.clone())
+        .with_default_timeout_seconds(settings.default_timeout_seconds),
     );
     // The controllers' cache is what the in-flight and copy-progress gauges count (a webhook's
     // cache, which every replica keeps, leader or not, never is): counted once, here.

@@ -249,3 +249,26 @@ fn the_one_mutable_parameter_is_read_only_and_anything_else_is_invalid() {
         Err(Error::InvalidArgument(_))
     ));
 }
+
+#[test]
+fn a_class_asking_for_the_unused_expansion_fault_fails_with_a_retried_code() {
+    let mut volume = Volume {
+        id: "pvc-1".into(),
+        capacity_bytes: 1 << 30,
+        file_system: FileSystem::Xfs,
+        expansion: Expansion::Offline,
+        zone: "zone-r".into(),
+        node: None,
+        parameters: BTreeMap::new(),
+        attached_to: None,
+        source: None,
+        read_only: false,
+    };
+    assert!(unused_expansion_fault(&volume).is_ok());
+    volume
+        .parameters
+        .insert(EXPANSION_FAULT_PARAMETER.into(), "unused".into());
+    let fault = unused_expansion_fault(&volume).unwrap_err();
+    // Not OUT_OF_RANGE or INVALID_ARGUMENT: the external-resizer would call those infeasible.
+    assert_eq!(fault.code(), tonic::Code::Unavailable);
+}

@@ -19,6 +19,7 @@ pub mod converge;
 mod measure;
 mod progress;
 pub use progress::is_result_line;
+mod ready_wait;
 mod reasons;
 mod replica;
 mod rollback;
@@ -29,8 +30,8 @@ use advance::advance;
 use measure::{measure_usage, usage_leftovers};
 use progress::{absorb_progress, absorb_result, count_final_pass, result_milliseconds};
 use reasons::reason_to_roll_back;
+use replica::stop_replica;
 pub use replica::unready_others;
-use replica::{finish, start_replica, stop_replica};
 use rollback::roll_back;
 pub use swap::{BIND_NUDGE_AFTER_SECONDS, nudge_stalled_binding, swap_claim_to};
 use swap::{clear_for_swap, swap, swap_begun, swapped, undo_stale_swaps};
@@ -55,9 +56,10 @@ pub struct CopyContext<'a> {
     pub concurrency: usize,
     /// Seconds a mover pod may be unable to run before it counts as failed.
     pub stuck_after_seconds: i64,
-    /// `spec.timeoutSeconds`: the longest any step before the swap may take; past it the replica
-    /// is rolled back. (The swap itself only goes forward.)
-    pub step_timeout_seconds: Option<i64>,
+    /// `spec.timeoutSeconds` (else the operator's default): the longest any step before the swap
+    /// may take, past it the replica is rolled back (the swap itself only goes forward); and the
+    /// longest a replica may take to be Ready after it, past it the resize fails.
+    pub step_timeout_seconds: i64,
     /// A serving replica is taken down only while every other one is Ready (Rolling, `force` or not).
     pub quorum: bool,
     /// A standby final mover tracks changes (`spec.mover.trackChanges`): the replica stops only
@@ -102,6 +104,7 @@ impl<'a> CopyContext<'a> {
         backup_name: &'a str,
         suffix: &'a str,
         stopping: bool,
+        timeout_seconds: i64,
     ) -> Self {
         CopyContext {
             sts_name: &spec.stateful_set_name,
@@ -112,10 +115,8 @@ impl<'a> CopyContext<'a> {
             offline: spec.mode == Mode::Offline,
             concurrency: mover_concurrency(spec),
             // A timeout shorter than the default patience for stuck movers shortens that too.
-            stuck_after_seconds: spec
-                .timeout_seconds
-                .map_or(MOVER_STUCK_SECONDS, |limit| limit.min(MOVER_STUCK_SECONDS)),
-            step_timeout_seconds: spec.timeout_seconds,
+            stuck_after_seconds: timeout_seconds.min(MOVER_STUCK_SECONDS),
+            step_timeout_seconds: timeout_seconds,
             // `force` only lets a resize start while not all replicas are Ready (the precheck):
             // it never lets a stop take a second replica down.
             quorum: spec.mode == Mode::Rolling,
@@ -220,7 +221,7 @@ pub fn plan_copy(
 
     let batch = next_batch(ctx, &status, observed);
     if batch.is_empty() && status.phase != Some(Phase::RollingBack) {
-        return finish(status, observed, now);
+        return ready_wait::finish_in_time(ctx, status, observed, now);
     }
     let who = named(&batch);
     if status.phase == Some(Phase::RollingBack) {
@@ -254,7 +255,7 @@ pub fn plan_copy(
 
     // The replica runs on its new volumes: wait for it to be Ready, then the rows are done.
     if rows.iter().all(|&i| swapped(&status.plan[i], observed)) {
-        return start_replica(ctx, status, observed, &batch, &rows, now);
+        return ready_wait::start_in_time(ctx, status, observed, &batch, &rows, now);
     }
 
     advance(ctx, status, observed, &batch, &rows, &who, now)

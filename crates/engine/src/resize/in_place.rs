@@ -5,22 +5,25 @@
 //! otherwise.
 
 use crate::resize::action::ResizeAction;
-use crate::resize::observed::{ClaimView, NodeResize, Observed};
+use crate::resize::observed::{ClaimView, NodeResize, Observed, StatefulSetView};
 use crate::resize::progress::update_progress;
 use crate::resize::run::Decision;
+use crate::resize::timeout::{overrun, timed_out};
+use ferry_api::condition::{REASON_REPLICA_NOT_READY, REASON_VOLUME_NOT_GROWN};
 use ferry_api::{ChosenStrategy, Phase, RowStep, VolumePlan, VolumeResizeStatus};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use std::collections::BTreeMap;
 
 /// `backup_name` is the deterministic name of the backup ConfigMap; `sts_name` the StatefulSet's;
-/// `timeout_seconds` (`spec.timeoutSeconds`) bounds how long a claim may take to reach its size.
+/// `timeout_seconds` (`spec.timeoutSeconds`, else the operator's default) bounds how long a claim
+/// may take to reach its size, and the replicas to be Ready after it.
 pub fn plan_in_place(
     stopping: bool,
     previous: &VolumeResizeStatus,
     observed: &Observed,
     sts_name: &str,
     backup_name: &str,
-    timeout_seconds: Option<i64>,
+    timeout_seconds: i64,
     now: &Time,
 ) -> Decision {
     let mut status = previous.clone();
@@ -52,47 +55,111 @@ pub fn plan_in_place(
     if let Some(decision) = after_refusal(&status, &mut expansion, observed, sts_whole, now) {
         return decision;
     }
-    // A claim that has not reached its size within `timeoutSeconds` (a driver that never finishes,
-    // a pod that can never restart) ends the resize, while the StatefulSet is whole (it is, until
-    // every claim has its size). A requested grow is not undone: the claim keeps asking for it.
-    let overdue = overdue(&status, timeout_seconds, now);
-    // A replica kept down for a driver that never grew its volume comes back before the resize
-    // fails: the StatefulSet is re-created first (it is whole again on the next pass).
-    if !overdue.is_empty() && observed.stateful_set.is_none() {
-        return decide(
-            status,
-            vec![ResizeAction::RecreateStatefulSet],
-            "re-creating the StatefulSet before failing: a claim did not grow in time",
-        );
-    }
-    if !overdue.is_empty() && sts_whole {
-        let message = format!(
-            "{}; the claims keep the size they ask for (a grow is not undone)",
-            overdue.join("; ")
-        );
-        update_progress(&mut status);
-        return fail(status, message, now);
+    if let Some(decision) = after_timeout(&status, observed, timeout_seconds, sts_whole, now) {
+        return decision;
     }
     let stopping = restart_one(&mut status, observed, sts_name, &mut expansion);
     // A replica held down comes back once its volume has grown (the kubelet grows its file system
-    // when the new pod mounts it): the StatefulSet is re-created, with the new template.
+    // when the new pod mounts it): the StatefulSet is re-created, with the new template. So it is
+    // at once when another replica went down meanwhile (crashed, its pod deleted): with no
+    // StatefulSet nothing would re-create it, and two would stay down.
+    let lost = lost_while_held(&status, observed, sts_name, &expansion);
     if !expansion.all_expanded
         && observed.stateful_set.is_none()
-        && expansion.held_down.is_empty()
+        && (expansion.held_down.is_empty() || !lost.is_empty())
         && !stopping
     {
         expansion.actions.push(ResizeAction::RecreateStatefulSet);
     }
     update_progress(&mut status);
     if !expansion.all_expanded {
-        let summary = if expansion.actions.is_empty() {
-            "waiting for volumes to expand"
-        } else {
-            "expanding volumes"
+        let summary = match () {
+            _ if !lost.is_empty() => format!(
+                "replica(s) {} went down while replica(s) {} were held down for their volumes to grow; re-creating the StatefulSet so they come back",
+                listed(&lost),
+                listed(&expansion.held_down)
+            ),
+            _ if expansion.actions.is_empty() => "waiting for volumes to expand".to_string(),
+            _ => "expanding volumes".to_string(),
         };
-        return decide(status, expansion.actions, summary);
+        return decide(status, expansion.actions, &summary);
     }
-    with_new_template(status, previous, observed, now)
+    with_new_template(status, previous, observed, (sts_name, timeout_seconds), now)
+}
+
+/// A claim that has not reached its size within `timeoutSeconds` (a driver that never finishes,
+/// a pod that can never restart, a replica held down for a driver that never grows its volume)
+/// ends the resize, once the StatefulSet is whole: it is re-created first, so a replica held down
+/// starts again on its old volume. A requested grow is not undone: the claim keeps asking for it.
+/// `None`: nothing is overdue (or the StatefulSet is being replaced).
+fn after_timeout(
+    status: &VolumeResizeStatus,
+    observed: &Observed,
+    timeout_seconds: i64,
+    sts_whole: bool,
+    now: &Time,
+) -> Option<Decision> {
+    let overdue = overdue(status, timeout_seconds, now);
+    if overdue.is_empty() {
+        return None;
+    }
+    let mut status = status.clone();
+    if observed.stateful_set.is_none() {
+        return Some(decide(
+            status,
+            vec![ResizeAction::RecreateStatefulSet],
+            "re-creating the StatefulSet before failing: a claim did not grow in time",
+        ));
+    }
+    if !sts_whole {
+        return None;
+    }
+    let held: Vec<i32> = unfinished(&status)
+        .filter(|row| row.refused_in_use == Some(true) && row.restarted_pod.is_some())
+        .map(|row| row.replica)
+        .collect();
+    let restarted = if held.is_empty() {
+        String::new()
+    } else {
+        format!(
+            "; replica(s) {}, stopped for the driver to grow their volume while unused, start again on their old volume",
+            listed(&held)
+        )
+    };
+    let message = format!(
+        "{}{restarted}; the claims keep the size they ask for (a grow is not undone)",
+        overdue.join("; ")
+    );
+    update_progress(&mut status);
+    timed_out(&mut status, REASON_VOLUME_NOT_GROWN, &message, now);
+    Some(fail(status, message, now))
+}
+
+/// Replicas other than those held down whose pod is missing, not Ready or going away, while some
+/// are held down with no StatefulSet.
+fn lost_while_held(
+    status: &VolumeResizeStatus,
+    observed: &Observed,
+    sts_name: &str,
+    expansion: &Expansion,
+) -> Vec<i32> {
+    if expansion.held_down.is_empty() || observed.stateful_set.is_some() {
+        return Vec::new();
+    }
+    let others = status
+        .plan
+        .iter()
+        .filter(|row| row.strategy.is_some() && !expansion.held_down.contains(&row.replica))
+        .map(|row| row.replica);
+    observed.replicas_down(sts_name, others)
+}
+
+/// Replicas as messages name them: "0, 2".
+fn listed(replicas: &[i32]) -> String {
+    let mut replicas = replicas.to_vec();
+    replicas.sort_unstable();
+    replicas.dedup();
+    replicas.iter().map(i32::to_string).collect::<Vec<_>>().join(", ")
 }
 
 /// A size (KEP-1790) or an attributes class the driver refused is never asked for again: its
@@ -446,13 +513,12 @@ fn refused(status: &VolumeResizeStatus) -> Option<String> {
     (!refused.is_empty()).then(|| format!("{}{others}", refused.join("; ")))
 }
 
-/// The claims that have taken longer than `timeout_seconds` to reach their size, described.
-fn overdue(status: &VolumeResizeStatus, timeout_seconds: Option<i64>, now: &Time) -> Vec<String> {
+/// The claims that have taken longer than `limit` seconds to reach their size, described.
+fn overdue(status: &VolumeResizeStatus, limit: i64, now: &Time) -> Vec<String> {
     unfinished(status)
         .filter_map(|row| {
-            let limit = timeout_seconds?;
-            let took = now.0.as_second() - row.started_at.as_ref()?.0.as_second();
-            (took > limit).then(|| {
+            let since = row.started_at.as_ref().map(|t| t.0.as_second());
+            overrun(since, limit, now).map(|_| {
                 format!(
                     "{} did not reach {} within timeoutSeconds ({limit} s; step {:?})",
                     row.claim_name,
@@ -530,11 +596,13 @@ fn restart_one(
     true
 }
 
-/// Every claim has its new size: give the StatefulSet the new template.
+/// Every claim has its new size: give the StatefulSet the new template, then wait (at most
+/// `timeout_seconds`) for every replica to be Ready.
 fn with_new_template(
     mut status: VolumeResizeStatus,
     previous: &VolumeResizeStatus,
     observed: &Observed,
+    (sts_name, timeout_seconds): (&str, i64),
     now: &Time,
 ) -> Decision {
     let targets: Vec<(String, u64, Option<String>)> = previous
@@ -572,7 +640,7 @@ fn with_new_template(
             )
         }
         Some(sts) if sts.ready_replicas < sts.replicas => {
-            decide(status, vec![], "waiting for every replica to be Ready")
+            not_ready(status, observed, (sts_name, sts), timeout_seconds, now)
         }
         Some(_) => {
             status.phase = Some(Phase::Succeeded);
@@ -591,6 +659,38 @@ fn with_new_template(
             }
         }
     }
+}
+
+/// Every volume changed and the StatefulSet has the new template, but not every replica is Ready:
+/// it waits, at most `timeout_seconds` from when the last claim had its size (a replica down from
+/// the start, a rescue's, may never be), then fails saying which replicas were not.
+fn not_ready(
+    status: VolumeResizeStatus,
+    observed: &Observed,
+    (sts_name, sts): (&str, &StatefulSetView),
+    timeout_seconds: i64,
+    now: &Time,
+) -> Decision {
+    let since = status
+        .plan
+        .iter()
+        .filter(|row| row.strategy == Some(ChosenStrategy::InPlace))
+        .filter_map(|row| row.finished_at.as_ref())
+        .map(|t| t.0.as_second())
+        .max()
+        .or(status.started_at.as_ref().map(|t| t.0.as_second()));
+    if overrun(since, timeout_seconds, now).is_none() {
+        return decide(status, vec![], "waiting for every replica to be Ready");
+    }
+    let mut status = status;
+    let ordinals = sts.first_ordinal..sts.first_ordinal + sts.replicas;
+    let down = observed.replicas_down(sts_name, ordinals);
+    let message = format!(
+        "replica(s) {} not Ready within timeoutSeconds ({timeout_seconds} s) after every volume changed; the volumes keep their new size and the StatefulSet has the new template",
+        listed(&down)
+    );
+    timed_out(&mut status, REASON_REPLICA_NOT_READY, &message, now);
+    fail(status, message, now)
 }
 
 /// The attributes class a row changes its volume to, if it changes it.

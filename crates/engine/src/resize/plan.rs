@@ -14,6 +14,7 @@ use crate::resize::route::{Facts, Route, Run, plan_run, route};
 use crate::resize::run::Decision as RunDecision;
 use crate::resize::status::{after_precheck, defer_spec_change};
 use crate::resize::step_timing::{FinishedStep, stamp_steps};
+use crate::resize::timeout;
 use ferry_api::{VolumeResizeSpec, VolumeResizeStatus};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, Time};
 use std::collections::BTreeSet;
@@ -52,6 +53,8 @@ pub struct Input<'a> {
     pub name: &'a str,
     pub uid: &'a str,
     pub now: &'a Time,
+    /// `timeoutSeconds` where the spec sets none (the operator's `--default-timeout-seconds`).
+    pub default_timeout_seconds: i64,
 }
 
 /// What a reconcile does.
@@ -107,6 +110,7 @@ fn prechecked(check: Precheck, input: &Input) -> Prechecked {
         input.facts.generation,
         input.now,
     );
+    timeout::forget(&mut status);
     readiness::summarize(&mut status, input.facts.generation, input.now);
     let needs_hold = check.verdict == Verdict::Passed && !input.spec.dry_run;
     Prechecked {
@@ -126,7 +130,8 @@ pub fn plan(input: &Input, observed: Observed) -> Decision {
             let observed = observed.pinned_to(&status.plan);
             let backup_name = names::backup(input.name);
             let suffix = names::uid_suffix(input.uid);
-            let copy = CopyContext::for_run(input.spec, &backup_name, &suffix, run == Run::Stopping);
+            let timeout = timeout::limit_seconds(input.spec, input.default_timeout_seconds);
+            let copy = CopyContext::for_run(input.spec, &backup_name, &suffix, run == Run::Stopping, timeout);
             let mut step = plan_run(run, &copy, status, &observed, input.now);
             let finished_steps = stamp_steps(status, &mut step.status, &MicroTime(input.now.0));
             defer_spec_change(&mut step.status, input.facts.generation, input.now);
@@ -199,6 +204,7 @@ mod tests {
             name: "r",
             uid: "abcd1234-0000",
             now,
+            default_timeout_seconds: ferry_api::DEFAULT_TIMEOUT_SECONDS,
         }
     }
 

@@ -66,6 +66,7 @@ impl Resize {
             name: "r",
             uid: "abcd1234-0000-4000-8000-000000000000",
             now,
+            default_timeout_seconds: ferry_api::DEFAULT_TIMEOUT_SECONDS,
         };
         crate::resize::plan::plan(&input, observed.clone())
     }

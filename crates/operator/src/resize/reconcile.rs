@@ -128,6 +128,7 @@ async fn reconcile_inner(resize: &VolumeResize, ctx: &Resizing) -> Result<Action
         name: &name,
         uid: &uid,
         now: &now,
+        default_timeout_seconds: ctx.resize.default_timeout_seconds,
     };
     let observation = observe(ctx, resize, &namespace, scope(&input.facts)).await?;
     let stateful_set = observation.stateful_set;

@@ -39,6 +39,7 @@ mod rbac;
 mod real_csi;
 mod real_node;
 mod stop_race;
+mod timeouts;
 mod triggers;
 mod validation;
 mod webhook_cache;

@@ -3,6 +3,7 @@
 //! run, a step that outlasted `timeoutSeconds`, a claim deleted by someone else.
 
 use super::*;
+use ferry_api::condition::REASON_STEP_TOO_LONG;
 
 /// The reason, without "rolling back …" (the caller adds who); a failed mover's reason is also
 /// kept on its row.
@@ -49,26 +50,26 @@ pub(super) fn reason_to_roll_back(
     }
     // A step before the swap that outlasts `timeoutSeconds` (a mover that never ends, a replica
     // that never stops, a target that never binds).
-    if let Some(limit) = ctx.step_timeout_seconds
-        && let Some((claim, step, took)) = rows
-            .iter()
-            .map(|&i| &status.plan[i])
-            .filter(|row| !swap_begun(row, observed))
-            .find_map(|row| {
-                let started = row.step_started_at.as_ref()?.0.as_second();
-                let took = now.0.as_second() - started;
-                (took > limit).then(|| {
-                    (
-                        row.claim_name.clone(),
-                        row.step.map(RowStep::as_str).unwrap_or_default(),
-                        took,
-                    )
-                })
+    let limit = ctx.step_timeout_seconds;
+    if let Some((claim, step, took)) = rows
+        .iter()
+        .map(|&i| &status.plan[i])
+        .filter(|row| !swap_begun(row, observed))
+        .find_map(|row| {
+            let started = row.step_started_at.as_ref()?.0.as_second();
+            let took = now.0.as_second() - started;
+            (took > limit).then(|| {
+                (
+                    row.claim_name.clone(),
+                    row.step.map(RowStep::as_str).unwrap_or_default(),
+                    took,
+                )
             })
+        })
     {
-        return Some(format!(
-            "step {step} of {claim} took {took} s, more than timeoutSeconds ({limit} s)"
-        ));
+        let reason = format!("step {step} of {claim} took {took} s, more than timeoutSeconds ({limit} s)");
+        crate::resize::timeout::timed_out(status, REASON_STEP_TOO_LONG, &reason, now);
+        return Some(reason);
     }
     // A claim deleted by someone else mid-copy (`kubectl delete pvc`, a retention policy): never
     // bind its name to a partial copy.

@@ -82,6 +82,8 @@ struct Cluster {
     catching_up: BTreeMap<String, u32>,
     /// Every final mover started, and whether it was asked to track changes.
     final_tracking: Vec<(String, bool)>,
+    /// A pod the StatefulSet controller makes for this replica never becomes Ready.
+    never_ready: Option<String>,
 }
 
 impl World for Cluster {
@@ -150,6 +152,7 @@ impl Cluster {
             catch_up_ticks: 1,
             catching_up: BTreeMap::new(),
             final_tracking: Vec::new(),
+            never_ready: None,
         };
         cluster.observed.stateful_set = Some(StatefulSetView {
             ready_replicas: REPLICAS,
@@ -357,11 +360,12 @@ impl Cluster {
                         self.data.insert(volume, String::new());
                     }
                     let uid = self.id();
+                    let ready = self.never_ready.as_ref() != Some(&name);
                     self.observed.pods.insert(
                         name,
                         PodView {
                             uid,
-                            ready: true,
+                            ready,
                             deleting: false,
                         },
                     );
@@ -2207,4 +2211,46 @@ fn without_change_tracking_the_final_pass_walks_whole() {
         assert_eq!(row.final_change_tracking, None, "{}", row.claim_name);
         assert_eq!(row.final_entries_visited, Some(10), "{}", row.claim_name);
     }
+}
+
+/// A replica started on its new volume that never becomes Ready (a forced resize's replica, down
+/// from the start and for another reason than its disk): the wait ends at `timeoutSeconds`, Failed,
+/// saying so, with the StatefulSet whole, the replica kept on its verified copy (its old volume
+/// retained for a rollback) and no other replica touched.
+#[test]
+fn a_replica_never_ready_after_its_swap_fails_the_resize_at_the_timeout() {
+    let mut cluster = Cluster::new();
+    cluster.never_ready = Some("db-0".into());
+    let resize = resize().with(|spec| spec.timeout_seconds = Some(40));
+    let (status, _) = drive(&resize, &mut cluster, planned(), None, 300, &mut |_, _| {});
+    assert_eq!(status.phase, Some(Phase::Failed), "{:?}", status.message);
+    let timed_out = status
+        .conditions
+        .iter()
+        .find(|c| c.type_ == ferry_api::condition::TIMED_OUT)
+        .unwrap_or_else(|| panic!("{:?}", status.conditions));
+    assert_eq!(timed_out.reason, ferry_api::condition::REASON_REPLICA_NOT_READY);
+    let message = status.message.clone().unwrap_or_default();
+    assert!(
+        message.starts_with("replica(s) 0 not Ready within timeoutSeconds (40 s)"),
+        "{message}"
+    );
+    assert_eq!(status.plan[0].step, Some(RowStep::Copied));
+    assert_eq!(
+        status.created_objects.retained_volumes,
+        vec!["pv-old-0".to_string()]
+    );
+    assert_replica_whole(&cluster, 0, "db-0");
+    assert!(
+        status.plan[1..].iter().all(|row| row.step.is_none()),
+        "{:?}",
+        status.plan
+    );
+    let sts = cluster
+        .observed
+        .stateful_set
+        .as_ref()
+        .expect("the StatefulSet is whole");
+    assert!(!sts.deleting && !sts.foreign);
+    assert_eq!(sts.template_bytes("data"), Some(2 << 30));
 }

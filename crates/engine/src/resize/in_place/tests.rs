@@ -3,7 +3,7 @@ use crate::resize::observed::{
     ClaimView, NODE_RESIZE_GRACE_SECONDS, NodeResize, PodView, StatefulSetView, TemplateView,
 };
 use crate::resize::sim::{World, drive, resize};
-use ferry_api::VolumePlan;
+use ferry_api::{DEFAULT_TIMEOUT_SECONDS, VolumePlan};
 use k8s_openapi::jiff::Timestamp;
 
 const GI: u64 = 1 << 30;
@@ -71,7 +71,15 @@ fn cluster(replicas: i32, requested: u64, capacity: u64, node_resize: NodeResize
 }
 
 fn plan(status: &VolumeResizeStatus, observed: &Observed) -> Decision {
-    plan_in_place(false, status, observed, "db", "ferry-grow-backup", None, &now())
+    plan_in_place(
+        false,
+        status,
+        observed,
+        "db",
+        "ferry-grow-backup",
+        DEFAULT_TIMEOUT_SECONDS,
+        &now(),
+    )
 }
 
 #[test]
@@ -275,7 +283,7 @@ fn a_replica_kept_down_for_a_volume_that_never_grows_comes_back_before_the_resiz
             &observed,
             "db",
             "ferry-grow-backup",
-            Some(60),
+            60,
             &late(seconds),
         )
     };
@@ -296,7 +304,7 @@ fn a_replica_kept_down_for_a_volume_that_never_grows_comes_back_before_the_resiz
         &observed,
         "db",
         "ferry-grow-backup",
-        Some(60),
+        60,
         &late(62),
     );
     assert_eq!(failed.status.phase, Some(Phase::Failed));
@@ -384,7 +392,15 @@ fn same_observation_gives_the_same_decision() {
 fn deleted_while_replacing_the_stateful_set_re_creates_it_before_stopping() {
     let mut gone = cluster(2, 2 * GI, 2 * GI, NodeResize::Idle);
     gone.stateful_set = None;
-    let decision = plan_in_place(true, &planned(2), &gone, "db", "ferry-grow-backup", None, &now());
+    let decision = plan_in_place(
+        true,
+        &planned(2),
+        &gone,
+        "db",
+        "ferry-grow-backup",
+        DEFAULT_TIMEOUT_SECONDS,
+        &now(),
+    );
     assert_eq!(decision.actions, vec![ResizeAction::RecreateStatefulSet]);
     let stopped = plan_in_place(
         true,
@@ -392,7 +408,7 @@ fn deleted_while_replacing_the_stateful_set_re_creates_it_before_stopping() {
         &cluster(2, 2 * GI, GI, NodeResize::Idle),
         "db",
         "b",
-        None,
+        DEFAULT_TIMEOUT_SECONDS,
         &now(),
     );
     assert_eq!(stopped.status.phase, Some(Phase::Failed));
@@ -407,9 +423,9 @@ fn a_claim_that_never_reaches_its_size_fails_the_resize_after_timeout_seconds() 
     let observed = cluster(3, 2 * GI, GI, NodeResize::Failed);
     let begun = plan(&planned(3), &observed).status;
     let at = |second| Time(Timestamp::from_second(second).unwrap());
-    let within = plan_in_place(false, &begun, &observed, "db", "b", Some(300), &at(1300));
+    let within = plan_in_place(false, &begun, &observed, "db", "b", 300, &at(1300));
     assert_eq!(within.status.phase, Some(Phase::Running));
-    let late = plan_in_place(false, &begun, &observed, "db", "b", Some(300), &at(1301));
+    let late = plan_in_place(false, &begun, &observed, "db", "b", 300, &at(1301));
     assert_eq!(late.status.phase, Some(Phase::Failed));
     assert!(late.actions.is_empty());
     let message = late.status.message.unwrap_or_default();
@@ -418,8 +434,30 @@ fn a_claim_that_never_reaches_its_size_fails_the_resize_after_timeout_seconds() 
             && message.contains("a grow is not undone"),
         "{message}"
     );
-    let unbounded = plan_in_place(false, &begun, &observed, "db", "b", None, &at(99_999));
-    assert_eq!(unbounded.status.phase, Some(Phase::Running));
+    assert_eq!(
+        late.status.conditions[0].reason,
+        ferry_api::condition::REASON_VOLUME_NOT_GROWN
+    );
+    // No `timeoutSeconds`: the default bounds it too.
+    let default = |second| {
+        plan_in_place(
+            false,
+            &begun,
+            &observed,
+            "db",
+            "b",
+            DEFAULT_TIMEOUT_SECONDS,
+            &at(second),
+        )
+    };
+    assert_eq!(
+        default(1000 + DEFAULT_TIMEOUT_SECONDS).status.phase,
+        Some(Phase::Running)
+    );
+    assert_eq!(
+        default(1001 + DEFAULT_TIMEOUT_SECONDS).status.phase,
+        Some(Phase::Failed)
+    );
 }
 
 /// Kubernetes as far as in-place expansion needs it: claims grown as the [`Driver`] does, pods
@@ -438,6 +476,9 @@ struct Expansion {
     restarts: std::collections::BTreeMap<String, u32>,
     /// The template a re-created StatefulSet has (the backup with the request's changes).
     new_template: TemplateView,
+    /// Seconds the clock moves between two reconciles (none: every reconcile at [`now`]).
+    seconds_per_tick: i64,
+    clock: i64,
 }
 
 /// What the simulated driver does with a claim asked to grow.
@@ -449,6 +490,8 @@ enum Driver {
     NodeOffline,
     /// Refuses to grow the volume while a pod uses it (FAILED_PRECONDITION), grows it once none does.
     RefusesInUse,
+    /// Refuses to grow the volume while a pod uses it, and fails for good once none does.
+    NeverGrowsUnused,
 }
 
 /// The attributes class the simulated driver refuses (its `modifyVolumeStatus` goes Infeasible).
@@ -467,6 +510,8 @@ impl Expansion {
             most_down: 0,
             restarts: Default::default(),
             new_template: TemplateView::sized(2 * GI, None),
+            seconds_per_tick: 0,
+            clock: 1000,
         }
     }
 
@@ -483,9 +528,12 @@ impl Expansion {
                     *self.refusals.entry(name.clone()).or_default() += 1;
                 }
                 claim.expansion_refused_in_use = true;
-            } else {
+            } else if self.driver == Driver::RefusesInUse {
                 claim.expansion_refused_in_use = false;
                 claim.node_resize = NodeResize::Pending { since: Some(now()) };
+            } else {
+                // Another error than "in use" now (the driver fails), and nothing grows.
+                claim.expansion_refused_in_use = false;
             }
         }
     }
@@ -540,7 +588,7 @@ impl Expansion {
         }
         // The driver grows each requested claim; online it is done, on a node that grows only
         // offline the file system grows when a new pod mounts it.
-        if self.driver == Driver::RefusesInUse {
+        if matches!(self.driver, Driver::RefusesInUse | Driver::NeverGrowsUnused) {
             self.grow_unused();
         }
         for claim in self.observed.claims.values_mut() {
@@ -549,7 +597,7 @@ impl Expansion {
                     Driver::Online => claim.capacity_bytes = claim.requested_bytes,
                     // The kubelet could not grow it while mounted.
                     Driver::NodeOffline => claim.node_resize = NodeResize::Failed,
-                    Driver::RefusesInUse => {}
+                    Driver::RefusesInUse | Driver::NeverGrowsUnused => {}
                 }
             }
         }
@@ -601,7 +649,8 @@ impl World for Expansion {
     }
 
     fn tick(&mut self) -> Time {
-        now()
+        self.clock += self.seconds_per_tick;
+        Time(Timestamp::from_second(self.clock).unwrap())
     }
 }
 
@@ -907,4 +956,138 @@ fn an_attributes_class_the_driver_refuses_is_taken_back_and_fails_the_resize() {
     }
     let sts = sim.observed.stateful_set.as_ref().expect("StatefulSet present");
     assert_eq!(sts.templates["data"].attributes_class, None);
+}
+
+/// The `TimedOut` condition of a status: its reason and message.
+fn timed_out(status: &VolumeResizeStatus) -> (String, String) {
+    let found = status
+        .conditions
+        .iter()
+        .find(|c| c.type_ == ferry_api::condition::TIMED_OUT && c.status == "True")
+        .unwrap_or_else(|| panic!("no TimedOut condition: {:?}", status.conditions));
+    (found.reason.clone(), found.message.clone())
+}
+
+/// A driver that grows volumes only while unused, then fails for good once unused (its
+/// ControllerExpandVolume keeps failing), and a resize without `timeoutSeconds`: the replica held
+/// down comes back (the StatefulSet re-created) and the resize fails at the default timeout,
+/// saying so; never two replicas down, nothing grown.
+#[test]
+fn a_replica_held_down_for_a_driver_that_never_grows_comes_back_at_the_default_timeout() {
+    let mut sim = Expansion::new(Driver::NeverGrowsUnused);
+    sim.seconds_per_tick = 60;
+    let (status, _) = drive(&resize(), &mut sim, planned(3), None, 200, &mut |_, _| {});
+    assert_eq!(status.phase, Some(Phase::Failed), "{:?}", status.message);
+    let (reason, message) = timed_out(&status);
+    assert_eq!(reason, ferry_api::condition::REASON_VOLUME_NOT_GROWN);
+    assert!(
+        message.contains("within timeoutSeconds (3600 s") && message.contains("replica(s) 0, stopped"),
+        "{message}"
+    );
+    let began = status.plan[0].started_at.as_ref().unwrap().0.as_second();
+    let took = status.finished_at.unwrap().0.as_second() - began;
+    assert!(
+        took > DEFAULT_TIMEOUT_SECONDS && took <= DEFAULT_TIMEOUT_SECONDS + 180,
+        "ended {took} s after it began"
+    );
+    let sts = sim
+        .observed
+        .stateful_set
+        .as_ref()
+        .expect("the StatefulSet is back");
+    assert_eq!(sts.ready_replicas, 3, "every replica runs again");
+    assert_eq!(sim.restarts.get("db-0").copied(), Some(1), "{:?}", sim.restarts);
+    assert!(sim.most_down <= 1, "{} replicas down at once", sim.most_down);
+    assert!(sim.observed.claims.values().all(|c| c.capacity_bytes == GI));
+}
+
+/// While a replica is held down (no StatefulSet) for its volume to grow, another goes down (its
+/// pod deleted, or not Ready): nothing would re-create it, so the StatefulSet comes back at once,
+/// and the resize goes on.
+#[test]
+fn another_replica_lost_while_one_is_held_down_brings_the_stateful_set_back() {
+    let mut observed = cluster(3, 2 * GI, GI, NodeResize::Idle);
+    for claim in observed.claims.values_mut() {
+        claim.expansion_refused_in_use = true;
+    }
+    observed.stateful_set = None;
+    let status = plan(&planned(3), &observed).status;
+    let stopped = plan(&status, &observed);
+    assert_eq!(
+        stopped.actions,
+        vec![ResizeAction::EvictPod {
+            pod: "db-0".into(),
+            uid: "uid-0".into()
+        }]
+    );
+    observed.pods.remove("db-0");
+    let held = plan(&stopped.status, &observed);
+    assert!(
+        !held.actions.contains(&ResizeAction::RecreateStatefulSet),
+        "{:?}",
+        held.actions
+    );
+    for lose in [
+        |observed: &mut Observed| drop(observed.pods.remove("db-2")),
+        |observed: &mut Observed| observed.pods.get_mut("db-1").unwrap().ready = false,
+    ] {
+        let mut lost = observed.clone();
+        lose(&mut lost);
+        let back = plan(&held.status, &lost);
+        assert!(
+            back.actions.contains(&ResizeAction::RecreateStatefulSet),
+            "{:?}",
+            back.actions
+        );
+        assert_eq!(back.status.phase, Some(Phase::Running));
+        let message = back.status.message.unwrap_or_default();
+        assert!(message.contains("while replica(s) 0 were held down"), "{message}");
+    }
+}
+
+/// Every volume grew and the StatefulSet has the new template, but a replica never becomes Ready
+/// (a forced resize, a rescue, started with it down): the wait ends at `timeoutSeconds` from when
+/// the last claim had its size, Failed, saying which replica.
+#[test]
+fn a_replica_never_ready_after_the_growth_fails_the_resize_at_the_timeout() {
+    let mut replaced = cluster(2, 2 * GI, 2 * GI, NodeResize::Idle);
+    let sts = replaced.stateful_set.as_mut().unwrap();
+    sts.templates
+        .insert("data".into(), TemplateView::sized(2 * GI, None));
+    sts.ready_replicas = 1;
+    replaced.pods.get_mut("db-1").unwrap().ready = false;
+    let grown = plan(&planned(2), &replaced).status;
+    let at = |second| Time(Timestamp::from_second(second).unwrap());
+    let waiting = plan_in_place(false, &grown, &replaced, "db", "b", 60, &at(1060));
+    assert_eq!(waiting.status.phase, Some(Phase::Running));
+    let ended = plan_in_place(false, &grown, &replaced, "db", "b", 60, &at(1061));
+    assert_eq!(ended.status.phase, Some(Phase::Failed));
+    assert!(ended.actions.is_empty());
+    let (reason, message) = timed_out(&ended.status);
+    assert_eq!(reason, ferry_api::condition::REASON_REPLICA_NOT_READY);
+    assert!(
+        message.starts_with("replica(s) 1 not Ready within timeoutSeconds (60 s)"),
+        "{message}"
+    );
+}
+
+/// A forced resize (a rescue) started with db-1 down, which never becomes Ready, and no
+/// `timeoutSeconds`: the volumes grow, and the resize ends at the default timeout instead of
+/// waiting (and holding the StatefulSet) for ever.
+#[test]
+fn a_forced_resize_whose_down_replica_never_becomes_ready_ends_at_the_default_timeout() {
+    let mut sim = Expansion::new(Driver::Online);
+    sim.seconds_per_tick = 120;
+    sim.observed.pods.get_mut("db-1").unwrap().ready = false;
+    sim.observed.stateful_set.as_mut().unwrap().ready_replicas = 2;
+    let rescue = resize().with(|spec| spec.force = true);
+    let (status, _) = drive(&rescue, &mut sim, planned(3), None, 200, &mut |_, _| {});
+    assert_eq!(status.phase, Some(Phase::Failed), "{:?}", status.message);
+    assert_eq!(
+        timed_out(&status).0,
+        ferry_api::condition::REASON_REPLICA_NOT_READY
+    );
+    assert!(sim.observed.claims.values().all(|c| c.capacity_bytes == 2 * GI));
+    let sts = sim.observed.stateful_set.as_ref().unwrap();
+    assert_eq!(sts.template_bytes("data"), Some(2 * GI));
 }

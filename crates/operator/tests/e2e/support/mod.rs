@@ -93,6 +93,9 @@ pub struct OperatorOptions {
     pub template_edits: ferry_engine::trigger::template_edit::TemplateEdits,
     /// Where it reads volume usage instead of the kubelets.
     pub usage_prometheus: Option<ferry_operator::usage::prometheus::PrometheusSettings>,
+    /// `timeoutSeconds` of a VolumeResize that sets none (`--default-timeout-seconds`; none: the
+    /// built-in hour).
+    pub default_timeout_seconds: Option<i64>,
 }
 
 impl Harness {
@@ -687,6 +690,7 @@ fn spawn_operator(
         usage_prometheus: options.usage_prometheus.clone(),
         // As the chart: in the release's namespace (here the watched one).
         hold_namespace: Some(namespace.to_string()),
+        default_timeout_seconds: options.default_timeout_seconds,
         ..Settings::default()
     };
     let client = client.clone();
