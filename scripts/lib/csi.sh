@@ -26,8 +26,7 @@ csi_processes() { # every process name start_csi uses
   echo csi-snapshot-controller
   for driver in "${csi_drivers[@]}"; do
     for index in $(seq 1 "$real_node_count"); do
-      suffix=""
-      [ "$index" = 1 ] || suffix="-$index"
+      suffix=$(node_suffix_of "$index")
       echo "csi-$driver$suffix" "csi-$driver-registrar$suffix"
     done
     echo "csi-$driver-provisioner" "csi-$driver-resizer"

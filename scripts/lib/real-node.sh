@@ -26,11 +26,17 @@ kubernetes_service_ip="10.0.0.1" # the `kubernetes` Service, as pods see the api
 all_pod_cidrs="10.251.0.0/16"
 real_kubelet_port="${FERRY_REAL_KUBELET_PORT:-10250}"
 
+# What real node N's names end with: nothing for node 1 (its names date from the time of one
+# node), `-N` for the others.
+node_suffix_of() { # N
+  if [ "$1" = 1 ]; then echo ""; else echo "-$1"; fi
+}
+
 # Selects real node N (1-based): every function below acts on the selected node.
 select_node() { # N
   node_index=$1
-  local suffix=""
-  [ "$1" = 1 ] || suffix="-$1"
+  local suffix
+  suffix=$(node_suffix_of "$1")
   node_name="${real_node}${suffix}"
   node_suffix="$suffix"
   node_netns="ferry-node${suffix#-}"
@@ -268,8 +274,7 @@ real_node_processes() {
   local index suffix
   echo api-forwarder
   for index in $(seq 1 "$real_node_count"); do
-    suffix=""
-    [ "$index" = 1 ] || suffix="-$index"
+    suffix=$(node_suffix_of "$index")
     echo "kubelet$suffix" "containerd$suffix" "service-forwarder$suffix"
   done
 }
@@ -351,7 +356,7 @@ kubelet_supervised() {
 
 stop_real_nodes() {
   local name index
-  for index in $(seq 1 "$real_node_count"); do stop_process "kubelet$([ "$index" = 1 ] || echo "-$index")"; done
+  for index in $(seq 1 "$real_node_count"); do stop_process "kubelet$(node_suffix_of "$index")"; done
   real_node_clean
   for name in $(real_node_processes); do stop_process "$name"; done
   for index in $(seq 1 "$real_node_count"); do

@@ -60,6 +60,10 @@ pub struct CopyContext<'a> {
     /// may take, past it the replica is rolled back (the swap itself only goes forward); and the
     /// longest a replica may take to be Ready after it, past it the resize fails.
     pub step_timeout_seconds: i64,
+    /// `spec.timeoutSeconds` alone: the longest a mover's pass (the warm copy, the final sync) may
+    /// take. The operator's default does not bound them: a pass over terabytes takes hours while it
+    /// moves, and a mover that stops moving fails as stuck (`stuck_after_seconds`) whatever this is.
+    pub pass_timeout_seconds: Option<i64>,
     /// A serving replica is taken down only while every other one is Ready (Rolling, `force` or not).
     pub quorum: bool,
     /// A standby final mover tracks changes (`spec.mover.trackChanges`): the replica stops only
@@ -117,6 +121,7 @@ impl<'a> CopyContext<'a> {
             // A timeout shorter than the default patience for stuck movers shortens that too.
             stuck_after_seconds: timeout_seconds.min(MOVER_STUCK_SECONDS),
             step_timeout_seconds: timeout_seconds,
+            pass_timeout_seconds: spec.timeout_seconds,
             // `force` only lets a resize start while not all replicas are Ready (the precheck):
             // it never lets a stop take a second replica down.
             quorum: spec.mode == Mode::Rolling,

@@ -50,12 +50,12 @@ pub(super) fn reason_to_roll_back(
     }
     // A step before the swap that outlasts `timeoutSeconds` (a mover that never ends, a replica
     // that never stops, a target that never binds).
-    let limit = ctx.step_timeout_seconds;
-    if let Some((claim, step, took)) = rows
+    if let Some((claim, step, took, limit)) = rows
         .iter()
         .map(|&i| &status.plan[i])
         .filter(|row| !swap_begun(row, observed))
         .find_map(|row| {
+            let limit = step_limit(ctx, row.step)?;
             let started = row.step_started_at.as_ref()?.0.as_second();
             let took = now.0.as_second() - started;
             (took > limit).then(|| {
@@ -63,6 +63,7 @@ pub(super) fn reason_to_roll_back(
                     row.claim_name.clone(),
                     row.step.map(RowStep::as_str).unwrap_or_default(),
                     took,
+                    limit,
                 )
             })
         })
@@ -82,4 +83,13 @@ pub(super) fn reason_to_roll_back(
                 row.claim_name
             )
         })
+}
+
+/// The longest a row may stay in `step` before its swap: a mover's pass only what the spec says,
+/// every other step (stopping, binding, waiting) the spec's or the operator's default.
+fn step_limit(ctx: &CopyContext, step: Option<RowStep>) -> Option<i64> {
+    match step {
+        Some(RowStep::WarmCopy | RowStep::FinalSync) => ctx.pass_timeout_seconds,
+        _ => Some(ctx.step_timeout_seconds),
+    }
 }

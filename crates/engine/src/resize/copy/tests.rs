@@ -1843,6 +1843,22 @@ fn a_step_longer_than_timeout_seconds_rolls_the_replica_back() {
     assert_replica_0_rolled_back(&cluster);
 }
 
+/// Without `timeoutSeconds` the operator's default bounds every wait but not a mover's pass: a warm
+/// copy of terabytes takes hours while the replica serves, and is still running past the default.
+#[test]
+fn the_default_timeout_leaves_a_long_warm_copy_running() {
+    let mut cluster = Cluster::new();
+    cluster.endless_warm = true;
+    let resize = resize();
+    assert_eq!(resize.spec.timeout_seconds, None);
+    let (status, _) = drive(&resize, &mut cluster, planned(), None, 30, &mut |_, _| {});
+    assert_eq!(status.plan[0].step, Some(RowStep::WarmCopy), "{:?}", status.message);
+    cluster.clock += 2 * ferry_api::DEFAULT_TIMEOUT_SECONDS;
+    let (status, _) = drive(&resize, &mut cluster, status, None, 5, &mut |_, _| {});
+    assert_eq!(status.phase, Some(Phase::Running), "{:?}", status.message);
+    assert_eq!(status.plan[0].step, Some(RowStep::WarmCopy));
+}
+
 /// Rolling: a replica is never taken down while another one is not Ready (quorum), whatever a
 /// PodDisruptionBudget would allow; once it is Ready again the copy goes on. (Here db-2 goes down
 /// once replica 0's copy has begun; one down before any began would be copied first.)
