@@ -1,9 +1,10 @@
 //! A large file whose copy already exists is updated in place, piece by piece: each [`PIECE`] of
 //! the source is compared with the target's (by the digest the chunk record kept of what an
-//! earlier pass wrote, else by reading the target's piece) and only the pieces that differ are
-//! written. A database's segment rewritten in a few pages costs a read of the source (still in
-//! the page cache right after the replica stopped) and the writes of those pages, not a rewrite
-//! of the whole segment.
+//! earlier pass wrote, else by reading the target's piece); in a piece that differs, the target's
+//! piece is read and only the [`BLOCK`]s that differ are written. A database's segment rewritten
+//! in pages costs a read of the source (still in the page cache right after the replica stopped),
+//! a read of the differing pieces of the target and the writes of those pages, not a rewrite of
+//! the whole segment nor of the pieces around its pages.
 //!
 //! The file's metadata (its mtime last) is set only once every piece is right, so a pass killed
 //! half-way leaves a target whose mtime is the time of its last write: the next pass sees it
@@ -26,6 +27,9 @@ use crate::record::{self, FileRecord, PIECE, Stamp};
 
 /// Pieces one worker compares in turn (32 MiB): big files are split across threads.
 const UNIT_PIECES: u64 = 256;
+/// What a differing piece is written in: the file systems' block, so a page rewritten by a
+/// database costs its own blocks, not the whole piece around it.
+const BLOCK: usize = 4 << 10;
 
 /// What updating a file in place came to.
 #[derive(Debug)]
@@ -180,22 +184,38 @@ fn unit(ctx: &CopyCtx, pair: &Pair, size: u64, first: u64) -> Result<Option<(u64
         read_source(pair, off, source)?;
         let digest = record::digest(source);
         let known = usize::try_from(piece).ok().and_then(|p| pair.known.get(p));
+        // The target's piece, read when no recorded digest settles it or once it differs.
+        let mut target_len = None;
+        let read_target = |other: &mut [u8]| -> Result<usize, MoverError> {
+            let n = read_full(&pair.tf, pair.dst, &mut other[..len], off)?;
+            ctx.progress
+                .bytes_compared
+                .fetch_add(n as u64, std::sync::atomic::Ordering::Relaxed);
+            Ok(n)
+        };
         let same = match known {
             Some(&recorded) => recorded == digest,
             None => {
-                let n = read_full(&pair.tf, pair.dst, &mut other[..len], off)?;
-                ctx.progress
-                    .bytes_compared
-                    .fetch_add(n as u64, std::sync::atomic::Ordering::Relaxed);
+                let n = read_target(&mut other)?;
+                target_len = Some(n);
                 n == len && other[..len] == *source
             }
         };
         if !same {
-            write_piece(ctx, pair, off, source)?;
+            let n = match target_len {
+                Some(n) => n,
+                None => read_target(&mut other)?,
+            };
+            // Only the blocks that differ are written: a database's checkpoint dirties pages all
+            // over its segments, and a piece holding one changed page costs that page's blocks.
+            for (from, to) in differing_runs(source, &other[..n], BLOCK) {
+                write_range(ctx, pair, off + from as u64, &source[from..to])?;
+                written += (to - from) as u64;
+            }
+            ctx.wrote_piece_in_place();
             if pair.corrupt {
                 copy::flip_byte(&pair.tf, pair.dst, off)?;
             }
-            written += len as u64;
             if ctx.hash {
                 let n = read_full(&pair.tf, pair.dst, &mut other[..len], off)?;
                 if n != len || other[..len] != *source {
@@ -220,8 +240,25 @@ fn read_source(pair: &Pair, off: u64, buf: &mut [u8]) -> Result<(), MoverError> 
     Ok(())
 }
 
-/// Writes one piece's data ranges and punches its holes (the source's holes stay holes).
-fn write_piece(ctx: &CopyCtx, pair: &Pair, off: u64, source: &[u8]) -> Result<(), MoverError> {
+/// The ranges of `source` (as `[from, to)` offsets, adjacent blocks joined) whose `block`-sized
+/// blocks differ from `target`'s; where `target` is shorter, the rest differs.
+fn differing_runs(source: &[u8], target: &[u8], block: usize) -> Vec<(usize, usize)> {
+    let mut runs: Vec<(usize, usize)> = Vec::new();
+    for from in (0..source.len()).step_by(block.max(1)) {
+        let to = (from + block).min(source.len());
+        if target.get(from..to) == Some(&source[from..to]) {
+            continue;
+        }
+        match runs.last_mut() {
+            Some(run) if run.1 == from => run.1 = to,
+            _ => runs.push((from, to)),
+        }
+    }
+    runs
+}
+
+/// Writes a range's data and punches its holes (the source's holes stay holes).
+fn write_range(ctx: &CopyCtx, pair: &Pair, off: u64, source: &[u8]) -> Result<(), MoverError> {
     let end = off + source.len() as u64;
     let mut at = off;
     for &(s, l) in &pair.segments {
@@ -239,7 +276,6 @@ fn write_piece(ctx: &CopyCtx, pair: &Pair, off: u64, source: &[u8]) -> Result<()
         at = to;
     }
     punch(pair, at, end, source, off)?;
-    ctx.wrote_piece_in_place();
     Ok(())
 }
 
@@ -256,5 +292,31 @@ fn punch(pair: &Pair, from: u64, to: u64, source: &[u8], off: u64) -> Result<(),
             .tf
             .write_all_at(&source[(from - off) as usize..(to - off) as usize], from)
             .map_err(|e| MoverError::io("writing", pair.dst, e)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::differing_runs;
+
+    #[test]
+    fn only_the_blocks_that_differ_are_written_and_neighbours_are_joined() {
+        let source: Vec<u8> = (0..40).map(|i| i as u8).collect();
+        let mut target = source.clone();
+        assert!(differing_runs(&source, &target, 8).is_empty());
+        target[3] ^= 1; // block 0
+        target[17] ^= 1; // block 2
+        target[25] ^= 1; // block 3, next to block 2
+        assert_eq!(differing_runs(&source, &target, 8), vec![(0, 8), (16, 32)]);
+    }
+
+    #[test]
+    fn a_shorter_target_differs_from_where_it_ends_and_a_short_last_block_counts() {
+        let source = vec![7u8; 20];
+        assert_eq!(differing_runs(&source, &source[..9], 8), vec![(8, 20)]);
+        assert_eq!(differing_runs(&source, &[], 8), vec![(0, 20)]);
+        let mut target = source.clone();
+        target[19] = 0;
+        assert_eq!(differing_runs(&source, &target, 8), vec![(16, 20)]);
     }
 }

@@ -13,12 +13,14 @@
 //! # Large files: updated in place, piece by piece
 //! A regular file of at least [`DELTA_MIN`] (1 MiB) whose target copy exists as a file of its own
 //! (one link) is not rewritten when it changed: each [`PIECE`] (128 KiB) of the source is compared
-//! with the target's and only the pieces that differ are written, in place, then the metadata (the
-//! mtime last). A database segment with a few pages rewritten costs a read of the source and the
-//! writes of those pieces. The comparison uses the chunk record a pass run with `--chunk-record`
-//! (the operator's warm pass) left in the target: the xxh3-128 digest of each piece it wrote,
-//! trusted only while the target file's inode, size, mtime and ctime are what it recorded; without
-//! it the target's piece is read and compared byte for byte. A pass killed half-way leaves the
+//! with the target's and, in a piece that differs, only its 4 KiB blocks that differ are written,
+//! in place, then the metadata (the mtime last). A database segment with pages rewritten costs a
+//! read of the source, a read of the target's differing pieces and the writes of those pages'
+//! blocks (a checkpoint scatters pages over every piece of a busy segment: written whole, the
+//! pieces cost ten times the pages). The comparison uses the chunk record a pass run with
+//! `--chunk-record` (the operator's warm pass) left in the target: the xxh3-128 digest of each
+//! piece it wrote, trusted only while the target file's inode, size, mtime and ctime are what it
+//! recorded; without it the target's piece is read and compared byte for byte. A pass killed half-way leaves the
 //! file with the mtime of its last write, so the next pass compares it again (its record no longer
 //! holds either). A written piece is read back and compared (`checksum`). Holes of the source are
 //! punched in the target. The record is one file at the target root (`.ferry-tmp-chunk-record`),

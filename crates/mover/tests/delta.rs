@@ -63,7 +63,7 @@ fn final_pass(src: &Path, dst: &Path, env: &[(&str, &str)]) -> (i32, serde_json:
 }
 
 #[test]
-fn pages_rewritten_in_a_large_file_cost_only_their_pieces_in_place() {
+fn pages_rewritten_in_a_large_file_cost_only_their_blocks_in_place() {
     let (_tmp, src, dst) = warm_copied();
     let db = src.join("base/1/16384");
     let inode = ino(&dst.join("base/1/16384"));
@@ -73,9 +73,12 @@ fn pages_rewritten_in_a_large_file_cost_only_their_pieces_in_place() {
     }
     let (code, res, err) = final_pass(&src, &dst, &[]);
     assert_eq!(code, 0, "{err}");
-    assert_eq!(res["bytesCopied"], 3 * PIECE, "{res}");
+    // Each page's own two 4 KiB blocks, not the pieces around them.
+    assert_eq!(res["bytesCopied"], 3 * 8192, "{res}");
     assert_eq!(res["filesCopied"], 1, "{res}");
-    assert_eq!(res["bytesCompared"], 0, "the record stood for the target: {res}");
+    // The record stood for the target's unchanged pieces: only the three that differ were read,
+    // to find their changed blocks.
+    assert_eq!(res["bytesCompared"], 3 * PIECE, "{res}");
     assert_eq!(
         ino(&dst.join("base/1/16384")),
         inode,
@@ -100,10 +103,11 @@ fn a_pass_killed_in_the_middle_of_an_update_is_redone_by_the_next() {
     assert_eq!(code, 0, "{err}");
     // Its record no longer holds (the killed pass changed the inode): every piece read to compare.
     assert_eq!(res["bytesCompared"], 8 * MIB, "{res}");
-    // One thread compares this file's pieces in order: the killed pass wrote 5 of the 32.
+    // One thread compares this file's pieces in order: the killed pass wrote 5 of the 32, each
+    // piece's change two 4 KiB blocks (4096 bytes from offset 100).
     assert_eq!(
         res["bytesCopied"],
-        27 * PIECE,
+        27 * 8192,
         "only the pieces the killed pass had not written are written again: {res}"
     );
     assert_same_tree(&src, &dst);
@@ -212,7 +216,9 @@ fn a_pass_without_the_flag_uses_the_record_and_removes_it() {
     rewrite(&src.join("base/1/16384"), 0, 8192, 9);
     let (code, res, _, err) = sync_cli(&src, &dst, &["--delete"]);
     assert_eq!(code, 0, "{err}");
-    assert_eq!(res["bytesCopied"], PIECE, "{res}");
+    // The record found the one piece that differs; its blocks told which 8 KiB to write.
+    assert_eq!(res["bytesCopied"], 8192, "{res}");
+    assert_eq!(res["bytesCompared"], PIECE, "{res}");
     assert!(!dst.join(RECORD_NAME).exists());
     assert_same_tree(&src, &dst);
 }

@@ -1852,7 +1852,12 @@ fn the_default_timeout_leaves_a_long_warm_copy_running() {
     let resize = resize();
     assert_eq!(resize.spec.timeout_seconds, None);
     let (status, _) = drive(&resize, &mut cluster, planned(), None, 30, &mut |_, _| {});
-    assert_eq!(status.plan[0].step, Some(RowStep::WarmCopy), "{:?}", status.message);
+    assert_eq!(
+        status.plan[0].step,
+        Some(RowStep::WarmCopy),
+        "{:?}",
+        status.message
+    );
     cluster.clock += 2 * ferry_api::DEFAULT_TIMEOUT_SECONDS;
     let (status, _) = drive(&resize, &mut cluster, status, None, 5, &mut |_, _| {});
     assert_eq!(status.phase, Some(Phase::Running), "{:?}", status.message);
