@@ -11,11 +11,27 @@ use kube::core::{ApiResource, GroupVersionKind};
 use kube::{Api, Client};
 use serde_json::{Value, json};
 
+/// The Ferry objects of `kind` in `namespace`, as `client`.
+fn ferry_objects(client: &Client, namespace: &str, kind: &str) -> Api<DynamicObject> {
+    let resource = ApiResource::from_gvk(&GroupVersionKind::gvk("ferry.dev", "v1alpha1", kind));
+    Api::namespaced_with(client.clone(), namespace, &resource)
+}
+
+/// The refusal's message of a write, or `None` when it was admitted.
+fn refusal(what: &str, answer: Result<DynamicObject, kube::Error>) -> Option<String> {
+    match answer {
+        Ok(_) => None,
+        Err(kube::Error::Api(status)) => {
+            assert_eq!(status.code, 403, "{what}: {status:?}");
+            Some(status.message)
+        }
+        Err(other) => panic!("{what}: {other}"),
+    }
+}
+
 /// Creates (dry run: the API server admits it fully, then stores nothing) a Ferry object of `kind`
 /// as `author`; the refusal's message, or `None` when it was admitted.
 async fn dry_run_create(author: &Client, namespace: &str, kind: &str, spec: Value) -> Option<String> {
-    let resource = ApiResource::from_gvk(&GroupVersionKind::gvk("ferry.dev", "v1alpha1", kind));
-    let api: Api<DynamicObject> = Api::namespaced_with(author.clone(), namespace, &resource);
     let object: DynamicObject = serde_json::from_value(json!({
         "apiVersion": "ferry.dev/v1alpha1", "kind": kind,
         "metadata": {"name": "by-author"}, "spec": spec,
@@ -25,14 +41,10 @@ async fn dry_run_create(author: &Client, namespace: &str, kind: &str, spec: Valu
         dry_run: true,
         ..PostParams::default()
     };
-    match api.create(&params, &object).await {
-        Ok(_) => None,
-        Err(kube::Error::Api(status)) => {
-            assert_eq!(status.code, 403, "{kind}: {status:?}");
-            Some(status.message)
-        }
-        Err(other) => panic!("{kind}: {other}"),
-    }
+    let answer = ferry_objects(author, namespace, kind)
+        .create(&params, &object)
+        .await;
+    refusal(kind, answer)
 }
 
 /// Asserts that `author` may not create the Ferry object, for the reason `why` names.
@@ -90,13 +102,10 @@ async fn grant(admin: &Client, namespace: &str, name: &str, rule: Value) {
     .unwrap();
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_ferry_object_never_grants_its_author_more_than_they_have() {
-    let harness = Harness::start("authors").await;
-    let ns = harness.ns.name.clone();
-    harness
-        .healthy_stateful_set(stateful_set("db", 1, CLASS_EXPANDABLE, "1Gi"))
-        .await;
+/// The ServiceAccount `author` of the test's namespace, allowed `verbs` on Ferry's objects and
+/// nothing else, and a client acting as it.
+async fn author(harness: &Harness, verbs: &[&str]) -> Client {
+    let ns = &harness.ns.name;
     ferry_testenv::chart::apply(
         &json!({
             "apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "author", "namespace": ns},
@@ -105,22 +114,32 @@ async fn a_ferry_object_never_grants_its_author_more_than_they_have() {
     )
     .await
     .unwrap();
-    // May write Ferry's objects, nothing else.
-    let admin = harness.client.clone();
     grant(
-        &admin,
-        &ns,
+        &harness.client,
+        ns,
         "ferry-objects",
         json!({
             "apiGroups": ["ferry.dev"],
             "resources": ["volumeresizes", "volumeautoscalers", "extendedstatefulsets"],
-            "verbs": ["create", "get", "update"],
+            "verbs": verbs,
         }),
     )
     .await;
-    let author = ferry_testenv::chart::client_as(&format!("system:serviceaccount:{ns}:author"))
+    ferry_testenv::chart::client_as(&format!("system:serviceaccount:{ns}:author"))
         .await
-        .unwrap();
+        .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_ferry_object_never_grants_its_author_more_than_they_have() {
+    let harness = Harness::start("authors").await;
+    let ns = harness.ns.name.clone();
+    harness
+        .healthy_stateful_set(stateful_set("db", 1, CLASS_EXPANDABLE, "1Gi"))
+        .await;
+    // May write Ferry's objects, nothing else.
+    let admin = harness.client.clone();
+    let author = author(&harness, &["create", "get", "update"]).await;
     let resize = json!({"statefulSetName": "db", "volumes": [{"name": "data", "size": "2Gi"}]});
     let autoscaler = |target: Value| {
         let mut spec = json!({"volumes": [{"name": "data", "threshold": 80, "maxSize": "4Gi"}]});
