@@ -241,3 +241,135 @@ async fn a_ferry_object_never_grants_its_author_more_than_they_have() {
     assert_admitted(&author, &ns, "ExtendedStatefulSet", &hooked).await;
     harness.finish().await;
 }
+
+/// The pod template of an ExtendedStatefulSet referencing a ConfigMap in each place Ferry reads
+/// (env, an init container's envFrom, a volume) and Secrets in others (envFrom, a projected
+/// volume), `env-map` twice.
+fn referencing_template() -> Value {
+    let mut template = serde_json::to_value(stateful_set("app", 1, CLASS_EXPANDABLE, "1Gi")).unwrap();
+    let pod = &mut template["spec"]["template"]["spec"];
+    pod["containers"][0]["env"] = json!([
+        {"name": "A", "valueFrom": {"configMapKeyRef": {"name": "env-map", "key": "a"}}},
+        {"name": "B", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
+    ]);
+    pod["initContainers"] = json!([{
+        "name": "init", "image": "registry.k8s.io/pause:3.10",
+        "envFrom": [{"secretRef": {"name": "env-secret"}}, {"configMapRef": {"name": "env-map"}}],
+    }]);
+    pod["volumes"] = json!([
+        {"name": "settings", "configMap": {"name": "vol-map"}},
+        {"name": "keys", "projected": {"sources": [{"secret": {"name": "projected-secret"}}]}},
+    ]);
+    template["spec"].clone()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_extended_stateful_set_switches_services_and_holds_deletes_only_within_its_authors_rights() {
+    let harness = Harness::start("authors-ests").await;
+    let ns = harness.ns.name.clone();
+    let admin = harness.client.clone();
+    let author = author(&harness, &["create", "get", "update"]).await;
+    grant(
+        &admin,
+        &ns,
+        "create-sets",
+        json!({"apiGroups": ["apps"], "resources": ["statefulsets"], "verbs": ["create"]}),
+    )
+    .await;
+    let kind = "ExtendedStatefulSet";
+    let template = referencing_template();
+    let extended = |fields: Value| {
+        let mut spec = json!({"replicas": 1, "template": {"spec": template.clone()}});
+        spec.as_object_mut()
+            .unwrap()
+            .extend(fields.as_object().unwrap().clone());
+        spec
+    };
+
+    // Blue/green with a Service: Ferry patches that Service's selector for the author.
+    let switched = extended(json!({"updateStrategy": {"type": "BlueGreen", "service": "front"}}));
+    assert_admitted(
+        &author,
+        &ns,
+        kind,
+        &extended(json!({"updateStrategy": {"type": "BlueGreen"}})),
+    )
+    .await;
+    assert_refused(&author, &ns, kind, &switched, "may not patch Service front").await;
+    // Rights on another Service do not cover it.
+    grant(
+        &admin,
+        &ns,
+        "patch-other",
+        json!({"apiGroups": [""], "resources": ["services"], "resourceNames": ["other"], "verbs": ["patch"]}),
+    )
+    .await;
+    assert_refused(&author, &ns, kind, &switched, "may not patch Service front").await;
+    grant(
+        &admin,
+        &ns,
+        "patch-front",
+        json!({"apiGroups": [""], "resources": ["services"], "resourceNames": ["front"], "verbs": ["patch"]}),
+    )
+    .await;
+    assert_admitted(&author, &ns, kind, &switched).await;
+
+    // With updateOnConfigChange Ferry marks what the pods reference and refuses its deletion;
+    // without, it does neither and nothing is asked.
+    let following = extended(json!({"updateOnConfigChange": true}));
+    assert_admitted(&author, &ns, kind, &extended(json!({}))).await;
+    assert_refused(
+        &author,
+        &ns,
+        kind,
+        &following,
+        "may not patch ConfigMap env-map in namespace",
+    )
+    .await;
+    // The quarks name of the switch counts the same.
+    assert_refused(
+        &author,
+        &ns,
+        kind,
+        &extended(json!({"updateOnEnvChange": true})),
+        "may not patch ConfigMap env-map in namespace",
+    )
+    .await;
+    // Each reference is asked for by name, in order; the first missing one is named.
+    let by_name = [
+        (
+            "configmaps",
+            "env-map",
+            "may not patch ConfigMap vol-map in namespace",
+        ),
+        (
+            "configmaps",
+            "vol-map",
+            "may not patch Secret env-secret in namespace",
+        ),
+        (
+            "secrets",
+            "env-secret",
+            "may not patch Secret projected-secret in namespace",
+        ),
+    ];
+    for (resource, name, then) in by_name {
+        grant(
+            &admin,
+            &ns,
+            &format!("patch-{name}"),
+            json!({"apiGroups": [""], "resources": [resource], "resourceNames": [name], "verbs": ["patch"]}),
+        )
+        .await;
+        assert_refused(&author, &ns, kind, &following, then).await;
+    }
+    grant(
+        &admin,
+        &ns,
+        "patch-projected-secret",
+        json!({"apiGroups": [""], "resources": ["secrets"], "resourceNames": ["projected-secret"], "verbs": ["patch"]}),
+    )
+    .await;
+    assert_admitted(&author, &ns, kind, &following).await;
+    harness.finish().await;
+}
