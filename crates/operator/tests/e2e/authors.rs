@@ -1,12 +1,13 @@
 //! A Ferry object never lets its author do more than they could with the StatefulSet themselves
 //! (docs/security.md): the chart's ValidatingAdmissionPolicy makes the API server check the
-//! author's own rights before it stores a VolumeResize, VolumeAutoscaler or ExtendedStatefulSet.
+//! author's own rights before it stores a VolumeResize, VolumeAutoscaler or ExtendedStatefulSet,
+//! and before it stores a rollback asked for on a VolumeResize.
 
 use crate::support::Harness;
 use ferry_testenv::CLASS_EXPANDABLE;
 use ferry_testenv::fixtures::stateful_set;
 use k8s_openapi::api::authorization::v1::SubjectAccessReview;
-use kube::api::{DynamicObject, PostParams};
+use kube::api::{DynamicObject, Patch, PatchParams, PostParams};
 use kube::core::{ApiResource, GroupVersionKind};
 use kube::{Api, Client};
 use serde_json::{Value, json};
@@ -45,6 +46,28 @@ async fn dry_run_create(author: &Client, namespace: &str, kind: &str, spec: Valu
         .create(&params, &object)
         .await;
     refusal(kind, answer)
+}
+
+/// Sets `annotations` on the VolumeResize `name` as `author` (dry run, a merge patch as `kubectl
+/// ferry rollback` sends); the refusal's message, or `None` when it was admitted.
+async fn dry_run_annotate(
+    author: &Client,
+    namespace: &str,
+    name: &str,
+    annotations: Value,
+) -> Option<String> {
+    let params = PatchParams {
+        dry_run: true,
+        ..PatchParams::default()
+    };
+    let patch = json!({"metadata": {"annotations": annotations}});
+    let answer = ferry_objects(author, namespace, "VolumeResize")
+        .patch(name, &params, &Patch::Merge(&patch))
+        .await;
+    refusal(
+        &format!("annotations {annotations} on VolumeResize {name}"),
+        answer,
+    )
 }
 
 /// Asserts that `author` may not create the Ferry object, for the reason `why` names.
@@ -242,6 +265,20 @@ async fn a_ferry_object_never_grants_its_author_more_than_they_have() {
     harness.finish().await;
 }
 
+/// The annotation `kubectl ferry rollback` sets.
+fn rollback() -> Value {
+    json!({ferry_api::names::ANNOTATION_ROLLBACK_REQUESTED: "true"})
+}
+
+/// Asserts that `author` may not ask for a rollback of the VolumeResize `grow`, for the reason
+/// `why` names.
+async fn assert_rollback_refused(author: &Client, namespace: &str, why: &str) {
+    let refused = dry_run_annotate(author, namespace, "grow", rollback())
+        .await
+        .unwrap_or_else(|| panic!("the rollback was admitted; expected: {why}"));
+    assert!(refused.contains(why), "{refused}");
+}
+
 /// The pod template of an ExtendedStatefulSet referencing a ConfigMap in each place Ferry reads
 /// (env, an init container's envFrom, a volume) and Secrets in others (envFrom, a projected
 /// volume), `env-map` twice.
@@ -371,5 +408,72 @@ async fn an_extended_stateful_set_switches_services_and_holds_deletes_only_withi
     )
     .await;
     assert_admitted(&author, &ns, kind, &following).await;
+    harness.finish().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rollback_request_needs_the_rights_a_rollback_needs() {
+    let harness = Harness::start("authors-rollback").await;
+    let ns = harness.ns.name.clone();
+    let admin = harness.client.clone();
+    harness
+        .healthy_stateful_set(stateful_set("db", 1, CLASS_EXPANDABLE, "1Gi"))
+        .await;
+    // A resize made by someone else (a plan only: nothing of db changes).
+    let resize: DynamicObject = serde_json::from_value(json!({
+        "apiVersion": "ferry.dev/v1alpha1", "kind": "VolumeResize", "metadata": {"name": "grow"},
+        "spec": {"statefulSetName": "db", "volumes": [{"name": "data", "size": "2Gi"}], "dryRun": true},
+    }))
+    .unwrap();
+    ferry_objects(&admin, &ns, "VolumeResize")
+        .create(&PostParams::default(), &resize)
+        .await
+        .unwrap();
+    // May patch VolumeResizes, nothing else.
+    let author = author(&harness, &["get", "patch"]).await;
+
+    // Another annotation asks for nothing.
+    assert_eq!(
+        dry_run_annotate(&author, &ns, "grow", json!({"team": "storage"})).await,
+        None
+    );
+    // What creating the resize needs...
+    assert_rollback_refused(&author, &ns, "may not patch StatefulSet db").await;
+    grant(
+        &admin,
+        &ns,
+        "patch-db",
+        json!({
+            "apiGroups": ["apps"], "resources": ["statefulsets"], "resourceNames": ["db"], "verbs": ["patch"],
+        }),
+    )
+    .await;
+    assert_rollback_refused(&author, &ns, "may not create pods").await;
+    grant(
+        &admin,
+        &ns,
+        "pods",
+        json!({"apiGroups": [""], "resources": ["pods"], "verbs": ["create"]}),
+    )
+    .await;
+    // ... and the claims: a rollback re-makes them on the old volumes, and the writes since are
+    // deleted with the new ones.
+    assert_rollback_refused(&author, &ns, "may not delete persistentvolumeclaims in namespace").await;
+    grant(
+        &admin,
+        &ns,
+        "delete-claims",
+        json!({"apiGroups": [""], "resources": ["persistentvolumeclaims"], "verbs": ["delete"]}),
+    )
+    .await;
+    assert_rollback_refused(&author, &ns, "may not create persistentvolumeclaims in namespace").await;
+    grant(
+        &admin,
+        &ns,
+        "create-claims",
+        json!({"apiGroups": [""], "resources": ["persistentvolumeclaims"], "verbs": ["create"]}),
+    )
+    .await;
+    assert_eq!(dry_run_annotate(&author, &ns, "grow", rollback()).await, None);
     harness.finish().await;
 }
