@@ -530,6 +530,20 @@ fn overdue(status: &VolumeResizeStatus, limit: i64, now: &Time) -> Vec<String> {
         .collect()
 }
 
+/// A replica Ferry held down for its volume to grow runs again under another pod before its volume
+/// grew: the StatefulSet was re-created while it was held.
+fn came_back_unfinished(status: &VolumeResizeStatus, observed: &Observed, sts_name: &str) -> bool {
+    unfinished(status).any(|row| {
+        row.refused_in_use == Some(true)
+            && row.restarted_pod.as_ref().is_some_and(|stopped| {
+                observed
+                    .pods
+                    .get(&format!("{sts_name}-{}", row.replica))
+                    .is_some_and(|pod| &pod.uid != stopped)
+            })
+    })
+}
+
 /// Offline-only drivers: restart one pod at a time, and only while every other pod is Ready. A pod
 /// that is gone and not yet re-created counts as down too (the StatefulSet's own status can lag
 /// behind it). A pod that is down already (crash-looping on its full disk, the case of an
@@ -553,10 +567,15 @@ fn restart_one(
         .iter()
         .filter(|(_, pod, _)| observed.pods.get(pod).is_some_and(|p| !p.deleting))
         .collect();
+    // Once a replica held down came back unfinished (the StatefulSet re-created for another one
+    // lost meanwhile), a replica that is down is starting again, not crash-looping: it gets no
+    // precedence, and the next stop waits for every replica to be Ready.
+    let down_goes_first = !came_back_unfinished(status, observed, sts_name);
     let candidate = restartable
         .iter()
-        .find(|(replica, _, _)| down.contains(replica))
-        .or(restartable.first())
+        .find(|(replica, _, _)| down_goes_first && down.contains(replica))
+        .or(restartable.iter().find(|(replica, _, _)| !down.contains(replica)))
+        .or(restartable.first().filter(|_| down_goes_first))
         .copied();
     let disruption_in_flight = !expansion.held_down.is_empty()
         || candidate.is_none_or(|(replica, _, _)| {

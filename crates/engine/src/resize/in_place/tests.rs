@@ -1045,6 +1045,49 @@ fn another_replica_lost_while_one_is_held_down_brings_the_stateful_set_back() {
     }
 }
 
+/// Once the StatefulSet is back for a replica lost while another was held down, the lost one is
+/// starting, not crash-looping: it is not the next one stopped (it would stay down in place of the
+/// one held), and no replica is stopped until every one is Ready again.
+#[test]
+fn a_replica_back_from_a_loss_is_not_stopped_while_it_starts() {
+    let mut observed = cluster(3, 2 * GI, GI, NodeResize::Idle);
+    for claim in observed.claims.values_mut() {
+        claim.expansion_refused_in_use = true;
+    }
+    let whole = observed.stateful_set.take();
+    let status = plan(&planned(3), &observed).status;
+    let stopped = plan(&status, &observed);
+    observed.pods.remove("db-0");
+    let held = plan(&stopped.status, &observed);
+    observed.pods.remove("db-2");
+    let back = plan(&held.status, &observed);
+    assert!(back.actions.contains(&ResizeAction::RecreateStatefulSet));
+    // The StatefulSet re-created both: db-0 under a new UID and Ready, db-2 starting.
+    observed.stateful_set = whole;
+    let mut db0 = observed.pods["db-1"].clone();
+    db0.uid = "uid-0-again".into();
+    observed.pods.insert("db-0".into(), db0);
+    let mut db2 = observed.pods["db-1"].clone();
+    db2.uid = "uid-2-again".into();
+    db2.ready = false;
+    observed.pods.insert("db-2".into(), db2);
+    observed.stateful_set.as_mut().unwrap().ready_replicas = 2;
+    let starting = plan(&back.status, &observed);
+    assert!(
+        starting.actions.iter().all(|action| !matches!(
+            action,
+            ResizeAction::EvictPod { .. } | ResizeAction::OrphanDeleteStatefulSet
+        )),
+        "{:?}",
+        starting.actions
+    );
+    // Every replica Ready again: the growth goes on, one replica at a time.
+    observed.pods.get_mut("db-2").unwrap().ready = true;
+    observed.stateful_set.as_mut().unwrap().ready_replicas = 3;
+    let again = plan(&starting.status, &observed);
+    assert_eq!(again.actions, vec![ResizeAction::OrphanDeleteStatefulSet]);
+}
+
 /// Every volume grew and the StatefulSet has the new template, but a replica never becomes Ready
 /// (a forced resize, a rescue, started with it down): the wait ends at `timeoutSeconds` from when
 /// the last claim had its size, Failed, saying which replica.
