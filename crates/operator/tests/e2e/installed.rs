@@ -3,7 +3,8 @@
 //! its Service. A resize goes through the installed operator, installed from the previous chart;
 //! its leader is deleted mid-resize and the other replica takes over within the lease; `helm
 //! upgrade` to this chart rolls the operator while the resize waits, and the resize then finishes;
-//! `helm uninstall` leaves no orphans and keeps the data.
+//! `helm uninstall` leaves no orphans and keeps the data. An upgrade from the previous chart with
+//! `--reuse-values` keeps every feature on that is on by default.
 
 use crate::real_node::{assert_nothing_lost, wait_phase, writer_with};
 use crate::support::Harness;
@@ -422,5 +423,120 @@ async fn the_chart_runs_ferry_on_the_node_hands_over_mid_resize_and_uninstalls_c
             "retained volume {volume} is kept"
         );
     }
+    harness.finish().await;
+}
+
+/// Whether `rules` grant `verb` on `resource` (any API group).
+fn grants(rules: &[k8s_openapi::api::rbac::v1::PolicyRule], resource: &str, verb: &str) -> bool {
+    rules.iter().any(|rule| {
+        rule.resources.iter().flatten().any(|r| r == resource) && rule.verbs.iter().any(|v| v == verb)
+    })
+}
+
+/// `helm upgrade --reuse-values`, as docs/upgrade.md has it, from the previous chart, whose values
+/// lack every feature switch added since (autoscale, extendedStatefulSets, triggers, directGo):
+/// helm renders this chart with those values, and every feature on by default is on afterwards,
+/// with its rules, its webhook and its policy, while the values given at install are kept.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_upgrade_reusing_the_previous_charts_values_keeps_every_default_feature_on() {
+    use k8s_openapi::api::admissionregistration::v1::ValidatingAdmissionPolicy;
+    use k8s_openapi::api::rbac::v1::Role;
+    let harness = Harness::start_bare("helm-reuse").await;
+    let ns = harness.ns.name.clone();
+    let release = ns.clone();
+    let fullname = format!("{release}-ferry");
+    let chart = chart_dir().to_string_lossy().into_owned();
+    let watched = format!("watchNamespaces={{{ns}}}");
+    let values = on_the_real_node(&ns, &["--set", &watched, "--set", "replicaCount=1"]);
+    let previous = previous_chart();
+    let mut install = vec!["install", release.as_str(), previous.as_str()];
+    install.extend(values.iter().map(String::as_str));
+    helm_ok(&install).await;
+    let roles: Api<Role> = harness.ns.api();
+    let before = roles.get(&fullname).await.unwrap().rules.unwrap_or_default();
+    assert!(
+        !grants(&before, "pods/attach", "create"),
+        "the previous chart already has directGo: {before:?}"
+    );
+
+    // Nothing but the release's values: the image, node and namespaces given at install.
+    helm_ok(&[
+        "upgrade",
+        release.as_str(),
+        chart.as_str(),
+        "--namespace",
+        ns.as_str(),
+        "--reuse-values",
+        "--wait",
+        "--timeout",
+        "180s",
+    ])
+    .await;
+    let deployments: Api<Deployment> = harness.ns.api();
+    let deployment = deployments.get(&fullname).await.unwrap();
+    let pod_spec = deployment.spec.unwrap().template.spec.unwrap();
+    let container = &pod_spec.containers[0];
+    assert_eq!(container.image.as_deref(), Some("ferry.local/ferry:dev"));
+    let disabled: Vec<_> = container
+        .env
+        .iter()
+        .flatten()
+        .filter(|var| var.name == "FERRY_DISABLE_FEATURES")
+        .collect();
+    assert!(
+        disabled.is_empty(),
+        "features off after the upgrade: {disabled:?}"
+    );
+    let rules = roles.get(&fullname).await.unwrap().rules.unwrap_or_default();
+    for (resource, verb, feature) in [
+        ("volumeautoscalers", "watch", "autoscale"),
+        ("extendedstatefulsets", "watch", "extendedStatefulSets"),
+        ("services", "patch", "extendedStatefulSets"),
+        ("jobs", "create", "updateHooks"),
+        ("secrets", "watch", "secretReferences"),
+        ("pods/attach", "create", "directGo"),
+    ] {
+        assert!(
+            grants(&rules, resource, verb),
+            "{feature}: no {verb} on {resource} after the upgrade: {rules:?}"
+        );
+    }
+    let cluster_rules = Api::<ClusterRole>::all(harness.client.clone())
+        .get(&fullname)
+        .await
+        .unwrap()
+        .rules
+        .unwrap_or_default();
+    assert!(
+        grants(&cluster_rules, "nodes/proxy", "get"),
+        "kubeletStats: no nodes/proxy after the upgrade: {cluster_rules:?}"
+    );
+    let webhook_name = ferry_operator::webhook::register::configuration_name(&[ns.to_string()]);
+    let mutating = Api::<MutatingWebhookConfiguration>::all(harness.client.clone())
+        .get(&webhook_name)
+        .await
+        .unwrap();
+    assert!(
+        !mutating.webhooks.unwrap_or_default().is_empty(),
+        "triggers: the StatefulSet webhook is gone after the upgrade"
+    );
+    let policies: Api<ValidatingAdmissionPolicy> = Api::all(harness.client.clone());
+    assert!(
+        policies
+            .get_opt(&format!("{fullname}-operator-attach"))
+            .await
+            .unwrap()
+            .is_some(),
+        "directGo: no attach policy after the upgrade"
+    );
+
+    helm_ok(&[
+        "uninstall",
+        release.as_str(),
+        "--namespace",
+        ns.as_str(),
+        "--wait",
+    ])
+    .await;
     harness.finish().await;
 }

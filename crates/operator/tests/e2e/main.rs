@@ -38,6 +38,7 @@ mod pull_secrets;
 mod rbac;
 mod real_csi;
 mod real_node;
+mod reuse_values;
 mod stop_race;
 mod timeouts;
 mod triggers;

@@ -12,7 +12,7 @@ fn repo_file(path: &str) -> String {
 }
 
 /// (API group, resource, verb) of every rule of the ClusterRoles and Roles in rendered manifests.
-fn granted(manifests: &str) -> BTreeSet<Permission> {
+pub(crate) fn granted(manifests: &str) -> BTreeSet<Permission> {
     let mut out = BTreeSet::new();
     for document in yaml_serde::Deserializer::from_str(manifests) {
         let value: yaml_serde::Value = serde::Deserialize::deserialize(document).unwrap();

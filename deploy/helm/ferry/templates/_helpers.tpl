@@ -88,26 +88,34 @@ annotations:
 {{- end }}
 {{- end -}}
 
+{{/* "true" unless features.<name> (list $ "name") is switched off. Every feature is on by default,
+and a missing one reads as on: `helm upgrade --reuse-values` renders with the values of the chart
+the release was installed from, which lack every feature added since. Only false switches one off. */}}
+{{- define "ferry.switch" -}}
+{{- $root := index . 0 -}}
+{{- if dig (index . 1) true ($root.Values.features | default dict) }}true{{ end -}}
+{{- end -}}
+
 {{/* The operator's --disable-features from the chart's `features` values (empty: all on). */}}
 {{- define "ferry.disabledFeatures" -}}
 {{- $off := list -}}
-{{- if not .Values.features.secretReferences }}{{ $off = append $off "secret-references" }}{{ end -}}
-{{- if not .Values.features.kubeletStats }}{{ $off = append $off "kubelet-stats" }}{{ end -}}
-{{- if not .Values.features.updateHooks }}{{ $off = append $off "update-hooks" }}{{ end -}}
-{{- if not .Values.features.autoscale }}{{ $off = append $off "autoscale" }}{{ end -}}
-{{- if not .Values.features.extendedStatefulSets }}{{ $off = append $off "extended-stateful-sets" }}{{ end -}}
-{{- if not .Values.features.triggers }}{{ $off = append $off "triggers" }}{{ end -}}
-{{- if not .Values.features.directGo }}{{ $off = append $off "direct-go" }}{{ end -}}
+{{- if not (include "ferry.switch" (list . "secretReferences")) }}{{ $off = append $off "secret-references" }}{{ end -}}
+{{- if not (include "ferry.switch" (list . "kubeletStats")) }}{{ $off = append $off "kubelet-stats" }}{{ end -}}
+{{- if not (include "ferry.switch" (list . "updateHooks")) }}{{ $off = append $off "update-hooks" }}{{ end -}}
+{{- if not (include "ferry.switch" (list . "autoscale")) }}{{ $off = append $off "autoscale" }}{{ end -}}
+{{- if not (include "ferry.switch" (list . "extendedStatefulSets")) }}{{ $off = append $off "extended-stateful-sets" }}{{ end -}}
+{{- if not (include "ferry.switch" (list . "triggers")) }}{{ $off = append $off "triggers" }}{{ end -}}
+{{- if not (include "ferry.switch" (list . "directGo")) }}{{ $off = append $off "direct-go" }}{{ end -}}
 {{- join "," $off -}}
 {{- end -}}
 
-{{/* "true" when feature (list $ "name") is on: its value and that of the controller it serves
+{{/* "true" when feature (list $ "name") is on: its switch and that of the controller it serves
 (kubeletStats serves autoscale; secretReferences and updateHooks serve extendedStatefulSets). */}}
 {{- define "ferry.feature" -}}
 {{- $root := index . 0 -}}
 {{- $name := index . 1 -}}
 {{- $parent := get (dict "kubeletStats" "autoscale" "secretReferences" "extendedStatefulSets" "updateHooks" "extendedStatefulSets") $name -}}
-{{- if and (index $root.Values.features $name) (or (not $parent) (index $root.Values.features $parent)) }}true{{ end -}}
+{{- if and (include "ferry.switch" (list $root $name)) (or (not $parent) (include "ferry.switch" (list $root $parent))) }}true{{ end -}}
 {{- end -}}
 
 {{/* The names of a list of {name: ...} references, comma-separated (imagePullSecrets to a flag). */}}
