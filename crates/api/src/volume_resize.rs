@@ -88,15 +88,18 @@ pub struct VolumeResizeSpec {
     /// before a copy's swap (the replica is rolled back), an in-place claim reaching its size (a
     /// replica held down for a driver that grows only unused volumes included: it is started
     /// again on its old volume), a replica becoming Ready after its volume changed. Unset: the
-    /// operator's default, 3600 (an hour; `--default-timeout-seconds`).
+    /// operator's default, 3600 (an hour; `--default-timeout-seconds`), which bounds every wait
+    /// but not a mover's pass (the warm copy, the final sync: hours over terabytes while they
+    /// move; a mover that stops moving fails as stuck whatever this is).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[x_kube(validation = Rule::new("self > 0").message("timeoutSeconds must be positive"))]
     pub timeout_seconds: Option<i64>,
 }
 
 /// `timeoutSeconds` of a VolumeResize that sets none, unless the operator is told otherwise
-/// (`--default-timeout-seconds`): an hour, as for autoscaler-made resizes — a warm copy of some
-/// 700 GB at 200 MB/s, while no wait (a replica held down, a replica never Ready) lasts for ever.
+/// (`--default-timeout-seconds`): an hour, as for autoscaler-made resizes, so that no wait (a
+/// replica held down, a replica never Ready) lasts for ever. A mover's pass is bounded only by a
+/// `timeoutSeconds` the spec sets.
 pub const DEFAULT_TIMEOUT_SECONDS: i64 = 3600;
 
 fn default_true() -> bool {
