@@ -437,43 +437,35 @@ async fn a_rollback_request_needs_the_rights_a_rollback_needs() {
         dry_run_annotate(&author, &ns, "grow", json!({"team": "storage"})).await,
         None
     );
-    // What creating the resize needs...
-    assert_rollback_refused(&author, &ns, "may not patch StatefulSet db").await;
-    grant(
-        &admin,
-        &ns,
-        "patch-db",
-        json!({
-            "apiGroups": ["apps"], "resources": ["statefulsets"], "resourceNames": ["db"], "verbs": ["patch"],
-        }),
-    )
-    .await;
-    assert_rollback_refused(&author, &ns, "may not create pods").await;
-    grant(
-        &admin,
-        &ns,
-        "pods",
-        json!({"apiGroups": [""], "resources": ["pods"], "verbs": ["create"]}),
-    )
-    .await;
-    // ... and the claims: a rollback re-makes them on the old volumes, and the writes since are
-    // deleted with the new ones.
-    assert_rollback_refused(&author, &ns, "may not delete persistentvolumeclaims in namespace").await;
-    grant(
-        &admin,
-        &ns,
-        "delete-claims",
-        json!({"apiGroups": [""], "resources": ["persistentvolumeclaims"], "verbs": ["delete"]}),
-    )
-    .await;
-    assert_rollback_refused(&author, &ns, "may not create persistentvolumeclaims in namespace").await;
-    grant(
-        &admin,
-        &ns,
-        "create-claims",
-        json!({"apiGroups": [""], "resources": ["persistentvolumeclaims"], "verbs": ["create"]}),
-    )
-    .await;
+    // What creating the resize needs, then the claims: a rollback re-makes them on the old
+    // volumes, and the writes since are deleted with the new ones. Each refusal names what is
+    // missing; granted, the next one does.
+    let needs = [
+        (
+            "may not patch StatefulSet db",
+            "patch-db",
+            json!({"apiGroups": ["apps"], "resources": ["statefulsets"], "resourceNames": ["db"], "verbs": ["patch"]}),
+        ),
+        (
+            "may not create pods",
+            "pods",
+            json!({"apiGroups": [""], "resources": ["pods"], "verbs": ["create"]}),
+        ),
+        (
+            "may not delete persistentvolumeclaims in namespace",
+            "delete-claims",
+            json!({"apiGroups": [""], "resources": ["persistentvolumeclaims"], "verbs": ["delete"]}),
+        ),
+        (
+            "may not create persistentvolumeclaims in namespace",
+            "create-claims",
+            json!({"apiGroups": [""], "resources": ["persistentvolumeclaims"], "verbs": ["create"]}),
+        ),
+    ];
+    for (refusal, role, rule) in needs {
+        assert_rollback_refused(&author, &ns, refusal).await;
+        grant(&admin, &ns, role, rule).await;
+    }
     assert_eq!(dry_run_annotate(&author, &ns, "grow", rollback()).await, None);
     harness.finish().await;
 }

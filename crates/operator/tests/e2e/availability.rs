@@ -3,7 +3,7 @@
 //! (the rows the simulator and kwok covered, here with real pods, a real kubelet and the real
 //! disruption controller).
 
-use crate::real_node::{assert_nothing_lost, wait_phase, writer_shaped};
+use crate::real_node::{assert_nothing_lost, wait_phase, writer_with_unready_marker};
 use crate::support::Harness;
 use crate::support::disruption::DisruptionOracle;
 use ferry_api::{Phase, RowStep};
@@ -17,30 +17,7 @@ use serde_json::json;
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_copy_waits_for_the_other_replicas_and_the_disruption_budget_before_a_stop() {
     let harness = Harness::start("real-ready").await;
-    // Ready while it writes and no `<pod>.unready` marker is beside its acknowledgements (on the
-    // host, so the test sets it without a pod and no copy carries it).
-    let seeds = writer_shaped(&harness, 2, CLASS_BLOCK, "320Mi", 16 << 10, 0, |set| {
-        let container = &mut set
-            .spec
-            .as_mut()
-            .unwrap()
-            .template
-            .spec
-            .as_mut()
-            .unwrap()
-            .containers[0];
-        let probe = container.readiness_probe.as_mut().unwrap();
-        probe.exec.as_mut().unwrap().command = Some(
-            [
-                "sh",
-                "-c",
-                "test -s /data/records && test ! -e /acks/$(hostname).unready",
-            ]
-            .map(String::from)
-            .to_vec(),
-        );
-    })
-    .await;
+    let seeds = writer_with_unready_marker(&harness, 2, CLASS_BLOCK, "320Mi", 16 << 10).await;
     let marker = acks_dir(&harness.ns.name).join("db-1.unready");
     let pods = harness.ns.api::<Pod>();
 

@@ -81,6 +81,36 @@ pub(crate) async fn writer_shaped(
     sums
 }
 
+/// A writer StatefulSet on `class` whose replicas are Ready only while no `<pod>.unready` marker
+/// is beside their acknowledgements (on the host, so a test sets it without a pod and no copy
+/// carries it): [`writer_shaped`] with that readiness probe.
+pub(crate) async fn writer_with_unready_marker(
+    harness: &Harness,
+    replicas: i32,
+    class: &str,
+    size: &str,
+    seed_kib: u64,
+) -> BTreeMap<String, String> {
+    writer_shaped(harness, replicas, class, size, seed_kib, 0, |set| {
+        let pod = set
+            .spec
+            .as_mut()
+            .and_then(|spec| spec.template.spec.as_mut())
+            .unwrap();
+        let probe = pod.containers[0].readiness_probe.as_mut().unwrap();
+        probe.exec.as_mut().unwrap().command = Some(
+            [
+                "sh",
+                "-c",
+                "test -s /data/records && test ! -e /acks/$(hostname).unready",
+            ]
+            .map(String::from)
+            .to_vec(),
+        );
+    })
+    .await
+}
+
 pub(crate) async fn seed_checksum(harness: &Harness, claim: &str) -> String {
     let claims: Api<PersistentVolumeClaim> = harness.ns.api();
     let volumes: Api<PersistentVolume> = Api::all(harness.client.clone());

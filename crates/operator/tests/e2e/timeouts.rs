@@ -4,7 +4,7 @@
 //! at once, and a forced resize whose down replica never becomes Ready ends at its timeout and
 //! frees the StatefulSet for the next resize.
 
-use crate::real_node::{assert_nothing_lost, wait_phase, writer, writer_shaped};
+use crate::real_node::{assert_nothing_lost, wait_phase, writer, writer_with_unready_marker};
 use crate::support::disruption::DisruptionOracle;
 use crate::support::{Harness, OperatorOptions};
 use ferry_api::condition::{REASON_REPLICA_NOT_READY, REASON_VOLUME_NOT_GROWN, TIMED_OUT};
@@ -108,13 +108,13 @@ fn timed_out(resize: &VolumeResize) -> (String, String) {
 
 /// A user's resize, no `timeoutSeconds`, on a driver that grows only unused volumes and then
 /// keeps failing: db-0 is stopped (its StatefulSet deleted, orphan-style) for its volume to grow,
-/// and at the operator's default timeout (shortened here to 60 s) the StatefulSet is back, db-0
+/// and at the operator's default timeout (shortened here to 30 s) the StatefulSet is back, db-0
 /// runs Ready again on its old volume with every acknowledged record, and the resize is Failed
 /// saying why. Before the fix it held db-0 down for ever.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_replica_held_down_for_a_driver_that_keeps_failing_comes_back_at_the_default_timeout() {
     let options = OperatorOptions {
-        default_timeout_seconds: Some(60),
+        default_timeout_seconds: Some(30),
         ..OperatorOptions::default()
     };
     let harness = Harness::start_without_and("timeout-held", &[], options).await;
@@ -136,7 +136,7 @@ async fn a_replica_held_down_for_a_driver_that_keeps_failing_comes_back_at_the_d
     let (reason, message) = timed_out(&resize);
     assert_eq!(reason, REASON_VOLUME_NOT_GROWN);
     assert!(
-        message.contains("data-db-0 did not reach 480Mi within timeoutSeconds (60 s")
+        message.contains("data-db-0 did not reach 480Mi within timeoutSeconds (30 s")
             && message.contains("replica(s) 0, stopped for the driver to grow their volume while unused, start again on their old volume"),
         "{message}"
     );
@@ -144,7 +144,7 @@ async fn a_replica_held_down_for_a_driver_that_keeps_failing_comes_back_at_the_d
     assert_eq!(row.refused_in_use, Some(true), "{row:?}");
     assert_eq!(row.restarted_pod.as_ref(), before.get("db-0"), "db-0 was stopped");
     let took = status.finished_at.unwrap().0.as_second() - row.started_at.as_ref().unwrap().0.as_second();
-    assert!(took > 60, "ended after {took} s, not at the default timeout");
+    assert!(took > 30, "ended after {took} s, not at the default timeout");
     let sets = harness.ns.api::<StatefulSet>();
     wait_ready(&sets, "db", 2, 180).await.unwrap();
     assert_ne!(harness.pod_uids("db").await.get("db-0"), before.get("db-0"));
@@ -233,39 +233,17 @@ async fn watch_resize_gone(harness: &Harness, name: &str, seconds: u64) {
 
 /// A forced resize (as a rescue is) started with db-1 down, which never becomes Ready (its
 /// readiness marker stays): its volumes grow, and at the operator's default timeout (shortened
-/// here to 60 s; an online growth takes seconds) the resize ends Failed saying db-1 was not Ready,
+/// here to 30 s; an online growth takes seconds) the resize ends Failed saying db-1 was not Ready,
 /// instead of waiting, and holding the StatefulSet, for ever. The next resize of the StatefulSet is
 /// not blocked.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_forced_resize_whose_down_replica_never_becomes_ready_ends_at_the_timeout() {
     let options = OperatorOptions {
-        default_timeout_seconds: Some(60),
+        default_timeout_seconds: Some(30),
         ..OperatorOptions::default()
     };
     let harness = Harness::start_without_and("timeout-unready", &[], options).await;
-    // Ready while it writes and no `<pod>.unready` marker is beside its acknowledgements.
-    let seeds = writer_shaped(&harness, 2, CLASS_BLOCK, "320Mi", 8 << 10, 0, |set| {
-        let container = &mut set
-            .spec
-            .as_mut()
-            .unwrap()
-            .template
-            .spec
-            .as_mut()
-            .unwrap()
-            .containers[0];
-        let probe = container.readiness_probe.as_mut().unwrap();
-        probe.exec.as_mut().unwrap().command = Some(
-            [
-                "sh",
-                "-c",
-                "test -s /data/records && test ! -e /acks/$(hostname).unready",
-            ]
-            .map(String::from)
-            .to_vec(),
-        );
-    })
-    .await;
+    let seeds = writer_with_unready_marker(&harness, 2, CLASS_BLOCK, "320Mi", 8 << 10).await;
     let marker = acks_dir(&harness.ns.name).join("db-1.unready");
     std::fs::write(&marker, b"").unwrap();
     watch_pod(&harness, "db-1", 60, |pod| pod.is_some_and(|p| !ready(p))).await;
@@ -281,7 +259,7 @@ async fn a_forced_resize_whose_down_replica_never_becomes_ready_ends_at_the_time
     let (reason, message) = timed_out(&resize);
     assert_eq!(reason, REASON_REPLICA_NOT_READY);
     assert!(
-        message.starts_with("replica(s) 1 not Ready within timeoutSeconds (60 s)"),
+        message.starts_with("replica(s) 1 not Ready within timeoutSeconds (30 s)"),
         "{message}"
     );
     // db-1 serves again; the next resize takes the StatefulSet and runs to its end.
