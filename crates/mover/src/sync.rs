@@ -326,6 +326,8 @@ impl Run<'_> {
             metadata_fixed: out.metadata_fixed.load(Ordering::Relaxed),
             change_tracking: read.tracking.clone(),
             entries_visited: Some(src.entries.len() as u64),
+            interim_passes: None,
+            interim_bytes_copied: None,
         }
     }
 
