@@ -77,6 +77,14 @@ pub struct SyncResult {
     /// than this field.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub entries_visited: Option<u64>,
+    /// With `--track-changes`: how many interim passes the standby ran while it waited for its
+    /// go (each over what changed since the pass before). Absent otherwise, and from older movers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interim_passes: Option<u64>,
+    /// With `--track-changes`: the data bytes those interim passes wrote (before the go; the
+    /// final pass's own are `bytesCopied`). Absent otherwise, and from older movers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interim_bytes_copied: Option<u64>,
 }
 
 /// The mover's exit code when the kernel refused an operation (EACCES / EPERM): with a mover pod
@@ -202,6 +210,16 @@ mod tests {
         let result: SyncResult = round_trip(TRACKED);
         assert_eq!(result.change_tracking.as_deref(), Some("used"));
         assert_eq!(result.entries_visited, Some(2));
+        assert_eq!(
+            result.interim_passes, None,
+            "a result without interim passes still reads"
+        );
+        const CONVERGED: &str = r#"{"files":3,"bytes":100003,"bytesCopied":0,"deleted":0,"digest":"","seconds":0.01,"verify":"checksum","warnings":0,"filesCopied":0,"metadataFixed":0,"bytesCompared":0,"changeTracking":"used","entriesVisited":1,"interimPasses":2,"interimBytesCopied":4096}"#;
+        let result: SyncResult = round_trip(CONVERGED);
+        assert_eq!(
+            (result.interim_passes, result.interim_bytes_copied),
+            (Some(2), Some(4096))
+        );
     }
 
     #[test]

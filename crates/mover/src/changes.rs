@@ -116,6 +116,15 @@ impl ChangeRecord {
     }
 }
 
+/// Whether a pass over `visits` reads `rel`: it is visited, or below a path visited whole.
+pub fn covers(visits: &[Visit]) -> impl Fn(&Path) -> bool + '_ {
+    let visited: HashMap<&Path, bool> = visits.iter().map(|v| (v.rel.as_path(), v.whole)).collect();
+    move |rel: &Path| {
+        rel.ancestors()
+            .any(|a| visited.get(a).is_some_and(|&whole| whole || a == rel))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -189,5 +198,22 @@ mod tests {
         r.lose("later".into());
         let reason = r.visits().unwrap_err();
         assert!(reason.contains("overflowed"), "{reason}");
+    }
+
+    #[test]
+    fn a_pass_reads_its_visits_and_what_is_below_the_whole_ones() {
+        let visits = [
+            Visit {
+                rel: "a/f".into(),
+                whole: false,
+            },
+            Visit {
+                rel: "t".into(),
+                whole: true,
+            },
+        ];
+        let reads = covers(&visits);
+        assert!(reads(Path::new("a/f")) && reads(Path::new("t")) && reads(Path::new("t/x/y")));
+        assert!(!reads(Path::new("a/f/below")) && !reads(Path::new("a/g")) && !reads(Path::new("u")));
     }
 }

@@ -57,6 +57,17 @@
 //! `CAP_SYS_ADMIN`, which restricted pods lack). Nothing else may write the target between the
 //! standby's start and its end.
 //!
+//! While it waits, the standby keeps the target close to the source: about once a second
+//! (`INTERIM_EVERY`, 1 s, in `interim.rs`), if the record names anything, it takes it (the watch goes
+//! on into a fresh one) and runs an *interim pass* over those paths, a warm pass that keeps the
+//! chunk record current (a pass over what changed keeps the record of the large files it did not
+//! read), quiet on stdout and stderr. The final pass then visits only what changed since the last
+//! interim pass: on a busy database, the last second's writes and the shutdown, not everything
+//! since the catch-up. A go that comes during an interim pass waits for that pass alone (it visits
+//! only what changed). Correctness never rests on them: a record lost while waiting, or an interim
+//! pass that failed (no more run after it), makes the final pass walk whole. The result says
+//! `"interimPasses":N,"interimBytesCopied":N` (the final pass's own bytes are `bytesCopied`).
+//!
 //! `--ready-file PATH` (with `--wait-for`) creates PATH once the standby is armed: with
 //! `--track-changes` when its catch-up pass ended (before it prints its ready line), without it
 //! just before it waits. A readiness probe running `ferry-mover ready PATH` then shows it as the
@@ -84,7 +95,8 @@
 //! "bytesTotal":N,"bytesPerSecond":N,"elapsedSeconds":F}`. On success the result
 //! `{"files":N,"bytes":N,"bytesCopied":N,"deleted":N,"digest":"hex","seconds":F,
 //! "verify":"checksum","warnings":N,"filesCopied":N,"metadataFixed":N,"entriesVisited":N}`
-//! (`"changeTracking"` too with `--track-changes`) is printed as the last
+//! (`"changeTracking"`, `"interimPasses"` and `"interimBytesCopied"` too with `--track-changes`)
+//! is printed as the last
 //! stdout line and written to the result file; on failure the result file gets
 //! `{"error":"...","kind":"...","exitCode":N,"mismatches":[paths]}`. Both stay under 4096 bytes
 //! (the Kubernetes termination-message limit). The result file is `--result-file`, else
@@ -94,7 +106,9 @@
 //! corrupts that file after writing it (each piece written, for an update in place) and before
 //! verifying it; `FERRY_MOVER_TEST_ABORT_AFTER_PIECES=N` aborts the process once it wrote N
 //! pieces in place; `FERRY_MOVER_TEST_LOSE_EVENTS=1` loses the change record at the go (as a
-//! queue overflow does); `FERRY_MOVER_TEST_MOST_WATCHES=N` fails the watch past N directories.
+//! queue overflow does; `=interim`: the first record an interim pass takes);
+//! `FERRY_MOVER_TEST_MOST_WATCHES=N` fails the watch past N directories;
+//! `FERRY_MOVER_TEST_INTERIM_MS=N` waits N ms between interim passes instead (0: none).
 //!
 //! # Exit codes of the `ferry-mover` binary ([`MoverError::exit_code`])
 //! | code | meaning |
@@ -129,6 +143,7 @@ mod digest;
 mod dirs;
 mod error;
 mod fresh;
+mod interim;
 mod meta;
 mod options;
 mod partial;
@@ -155,7 +170,7 @@ pub use options::{Hook, SyncOptions, SyncReport, VerifyMode};
 pub use plan::TEMP_PREFIX;
 pub use progress::{ProgressLine, ProgressMode, one_line};
 pub use record::{DELTA_MIN, PIECE, RECORD_NAME};
-pub use signal::{GoBy, wait_for_go};
+pub use signal::{Go, GoBy, wait_for_go};
 pub use standby::{Ready, TrackOptions, standby};
 pub use sync::sync;
 pub use usage::{Usage, usage};

@@ -166,15 +166,24 @@ fn abort_after_pieces() -> Option<u64> {
 fn abort_after_pieces() -> Option<u64> {
     None
 }
-/// Test hooks (feature `test-hooks` only) of change tracking: `FERRY_MOVER_TEST_LOSE_EVENTS`
-/// loses the record at the go; `FERRY_MOVER_TEST_MOST_WATCHES=N` fails a watch past N directories.
+/// Test hooks (feature `test-hooks` only) of change tracking: `FERRY_MOVER_TEST_LOSE_EVENTS` loses
+/// the record at the go (`=interim`: the first one an interim pass takes);
+/// `FERRY_MOVER_TEST_MOST_WATCHES=N` fails a watch past N directories;
+/// `FERRY_MOVER_TEST_INTERIM_MS=N` waits N ms between interim passes (0: none).
 #[cfg(feature = "test-hooks")]
 fn track_options() -> ferry_mover::TrackOptions {
+    let lose = std::env::var_os("FERRY_MOVER_TEST_LOSE_EVENTS");
+    let lose_interim = lose.as_deref() == Some(std::ffi::OsStr::new("interim"));
     ferry_mover::TrackOptions {
-        lose_events: std::env::var_os("FERRY_MOVER_TEST_LOSE_EVENTS").is_some(),
+        lose_events: lose.is_some() && !lose_interim,
+        lose_interim,
         most_watches: std::env::var("FERRY_MOVER_TEST_MOST_WATCHES")
             .ok()
             .and_then(|n| n.parse().ok()),
+        interim_every: std::env::var("FERRY_MOVER_TEST_INTERIM_MS")
+            .ok()
+            .and_then(|n| n.parse().ok())
+            .map(std::time::Duration::from_millis),
     }
 }
 
@@ -349,10 +358,9 @@ fn run_pass(
             print_ready(ready);
         }
     };
-    let wait = |go: &Path| {
-        let lines =
-            (args.go_key_sha256.clone()).map(|digest| (std::io::BufReader::new(std::io::stdin()), digest));
-        let by = ferry_mover::wait_for_go(go, lines);
+    let lines =
+        || (args.go_key_sha256.clone()).map(|digest| (std::io::BufReader::new(std::io::stdin()), digest));
+    let stamped = |by: ferry_mover::GoBy| {
         let at = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |since| since.as_millis() as u64);
@@ -361,12 +369,19 @@ fn run_pass(
     match &args.wait_for {
         Some(go) if args.track_changes => {
             let ready = |ready: &ferry_mover::Ready| arm(Some(ready));
-            let (went, outcome) = ferry_mover::standby(opts, &track_options(), ready, || wait(go));
+            // Listens from the first wait on, as a standby without tracking does.
+            let mut listening: Option<ferry_mover::Go> = None;
+            let wait = |at_most| {
+                let listening = listening.get_or_insert_with(|| ferry_mover::Go::new(go, lines()));
+                listening.wait(at_most).map(stamped)
+            };
+            let (went, outcome) = ferry_mover::standby(opts, &track_options(), ready, wait);
             (Some(went), outcome)
         }
         Some(go) => {
             arm(None);
-            (Some(wait(go)), ferry_mover::sync(opts))
+            let by = ferry_mover::wait_for_go(go, lines());
+            (Some(stamped(by)), ferry_mover::sync(opts))
         }
         None => (None, ferry_mover::sync(opts)),
     }

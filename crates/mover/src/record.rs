@@ -128,22 +128,37 @@ impl PieceHasher {
     }
 }
 
-/// The record read from `target`'s root, keeping only the files whose target is still what the
-/// record says (`current` gives each recorded path's scanned target metadata).
+/// The chunk record as a pass found it.
+#[derive(Debug, Default)]
+pub struct Loaded {
+    /// The files the pass read whose target is still what the record says.
+    pub held: HashMap<PathBuf, FileRecord>,
+    /// The files at paths the pass did not read (one that visited only what changed), unchecked:
+    /// kept for a later pass, which checks them as it reads them.
+    pub unread: Vec<(PathBuf, FileRecord)>,
+}
+
+/// The record read from `target`'s root: `read` says which paths the pass read, `current` gives
+/// each read path's scanned target metadata.
 pub fn load<'a>(
     target: &Path,
+    read: impl Fn(&Path) -> bool,
     current: impl Fn(&Path) -> Option<&'a EntryMeta>,
-) -> HashMap<PathBuf, FileRecord> {
+) -> Loaded {
     let Ok(bytes) = std::fs::read(target.join(RECORD_NAME)) else {
-        return HashMap::new();
+        return Loaded::default();
     };
-    decode(&bytes)
-        .unwrap_or_default()
-        .into_iter()
-        .filter(|(rel, record)| {
-            current(rel).is_some_and(|m| m.kind == crate::meta::Kind::File && Stamp::of(m) == record.stamp)
-        })
-        .collect()
+    let mut loaded = Loaded::default();
+    for (rel, record) in decode(&bytes).unwrap_or_default() {
+        if !read(&rel) {
+            loaded.unread.push((rel, record));
+        } else if current(&rel)
+            .is_some_and(|m| m.kind == crate::meta::Kind::File && Stamp::of(m) == record.stamp)
+        {
+            loaded.held.insert(rel, record);
+        }
+    }
+    loaded
 }
 
 /// Writes `records` as the target's record (a new file renamed over the old one), or removes
@@ -332,14 +347,22 @@ mod tests {
         };
         let mut touched = same.clone();
         touched.ctime_nsec += 1;
-        let kept = load(tmp.path(), |rel| {
-            (rel == Path::new("base/1/16384")).then_some(&same)
-        });
-        assert_eq!(kept.keys().collect::<Vec<_>>(), [Path::new("base/1/16384")]);
-        let kept = load(tmp.path(), |rel| {
-            (rel == Path::new("base/1/16384")).then_some(&touched)
-        });
-        assert!(kept.is_empty());
+        let kept = load(
+            tmp.path(),
+            |_| true,
+            |rel| (rel == Path::new("base/1/16384")).then_some(&same),
+        );
+        assert_eq!(kept.held.keys().collect::<Vec<_>>(), [Path::new("base/1/16384")]);
+        let kept = load(
+            tmp.path(),
+            |_| true,
+            |rel| (rel == Path::new("base/1/16384")).then_some(&touched),
+        );
+        assert!(kept.held.is_empty() && kept.unread.is_empty());
+        // A pass that did not read a path keeps its record, unchecked, for a later one.
+        let kept = load(tmp.path(), |rel| rel != Path::new("base/1/16384"), |_| None);
+        let unread: Vec<&Path> = kept.unread.iter().map(|(rel, _)| rel.as_path()).collect();
+        assert_eq!(unread, [Path::new("base/1/16384")]);
         save(tmp.path(), &[]).unwrap();
         assert!(!tmp.path().join(RECORD_NAME).exists());
     }

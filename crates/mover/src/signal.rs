@@ -9,9 +9,9 @@
 //! its end (the stream dropped with the operator), starts nothing.
 
 use std::io::{BufRead, Read};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use sha2::{Digest, Sha256};
 
@@ -48,21 +48,59 @@ pub fn wait_for_go<R>(path: &Path, lines: Option<(R, String)>) -> GoBy
 where
     R: BufRead + Send + 'static,
 {
-    let keyed = lines.map(|(reader, digest)| listen(reader, digest));
+    let mut go = Go::new(path, lines);
     loop {
-        if let Ok(content) = std::fs::read(path)
-            && content.iter().any(|b| !b.is_ascii_whitespace())
-        {
-            return GoBy::File;
+        if let Some(by) = go.wait(Duration::from_secs(3600)) {
+            return by;
         }
-        match &keyed {
-            Some(keyed) => match keyed.recv_timeout(POLL) {
-                Ok(()) => return GoBy::Line,
-                Err(RecvTimeoutError::Timeout) => {}
-                // The reader ended without the key: the file alone is left.
-                Err(RecvTimeoutError::Disconnected) => std::thread::sleep(POLL),
-            },
-            None => std::thread::sleep(POLL),
+    }
+}
+
+/// The go, waited for a while at a time (a standby works between waits). Its stdin reader, if
+/// any, starts once and keeps reading across waits.
+pub struct Go {
+    path: PathBuf,
+    keyed: Option<Receiver<()>>,
+}
+
+impl Go {
+    /// Listens for the go of [`wait_for_go`]: `path`'s content, or the keyed line of `lines`.
+    pub fn new<R>(path: &Path, lines: Option<(R, String)>) -> Self
+    where
+        R: BufRead + Send + 'static,
+    {
+        Go {
+            path: path.to_path_buf(),
+            keyed: lines.map(|(reader, digest)| listen(reader, digest)),
+        }
+    }
+
+    /// Waits at most `at_most` for the go (the file is read at least once); `None` if it did
+    /// not come.
+    pub fn wait(&mut self, at_most: Duration) -> Option<GoBy> {
+        let deadline = Instant::now().checked_add(at_most);
+        loop {
+            if let Ok(content) = std::fs::read(&self.path)
+                && content.iter().any(|b| !b.is_ascii_whitespace())
+            {
+                return Some(GoBy::File);
+            }
+            let step = match deadline {
+                Some(deadline) => deadline.saturating_duration_since(Instant::now()).min(POLL),
+                None => POLL,
+            };
+            if step.is_zero() {
+                return None;
+            }
+            match &self.keyed {
+                Some(keyed) => match keyed.recv_timeout(step) {
+                    Ok(()) => return Some(GoBy::Line),
+                    Err(RecvTimeoutError::Timeout) => {}
+                    // The reader ended without the key: the file alone is left.
+                    Err(RecvTimeoutError::Disconnected) => self.keyed = None,
+                },
+                None => std::thread::sleep(step),
+            }
         }
     }
 }
@@ -98,7 +136,6 @@ fn is_key(line: &[u8], digest: &str) -> bool {
 mod tests {
     use super::*;
     use std::io::Cursor;
-    use std::time::Instant;
 
     const KEY: &str = "k3y";
 
@@ -180,5 +217,25 @@ mod tests {
         assert!(is_key(KEY.as_bytes(), &digest_of(KEY).to_uppercase()));
         assert!(!is_key(b"other", &digest_of(KEY)));
         assert!(!is_key(b"", &digest_of("")), "an empty line is never a key");
+    }
+
+    /// A wait with no go returns after its time, and the key sent meanwhile is the next one's go.
+    #[test]
+    fn a_wait_ends_without_a_go_and_the_next_one_sees_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("go");
+        let (reader, mut writer) = std::io::pipe().unwrap();
+        let mut go = Go::new(&path, Some((std::io::BufReader::new(reader), digest_of(KEY))));
+        let started = Instant::now();
+        assert_eq!(go.wait(Duration::from_millis(100)), None);
+        assert!(started.elapsed() >= Duration::from_millis(100));
+        std::io::Write::write_all(&mut writer, format!("{KEY}\n").as_bytes()).unwrap();
+        assert_eq!(go.wait(Duration::from_secs(10)), Some(GoBy::Line));
+        std::fs::write(&path, "go").unwrap();
+        assert_eq!(
+            go.wait(Duration::ZERO),
+            Some(GoBy::File),
+            "the file is read at least once"
+        );
     }
 }

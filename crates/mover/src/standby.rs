@@ -4,10 +4,10 @@
 //! whole, as without tracking: correctness never rests on the record.
 
 use std::path::Path;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
-use crate::changes::ChangeRecord;
 use crate::error::MoverError;
+use crate::interim::{self, CaughtUp, Interim, scope_of};
 use crate::options::{SyncOptions, SyncReport};
 use crate::partial::LinkGroups;
 use crate::progress::{ProgressMode, Warnings};
@@ -21,6 +21,10 @@ pub struct TrackOptions {
     pub lose_events: bool,
     /// At most this many directories can be watched, as when the watch limit is reached.
     pub most_watches: Option<usize>,
+    /// The first record an interim pass takes is lost.
+    pub lose_interim: bool,
+    /// The wait between interim passes instead of [`interim::INTERIM_EVERY`]; zero runs none.
+    pub interim_every: Option<Duration>,
 }
 
 /// The standby is ready for its go: what the operator may read once it waits.
@@ -32,21 +36,14 @@ pub struct Ready {
     pub catch_up_seconds: f64,
 }
 
-/// What the catch-up pass left for the final one.
-struct CaughtUp {
-    watcher: watch::Watcher,
-    files: u64,
-    bytes: u64,
-    links: LinkGroups,
-}
-
 /// Runs a standby final pass with change tracking: `ready` is called once it waits for its go,
-/// `go` waits for it (its value is returned with the pass's outcome).
+/// `go` waits at most the time it is given for it (its value is returned with the pass's
+/// outcome). Between waits the standby runs interim passes over what changed.
 pub fn standby<G>(
     opts: &SyncOptions,
     track: &TrackOptions,
     ready: impl FnOnce(&Ready),
-    go: impl FnOnce() -> G,
+    mut go: impl FnMut(Duration) -> Option<G>,
 ) -> (G, Result<SyncReport, MoverError>) {
     let warnings = Warnings::new(opts.print_warnings);
     let start = Instant::now();
@@ -62,22 +59,16 @@ pub fn standby<G>(
         tracking,
         catch_up_seconds: (start.elapsed().as_secs_f64() * 1000.0).round() / 1000.0,
     });
-    let went = go();
-    let mut watching = None;
-    let scope = caught_up.and_then(|caught_up| {
-        let CaughtUp {
-            watcher,
-            files,
-            bytes,
-            links,
-        } = caught_up;
-        let mut record = watcher.take();
-        watching = Some(watcher);
-        if track.lose_events {
-            record.lose("events were lost (test hook)".into());
+    let (went, interim, scope, watching) = match caught_up {
+        Ok(mut caught_up) => {
+            let every = track.interim_every.unwrap_or(interim::INTERIM_EVERY);
+            let lose_first = track.lose_interim;
+            let (went, interim) = interim::converge(opts, (every, lose_first), &mut caught_up, &mut go);
+            let (scope, watcher) = final_scope(track, caught_up, &interim);
+            (went, interim, scope, Some(watcher))
         }
-        scope_of(&record, &links, files, bytes)
-    });
+        Err(why) => (interim::wait(&mut go), Interim::default(), Err(why), None),
+    };
     let outcome = match scope {
         Ok(scope) => sync::pass(opts, &scope)
             .map(|(report, _)| report)
@@ -92,7 +83,35 @@ pub fn standby<G>(
             })
         }
     };
+    let outcome = outcome.map(|report| SyncReport {
+        interim_passes: Some(interim.passes),
+        interim_bytes_copied: Some(interim.bytes_copied),
+        ..report
+    });
     (went, outcome)
+}
+
+/// What the final pass reads: the record gathered since the last interim pass, unless a record
+/// was lost or an interim pass failed (then it walks whole). The watch goes on during the pass.
+fn final_scope(
+    track: &TrackOptions,
+    caught_up: CaughtUp,
+    interim: &Interim,
+) -> (Result<Scope, String>, watch::Watcher) {
+    let CaughtUp {
+        watcher,
+        files,
+        bytes,
+        links,
+    } = caught_up;
+    let mut record = watcher.take();
+    if let Some(why) = &interim.whole {
+        record.lose(why.clone());
+    }
+    if track.lose_events {
+        record.lose("events were lost (test hook)".into());
+    }
+    (scope_of(&record, &links, files, bytes), watcher)
 }
 
 /// The report of a strict pass that read only what changed, if nothing changed while it ran: a
@@ -145,15 +164,4 @@ fn catch_up(opts: &SyncOptions, track: &TrackOptions) -> Result<CaughtUp, String
 /// The source as the watches see it: symlinks resolved, as the pass resolves them.
 fn resolved(source: &Path) -> Result<std::path::PathBuf, String> {
     std::fs::canonicalize(source).map_err(|e| format!("cannot resolve {}: {e}", source.display()))
-}
-
-/// What the final pass reads: the record's paths and the other links of the files among them.
-fn scope_of(record: &ChangeRecord, links: &LinkGroups, files: u64, bytes: u64) -> Result<Scope, String> {
-    let visits = record.visits()?;
-    let visits = if links.is_empty() {
-        visits
-    } else {
-        links.widen(visits)
-    };
-    Ok(Scope::Changed { visits, files, bytes })
 }

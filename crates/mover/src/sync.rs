@@ -9,7 +9,7 @@ use std::time::Instant;
 
 use rayon::prelude::*;
 
-use crate::changes::Visit;
+use crate::changes::{self, Visit};
 use crate::copy::{self, Copied, CopyCtx};
 use crate::delta::{self, Updated};
 use crate::digest::metadata_digest;
@@ -326,17 +326,28 @@ impl Run<'_> {
             metadata_fixed: out.metadata_fixed.load(Ordering::Relaxed),
             change_tracking: read.tracking.clone(),
             entries_visited: Some(src.entries.len() as u64),
+            interim_passes: None,
+            interim_bytes_copied: None,
         }
     }
 
     /// The chunk record found in the target (left out of its tree), with the files it still holds
     /// for; `None` when the source has an entry under its name, which is copied like any other.
-    fn take_record(&self, src: &Tree, dst: &mut Tree) -> Option<HashMap<PathBuf, FileRecord>> {
+    /// A pass over what changed keeps the records of the files it did not read, for the next.
+    fn take_record(&self, src: &Tree, dst: &mut Tree) -> Option<record::Loaded> {
         if src.entries.iter().any(|e| record::is_record(&e.rel)) {
             return None;
         }
         dst.entries.retain(|e| !record::is_record(&e.rel));
-        Some(record::load(self.target, |rel| find(dst, rel)))
+        let current = |rel: &Path| find(dst, rel);
+        Some(match self.scope {
+            Scope::Whole => record::load(self.target, |_| true, current),
+            Scope::Changed { visits, .. } => {
+                let covered = changes::covers(visits);
+                let read = |rel: &Path| covered(rel) || current(rel).is_some();
+                record::load(self.target, read, current)
+            }
+        })
     }
 
     fn remove(&self, r: &Removal) -> Result<(), MoverError> {
@@ -357,8 +368,9 @@ impl Run<'_> {
         src: &Tree,
         ops: &[Op],
         out: &Outcome,
-        recorded: Option<&HashMap<PathBuf, FileRecord>>,
+        loaded: Option<&record::Loaded>,
     ) -> Result<(), MoverError> {
+        let recorded = loaded.map(|l| &l.held);
         // Directories first, in path order so parents exist; private until the final pass.
         let umask = fresh::process_umask();
         let mut fresh_dirs = HashMap::new();
@@ -410,8 +422,8 @@ impl Run<'_> {
             .par_iter()
             .try_for_each(|&i| self.apply(&ctx, src, i, &ops[i], out, recorded))?;
         // Before the directories' metadata: the record's file changes the root's mtime.
-        if let Some(recorded) = recorded {
-            self.keep_record(src, ops, out, recorded)?;
+        if let Some(loaded) = loaded {
+            self.keep_record(src, ops, out, loaded)?;
         }
         // Directory metadata last: creating entries inside bumps a directory's mtime.
         let dirs: Vec<usize> = (0..ops.len())
@@ -579,18 +591,20 @@ impl Run<'_> {
     }
 
     /// Writes the chunk record for the next pass (`--chunk-record`, never on a strict pass): the
-    /// large files this pass wrote, and those it left alone whose record still held. Any other
-    /// pass leaves none.
+    /// large files this pass wrote, those it left alone whose record still held, and those it did
+    /// not read. Any other pass leaves none.
     fn keep_record(
         &self,
         src: &Tree,
         ops: &[Op],
         out: &Outcome,
-        recorded: &HashMap<PathBuf, FileRecord>,
+        loaded: &record::Loaded,
     ) -> Result<(), MoverError> {
         if !self.opts.chunk_record || self.opts.strict {
             return record::remove(self.target);
         }
+        let recorded = &loaded.held;
+        let unread = (loaded.unread.iter()).filter(|(rel, _)| find(src, rel).is_none());
         let kept: Vec<(PathBuf, FileRecord)> = src
             .entries
             .iter()
@@ -603,6 +617,7 @@ impl Run<'_> {
                 };
                 Some((e.rel.clone(), record.clone()))
             })
+            .chain(unread.cloned())
             .collect();
         record::save(self.target, &kept)
     }

@@ -24,8 +24,17 @@ struct Standby {
 }
 
 /// Starts `ferry-mover sync --strict --delete --wait-for GO --track-changes` from `src` to `dst`
-/// and waits for its ready line (the catch-up pass is over then).
+/// and waits for its ready line (the catch-up pass is over then). It runs no interim passes: the
+/// final pass is left with every change the test makes, whatever its timing.
 fn standby(src: &Path, dst: &Path, env: &[(&str, &str)]) -> Standby {
+    let mut env = env.to_vec();
+    env.push(("FERRY_MOVER_TEST_INTERIM_MS", "0"));
+    converging(src, dst, &env)
+}
+
+/// A standby that runs its interim passes while it waits (about once a second unless `env`
+/// says otherwise).
+fn converging(src: &Path, dst: &Path, env: &[(&str, &str)]) -> Standby {
     let dir = dst.parent().unwrap();
     let (go, result) = (dir.join("go"), dir.join("result.json"));
     let mut command = Command::new(bin());
@@ -278,7 +287,10 @@ fn a_write_during_a_tracked_strict_pass_fails_it_even_where_the_pass_did_not_rea
         &opts,
         &TrackOptions::default(),
         |r| ready = Some(r.clone()),
-        || write(&src.join("changes.txt"), b"after"),
+        |_| {
+            write(&src.join("changes.txt"), b"after");
+            Some(())
+        },
     );
     assert_eq!(ready.unwrap().tracking, "on");
     match outcome {
@@ -346,4 +358,136 @@ fn a_large_file_written_in_place_is_updated_piece_by_piece_from_the_catch_up_rec
         ferry_mover::PIECE,
         "the catch-up pass's record stands for the target's other pieces"
     );
+}
+
+/// Polls `done` every 10 ms for at most 15 s.
+fn eventually(what: &str, done: impl Fn() -> bool) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(15);
+    while !done() {
+        assert!(std::time::Instant::now() < deadline, "never happened: {what}");
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+}
+
+fn interim(result: &serde_json::Value) -> (u64, u64) {
+    (
+        result["interimPasses"].as_u64().unwrap(),
+        result["interimBytesCopied"].as_u64().unwrap(),
+    )
+}
+
+/// Writes `len` bytes of 0xAB at `at` in an existing file.
+fn write_at(path: &Path, at: u64, len: usize) {
+    use std::io::{Seek, SeekFrom, Write};
+    let mut f = std::fs::OpenOptions::new().write(true).open(path).unwrap();
+    f.seek(SeekFrom::Start(at)).unwrap();
+    f.write_all(&vec![0xAB; len]).unwrap();
+}
+
+#[test]
+fn what_is_written_while_the_standby_waits_is_copied_before_the_go() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (src, dst) = (tmp.path().join("src"), tmp.path().join("dst"));
+    filler(&src, 50);
+    let s = converging(&src, &dst, &[]);
+    let big = pattern(8 * 1024 * 1024, 3);
+    write(&src.join("wal/000001"), &big);
+    write(&src.join("fill/d2/new.txt"), b"small");
+    std::thread::sleep(std::time::Duration::from_millis(2500));
+    eventually("the interim pass copied the new files", || {
+        std::fs::read(dst.join("wal/000001")).is_ok_and(|b| b == big)
+            && std::fs::read(dst.join("fill/d2/new.txt")).is_ok_and(|b| b == b"small")
+    });
+    let result = s.go();
+    assert_exact(&src, &dst);
+    assert_eq!(tracked(&result).0, "used");
+    assert_eq!(result["bytesCopied"], 0, "the final pass copied again: {result}");
+    let (passes, bytes) = interim(&result);
+    assert!(passes >= 1, "{result}");
+    assert_eq!(bytes, big.len() as u64 + 5, "{result}");
+}
+
+#[test]
+fn files_rewritten_during_and_after_interim_passes_are_exact_after_the_final_pass() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (src, dst) = (tmp.path().join("src"), tmp.path().join("dst"));
+    filler(&src, 50);
+    write(&src.join("hot/page"), &pattern(2 * 1024 * 1024, 1));
+    write(&src.join("hot/note"), b"first");
+    let s = converging(&src, &dst, &[("FERRY_MOVER_TEST_INTERIM_MS", "50")]);
+    for round in 0..30u64 {
+        write_at(
+            &src.join("hot/page"),
+            round * 70_001 % (2 * 1024 * 1024 - 9000),
+            9000,
+        );
+        write(&src.join("hot/note"), &pattern(10 + round as usize * 37, round));
+        write(
+            &src.join(format!("hot/new{}", round % 4)),
+            &pattern(round as usize, round),
+        );
+        std::thread::sleep(std::time::Duration::from_millis(5 + round % 3 * 20));
+    }
+    write_at(&src.join("hot/page"), 12_345, 100);
+    write(&src.join("hot/note"), b"last");
+    let result = s.go();
+    assert_exact(&src, &dst);
+    assert_eq!(tracked(&result).0, "used");
+    assert!(interim(&result).0 >= 1, "{result}");
+}
+
+#[test]
+fn a_large_file_written_before_and_after_an_interim_pass_costs_the_final_pass_its_later_pages() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (src, dst) = (tmp.path().join("src"), tmp.path().join("dst"));
+    filler(&src, 20);
+    let (a, b) = (src.join("db/a"), src.join("db/b"));
+    write(&a, &pattern(4 * 1024 * 1024, 9));
+    write(&b, &pattern(4 * 1024 * 1024, 10));
+    let s = converging(&src, &dst, &[]);
+    let record = dst.join(ferry_mover::RECORD_NAME);
+    let catch_up_record = ino(&record);
+    write_at(&a, 1024 * 1024 + 100, 8192);
+    // The interim pass renames its chunk record into place once it wrote the files; the next
+    // one is a second away.
+    eventually("an interim pass kept its chunk record", || {
+        std::fs::symlink_metadata(&record)
+            .is_ok_and(|m| std::os::unix::fs::MetadataExt::ino(&m) != catch_up_record)
+    });
+    write_at(&a, 3 * 1024 * 1024 + 100, 8192);
+    write_at(&b, 2 * 1024 * 1024 + 100, 8192);
+    let result = s.go();
+    assert_exact(&src, &dst);
+    assert_eq!(tracked(&result).0, "used");
+    // Each rewritten page spans three 4 KiB blocks of one piece.
+    assert_eq!(interim(&result), (1, 3 * 4096), "{result}");
+    assert_eq!(result["bytesCopied"].as_u64().unwrap(), 2 * 3 * 4096, "{result}");
+    assert_eq!(
+        result["bytesCompared"],
+        2 * ferry_mover::PIECE,
+        "the interim pass's record stands for a's other pieces, the catch-up's it kept for b's"
+    );
+}
+
+#[test]
+fn a_record_lost_while_waiting_makes_the_final_pass_walk_whole() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (src, dst) = (tmp.path().join("src"), tmp.path().join("dst"));
+    filler(&src, 50);
+    let env = [
+        ("FERRY_MOVER_TEST_LOSE_EVENTS", "interim"),
+        ("FERRY_MOVER_TEST_INTERIM_MS", "50"),
+    ];
+    let s = converging(&src, &dst, &env);
+    write(&src.join("fill/d3/f3"), b"changed while waiting, its record lost");
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    write(&src.join("added"), b"added later");
+    let result = s.go();
+    assert_exact(&src, &dst);
+    let (tracking, visited) = tracked(&result);
+    assert!(
+        tracking.starts_with("fell back: events were lost (test hook, while waiting)"),
+        "{tracking}"
+    );
+    assert_eq!(visited, rel_paths(&src).len() as u64 + 1);
 }

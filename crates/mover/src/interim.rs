@@ -1,0 +1,146 @@
+//! The standby's interim passes: while it waits for its go, it copies what changed since its last
+//! pass (the catch-up pass first), about once a second, so that the final pass, which runs while
+//! the replica is down, is left with only what changed in the last second and the shutdown.
+//!
+//! Correctness never rests on them: a record lost, or a pass failed, makes the final pass walk
+//! both trees whole. Each interim pass visits only what its record names, so a go that comes
+//! during one waits for that pass alone.
+
+use std::time::Duration;
+
+use crate::changes::ChangeRecord;
+use crate::options::SyncOptions;
+use crate::partial::LinkGroups;
+use crate::progress::ProgressMode;
+use crate::sync::{self, Scope};
+use crate::watch;
+
+/// How long the standby waits for its go between interim passes: the final pass is left with
+/// what changed in about this long, and a pass costs little more than what it copies.
+pub const INTERIM_EVERY: Duration = Duration::from_secs(1);
+
+/// What the catch-up pass (then each interim pass) left for the next one.
+pub(crate) struct CaughtUp {
+    pub watcher: watch::Watcher,
+    /// Entries and data bytes in the target.
+    pub files: u64,
+    pub bytes: u64,
+    /// The source's hard links as last read whole.
+    pub links: LinkGroups,
+}
+
+/// What the interim passes did.
+#[derive(Debug, Default)]
+pub struct Interim {
+    /// Passes run to their end.
+    pub passes: u64,
+    /// Data bytes they wrote.
+    pub bytes_copied: u64,
+    /// Why the final pass must walk whole (a record lost, a pass failed), if it must.
+    pub whole: Option<String>,
+    /// A pass failed: no more are run (the final pass reports what is wrong, if it still is).
+    failed: bool,
+}
+
+/// Waits for the go (`go` waits at most the time it is given); meanwhile runs an interim pass
+/// over what changed each time a wait of `every` (zero: none) ends without it. `lose_first` (a
+/// test hook) loses the first record an interim pass takes.
+pub fn converge<G>(
+    opts: &SyncOptions,
+    (every, lose_first): (Duration, bool),
+    caught: &mut CaughtUp,
+    go: &mut impl FnMut(Duration) -> Option<G>,
+) -> (G, Interim) {
+    let mut interim = Interim::default();
+    if every.is_zero() {
+        return (wait(go), interim);
+    }
+    loop {
+        if let Some(went) = go(every) {
+            return (went, interim);
+        }
+        step(opts, lose_first, caught, &mut interim);
+    }
+}
+
+/// Waits for the go, doing nothing else.
+pub fn wait<G>(go: &mut impl FnMut(Duration) -> Option<G>) -> G {
+    loop {
+        if let Some(went) = go(Duration::MAX) {
+            return went;
+        }
+    }
+}
+
+/// One interim pass over the record gathered since the last one, if it names anything. The
+/// watcher's take swaps in a fresh record: what changes during the pass is in the next one.
+fn step(opts: &SyncOptions, lose_first: bool, caught: &mut CaughtUp, interim: &mut Interim) {
+    if interim.failed {
+        return;
+    }
+    let mut record = caught.watcher.take();
+    if record.is_empty() {
+        return;
+    }
+    if lose_first && interim.whole.is_none() {
+        record.lose("events were lost (test hook, while waiting)".into());
+    }
+    // A lost record leaves a gap only the final walk covers; later records are whole again,
+    // and copying them still shortens the final pass.
+    let scope = match scope_of(&record, &caught.links, caught.files, caught.bytes) {
+        Ok(scope) => scope,
+        Err(why) => {
+            interim.whole.get_or_insert(why);
+            return;
+        }
+    };
+    match sync::pass(&interim_options(opts), &scope) {
+        Ok((report, tree)) => {
+            interim.passes += 1;
+            interim.bytes_copied += report.bytes_copied;
+            caught.files = report.files;
+            caught.bytes = report.bytes;
+            // A pass that fell back walked whole: its links are the tree's as it is now.
+            if report.change_tracking.as_deref() != Some("used") {
+                caught.links = LinkGroups::of_tree(&tree);
+            }
+        }
+        Err(e) => {
+            interim
+                .whole
+                .get_or_insert(format!("an interim pass failed: {e}"));
+            interim.failed = true;
+        }
+    }
+}
+
+/// An interim pass: a warm one (a live source; what changes while it runs is in the next record)
+/// that keeps the chunk record current for the next pass, quiet on stdout and stderr.
+fn interim_options(opts: &SyncOptions) -> SyncOptions {
+    SyncOptions {
+        strict: false,
+        chunk_record: true,
+        progress: ProgressMode::None,
+        print_warnings: false,
+        abort_after_pieces: None,
+        corrupt_after_write: None,
+        after_scan: None,
+        ..opts.clone()
+    }
+}
+
+/// What a pass over `record` reads: its paths and the other links of the files among them.
+pub(crate) fn scope_of(
+    record: &ChangeRecord,
+    links: &LinkGroups,
+    files: u64,
+    bytes: u64,
+) -> Result<Scope, String> {
+    let visits = record.visits()?;
+    let visits = if links.is_empty() {
+        visits
+    } else {
+        links.widen(visits)
+    };
+    Ok(Scope::Changed { visits, files, bytes })
+}
