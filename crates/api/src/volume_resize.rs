@@ -384,6 +384,19 @@ pub struct VolumePlan {
     /// with change tracking.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub final_entries_visited: Option<u64>,
+    /// How long the final pass took by the mover's own clock, in milliseconds (copy): from its
+    /// start (after the go and, with change tracking, after an interim pass under way at the go)
+    /// to its end. The `finalSync` downtime step less this is the go's delivery, that interim
+    /// pass and the result's pick-up.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub final_pass_milliseconds: Option<u64>,
+    /// Interim passes the standby final mover ran while it waited for its go (copy, with change
+    /// tracking), and the data bytes they wrote: what changed while the replica served and
+    /// stopped, copied before the go.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub final_interim_passes: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub final_interim_bytes_copied: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bytes_total: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -893,6 +893,18 @@ async fn a_tracked_final_pass_visits_only_what_changed_and_loses_nothing() {
         let visited = row.final_entries_visited.unwrap();
         assert!(visited < 100, "{}: visited {visited} entries", row.claim_name);
         assert!(row.files_total.unwrap() > MANY_FILES, "{row:?}");
+        // The mover's own clock of its final pass, within the downtime step that holds it.
+        let pass = row.final_pass_milliseconds.expect("final pass timed") as i64;
+        let step = row
+            .downtime_steps
+            .as_ref()
+            .and_then(|s| s.final_sync)
+            .unwrap_or(0);
+        assert!(
+            pass <= step,
+            "{}: pass {pass} ms, final sync step {step} ms",
+            row.claim_name
+        );
     }
     let results = results.lock().unwrap().clone();
     assert_eq!(results.len(), 2, "a result per final mover: {results:?}");

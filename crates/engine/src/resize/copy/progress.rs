@@ -64,6 +64,9 @@ fn absorb_final_walk(row: &mut VolumePlan, result: Option<&str>) {
     };
     row.final_change_tracking = result.change_tracking;
     row.final_entries_visited = result.entries_visited;
+    row.final_pass_milliseconds = Some((result.seconds * 1000.0).round() as u64);
+    row.final_interim_passes = result.interim_passes;
+    row.final_interim_bytes_copied = result.interim_bytes_copied;
 }
 
 #[cfg(test)]
@@ -93,5 +96,17 @@ mod tests {
         assert_eq!(row.final_change_tracking.as_deref(), Some("used"));
         assert_eq!(row.final_entries_visited, Some(4));
         assert_eq!(row.files_total, Some(2000));
+        assert_eq!(row.final_pass_milliseconds, Some(100));
+        assert_eq!(
+            (row.final_interim_passes, row.final_interim_bytes_copied),
+            (None, None)
+        );
+        let converged = r#"{"files":2000,"bytes":10,"bytesCopied":0,"deleted":0,"digest":"","seconds":0.25,"verify":"checksum","warnings":0,"filesCopied":0,"metadataFixed":0,"bytesCompared":0,"changeTracking":"used","entriesVisited":1,"interimPasses":3,"interimBytesCopied":4096}"#;
+        absorb_final_walk(&mut row, Some(converged));
+        assert_eq!(row.final_pass_milliseconds, Some(250));
+        assert_eq!(
+            (row.final_interim_passes, row.final_interim_bytes_copied),
+            (Some(3), Some(4096))
+        );
     }
 }
