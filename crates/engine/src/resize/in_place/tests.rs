@@ -255,16 +255,16 @@ fn a_driver_refusing_to_grow_a_volume_in_use_gets_one_replica_at_a_time_kept_dow
     assert_eq!(decision.status.plan[0].step, Some(RowStep::Expanded));
 }
 
-/// A driver that never grows the volume of a replica Ferry keeps down: once the claim is overdue,
-/// the StatefulSet comes back (and with it the replica) before the resize fails.
-#[test]
-fn a_replica_kept_down_for_a_volume_that_never_grows_comes_back_before_the_resize_fails() {
-    let mut observed = cluster(2, 2 * GI, GI, NodeResize::Idle);
+/// `replicas` on a driver that grows a volume only while no pod uses it, their StatefulSet
+/// orphan-deleted: replica 0 stopped for its volume to grow (the eviction checked) and gone. The
+/// cluster, the StatefulSet it had, and the status that stopped replica 0.
+fn replica_0_stopped_offline(replicas: i32) -> (Observed, Option<StatefulSetView>, VolumeResizeStatus) {
+    let mut observed = cluster(replicas, 2 * GI, GI, NodeResize::Idle);
     for claim in observed.claims.values_mut() {
         claim.expansion_refused_in_use = true;
     }
-    observed.stateful_set = None;
-    let status = plan(&planned(2), &observed).status;
+    let whole = observed.stateful_set.take();
+    let status = plan(&planned(replicas), &observed).status;
     let stopped = plan(&status, &observed);
     assert_eq!(
         stopped.actions,
@@ -274,12 +274,20 @@ fn a_replica_kept_down_for_a_volume_that_never_grows_comes_back_before_the_resiz
         }]
     );
     observed.pods.remove("db-0");
+    (observed, whole, stopped.status)
+}
+
+/// A driver that never grows the volume of a replica Ferry keeps down: once the claim is overdue,
+/// the StatefulSet comes back (and with it the replica) before the resize fails.
+#[test]
+fn a_replica_kept_down_for_a_volume_that_never_grows_comes_back_before_the_resize_fails() {
+    let (mut observed, _, stopped) = replica_0_stopped_offline(2);
     let late = |seconds: i64| Time(Timestamp::from_second(1000 + seconds).unwrap());
     // The plan `seconds` after the stop, with a 60 s timeout.
     let after = |seconds: i64| {
         plan_in_place(
             false,
-            &stopped.status,
+            &stopped,
             &observed,
             "db",
             "ferry-grow-backup",
@@ -1006,22 +1014,8 @@ fn a_replica_held_down_for_a_driver_that_never_grows_comes_back_at_the_default_t
 /// and the resize goes on.
 #[test]
 fn another_replica_lost_while_one_is_held_down_brings_the_stateful_set_back() {
-    let mut observed = cluster(3, 2 * GI, GI, NodeResize::Idle);
-    for claim in observed.claims.values_mut() {
-        claim.expansion_refused_in_use = true;
-    }
-    observed.stateful_set = None;
-    let status = plan(&planned(3), &observed).status;
-    let stopped = plan(&status, &observed);
-    assert_eq!(
-        stopped.actions,
-        vec![ResizeAction::EvictPod {
-            pod: "db-0".into(),
-            uid: "uid-0".into()
-        }]
-    );
-    observed.pods.remove("db-0");
-    let held = plan(&stopped.status, &observed);
+    let (observed, _, stopped) = replica_0_stopped_offline(3);
+    let held = plan(&stopped, &observed);
     assert!(
         !held.actions.contains(&ResizeAction::RecreateStatefulSet),
         "{:?}",
@@ -1050,15 +1044,8 @@ fn another_replica_lost_while_one_is_held_down_brings_the_stateful_set_back() {
 /// one held), and no replica is stopped until every one is Ready again.
 #[test]
 fn a_replica_back_from_a_loss_is_not_stopped_while_it_starts() {
-    let mut observed = cluster(3, 2 * GI, GI, NodeResize::Idle);
-    for claim in observed.claims.values_mut() {
-        claim.expansion_refused_in_use = true;
-    }
-    let whole = observed.stateful_set.take();
-    let status = plan(&planned(3), &observed).status;
-    let stopped = plan(&status, &observed);
-    observed.pods.remove("db-0");
-    let held = plan(&stopped.status, &observed);
+    let (mut observed, whole, stopped) = replica_0_stopped_offline(3);
+    let held = plan(&stopped, &observed);
     observed.pods.remove("db-2");
     let back = plan(&held.status, &observed);
     assert!(back.actions.contains(&ResizeAction::RecreateStatefulSet));
