@@ -28,3 +28,11 @@ pub use observed::{
 };
 pub use plan::{Decision, Input, Scope, plan, scope};
 pub use precheck::{Precheck, Verdict, precheck};
+
+/// Replicas as messages name them, in order and once each: "0, 2".
+pub(crate) fn listed(replicas: &[i32]) -> String {
+    let mut replicas = replicas.to_vec();
+    replicas.sort_unstable();
+    replicas.dedup();
+    replicas.iter().map(i32::to_string).collect::<Vec<_>>().join(", ")
+}

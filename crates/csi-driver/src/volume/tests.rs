@@ -20,6 +20,22 @@ fn range(required: i64, limit: i64) -> CapacityRange {
     }
 }
 
+/// A 1 GiB XFS volume `pvc-1` in zone-r that grows as `expansion` says, with no parameters.
+fn xfs_volume(expansion: Expansion) -> Volume {
+    Volume {
+        id: "pvc-1".into(),
+        capacity_bytes: 1 << 30,
+        file_system: FileSystem::Xfs,
+        expansion,
+        zone: "zone-r".into(),
+        node: None,
+        parameters: BTreeMap::new(),
+        attached_to: None,
+        source: None,
+        read_only: false,
+    }
+}
+
 fn params(pairs: &[(&str, &str)]) -> HashMap<String, String> {
     pairs
         .iter()
@@ -138,18 +154,7 @@ fn a_repeated_create_matches_only_the_same_request() {
 
 #[test]
 fn growth_never_shrinks_and_fixed_classes_refuse() {
-    let mut volume = Volume {
-        id: "pvc-1".into(),
-        capacity_bytes: 1 << 30,
-        file_system: FileSystem::Xfs,
-        expansion: Expansion::Online,
-        zone: "zone-r".into(),
-        node: None,
-        parameters: BTreeMap::new(),
-        attached_to: None,
-        source: None,
-        read_only: false,
-    };
+    let mut volume = xfs_volume(Expansion::Online);
     assert_eq!(
         size_to_grow(&volume, Some(&range(512 << 20, 0)), u64::MAX).unwrap(),
         1 << 30
@@ -252,18 +257,7 @@ fn the_one_mutable_parameter_is_read_only_and_anything_else_is_invalid() {
 
 #[test]
 fn a_class_asking_for_the_unused_expansion_fault_fails_with_a_retried_code() {
-    let mut volume = Volume {
-        id: "pvc-1".into(),
-        capacity_bytes: 1 << 30,
-        file_system: FileSystem::Xfs,
-        expansion: Expansion::Offline,
-        zone: "zone-r".into(),
-        node: None,
-        parameters: BTreeMap::new(),
-        attached_to: None,
-        source: None,
-        read_only: false,
-    };
+    let mut volume = xfs_volume(Expansion::Offline);
     assert!(unused_expansion_fault(&volume).is_ok());
     volume
         .parameters

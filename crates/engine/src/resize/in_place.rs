@@ -5,6 +5,7 @@
 //! otherwise.
 
 use crate::resize::action::ResizeAction;
+use crate::resize::listed;
 use crate::resize::observed::{ClaimView, NodeResize, Observed, StatefulSetView};
 use crate::resize::progress::update_progress;
 use crate::resize::run::Decision;
@@ -152,14 +153,6 @@ fn lost_while_held(
         .filter(|row| row.strategy.is_some() && !expansion.held_down.contains(&row.replica))
         .map(|row| row.replica);
     observed.replicas_down(sts_name, others)
-}
-
-/// Replicas as messages name them: "0, 2".
-fn listed(replicas: &[i32]) -> String {
-    let mut replicas = replicas.to_vec();
-    replicas.sort_unstable();
-    replicas.dedup();
-    replicas.iter().map(i32::to_string).collect::<Vec<_>>().join(", ")
 }
 
 /// A size (KEP-1790) or an attributes class the driver refused is never asked for again: its

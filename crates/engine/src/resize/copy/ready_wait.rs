@@ -6,6 +6,7 @@
 //! it back), instead of holding the StatefulSet, and every later resize of it, for ever.
 
 use super::*;
+use crate::resize::listed;
 use crate::resize::timeout::{overrun, timed_out};
 use ferry_api::condition::REASON_REPLICA_NOT_READY;
 
@@ -115,8 +116,4 @@ fn failed(mut status: VolumeResizeStatus, message: String, now: &Time) -> Decisi
     timed_out(&mut status, REASON_REPLICA_NOT_READY, &message, now);
     status.created_objects.temporary_claims.clear();
     fail(status, vec![], message, now)
-}
-
-fn listed(replicas: &[i32]) -> String {
-    replicas.iter().map(i32::to_string).collect::<Vec<_>>().join(", ")
 }
