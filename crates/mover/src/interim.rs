@@ -42,24 +42,38 @@ pub struct Interim {
     failed: bool,
 }
 
+/// When interim passes run.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Pacing {
+    /// The wait between passes (zero: none run).
+    pub every: Duration,
+    /// A test hook: the first record an interim pass takes is lost.
+    pub lose_first: bool,
+    /// A test hook: at most this many passes run (a test's changes after them are the final
+    /// pass's, however slowly the test runs).
+    pub most: Option<u64>,
+}
+
 /// Waits for the go (`go` waits at most the time it is given); meanwhile runs an interim pass
-/// over what changed each time a wait of `every` (zero: none) ends without it. `lose_first` (a
-/// test hook) loses the first record an interim pass takes.
-pub fn converge<G>(
+/// over what changed each time a wait of `pacing.every` ends without it.
+pub(crate) fn converge<G>(
     opts: &SyncOptions,
-    (every, lose_first): (Duration, bool),
+    pacing: Pacing,
     caught: &mut CaughtUp,
     go: &mut impl FnMut(Duration) -> Option<G>,
 ) -> (G, Interim) {
     let mut interim = Interim::default();
-    if every.is_zero() {
+    if pacing.every.is_zero() {
         return (wait(go), interim);
     }
     loop {
-        if let Some(went) = go(every) {
+        if let Some(went) = go(pacing.every) {
             return (went, interim);
         }
-        step(opts, lose_first, caught, &mut interim);
+        if pacing.most.is_some_and(|most| interim.passes >= most) {
+            return (wait(go), interim);
+        }
+        step(opts, pacing.lose_first, caught, &mut interim);
     }
 }
 
@@ -94,6 +108,13 @@ fn step(opts: &SyncOptions, lose_first: bool, caught: &mut CaughtUp, interim: &m
             return;
         }
     };
+    // A directory made or renamed since the catch-up has no watch (or one under its old name):
+    // without one, what is written in it after this pass would be in no record.
+    if let Scope::Changed { visits, .. } = &scope
+        && let Err(why) = caught.watcher.watch_whole(visits)
+    {
+        interim.whole.get_or_insert(why);
+    }
     match sync::pass(&interim_options(opts), &scope) {
         Ok((report, tree)) => {
             interim.passes += 1;

@@ -108,7 +108,8 @@
 //! pieces in place; `FERRY_MOVER_TEST_LOSE_EVENTS=1` loses the change record at the go (as a
 //! queue overflow does; `=interim`: the first record an interim pass takes);
 //! `FERRY_MOVER_TEST_MOST_WATCHES=N` fails the watch past N directories;
-//! `FERRY_MOVER_TEST_INTERIM_MS=N` waits N ms between interim passes instead (0: none).
+//! `FERRY_MOVER_TEST_INTERIM_MS=N` waits N ms between interim passes instead (0: none);
+//! `FERRY_MOVER_TEST_INTERIM_PASSES=N` runs at most N interim passes.
 //!
 //! # Exit codes of the `ferry-mover` binary ([`MoverError::exit_code`])
 //! | code | meaning |

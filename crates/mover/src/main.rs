@@ -169,7 +169,8 @@ fn abort_after_pieces() -> Option<u64> {
 /// Test hooks (feature `test-hooks` only) of change tracking: `FERRY_MOVER_TEST_LOSE_EVENTS` loses
 /// the record at the go (`=interim`: the first one an interim pass takes);
 /// `FERRY_MOVER_TEST_MOST_WATCHES=N` fails a watch past N directories;
-/// `FERRY_MOVER_TEST_INTERIM_MS=N` waits N ms between interim passes (0: none).
+/// `FERRY_MOVER_TEST_INTERIM_MS=N` waits N ms between interim passes (0: none);
+/// `FERRY_MOVER_TEST_INTERIM_PASSES=N` runs at most N of them.
 #[cfg(feature = "test-hooks")]
 fn track_options() -> ferry_mover::TrackOptions {
     let lose = std::env::var_os("FERRY_MOVER_TEST_LOSE_EVENTS");
@@ -184,6 +185,9 @@ fn track_options() -> ferry_mover::TrackOptions {
             .ok()
             .and_then(|n| n.parse().ok())
             .map(std::time::Duration::from_millis),
+        most_interim: std::env::var("FERRY_MOVER_TEST_INTERIM_PASSES")
+            .ok()
+            .and_then(|n| n.parse().ok()),
     }
 }
 

@@ -25,6 +25,8 @@ pub struct TrackOptions {
     pub lose_interim: bool,
     /// The wait between interim passes instead of [`interim::INTERIM_EVERY`]; zero runs none.
     pub interim_every: Option<Duration>,
+    /// At most this many interim passes run.
+    pub most_interim: Option<u64>,
 }
 
 /// The standby is ready for its go: what the operator may read once it waits.
@@ -61,9 +63,12 @@ pub fn standby<G>(
     });
     let (went, interim, scope, watching) = match caught_up {
         Ok(mut caught_up) => {
-            let every = track.interim_every.unwrap_or(interim::INTERIM_EVERY);
-            let lose_first = track.lose_interim;
-            let (went, interim) = interim::converge(opts, (every, lose_first), &mut caught_up, &mut go);
+            let pacing = interim::Pacing {
+                every: track.interim_every.unwrap_or(interim::INTERIM_EVERY),
+                lose_first: track.lose_interim,
+                most: track.most_interim,
+            };
+            let (went, interim) = interim::converge(opts, pacing, &mut caught_up, &mut go);
             let (scope, watcher) = final_scope(track, caught_up, &interim);
             (went, interim, scope, Some(watcher))
         }

@@ -27,7 +27,7 @@ use std::time::Duration;
 use rustix::fs::inotify::{self, CreateFlags, WatchFlags};
 use rustix::io::Errno;
 
-use crate::changes::ChangeRecord;
+use crate::changes::{ChangeRecord, Visit};
 use crate::progress::lock;
 
 /// How often the thread empties the kernel's queue (16,384 events by default): often enough
@@ -91,6 +91,10 @@ impl State {
 
 /// A running watch of a source tree.
 pub struct Watcher {
+    /// The source tree's root (absolute, resolved).
+    source: PathBuf,
+    /// The test hook's watch limit.
+    most_watches: Option<usize>,
     state: Arc<Mutex<State>>,
     stop: Arc<AtomicBool>,
     thread: Option<JoinHandle<()>>,
@@ -124,6 +128,8 @@ pub fn start(source: &Path, most_watches: Option<usize>) -> Result<Watcher, Stri
             .map_err(|e| format!("cannot start the watch thread: {e}"))?
     };
     Ok(Watcher {
+        source: source.to_path_buf(),
+        most_watches,
         state,
         stop,
         thread: Some(thread),
@@ -178,6 +184,19 @@ impl Watcher {
         let mut state = lock(&self.state);
         state.drain();
         std::mem::take(&mut state.record)
+    }
+
+    /// Watches the directories that `visits` visits whole (made, moved in or renamed since the
+    /// last record was taken), with everything below them, under their names as they are now.
+    /// Called before a pass reads them: what changes in them after that is in the next record.
+    /// A directory renamed keeps its watch, which from now on reports under the new name.
+    pub fn watch_whole(&self, visits: &[Visit]) -> Result<(), String> {
+        let mut state = lock(&self.state);
+        let State { fd, dirs, .. } = &mut *state;
+        for visit in visits.iter().filter(|visit| visit.whole) {
+            watch_tree(fd, &self.source, visit.rel.clone(), dirs, self.most_watches)?;
+        }
+        Ok(())
     }
 
     /// Stops watching and returns the record, with every event queued before this call in it.

@@ -8,7 +8,7 @@ mod common;
 
 use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::*;
@@ -19,29 +19,29 @@ fn ready(path: &Path) -> i32 {
 }
 
 /// Starts a standby final pass from `src` to `dst` with `--ready-file ready` beside them.
-fn standby(src: &Path, dst: &Path, extra: &[&str]) -> Child {
+fn standby(src: &Path, dst: &Path, extra: &[&str]) -> Started {
     let dir = dst.parent().unwrap();
-    Command::new(bin())
-        .args(["sync", "--strict", "--delete", "--progress", "none"])
-        .arg("--source")
-        .arg(src)
-        .arg("--target")
-        .arg(dst)
-        .arg("--wait-for")
-        .arg(dir.join("go"))
-        .arg("--ready-file")
-        .arg(dir.join("ready"))
-        .arg("--result-file")
-        .arg(dir.join("result.json"))
-        .args(extra)
-        .stdout(Stdio::piped())
-        .env_remove("FERRY_RESULT_FILE")
-        .spawn()
-        .unwrap()
+    start(
+        Command::new(bin())
+            .args(["sync", "--strict", "--delete", "--progress", "none"])
+            .arg("--source")
+            .arg(src)
+            .arg("--target")
+            .arg(dst)
+            .arg("--wait-for")
+            .arg(dir.join("go"))
+            .arg("--ready-file")
+            .arg(dir.join("ready"))
+            .arg("--result-file")
+            .arg(dir.join("result.json"))
+            .args(extra)
+            .stdout(Stdio::piped())
+            .env_remove("FERRY_RESULT_FILE"),
+    )
 }
 
 /// Gives the go and checks the final pass copied the source exactly.
-fn go(mut child: Child, src: &Path, dst: &Path) {
+fn go(mut child: Started, src: &Path, dst: &Path) {
     let dir = dst.parent().unwrap();
     std::fs::write(dir.join("go"), "go").unwrap();
     let status = child.wait().unwrap();

@@ -10,13 +10,13 @@ mod common;
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 
 use common::*;
 
-/// A standby mover waiting for its go.
+/// A standby mover waiting for its go (killed if the test fails first).
 struct Standby {
-    child: Child,
+    child: Started,
     go: PathBuf,
     result: PathBuf,
     /// Its ready line.
@@ -60,7 +60,7 @@ fn converging(src: &Path, dst: &Path, env: &[(&str, &str)]) -> Standby {
     for (k, v) in env {
         command.env(k, v);
     }
-    let mut child = command.spawn().unwrap();
+    let mut child = start(&mut command);
     let mut line = String::new();
     BufReader::new(child.stdout.as_mut().unwrap())
         .read_line(&mut line)
@@ -360,9 +360,10 @@ fn a_large_file_written_in_place_is_updated_piece_by_piece_from_the_catch_up_rec
     );
 }
 
-/// Polls `done` every 10 ms for at most 15 s.
+/// Polls `done` every 10 ms for at most 60 s (a bound on a failure, not a pace: the tests never
+/// wait for a time to pass, only for what the standby did).
 fn eventually(what: &str, done: impl Fn() -> bool) {
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(15);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
     while !done() {
         assert!(std::time::Instant::now() < deadline, "never happened: {what}");
         std::thread::sleep(std::time::Duration::from_millis(10));
@@ -376,9 +377,29 @@ fn interim(result: &serde_json::Value) -> (u64, u64) {
     )
 }
 
+/// Waits until an interim pass (not the catch-up pass, whose chunk record has inode `catch_up`)
+/// wrote its chunk record: it renames the record into place once it wrote the files.
+fn an_interim_pass_ended(dst: &Path, catch_up: u64) {
+    let record = dst.join(ferry_mover::RECORD_NAME);
+    eventually("an interim pass kept its chunk record", || {
+        std::fs::symlink_metadata(&record).is_ok_and(|m| std::os::unix::fs::MetadataExt::ino(&m) != catch_up)
+    });
+}
+
+/// Writes `data` at `rel` in `src` whole at once: written beside the tree, then renamed in (a
+/// pass never reads it half written, so what the passes copy is exact to the byte).
+fn put_whole(src: &Path, rel: &str, data: &[u8]) {
+    let staged = src.parent().unwrap().join("staged");
+    write(&staged, data);
+    let to = src.join(rel);
+    std::fs::create_dir_all(to.parent().unwrap()).unwrap();
+    std::fs::rename(&staged, &to).unwrap();
+}
+
 /// Writes `len` bytes of 0xAB at `at` in an existing file.
 fn write_at(path: &Path, at: u64, len: usize) {
     use std::io::{Seek, SeekFrom, Write};
+    let _writing = writing();
     let mut f = std::fs::OpenOptions::new().write(true).open(path).unwrap();
     f.seek(SeekFrom::Start(at)).unwrap();
     f.write_all(&vec![0xAB; len]).unwrap();
@@ -391,9 +412,8 @@ fn what_is_written_while_the_standby_waits_is_copied_before_the_go() {
     filler(&src, 50);
     let s = converging(&src, &dst, &[]);
     let big = pattern(8 * 1024 * 1024, 3);
-    write(&src.join("wal/000001"), &big);
-    write(&src.join("fill/d2/new.txt"), b"small");
-    std::thread::sleep(std::time::Duration::from_millis(2500));
+    put_whole(&src, "wal/000001", &big);
+    put_whole(&src, "fill/d2/new.txt", b"small");
     eventually("the interim pass copied the new files", || {
         std::fs::read(dst.join("wal/000001")).is_ok_and(|b| b == big)
             && std::fs::read(dst.join("fill/d2/new.txt")).is_ok_and(|b| b == b"small")
@@ -415,6 +435,7 @@ fn files_rewritten_during_and_after_interim_passes_are_exact_after_the_final_pas
     write(&src.join("hot/page"), &pattern(2 * 1024 * 1024, 1));
     write(&src.join("hot/note"), b"first");
     let s = converging(&src, &dst, &[("FERRY_MOVER_TEST_INTERIM_MS", "50")]);
+    let catch_up_record = ino(&dst.join(ferry_mover::RECORD_NAME));
     for round in 0..30u64 {
         write_at(
             &src.join("hot/page"),
@@ -428,6 +449,7 @@ fn files_rewritten_during_and_after_interim_passes_are_exact_after_the_final_pas
         );
         std::thread::sleep(std::time::Duration::from_millis(5 + round % 3 * 20));
     }
+    an_interim_pass_ended(&dst, catch_up_record);
     write_at(&src.join("hot/page"), 12_345, 100);
     write(&src.join("hot/note"), b"last");
     let result = s.go();
@@ -444,16 +466,11 @@ fn a_large_file_written_before_and_after_an_interim_pass_costs_the_final_pass_it
     let (a, b) = (src.join("db/a"), src.join("db/b"));
     write(&a, &pattern(4 * 1024 * 1024, 9));
     write(&b, &pattern(4 * 1024 * 1024, 10));
-    let s = converging(&src, &dst, &[]);
-    let record = dst.join(ferry_mover::RECORD_NAME);
-    let catch_up_record = ino(&record);
+    // One interim pass: the writes after it are the final pass's however slowly this runs.
+    let s = converging(&src, &dst, &[("FERRY_MOVER_TEST_INTERIM_PASSES", "1")]);
+    let catch_up_record = ino(&dst.join(ferry_mover::RECORD_NAME));
     write_at(&a, 1024 * 1024 + 100, 8192);
-    // The interim pass renames its chunk record into place once it wrote the files; the next
-    // one is a second away.
-    eventually("an interim pass kept its chunk record", || {
-        std::fs::symlink_metadata(&record)
-            .is_ok_and(|m| std::os::unix::fs::MetadataExt::ino(&m) != catch_up_record)
-    });
+    an_interim_pass_ended(&dst, catch_up_record);
     write_at(&a, 3 * 1024 * 1024 + 100, 8192);
     write_at(&b, 2 * 1024 * 1024 + 100, 8192);
     let result = s.go();
@@ -480,8 +497,12 @@ fn a_record_lost_while_waiting_makes_the_final_pass_walk_whole() {
     ];
     let s = converging(&src, &dst, &env);
     write(&src.join("fill/d3/f3"), b"changed while waiting, its record lost");
-    std::thread::sleep(std::time::Duration::from_millis(500));
-    write(&src.join("added"), b"added later");
+    // The first record an interim pass takes holds the write above and is lost; a later one,
+    // whole again, copies what is written after it.
+    eventually("a pass after the lost record copied a later write", || {
+        write(&src.join("added"), b"added later");
+        std::fs::read(dst.join("added")).is_ok_and(|b| b == b"added later")
+    });
     let result = s.go();
     assert_exact(&src, &dst);
     let (tracking, visited) = tracked(&result);
@@ -490,4 +511,43 @@ fn a_record_lost_while_waiting_makes_the_final_pass_walk_whole() {
         "{tracking}"
     );
     assert_eq!(visited, rel_paths(&src).len() as u64 + 1);
+}
+
+/// A directory made while the standby waits is copied by an interim pass; what is written in it
+/// after that pass is still the final pass's to copy (the new directory is watched too).
+#[test]
+fn a_file_written_in_a_directory_made_after_the_catch_up_reaches_the_target() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (src, dst) = (tmp.path().join("src"), tmp.path().join("dst"));
+    filler(&src, 20);
+    let s = converging(&src, &dst, &[("FERRY_MOVER_TEST_INTERIM_MS", "50")]);
+    std::fs::create_dir_all(src.join("base/16384/sub")).unwrap();
+    eventually("an interim pass made the new directories", || {
+        dst.join("base/16384/sub").is_dir()
+    });
+    write(&src.join("base/16384/1259"), b"written after the interim pass");
+    write(&src.join("base/16384/sub/deeper"), b"and below it");
+    let result = s.go();
+    assert_exact(&src, &dst);
+    assert_eq!(tracked(&result).0, "used");
+}
+
+/// A directory renamed while the standby waits is copied under its new name by an interim pass;
+/// what is written in it after that pass reaches the target under the new name.
+#[test]
+fn a_file_written_in_a_directory_renamed_after_the_catch_up_reaches_the_target() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (src, dst) = (tmp.path().join("src"), tmp.path().join("dst"));
+    filler(&src, 20);
+    write(&src.join("old/inner/kept"), b"here before the catch-up");
+    let s = converging(&src, &dst, &[("FERRY_MOVER_TEST_INTERIM_MS", "50")]);
+    std::fs::rename(src.join("old"), src.join("new")).unwrap();
+    eventually("an interim pass copied the renamed directory", || {
+        dst.join("new/inner/kept").is_file() && !dst.join("old").exists()
+    });
+    write(&src.join("new/inner/kept"), b"rewritten under the new name");
+    write(&src.join("new/inner/added"), b"added under the new name");
+    let result = s.go();
+    assert_exact(&src, &dst);
+    assert_eq!(tracked(&result).0, "used");
 }

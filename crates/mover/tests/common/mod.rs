@@ -7,7 +7,8 @@ use std::fs;
 use std::io::Write;
 use std::os::unix::fs::{PermissionsExt, lchown, symlink};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::{PoisonError, RwLock, RwLockReadGuard};
 
 use rustix::fs::{AtFlags, CWD, FileType, Mode, Timespec, Timestamps};
 
@@ -16,16 +17,72 @@ pub fn bin() -> &'static str {
     env!("CARGO_BIN_EXE_ferry-mover")
 }
 
+/// Held shared while a test has a file open for writing, exclusive while one starts a process.
+/// A child started by another test thread holds every file open at that moment until it execs,
+/// and a file's close event comes when its last holder lets go: a file written before a standby
+/// began watching would otherwise reach its record as a change, now and then, under load.
+static STARTING: RwLock<()> = RwLock::new(());
+
+/// While the guard lives, no test starts a process (see [`STARTING`]).
+pub fn writing() -> RwLockReadGuard<'static, ()> {
+    STARTING.read().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// A started process, killed (and reaped) when dropped: a failed test leaves none behind holding
+/// the test runner's output open (the run would hang instead of failing).
+pub struct Started(Option<Child>);
+
+impl Started {
+    /// The process, no longer killed on drop.
+    pub fn into_child(mut self) -> Child {
+        self.0.take().unwrap()
+    }
+}
+
+impl std::ops::Deref for Started {
+    type Target = Child;
+    fn deref(&self) -> &Child {
+        self.0.as_ref().unwrap()
+    }
+}
+
+impl std::ops::DerefMut for Started {
+    fn deref_mut(&mut self) -> &mut Child {
+        self.0.as_mut().unwrap()
+    }
+}
+
+impl Drop for Started {
+    fn drop(&mut self) {
+        if let Some(child) = &mut self.0 {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+/// Starts `command` while no file of this process is open for writing (see [`STARTING`]).
+pub fn start(command: &mut Command) -> Started {
+    let _alone = STARTING.write().unwrap_or_else(PoisonError::into_inner);
+    Started(Some(command.spawn().unwrap()))
+}
+
 /// Runs the binary; returns (exit code, stdout, stderr).
 pub fn run(args: &[&str], env: &[(&str, &str)]) -> (i32, String, String) {
     let mut c = Command::new(bin());
     c.args(args)
         .env_remove("FERRY_RESULT_FILE")
-        .env_remove("FERRY_MOVER_TEST_CORRUPT");
+        .env_remove("FERRY_MOVER_TEST_CORRUPT")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
     for (k, v) in env {
         c.env(k, v);
     }
-    let out = c.output().expect("run ferry-mover");
+    let out = start(&mut c)
+        .into_child()
+        .wait_with_output()
+        .expect("run ferry-mover");
     (
         out.status.code().unwrap_or(-1),
         String::from_utf8_lossy(&out.stdout).into_owned(),
@@ -103,6 +160,7 @@ pub fn write(p: &Path, data: &[u8]) {
     if let Some(d) = p.parent() {
         fs::create_dir_all(d).unwrap();
     }
+    let _writing = writing();
     fs::write(p, data).unwrap();
 }
 
@@ -394,6 +452,7 @@ pub fn ino(p: &Path) -> u64 {
 
 /// Appends to a file.
 pub fn append(p: &Path, data: &[u8]) {
+    let _writing = writing();
     fs::OpenOptions::new()
         .append(true)
         .open(p)
