@@ -15,6 +15,10 @@ real node: they run last, one at a time, once everything else has ended. Each bi
 printed whole when it ends, in the form `cargo test` prints ("Running ...", "test result: ..."),
 then a table of how long each took and the slowest end-to-end tests.
 
+Each binary leads a process group of its own: whatever a test left running is killed (and named)
+when the binary ends, and a binary still running after FERRY_TEST_TIMEOUT seconds (default 1800) is
+killed and fails, with what it printed so far (libtest names tests running over 60 s).
+
 FERRY_TEST_JOBS (default 3) binaries at a time; FERRY_E2E_THREADS (default 4) test threads in each
 end-to-end binary (the others use libtest's default, one per core); FERRY_TEST_NICE (default 10)
 the niceness of the binaries that are not end-to-end ones.
@@ -134,16 +138,52 @@ def invoke(binary: TestBinary, args: list[str]) -> tuple[int, str]:
     # `nice` execs the binary (no `preexec_fn`: unsafe in a process with threads, as this one is).
     niceness = 0 if binary.end_to_end else int(os.environ.get("FERRY_TEST_NICE", "10"))
     nice = ["nice", "-n", str(niceness)] if niceness else []
-    done = subprocess.run(
-        [*nice, binary.executable, *args],
-        cwd=binary.manifest_dir,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        stdin=subprocess.DEVNULL,
-        check=False,
-    )
-    return done.returncode, done.stdout.decode(errors="replace")
+    # Output to a file, not a pipe: a process a test left running (a child it never reaped) would
+    # hold a pipe open and the run would wait for it until CI's time ran out. The binary leads a
+    # process group of its own, and what is left in it when the binary ends is killed.
+    limit = float(os.environ.get("FERRY_TEST_TIMEOUT", "1800"))
+    with tempfile.TemporaryFile() as out:
+        process = subprocess.Popen(
+            [*nice, binary.executable, *args],
+            cwd=binary.manifest_dir,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+        try:
+            status = process.wait(timeout=limit)
+            ending = ""
+        except subprocess.TimeoutExpired:
+            status = 124
+            ending = f"\n[tests] {binary.name} was still running after {limit:.0f} s (FERRY_TEST_TIMEOUT): killed\n"
+        left = end_group(process)
+        if left:
+            ending += f"[tests] {binary.name} left processes running, killed: {'; '.join(left)}\n"
+        out.seek(0)
+        return status, out.read().decode(errors="replace") + ending
+
+
+def end_group(process: subprocess.Popen) -> list[str]:
+    """Kills what is left of `process`'s group (the process too, if it still runs); returns the
+    command lines of the processes it found there."""
+    group = process.pid
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+            if int(fields[2]) == group and int(stat.parent.name) != group:
+                command = (stat.parent / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+                found.append(f"{stat.parent.name} {command.strip()[:200]}")
+        except (OSError, IndexError, ValueError):
+            continue
+    try:
+        os.killpg(group, 9)
+    except ProcessLookupError:
+        pass
+    process.wait()
+    return found
 
 
 def record(binary: TestBinary, status: int, output: str, seconds: float) -> None:
