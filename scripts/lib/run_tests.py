@@ -165,23 +165,35 @@ def invoke(binary: TestBinary, args: list[str]) -> tuple[int, str]:
         return status, out.read().decode(errors="replace") + ending
 
 
-def end_group(process: subprocess.Popen) -> list[str]:
-    """Kills what is left of `process`'s group (the process too, if it still runs); returns the
-    command lines of the processes it found there."""
-    group = process.pid
-    found = []
+def group_members(group: int) -> dict[int, str]:
+    """The live processes (zombies aside) of process group `group`: pid -> command line."""
+    members = {}
     for stat in Path("/proc").glob("[0-9]*/stat"):
         try:
             fields = stat.read_text().rsplit(")", 1)[1].split()
-            if int(fields[2]) == group and int(stat.parent.name) != group:
+            if fields[0] != "Z" and int(fields[2]) == group:
                 command = (stat.parent / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-                found.append(f"{stat.parent.name} {command.strip()[:200]}")
+                members[int(stat.parent.name)] = command.strip()[:200]
         except (OSError, IndexError, ValueError):
             continue
-    try:
-        os.killpg(group, 9)
-    except ProcessLookupError:
-        pass
+    return members
+
+
+def end_group(process: subprocess.Popen) -> list[str]:
+    """Kills what is left of `process`'s group (the process too, if it still runs) and waits until
+    it is gone (10 s at most: a kill is delivered, not done, when `kill` returns); returns the
+    processes it found there besides `process`."""
+    group = process.pid
+    found = [f"{pid} {command}" for pid, command in group_members(group).items() if pid != group]
+    deadline = time.monotonic() + 10
+    while True:
+        try:
+            os.killpg(group, 9)
+        except ProcessLookupError:
+            break
+        if not [pid for pid in group_members(group) if pid != group] or time.monotonic() > deadline:
+            break
+        time.sleep(0.05)
     process.wait()
     return found
 
