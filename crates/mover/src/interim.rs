@@ -9,6 +9,7 @@
 use std::time::Duration;
 
 use crate::changes::ChangeRecord;
+use crate::flush::Flusher;
 use crate::options::SyncOptions;
 use crate::partial::LinkGroups;
 use crate::progress::ProgressMode;
@@ -18,6 +19,11 @@ use crate::watch;
 /// How long the standby waits for its go between interim passes: the final pass is left with
 /// what changed in about this long, and a pass costs little more than what it copies.
 pub const INTERIM_EVERY: Duration = Duration::from_secs(1);
+
+/// A pass that wrote at least this much is followed by the next one at once: the source is
+/// changing faster than a steady load changes it (a shutdown checkpoint writing out its cache),
+/// and what it writes meanwhile is the final pass's unless a pass takes it first.
+pub const BUSY_BYTES: u64 = 16 << 20;
 
 /// What the catch-up pass (then each interim pass) left for the next one.
 pub(crate) struct CaughtUp {
@@ -66,14 +72,30 @@ pub(crate) fn converge<G>(
     if pacing.every.is_zero() {
         return (wait(go), interim);
     }
+    let flusher = Flusher::start(&opts.target);
+    let mut wrote = 0;
     loop {
-        if let Some(went) = go(pacing.every) {
+        if let Some(went) = go(next_wait(pacing.every, wrote)) {
             return (went, interim);
         }
         if pacing.most.is_some_and(|most| interim.passes >= most) {
             return (wait(go), interim);
         }
+        let before = interim.bytes_copied;
         step(opts, pacing.lose_first, caught, &mut interim);
+        wrote = interim.bytes_copied - before;
+        if wrote > 0 {
+            flusher.ask();
+        }
+    }
+}
+
+/// How long to wait for the go before the next interim pass, after one that wrote `wrote` bytes.
+fn next_wait(every: Duration, wrote: u64) -> Duration {
+    if wrote >= BUSY_BYTES {
+        Duration::ZERO
+    } else {
+        every
     }
 }
 
@@ -136,13 +158,15 @@ fn step(opts: &SyncOptions, lose_first: bool, caught: &mut CaughtUp, interim: &m
 }
 
 /// An interim pass: a warm one (a live source; what changes while it runs is in the next record)
-/// that keeps the chunk record current for the next pass, quiet on stdout and stderr.
+/// that keeps the chunk record current for the next pass, quiet on stdout and stderr, and leaves
+/// its flush to the flusher.
 fn interim_options(opts: &SyncOptions) -> SyncOptions {
     SyncOptions {
         strict: false,
         chunk_record: true,
         progress: ProgressMode::None,
         print_warnings: false,
+        defer_flush: true,
         abort_after_pieces: None,
         corrupt_after_write: None,
         after_scan: None,
@@ -164,4 +188,18 @@ pub(crate) fn scope_of(
         links.widen(visits)
     };
     Ok(Scope::Changed { visits, files, bytes })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_pass_that_wrote_much_is_followed_at_once_and_others_after_the_wait() {
+        let every = Duration::from_secs(1);
+        assert_eq!(next_wait(every, 0), every);
+        assert_eq!(next_wait(every, BUSY_BYTES - 1), every);
+        assert_eq!(next_wait(every, BUSY_BYTES), Duration::ZERO);
+        assert_eq!(next_wait(every, 400 << 20), Duration::ZERO);
+    }
 }

@@ -63,8 +63,10 @@
 //! chunk record current (a pass over what changed keeps the record of the large files it did not
 //! read), quiet on stdout and stderr. The final pass then visits only what changed since the last
 //! interim pass: on a busy database, the last second's writes and the shutdown, not everything
-//! since the catch-up. A go that comes during an interim pass waits for that pass alone (it visits
-//! only what changed). Correctness never rests on them: a record lost while waiting, or an interim
+//! since the catch-up. A pass that wrote much (a shutdown checkpoint under way) is followed by the
+//! next one at once, and an interim pass leaves its flush to a thread of its own, so a go that
+//! comes during one waits for that pass's reads and writes alone, not for its data to reach the
+//! disk (the final pass's flush covers it). Correctness never rests on them: a record lost while waiting, or an interim
 //! pass that failed (no more run after it), makes the final pass walk whole. The result says
 //! `"interimPasses":N,"interimBytesCopied":N` (the final pass's own bytes are `bytesCopied`).
 //!
@@ -143,6 +145,7 @@ mod delta;
 mod digest;
 mod dirs;
 mod error;
+mod flush;
 mod fresh;
 mod interim;
 mod meta;

@@ -303,6 +303,7 @@ fn run_sync(args: SyncArgs) -> i32 {
         strict: args.strict,
         chunk_record: args.chunk_record,
         cloned_at: args.cloned_at,
+        defer_flush: false,
         abort_after_pieces: abort_after_pieces(),
         corrupt_after_write: corrupt_after_write(),
         after_scan: None,

@@ -65,6 +65,9 @@ pub struct SyncOptions {
     /// not when its inode last changed (which the clone kept from the source), so only files
     /// modified about then are compared by content.
     pub cloned_at: Option<i64>,
+    /// Leave flushing the target to the caller (an interim pass: the final pass's flush makes
+    /// its data durable); otherwise a pass succeeds only once its data is on disk.
+    pub defer_flush: bool,
     /// Test hook: abort the process once this many pieces were written in place.
     #[doc(hidden)]
     pub abort_after_pieces: Option<u64>,

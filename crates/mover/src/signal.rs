@@ -75,8 +75,8 @@ impl Go {
         }
     }
 
-    /// Waits at most `at_most` for the go (the file is read at least once); `None` if it did
-    /// not come.
+    /// Waits at most `at_most` for the go (the file and the line are looked for at least once);
+    /// `None` if it did not come.
     pub fn wait(&mut self, at_most: Duration) -> Option<GoBy> {
         let deadline = Instant::now().checked_add(at_most);
         loop {
@@ -90,7 +90,8 @@ impl Go {
                 None => POLL,
             };
             if step.is_zero() {
-                return None;
+                let keyed = self.keyed.as_ref().is_some_and(|keyed| keyed.try_recv().is_ok());
+                return keyed.then_some(GoBy::Line);
             }
             match &self.keyed {
                 Some(keyed) => match keyed.recv_timeout(step) {
@@ -237,5 +238,23 @@ mod tests {
             Some(GoBy::File),
             "the file is read at least once"
         );
+    }
+
+    /// A wait of no time at all still takes a key already sent (interim passes that follow each
+    /// other at once wait for the go that long).
+    #[test]
+    fn a_wait_of_no_time_sees_a_key_already_sent() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("go");
+        let (reader, mut writer) = std::io::pipe().unwrap();
+        let mut go = Go::new(&path, Some((std::io::BufReader::new(reader), digest_of(KEY))));
+        assert_eq!(go.wait(Duration::ZERO), None);
+        std::io::Write::write_all(&mut writer, format!("{KEY}\n").as_bytes()).unwrap();
+        // The reader thread takes the line in its own time: waits of no time, until one sees it.
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while go.wait(Duration::ZERO).is_none() {
+            assert!(Instant::now() < deadline, "no wait of no time saw the key");
+            std::thread::sleep(Duration::from_millis(5));
+        }
     }
 }

@@ -233,7 +233,9 @@ impl Run<'_> {
             };
             mismatches.extend(self.verify_phase(&src, &out, &bad, &scanned)?);
         }
-        self.sync_target()?;
+        if !self.opts.defer_flush {
+            self.sync_target()?;
+        }
         if self.opts.strict && self.warnings.count() > 0 {
             return Err(MoverError::SourceChanged {
                 count: self.warnings.count(),
