@@ -82,11 +82,10 @@ pub(crate) fn converge<G>(
             return (wait(go), interim);
         }
         let before = interim.bytes_copied;
+        flusher.writing();
         step(opts, pacing.lose_first, caught, &mut interim);
+        flusher.written();
         wrote = interim.bytes_copied - before;
-        if wrote > 0 {
-            flusher.ask();
-        }
     }
 }
 

@@ -64,9 +64,10 @@
 //! read), quiet on stdout and stderr. The final pass then visits only what changed since the last
 //! interim pass: on a busy database, the last second's writes and the shutdown, not everything
 //! since the catch-up. A pass that wrote much (a shutdown checkpoint under way) is followed by the
-//! next one at once, and an interim pass leaves its flush to a thread of its own, so a go that
-//! comes during one waits for that pass's reads and writes alone, not for its data to reach the
-//! disk (the final pass's flush covers it). Correctness never rests on them: a record lost while waiting, or an interim
+//! next one at once, and the target is flushed over and over by a thread of its own while interim
+//! passes write, so their data reaches the disk while the replica serves and a go that comes
+//! during one waits for that pass's reads and writes alone (the final pass's own flush still
+//! waits for all of it before it succeeds). Correctness never rests on them: a record lost while waiting, or an interim
 //! pass that failed (no more run after it), makes the final pass walk whole. The result says
 //! `"interimPasses":N,"interimBytesCopied":N` (the final pass's own bytes are `bytesCopied`).
 //!
