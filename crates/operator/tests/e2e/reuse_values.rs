@@ -222,3 +222,30 @@ async fn default_on_features_stay_on_with_reuse_values_unless_set_false() {
         }
     }
 }
+
+/// `defaultTimeoutSeconds` reaches the operator as `FERRY_DEFAULT_TIMEOUT_SECONDS`; unset, the
+/// operator keeps its own default (so an upgrade reusing older values renders the same), and a
+/// value that is not a whole number of seconds above zero is refused by the chart's schema.
+#[tokio::test]
+async fn a_default_timeout_in_the_values_reaches_the_operator_and_a_bad_one_is_refused() {
+    let chart = chart_dir();
+    let set = render_chart(
+        &chart,
+        "ferry",
+        "ferry-system",
+        &["--set", "defaultTimeoutSeconds=120"],
+    )
+    .await
+    .unwrap();
+    assert!(
+        set.contains("- name: FERRY_DEFAULT_TIMEOUT_SECONDS\n              value: \"120\""),
+        "{set}"
+    );
+    let unset = render_chart(&chart, "ferry", "ferry-system", &[]).await.unwrap();
+    assert!(!unset.contains("FERRY_DEFAULT_TIMEOUT_SECONDS"));
+    for bad in ["defaultTimeoutSeconds=0", "defaultTimeoutSeconds=ten"] {
+        let refused = render_chart(&chart, "ferry", "ferry-system", &["--set", bad]).await;
+        let error = refused.expect_err(bad).to_string();
+        assert!(error.contains("defaultTimeoutSeconds"), "{bad}: {error}");
+    }
+}
