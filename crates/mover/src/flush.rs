@@ -3,14 +3,26 @@
 //! it before the pass succeeds), but it should reach the disk while the replica still serves, not
 //! in the final pass's flush, where it would be the replica's downtime. So while a pass writes,
 //! the target is flushed over and over, each flush taking what was written since the one before.
+//!
+//! A write-back error is reported once, to the flushes of descriptors opened before it: the final
+//! pass's flush, on a descriptor of its own opened later, could miss one that a background flush
+//! met. So the flusher keeps one descriptor from before the first interim write, remembers the
+//! first error its flushes met, and [`Flusher::finish`] flushes on it once more after the final
+//! pass: an error since the standby began fails the pass.
 
 use std::path::Path;
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
+use std::thread::JoinHandle;
 use std::time::Duration;
+
+use rustix::io::Errno;
 
 /// The pause between two flushes while a pass writes: each flush then takes what the pass wrote
 /// meanwhile, and flushes of nothing do not follow each other without end.
 const AGAIN_AFTER: Duration = Duration::from_millis(50);
+
+/// One flush of the target's file system.
+type Flush = Arc<dyn Fn() -> Result<(), Errno> + Send + Sync>;
 
 #[derive(Default)]
 struct State {
@@ -18,26 +30,48 @@ struct State {
     writing: bool,
     /// A flush is asked for (a pass ended since the last one began).
     asked: bool,
-    /// The flusher is dropped.
+    /// The flusher is finishing.
     stop: bool,
+    /// The first error a flush met.
+    failed: Option<Errno>,
 }
+
+type Shared = Arc<(Mutex<State>, Condvar)>;
 
 /// A thread that flushes the target's file system while passes write, and once after each.
 pub(crate) struct Flusher {
-    state: Arc<(Mutex<State>, Condvar)>,
+    state: Shared,
+    flush: Flush,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl std::fmt::Debug for Flusher {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Flusher")
+    }
 }
 
 impl Flusher {
-    /// Starts the thread; without one (it could not start), the final pass's flush does all the
-    /// work.
-    pub fn start(target: &Path) -> Self {
-        let state: Arc<(Mutex<State>, Condvar)> = Arc::default();
-        let shared = state.clone();
-        let target = target.to_path_buf();
-        let _ = std::thread::Builder::new()
+    /// A flusher of the file system of `target` (a directory), through a descriptor opened now.
+    pub fn start(target: &Path) -> Result<Self, Errno> {
+        let dir = Arc::new(rustix::fs::open(
+            target,
+            rustix::fs::OFlags::RDONLY | rustix::fs::OFlags::DIRECTORY | rustix::fs::OFlags::CLOEXEC,
+            rustix::fs::Mode::empty(),
+        )?);
+        Ok(Self::with(Arc::new(move || rustix::fs::syncfs(&*dir))))
+    }
+
+    /// A flusher calling `flush`; without a thread (it could not start), only [`Self::finish`]
+    /// flushes.
+    fn with(flush: Flush) -> Self {
+        let state: Shared = Arc::default();
+        let (shared, flushing) = (state.clone(), flush.clone());
+        let thread = std::thread::Builder::new()
             .name("ferry-mover-flush".into())
-            .spawn(move || flush_while_asked(&target, &shared));
-        Flusher { state }
+            .spawn(move || flush_while_asked(&*flushing, &shared))
+            .ok();
+        Flusher { state, flush, thread }
     }
 
     /// A pass begins writing: flush until it ends.
@@ -53,10 +87,20 @@ impl Flusher {
         });
     }
 
+    /// Stops the thread (after its flush under way) and flushes once more: the first error any
+    /// flush met since the start, if one did.
+    pub fn finish(mut self) -> Option<Errno> {
+        self.set(|state| state.stop = true);
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+        let failed = lock(&self.state).failed;
+        failed.or_else(|| (self.flush)().err())
+    }
+
     fn set(&self, change: impl FnOnce(&mut State)) {
-        let (lock, changed) = &*self.state;
-        change(&mut lock.lock().unwrap_or_else(PoisonError::into_inner));
-        changed.notify_one();
+        change(&mut lock(&self.state));
+        self.state.1.notify_one();
     }
 }
 
@@ -66,24 +110,85 @@ impl Drop for Flusher {
     }
 }
 
+fn lock(state: &Shared) -> std::sync::MutexGuard<'_, State> {
+    state.0.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
 /// The thread: waits until a pass writes or a flush is asked for, flushes, and again.
-fn flush_while_asked(target: &Path, shared: &(Mutex<State>, Condvar)) {
-    let (lock, changed) = shared;
+fn flush_while_asked(flush: &(dyn Fn() -> Result<(), Errno> + Send + Sync), shared: &Shared) {
     loop {
         {
-            let mut state = lock.lock().unwrap_or_else(PoisonError::into_inner);
+            let mut state = lock(shared);
             while !state.stop && !state.writing && !state.asked {
-                state = changed.wait(state).unwrap_or_else(PoisonError::into_inner);
+                state = shared.1.wait(state).unwrap_or_else(PoisonError::into_inner);
             }
             if state.stop {
                 return;
             }
             state.asked = false;
         }
-        // A flush that fails here fails the final pass's own flush, which reports it.
-        if let Ok(dir) = std::fs::File::open(target) {
-            let _ = rustix::fs::syncfs(&dir);
+        if let Err(e) = flush() {
+            lock(shared).failed.get_or_insert(e);
         }
         std::thread::sleep(AGAIN_AFTER);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicU64, Ordering};
+
+    fn counting(fail_from: u64) -> (Flush, Arc<AtomicU64>) {
+        let calls = Arc::new(AtomicU64::new(0));
+        let counted = calls.clone();
+        let flush: Flush = Arc::new(move || {
+            let n = counted.fetch_add(1, Ordering::SeqCst) + 1;
+            if n >= fail_from { Err(Errno::IO) } else { Ok(()) }
+        });
+        (flush, calls)
+    }
+
+    #[test]
+    fn a_pass_is_flushed_after_it_ends_and_finish_flushes_once_more() {
+        let (flush, calls) = counting(u64::MAX);
+        let flusher = Flusher::with(flush);
+        flusher.writing();
+        flusher.written();
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        while calls.load(Ordering::SeqCst) == 0 {
+            assert!(std::time::Instant::now() < deadline, "never flushed");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let before = calls.load(Ordering::SeqCst);
+        assert_eq!(flusher.finish(), None);
+        assert!(calls.load(Ordering::SeqCst) > before, "finish did not flush");
+    }
+
+    /// An error a background flush met fails the finish, though the flushes after it succeed
+    /// (the kernel reports a write-back error once per descriptor).
+    #[test]
+    fn an_error_met_in_the_background_is_kept_for_the_finish() {
+        let calls = Arc::new(AtomicU64::new(0));
+        let counted = calls.clone();
+        let flush: Flush = Arc::new(move || {
+            let n = counted.fetch_add(1, Ordering::SeqCst) + 1;
+            if n == 1 { Err(Errno::IO) } else { Ok(()) }
+        });
+        let flusher = Flusher::with(flush);
+        flusher.writing();
+        flusher.written();
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        while calls.load(Ordering::SeqCst) == 0 {
+            assert!(std::time::Instant::now() < deadline, "never flushed");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        assert_eq!(flusher.finish(), Some(Errno::IO));
+    }
+
+    #[test]
+    fn an_error_of_the_last_flush_fails_the_finish() {
+        let (flush, _) = counting(1);
+        assert_eq!(Flusher::with(flush).finish(), Some(Errno::IO));
     }
 }

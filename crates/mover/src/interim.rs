@@ -46,6 +46,9 @@ pub struct Interim {
     pub whole: Option<String>,
     /// A pass failed: no more are run (the final pass reports what is wrong, if it still is).
     failed: bool,
+    /// What flushed the passes' writes; its finish, after the final pass, says whether every
+    /// flush since the first pass succeeded.
+    pub(crate) flusher: Option<Flusher>,
 }
 
 /// When interim passes run.
@@ -72,7 +75,8 @@ pub(crate) fn converge<G>(
     if pacing.every.is_zero() {
         return (wait(go), interim);
     }
-    let flusher = Flusher::start(&opts.target);
+    // Without a descriptor of the target the passes fail too, and the final pass reports why.
+    interim.flusher = Flusher::start(&opts.target).ok();
     let mut wrote = 0;
     loop {
         if let Some(went) = go(next_wait(pacing.every, wrote)) {
@@ -82,9 +86,13 @@ pub(crate) fn converge<G>(
             return (wait(go), interim);
         }
         let before = interim.bytes_copied;
-        flusher.writing();
+        if let Some(flusher) = &interim.flusher {
+            flusher.writing();
+        }
         step(opts, pacing.lose_first, caught, &mut interim);
-        flusher.written();
+        if let Some(flusher) = &interim.flusher {
+            flusher.written();
+        }
         wrote = interim.bytes_copied - before;
     }
 }

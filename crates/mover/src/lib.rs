@@ -67,7 +67,8 @@
 //! next one at once, and the target is flushed over and over by a thread of its own while interim
 //! passes write, so their data reaches the disk while the replica serves and a go that comes
 //! during one waits for that pass's reads and writes alone (the final pass's own flush still
-//! waits for all of it before it succeeds). Correctness never rests on them: a record lost while waiting, or an interim
+//! waits for all of it before it succeeds, and a write-back error any flush met since the first
+//! interim pass fails the final pass: `flush.rs`). Correctness never rests on them: a record lost while waiting, or an interim
 //! pass that failed (no more run after it), makes the final pass walk whole. The result says
 //! `"interimPasses":N,"interimBytesCopied":N` (the final pass's own bytes are `bytesCopied`).
 //!

@@ -6,7 +6,8 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use crate::error::MoverError;
+use crate::error::{MoverError, errno};
+use crate::flush::Flusher;
 use crate::interim::{self, CaughtUp, Interim, scope_of};
 use crate::options::{SyncOptions, SyncReport};
 use crate::partial::LinkGroups;
@@ -61,7 +62,7 @@ pub fn standby<G>(
         tracking,
         catch_up_seconds: (start.elapsed().as_secs_f64() * 1000.0).round() / 1000.0,
     });
-    let (went, interim, scope, watching) = match caught_up {
+    let (went, mut interim, scope, watching) = match caught_up {
         Ok(mut caught_up) => {
             let pacing = interim::Pacing {
                 every: track.interim_every.unwrap_or(interim::INTERIM_EVERY),
@@ -88,6 +89,12 @@ pub fn standby<G>(
             })
         }
     };
+    // After the final pass: a write-back error a background flush met fails it.
+    let flushed = interim.flusher.take().and_then(Flusher::finish);
+    let outcome = outcome.and_then(|report| match flushed {
+        Some(e) => Err(errno("flushing", &opts.target, e)),
+        None => Ok(report),
+    });
     let outcome = outcome.map(|report| SyncReport {
         interim_passes: Some(interim.passes),
         interim_bytes_copied: Some(interim.bytes_copied),
