@@ -139,20 +139,19 @@ mod tests {
     use super::*;
     use std::sync::atomic::{AtomicU64, Ordering};
 
-    fn counting(fail_from: u64) -> (Flush, Arc<AtomicU64>) {
+    /// A flush that counts its calls and fails the calls `fails` names (numbered from 1).
+    fn counting(fails: fn(u64) -> bool) -> (Flush, Arc<AtomicU64>) {
         let calls = Arc::new(AtomicU64::new(0));
         let counted = calls.clone();
         let flush: Flush = Arc::new(move || {
             let n = counted.fetch_add(1, Ordering::SeqCst) + 1;
-            if n >= fail_from { Err(Errno::IO) } else { Ok(()) }
+            if fails(n) { Err(Errno::IO) } else { Ok(()) }
         });
         (flush, calls)
     }
 
-    #[test]
-    fn a_pass_is_flushed_after_it_ends_and_finish_flushes_once_more() {
-        let (flush, calls) = counting(u64::MAX);
-        let flusher = Flusher::with(flush);
+    /// A pass written, and the thread's flush after it begun.
+    fn one_pass_flushed(flusher: &Flusher, calls: &AtomicU64) {
         flusher.writing();
         flusher.written();
         let deadline = std::time::Instant::now() + Duration::from_secs(30);
@@ -160,6 +159,13 @@ mod tests {
             assert!(std::time::Instant::now() < deadline, "never flushed");
             std::thread::sleep(Duration::from_millis(5));
         }
+    }
+
+    #[test]
+    fn a_pass_is_flushed_after_it_ends_and_finish_flushes_once_more() {
+        let (flush, calls) = counting(|_| false);
+        let flusher = Flusher::with(flush);
+        one_pass_flushed(&flusher, &calls);
         let before = calls.load(Ordering::SeqCst);
         assert_eq!(flusher.finish(), None);
         assert!(calls.load(Ordering::SeqCst) > before, "finish did not flush");
@@ -169,26 +175,15 @@ mod tests {
     /// (the kernel reports a write-back error once per descriptor).
     #[test]
     fn an_error_met_in_the_background_is_kept_for_the_finish() {
-        let calls = Arc::new(AtomicU64::new(0));
-        let counted = calls.clone();
-        let flush: Flush = Arc::new(move || {
-            let n = counted.fetch_add(1, Ordering::SeqCst) + 1;
-            if n == 1 { Err(Errno::IO) } else { Ok(()) }
-        });
+        let (flush, calls) = counting(|n| n == 1);
         let flusher = Flusher::with(flush);
-        flusher.writing();
-        flusher.written();
-        let deadline = std::time::Instant::now() + Duration::from_secs(30);
-        while calls.load(Ordering::SeqCst) == 0 {
-            assert!(std::time::Instant::now() < deadline, "never flushed");
-            std::thread::sleep(Duration::from_millis(5));
-        }
+        one_pass_flushed(&flusher, &calls);
         assert_eq!(flusher.finish(), Some(Errno::IO));
     }
 
     #[test]
     fn an_error_of_the_last_flush_fails_the_finish() {
-        let (flush, _) = counting(1);
+        let (flush, _) = counting(|_| true);
         assert_eq!(Flusher::with(flush).finish(), Some(Errno::IO));
     }
 }
