@@ -64,14 +64,7 @@ fn start_overdue(
     }
     let mut status = status.clone();
     for &i in rows {
-        let row = &mut status.plan[i];
-        row.step = Some(RowStep::Copied);
-        row.finished_at = Some(now.clone());
-        if let Some(source) = row.source_volume.clone()
-            && !status.created_objects.retained_volumes.contains(&source)
-        {
-            status.created_objects.retained_volumes.push(source);
-        }
+        rollback::mark_copied(&mut status, i, now);
     }
     update_progress(&mut status);
     let message = format!(

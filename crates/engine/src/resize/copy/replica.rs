@@ -98,19 +98,13 @@ pub(super) fn start_replica(
             if back && actions.is_empty() {
                 for &i in rows {
                     let row = &mut status.plan[i];
-                    row.step = Some(RowStep::Copied);
-                    row.finished_at = Some(now.clone());
                     let millis = row
                         .stopped_at
                         .as_ref()
                         .map(|t| (now.0.as_millisecond() - t.0.as_millisecond()).max(0));
                     row.downtime_milliseconds = millis;
                     row.downtime_seconds = millis.map(|ms| (ms + 500) / 1000);
-                    if let Some(source) = &row.source_volume
-                        && !status.created_objects.retained_volumes.contains(source)
-                    {
-                        status.created_objects.retained_volumes.push(source.clone());
-                    }
+                    super::rollback::mark_copied(&mut status, i, now);
                 }
                 update_progress(&mut status);
                 return decide(

@@ -117,6 +117,14 @@ pub(super) fn finish_swap_in_rollback(
     {
         return vec![give_back];
     }
+    mark_copied(status, i, now);
+    vec![]
+}
+
+/// Row `i` is done on its new volume (once: a row already done keeps when it was), and its old
+/// volume is kept for a rollback on request until the retention expires.
+pub(super) fn mark_copied(status: &mut VolumeResizeStatus, i: usize, now: &Time) {
+    let row = &mut status.plan[i];
     if row.step != Some(RowStep::Copied) {
         row.step = Some(RowStep::Copied);
         row.finished_at = Some(now.clone());
@@ -126,7 +134,6 @@ pub(super) fn finish_swap_in_rollback(
     {
         status.created_objects.retained_volumes.push(source.clone());
     }
-    vec![]
 }
 
 /// The rollback is over: Failed, saying why, and which claims stayed on their new volumes.
