@@ -90,6 +90,12 @@ async fn assert_admitted(author: &Client, namespace: &str, kind: &str, spec: &Va
 /// Grants the ServiceAccount `author` one `rule` through the Role `name` (as admin), and waits
 /// until the API server's authorizer says so (RBAC reaches it through a watch, not at once).
 async fn grant(admin: &Client, namespace: &str, name: &str, rule: Value) {
+    grant_to(admin, namespace, name, "author", rule).await;
+}
+
+/// Grants ServiceAccount `account` of `namespace` one `rule` (Role and RoleBinding `name`), and
+/// waits until the authorizer allows its first verb.
+async fn grant_to(admin: &Client, namespace: &str, name: &str, account: &str, rule: Value) {
     let role = json!({
         "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
         "metadata": {"name": name, "namespace": namespace}, "rules": [rule],
@@ -98,14 +104,14 @@ async fn grant(admin: &Client, namespace: &str, name: &str, rule: Value) {
         "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
         "metadata": {"name": name, "namespace": namespace},
         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": name},
-        "subjects": [{"kind": "ServiceAccount", "name": "author", "namespace": namespace}],
+        "subjects": [{"kind": "ServiceAccount", "name": account, "namespace": namespace}],
     });
     ferry_testenv::chart::apply(&format!("{role}\n---\n{binding}"))
         .await
         .unwrap();
     let review: SubjectAccessReview = serde_json::from_value(json!({
         "spec": {
-            "user": format!("system:serviceaccount:{namespace}:author"),
+            "user": format!("system:serviceaccount:{namespace}:{account}"),
             "resourceAttributes": {
                 "namespace": namespace,
                 "group": rule["apiGroups"][0],
@@ -129,14 +135,8 @@ async fn grant(admin: &Client, namespace: &str, name: &str, rule: Value) {
 /// nothing else, and a client acting as it.
 async fn author(harness: &Harness, verbs: &[&str]) -> Client {
     let ns = &harness.ns.name;
-    ferry_testenv::chart::apply(
-        &json!({
-            "apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "author", "namespace": ns},
-        })
-        .to_string(),
-    )
-    .await
-    .unwrap();
+    policy_in_force(harness).await;
+    service_account(ns, "author").await;
     grant(
         &harness.client,
         ns,
@@ -151,6 +151,39 @@ async fn author(harness: &Harness, verbs: &[&str]) -> Client {
     ferry_testenv::chart::client_as(&format!("system:serviceaccount:{ns}:author"))
         .await
         .unwrap()
+}
+
+async fn service_account(namespace: &str, name: &str) {
+    ferry_testenv::chart::apply(
+        &json!({
+            "apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": name, "namespace": namespace},
+        })
+        .to_string(),
+    )
+    .await
+    .unwrap();
+}
+
+/// Waits until the API server enforces the chart's author policy in the harness's namespace: it
+/// loads a new policy and binding a moment after they are made, and a check made before that
+/// admits what the policy refuses (it failed a CI run). A prober that may create VolumeResizes
+/// and nothing else asks for one of a StatefulSet no test grants, until the policy refuses it.
+async fn policy_in_force(harness: &Harness) {
+    let ns = &harness.ns.name;
+    service_account(ns, "prober").await;
+    let rule = json!({"apiGroups": ["ferry.dev"], "resources": ["volumeresizes"], "verbs": ["create"]});
+    grant_to(&harness.client, ns, "prober", "prober", rule).await;
+    let prober = ferry_testenv::chart::client_as(&format!("system:serviceaccount:{ns}:prober"))
+        .await
+        .unwrap();
+    let probe = json!({"statefulSetName": "in-force-probe", "volumes": [{"name": "data", "size": "2Gi"}]});
+    ferry_testenv::wait_until("the author policy to be in force", 60, || async {
+        dry_run_create(&prober, ns, "VolumeResize", probe.clone())
+            .await
+            .filter(|why| why.contains("may not patch StatefulSet in-force-probe"))
+    })
+    .await
+    .unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
