@@ -130,7 +130,12 @@ fn flush_while_asked(flush: &(dyn Fn() -> Result<(), Errno> + Send + Sync), shar
         if let Err(e) = flush() {
             lock(shared).failed.get_or_insert(e);
         }
-        std::thread::sleep(AGAIN_AFTER);
+        // The pause ends early at the finish, which waits for this thread during the downtime.
+        let state = lock(shared);
+        let _ = shared
+            .1
+            .wait_timeout_while(state, AGAIN_AFTER, |state| !state.stop)
+            .unwrap_or_else(PoisonError::into_inner);
     }
 }
 
