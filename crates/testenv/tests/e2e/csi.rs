@@ -5,7 +5,7 @@
 //! bytes on them are checked by checksum.
 
 use crate::claims::{capacity, grow};
-use crate::real_pods::{kubectl_ok, pod_with_claim, start_pod, wait_running};
+use crate::real_pods::{kubectl_ok, pod_with_claim, start_pod, start_pod_on, wait_running};
 use ferry_testenv::workload::df_bytes;
 use ferry_testenv::{
     CLASS_BLOCK, CLASS_BLOCK_ATTACH, CLASS_BLOCK_OFFLINE, CSI_ATTACH_DRIVER, CSI_DRIVER, REAL_NODES,
@@ -266,7 +266,11 @@ async fn snapshots_restores_and_clones_go_through_the_upstream_snapshotter_and_p
     let script = "dd if=/dev/urandom of=/data/kept bs=1M count=20 && sync && sleep 3600";
     pod_with_claim(&ns, "src", CLASS_BLOCK, "300Mi", script).await;
     let pods: Api<Pod> = ns.api();
-    wait_running(&pods, "src").await;
+    let source_node = wait_running(&pods, "src")
+        .await
+        .spec
+        .and_then(|spec| spec.node_name)
+        .expect("the source pod's node");
     let kept = wait_until("the pod to write its file", 60, || async {
         let (code, out, _) =
             ferry_testenv::kubectl(&["-n", &ns.name, "exec", "src", "--", "sha256sum", "/data/kept"])
@@ -317,7 +321,7 @@ async fn snapshots_restores_and_clones_go_through_the_upstream_snapshotter_and_p
     )
     .await;
     for name in ["restored", "clone"] {
-        start_pod(&ns, name, name, "sleep 3600").await;
+        start_pod_on(&ns, name, name, "sleep 3600", Some(&source_node)).await;
         wait_running(&pods, name).await;
         assert_eq!(
             kept_checksum(&ns, name).await,

@@ -22,10 +22,21 @@ pub async fn pod_with_claim(ns: &TestNamespace, name: &str, class: &str, size: &
 
 /// A busybox pod on the real node mounting `claim` at /data, running `script`.
 pub async fn start_pod(ns: &TestNamespace, name: &str, claim: &str, script: &str) {
+    start_pod_on(ns, name, claim, script, None).await;
+}
+
+/// [`start_pod`] on the real node `node` if given (a claim made from another, which the driver
+/// makes where its source lives: the scheduler, which does not know that, may keep picking
+/// other nodes).
+pub async fn start_pod_on(ns: &TestNamespace, name: &str, claim: &str, script: &str, node: Option<&str>) {
+    let mut selector = json!({REAL_NODE_KEY: "true"});
+    if let Some(node) = node {
+        selector["kubernetes.io/hostname"] = json!(node);
+    }
     let pod = serde_json::from_value(json!({
         "metadata": {"name": name},
         "spec": {
-            "nodeSelector": {REAL_NODE_KEY: "true"},
+            "nodeSelector": selector,
             "tolerations": [{"key": REAL_NODE_KEY, "operator": "Exists", "effect": "NoSchedule"}],
             "terminationGracePeriodSeconds": 1,
             "containers": [{"name": "main", "image": BUSYBOX_IMAGE, "imagePullPolicy": "Never",
