@@ -62,9 +62,11 @@ pub fn kill_in_pod(pod: &str, program: &str) -> Result<Vec<String>, Error> {
     Ok(killed)
 }
 
-/// The processes running `program` in the containers of pod `pod` on the real node: found by the
+/// The processes running `program` as the containers of pod `pod` on a real node: found by the
 /// `HOSTNAME` the runtime gives every container of a pod and by the program's name, so no other
-/// test's pods are matched.
+/// test's pods are matched. Only a container's own process counts (PID 1 of its PID namespace): an
+/// exec probe running the same program beside it (the standby mover's `ferry-mover ready`) is
+/// not one, and would come and go between two looks.
 pub fn running_in_pod(pod: &str, program: &str) -> Result<Vec<String>, Error> {
     let hostname = format!("HOSTNAME={pod}");
     let mut found = Vec::new();
@@ -89,9 +91,25 @@ pub fn running_in_pod(pod: &str, program: &str) -> Result<Vec<String>, Error> {
         let Ok(environ) = std::fs::read(format!("/proc/{pid}/environ")) else {
             continue;
         };
-        if environ.split(|b| *b == 0).any(|var| var == hostname.as_bytes()) {
+        if environ.split(|b| *b == 0).any(|var| var == hostname.as_bytes())
+            && is_containers_own(&pid)
+        {
             found.push(pid);
         }
     }
     Ok(found)
+}
+
+/// Whether process `pid` is PID 1 of its innermost PID namespace (the last `NSpid` of its status),
+/// as a container's own process is and a process exec'd into the container is not.
+fn is_containers_own(pid: &str) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()
+        .and_then(|status| {
+            status
+                .lines()
+                .find_map(|line| line.strip_prefix("NSpid:"))
+                .and_then(|pids| pids.split_whitespace().last().map(|own| own == "1"))
+        })
+        .unwrap_or(false)
 }
