@@ -17,6 +17,8 @@ pub const EXIT_TARGET_FULL: i32 = 4;
 pub const EXIT_PERMISSION: i32 = ferry_mover_report::EXIT_PERMISSION;
 /// A strict pass saw its source change (something still writes to it).
 pub const EXIT_SOURCE_CHANGED: i32 = 6;
+/// A cross-node copy: the other mover could not be reached, refused the handshake, or broke off.
+pub const EXIT_TRANSPORT: i32 = 7;
 
 /// Everything that can make a mover operation fail.
 #[derive(Debug, thiserror::Error)]
@@ -75,6 +77,11 @@ pub enum MoverError {
         count: u64,
     },
 
+    /// A cross-node copy: the other mover could not be reached, refused the handshake (another
+    /// resize's certificate, or none), or broke off.
+    #[error("{0}")]
+    Transport(String),
+
     /// A failure that is not tied to one path (thread pool, output, ...).
     #[error("{0}")]
     Other(String),
@@ -109,6 +116,7 @@ impl MoverError {
             MoverError::TargetFull { .. } => EXIT_TARGET_FULL,
             MoverError::Permission { .. } => EXIT_PERMISSION,
             MoverError::SourceChanged { .. } => EXIT_SOURCE_CHANGED,
+            MoverError::Transport(_) => EXIT_TRANSPORT,
             MoverError::Io { .. } | MoverError::Other(_) => EXIT_OTHER,
         }
     }
@@ -121,6 +129,7 @@ impl MoverError {
             MoverError::TargetFull { .. } => "targetFull",
             MoverError::Permission { .. } => "permission",
             MoverError::SourceChanged { .. } => "sourceChanged",
+            MoverError::Transport(_) => "transport",
             MoverError::Io { .. } => "io",
             MoverError::Other(_) => "other",
         }

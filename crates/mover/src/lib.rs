@@ -156,6 +156,7 @@ mod partial;
 mod plan;
 mod progress;
 mod record;
+pub mod remote;
 mod signal;
 mod small;
 mod standby;

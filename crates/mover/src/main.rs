@@ -18,7 +18,8 @@ Exit codes:
   3  verification mismatch (paths named on stderr and in the result file)
   4  target full (ENOSPC)
   5  permission denied
-  6  --strict: the source changed during the pass";
+  6  --strict: the source changed during the pass
+  7  pull/serve: the other mover could not be reached, refused the handshake, or broke off";
 
 /// Ferry's copy/sync/verify engine: full-fidelity parallel directory sync.
 #[derive(Parser, Debug)]
@@ -52,6 +53,26 @@ enum Cmd {
         #[arg(long)]
         result_file: Option<PathBuf>,
     },
+    /// Serve SOURCE (read only) to one pulling mover on another node, over mutual TLS, until it
+    /// says it is done (a cross-node copy's source side). Prints {"listening":"ADDR"} once it
+    /// listens, and what it served when it ends.
+    #[command(after_help = EXIT_CODES)]
+    Serve {
+        /// Directory to serve (read only).
+        #[arg(long)]
+        source: PathBuf,
+        /// Address to listen on (port 0 picks a free one).
+        #[arg(long, default_value = "0.0.0.0:7443")]
+        listen: std::net::SocketAddr,
+        /// Directory with ca.crt (the resize's own authority, the only one trusted), tls.crt and
+        /// tls.key.
+        #[arg(long)]
+        tls: PathBuf,
+    },
+    /// Make TARGET an exact copy of the tree a `serve` mover holds on another node, verified end
+    /// to end (the source's manifest against the target's, each hashed where it lies).
+    #[command(after_help = EXIT_CODES)]
+    Pull(PullArgs),
     /// Exit 0 if PATH exists, else 1 (a standby's readiness probe: `sync --ready-file PATH`; the
     /// mover image has no shell or `test`).
     Ready {
@@ -123,6 +144,45 @@ struct SyncArgs {
     /// /dev/termination-log when running in a pod, else nowhere).
     #[arg(long)]
     result_file: Option<PathBuf>,
+}
+
+#[derive(clap::Args, Debug)]
+struct PullArgs {
+    /// The serving mover (IP:PORT).
+    #[arg(long)]
+    from: std::net::SocketAddr,
+    /// Directory with ca.crt (the resize's own authority, the only one trusted), tls.crt and
+    /// tls.key.
+    #[arg(long)]
+    tls: PathBuf,
+    /// Directory to copy to (created if missing; its parent must exist).
+    #[arg(long)]
+    target: PathBuf,
+    /// Delete target entries that are not in the source.
+    #[arg(long)]
+    delete: bool,
+    /// Verification after copying: the two manifests compared (checksum), or none (a warm pass
+    /// over a source still written, which would differ).
+    #[arg(long, value_enum, default_value = "checksum")]
+    verify: PullVerifyArg,
+    /// Connections fetching file data at once.
+    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u16).range(1..=64))]
+    connections: u16,
+    /// Most bytes per second fetched, all connections together (default: no limit).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+    bwlimit: Option<u64>,
+    /// Tell the serving mover to stop once this pass succeeded (the final pass).
+    #[arg(long)]
+    stop_server: bool,
+    /// Where to write the final result JSON (as for `sync`).
+    #[arg(long)]
+    result_file: Option<PathBuf>,
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+enum PullVerifyArg {
+    None,
+    Checksum,
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug)]
@@ -204,6 +264,14 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let code = match cli.cmd {
         Cmd::Sync(args) => run_sync(args),
+        Cmd::Serve { source, listen, tls } => {
+            let opts = ferry_mover::remote::ServeOptions { source, listen, tls };
+            let served = ferry_mover::remote::serve(&opts, |address| {
+                let _ = print_json(&serde_json::json!({ "listening": address.to_string() }));
+            });
+            report(served.and_then(|r| print_json(&r)))
+        }
+        Cmd::Pull(args) => run_pull(args),
         // Quiet: a failed probe's output lands in an Event, once a second until the standby is armed.
         Cmd::Ready { path } => i32::from(std::fs::symlink_metadata(path).is_err()),
         Cmd::Digest { dir, json } => report(ferry_mover::digest(&dir).and_then(|m| print_manifest(&m, json))),
@@ -317,15 +385,21 @@ fn run_sync(args: SyncArgs) -> i32 {
         return e.exit_code();
     }
     let (go_at, outcome) = run_pass(&args, &opts);
-    let (code, json) = match outcome {
-        Ok(r) => {
-            let mut result = serde_json::to_value(&r).unwrap_or_default();
-            if let (Some((at, by)), Some(fields)) = (go_at, result.as_object_mut()) {
-                fields.insert("goAtUnixMs".into(), at.into());
-                fields.insert("goBy".into(), by.as_str().into());
-            }
-            (0, result.to_string())
+    let outcome = outcome.map(|r| {
+        let mut result = serde_json::to_value(&r).unwrap_or_default();
+        if let (Some((at, by)), Some(fields)) = (go_at, result.as_object_mut()) {
+            fields.insert("goAtUnixMs".into(), at.into());
+            fields.insert("goBy".into(), by.as_str().into());
         }
+        result
+    });
+    conclude(outcome, result_file)
+}
+
+/// Prints a pass's result (or its error), writes it to the result file, and gives the exit code.
+fn conclude(outcome: Result<serde_json::Value, MoverError>, result_file: Option<PathBuf>) -> i32 {
+    let (code, json) = match outcome {
+        Ok(result) => (0, result.to_string()),
         Err(e) => {
             eprintln!("ferry-mover: error: {}", ferry_mover::one_line(&e.to_string()));
             (e.exit_code(), failure_json(&e))
@@ -453,4 +527,20 @@ fn parse_key_digest(text: &str) -> Result<String, String> {
     } else {
         Err("expected a SHA-256 digest: 64 hex digits".to_string())
     }
+}
+
+fn run_pull(args: PullArgs) -> i32 {
+    let opts = ferry_mover::remote::PullOptions {
+        from: args.from,
+        tls: args.tls,
+        target: args.target,
+        delete: args.delete,
+        verify: args.verify == PullVerifyArg::Checksum,
+        connections: usize::from(args.connections),
+        bwlimit: args.bwlimit,
+        stop_server: args.stop_server,
+    };
+    let result_file = args.result_file.or_else(default_result_file);
+    let outcome = ferry_mover::remote::pull(&opts).map(|r| serde_json::to_value(&r).unwrap_or_default());
+    conclude(outcome, result_file)
 }

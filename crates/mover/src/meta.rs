@@ -13,7 +13,7 @@ use xattr::FileExt;
 use crate::error::{MoverError, errno};
 
 /// The type of a filesystem entry.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
 pub enum Kind {
     /// A directory.
     Dir,
@@ -79,8 +79,9 @@ pub const RACY_WINDOW_NS: i128 = 1_000_000_000;
 /// modified in this last minute before the clone are compared by content.
 pub const CLONE_CLOCK_SKEW_NS: i128 = 60_000_000_000;
 
-/// Everything the mover preserves about one entry.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// Everything the mover preserves about one entry (it crosses the network as is between two
+/// movers: `remote::wire`).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct EntryMeta {
     /// Entry type.
     pub kind: Kind,
@@ -116,6 +117,7 @@ pub struct EntryMeta {
     /// 512-byte blocks allocated (tells whether a file may be sparse).
     pub blocks: u64,
     /// Symlink target.
+    #[serde(with = "crate::remote::wire::os_path::option")]
     pub link: Option<PathBuf>,
     /// Extended attributes sorted by name (ACLs included).
     pub xattrs: Vec<Xattr>,

@@ -216,7 +216,9 @@ impl Run<'_> {
         }
 
         self.progress.set_phase(Phase::Delete);
-        plan.removals.par_iter().try_for_each(|r| self.remove(r))?;
+        plan.removals
+            .par_iter()
+            .try_for_each(|r| remove(self.target, r))?;
 
         self.progress.set_phase(Phase::Copy);
         let out = Outcome::new(src.entries.len());
@@ -350,19 +352,6 @@ impl Run<'_> {
                 record::load(self.target, read, current)
             }
         })
-    }
-
-    fn remove(&self, r: &Removal) -> Result<(), MoverError> {
-        let path = self.target.join(&r.rel);
-        let res = if r.is_dir {
-            std::fs::remove_dir_all(&path)
-        } else {
-            std::fs::remove_file(&path)
-        };
-        match res {
-            Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(MoverError::io("removing", &path, e)),
-            _ => Ok(()),
-        }
     }
 
     fn copy_phase(
@@ -685,8 +674,22 @@ impl Run<'_> {
 
 use std::os::unix::fs::DirBuilderExt;
 
+/// Removes one planned removal from `target` (a subtree or one entry; already gone is fine).
+pub(crate) fn remove(target: &Path, r: &Removal) -> Result<(), MoverError> {
+    let path = target.join(&r.rel);
+    let res = if r.is_dir {
+        std::fs::remove_dir_all(&path)
+    } else {
+        std::fs::remove_file(&path)
+    };
+    match res {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(MoverError::io("removing", &path, e)),
+        _ => Ok(()),
+    }
+}
+
 /// Entries (the root left out) and bytes of regular-file data of a tree.
-fn totals(tree: &Tree) -> (u64, u64) {
+pub(crate) fn totals(tree: &Tree) -> (u64, u64) {
     let bytes = (tree.entries.iter())
         .filter(|e| e.meta.kind == Kind::File)
         .map(|e| e.meta.size)

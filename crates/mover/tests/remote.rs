@@ -1,0 +1,308 @@
+//! Cross-node copies between two mover processes over loopback: `serve` on the source, `pull`
+//! on the target, mutual TLS with a per-resize authority. The tree is checked by the same
+//! independent oracle as a local copy (find, getfattr, getfacl, sha256sum, stat).
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test helpers outside #[test] fns
+
+mod common;
+
+use std::io::{BufRead, BufReader, Write};
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+
+use common::*;
+use ferry_mover::remote::tls::{PEER_NAME, TlsFiles};
+use ferry_mover::remote::wire::{self, Reply, Request};
+use rcgen::{
+    BasicConstraints, CertificateParams, CertifiedIssuer, DnType, ExtendedKeyUsagePurpose, IsCa, KeyPair,
+    KeyUsagePurpose,
+};
+use rustls::pki_types::pem::PemObject;
+
+/// One resize's authority: it issues both movers' certificates.
+struct Authority(CertifiedIssuer<'static, KeyPair>);
+
+impl Authority {
+    fn new(name: &str) -> Authority {
+        let mut params = CertificateParams::new(Vec::<String>::new()).unwrap();
+        params.distinguished_name.push(DnType::CommonName, name);
+        params.is_ca = IsCa::Ca(BasicConstraints::Constrained(0));
+        params.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::DigitalSignature];
+        Authority(CertifiedIssuer::self_signed(params, KeyPair::generate().unwrap()).unwrap())
+    }
+
+    /// A directory with `ca.crt`, `tls.crt` and `tls.key` for one mover.
+    fn issue(&self, dir: &Path) -> PathBuf {
+        let mut params = CertificateParams::new(vec![PEER_NAME.to_string()]).unwrap();
+        params.distinguished_name.push(DnType::CommonName, PEER_NAME);
+        params.extended_key_usages = vec![
+            ExtendedKeyUsagePurpose::ServerAuth,
+            ExtendedKeyUsagePurpose::ClientAuth,
+        ];
+        let key = KeyPair::generate().unwrap();
+        let cert = params.signed_by(&key, &self.0).unwrap();
+        std::fs::create_dir_all(dir).unwrap();
+        std::fs::write(dir.join("ca.crt"), self.0.pem()).unwrap();
+        std::fs::write(dir.join("tls.crt"), cert.pem()).unwrap();
+        std::fs::write(dir.join("tls.key"), key.serialize_pem()).unwrap();
+        dir.to_path_buf()
+    }
+}
+
+/// A `serve` process and the address it listens on.
+struct Server {
+    process: Started,
+    address: String,
+}
+
+impl Server {
+    fn start(source: &Path, tls: &Path) -> Server {
+        let mut command = Command::new(bin());
+        command
+            .args(["serve", "--listen", "127.0.0.1:0", "--source"])
+            .arg(source)
+            .arg("--tls")
+            .arg(tls)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let mut process = start(&mut command);
+        let mut line = String::new();
+        BufReader::new(process.stdout.as_mut().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let listening: serde_json::Value = serde_json::from_str(&line).unwrap_or_else(|_| panic!("{line:?}"));
+        let address = listening["listening"].as_str().unwrap().to_string();
+        Server { process, address }
+    }
+
+    /// Waits for the server's end: its exit code, its report and its stderr.
+    fn end(self) -> (i32, serde_json::Value, String) {
+        let out = self.process.into_child().wait_with_output().unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+        let report = serde_json::from_str(stdout.trim()).unwrap_or(serde_json::Value::Null);
+        (
+            out.status.code().unwrap_or(-1),
+            report,
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    }
+}
+
+/// Runs `ferry-mover pull`: (exit code, parsed result, stderr).
+fn pull(server: &Server, tls: &Path, target: &Path, extra: &[&str]) -> (i32, serde_json::Value, String) {
+    let mut args = vec![
+        "pull",
+        "--from",
+        &server.address,
+        "--tls",
+        tls.to_str().unwrap(),
+        "--target",
+        target.to_str().unwrap(),
+    ];
+    args.extend_from_slice(extra);
+    let (code, out, err) = run(&args, &[]);
+    let result = serde_json::from_str(out.trim()).unwrap_or(serde_json::Value::Null);
+    (code, result, err)
+}
+
+#[test]
+fn a_tree_crosses_between_two_movers_with_everything_kept_and_the_next_pass_fetches_what_changed() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (src, dst) = (tmp.path().join("src"), tmp.path().join("dst"));
+    rich_tree(&src);
+    let authority = Authority::new("resize one");
+    let server = Server::start(&src, &authority.issue(&tmp.path().join("source-tls")));
+    let client = authority.issue(&tmp.path().join("target-tls"));
+
+    let (code, first, err) = pull(&server, &client, &dst, &["--verify", "none"]);
+    assert_eq!(code, 0, "stderr: {err}");
+    assert_same_tree(&src, &dst);
+    assert!(blocks(&dst.join("sparse.img")) < 1024, "sparse.img was filled");
+    let copied = first["bytesCopied"].as_u64().unwrap();
+    assert!(
+        copied < first["bytes"].as_u64().unwrap() && copied > 70 << 20,
+        "{first}"
+    );
+    assert_eq!(
+        first["digest"],
+        ferry_mover::digest(&dst).unwrap().metadata_digest.as_str()
+    );
+
+    // One file changed and one added: the next pass fetches those two, verifies and stops the server.
+    let changed = rel_paths(&src)
+        .into_iter()
+        .find(|p| {
+            src.join(p).is_file()
+                && !src.join(p).is_symlink()
+                && std::fs::metadata(src.join(p)).unwrap().len() > 0
+        })
+        .unwrap();
+    append(&src.join(&changed), b"one more line\n");
+    write(&src.join("added.txt"), b"new on the source\n");
+    let (code, second, err) = pull(&server, &client, &dst, &["--stop-server"]);
+    assert_eq!(code, 0, "stderr: {err}");
+    assert_same_tree(&src, &dst);
+    assert_eq!(second["verify"], "checksum");
+    assert_eq!(second["filesCopied"], 2, "{second}");
+    let (code, served, err) = server.end();
+    assert_eq!(code, 0, "stderr: {err}");
+    assert_eq!(served["refused"], 0, "{served}");
+    assert!(served["connections"].as_u64().unwrap() >= 2, "{served}");
+}
+
+#[test]
+fn a_mover_with_another_resizes_certificate_or_none_is_refused_and_changes_nothing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (src, dst) = (tmp.path().join("src"), tmp.path().join("dst"));
+    write(&src.join("secret.txt"), b"only for this resize\n");
+    let ours = Authority::new("this resize");
+    let server = Server::start(&src, &ours.issue(&tmp.path().join("source-tls")));
+
+    // Another resize's certificate.
+    let theirs = Authority::new("another resize").issue(&tmp.path().join("other-tls"));
+    let (code, _, err) = pull(&server, &theirs, &dst, &[]);
+    assert_eq!(code, 7, "stderr: {err}");
+    assert!(!dst.exists(), "a refused pull made its target");
+
+    // No certificate at all: a TLS client that trusts the server but shows nothing.
+    let roots = {
+        let mut roots = rustls::RootCertStore::empty();
+        for cert in
+            rustls::pki_types::CertificateDer::pem_file_iter(tmp.path().join("source-tls/ca.crt")).unwrap()
+        {
+            roots.add(cert.unwrap()).unwrap();
+        }
+        roots
+    };
+    let anonymous =
+        rustls::ClientConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
+            .with_safe_default_protocol_versions()
+            .unwrap()
+            .with_root_certificates(roots)
+            .with_no_client_auth();
+    let answer = ask_raw(&server.address, Arc::new(anonymous), &Request::Tree);
+    assert!(
+        answer.is_err(),
+        "a client without a certificate was answered: {answer:?}"
+    );
+
+    // Not TLS at all: the server closes the connection once it counted it refused.
+    let mut plain = TcpStream::connect(&server.address).unwrap();
+    let _ = plain.write_all(b"GET / HTTP/1.1\r\n\r\n");
+    let _ = std::io::Read::read_to_end(&mut plain, &mut Vec::new());
+
+    // Our own certificate is still served, never a path outside the source, and stops the server.
+    let own = TlsFiles::load(&ours.issue(&tmp.path().join("target-tls")))
+        .unwrap()
+        .client()
+        .unwrap();
+    let outside = ask_raw(
+        &server.address,
+        own.clone(),
+        &Request::Read {
+            rel: PathBuf::from("../src/secret.txt"),
+        },
+    );
+    assert!(
+        matches!(outside, Ok(Reply::Failed { vanished: false, .. })),
+        "{outside:?}"
+    );
+    let inside = ask_raw(
+        &server.address,
+        own.clone(),
+        &Request::Read {
+            rel: PathBuf::from("secret.txt"),
+        },
+    );
+    assert!(matches!(inside, Ok(Reply::Data { at: 0, len: 21 })), "{inside:?}");
+    assert!(matches!(
+        ask_raw(&server.address, own, &Request::Done),
+        Ok(Reply::End { .. })
+    ));
+    let (code, served, err) = server.end();
+    assert_eq!(code, 0, "stderr: {err}");
+    // The two refused above are counted before they learn it; the pull with another resize's
+    // certificate refused the server itself (its alert reaches the server as it exits).
+    let refused = served["refused"].as_u64().unwrap();
+    assert!((2..=3).contains(&refused), "{served}\n{err}");
+    assert!(err.contains("refused"), "{err}");
+}
+
+/// One request on a fresh connection with `config`; its first reply, or why there is none.
+fn ask_raw(address: &str, config: Arc<rustls::ClientConfig>, request: &Request) -> Result<Reply, String> {
+    let tcp = TcpStream::connect(address).map_err(|e| e.to_string())?;
+    let name = rustls::pki_types::ServerName::try_from(PEER_NAME).unwrap();
+    let conn = rustls::ClientConnection::new(config, name).map_err(|e| e.to_string())?;
+    let mut stream = rustls::StreamOwned::new(conn, tcp);
+    wire::send(&mut stream, request).map_err(|e| e.to_string())?;
+    stream.flush().map_err(|e| e.to_string())?;
+    match wire::receive::<Reply>(&mut stream) {
+        Ok(Some(reply)) => Ok(reply),
+        Ok(None) => Err("closed".into()),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+#[test]
+fn a_server_without_its_source_or_a_pull_with_no_server_fails_clearly() {
+    let tmp = tempfile::tempdir().unwrap();
+    let tls = Authority::new("bad input").issue(&tmp.path().join("tls"));
+    let missing = tmp.path().join("missing");
+    let (code, _, err) = run(
+        &[
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--source",
+            missing.to_str().unwrap(),
+            "--tls",
+            tls.to_str().unwrap(),
+        ],
+        &[],
+    );
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("no such directory"), "{err}");
+
+    // A port nothing listens on (bound, then let go).
+    let free = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .to_string();
+    let dst = tmp.path().join("dst");
+    let (code, _, err) = run(
+        &[
+            "pull",
+            "--from",
+            &free,
+            "--tls",
+            tls.to_str().unwrap(),
+            "--target",
+            dst.to_str().unwrap(),
+        ],
+        &[],
+    );
+    assert_eq!(code, 7, "{err}");
+    assert!(err.contains(&format!("connecting to {free}")), "{err}");
+    assert!(!dst.exists());
+
+    let empty = tmp.path().join("no-certificates");
+    std::fs::create_dir_all(&empty).unwrap();
+    let (code, _, err) = run(
+        &[
+            "pull",
+            "--from",
+            &free,
+            "--tls",
+            empty.to_str().unwrap(),
+            "--target",
+            dst.to_str().unwrap(),
+        ],
+        &[],
+    );
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("ca.crt"), "{err}");
+}
