@@ -91,9 +91,7 @@ pub fn running_in_pod(pod: &str, program: &str) -> Result<Vec<String>, Error> {
         let Ok(environ) = std::fs::read(format!("/proc/{pid}/environ")) else {
             continue;
         };
-        if environ.split(|b| *b == 0).any(|var| var == hostname.as_bytes())
-            && is_containers_own(&pid)
-        {
+        if environ.split(|b| *b == 0).any(|var| var == hostname.as_bytes()) && is_containers_own(&pid) {
             found.push(pid);
         }
     }
