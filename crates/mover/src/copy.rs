@@ -644,7 +644,7 @@ fn read_write(
 }
 
 /// The digest of each piece of a byte range of an open file (pieces counted from `off`).
-fn piece_digests(f: &File, path: &Path, off: u64, len: u64) -> Result<Vec<u128>, MoverError> {
+pub(crate) fn piece_digests(f: &File, path: &Path, off: u64, len: u64) -> Result<Vec<u128>, MoverError> {
     let mut buf = vec![0u8; BUF.min(len.max(1)) as usize];
     let mut hasher = PieceHasher::default();
     let mut done = 0u64;

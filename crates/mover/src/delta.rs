@@ -29,7 +29,7 @@ use crate::record::{self, FileRecord, PIECE, Stamp};
 const UNIT_PIECES: u64 = 256;
 /// What a differing piece is written in: the file systems' block, so a page rewritten by a
 /// database costs its own blocks, not the whole piece around it.
-const BLOCK: usize = 4 << 10;
+pub(crate) const BLOCK: usize = 4 << 10;
 
 /// What updating a file in place came to.
 #[derive(Debug)]
@@ -242,7 +242,7 @@ fn read_source(pair: &Pair, off: u64, buf: &mut [u8]) -> Result<(), MoverError> 
 
 /// The ranges of `source` (as `[from, to)` offsets, adjacent blocks joined) whose `block`-sized
 /// blocks differ from `target`'s; where `target` is shorter, the rest differs.
-fn differing_runs(source: &[u8], target: &[u8], block: usize) -> Vec<(usize, usize)> {
+pub(crate) fn differing_runs(source: &[u8], target: &[u8], block: usize) -> Vec<(usize, usize)> {
     let mut runs: Vec<(usize, usize)> = Vec::new();
     for from in (0..source.len()).step_by(block.max(1)) {
         let to = (from + block).min(source.len());

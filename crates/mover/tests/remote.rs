@@ -306,3 +306,55 @@ fn a_server_without_its_source_or_a_pull_with_no_server_fails_clearly() {
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("ca.crt"), "{err}");
 }
+
+#[test]
+fn a_large_file_changed_in_place_sends_only_the_pieces_that_differ() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (src, dst) = (tmp.path().join("src"), tmp.path().join("dst"));
+    let piece = ferry_mover::PIECE as usize;
+    write(&src.join("segment"), &pattern(64 * piece, 3));
+    let authority = Authority::new("delta");
+    let server = Server::start(&src, &authority.issue(&tmp.path().join("source-tls")));
+    let client = authority.issue(&tmp.path().join("target-tls"));
+    let (code, first, err) = pull(&server, &client, &dst, &[]);
+    assert_eq!(code, 0, "stderr: {err}");
+    assert_eq!(first["bytesCopied"], 64 * piece, "{first}");
+    let inode = ino(&dst.join("segment"));
+
+    // Two pages rewritten in pieces 5 and 6 (adjacent) and one in piece 40, and the file grows by
+    // half a piece, as a database's segment does.
+    {
+        use std::os::unix::fs::FileExt;
+        let f = std::fs::OpenOptions::new()
+            .write(true)
+            .open(src.join("segment"))
+            .unwrap();
+        f.write_all_at(&[0xAB; 8192], (6 * piece - 4096) as u64).unwrap();
+        f.write_all_at(&[0xCD; 8192], (40 * piece) as u64).unwrap();
+        f.write_all_at(&[0xEF; 1], (64 * piece + piece / 2 - 1) as u64)
+            .unwrap();
+    }
+    let (code, second, err) = pull(&server, &client, &dst, &["--stop-server"]);
+    assert_eq!(code, 0, "stderr: {err}");
+    assert_same_tree(&src, &dst);
+    assert_eq!(
+        ino(&dst.join("segment")),
+        inode,
+        "the file was rewritten, not updated in place"
+    );
+    // Written: the two rewritten pages' blocks, and the grown tail's data (its hole stays one).
+    let written = second["bytesCopied"].as_u64().unwrap() as usize;
+    assert!(
+        (2 * 8192 + 1..=2 * 8192 + piece / 2).contains(&written),
+        "{second}"
+    );
+    assert_eq!(second["filesCopied"], 1, "{second}");
+    let (code, served, err) = server.end();
+    assert_eq!(code, 0, "stderr: {err}");
+    // Sent: the first pull's whole file, then the three pieces that differ and the tail's data.
+    let sent = served["bytesSent"].as_u64().unwrap() as usize - 64 * piece;
+    assert!(
+        (3 * piece + 1..=3 * piece + piece / 2).contains(&sent),
+        "{served}"
+    );
+}

@@ -300,6 +300,79 @@ fn describe(want: &ManifestEntry, got: &ManifestEntry) -> String {
     "metadata differs from the source's".to_string()
 }
 
+/// What a file's data frames brought.
+#[derive(Default)]
+struct Received {
+    /// Bytes written (with a comparison, only those that differed).
+    written: u64,
+    /// The source file's size.
+    size: u64,
+    /// The (offset, length) of every frame, in order.
+    segments: Vec<(u64, u64)>,
+}
+
+/// The parts of `asked` (ordered ranges) no frame of `got` (ordered, inside them) covered, cut at
+/// `size`: the source's holes there.
+fn gaps(asked: &[(u64, u64)], got: &[(u64, u64)], size: u64) -> Vec<(u64, u64)> {
+    let mut gaps = Vec::new();
+    let mut frames = got.iter().peekable();
+    for &(start, len) in asked {
+        let end = (start + len).min(size);
+        let mut at = start;
+        while let Some(&&(from, flen)) = frames.peek() {
+            if from >= end {
+                break;
+            }
+            if from > at {
+                gaps.push((at, from - at));
+            }
+            at = at.max(from + flen);
+            frames.next();
+        }
+        if at < end {
+            gaps.push((at, end - at));
+        }
+    }
+    gaps
+}
+
+/// Makes `[from, from + len)` of `file` read as zeros: a hole where the file system can punch
+/// one, else written zeros.
+fn punch(file: &File, path: &Path, from: u64, len: u64) -> Result<(), MoverError> {
+    let flags = rustix::fs::FallocateFlags::PUNCH_HOLE | rustix::fs::FallocateFlags::KEEP_SIZE;
+    if rustix::fs::fallocate(file, flags, from, len).is_ok() {
+        return Ok(());
+    }
+    let zeros = vec![0u8; crate::delta::BLOCK];
+    let mut at = from;
+    while at < from + len {
+        let n = (from + len - at).min(zeros.len() as u64) as usize;
+        file.write_all_at(&zeros[..n], at)
+            .map_err(|e| MoverError::io("writing", path, e))?;
+        at += n as u64;
+    }
+    Ok(())
+}
+
+/// The byte ranges of the pieces whose digests differ (or that only the source has), adjacent
+/// ones joined, cut at the source's `size`.
+fn differing_ranges(theirs: &[u128], ours: &[u128], size: u64) -> Vec<(u64, u64)> {
+    let mut ranges: Vec<(u64, u64)> = Vec::new();
+    for (k, digest) in theirs.iter().enumerate() {
+        if ours.get(k) == Some(digest) {
+            continue;
+        }
+        let start = k as u64 * crate::PIECE;
+        let len = crate::PIECE.min(size.saturating_sub(start));
+        match ranges.last_mut() {
+            Some((at, joined)) if *at + *joined == start => *joined += len,
+            _ => ranges.push((start, len)),
+        }
+    }
+    ranges.retain(|(_, len)| *len > 0);
+    ranges
+}
+
 /// The copy phase: the entries to write, shared out over the connections.
 struct Fetch<'a> {
     src: &'a Tree,
@@ -392,8 +465,9 @@ impl Fetch<'_> {
         let e = &self.src.entries[i];
         let d = self.target.join(&e.rel);
         match self.ops[i] {
-            // Without the source's bytes here, a file that may differ is fetched whole.
-            Op::CopyData | Op::Compare { .. } | Op::UpdateInPlace { .. } => self.fetch(peer, i, &d, buf),
+            // Without the source's bytes here, a file of the same size that may differ is fetched whole.
+            Op::CopyData | Op::Compare { .. } => self.fetch(peer, i, &d, buf),
+            Op::UpdateInPlace { fix } => self.update_in_place(peer, i, &d, fix, buf),
             Op::FixMeta => {
                 meta::apply_path(&d, &e.meta)?;
                 self.out.metadata_fixed.fetch_add(1, Ordering::Relaxed);
@@ -405,6 +479,130 @@ impl Fetch<'_> {
                 Ok(())
             }
             Op::Skip | Op::Mkdir | Op::HardLink(_) => Ok(()),
+        }
+    }
+
+    /// A large file whose target is its own inode: the source's piece digests are compared with
+    /// the target's (each side reads its own file) and only the pieces that differ cross, written
+    /// in place; then the size and the metadata, the mtime last (a pass killed half-way leaves an
+    /// mtime the next pass does not trust).
+    fn update_in_place(
+        &self,
+        peer: &mut Peer,
+        i: usize,
+        d: &Path,
+        fix: bool,
+        buf: &mut [u8],
+    ) -> Result<(), MoverError> {
+        let e = &self.src.entries[i];
+        let file = match OpenOptions::new()
+            .read(true)
+            .write(true)
+            .custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32)
+            .open(d)
+        {
+            Ok(file) => file,
+            Err(err) if err.kind() == std::io::ErrorKind::NotFound => return self.fetch(peer, i, d, buf),
+            Err(err) => return Err(MoverError::io("opening", d, err)),
+        };
+        let now = meta::read_fd_without_xattrs(&file, d)?;
+        if now.kind != Kind::File || now.nlink != 1 {
+            return self.fetch(peer, i, d, buf);
+        }
+        peer.ask(&Request::Pieces { rel: e.rel.clone() })?;
+        let (size, theirs) = match peer.next()? {
+            Reply::Pieces { size, digests } => (size, digests),
+            Reply::Failed {
+                message,
+                vanished: true,
+            } => {
+                self.warnings.warn(message);
+                self.out.vanished[i].store(true, Ordering::Relaxed);
+                return Ok(());
+            }
+            other => return Err(peer.unexpected(&other)),
+        };
+        let ours = crate::copy::piece_digests(&file, d, 0, now.size)?;
+        let ranges = differing_ranges(&theirs, &ours, size);
+        peer.ask(&Request::ReadRanges {
+            rel: e.rel.clone(),
+            ranges: ranges.clone(),
+        })?;
+        let mut ours = vec![0u8; buf.len()];
+        let Some(received) = self.receive_data(peer, &file, d, buf, Some(&mut ours))? else {
+            self.out.vanished[i].store(true, Ordering::Relaxed);
+            return Ok(());
+        };
+        let (written, size) = (received.written, received.size);
+        // What the source did not send of a range it was asked for is a hole there.
+        for (from, len) in gaps(&ranges, &received.segments, size) {
+            punch(&file, d, from, len)?;
+        }
+        file.set_len(size)
+            .map_err(|err| MoverError::io("writing", d, err))?;
+        meta::apply_fd(&file, d, &e.meta)?;
+        let counter = match (written, fix) {
+            (0, false) => None,
+            (0, true) => Some(&self.out.metadata_fixed),
+            _ => Some(&self.out.files_copied),
+        };
+        if let Some(counter) = counter {
+            counter.fetch_add(1, Ordering::Relaxed);
+        }
+        Ok(())
+    }
+
+    /// Data frames written into `file` at their offsets until the end (`None`, after a warning,
+    /// when the source file vanished). With `compare`, a buffer for the target's own bytes: each
+    /// frame is compared with what the file holds there and only the blocks that differ are
+    /// written (a database's pages, not whole pieces).
+    fn receive_data(
+        &self,
+        peer: &mut Peer,
+        file: &File,
+        path: &Path,
+        buf: &mut [u8],
+        mut compare: Option<&mut Vec<u8>>,
+    ) -> Result<Option<Received>, MoverError> {
+        let mut received = Received::default();
+        loop {
+            let (at, len) = match peer.next()? {
+                Reply::Data { at, len } if len <= buf.len() as u64 => (at, len),
+                Reply::End { size } => {
+                    received.size = size;
+                    return Ok(Some(received));
+                }
+                Reply::Failed {
+                    message,
+                    vanished: true,
+                } => {
+                    self.warnings.warn(message);
+                    return Ok(None);
+                }
+                other => return Err(peer.unexpected(&other)),
+            };
+            let data = &mut buf[..len as usize];
+            peer.bytes(data)?;
+            received.segments.push((at, len));
+            let runs = match compare.as_deref_mut() {
+                Some(ours) => {
+                    let n = crate::copy::read_full(file, path, &mut ours[..data.len()], at)?;
+                    crate::delta::differing_runs(data, &ours[..n], crate::delta::BLOCK)
+                }
+                None => vec![(0, data.len())],
+            };
+            for (from, to) in runs {
+                let bytes = &data[from..to];
+                if let Some(throttle) = self.throttle {
+                    throttle.pace(bytes.len() as u64);
+                }
+                file.write_all_at(bytes, at + from as u64)
+                    .map_err(|err| MoverError::io("writing", path, err))?;
+                self.out
+                    .bytes_copied
+                    .fetch_add(bytes.len() as u64, Ordering::Relaxed);
+                received.written += bytes.len() as u64;
+            }
         }
     }
 
@@ -421,31 +619,11 @@ impl Fetch<'_> {
             .custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32)
             .open(&tmp)
             .map_err(|err| MoverError::io("creating", &tmp, err))?;
-        let size = loop {
-            match peer.next()? {
-                Reply::Data { at, len } if len <= buf.len() as u64 => {
-                    let data = &mut buf[..len as usize];
-                    peer.bytes(data)?;
-                    if let Some(throttle) = self.throttle {
-                        throttle.pace(len);
-                    }
-                    file.write_all_at(data, at)
-                        .map_err(|err| MoverError::io("writing", &tmp, err))?;
-                    self.out.bytes_copied.fetch_add(len, Ordering::Relaxed);
-                }
-                Reply::End { size } => break size,
-                Reply::Failed {
-                    message,
-                    vanished: true,
-                } => {
-                    drop(file);
-                    let _ = std::fs::remove_file(&tmp);
-                    self.warnings.warn(message);
-                    self.out.vanished[i].store(true, Ordering::Relaxed);
-                    return Ok(());
-                }
-                other => return Err(peer.unexpected(&other)),
-            }
+        let Some(Received { size, .. }) = self.receive_data(peer, &file, &tmp, buf, None)? else {
+            drop(file);
+            let _ = std::fs::remove_file(&tmp);
+            self.out.vanished[i].store(true, Ordering::Relaxed);
+            return Ok(());
         };
         file.set_len(size)
             .map_err(|err| MoverError::io("writing", &tmp, err))?;
@@ -505,6 +683,33 @@ mod tests {
             metadata_digest: String::new(),
             entries,
         }
+    }
+
+    #[test]
+    fn only_the_pieces_that_differ_are_asked_for_joined_and_cut_at_the_end() {
+        let piece = crate::PIECE;
+        // Pieces 1 and 2 differ (joined), 4 is only on the source and ends short of a whole piece.
+        let theirs = [1, 2, 3, 4, 5];
+        let ours = [1, 9, 9, 4];
+        let size = 4 * piece + 100;
+        assert_eq!(
+            differing_ranges(&theirs, &ours, size),
+            vec![(piece, 2 * piece), (4 * piece, 100)]
+        );
+        assert_eq!(differing_ranges(&theirs, &theirs, size), vec![]);
+        // The target is longer: nothing to fetch (the size cuts it).
+        assert_eq!(differing_ranges(&[1], &[1, 2], piece), vec![]);
+    }
+
+    #[test]
+    fn what_the_source_did_not_send_of_a_range_is_a_hole() {
+        // Asked 0..100 and 200..300; frames at 10..30 and 40..100, none in the second range.
+        let asked = [(0, 100), (200, 100)];
+        let got = [(10, 20), (40, 60)];
+        assert_eq!(gaps(&asked, &got, 1000), vec![(0, 10), (30, 10), (200, 100)]);
+        // The file ends at 250: nothing past it.
+        assert_eq!(gaps(&asked, &got, 250), vec![(0, 10), (30, 10), (200, 50)]);
+        assert_eq!(gaps(&asked, &[(0, 100), (200, 100)], 1000), vec![]);
     }
 
     #[test]

@@ -179,14 +179,50 @@ fn answer(source: &Path, request: &Request, out: &mut impl Write, counters: &Cou
                 Err(e) => wire::send(out, &failed(e)),
             }
         }
-        Request::Read { rel } if !wire::inside_root(rel) || rel.as_os_str().is_empty() => wire::send(
-            out,
-            &Reply::Failed {
-                message: format!("{} is not a file below the source", rel.display()),
-                vanished: false,
-            },
-        ),
-        Request::Read { rel } => send_file(&source.join(rel), out, counters),
+        Request::Read { rel } | Request::Pieces { rel } | Request::ReadRanges { rel, .. }
+            if !wire::inside_root(rel) || rel.as_os_str().is_empty() =>
+        {
+            wire::send(
+                out,
+                &Reply::Failed {
+                    message: format!("{} is not a file below the source", rel.display()),
+                    vanished: false,
+                },
+            )
+        }
+        Request::Read { rel } => match open_file(&source.join(rel))? {
+            Ok((file, meta)) => {
+                let segments = crate::copy::data_segments(&file, &meta)?;
+                send_ranges(&file, &segments, out, counters)?;
+                wire::send(out, &Reply::End { size: meta.size })
+            }
+            Err(refusal) => wire::send(out, &refusal),
+        },
+        Request::Pieces { rel } => {
+            let path = source.join(rel);
+            match open_file(&path)? {
+                Ok((file, meta)) => match crate::copy::piece_digests(&file, &path, 0, meta.size) {
+                    Ok(digests) => wire::send(
+                        out,
+                        &Reply::Pieces {
+                            size: meta.size,
+                            digests,
+                        },
+                    ),
+                    Err(e) => wire::send(out, &failed(e)),
+                },
+                Err(refusal) => wire::send(out, &refusal),
+            }
+        }
+        Request::ReadRanges { rel, ranges } => match open_file(&source.join(rel))? {
+            Ok((file, meta)) => {
+                // Holes are not sent: the pulling side makes holes of what it asked and did not get.
+                let segments = crate::copy::data_segments(&file, &meta)?;
+                send_ranges(&file, &intersection(ranges, &segments), out, counters)?;
+                wire::send(out, &Reply::End { size: meta.size })
+            }
+            Err(refusal) => wire::send(out, &refusal),
+        },
         Request::Manifest => match crate::digest::digest(source) {
             Ok(manifest) => wire::send(out, &Reply::Manifest(Box::new(manifest))),
             Err(e) => wire::send(out, &failed(e)),
@@ -195,8 +231,9 @@ fn answer(source: &Path, request: &Request, out: &mut impl Write, counters: &Cou
     }
 }
 
-/// The data segments of one file (holes are not sent), then its size.
-fn send_file(path: &Path, out: &mut impl Write, counters: &Counters) -> io::Result<()> {
+/// Opens a regular file of the source; the reply that refuses it when it is gone, no longer a
+/// regular file, or cannot be opened.
+fn open_file(path: &Path) -> io::Result<Result<(File, EntryMeta), Reply>> {
     let vanished = |why: &str| Reply::Failed {
         message: format!("{}: {why}", path.display()),
         vanished: true,
@@ -209,30 +246,39 @@ fn send_file(path: &Path, out: &mut impl Write, counters: &Counters) -> io::Resu
                 || e == rustix::io::Errno::LOOP
                 || e == rustix::io::Errno::NOTDIR =>
         {
-            return wire::send(out, &vanished("vanished"));
+            return Ok(Err(vanished("vanished")));
         }
         Err(e) => {
-            return wire::send(
-                out,
-                &Reply::Failed {
-                    message: MoverError::io("opening", path, e.into()).to_string(),
-                    vanished: false,
-                },
-            );
+            return Ok(Err(Reply::Failed {
+                message: MoverError::io("opening", path, e.into()).to_string(),
+                vanished: false,
+            }));
         }
     };
     let meta = EntryMeta::from_metadata(&file.metadata()?);
     if meta.kind != Kind::File {
-        return wire::send(out, &vanished("no longer a regular file"));
+        return Ok(Err(vanished("no longer a regular file")));
     }
+    Ok(Ok((file, meta)))
+}
+
+/// The bytes of `ranges` (offset, length) as data frames; a range past the file's end is cut
+/// where the file ends (it shrank since its size was read).
+fn send_ranges(
+    file: &File,
+    ranges: &[(u64, u64)],
+    out: &mut impl Write,
+    counters: &Counters,
+) -> io::Result<()> {
     let mut buf = vec![0u8; DATA_PER_FRAME as usize];
-    for (start, len) in crate::copy::data_segments(&file, &meta)? {
+    for &(start, len) in ranges {
+        let end = start.saturating_add(len);
         let mut at = start;
-        while at < start + len {
-            let want = (start + len - at).min(DATA_PER_FRAME) as usize;
-            let got = read_at(&file, &mut buf[..want], at)?;
+        while at < end {
+            let want = (end - at).min(DATA_PER_FRAME) as usize;
+            let got = read_at(file, &mut buf[..want], at)?;
             if got == 0 {
-                break; // The file shrank since its size was read: the rest is not there.
+                break;
             }
             wire::send(out, &Reply::Data { at, len: got as u64 })?;
             out.write_all(&buf[..got])?;
@@ -240,7 +286,21 @@ fn send_file(path: &Path, out: &mut impl Write, counters: &Counters) -> io::Resu
             at += got as u64;
         }
     }
-    wire::send(out, &Reply::End { size: meta.size })
+    Ok(())
+}
+
+/// The parts of the ordered ranges `asked` that are also in the ordered ranges `data`.
+fn intersection(asked: &[(u64, u64)], data: &[(u64, u64)]) -> Vec<(u64, u64)> {
+    let mut out = Vec::new();
+    for &(start, len) in asked {
+        for &(from, dlen) in data {
+            let (a, b) = (start.max(from), (start + len).min(from + dlen));
+            if a < b {
+                out.push((a, b - a));
+            }
+        }
+    }
+    out
 }
 
 /// Reads until `buf` is full or the file ends.
@@ -255,4 +315,19 @@ fn read_at(file: &File, buf: &mut [u8], at: u64) -> io::Result<usize> {
         }
     }
     Ok(got)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::intersection;
+
+    #[test]
+    fn only_the_data_inside_the_asked_ranges_is_sent() {
+        let data = [(0, 50), (80, 100)];
+        assert_eq!(
+            intersection(&[(10, 100), (300, 10)], &data),
+            vec![(10, 40), (80, 30)]
+        );
+        assert_eq!(intersection(&[(50, 30)], &data), vec![]);
+    }
 }

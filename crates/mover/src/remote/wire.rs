@@ -33,6 +33,21 @@ pub enum Request {
         #[serde(with = "os_path")]
         rel: PathBuf,
     },
+    /// The digest of each [`crate::PIECE`] of one regular file, to fetch only the pieces that
+    /// differ from the target's (a large file changed in place).
+    Pieces {
+        /// Path relative to the source root.
+        #[serde(with = "os_path")]
+        rel: PathBuf,
+    },
+    /// Byte ranges (offset, length) of one regular file, as [`Reply::Data`] frames.
+    ReadRanges {
+        /// Path relative to the source root.
+        #[serde(with = "os_path")]
+        rel: PathBuf,
+        /// The ranges, in order.
+        ranges: Vec<(u64, u64)>,
+    },
     /// The manifest of the source (every file's content hashed where it lies), for verification.
     Manifest,
     /// The copy is over: the server stops serving.
@@ -64,6 +79,13 @@ pub enum Reply {
     },
     /// The source's manifest.
     Manifest(Box<Manifest>),
+    /// The digests of a file's pieces (xxh3-128, in order) and its size when they were read.
+    Pieces {
+        /// The file's size.
+        size: u64,
+        /// One digest per piece.
+        digests: Vec<u128>,
+    },
     /// The request is answered; for a read, `size` is the file's size when it was read.
     End {
         /// The file's size (reads), else 0.
