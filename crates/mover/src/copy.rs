@@ -275,7 +275,7 @@ pub(crate) fn warn_if_changed(
 /// Creates `dst` itself in a fresh directory (by its name in the directory's descriptor `at`
 /// when open), with its final permission bits as far as a create can give them; `None` when the
 /// name is taken.
-fn create_final(
+pub(crate) fn create_final(
     dst: &Path,
     at: Option<(BorrowedFd, &OsStr)>,
     meta: &EntryMeta,

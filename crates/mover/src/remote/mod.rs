@@ -2,6 +2,8 @@
 //! mover on the new volume's node pulls it, over mutual TLS with certificates that exist for that
 //! one resize. See `serve` and `pull`; `wire` is what they say to each other, `tls` who they trust.
 
+mod fetch;
+mod peer;
 pub mod pull;
 pub mod serve;
 pub mod tls;

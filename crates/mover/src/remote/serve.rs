@@ -3,7 +3,7 @@
 //! TLS until the pulling mover says it is done. It never writes anything.
 
 use std::fs::File;
-use std::io::{self, BufWriter, Write};
+use std::io::{self, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
@@ -114,16 +114,22 @@ fn connection(
         return;
     }
     counters.connections.fetch_add(1, Ordering::Relaxed);
+    let mut duplex = Duplex {
+        stream,
+        out: Vec::with_capacity(OUT_BUFFER),
+    };
     loop {
-        let request = match wire::receive::<Request>(&mut stream) {
+        let request = match wire::receive::<Request>(&mut duplex) {
             Ok(Some(request)) => request,
             Ok(None) => return,
             Err(e) => return eprintln!("ferry-mover: serve: {peer}: {e}"),
         };
         let is_done = request == Request::Done;
-        let mut out = BufWriter::with_capacity(1 << 16, &mut stream);
-        let answered = answer(source, &request, &mut out, counters).and_then(|()| out.flush());
-        drop(out);
+        let mut answered = answer(source, &request, &mut duplex, counters);
+        // Answers to a batch of requests go out together; the last one when nothing waits.
+        if answered.is_ok() && (is_done || !duplex.more_asked()) {
+            answered = duplex.flush();
+        }
         if let Err(e) = answered {
             return eprintln!("ferry-mover: serve: {peer}: {e}");
         }
@@ -131,6 +137,55 @@ fn connection(
             let _ = done.send(());
             return;
         }
+    }
+}
+
+/// How much of the answers is gathered before it is sent.
+const OUT_BUFFER: usize = 256 << 10;
+
+/// The TLS stream read as is and written through a buffer that goes out when it is full or
+/// flushed.
+struct Duplex {
+    stream: StreamOwned<ServerConnection, TcpStream>,
+    out: Vec<u8>,
+}
+
+impl Duplex {
+    /// Whether the peer's next request is already here (decrypted or still in TLS records).
+    fn more_asked(&mut self) -> bool {
+        (self.stream.conn.process_new_packets()).is_ok_and(|state| state.plaintext_bytes_to_read() > 0)
+    }
+
+    fn send_out(&mut self) -> io::Result<()> {
+        if !self.out.is_empty() {
+            self.stream.write_all(&self.out)?;
+            self.out.clear();
+        }
+        Ok(())
+    }
+}
+
+impl Read for Duplex {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        self.stream.read(buf)
+    }
+}
+
+impl Write for Duplex {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        if self.out.len() + buf.len() > OUT_BUFFER {
+            self.send_out()?;
+        }
+        if buf.len() >= OUT_BUFFER {
+            return self.stream.write(buf);
+        }
+        self.out.extend_from_slice(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.send_out()?;
+        self.stream.flush()
     }
 }
 
