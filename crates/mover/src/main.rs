@@ -161,8 +161,9 @@ struct PullArgs {
     /// Delete target entries that are not in the source.
     #[arg(long)]
     delete: bool,
-    /// Verification after copying: the two manifests compared (checksum), or none (a warm pass
-    /// over a source still written, which would differ).
+    /// Verification: each file written read back and compared with the hash of the source's
+    /// content as the serving mover read it, and every entry's metadata (checksum); also both
+    /// trees' manifests compared, each hashed whole where it lies (full); or none.
     #[arg(long, value_enum, default_value = "checksum")]
     verify: PullVerifyArg,
     /// Connections fetching file data at once.
@@ -183,6 +184,7 @@ struct PullArgs {
 enum PullVerifyArg {
     None,
     Checksum,
+    Full,
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug)]
@@ -535,10 +537,15 @@ fn run_pull(args: PullArgs) -> i32 {
         tls: args.tls,
         target: args.target,
         delete: args.delete,
-        verify: args.verify == PullVerifyArg::Checksum,
+        verify: match args.verify {
+            PullVerifyArg::None => ferry_mover::remote::PullVerify::None,
+            PullVerifyArg::Checksum => ferry_mover::remote::PullVerify::Checksum,
+            PullVerifyArg::Full => ferry_mover::remote::PullVerify::Full,
+        },
         connections: usize::from(args.connections),
         bwlimit: args.bwlimit,
         stop_server: args.stop_server,
+        corrupt_after_write: corrupt_after_write(),
     };
     let result_file = args.result_file.or_else(default_result_file);
     let outcome = ferry_mover::remote::pull(&opts).map(|r| serde_json::to_value(&r).unwrap_or_default());

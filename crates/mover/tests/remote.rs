@@ -142,10 +142,10 @@ fn a_tree_crosses_between_two_movers_with_everything_kept_and_the_next_pass_fetc
         .unwrap();
     append(&src.join(&changed), b"one more line\n");
     write(&src.join("added.txt"), b"new on the source\n");
-    let (code, second, err) = pull(&server, &client, &dst, &["--stop-server"]);
+    let (code, second, err) = pull(&server, &client, &dst, &["--stop-server", "--verify", "full"]);
     assert_eq!(code, 0, "stderr: {err}");
     assert_same_tree(&src, &dst);
-    assert_eq!(second["verify"], "checksum");
+    assert_eq!(second["verify"], "full");
     assert_eq!(second["filesCopied"], 2, "{second}");
     let (code, served, err) = server.end();
     assert_eq!(code, 0, "stderr: {err}");
@@ -357,4 +357,47 @@ fn a_large_file_changed_in_place_sends_only_the_pieces_that_differ() {
         (3 * piece + 1..=3 * piece + piece / 2).contains(&sent),
         "{served}"
     );
+}
+
+#[test]
+fn a_file_that_lands_otherwise_than_the_source_fails_the_pull_and_is_not_left_in_place() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (src, dst) = (tmp.path().join("src"), tmp.path().join("dst"));
+    write(&src.join("a/ok.txt"), b"fine\n");
+    write(
+        &src.join("a/bad.txt"),
+        b"this one is corrupted after it is written\n",
+    );
+    let authority = Authority::new("verify");
+    let server = Server::start(&src, &authority.issue(&tmp.path().join("source-tls")));
+    let client = authority.issue(&tmp.path().join("target-tls"));
+    let (code, out, err) = run(
+        &[
+            "pull",
+            "--from",
+            &server.address,
+            "--tls",
+            client.to_str().unwrap(),
+            "--target",
+            dst.to_str().unwrap(),
+        ],
+        &[("FERRY_MOVER_TEST_CORRUPT", "a/bad.txt")],
+    );
+    assert_eq!(code, 3, "stdout: {out}\nstderr: {err}");
+    assert!(
+        err.contains("a/bad.txt (content differs from the source's after the copy)"),
+        "{err}"
+    );
+    assert!(
+        !dst.join("a/bad.txt").exists(),
+        "the corrupted copy was left in place"
+    );
+    assert_eq!(std::fs::read(dst.join("a/ok.txt")).unwrap(), b"fine\n");
+
+    // The next pass copies it (and ok.txt again, written in the same second as its source: the
+    // racy-file rule).
+    let (code, _, err) = pull(&server, &client, &dst, &["--stop-server"]);
+    assert_eq!(code, 0, "stderr: {err}");
+    assert_same_tree(&src, &dst);
+    assert_eq!(server.end().0, 0);
 }

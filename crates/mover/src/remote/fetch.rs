@@ -7,12 +7,13 @@ use std::collections::HashMap;
 use std::fs::{File, OpenOptions};
 use std::net::SocketAddr;
 use std::os::unix::fs::{FileExt, OpenOptionsExt};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use rustls::ClientConfig;
 
+use super::check::{self, Landed};
 use super::peer::Peer;
 use super::wire::{DATA_PER_FRAME, Reply, Request};
 use crate::error::MoverError;
@@ -36,6 +37,8 @@ pub(super) struct Outcome {
     pub files_copied: AtomicU64,
     pub metadata_fixed: AtomicU64,
     pub bytes_copied: AtomicU64,
+    /// Files whose landed content is not the source's (path, why).
+    pub mismatches: Mutex<Vec<(PathBuf, String)>>,
     error: Mutex<Option<MoverError>>,
 }
 
@@ -47,6 +50,7 @@ impl Outcome {
             files_copied: AtomicU64::new(0),
             metadata_fixed: AtomicU64::new(0),
             bytes_copied: AtomicU64::new(0),
+            mismatches: Mutex::new(Vec::new()),
             error: Mutex::new(None),
         }
     }
@@ -61,6 +65,8 @@ pub(super) struct Received {
     size: u64,
     /// The (offset, length) of every frame, in order.
     segments: Vec<(u64, u64)>,
+    /// For a whole file: the hash of the source's content as read, and whether it changed then.
+    sent: Option<(u128, bool)>,
 }
 
 /// The parts of `asked` (ordered ranges) no frame of `got` (ordered, inside them) covered, cut at
@@ -168,6 +174,10 @@ pub(super) struct Fetch<'a> {
     pub fresh: HashMap<usize, FreshDir>,
     /// Each source entry's parent directory (by source index).
     pub parents: Vec<usize>,
+    /// Whether each file written is read back and compared with the source's content.
+    pub verify: bool,
+    /// Test hook: the source-relative file to corrupt once written.
+    pub corrupt: Option<&'a Path>,
 }
 
 impl Fetch<'_> {
@@ -325,6 +335,10 @@ impl Fetch<'_> {
         }
         file.set_len(size)
             .map_err(|err| MoverError::io("writing", d, err))?;
+        if self.verify && !self.landed_in_place(peer, i, d)? {
+            // Its mtime stays another than the source's: the next pass compares it again.
+            return Ok(());
+        }
         meta::apply_fd(&file, d, &e.meta)?;
         let counter = match (written, fix) {
             (0, false) => None,
@@ -335,6 +349,50 @@ impl Fetch<'_> {
             counter.fetch_add(1, Ordering::Relaxed);
         }
         Ok(())
+    }
+
+    /// Whether a file updated in place has the source's content now (the source hashes its file
+    /// again; the target's is read back). A source changed since the scan is a warning, another
+    /// difference a mismatch.
+    fn landed_in_place(&self, peer: &mut Peer, i: usize, d: &Path) -> Result<bool, MoverError> {
+        let e = &self.src.entries[i];
+        peer.ask(&Request::Hash { rel: e.rel.clone() })?;
+        let (hash, changed) = match peer.next()? {
+            Reply::Hashed {
+                hash,
+                size,
+                mtime,
+                mtime_nsec,
+            } => (
+                hash,
+                (size, mtime, mtime_nsec) != (e.meta.size, e.meta.mtime, e.meta.mtime_nsec),
+            ),
+            Reply::Failed {
+                message,
+                vanished: true,
+            } => {
+                self.warnings.warn(message);
+                self.out.vanished[i].store(true, Ordering::Relaxed);
+                return Ok(false);
+            }
+            other => return Err(peer.unexpected(&other)),
+        };
+        match check::landed(d, hash, changed)? {
+            Landed::Same => Ok(true),
+            Landed::SourceChanged => {
+                self.warnings
+                    .warn(format!("changed while it was read: {}", e.rel.display()));
+                Ok(false)
+            }
+            Landed::Differs => {
+                self.out.vanished[i].store(true, Ordering::Relaxed);
+                lock(&self.out.mismatches).push((
+                    e.rel.clone(),
+                    "content differs from the source's after an update in place".into(),
+                ));
+                Ok(false)
+            }
+        }
     }
 
     /// Data frames written into `file` at their offsets until the end (`None`, after a warning,
@@ -355,6 +413,11 @@ impl Fetch<'_> {
                 Reply::Data { at, len } if len <= buf.len() as u64 => (at, len),
                 Reply::End { size } => {
                     received.size = size;
+                    return Ok(Some(received));
+                }
+                Reply::Sent { size, hash, changed } => {
+                    received.size = size;
+                    received.sent = Some((hash, changed));
                     return Ok(Some(received));
                 }
                 Reply::Failed {
@@ -428,15 +491,38 @@ impl Fetch<'_> {
                 (tmp, file, None)
             }
         };
-        let Some(Received { size, .. }) = self.receive_data(peer, &file, &path, buf, None)? else {
+        let gone = |file: File| {
             drop(file);
             let _ = std::fs::remove_file(&path);
             self.out.vanished[i].store(true, Ordering::Relaxed);
+        };
+        let Some(Received { size, sent, .. }) = self.receive_data(peer, &file, &path, buf, None)? else {
+            gone(file);
             return Ok(());
         };
         if size > 0 {
             file.set_len(size)
                 .map_err(|err| MoverError::io("writing", &path, err))?;
+        }
+        if self.corrupt == Some(e.rel.as_path()) && size > 0 {
+            crate::copy::flip_byte(&file, &path, 0)?;
+        }
+        if let (true, Some((hash, changed))) = (self.verify, sent) {
+            match check::landed(&path, hash, changed)? {
+                Landed::Same => {}
+                Landed::SourceChanged => self
+                    .warnings
+                    .warn(format!("changed while it was read: {}", e.rel.display())),
+                Landed::Differs => {
+                    // Never left in place: a later pass would take it for a copy.
+                    gone(file);
+                    lock(&self.out.mismatches).push((
+                        e.rel.clone(),
+                        "content differs from the source's after the copy".into(),
+                    ));
+                    return Ok(());
+                }
+            }
         }
         match created {
             Some(created) => meta::apply_new_fd(&file, &path, &e.meta, created)?,

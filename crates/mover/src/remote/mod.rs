@@ -2,12 +2,15 @@
 //! mover on the new volume's node pulls it, over mutual TLS with certificates that exist for that
 //! one resize. See `serve` and `pull`; `wire` is what they say to each other, `tls` who they trust.
 
+mod check;
 mod fetch;
+mod files;
 mod peer;
 pub mod pull;
 pub mod serve;
 pub mod tls;
 pub mod wire;
 
+pub use check::PullVerify;
 pub use pull::{PullOptions, pull};
 pub use serve::{ServeOptions, ServeReport, serve};

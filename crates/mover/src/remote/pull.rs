@@ -17,12 +17,14 @@ use std::time::Instant;
 
 use rustls::ClientConfig;
 
+use super::check::PullVerify;
 use super::fetch::{Fetch, Outcome};
 use super::peer::Peer;
 use super::tls::TlsFiles;
 use super::wire::{Reply, Request};
 use crate::digest::{Manifest, ManifestEntry};
 use crate::error::MoverError;
+use crate::fresh::FreshDir;
 use crate::options::SyncReport;
 use crate::plan::{self, Op, PlanOptions};
 use crate::progress::Warnings;
@@ -40,15 +42,17 @@ pub struct PullOptions {
     pub target: PathBuf,
     /// Remove target entries the source does not have.
     pub delete: bool,
-    /// Compare the two manifests after copying (exit 3 on a difference). A pass over a source
-    /// that is still written (a warm pass) leaves it off.
-    pub verify: bool,
+    /// How the copy is verified (exit 3 on a difference).
+    pub verify: PullVerify,
     /// Connections that fetch file data at once.
     pub connections: usize,
     /// Most bytes per second fetched, all connections together.
     pub bwlimit: Option<u64>,
     /// Tell the serving mover to stop once the pass succeeded (the final pass).
     pub stop_server: bool,
+    /// Test hook: a byte of this source-relative file is flipped once it is written (before it
+    /// is verified).
+    pub corrupt_after_write: Option<PathBuf>,
 }
 
 /// Makes `opts.target` a copy of what the serving mover at `opts.from` holds.
@@ -66,24 +70,7 @@ pub fn pull(opts: &PullOptions) -> Result<SyncReport, MoverError> {
             cloned_at: None,
         },
     );
-    for removal in &plan.removals {
-        crate::sync::remove(&target, removal)?;
-    }
-    let umask = crate::fresh::process_umask();
-    let mut fresh = HashMap::new();
-    for (i, (e, op)) in src.entries.iter().zip(&plan.ops).enumerate() {
-        let made = match (op, i) {
-            (_, 0) => made_root,
-            (Op::Mkdir, _) => make_dir(&target.join(&e.rel))?,
-            _ => false,
-        };
-        if let Some(dir) = made
-            .then(|| crate::fresh::inspect(&target.join(&e.rel), umask))
-            .flatten()
-        {
-            fresh.insert(i, dir);
-        }
-    }
+    let fresh = prepare_dirs(&plan, &src, &target, made_root)?;
     let out = Outcome::new(src.entries.len());
     let throttle = opts.bwlimit.map(Throttle::new);
     let fetch = Fetch {
@@ -95,11 +82,11 @@ pub fn pull(opts: &PullOptions) -> Result<SyncReport, MoverError> {
         throttle: throttle.as_ref(),
         fresh,
         parents: crate::walk::parents(&src),
+        verify: opts.verify != PullVerify::None,
+        corrupt: opts.corrupt_after_write.as_deref(),
     };
     fetch.run(&plan, opts.connections.max(1), opts.from, &config, &mut control)?;
-    if opts.verify {
-        verify(&mut control, &target)?;
-    }
+    verify(opts.verify, &mut control, &src, &target, &out)?;
     let dir = File::open(&target).map_err(|e| MoverError::io("opening", &target, e))?;
     rustix::fs::syncfs(&dir).map_err(|e| crate::error::errno("syncing", &target, e))?;
     if opts.stop_server {
@@ -117,7 +104,7 @@ pub fn pull(opts: &PullOptions) -> Result<SyncReport, MoverError> {
         deleted: plan.extraneous_entries(),
         digest: crate::digest::metadata_digest(&src, |i| out.vanished[i].load(Ordering::Relaxed)),
         seconds: (start.elapsed().as_secs_f64() * 1000.0).round() / 1000.0,
-        verify: if opts.verify { "checksum" } else { "none" }.to_string(),
+        verify: opts.verify.name().to_string(),
         warnings: warnings.count(),
         files_copied: out.files_copied.load(Ordering::Relaxed),
         metadata_fixed: out.metadata_fixed.load(Ordering::Relaxed),
@@ -127,6 +114,60 @@ pub fn pull(opts: &PullOptions) -> Result<SyncReport, MoverError> {
         interim_passes: None,
         interim_bytes_copied: None,
     })
+}
+
+/// The plan's removals, then its new directories (`made_root`: the target itself was made by
+/// this pass): those this pass made, by source index, with what a file made in them has.
+fn prepare_dirs(
+    plan: &plan::Plan,
+    src: &Tree,
+    target: &Path,
+    made_root: bool,
+) -> Result<HashMap<usize, FreshDir>, MoverError> {
+    for removal in &plan.removals {
+        crate::sync::remove(target, removal)?;
+    }
+    let umask = crate::fresh::process_umask();
+    let mut fresh = HashMap::new();
+    for (i, (e, op)) in src.entries.iter().zip(&plan.ops).enumerate() {
+        let made = match (op, i) {
+            (_, 0) => made_root,
+            (Op::Mkdir, _) => make_dir(&target.join(&e.rel))?,
+            _ => false,
+        };
+        if let Some(dir) = made
+            .then(|| crate::fresh::inspect(&target.join(&e.rel), umask))
+            .flatten()
+        {
+            fresh.insert(i, dir);
+        }
+    }
+    Ok(fresh)
+}
+
+/// The mismatches the copy found, then every entry's metadata, then (`full`) both manifests.
+fn verify(
+    how: PullVerify,
+    control: &mut Peer,
+    src: &Tree,
+    target: &Path,
+    out: &Outcome,
+) -> Result<(), MoverError> {
+    let mut mismatches = std::mem::take(&mut *crate::progress::lock(&out.mismatches));
+    if how != PullVerify::None {
+        let known: std::collections::HashSet<PathBuf> = mismatches.iter().map(|m| m.0.clone()).collect();
+        let more = super::check::metadata(src, target, &out.vanished)?;
+        mismatches.extend(more.into_iter().filter(|m| !known.contains(&m.0)));
+    }
+    if how == PullVerify::Full && mismatches.is_empty() {
+        mismatches = manifests(control, target)?;
+    }
+    if mismatches.is_empty() {
+        return Ok(());
+    }
+    mismatches.sort();
+    let (paths, reasons) = mismatches.into_iter().unzip();
+    Err(MoverError::VerifyMismatch { paths, reasons })
 }
 
 /// Connects, then reads the source's tree from the serving mover and the target's here at once.
@@ -177,9 +218,9 @@ fn make_dir(d: &Path) -> Result<bool, MoverError> {
     }
 }
 
-/// Compares the serving mover's manifest of the source with this node's of the target: every
-/// source entry must be in the target as it is in the source, content included.
-fn verify(control: &mut Peer, target: &Path) -> Result<(), MoverError> {
+/// The serving mover's manifest of the source against this node's of the target (each side
+/// hashes its own tree whole): the source entries the target lacks or holds otherwise.
+fn manifests(control: &mut Peer, target: &Path) -> Result<Vec<(PathBuf, String)>, MoverError> {
     let (source, landed) = std::thread::scope(|s| {
         let landed = s.spawn(|| crate::digest::digest(target));
         let source = control.manifest();
@@ -188,12 +229,7 @@ fn verify(control: &mut Peer, target: &Path) -> Result<(), MoverError> {
             .unwrap_or_else(|_| Err(MoverError::Other("the target's manifest panicked".into())));
         (source, landed)
     });
-    let (source, landed) = (source?, landed?);
-    let (paths, reasons): (Vec<PathBuf>, Vec<String>) = differences(&source, &landed).into_iter().unzip();
-    if paths.is_empty() {
-        return Ok(());
-    }
-    Err(MoverError::VerifyMismatch { paths, reasons })
+    Ok(differences(&source?, &landed?))
 }
 
 /// The source entries the target lacks or holds otherwise (target-only entries do not count:

@@ -2,23 +2,20 @@
 //! only, answers the pulling mover's requests (the tree, a file's data, the manifest) over mutual
 //! TLS until the pulling mover says it is done. It never writes anything.
 
-use std::fs::File;
 use std::io::{self, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc;
 
-use rustix::fs::{Mode, OFlags};
 use rustls::{ServerConfig, ServerConnection, StreamOwned};
 use serde::Serialize;
 
+use super::files;
 use super::tls::TlsFiles;
-use super::wire::{self, DATA_PER_FRAME, ENTRIES_PER_FRAME, Reply, Request, WireEntry};
+use super::wire::{self, ENTRIES_PER_FRAME, Reply, Request, WireEntry};
 use crate::error::MoverError;
-use crate::meta::{EntryMeta, Kind};
 use crate::progress::Warnings;
 
 /// What `ferry-mover serve` is told.
@@ -234,7 +231,10 @@ fn answer(source: &Path, request: &Request, out: &mut impl Write, counters: &Cou
                 Err(e) => wire::send(out, &failed(e)),
             }
         }
-        Request::Read { rel } | Request::Pieces { rel } | Request::ReadRanges { rel, .. }
+        Request::Read { rel }
+        | Request::Pieces { rel }
+        | Request::ReadRanges { rel, .. }
+        | Request::Hash { rel }
             if !wire::inside_root(rel) || rel.as_os_str().is_empty() =>
         {
             wire::send(
@@ -245,144 +245,16 @@ fn answer(source: &Path, request: &Request, out: &mut impl Write, counters: &Cou
                 },
             )
         }
-        Request::Read { rel } => match open_file(&source.join(rel))? {
-            Ok((file, meta)) => {
-                let segments = crate::copy::data_segments(&file, &meta)?;
-                send_ranges(&file, &segments, out, counters)?;
-                wire::send(out, &Reply::End { size: meta.size })
-            }
-            Err(refusal) => wire::send(out, &refusal),
-        },
-        Request::Pieces { rel } => {
-            let path = source.join(rel);
-            match open_file(&path)? {
-                Ok((file, meta)) => match crate::copy::piece_digests(&file, &path, 0, meta.size) {
-                    Ok(digests) => wire::send(
-                        out,
-                        &Reply::Pieces {
-                            size: meta.size,
-                            digests,
-                        },
-                    ),
-                    Err(e) => wire::send(out, &failed(e)),
-                },
-                Err(refusal) => wire::send(out, &refusal),
-            }
+        Request::Read { rel } => files::read(&source.join(rel), out, &counters.bytes_sent),
+        Request::Pieces { rel } => files::pieces(&source.join(rel), out),
+        Request::ReadRanges { rel, ranges } => {
+            files::read_ranges(&source.join(rel), ranges, out, &counters.bytes_sent)
         }
-        Request::ReadRanges { rel, ranges } => match open_file(&source.join(rel))? {
-            Ok((file, meta)) => {
-                // Holes are not sent: the pulling side makes holes of what it asked and did not get.
-                let segments = crate::copy::data_segments(&file, &meta)?;
-                send_ranges(&file, &intersection(ranges, &segments), out, counters)?;
-                wire::send(out, &Reply::End { size: meta.size })
-            }
-            Err(refusal) => wire::send(out, &refusal),
-        },
+        Request::Hash { rel } => files::hash(&source.join(rel), out),
         Request::Manifest => match crate::digest::digest(source) {
             Ok(manifest) => wire::send(out, &Reply::Manifest(Box::new(manifest))),
             Err(e) => wire::send(out, &failed(e)),
         },
         Request::Done => wire::send(out, &Reply::End { size: 0 }),
-    }
-}
-
-/// Opens a regular file of the source; the reply that refuses it when it is gone, no longer a
-/// regular file, or cannot be opened.
-fn open_file(path: &Path) -> io::Result<Result<(File, EntryMeta), Reply>> {
-    let vanished = |why: &str| Reply::Failed {
-        message: format!("{}: {why}", path.display()),
-        vanished: true,
-    };
-    let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;
-    let file = match rustix::fs::open(path, flags, Mode::empty()) {
-        Ok(fd) => File::from(fd),
-        Err(e)
-            if e == rustix::io::Errno::NOENT
-                || e == rustix::io::Errno::LOOP
-                || e == rustix::io::Errno::NOTDIR =>
-        {
-            return Ok(Err(vanished("vanished")));
-        }
-        Err(e) => {
-            return Ok(Err(Reply::Failed {
-                message: MoverError::io("opening", path, e.into()).to_string(),
-                vanished: false,
-            }));
-        }
-    };
-    let meta = EntryMeta::from_metadata(&file.metadata()?);
-    if meta.kind != Kind::File {
-        return Ok(Err(vanished("no longer a regular file")));
-    }
-    Ok(Ok((file, meta)))
-}
-
-/// The bytes of `ranges` (offset, length) as data frames; a range past the file's end is cut
-/// where the file ends (it shrank since its size was read).
-fn send_ranges(
-    file: &File,
-    ranges: &[(u64, u64)],
-    out: &mut impl Write,
-    counters: &Counters,
-) -> io::Result<()> {
-    let mut buf = vec![0u8; DATA_PER_FRAME as usize];
-    for &(start, len) in ranges {
-        let end = start.saturating_add(len);
-        let mut at = start;
-        while at < end {
-            let want = (end - at).min(DATA_PER_FRAME) as usize;
-            let got = read_at(file, &mut buf[..want], at)?;
-            if got == 0 {
-                break;
-            }
-            wire::send(out, &Reply::Data { at, len: got as u64 })?;
-            out.write_all(&buf[..got])?;
-            counters.bytes_sent.fetch_add(got as u64, Ordering::Relaxed);
-            at += got as u64;
-        }
-    }
-    Ok(())
-}
-
-/// The parts of the ordered ranges `asked` that are also in the ordered ranges `data`.
-fn intersection(asked: &[(u64, u64)], data: &[(u64, u64)]) -> Vec<(u64, u64)> {
-    let mut out = Vec::new();
-    for &(start, len) in asked {
-        for &(from, dlen) in data {
-            let (a, b) = (start.max(from), (start + len).min(from + dlen));
-            if a < b {
-                out.push((a, b - a));
-            }
-        }
-    }
-    out
-}
-
-/// Reads until `buf` is full or the file ends.
-fn read_at(file: &File, buf: &mut [u8], at: u64) -> io::Result<usize> {
-    let mut got = 0;
-    while got < buf.len() {
-        match file.read_at(&mut buf[got..], at + got as u64) {
-            Ok(0) => break,
-            Ok(n) => got += n,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(got)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::intersection;
-
-    #[test]
-    fn only_the_data_inside_the_asked_ranges_is_sent() {
-        let data = [(0, 50), (80, 100)];
-        assert_eq!(
-            intersection(&[(10, 100), (300, 10)], &data),
-            vec![(10, 40), (80, 30)]
-        );
-        assert_eq!(intersection(&[(50, 30)], &data), vec![]);
     }
 }

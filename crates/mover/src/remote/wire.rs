@@ -48,6 +48,12 @@ pub enum Request {
         /// The ranges, in order.
         ranges: Vec<(u64, u64)>,
     },
+    /// The hash of one regular file's content read now (a file updated in place, verified).
+    Hash {
+        /// Path relative to the source root.
+        #[serde(with = "os_path")]
+        rel: PathBuf,
+    },
     /// The manifest of the source (every file's content hashed where it lies), for verification.
     Manifest,
     /// The copy is over: the server stops serving.
@@ -86,7 +92,30 @@ pub enum Reply {
         /// One digest per piece.
         digests: Vec<u128>,
     },
-    /// The request is answered; for a read, `size` is the file's size when it was read.
+    /// A [`Request::Read`] is answered: the file's size when it was opened, the xxh3-128 of its
+    /// content as read (holes as zeros), and whether its inode changed while it was read (then
+    /// the content may be torn: a warm pass's next pass copies it again).
+    Sent {
+        /// The file's size.
+        size: u64,
+        /// The hash of what was read.
+        hash: u128,
+        /// Whether the file changed while it was read.
+        changed: bool,
+    },
+    /// A [`Request::Hash`] is answered: the hash of the content and the size and mtime the file
+    /// had before it was read.
+    Hashed {
+        /// The hash of the content.
+        hash: u128,
+        /// The file's size.
+        size: u64,
+        /// Its mtime, seconds.
+        mtime: i64,
+        /// Its mtime, nanoseconds.
+        mtime_nsec: i64,
+    },
+    /// The request is answered (`size`: a file's size for ranges, the entries for a tree).
     End {
         /// The file's size (reads), else 0.
         size: u64,
