@@ -138,7 +138,7 @@ pub fn metadata_digest(tree: &Tree, skip: impl Fn(usize) -> bool + Sync) -> Stri
     format!("{:032x}", h.digest128())
 }
 
-pub(crate) fn hash_file(path: &Path) -> Result<u128, MoverError> {
+fn hash_file(path: &Path) -> Result<u128, MoverError> {
     let mut f = File::open(path).map_err(|e| MoverError::io("opening", path, e))?;
     let mut h = Xxh3::new();
     let mut buf = vec![0u8; 1 << 20];

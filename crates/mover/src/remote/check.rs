@@ -3,9 +3,11 @@
 //! disk; every entry's metadata against the source's tree; and, with `--verify full`, the two
 //! manifests, each made of a whole tree where it lies.
 
+use std::fs::File;
 use std::path::{Path, PathBuf};
 
 use rayon::prelude::*;
+use xxhash_rust::xxh3::Xxh3;
 
 use crate::error::MoverError;
 use crate::meta;
@@ -46,10 +48,26 @@ pub(super) enum Landed {
     Differs,
 }
 
-/// Reads the file at `path` back and compares its hash with the source's `expected`.
-pub(super) fn landed(path: &Path, expected: u128, source_changed: bool) -> Result<Landed, MoverError> {
-    let hash = crate::digest::hash_file(path)?;
-    Ok(match (hash == expected, source_changed) {
+/// Reads `file` (at `path`) back through `buf` and compares the hash of its content with the
+/// source's `expected`.
+pub(super) fn landed(
+    file: &File,
+    path: &Path,
+    buf: &mut [u8],
+    expected: u128,
+    source_changed: bool,
+) -> Result<Landed, MoverError> {
+    let mut hash = Xxh3::new();
+    let mut at = 0;
+    loop {
+        let n = crate::copy::read_full(file, path, buf, at)?;
+        if n == 0 {
+            break;
+        }
+        hash.update(&buf[..n]);
+        at += n as u64;
+    }
+    Ok(match (hash.digest128() == expected, source_changed) {
         (true, _) => Landed::Same,
         (false, true) => Landed::SourceChanged,
         (false, false) => Landed::Differs,

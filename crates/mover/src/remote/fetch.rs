@@ -335,7 +335,7 @@ impl Fetch<'_> {
         }
         file.set_len(size)
             .map_err(|err| MoverError::io("writing", d, err))?;
-        if self.verify && !self.landed_in_place(peer, i, d)? {
+        if self.verify && !self.landed_in_place(peer, i, &file, d, buf)? {
             // Its mtime stays another than the source's: the next pass compares it again.
             return Ok(());
         }
@@ -354,7 +354,14 @@ impl Fetch<'_> {
     /// Whether a file updated in place has the source's content now (the source hashes its file
     /// again; the target's is read back). A source changed since the scan is a warning, another
     /// difference a mismatch.
-    fn landed_in_place(&self, peer: &mut Peer, i: usize, d: &Path) -> Result<bool, MoverError> {
+    fn landed_in_place(
+        &self,
+        peer: &mut Peer,
+        i: usize,
+        file: &File,
+        d: &Path,
+        buf: &mut [u8],
+    ) -> Result<bool, MoverError> {
         let e = &self.src.entries[i];
         peer.ask(&Request::Hash { rel: e.rel.clone() })?;
         let (hash, changed) = match peer.next()? {
@@ -377,7 +384,7 @@ impl Fetch<'_> {
             }
             other => return Err(peer.unexpected(&other)),
         };
-        match check::landed(d, hash, changed)? {
+        match check::landed(file, d, buf, hash, changed)? {
             Landed::Same => Ok(true),
             Landed::SourceChanged => {
                 self.warnings
@@ -481,6 +488,7 @@ impl Fetch<'_> {
             None => {
                 let tmp = crate::copy::temp_path(&d);
                 let file = OpenOptions::new()
+                    .read(true)
                     .write(true)
                     .create(true)
                     .truncate(true)
@@ -508,7 +516,7 @@ impl Fetch<'_> {
             crate::copy::flip_byte(&file, &path, 0)?;
         }
         if let (true, Some((hash, changed))) = (self.verify, sent) {
-            match check::landed(&path, hash, changed)? {
+            match check::landed(&file, &path, buf, hash, changed)? {
                 Landed::Same => {}
                 Landed::SourceChanged => self
                     .warnings
