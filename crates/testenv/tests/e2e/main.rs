@@ -4,6 +4,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod claims;
+mod cross_node;
 mod csi;
 mod executor;
 mod fresh;
