@@ -88,6 +88,8 @@ async fn pod_on(
             "restartPolicy": "Never",
             "terminationGracePeriodSeconds": 1,
             "automountServiceAccountToken": false,
+            // As the operator's mover pods: root, to keep every owner and mode.
+            "securityContext": {"runAsUser": 0, "runAsGroup": 0},
             "containers": [{"name": "main", "image": image, "imagePullPolicy": "Never",
                             "command": command, "volumeMounts": mounts}],
             "volumes": sources,
