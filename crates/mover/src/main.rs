@@ -175,6 +175,15 @@ struct PullArgs {
     /// Tell the serving mover to stop once this pass succeeded (the final pass).
     #[arg(long)]
     stop_server: bool,
+    /// Progress output, as for `sync`.
+    #[arg(long, value_enum)]
+    progress: Option<ProgressArg>,
+    /// Start the pass only once FILE has content (a final pass's go), as for `sync`.
+    #[arg(long, value_name = "FILE")]
+    wait_for: Option<PathBuf>,
+    /// With --wait-for: a line on stdin whose SHA-256 is HEX is a go too, as for `sync`.
+    #[arg(long, value_name = "HEX", requires = "wait_for", value_parser = parse_key_digest)]
+    go_key_sha256: Option<String>,
     /// Where to write the final result JSON (as for `sync`).
     #[arg(long)]
     result_file: Option<PathBuf>,
@@ -348,14 +357,19 @@ fn print_manifest(m: &ferry_mover::Manifest, json: bool) -> Result<(), MoverErro
     writeln!(out, "digest {}\nmetadataDigest {}", m.digest, m.metadata_digest).map_err(w)
 }
 
-fn run_sync(args: SyncArgs) -> i32 {
-    let progress = match args.progress {
+/// The progress mode asked for: by default a bar on a terminal, JSON lines otherwise.
+fn progress_mode(arg: Option<ProgressArg>) -> ProgressMode {
+    match arg {
         Some(ProgressArg::Json) => ProgressMode::Json,
         Some(ProgressArg::Human) => ProgressMode::Human,
         Some(ProgressArg::None) => ProgressMode::None,
         None if std::io::stderr().is_terminal() => ProgressMode::Human,
         None => ProgressMode::Json,
-    };
+    }
+}
+
+fn run_sync(args: SyncArgs) -> i32 {
+    let progress = progress_mode(args.progress);
     let opts = SyncOptions {
         source: args.source.clone(),
         target: args.target.clone(),
@@ -387,14 +401,7 @@ fn run_sync(args: SyncArgs) -> i32 {
         return e.exit_code();
     }
     let (go_at, outcome) = run_pass(&args, &opts);
-    let outcome = outcome.map(|r| {
-        let mut result = serde_json::to_value(&r).unwrap_or_default();
-        if let (Some((at, by)), Some(fields)) = (go_at, result.as_object_mut()) {
-            fields.insert("goAtUnixMs".into(), at.into());
-            fields.insert("goBy".into(), by.as_str().into());
-        }
-        result
-    });
+    let outcome = outcome.map(|r| with_go(serde_json::to_value(&r).unwrap_or_default(), go_at));
     conclude(outcome, result_file)
 }
 
@@ -441,12 +448,6 @@ fn run_pass(
     };
     let lines =
         || (args.go_key_sha256.clone()).map(|digest| (std::io::BufReader::new(std::io::stdin()), digest));
-    let stamped = |by: ferry_mover::GoBy| {
-        let at = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |since| since.as_millis() as u64);
-        (at, by)
-    };
     match &args.wait_for {
         Some(go) if args.track_changes => {
             let ready = |ready: &ferry_mover::Ready| arm(Some(ready));
@@ -546,8 +547,32 @@ fn run_pull(args: PullArgs) -> i32 {
         bwlimit: args.bwlimit,
         stop_server: args.stop_server,
         corrupt_after_write: corrupt_after_write(),
+        progress: progress_mode(args.progress),
     };
     let result_file = args.result_file.or_else(default_result_file);
-    let outcome = ferry_mover::remote::pull(&opts).map(|r| serde_json::to_value(&r).unwrap_or_default());
+    let go_at = args.wait_for.as_deref().map(|go| {
+        let lines =
+            (args.go_key_sha256.clone()).map(|digest| (std::io::BufReader::new(std::io::stdin()), digest));
+        stamped(ferry_mover::wait_for_go(go, lines))
+    });
+    let outcome = ferry_mover::remote::pull(&opts)
+        .map(|r| with_go(serde_json::to_value(&r).unwrap_or_default(), go_at));
     conclude(outcome, result_file)
+}
+
+/// A go with the time it came, by the wall clock (milliseconds since the epoch).
+fn stamped(by: ferry_mover::GoBy) -> (u64, ferry_mover::GoBy) {
+    let at = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |since| since.as_millis() as u64);
+    (at, by)
+}
+
+/// A result with when its go came and how (`goAtUnixMs`, `goBy`).
+fn with_go(mut result: serde_json::Value, go_at: Option<(u64, ferry_mover::GoBy)>) -> serde_json::Value {
+    if let (Some((at, by)), Some(fields)) = (go_at, result.as_object_mut()) {
+        fields.insert("goAtUnixMs".into(), at.into());
+        fields.insert("goBy".into(), by.as_str().into());
+    }
+    result
 }

@@ -104,7 +104,9 @@ fn pull(server: &Server, tls: &Path, target: &Path, extra: &[&str]) -> (i32, ser
     ];
     args.extend_from_slice(extra);
     let (code, out, err) = run(&args, &[]);
-    let result = serde_json::from_str(out.trim()).unwrap_or(serde_json::Value::Null);
+    // Progress lines, then the result.
+    let last = out.lines().last().unwrap_or_default();
+    let result = serde_json::from_str(last).unwrap_or(serde_json::Value::Null);
     (code, result, err)
 }
 
@@ -398,6 +400,64 @@ fn a_file_that_lands_otherwise_than_the_source_fails_the_pull_and_is_not_left_in
     // racy-file rule).
     let (code, _, err) = pull(&server, &client, &dst, &["--stop-server"]);
     assert_eq!(code, 0, "stderr: {err}");
+    assert_same_tree(&src, &dst);
+    assert_eq!(server.end().0, 0);
+}
+
+#[test]
+fn a_standby_pull_begins_at_its_go_and_writes_progress_lines_then_its_result() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (src, dst) = (tmp.path().join("src"), tmp.path().join("dst"));
+    write(&src.join("data.bin"), &pattern(3 << 20, 9));
+    let authority = Authority::new("standby");
+    let server = Server::start(&src, &authority.issue(&tmp.path().join("source-tls")));
+    let client = authority.issue(&tmp.path().join("target-tls"));
+    let go = tmp.path().join("go");
+    let mut command = Command::new(bin());
+    command
+        .args([
+            "pull",
+            "--from",
+            &server.address,
+            "--stop-server",
+            "--progress",
+            "json",
+            "--tls",
+        ])
+        .arg(&client)
+        .arg("--target")
+        .arg(&dst)
+        .arg("--wait-for")
+        .arg(&go)
+        .env_remove("FERRY_RESULT_FILE")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let standby = start(&mut command);
+    let given = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64;
+    write(&go, b"go");
+    let out = standby.into_child().wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let lines: Vec<serde_json::Value> = stdout.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let (result, progress) = lines.split_last().unwrap();
+    // The pass began at the go, which came by the file, not before it was written.
+    assert_eq!(result["goBy"], "file", "{result}");
+    assert!(result["goAtUnixMs"].as_u64().unwrap() >= given, "{result}");
+    assert_eq!(result["filesCopied"], 1, "{result}");
+    // The last progress line says everything is done.
+    let last = progress.last().unwrap();
+    assert_eq!(last["phase"], "done", "{last}");
+    assert_eq!(last["bytesDone"], last["bytesTotal"], "{last}");
+    assert_eq!(last["bytesTotal"], 3 << 20, "{last}");
     assert_same_tree(&src, &dst);
     assert_eq!(server.end().0, 0);
 }

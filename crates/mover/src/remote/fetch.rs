@@ -20,7 +20,7 @@ use crate::error::MoverError;
 use crate::fresh::FreshDir;
 use crate::meta::{self, Kind};
 use crate::plan::{self, Op};
-use crate::progress::{Warnings, lock};
+use crate::progress::{Phase, Progress, Warnings, lock};
 use crate::throttle::Throttle;
 use crate::walk::Tree;
 
@@ -36,7 +36,6 @@ pub(super) struct Outcome {
     pub vanished: Vec<AtomicBool>,
     pub files_copied: AtomicU64,
     pub metadata_fixed: AtomicU64,
-    pub bytes_copied: AtomicU64,
     /// Files whose landed content is not the source's (path, why).
     pub mismatches: Mutex<Vec<(PathBuf, String)>>,
     error: Mutex<Option<MoverError>>,
@@ -49,7 +48,6 @@ impl Outcome {
             vanished: (0..entries).map(|_| AtomicBool::new(false)).collect(),
             files_copied: AtomicU64::new(0),
             metadata_fixed: AtomicU64::new(0),
-            bytes_copied: AtomicU64::new(0),
             mismatches: Mutex::new(Vec::new()),
             error: Mutex::new(None),
         }
@@ -178,6 +176,8 @@ pub(super) struct Fetch<'a> {
     pub verify: bool,
     /// Test hook: the source-relative file to corrupt once written.
     pub corrupt: Option<&'a Path>,
+    /// What the pass has done, for its progress lines.
+    pub progress: &'a Progress,
 }
 
 impl Fetch<'_> {
@@ -195,10 +195,17 @@ impl Fetch<'_> {
             .filter(|&i| !matches!(plan.ops[i], Op::Skip | Op::Mkdir | Op::HardLink(_)))
             .collect();
         let turns = batches(&work, &plan.ops, |i| self.src.entries[i].meta.size);
+        for (i, op) in plan.ops.iter().enumerate().skip(1) {
+            if matches!(op, Op::Skip | Op::Mkdir) {
+                self.progress.done(self.data_size(i));
+            }
+        }
+        self.progress.set_phase(Phase::Copy);
         self.run_all(&turns, connections, from, config, control)?;
         for (i, op) in plan.ops.iter().enumerate() {
             if let Op::HardLink(leader) = op {
                 self.link(i, *leader)?;
+                self.progress.done(0);
             }
         }
         for e in self.src.entries.iter().filter(|e| e.meta.kind == Kind::Dir) {
@@ -235,6 +242,9 @@ impl Fetch<'_> {
                     [i] => self.apply(peer, *i, &mut buf),
                     many => self.fetch_all(peer, many, &mut buf),
                 };
+                for &i in turn {
+                    self.progress.done(self.data_size(i));
+                }
                 if let Err(e) = done {
                     lock(&self.out.error).get_or_insert(e);
                     return;
@@ -254,6 +264,12 @@ impl Fetch<'_> {
             Some(e) => Err(e),
             None => Ok(()),
         }
+    }
+
+    /// The bytes of data of source entry `i` (a regular file's size, else none).
+    fn data_size(&self, i: usize) -> u64 {
+        let meta = &self.src.entries[i].meta;
+        if meta.kind == Kind::File { meta.size } else { 0 }
     }
 
     fn apply(&self, peer: &mut Peer, i: usize, buf: &mut [u8]) -> Result<(), MoverError> {
@@ -453,7 +469,7 @@ impl Fetch<'_> {
                 }
                 file.write_all_at(bytes, at + from as u64)
                     .map_err(|err| MoverError::io("writing", path, err))?;
-                self.out
+                self.progress
                     .bytes_copied
                     .fetch_add(bytes.len() as u64, Ordering::Relaxed);
                 received.written += bytes.len() as u64;

@@ -27,7 +27,7 @@ use crate::error::MoverError;
 use crate::fresh::FreshDir;
 use crate::options::SyncReport;
 use crate::plan::{self, Op, PlanOptions};
-use crate::progress::Warnings;
+use crate::progress::{Phase, Progress, ProgressMode, Reporter, Warnings};
 use crate::throttle::Throttle;
 use crate::walk::Tree;
 
@@ -53,10 +53,21 @@ pub struct PullOptions {
     /// Test hook: a byte of this source-relative file is flipped once it is written (before it
     /// is verified).
     pub corrupt_after_write: Option<PathBuf>,
+    /// Progress lines, as a local pass writes them.
+    pub progress: ProgressMode,
 }
 
 /// Makes `opts.target` a copy of what the serving mover at `opts.from` holds.
 pub fn pull(opts: &PullOptions) -> Result<SyncReport, MoverError> {
+    let progress = Arc::new(Progress::default());
+    let reporter = Reporter::start(opts.progress, progress.clone());
+    let result = run(opts, &progress);
+    progress.set_phase(Phase::Done);
+    reporter.finish();
+    result
+}
+
+fn run(opts: &PullOptions, progress: &Progress) -> Result<SyncReport, MoverError> {
     let start = Instant::now();
     let config = TlsFiles::load(&opts.tls)?.client()?;
     let warnings = Warnings::new(true);
@@ -70,6 +81,10 @@ pub fn pull(opts: &PullOptions) -> Result<SyncReport, MoverError> {
             cloned_at: None,
         },
     );
+    let (files, bytes) = crate::sync::totals(&src);
+    progress.files_total.store(files, Ordering::Relaxed);
+    progress.bytes_total.store(bytes, Ordering::Relaxed);
+    progress.set_phase(Phase::Delete);
     let fresh = prepare_dirs(&plan, &src, &target, made_root)?;
     let out = Outcome::new(src.entries.len());
     let throttle = opts.bwlimit.map(Throttle::new);
@@ -84,8 +99,10 @@ pub fn pull(opts: &PullOptions) -> Result<SyncReport, MoverError> {
         parents: crate::walk::parents(&src),
         verify: opts.verify != PullVerify::None,
         corrupt: opts.corrupt_after_write.as_deref(),
+        progress,
     };
     fetch.run(&plan, opts.connections.max(1), opts.from, &config, &mut control)?;
+    progress.set_phase(Phase::Verify);
     verify(opts.verify, &mut control, &src, &target, &out)?;
     let dir = File::open(&target).map_err(|e| MoverError::io("opening", &target, e))?;
     rustix::fs::syncfs(&dir).map_err(|e| crate::error::errno("syncing", &target, e))?;
@@ -96,11 +113,10 @@ pub fn pull(opts: &PullOptions) -> Result<SyncReport, MoverError> {
             other => return Err(control.unexpected(&other)),
         }
     }
-    let (files, bytes) = crate::sync::totals(&src);
     Ok(SyncReport {
         files,
         bytes,
-        bytes_copied: out.bytes_copied.load(Ordering::Relaxed),
+        bytes_copied: progress.bytes_copied.load(Ordering::Relaxed),
         deleted: plan.extraneous_entries(),
         digest: crate::digest::metadata_digest(&src, |i| out.vanished[i].load(Ordering::Relaxed)),
         seconds: (start.elapsed().as_secs_f64() * 1000.0).round() / 1000.0,
