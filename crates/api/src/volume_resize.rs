@@ -614,6 +614,10 @@ pub mod condition {
     pub const REASON_NOT_READY: &str = "StatefulSetNotReady";
     pub const REASON_NO_REPLICAS: &str = "StatefulSetHasNoReplicas";
     pub const REASON_TOPOLOGY: &str = "StorageClassTopologyMismatch";
+    /// A ResourceQuota of the namespace could not hold the claims the resize makes at its peak.
+    pub const REASON_QUOTA_EXCEEDED: &str = "QuotaExceeded";
+    /// A new or grown claim's size is outside a LimitRange's bounds for claims.
+    pub const REASON_CLAIM_SIZE_LIMIT: &str = "ClaimSizeOutsideLimitRange";
     pub const REASON_WAITING_FOR_OTHER: &str = "WaitingForOtherResize";
     pub const REASON_NOT_QUEUED: &str = "First";
     pub const REASON_MOVER_IMAGE_NOT_ALLOWED: &str = "MoverImageNotAllowed";

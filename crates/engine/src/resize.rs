@@ -23,8 +23,8 @@ pub mod strategy;
 pub mod timeout;
 
 pub use observed::{
-    ClaimView, MoverPhase, MoverView, NodeResize, NodeView, Observed, PeerResize, PodView, StatefulSetView,
-    StorageClassView, TemplateView, VolumeView,
+    ClaimLimitView, ClaimView, MoverPhase, MoverView, NodeResize, NodeView, Observed, PeerResize, PodView,
+    QuotaView, StatefulSetView, StorageClassView, TemplateView, VolumeView,
 };
 pub use plan::{Decision, Input, Scope, plan, scope};
 pub use precheck::{Precheck, Verdict, precheck};

@@ -47,6 +47,29 @@ pub struct Observed {
     /// Bytes in use on each claim as the kubelets (or Prometheus) report them (claim name → bytes),
     /// read for dry runs only: a real run measures with its own pods before it touches anything.
     pub data_in_use: BTreeMap<String, u64>,
+    /// The namespace's ResourceQuotas, as far as claims count against them (prechecks).
+    pub quotas: Vec<QuotaView>,
+    /// The namespace's LimitRanges' bounds on a claim's size (prechecks).
+    pub claim_limits: Vec<ClaimLimitView>,
+}
+
+/// A ResourceQuota reduced to what claims count against: its hard limits and what is in use, by
+/// resource name (`requests.storage` and `persistentvolumeclaims`, and their per-class forms
+/// `<class>.storageclass.storage.k8s.io/requests.storage` and `.../persistentvolumeclaims`),
+/// storage in bytes.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct QuotaView {
+    pub name: String,
+    pub hard: BTreeMap<String, u64>,
+    pub used: BTreeMap<String, u64>,
+}
+
+/// The bounds a LimitRange puts on a claim's requested storage (its `PersistentVolumeClaim` items).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ClaimLimitView {
+    pub name: String,
+    pub min: Option<u64>,
+    pub max: Option<u64>,
 }
 
 /// The operator's own mover image and the others it allows (`--allowed-mover-images`).

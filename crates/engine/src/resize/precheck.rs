@@ -84,6 +84,8 @@ fn run_stages(spec: &VolumeResizeSpec, observed: &Observed) -> Result<Precheck, 
     }
     copyable(sts, &plan)?;
     reachable(observed, &plan)?;
+    quota::within_limit_ranges(observed, &plan)?;
+    quota::within_quotas(spec, observed, &plan)?;
     // A dry run changes nothing, so it never waits for the StatefulSet to be free or Ready; it
     // answers "does it fit?" from the kubelet's usage, as a run would after measuring.
     if spec.dry_run {
@@ -520,5 +522,6 @@ fn queue_blocker(observed: &Observed) -> Option<String> {
 
 mod clones;
 mod dry_run_usage;
+mod quota;
 #[cfg(test)]
 mod tests;

@@ -4,6 +4,7 @@
 
 mod clone_failures;
 mod dry_run_usage;
+mod limits;
 mod rolling_update;
 mod run;
 mod views;
@@ -173,6 +174,9 @@ async fn read_request(
             .map(|claim| (claim.name_any(), claim_view(&claim)))
             .collect();
         observed.replica_nodes = replica_nodes(ctx, sts, namespace).await?;
+        // The API server stops a claim write past these half-way: the prechecks refuse first.
+        observed.quotas = limits::quotas(&ctx.client, namespace).await?;
+        observed.claim_limits = limits::claim_limits(&ctx.client, namespace).await?;
         if resize.spec.dry_run && ctx.reads_usage() {
             let nodes = observed
                 .replica_nodes

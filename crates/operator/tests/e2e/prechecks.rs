@@ -584,3 +584,62 @@ async fn a_target_class_out_of_the_replicas_reach_is_refused() {
     .await;
     harness.finish().await;
 }
+
+/// A copy whose new claims a ResourceQuota could not hold beside the old ones, and one whose size
+/// is past a LimitRange's maximum for claims: both refused before anything is touched (the API
+/// server would refuse those claim writes half-way through, and the resize would retry them for
+/// ever). API-level: the claims of kwok's replicas are counted as any others.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_copy_past_the_namespaces_quota_or_limit_range_fails_and_changes_nothing() {
+    let harness = Harness::start("pre-quota").await;
+    harness
+        .healthy_stateful_set(stateful_set("db", 2, CLASS_FIXED, "1Gi"))
+        .await;
+    let quota = serde_json::from_value(json!({
+        "metadata": {"name": "team"},
+        "spec": {"hard": {"requests.storage": "3Gi"}},
+    }))
+    .unwrap();
+    let quotas: Api<k8s_openapi::api::core::v1::ResourceQuota> = harness.ns.api();
+    quotas.create(&PostParams::default(), &quota).await.unwrap();
+    // The quota controller counts the two 1Gi claims.
+    ferry_testenv::wait_until("the quota to count the claims", 60, || async {
+        let quota = quotas.get("team").await.ok()?;
+        let used = quota.status?.used?.get("requests.storage")?.0.clone();
+        (used == "2Gi").then_some(())
+    })
+    .await
+    .unwrap();
+    // To 2Gi by copy, one replica at a time: the first grown (+1Gi), the second's new 2Gi claim
+    // beside its old one: 3Gi more where 1Gi is left.
+    let spec = json!({"statefulSetName": "db", "volumes": [{"name": "data", "size": "2Gi"}]});
+    assert_rejected(
+        &harness,
+        "past-quota",
+        spec.clone(),
+        REASON_QUOTA_EXCEEDED,
+        "ResourceQuota \"team\" allows requests.storage up to 3Gi in this namespace and 2Gi is in use; this resize needs 3Gi more at its peak",
+    )
+    .await;
+
+    let limits = serde_json::from_value(json!({
+        "metadata": {"name": "claims"},
+        "spec": {"limits": [{"type": "PersistentVolumeClaim", "max": {"storage": "1536Mi"}}]},
+    }))
+    .unwrap();
+    harness
+        .ns
+        .api::<k8s_openapi::api::core::v1::LimitRange>()
+        .create(&PostParams::default(), &limits)
+        .await
+        .unwrap();
+    assert_rejected(
+        &harness,
+        "past-limit",
+        spec,
+        REASON_CLAIM_SIZE_LIMIT,
+        "LimitRange \"claims\" allows claims of at most 1536Mi in this namespace",
+    )
+    .await;
+    harness.finish().await;
+}

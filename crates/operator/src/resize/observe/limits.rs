@@ -1,0 +1,126 @@
+//! The namespace's ResourceQuotas and LimitRanges, reduced to what a claim counts against, for
+//! the prechecks.
+
+use crate::Error;
+use ferry_api::parse_bytes;
+use ferry_engine::resize::{ClaimLimitView, QuotaView};
+use k8s_openapi::api::core::v1::{LimitRange, ResourceQuota};
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+use kube::api::{ListParams, ObjectList};
+use kube::{Api, Client, ResourceExt};
+use std::collections::BTreeMap;
+
+/// Whether a quota's resource is one a claim counts against.
+fn about_claims(resource: &str) -> bool {
+    let plain = resource.rsplit('/').next().unwrap_or(resource);
+    plain == "requests.storage" || plain == "persistentvolumeclaims"
+}
+
+fn claim_resources(quantities: Option<&BTreeMap<String, Quantity>>) -> BTreeMap<String, u64> {
+    (quantities.into_iter().flatten())
+        .filter(|(resource, _)| about_claims(resource))
+        .filter_map(|(resource, quantity)| Some((resource.clone(), parse_bytes(&quantity.0).ok()?)))
+        .collect()
+}
+
+/// A list the operator may not make (an install whose RBAC predates these prechecks, such as
+/// an operator upgraded before its chart): nothing is known of them, so nothing is refused on
+/// their account, and the log says once per precheck what was not checked.
+fn unless_forbidden<T>(
+    listed: Result<ObjectList<T>, kube::Error>,
+    what: &str,
+    namespace: &str,
+) -> Result<Vec<T>, Error>
+where
+    T: Clone,
+{
+    match listed {
+        Ok(list) => Ok(list.items),
+        Err(kube::Error::Api(status)) if status.code == 403 => {
+            tracing::warn!(
+                namespace,
+                "{what} not checked: the operator may not list them ({})",
+                status.message
+            );
+            Ok(Vec::new())
+        }
+        Err(error) => Err(error.into()),
+    }
+}
+
+/// The ResourceQuotas of `namespace` that limit claims.
+pub async fn quotas(client: &Client, namespace: &str) -> Result<Vec<QuotaView>, Error> {
+    let listed = Api::<ResourceQuota>::namespaced(client.clone(), namespace)
+        .list(&ListParams::default())
+        .await;
+    let quotas = unless_forbidden(listed, "ResourceQuotas", namespace)?;
+    Ok(quotas
+        .into_iter()
+        .map(|quota| QuotaView {
+            name: quota.name_any(),
+            hard: claim_resources(quota.spec.as_ref().and_then(|spec| spec.hard.as_ref())),
+            used: claim_resources(quota.status.as_ref().and_then(|status| status.used.as_ref())),
+        })
+        .filter(|quota| !quota.hard.is_empty())
+        .collect())
+}
+
+/// The bounds the LimitRanges of `namespace` put on a claim's storage.
+pub async fn claim_limits(client: &Client, namespace: &str) -> Result<Vec<ClaimLimitView>, Error> {
+    let listed = Api::<LimitRange>::namespaced(client.clone(), namespace)
+        .list(&ListParams::default())
+        .await;
+    let ranges = unless_forbidden(listed, "LimitRanges", namespace)?;
+    let storage = |bounds: Option<&BTreeMap<String, Quantity>>| {
+        bounds
+            .and_then(|bounds| bounds.get("storage"))
+            .and_then(|quantity| parse_bytes(&quantity.0).ok())
+    };
+    Ok(ranges
+        .iter()
+        .flat_map(|range| {
+            let items = range.spec.iter().flat_map(|spec| spec.limits.iter());
+            items
+                .filter(|item| item.type_ == "PersistentVolumeClaim")
+                .map(|item| ClaimLimitView {
+                    name: range.name_any(),
+                    min: storage(item.min.as_ref()),
+                    max: storage(item.max.as_ref()),
+                })
+                .collect::<Vec<_>>()
+        })
+        .filter(|limit| limit.min.is_some() || limit.max.is_some())
+        .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_what_claims_count_against_is_kept_and_parsed() {
+        let quantities: BTreeMap<String, Quantity> = [
+            ("requests.storage", "10Gi"),
+            ("persistentvolumeclaims", "4"),
+            ("fast.storageclass.storage.k8s.io/requests.storage", "500Mi"),
+            ("requests.cpu", "2"),
+            ("pods", "10"),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), Quantity(v.to_string())))
+        .collect();
+        let kept = claim_resources(Some(&quantities));
+        assert_eq!(
+            kept,
+            [
+                (
+                    "fast.storageclass.storage.k8s.io/requests.storage".to_string(),
+                    500 << 20
+                ),
+                ("persistentvolumeclaims".to_string(), 4),
+                ("requests.storage".to_string(), 10 << 30),
+            ]
+            .into()
+        );
+    }
+}
