@@ -116,36 +116,7 @@ async fn read_request(
     stateful_set: Option<&StatefulSet>,
     observed: &mut Observed,
 ) -> Result<(), Error> {
-    observed.storage_classes = Api::<StorageClass>::all(ctx.client.clone())
-        .list(&ListParams::default())
-        .await?
-        .items
-        .into_iter()
-        .map(|class| {
-            let view = StorageClassView {
-                provisioner: class.provisioner.clone(),
-                allowed_topologies: class
-                    .allowed_topologies
-                    .iter()
-                    .flatten()
-                    .map(|term| {
-                        term.match_label_expressions
-                            .iter()
-                            .flatten()
-                            .map(|e| (e.key.clone(), e.values.clone()))
-                            .collect()
-                    })
-                    .collect(),
-                allow_expansion: class.allow_volume_expansion.unwrap_or(false),
-                is_default: class
-                    .annotations()
-                    .get(DEFAULT_CLASS_ANNOTATION)
-                    .map(String::as_str)
-                    == Some("true"),
-            };
-            (class.name_any(), view)
-        })
-        .collect();
+    observed.storage_classes = storage_classes(ctx).await?;
     // Only a request for clones needs to know the CSI drivers.
     if resize.spec.warm_copy_method == ferry_api::WarmCopyMethod::Clone {
         observed.csi_drivers = Api::<CSIDriver>::all(ctx.client.clone())
@@ -189,6 +160,40 @@ async fn read_request(
     observed.peers = peers(ctx, resize, namespace);
     observed.queue_key = queue_key(resize);
     Ok(())
+}
+
+/// Every StorageClass, reduced to what the prechecks read.
+async fn storage_classes(ctx: &Context) -> Result<BTreeMap<String, StorageClassView>, Error> {
+    Ok(Api::<StorageClass>::all(ctx.client.clone())
+        .list(&ListParams::default())
+        .await?
+        .items
+        .into_iter()
+        .map(|class| {
+            let view = StorageClassView {
+                provisioner: class.provisioner.clone(),
+                allowed_topologies: class
+                    .allowed_topologies
+                    .iter()
+                    .flatten()
+                    .map(|term| {
+                        term.match_label_expressions
+                            .iter()
+                            .flatten()
+                            .map(|e| (e.key.clone(), e.values.clone()))
+                            .collect()
+                    })
+                    .collect(),
+                allow_expansion: class.allow_volume_expansion.unwrap_or(false),
+                is_default: class
+                    .annotations()
+                    .get(DEFAULT_CLASS_ANNOTATION)
+                    .map(String::as_str)
+                    == Some("true"),
+            };
+            (class.name_any(), view)
+        })
+        .collect())
 }
 
 /// Whether the request or one of the StatefulSet's templates names a VolumeAttributesClass: only
