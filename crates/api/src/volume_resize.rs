@@ -616,6 +616,9 @@ pub mod condition {
     pub const REASON_TOPOLOGY: &str = "StorageClassTopologyMismatch";
     /// A ResourceQuota of the namespace could not hold the claims the resize makes at its peak.
     pub const REASON_QUOTA_EXCEEDED: &str = "QuotaExceeded";
+    /// The namespace enforces Pod Security `restricted`, which admits no pod that keeps files'
+    /// owners: a copy there would lose them.
+    pub const REASON_POD_SECURITY: &str = "PodSecurityRestricted";
     /// A new or grown claim's size is outside a LimitRange's bounds for claims.
     pub const REASON_CLAIM_SIZE_LIMIT: &str = "ClaimSizeOutsideLimitRange";
     pub const REASON_WAITING_FOR_OTHER: &str = "WaitingForOtherResize";

@@ -51,6 +51,9 @@ pub struct Observed {
     pub quotas: Vec<QuotaView>,
     /// The namespace's LimitRanges' bounds on a claim's size (prechecks).
     pub claim_limits: Vec<ClaimLimitView>,
+    /// The Pod Security level the namespace enforces (its `pod-security.kubernetes.io/enforce`
+    /// label; prechecks), if it says one.
+    pub pod_security: Option<String>,
 }
 
 /// A ResourceQuota reduced to what claims count against: its hard limits and what is in use, by

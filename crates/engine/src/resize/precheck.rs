@@ -84,6 +84,7 @@ fn run_stages(spec: &VolumeResizeSpec, observed: &Observed) -> Result<Precheck, 
     }
     copyable(sts, &plan)?;
     reachable(observed, &plan)?;
+    quota::pods_admitted(observed, &plan)?;
     quota::within_limit_ranges(observed, &plan)?;
     quota::within_quotas(spec, observed, &plan)?;
     // A dry run changes nothing, so it never waits for the StatefulSet to be free or Ready; it

@@ -148,6 +148,7 @@ async fn read_request(
         // The API server stops a claim write past these half-way: the prechecks refuse first.
         observed.quotas = limits::quotas(&ctx.client, namespace).await?;
         observed.claim_limits = limits::claim_limits(&ctx.client, namespace).await?;
+        observed.pod_security = limits::pod_security(&ctx.client, namespace).await?;
         if resize.spec.dry_run && ctx.reads_usage() {
             let nodes = observed
                 .replica_nodes

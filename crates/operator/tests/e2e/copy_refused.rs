@@ -7,8 +7,8 @@ use ferry_api::Phase;
 use ferry_testenv::fixtures::{claim_directory, stateful_set, wait_ready};
 use ferry_testenv::{CLASS_FIXED, wait_until};
 use k8s_openapi::api::apps::v1::StatefulSet;
-use k8s_openapi::api::core::v1::{Namespace, PersistentVolume, PersistentVolumeClaim};
-use kube::api::{Patch, PatchParams, PostParams};
+use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim, ResourceQuota};
+use kube::api::PostParams;
 use kube::{Api, ResourceExt};
 use serde_json::json;
 use support::Harness;
@@ -74,8 +74,9 @@ async fn shrinking_below_the_data_in_use_fails_and_changes_nothing() {
     harness.finish().await;
 }
 
-/// The API server refusing what Ferry asks (here Pod Security `restricted` refuses the measuring
-/// pods, which run as root) is shown in the status and as a Warning Event, not retried in silence.
+/// The API server refusing what Ferry asks (here a ResourceQuota with no room for one more pod
+/// refuses the measuring pods) is shown in the status and as a Warning Event, not retried in
+/// silence.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_refused_request_is_reported_in_status_and_events() {
     let harness = Harness::start("copy-forbidden").await;
@@ -87,15 +88,19 @@ async fn a_refused_request_is_reported_in_status_and_events() {
     .await
     .unwrap();
     wait_ready(&sets, "db", 1, 120).await.unwrap();
-    let restricted = json!({"metadata": {"labels": {"pod-security.kubernetes.io/enforce": "restricted"}}});
-    Api::<Namespace>::all(harness.client.clone())
-        .patch(
-            &harness.ns.name,
-            &PatchParams::default(),
-            &Patch::Merge(restricted),
-        )
-        .await
-        .unwrap();
+    let full = serde_json::from_value(json!({
+        "metadata": {"name": "no-room"},
+        "spec": {"hard": {"pods": "1"}},
+    }))
+    .unwrap();
+    let quotas: Api<ResourceQuota> = harness.ns.api();
+    quotas.create(&PostParams::default(), &full).await.unwrap();
+    wait_until("the quota to count the replica", 60, || async {
+        let used = quotas.get("no-room").await.ok()?.status?.used?;
+        (used.get("pods")?.0 == "1").then_some(())
+    })
+    .await
+    .unwrap();
     harness
         .create_resize(
             "copy",
@@ -110,7 +115,7 @@ async fn a_refused_request_is_reported_in_status_and_events() {
         .message
         .unwrap();
     assert!(
-        message.contains("forbidden") && message.contains("PodSecurity"),
+        message.contains("forbidden") && message.contains("exceeded quota"),
         "{message}"
     );
     let events = harness.wait_event("VolumeResize", "copy", "RequestRefused").await;

@@ -643,3 +643,33 @@ async fn a_copy_past_the_namespaces_quota_or_limit_range_fails_and_changes_nothi
     .await;
     harness.finish().await;
 }
+
+/// A copy in a namespace enforcing Pod Security `restricted`, which admits no mover that keeps
+/// files' owners: refused before anything is touched, instead of its measuring pods being refused
+/// over and over.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_copy_in_a_restricted_namespace_fails_and_changes_nothing() {
+    let harness = Harness::start("pre-restricted").await;
+    harness
+        .healthy_stateful_set(stateful_set("db", 1, CLASS_FIXED, "1Gi"))
+        .await;
+    let restricted = json!({"metadata": {"labels": {"pod-security.kubernetes.io/enforce": "restricted"}}});
+    Api::<k8s_openapi::api::core::v1::Namespace>::all(harness.client.clone())
+        .patch(
+            &harness.ns.name,
+            &PatchParams::default(),
+            &Patch::Merge(restricted),
+        )
+        .await
+        .unwrap();
+    let spec = json!({"statefulSetName": "db", "volumes": [{"name": "data", "size": "2Gi"}]});
+    assert_rejected(
+        &harness,
+        "restricted",
+        spec,
+        REASON_POD_SECURITY,
+        "this namespace enforces Pod Security \"restricted\"",
+    )
+    .await;
+    harness.finish().await;
+}

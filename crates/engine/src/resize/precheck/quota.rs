@@ -1,7 +1,7 @@
-//! The namespace's own limits on claims, checked before anything is touched: the API server
-//! enforces a LimitRange on every claim create and update, and a ResourceQuota on every claim
-//! create and growth, so a resize they would stop half-way is refused at the start instead of
-//! retrying a refused write for ever.
+//! The namespace's own rules, checked before anything is touched: the API server enforces a
+//! LimitRange on every claim create and update, a ResourceQuota on every claim create and growth,
+//! and Pod Security on every pod, so a resize they would stop half-way is refused at the start
+//! instead of retrying a refused write for ever.
 
 use super::Precheck;
 use crate::resize::observed::Observed;
@@ -14,6 +14,24 @@ const CLAIMS: &str = "persistentvolumeclaims";
 
 fn per_class(class: &str, resource: &str) -> String {
     format!("{class}.storageclass.storage.k8s.io/{resource}")
+}
+
+/// A copy needs pods that keep files' owners (root, with the capabilities to set any owner and
+/// mode): Pod Security `restricted` admits none, and owners are never dropped to fit it.
+pub(super) fn pods_admitted(observed: &Observed, plan: &[VolumePlan]) -> Result<(), Precheck> {
+    if observed.pod_security.as_deref() != Some("restricted") {
+        return Ok(());
+    }
+    let Some(row) = (plan.iter()).find(|row| row.strategy == Some(ChosenStrategy::Copy)) else {
+        return Ok(());
+    };
+    Err(Precheck::reject(
+        REASON_POD_SECURITY,
+        format!(
+            "this namespace enforces Pod Security \"restricted\", which admits no pod running as root with the capabilities that keep files' owners and modes; replica {}'s volume {:?} needs a copy, whose mover and measuring pods would be refused (Ferry never copies with owners dropped). Let this namespace enforce \"baseline\" for the copy, or grow in place where the StorageClass allows it",
+            row.replica, row.volume
+        ),
+    ))
 }
 
 /// Every claim the resize makes or grows is within the namespace's LimitRanges' bounds.
@@ -315,6 +333,28 @@ mod tests {
         assert!(within_quotas(&spec(Mode::Rolling), &observed, &plan).is_ok());
         observed.quotas = vec![quota(&per_class("fast", STORAGE), 6 * GI - 1, 4 * GI)];
         assert!(refused(within_quotas(&spec(Mode::Offline), &observed, &plan)).is_some());
+    }
+
+    #[test]
+    fn a_copy_in_a_restricted_namespace_is_refused_and_a_growth_in_place_is_not() {
+        let copy = vec![row(1, ChosenStrategy::Copy, 2 * GI, "fast", "fast")];
+        let grow = vec![row(1, ChosenStrategy::InPlace, 2 * GI, "fast", "fast")];
+        let mut observed = observed(GI, 2);
+        for level in [None, Some("baseline"), Some("privileged")] {
+            observed.pod_security = level.map(String::from);
+            assert!(pods_admitted(&observed, &copy).is_ok(), "{level:?}");
+        }
+        observed.pod_security = Some("restricted".into());
+        assert!(pods_admitted(&observed, &grow).is_ok());
+        let message = refused(pods_admitted(&observed, &copy)).unwrap();
+        assert!(
+            message.starts_with("PodSecurityRestricted: this namespace enforces Pod Security \"restricted\""),
+            "{message}"
+        );
+        assert!(
+            message.contains("replica 1's volume \"data\" needs a copy"),
+            "{message}"
+        );
     }
 
     #[test]

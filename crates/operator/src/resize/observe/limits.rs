@@ -1,10 +1,10 @@
-//! The namespace's ResourceQuotas and LimitRanges, reduced to what a claim counts against, for
-//! the prechecks.
+//! The namespace's ResourceQuotas and LimitRanges, reduced to what a claim counts against, and
+//! the Pod Security level it enforces, for the prechecks.
 
 use crate::Error;
 use ferry_api::parse_bytes;
 use ferry_engine::resize::{ClaimLimitView, QuotaView};
-use k8s_openapi::api::core::v1::{LimitRange, ResourceQuota};
+use k8s_openapi::api::core::v1::{LimitRange, Namespace, ResourceQuota};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use kube::api::{ListParams, ObjectList};
 use kube::{Api, Client, ResourceExt};
@@ -92,6 +92,26 @@ pub async fn claim_limits(client: &Client, namespace: &str) -> Result<Vec<ClaimL
         .filter(|limit| limit.min.is_some() || limit.max.is_some())
         .collect())
 }
+
+/// The Pod Security level `namespace` enforces by its label (`None`: none said, or the operator
+/// may not read namespaces: then nothing is refused on its account, as for the lists above).
+pub async fn pod_security(client: &Client, namespace: &str) -> Result<Option<String>, Error> {
+    match Api::<Namespace>::all(client.clone()).get_opt(namespace).await {
+        Ok(found) => Ok(found.and_then(|ns| ns.labels().get(POD_SECURITY_ENFORCE).cloned())),
+        Err(kube::Error::Api(status)) if status.code == 403 => {
+            tracing::warn!(
+                namespace,
+                "Pod Security not checked: the operator may not read the namespace ({})",
+                status.message
+            );
+            Ok(None)
+        }
+        Err(error) => Err(error.into()),
+    }
+}
+
+/// The label by which a namespace enforces a Pod Security level.
+const POD_SECURITY_ENFORCE: &str = "pod-security.kubernetes.io/enforce";
 
 #[cfg(test)]
 mod tests {
