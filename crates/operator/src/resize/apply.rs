@@ -180,7 +180,7 @@ async fn carry_out(
                     .bandwidth_limit
                     .as_deref()
                     .and_then(|q| parse_bytes(q).ok()),
-                resources: settings.resources.or_else(|| ctx.resize.mover_resources.clone()),
+                resources: placement.resources.clone(),
                 capabilities: capabilities.clone(),
                 cloned_at: *cloned_at,
                 track_changes: *track_changes,
@@ -306,11 +306,14 @@ async fn placement(
         return Err(Error::Invariant(refusal));
     }
     let tolerations = replica_tolerations(ctx, resize, namespace).await?;
+    let constrained = crate::resize::limits::quota_resources(&ctx.client, namespace).await?;
+    let resources = (settings.resources.clone()).or_else(|| ctx.resize.mover_resources.clone());
     Ok(objects::placement(
         &settings,
         &ctx.resize.mover_image,
         tolerations,
         &ctx.resize.mover_image_pull_secrets,
+        objects::quota_resources::filled_for_quotas(resources, &constrained),
     ))
 }
 

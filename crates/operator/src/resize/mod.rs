@@ -10,6 +10,7 @@ mod direct_go;
 mod finalizer;
 mod guard;
 pub mod hold;
+mod limits;
 mod observe;
 pub mod read_floors;
 mod reconcile;

@@ -4,7 +4,6 @@
 
 mod clone_failures;
 mod dry_run_usage;
-mod limits;
 mod rolling_update;
 mod run;
 mod views;
@@ -146,9 +145,9 @@ async fn read_request(
             .collect();
         observed.replica_nodes = replica_nodes(ctx, sts, namespace).await?;
         // The API server stops a claim write past these half-way: the prechecks refuse first.
-        observed.quotas = limits::quotas(&ctx.client, namespace).await?;
-        observed.claim_limits = limits::claim_limits(&ctx.client, namespace).await?;
-        observed.pod_security = limits::pod_security(&ctx.client, namespace).await?;
+        observed.quotas = super::limits::quotas(&ctx.client, namespace).await?;
+        observed.claim_limits = super::limits::claim_limits(&ctx.client, namespace).await?;
+        observed.pod_security = super::limits::pod_security(&ctx.client, namespace).await?;
         if resize.spec.dry_run && ctx.reads_usage() {
             let nodes = observed
                 .replica_nodes

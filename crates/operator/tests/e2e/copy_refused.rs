@@ -168,3 +168,53 @@ async fn an_unschedulable_mover_fails_the_resize_with_the_schedulers_reason() {
     harness.assert_nothing_leaked(2).await;
     harness.finish().await;
 }
+
+/// A namespace whose ResourceQuota makes every pod declare its CPU request and memory limit: the
+/// mover and measuring pods get defaults for what their settings leave unset (the API server
+/// would refuse them otherwise) and the copy completes. On kwok's replicas, the movers real
+/// processes beside them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_copy_completes_where_a_quota_makes_every_pod_declare_its_resources() {
+    let harness = Harness::start("copy-quota-pods").await;
+    let mut sts = stateful_set("db", 1, CLASS_FIXED, "256Mi");
+    let container = &mut sts
+        .spec
+        .as_mut()
+        .unwrap()
+        .template
+        .spec
+        .as_mut()
+        .unwrap()
+        .containers[0];
+    container.resources = Some(
+        serde_json::from_value(json!({"requests": {"cpu": "10m"}, "limits": {"memory": "64Mi"}})).unwrap(),
+    );
+    harness.healthy_stateful_set(sts).await;
+    let quota = serde_json::from_value(json!({
+        "metadata": {"name": "compute"},
+        "spec": {"hard": {"requests.cpu": "4", "limits.memory": "16Gi"}},
+    }))
+    .unwrap();
+    let quotas: Api<ResourceQuota> = harness.ns.api();
+    quotas.create(&PostParams::default(), &quota).await.unwrap();
+    wait_until("the quota to count the replica", 60, || async {
+        let used = quotas.get("compute").await.ok()?.status?.used?;
+        (used.get("requests.cpu")?.0 == "10m").then_some(())
+    })
+    .await
+    .unwrap();
+    harness
+        .create_resize(
+            "copy",
+            json!({"statefulSetName": "db", "volumes": [{"name": "data", "size": "512Mi"}]}),
+        )
+        .await;
+    let resize = harness.wait_terminal("copy", "the copy to finish", 180).await;
+    assert_eq!(
+        resize.phase(),
+        Phase::Succeeded,
+        "{:?}",
+        resize.status.as_ref().and_then(|s| s.message.clone())
+    );
+    harness.finish().await;
+}

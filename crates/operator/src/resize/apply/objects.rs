@@ -27,6 +27,7 @@ use kube::{Resource, ResourceExt};
 use serde_json::json;
 use std::collections::BTreeMap;
 
+pub mod quota_resources;
 mod standby;
 #[cfg(test)]
 mod tests;
@@ -97,6 +98,9 @@ pub struct Placement {
     pub tolerations: Vec<Toleration>,
     /// Secrets of the pod's namespace to pull `image` with (`--mover-image-pull-secrets`).
     pub image_pull_secrets: Vec<String>,
+    /// Compute resources of mover and usage pods: `spec.mover.resources`, else the operator's
+    /// default, with what the namespace's quotas make every pod declare filled in.
+    pub resources: Option<ResourceRequirements>,
 }
 
 /// The placement of `mover`, over the operator's image, with the replica's tolerations added to its
@@ -106,6 +110,7 @@ pub fn placement(
     default_image: &str,
     replica_tolerations: Vec<Toleration>,
     image_pull_secrets: &[String],
+    resources: Option<ResourceRequirements>,
 ) -> Placement {
     let mut tolerations = mover.tolerations.clone().unwrap_or_default();
     for toleration in replica_tolerations {
@@ -118,6 +123,7 @@ pub fn placement(
         node_selector: mover.node_selector.clone(),
         tolerations,
         image_pull_secrets: image_pull_secrets.to_vec(),
+        resources,
     }
 }
 
@@ -309,6 +315,7 @@ pub fn usage_pod(owner: &Owner, name: &str, placement: &Placement, claim: &str) 
         // former, and the mount is read-only anyway.
         security_context: Some(container_security(&["DAC_OVERRIDE"])),
         volume_mounts: Some(vec![mount("source", true)]),
+        resources: placement.resources.clone(),
         ..Container::default()
     };
     ferry_pod(

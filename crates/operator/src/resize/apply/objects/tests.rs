@@ -42,6 +42,7 @@ fn placed() -> Placement {
         "ghcr.io/ferry-dev/ferry:0",
         vec![toleration("dedicated"), toleration("db")],
         &[],
+        None,
     )
 }
 
@@ -206,6 +207,7 @@ fn a_mover_pod_carries_the_node_selector_and_every_toleration_once() {
         "ghcr.io/ferry-dev/ferry:0",
         vec![toleration("db")],
         &[],
+        None,
     );
     assert_eq!(plain.image, "ghcr.io/ferry-dev/ferry:0");
     assert_eq!(plain.node_selector, None);
@@ -648,6 +650,7 @@ fn the_typed_objects_serialize_as_the_json_ones_did() {
         "ghcr.io/ferry-dev/ferry:0",
         vec![],
         &[],
+        None,
     );
     let expected_usage = json!({
         "apiVersion": "v1",
@@ -828,6 +831,7 @@ fn mover_and_usage_pods_pull_with_the_operators_pull_secrets_and_name_none_witho
         "private.example/ferry:1",
         vec![],
         &secrets,
+        None,
     );
     let pull_secrets = |pod: &Pod| serde_json::to_value(pod).unwrap()["spec"]["imagePullSecrets"].clone();
     let expected = json!([{"name": "registry-a"}, {"name": "registry-b"}]);

@@ -1,5 +1,5 @@
-//! The namespace's ResourceQuotas and LimitRanges, reduced to what a claim counts against, and
-//! the Pod Security level it enforces, for the prechecks.
+//! The namespace's ResourceQuotas and LimitRanges, reduced to what a claim or a pod counts against,
+//! and the Pod Security level it enforces: for the prechecks, and for the pods Ferry makes there.
 
 use crate::Error;
 use ferry_api::parse_bytes;
@@ -62,6 +62,23 @@ pub async fn quotas(client: &Client, namespace: &str) -> Result<Vec<QuotaView>, 
             used: claim_resources(quota.status.as_ref().and_then(|status| status.used.as_ref())),
         })
         .filter(|quota| !quota.hard.is_empty())
+        .collect())
+}
+
+/// Every resource name the ResourceQuotas of `namespace` limit (`hard`): a pod must declare the
+/// compute ones among them.
+pub async fn quota_resources(
+    client: &Client,
+    namespace: &str,
+) -> Result<std::collections::BTreeSet<String>, Error> {
+    let listed = Api::<ResourceQuota>::namespaced(client.clone(), namespace)
+        .list(&ListParams::default())
+        .await;
+    let quotas = unless_forbidden(listed, "ResourceQuotas", namespace)?;
+    Ok(quotas
+        .iter()
+        .filter_map(|quota| quota.spec.as_ref()?.hard.as_ref())
+        .flat_map(|hard| hard.keys().cloned())
         .collect())
 }
 
