@@ -327,8 +327,7 @@ impl Fetch<'_> {
                 message,
                 vanished: true,
             } => {
-                self.warnings.warn(message);
-                self.out.vanished[i].store(true, Ordering::Relaxed);
+                self.gone(i, message);
                 return Ok(());
             }
             other => return Err(peer.unexpected(&other)),
@@ -394,8 +393,7 @@ impl Fetch<'_> {
                 message,
                 vanished: true,
             } => {
-                self.warnings.warn(message);
-                self.out.vanished[i].store(true, Ordering::Relaxed);
+                self.gone(i, message);
                 return Ok(false);
             }
             other => return Err(peer.unexpected(&other)),
@@ -416,6 +414,12 @@ impl Fetch<'_> {
                 Ok(false)
             }
         }
+    }
+
+    /// Source entry `i` is gone or no longer a regular file (a warm pass goes on without it).
+    fn gone(&self, i: usize, message: String) {
+        self.warnings.warn(message);
+        self.out.vanished[i].store(true, Ordering::Relaxed);
     }
 
     /// Data frames written into `file` at their offsets until the end (`None`, after a warning,

@@ -7,7 +7,7 @@ use ferry_api::Phase;
 use ferry_testenv::fixtures::{claim_directory, stateful_set, wait_ready};
 use ferry_testenv::{CLASS_FIXED, wait_until};
 use k8s_openapi::api::apps::v1::StatefulSet;
-use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim, ResourceQuota};
+use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
 use kube::api::PostParams;
 use kube::{Api, ResourceExt};
 use serde_json::json;
@@ -88,19 +88,9 @@ async fn a_refused_request_is_reported_in_status_and_events() {
     .await
     .unwrap();
     wait_ready(&sets, "db", 1, 120).await.unwrap();
-    let full = serde_json::from_value(json!({
-        "metadata": {"name": "no-room"},
-        "spec": {"hard": {"pods": "1"}},
-    }))
-    .unwrap();
-    let quotas: Api<ResourceQuota> = harness.ns.api();
-    quotas.create(&PostParams::default(), &full).await.unwrap();
-    wait_until("the quota to count the replica", 60, || async {
-        let used = quotas.get("no-room").await.ok()?.status?.used?;
-        (used.get("pods")?.0 == "1").then_some(())
-    })
-    .await
-    .unwrap();
+    harness
+        .quota("no-room", json!({"pods": "1"}), ("pods", "1"))
+        .await;
     harness
         .create_resize(
             "copy",
@@ -190,19 +180,8 @@ async fn a_copy_completes_where_a_quota_makes_every_pod_declare_its_resources() 
         serde_json::from_value(json!({"requests": {"cpu": "10m"}, "limits": {"memory": "64Mi"}})).unwrap(),
     );
     harness.healthy_stateful_set(sts).await;
-    let quota = serde_json::from_value(json!({
-        "metadata": {"name": "compute"},
-        "spec": {"hard": {"requests.cpu": "4", "limits.memory": "16Gi"}},
-    }))
-    .unwrap();
-    let quotas: Api<ResourceQuota> = harness.ns.api();
-    quotas.create(&PostParams::default(), &quota).await.unwrap();
-    wait_until("the quota to count the replica", 60, || async {
-        let used = quotas.get("compute").await.ok()?.status?.used?;
-        (used.get("requests.cpu")?.0 == "10m").then_some(())
-    })
-    .await
-    .unwrap();
+    let hard = json!({"requests.cpu": "4", "limits.memory": "16Gi"});
+    harness.quota("compute", hard, ("requests.cpu", "10m")).await;
     harness
         .create_resize(
             "copy",

@@ -595,21 +595,14 @@ async fn a_copy_past_the_namespaces_quota_or_limit_range_fails_and_changes_nothi
     harness
         .healthy_stateful_set(stateful_set("db", 2, CLASS_FIXED, "1Gi"))
         .await;
-    let quota = serde_json::from_value(json!({
-        "metadata": {"name": "team"},
-        "spec": {"hard": {"requests.storage": "3Gi"}},
-    }))
-    .unwrap();
-    let quotas: Api<k8s_openapi::api::core::v1::ResourceQuota> = harness.ns.api();
-    quotas.create(&PostParams::default(), &quota).await.unwrap();
     // The quota controller counts the two 1Gi claims.
-    ferry_testenv::wait_until("the quota to count the claims", 60, || async {
-        let quota = quotas.get("team").await.ok()?;
-        let used = quota.status?.used?.get("requests.storage")?.0.clone();
-        (used == "2Gi").then_some(())
-    })
-    .await
-    .unwrap();
+    harness
+        .quota(
+            "team",
+            json!({"requests.storage": "3Gi"}),
+            ("requests.storage", "2Gi"),
+        )
+        .await;
     // To 2Gi by copy, one replica at a time: the first grown (+1Gi), the second's new 2Gi claim
     // beside its old one: 3Gi more where 1Gi is left.
     let spec = json!({"statefulSetName": "db", "volumes": [{"name": "data", "size": "2Gi"}]});

@@ -777,6 +777,23 @@ impl Harness {
     }
 
     /// Creates the StatefulSet and waits until all its replicas are Ready.
+    /// A ResourceQuota `name` with `hard` limits, once the quota controller counts `resource` as
+    /// `used` (so the API server judges the next write against what is there).
+    pub async fn quota(&self, name: &str, hard: serde_json::Value, (resource, used): (&str, &str)) {
+        use k8s_openapi::api::core::v1::ResourceQuota;
+        let quota =
+            serde_json::from_value(serde_json::json!({"metadata": {"name": name}, "spec": {"hard": hard}}))
+                .unwrap();
+        let quotas = self.ns.api::<ResourceQuota>();
+        quotas.create(&PostParams::default(), &quota).await.unwrap();
+        wait_until(&format!("quota {name} to count {resource}"), 60, || async {
+            let counted = quotas.get(name).await.ok()?.status?.used?;
+            (counted.get(resource)?.0 == used).then_some(())
+        })
+        .await
+        .unwrap();
+    }
+
     pub async fn healthy_stateful_set(&self, sts: k8s_openapi::api::apps::v1::StatefulSet) {
         use ferry_testenv::fixtures::wait_ready;
         let name = sts.name_any();
