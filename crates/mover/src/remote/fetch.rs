@@ -30,6 +30,9 @@ const SMALL: u64 = 1 << 20;
 const BATCH_FILES: usize = 64;
 /// The most bytes in one batch.
 const BATCH_BYTES: u64 = 4 << 20;
+/// The most bytes of paths in one batch's requests: a batch is sent whole before its answers are
+/// read, so it must fit the sockets' buffers whatever the names' lengths.
+const BATCH_NAMES: usize = 16 << 10;
 
 /// Per-entry outcomes shared by the fetching threads.
 pub(super) struct Outcome {
@@ -134,26 +137,29 @@ fn fetches_whole(op: &Op) -> bool {
     matches!(op, Op::CopyData | Op::Compare { .. })
 }
 
-/// The work in turns: consecutive small files fetched whole go together (up to [`BATCH_FILES`]
-/// and [`BATCH_BYTES`]), everything else alone.
-fn batches(work: &[usize], ops: &[Op], sizes: impl Fn(usize) -> u64) -> Vec<Vec<usize>> {
+/// The work in turns: consecutive small files fetched whole go together (up to [`BATCH_FILES`],
+/// [`BATCH_BYTES`] of data and [`BATCH_NAMES`] of requests), everything else alone. `cost` gives
+/// an entry's data size and the length of its path.
+fn batches(work: &[usize], ops: &[Op], cost: impl Fn(usize) -> (u64, usize)) -> Vec<Vec<usize>> {
     let mut batches: Vec<Vec<usize>> = Vec::new();
-    let mut bytes = 0;
+    let (mut bytes, mut names) = (0, 0);
+    let small = |i: usize| fetches_whole(&ops[i]) && cost(i).0 < SMALL;
     for &i in work {
-        let small = fetches_whole(&ops[i]) && sizes(i) < SMALL;
-        let joins = small
-            && batches.last().is_some_and(|last| {
-                fetches_whole(&ops[last[0]]) && sizes(last[0]) < SMALL && last.len() < BATCH_FILES
-            })
-            && bytes + sizes(i) <= BATCH_BYTES;
+        let (size, name) = cost(i);
+        let joins = small(i)
+            && batches
+                .last()
+                .is_some_and(|last| small(last[0]) && last.len() < BATCH_FILES)
+            && bytes + size <= BATCH_BYTES
+            && names + name <= BATCH_NAMES;
         match batches.last_mut() {
             Some(last) if joins => {
                 last.push(i);
-                bytes += sizes(i);
+                (bytes, names) = (bytes + size, names + name);
             }
             _ => {
                 batches.push(vec![i]);
-                bytes = sizes(i);
+                (bytes, names) = (size, name);
             }
         }
     }
@@ -194,7 +200,11 @@ impl Fetch<'_> {
         let work: Vec<usize> = (0..plan.ops.len())
             .filter(|&i| !matches!(plan.ops[i], Op::Skip | Op::Mkdir | Op::HardLink(_)))
             .collect();
-        let turns = batches(&work, &plan.ops, |i| self.src.entries[i].meta.size);
+        let cost = |i: usize| {
+            let e = &self.src.entries[i];
+            (e.meta.size, e.rel.as_os_str().len())
+        };
+        let turns = batches(&work, &plan.ops, cost);
         for (i, op) in plan.ops.iter().enumerate().skip(1) {
             if matches!(op, Op::Skip | Op::Mkdir) {
                 self.progress.done(self.data_size(i));
@@ -603,16 +613,19 @@ mod tests {
         let sizes = [10, 10, 10, SMALL, 10, 10, 10, 10];
         let work: Vec<usize> = (0..ops.len()).collect();
         assert_eq!(
-            batches(&work, &ops, |i| sizes[i]),
+            batches(&work, &ops, |i| (sizes[i], 10)),
             vec![vec![0, 1, 2], vec![3], vec![4], vec![5], vec![6], vec![7]]
         );
         // The byte bound: four files of nearly 1 MiB a batch; the file bound: 64 a batch.
         let ten: Vec<usize> = (0..10).collect();
-        let turns = batches(&ten, &vec![Op::CopyData; 10], |_| SMALL - 1);
+        let turns = batches(&ten, &vec![Op::CopyData; 10], |_| (SMALL - 1, 10));
         assert_eq!(turns.iter().map(Vec::len).collect::<Vec<_>>(), vec![4, 4, 2]);
         let many: Vec<usize> = (0..130).collect();
-        let turns = batches(&many, &vec![Op::CopyData; 130], |_| 1);
+        let turns = batches(&many, &vec![Op::CopyData; 130], |_| (1, 10));
         assert_eq!(turns.iter().map(Vec::len).collect::<Vec<_>>(), vec![64, 64, 2]);
+        // The names' bound: paths of 4 KiB, four a batch.
+        let turns = batches(&ten, &vec![Op::CopyData; 10], |_| (1, 4096));
+        assert_eq!(turns.iter().map(Vec::len).collect::<Vec<_>>(), vec![4, 4, 2]);
     }
 
     #[test]
