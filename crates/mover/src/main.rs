@@ -70,7 +70,8 @@ enum Cmd {
         tls: PathBuf,
     },
     /// Make TARGET an exact copy of the tree a `serve` mover holds on another node, verified end
-    /// to end (the source's manifest against the target's, each hashed where it lies).
+    /// to end (each file written is read back and compared with the hash of the source's content
+    /// as the serving mover read it from its disk).
     #[command(after_help = EXIT_CODES)]
     Pull(PullArgs),
     /// Exit 0 if PATH exists, else 1 (a standby's readiness probe: `sync --ready-file PATH`; the
