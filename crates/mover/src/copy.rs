@@ -311,7 +311,7 @@ pub(crate) fn create_final(
 }
 
 /// Opens the temp file of a copy, emptied (a killed run may have left one).
-fn create_temp(tmp: &Path) -> Result<File, MoverError> {
+pub(crate) fn create_temp(tmp: &Path) -> Result<File, MoverError> {
     OpenOptions::new()
         .write(true)
         .read(true)

@@ -266,7 +266,7 @@ fn write_range(ctx: &CopyCtx, pair: &Pair, off: u64, source: &[u8]) -> Result<()
         if from >= to {
             continue;
         }
-        punch(pair, at, from, source, off)?;
+        punch(pair, at, from)?;
         let bytes = &source[(from - off) as usize..(to - off) as usize];
         ctx.before_writing(bytes.len() as u64);
         pair.tf
@@ -275,24 +275,34 @@ fn write_range(ctx: &CopyCtx, pair: &Pair, off: u64, source: &[u8]) -> Result<()
         ctx.wrote(bytes.len() as u64);
         at = to;
     }
-    punch(pair, at, end, source, off)?;
+    punch(pair, at, end)?;
     Ok(())
 }
 
-/// Makes `[from, to)` of the target read as zeros: a hole where the file system can punch one,
-/// else written zeros.
-fn punch(pair: &Pair, from: u64, to: u64, source: &[u8], off: u64) -> Result<(), MoverError> {
+/// Makes `[from, to)` of the target read as zeros (the source's holes there).
+fn punch(pair: &Pair, from: u64, to: u64) -> Result<(), MoverError> {
     if from >= to {
         return Ok(());
     }
+    punch_hole(&pair.tf, pair.dst, from, to - from)
+}
+
+/// Makes `[from, from + len)` of `file` read as zeros: a hole where the file system can punch
+/// one, else written zeros.
+pub(crate) fn punch_hole(file: &File, path: &Path, from: u64, len: u64) -> Result<(), MoverError> {
     let flags = FallocateFlags::PUNCH_HOLE | FallocateFlags::KEEP_SIZE;
-    match rustix::fs::fallocate(&pair.tf, flags, from, to - from) {
-        Ok(()) => Ok(()),
-        Err(_) => pair
-            .tf
-            .write_all_at(&source[(from - off) as usize..(to - off) as usize], from)
-            .map_err(|e| MoverError::io("writing", pair.dst, e)),
+    if rustix::fs::fallocate(file, flags, from, len).is_ok() {
+        return Ok(());
     }
+    let zeros = [0u8; BLOCK];
+    let mut at = from;
+    while at < from + len {
+        let n = (from + len - at).min(BLOCK as u64) as usize;
+        file.write_all_at(&zeros[..n], at)
+            .map_err(|e| MoverError::io("writing", path, e))?;
+        at += n as u64;
+    }
+    Ok(())
 }
 
 #[cfg(test)]

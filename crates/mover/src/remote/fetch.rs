@@ -95,24 +95,6 @@ fn gaps(asked: &[(u64, u64)], got: &[(u64, u64)], size: u64) -> Vec<(u64, u64)> 
     gaps
 }
 
-/// Makes `[from, from + len)` of `file` read as zeros: a hole where the file system can punch
-/// one, else written zeros.
-fn punch(file: &File, path: &Path, from: u64, len: u64) -> Result<(), MoverError> {
-    let flags = rustix::fs::FallocateFlags::PUNCH_HOLE | rustix::fs::FallocateFlags::KEEP_SIZE;
-    if rustix::fs::fallocate(file, flags, from, len).is_ok() {
-        return Ok(());
-    }
-    let zeros = vec![0u8; crate::delta::BLOCK];
-    let mut at = from;
-    while at < from + len {
-        let n = (from + len - at).min(zeros.len() as u64) as usize;
-        file.write_all_at(&zeros[..n], at)
-            .map_err(|e| MoverError::io("writing", path, e))?;
-        at += n as u64;
-    }
-    Ok(())
-}
-
 /// The byte ranges of the pieces whose digests differ (or that only the source has), adjacent
 /// ones joined, cut at the source's `size`.
 fn differing_ranges(theirs: &[u128], ours: &[u128], size: u64) -> Vec<(u64, u64)> {
@@ -356,7 +338,7 @@ impl Fetch<'_> {
         let (written, size) = (received.written, received.size);
         // What the source did not send of a range it was asked for is a hole there.
         for (from, len) in gaps(&ranges, &received.segments, size) {
-            punch(&file, d, from, len)?;
+            crate::delta::punch_hole(&file, d, from, len)?;
         }
         file.set_len(size)
             .map_err(|err| MoverError::io("writing", d, err))?;
@@ -517,15 +499,7 @@ impl Fetch<'_> {
             Some((file, created)) => (d.clone(), file, Some(created)),
             None => {
                 let tmp = crate::copy::temp_path(&d);
-                let file = OpenOptions::new()
-                    .read(true)
-                    .write(true)
-                    .create(true)
-                    .truncate(true)
-                    .mode(0o600)
-                    .custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32)
-                    .open(&tmp)
-                    .map_err(|err| MoverError::io("creating", &tmp, err))?;
+                let file = crate::copy::create_temp(&tmp)?;
                 (tmp, file, None)
             }
         };

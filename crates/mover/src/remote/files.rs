@@ -4,7 +4,6 @@
 
 use std::fs::File;
 use std::io::{self, Write};
-use std::os::unix::fs::FileExt;
 use std::path::Path;
 use std::sync::atomic::Ordering;
 
@@ -25,7 +24,7 @@ pub(super) fn read(path: &Path, out: &mut impl Write, sent: &AtomicU64) -> io::R
     };
     let segments = crate::copy::data_segments(&file, &before)?;
     let mut hasher = Hashed::default();
-    send_ranges(&file, &segments, out, sent, Some(&mut hasher))?;
+    send_ranges(&file, path, &segments, out, sent, Some(&mut hasher))?;
     hasher.zeros_to(before.size);
     let after = EntryMeta::from_metadata(&file.metadata()?);
     wire::send(
@@ -69,7 +68,7 @@ pub(super) fn read_ranges(
         Err(refusal) => return wire::send(out, &refusal),
     };
     let segments = crate::copy::data_segments(&file, &meta)?;
-    send_ranges(&file, &intersection(ranges, &segments), out, sent, None)?;
+    send_ranges(&file, path, &intersection(ranges, &segments), out, sent, None)?;
     wire::send(out, &Reply::End { size: meta.size })
 }
 
@@ -83,7 +82,7 @@ pub(super) fn hash(path: &Path, out: &mut impl Write) -> io::Result<()> {
     let mut buf = vec![0u8; DATA_PER_FRAME as usize];
     let mut at = 0;
     loop {
-        let got = read_at(&file, &mut buf, at)?;
+        let got = crate::copy::read_full(&file, path, &mut buf, at).map_err(io::Error::other)?;
         if got == 0 {
             break;
         }
@@ -169,6 +168,7 @@ fn open_file(path: &Path) -> io::Result<Result<(File, EntryMeta), Reply>> {
 /// past the file's end is cut where the file ends (it shrank since its size was read).
 fn send_ranges(
     file: &File,
+    path: &Path,
     ranges: &[(u64, u64)],
     out: &mut impl Write,
     sent: &AtomicU64,
@@ -180,7 +180,7 @@ fn send_ranges(
         let mut at = start;
         while at < end {
             let want = (end - at).min(DATA_PER_FRAME) as usize;
-            let got = read_at(file, &mut buf[..want], at)?;
+            let got = crate::copy::read_full(file, path, &mut buf[..want], at).map_err(io::Error::other)?;
             if got == 0 {
                 break;
             }
@@ -208,20 +208,6 @@ fn intersection(asked: &[(u64, u64)], data: &[(u64, u64)]) -> Vec<(u64, u64)> {
         }
     }
     out
-}
-
-/// Reads until `buf` is full or the file ends.
-fn read_at(file: &File, buf: &mut [u8], at: u64) -> io::Result<usize> {
-    let mut got = 0;
-    while got < buf.len() {
-        match file.read_at(&mut buf[got..], at + got as u64) {
-            Ok(0) => break,
-            Ok(n) => got += n,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(got)
 }
 
 #[cfg(test)]
