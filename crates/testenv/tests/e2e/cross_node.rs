@@ -3,7 +3,7 @@
 //! the new one's), which reach each other by pod IP over mutual TLS with one authority's
 //! certificates; a mover with another authority's certificate is refused.
 
-use crate::real_pods::{kubectl_ok, wait_running};
+use crate::real_pods::{finished, kubectl_ok, terminated, wait_running};
 use ferry_testenv::workload::{BUSYBOX_IMAGE, FERRY_IMAGE};
 use ferry_testenv::{
     CLASS_BLOCK_NODE, REAL_NODE_KEY, REAL_NODES, TestNamespace, client, kubectl, wait_until,
@@ -112,18 +112,14 @@ fn secret(name: &str) -> Value {
 
 /// Waits for pod `name` to end: its phase, exit code and termination message.
 async fn ended(pods: &Api<Pod>, name: &str) -> (String, i32, String) {
-    wait_until(&format!("pod {name} to end"), 180, || async {
-        let pod = pods.get_opt(name).await.ok().flatten()?;
-        let status = pod.status?;
-        let phase = status.phase?;
-        if phase != "Succeeded" && phase != "Failed" {
-            return None;
-        }
-        let state = status.container_statuses?.first()?.state.clone()?.terminated?;
-        Some((phase, state.exit_code, state.message.unwrap_or_default()))
-    })
-    .await
-    .unwrap()
+    let pod = finished(pods, name, 180).await;
+    let phase = pod
+        .status
+        .as_ref()
+        .and_then(|status| status.phase.clone())
+        .unwrap_or_default();
+    let (code, message) = terminated(&pod);
+    (phase, code, message)
 }
 
 /// Every regular file below /data with its SHA-256, and the links, as the pod `pod` sees them.

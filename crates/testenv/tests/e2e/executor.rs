@@ -1,5 +1,6 @@
 //! Mover pods run as real local processes that see the PV's files and end like a kubelet reports.
 
+use crate::real_pods::{finished, terminated};
 use ferry_testenv::fixtures::claim_directory;
 use ferry_testenv::{CLASS_FIXED, MOVER_LABEL, TestNamespace, client, wait_until};
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim, Pod};
@@ -32,25 +33,6 @@ fn mover_pod(name: &str, claim: &str, script: &str) -> Pod {
     .unwrap()
 }
 
-async fn finished(pods: &Api<Pod>, name: &str) -> Pod {
-    wait_until(&format!("mover pod {name} to finish"), 90, || async {
-        let pod = pods.get_opt(name).await.ok().flatten()?;
-        let phase = pod.status.as_ref()?.phase.clone()?;
-        (phase == "Succeeded" || phase == "Failed").then_some(pod)
-    })
-    .await
-    .unwrap()
-}
-
-fn terminated(pod: &Pod) -> (i32, String) {
-    let state = pod.status.as_ref().unwrap().container_statuses.as_ref().unwrap()[0]
-        .state
-        .clone()
-        .unwrap();
-    let terminated = state.terminated.unwrap();
-    (terminated.exit_code, terminated.message.unwrap_or_default())
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mover_pod_runs_a_real_process_on_the_volume() {
     let client = client().await.unwrap();
@@ -69,7 +51,7 @@ async fn mover_pod_runs_a_real_process_on_the_volume() {
         "echo hello-from-pod > /data/greeting && echo wrote > /dev/termination-log",
     );
     pods.create(&PostParams::default(), &writer).await.unwrap();
-    let pod = finished(&pods, "writer").await;
+    let pod = finished(&pods, "writer", 90).await;
     assert_eq!(pod.status.as_ref().unwrap().phase.as_deref(), Some("Succeeded"));
     assert_eq!(terminated(&pod), (0, "wrote\n".to_string()));
 
@@ -89,7 +71,7 @@ async fn mover_pod_runs_a_real_process_on_the_volume() {
         "cat /data/from-host > /dev/termination-log; ls /data >&2; exit 3",
     );
     pods.create(&PostParams::default(), &reader).await.unwrap();
-    let pod = finished(&pods, "reader").await;
+    let pod = finished(&pods, "reader", 90).await;
     assert_eq!(pod.status.as_ref().unwrap().phase.as_deref(), Some("Failed"));
     assert_eq!(terminated(&pod), (3, "placed on the host".to_string()));
     ns.cleanup().await.unwrap();

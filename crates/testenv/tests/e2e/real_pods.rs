@@ -69,3 +69,24 @@ pub async fn kubectl_ok(ns: &TestNamespace, args: &[&str]) -> String {
     assert_eq!(code, 0, "kubectl {args:?}: {stderr}");
     stdout
 }
+
+/// Waits at most `seconds` for pod `name` to end (Succeeded or Failed).
+pub async fn finished(pods: &Api<Pod>, name: &str, seconds: u64) -> Pod {
+    wait_until(&format!("pod {name} to finish"), seconds, || async {
+        let pod = pods.get_opt(name).await.ok().flatten()?;
+        let phase = pod.status.as_ref()?.phase.clone()?;
+        (phase == "Succeeded" || phase == "Failed").then_some(pod)
+    })
+    .await
+    .unwrap()
+}
+
+/// The exit code and termination message of an ended pod's first container.
+pub fn terminated(pod: &Pod) -> (i32, String) {
+    let state = pod.status.as_ref().unwrap().container_statuses.as_ref().unwrap()[0]
+        .state
+        .clone()
+        .unwrap();
+    let terminated = state.terminated.unwrap();
+    (terminated.exit_code, terminated.message.unwrap_or_default())
+}
