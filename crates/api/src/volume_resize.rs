@@ -23,7 +23,10 @@ use std::collections::BTreeMap;
     printcolumn = r#"{"name":"Age","type":"date","jsonPath":".metadata.creationTimestamp"}"#,
     printcolumn = r#"{"name":"Message","type":"string","jsonPath":".status.message","priority":1}"#,
     // The name labels every object the resize creates, and label values hold at most 63 characters.
-    validation = Rule::new("self.metadata.name.size() <= 63").message("VolumeResize names must be at most 63 characters (the name labels the objects Ferry creates)")
+    validation = Rule::new("self.metadata.name.size() <= 63").message("VolumeResize names must be at most 63 characters (the name labels the objects Ferry creates)"),
+    // A move to another node is a copy by the movers: in place the volume stays where it is, and a
+    // CSI clone is made where its source lies.
+    validation = Rule::new("!has(self.spec.placement) || ((!has(self.spec.strategy) || self.spec.strategy != 'InPlace') && (!has(self.spec.warmCopyMethod) || self.spec.warmCopyMethod != 'Clone'))").message("spec.placement moves volumes by copy: it cannot be used with strategy InPlace or warmCopyMethod Clone")
 )]
 #[serde(rename_all = "camelCase")]
 pub struct VolumeResizeSpec {
@@ -84,6 +87,14 @@ pub struct VolumeResizeSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mover: Option<MoverSettings>,
 
+    /// Move the volumes of some replicas to other nodes (to drain a node, or change zone): each
+    /// chosen replica's new volumes are made on one node this selects, never the one it runs on,
+    /// and its data crosses the network between two movers. Needs a target StorageClass that
+    /// binds on first use (`WaitForFirstConsumer`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[x_kube(validation = Rule::new("self == oldSelf").message("placement is immutable; create a new VolumeResize"))]
+    pub placement: Option<Placement>,
+
     /// Upper bound on the duration of any one step or wait before it counts as failed: a step
     /// before a copy's swap (the replica is rolled back), an in-place claim reaching its size (a
     /// replica held down for a driver that grows only unused volumes included: it is started
@@ -122,8 +133,37 @@ impl VolumeResizeSpec {
             dry_run: false,
             force: false,
             mover: None,
+            placement: None,
             timeout_seconds: None,
         }
+    }
+}
+
+/// Where the new volumes of moved replicas go (`spec.placement`).
+#[derive(Deserialize, Serialize, Clone, Debug, Default, PartialEq, Eq, KubeSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Placement {
+    /// Labels the new volumes' node must have (e.g. `topology.kubernetes.io/zone: zone-b`);
+    /// unset: any node.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node_selector: Option<BTreeMap<String, String>>,
+    /// Nodes never chosen (e.g. one being drained). A replica's own node, and a cordoned node,
+    /// never are either.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 64))]
+    pub avoid_nodes: Vec<String>,
+    /// The ordinals of the replicas whose volumes move; unset: every replica.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 1024))]
+    pub replicas: Option<Vec<i32>>,
+}
+
+impl Placement {
+    /// Whether replica `ordinal`'s volumes move.
+    pub fn moves(&self, ordinal: i32) -> bool {
+        self.replicas
+            .as_ref()
+            .is_none_or(|chosen| chosen.contains(&ordinal))
     }
 }
 
@@ -418,6 +458,14 @@ pub struct VolumePlan {
     /// Bytes in use on the current volume, measured by a mover pod before anything is touched.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub used_bytes: Option<u64>,
+    /// The node the replica ran on when the resize was planned (placement: its volumes move away
+    /// from it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source_node: Option<String>,
+    /// The node the new volume is made on (placement), chosen once for all of the replica's
+    /// volumes: its data crosses the network from the old volume's node to it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target_node: Option<String>,
     /// Capabilities this row's mover pods get: `DAC_OVERRIDE`, and only those the data measured
     /// before the copy needs (`CHOWN`/`FOWNER` for other owners, `FSETID`, `MKNOD`, `SETFCAP`).
     /// Absent when the measuring mover did not say (every capability a copy can use).
@@ -614,6 +662,9 @@ pub mod condition {
     pub const REASON_NOT_READY: &str = "StatefulSetNotReady";
     pub const REASON_NO_REPLICAS: &str = "StatefulSetHasNoReplicas";
     pub const REASON_TOPOLOGY: &str = "StorageClassTopologyMismatch";
+    /// `spec.placement` cannot be carried out: no node can take a moved replica's volumes, a
+    /// replica to move is not running, or it names what does not exist.
+    pub const REASON_PLACEMENT: &str = "PlacementNotPossible";
     /// A ResourceQuota of the namespace could not hold the claims the resize makes at its peak.
     pub const REASON_QUOTA_EXCEEDED: &str = "QuotaExceeded";
     /// The namespace enforces Pod Security `restricted`, which admits no pod that keeps files'

@@ -361,6 +361,7 @@ pub fn build_spec(args: &RequestArgs, volumes: Vec<VolumeChange>, dry_run: bool)
             bandwidth_limit: Some(limit),
             ..MoverSettings::default()
         }),
+        placement: None,
         timeout_seconds: None,
     }
 }

@@ -53,6 +53,24 @@ pub fn mover(claim: &str, suffix: &str, pass: Pass) -> String {
     format!("{claim}-ferry-{suffix}-{pass}")
 }
 
+/// The mover pod serving `claim` (read only) to the movers of another node (a copy to another
+/// node); its per-copy key is in the Secret of the same name.
+pub fn serving_mover(claim: &str, suffix: &str) -> String {
+    format!("{claim}-ferry-{suffix}-serve")
+}
+
+/// The port a serving mover listens on.
+pub const SERVING_PORT: u16 = 7443;
+
+/// Where movers reach serving mover `ip` (an IPv6 address in brackets).
+pub fn serving_address(ip: &str) -> String {
+    if ip.contains(':') {
+        format!("[{ip}]:{SERVING_PORT}")
+    } else {
+        format!("{ip}:{SERVING_PORT}")
+    }
+}
+
 /// The ConfigMap holding a VolumeResize's StatefulSet backup.
 pub fn backup(resize: &str) -> String {
     format!("ferry-{resize}-backup")

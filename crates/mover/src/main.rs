@@ -176,6 +176,10 @@ struct PullArgs {
     /// Tell the serving mover to stop once this pass succeeded (the final pass).
     #[arg(long)]
     stop_server: bool,
+    /// Seconds to keep trying the first connection while nothing answers (a serving mover that
+    /// has just started); a refused handshake is never tried again.
+    #[arg(long, value_name = "SECONDS", default_value_t = 0)]
+    connect_wait: u64,
     /// Progress output, as for `sync`.
     #[arg(long, value_enum)]
     progress: Option<ProgressArg>,
@@ -547,6 +551,7 @@ fn run_pull(args: PullArgs) -> i32 {
         connections: usize::from(args.connections),
         bwlimit: args.bwlimit,
         stop_server: args.stop_server,
+        connect_wait: std::time::Duration::from_secs(args.connect_wait),
         corrupt_after_write: corrupt_after_write(),
         progress: progress_mode(args.progress),
     };

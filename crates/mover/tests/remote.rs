@@ -59,9 +59,13 @@ struct Server {
 
 impl Server {
     fn start(source: &Path, tls: &Path) -> Server {
+        Server::start_at("127.0.0.1:0", source, tls)
+    }
+
+    fn start_at(listen: &str, source: &Path, tls: &Path) -> Server {
         let mut command = Command::new(bin());
         command
-            .args(["serve", "--listen", "127.0.0.1:0", "--source"])
+            .args(["serve", "--listen", listen, "--source"])
             .arg(source)
             .arg("--tls")
             .arg(tls)
@@ -460,4 +464,53 @@ fn a_standby_pull_begins_at_its_go_and_writes_progress_lines_then_its_result() {
     assert_eq!(last["bytesTotal"], 3 << 20, "{last}");
     assert_same_tree(&src, &dst);
     assert_eq!(server.end().0, 0);
+}
+
+/// A pull started before its server (the operator starts it once the serving pod runs, which may
+/// be before the mover in it listens) keeps trying for `--connect-wait` seconds, then copies.
+#[test]
+fn a_pull_waits_for_a_server_that_is_not_listening_yet() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (src, dst) = (tmp.path().join("src"), tmp.path().join("dst"));
+    write(&src.join("a.txt"), b"served late\n");
+    let authority = Authority::new("late");
+    let server_tls = authority.issue(&tmp.path().join("source-tls"));
+    let client = authority.issue(&tmp.path().join("target-tls"));
+    let address = {
+        let free = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        free.local_addr().unwrap().to_string()
+    };
+    let started = std::time::Instant::now();
+    let late = std::thread::spawn({
+        let (address, src) = (address.clone(), src.clone());
+        move || {
+            std::thread::sleep(std::time::Duration::from_millis(1500));
+            Server::start_at(&address, &src, &server_tls)
+        }
+    });
+    let args = [
+        "pull",
+        "--from",
+        &address,
+        "--tls",
+        client.to_str().unwrap(),
+        "--target",
+    ];
+    let target = dst.to_str().unwrap();
+    let (code, _, err) = run(
+        &[&args[..], &[target, "--connect-wait", "30", "--stop-server"]].concat(),
+        &[],
+    );
+    assert_eq!(code, 0, "stderr: {err}");
+    assert!(started.elapsed() >= std::time::Duration::from_millis(1500));
+    assert_same_tree(&src, &dst);
+    let (code, _, err) = late.join().unwrap().end();
+    assert_eq!(code, 0, "stderr: {err}");
+    // Without it, nobody listening is an unreachable peer at once (exit 7), and nothing is made.
+    let (code, _, err) = run(
+        &[&args[..], &[tmp.path().join("none").to_str().unwrap()]].concat(),
+        &[],
+    );
+    assert_eq!(code, 7, "stderr: {err}");
+    assert!(!tmp.path().join("none").exists());
 }

@@ -49,6 +49,9 @@ pub enum ResizeAction {
         attributes_class: Option<String>,
         /// Made as a CSI clone of this claim (its data as the warm copy), not empty.
         clone_of: Option<String>,
+        /// Provisioned on this node (a move to another node): all of a replica's new volumes land
+        /// on the one node chosen for it, without waiting for a pod to use them.
+        node: Option<String>,
     },
     /// Start a mover pod copying `source` claim to `target` claim.
     StartMover {
@@ -66,6 +69,17 @@ pub enum ResizeAction {
         /// visits only what changed (`--track-changes`); it says it is armed through its pod's
         /// Ready condition ([`crate::resize::MoverView::armed`]).
         track_changes: bool,
+        /// A copy from another node: the serving mover's address (IP:port), from which this
+        /// mover pulls over mutual TLS; it mounts only `target`.
+        from: Option<String>,
+    },
+    /// Start a pod serving `claim` (read only) on its volume's node to the movers of another node,
+    /// with a key made for this copy alone (the Secret `pod`, owned by the pod).
+    StartServer {
+        pod: String,
+        claim: String,
+        /// Linux capabilities of its container (to read every file).
+        capabilities: Vec<String>,
     },
     /// Start a pod that measures the bytes in use on a claim (read-only).
     MeasureUsage { pod: String, claim: String },
@@ -106,6 +120,7 @@ pub enum ActionKind {
     RestoreStatefulSet,
     CreateTargetClaim,
     StartMover,
+    StartServer,
     MeasureUsage,
     DeleteMover,
     StartFinalPass,

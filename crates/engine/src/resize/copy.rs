@@ -21,6 +21,7 @@ mod progress;
 pub use progress::is_result_line;
 mod ready_wait;
 mod reasons;
+mod remote;
 mod replica;
 mod rollback;
 mod swap;
@@ -137,11 +138,17 @@ impl<'a> CopyContext<'a> {
         mover_name(row, self.suffix, pass)
     }
 
-    /// Deleting the row's mover pods (warm and final) that exist.
+    /// The pod serving the row's old volume to another node (a copy there).
+    pub fn serving_mover(&self, row: &VolumePlan) -> String {
+        names::serving_mover(&row.claim_name, self.suffix)
+    }
+
+    /// Deleting the row's mover pods (warm, final, and the serving one) that exist.
     fn delete_movers(&self, row: &VolumePlan, observed: &Observed) -> Vec<ResizeAction> {
         [Pass::Warm, Pass::Final]
             .into_iter()
             .map(|pass| self.mover(row, pass))
+            .chain(std::iter::once(self.serving_mover(row)))
             .filter_map(|pod| observed.movers.get(&pod).map(|mover| mover.delete(&pod)))
             .collect()
     }

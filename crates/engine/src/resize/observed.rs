@@ -29,6 +29,8 @@ pub struct Observed {
     pub queue_key: (i64, String),
     /// The node each running replica is on, by ordinal (prechecks).
     pub replica_nodes: BTreeMap<i32, NodeView>,
+    /// Every node, by name (prechecks of a request with `spec.placement`).
+    pub nodes: BTreeMap<String, NodeView>,
     /// The ConfigMap holding the StatefulSet's spec as it was before Ferry touched it.
     pub backup_exists: bool,
     /// The StatefulSet's pods by name.
@@ -103,6 +105,12 @@ impl MoverImages {
 pub struct NodeView {
     pub name: String,
     pub labels: BTreeMap<String, String>,
+    /// Cordoned (`spec.unschedulable`): never a target of a move.
+    pub unschedulable: bool,
+    /// Its Ready condition is True.
+    pub ready: bool,
+    /// Its taints (`NoSchedule` and `NoExecute` keep off pods that do not tolerate them).
+    pub taints: Vec<k8s_openapi::api::core::v1::Taint>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -122,6 +130,9 @@ pub struct StatefulSetView {
     /// Created by someone else while the resize ran (a GitOps tool's self-heal, Helm, a parent
     /// operator): its UID is neither the one Ferry backed up nor one of Ferry's own re-creates.
     pub foreign: bool,
+    /// Its pod template's node selector and tolerations: where a replica may run.
+    pub pod_node_selector: BTreeMap<String, String>,
+    pub pod_tolerations: Vec<k8s_openapi::api::core::v1::Toleration>,
 }
 
 impl StatefulSetView {
@@ -170,6 +181,9 @@ pub struct StorageClassView {
     /// `allowedTopologies`: terms (any may match), each a list of (label key, allowed values) that
     /// must all match. Empty: anywhere.
     pub allowed_topologies: Vec<Vec<(String, Vec<String>)>>,
+    /// `volumeBindingMode: WaitForFirstConsumer`: a volume is made where it is first used (or
+    /// where a claim's selected node says).
+    pub waits_for_first_consumer: bool,
 }
 
 impl StorageClassView {
@@ -308,6 +322,13 @@ pub struct MoverView {
     /// The pod's Ready condition: a standby tracking changes is Ready once its catch-up pass has
     /// ended and it watches the source (its readiness probe), so the replica may stop.
     pub armed: bool,
+    /// The operator is still opening the stream a standby's go comes by sooner than its annotation
+    /// (feature `directGo`); the replica keeps serving until it is open or given up (bounded).
+    pub go_stream_opening: bool,
+    /// A serving mover (a copy to another node): not counted against the movers' concurrency.
+    pub serving: bool,
+    /// The pod's IP, once it has one (a serving mover is reached at it).
+    pub pod_ip: Option<String>,
     /// Why the pod cannot run while it waits: unschedulable (no node fits, a zone the target
     /// class excludes), an image that cannot be pulled, a container that cannot be created.
     pub stuck: Option<String>,

@@ -74,6 +74,7 @@ fn run_stages(spec: &VolumeResizeSpec, observed: &Observed) -> Result<Precheck, 
     // Claims of ordinals outside the replicas (scaled down, or below `ordinals.start`): no pod
     // uses them, so nothing resizes them now; listed so nobody is surprised when they come back.
     plan.extend(scaled_down_rows(spec, observed, &sts.name, &ordinals));
+    placement::place(spec, observed, sts, &mut plan)?;
     copy_all_if_any(&mut plan);
     clones::mark(spec, observed, &mut plan);
     if plan.iter().all(|row| row.strategy.is_none()) {
@@ -395,6 +396,10 @@ fn reachable(observed: &Observed, plan: &[VolumePlan]) -> Result<(), Precheck> {
         .iter()
         .filter(|row| row.strategy == Some(ferry_api::ChosenStrategy::Copy))
     {
+        // A moved replica's new volume is used on the node chosen for it (checked there).
+        if row.target_node.is_some() {
+            continue;
+        }
         let (Some(class_name), Some(node)) = (
             row.target_storage_class.as_ref(),
             observed.replica_nodes.get(&row.replica),
@@ -523,6 +528,7 @@ fn queue_blocker(observed: &Observed) -> Option<String> {
 
 mod clones;
 mod dry_run_usage;
+mod placement;
 mod quota;
 #[cfg(test)]
 mod tests;

@@ -15,6 +15,8 @@ use crate::walk::{Entry, Tree};
 
 /// How long a connection to the serving mover may take to open.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+/// How soon a connection that found nobody listening is tried again.
+const RETRY_AFTER: Duration = Duration::from_millis(200);
 
 /// One authenticated connection to the serving mover.
 pub(super) struct Peer {
@@ -24,8 +26,25 @@ pub(super) struct Peer {
 
 impl Peer {
     pub(super) fn connect(from: SocketAddr, config: &Arc<ClientConfig>) -> Result<Peer, MoverError> {
+        Peer::connect_within(from, config, Duration::ZERO)
+    }
+
+    /// Connects, trying again for up to `wait` while nothing answers at `from` (a serving mover
+    /// that has just started, a network path not up yet); a refused handshake is final.
+    pub(super) fn connect_within(
+        from: SocketAddr,
+        config: &Arc<ClientConfig>,
+        wait: Duration,
+    ) -> Result<Peer, MoverError> {
         let broke = |e: &dyn std::fmt::Display| MoverError::Transport(format!("connecting to {from}: {e}"));
-        let tcp = TcpStream::connect_timeout(&from, CONNECT_TIMEOUT).map_err(|e| broke(&e))?;
+        let started = std::time::Instant::now();
+        let tcp = loop {
+            match TcpStream::connect_timeout(&from, CONNECT_TIMEOUT) {
+                Ok(tcp) => break tcp,
+                Err(_) if started.elapsed() < wait => std::thread::sleep(RETRY_AFTER),
+                Err(e) => return Err(broke(&e)),
+            }
+        };
         let _ = tcp.set_nodelay(true);
         let conn = ClientConnection::new(config.clone(), peer_name()?).map_err(|e| broke(&e))?;
         let mut stream = StreamOwned::new(conn, tcp);

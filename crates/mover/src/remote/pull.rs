@@ -50,6 +50,9 @@ pub struct PullOptions {
     pub bwlimit: Option<u64>,
     /// Tell the serving mover to stop once the pass succeeded (the final pass).
     pub stop_server: bool,
+    /// How long the first connection is tried again while nothing answers (a serving mover just
+    /// started).
+    pub connect_wait: std::time::Duration,
     /// Test hook: a byte of this source-relative file is flipped once it is written (before it
     /// is verified).
     pub corrupt_after_write: Option<PathBuf>,
@@ -193,7 +196,7 @@ fn read_trees(
     config: &Arc<ClientConfig>,
     warnings: &Warnings,
 ) -> Result<(Peer, (PathBuf, bool), Tree, Tree), MoverError> {
-    let mut control = Peer::connect(opts.from, config)?;
+    let mut control = Peer::connect_within(opts.from, config, opts.connect_wait)?;
     control.ask(&Request::Tree)?;
     let first = control.next()?;
     let (target, made) = prepare_target(&opts.target)?;

@@ -14,7 +14,7 @@ use crate::writes::{ignore_conflict, ignore_gone, with_uid_precondition};
 use ferry_api::{VolumeResize, parse_bytes};
 use ferry_engine::resize::action::{Pass, ResizeAction, waves};
 use k8s_openapi::api::apps::v1::StatefulSet;
-use k8s_openapi::api::core::v1::{ConfigMap, PersistentVolumeClaim, Pod, Toleration};
+use k8s_openapi::api::core::v1::{ConfigMap, PersistentVolumeClaim, Pod, Secret, Toleration};
 use kube::api::{DeleteParams, EvictParams, Patch, Preconditions};
 use kube::{Api, ResourceExt};
 use objects::{CopyJob, Owner, backup_name};
@@ -133,6 +133,7 @@ async fn carry_out(
             storage_class,
             attributes_class,
             clone_of,
+            node,
         } => {
             let access_modes = Api::<PersistentVolumeClaim>::namespaced(client.clone(), namespace)
                 .get_opt(source_claim)
@@ -150,6 +151,7 @@ async fn carry_out(
                         attributes_class: attributes_class.clone(),
                     },
                     clone_of: clone_of.clone(),
+                    node: node.clone(),
                 },
             );
             ignore_conflict(
@@ -166,6 +168,7 @@ async fn carry_out(
             capabilities,
             cloned_at,
             track_changes,
+            from,
         } => {
             let placement = placement(ctx, resize, namespace).await?;
             let settings = resize.spec.mover.clone().unwrap_or_default();
@@ -184,6 +187,11 @@ async fn carry_out(
                 capabilities: capabilities.clone(),
                 cloned_at: *cloned_at,
                 track_changes: *track_changes,
+                // The key is in the Secret named after the serving mover of the same claim.
+                pull: from.as_deref().map(|from| objects::Pull {
+                    from,
+                    key: ferry_engine::names::serving_mover(source, &objects::uid_suffix(resize)),
+                }),
             };
             let mut mover = objects::mover_pod(&Owner::of(resize), pod, &placement, &copy);
             let key = (copy.pass == Pass::Final)
@@ -200,6 +208,16 @@ async fn carry_out(
                 ctx.direct_go.remember(namespace, pod, key);
             }
             ignore_conflict(created)
+        }
+        ResizeAction::StartServer {
+            pod,
+            claim,
+            capabilities,
+        } => {
+            let placement = placement(ctx, resize, namespace).await?;
+            let serving =
+                objects::transport::serving_pod(&Owner::of(resize), pod, &placement, claim, capabilities);
+            start_server(client, namespace, &serving).await
         }
         ResizeAction::MeasureUsage { pod, claim } => {
             let placement = placement(ctx, resize, namespace).await?;
@@ -295,6 +313,23 @@ async fn carry_out(
 
 /// Where a pod Ferry runs for `resize` goes: `spec.mover`'s placement over the operator's image,
 /// with the replica's tolerations.
+/// Creates serving mover `serving` (or finds it made before), then the Secret with its copy's key,
+/// owned by it; the pod waits for the Secret to mount it. Repeated, it makes neither again.
+async fn start_server(client: kube::Client, namespace: &str, serving: &Pod) -> Result<(), Error> {
+    let pods = Api::<Pod>::namespaced(client.clone(), namespace);
+    let made = match pods.create(&crate::writes::create(), serving).await {
+        Ok(made) => made,
+        Err(kube::Error::Api(status)) if status.code == 409 => pods.get(&serving.name_any()).await?,
+        Err(error) => return Err(error.into()),
+    };
+    let secrets = Api::<Secret>::namespaced(client, namespace);
+    if secrets.get_opt(&made.name_any()).await?.is_some() {
+        return Ok(());
+    }
+    let secret = objects::transport::key_secret(&made, objects::transport::copy_key()?)?;
+    ignore_conflict(secrets.create(&crate::writes::create(), &secret).await)
+}
+
 async fn placement(
     ctx: &Context,
     resize: &VolumeResize,

@@ -6,21 +6,26 @@
 //! carries the key's SHA-256, so no one else allowed to attach can start its pass). An attach
 //! stream to its stdin is opened once it runs, while the replica still serves; the go writes the
 //! key on it after the annotation. An operator restarted in between has no key and no stream: the
-//! annotation alone gives the go, as it does when the attach is refused.
+//! annotation alone gives the go, as it does when the attach is refused. The replica is stopped
+//! only once the stream is open or given up (at most [`ATTACH_WAIT`] after it began opening), so a
+//! go that comes right after the mover started still comes by the line.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use ferry_engine::names::hex_digest;
+use futures::channel::mpsc::UnboundedSender;
 use k8s_openapi::api::core::v1::Pod;
 use kube::Api;
 use kube::api::{AttachParams, AttachedProcess};
+use kube::runtime::reflector::ObjectRef;
 use rand::Rng;
 use sha2::{Digest, Sha256};
 use tokio::io::AsyncWriteExt;
 
 use crate::resize::apply::objects::MOVER_CONTAINER;
+use crate::resize_cache::GuardedResize;
 
 /// A key's length: 64 letters and digits, about 380 bits.
 const KEY_LENGTH: usize = 64;
@@ -30,6 +35,9 @@ const FORGET_AFTER: Duration = Duration::from_secs(24 * 3600);
 const LINGER: Duration = Duration::from_secs(5);
 /// The longest the go waits for its line to be taken (a full buffer means a stalled stream).
 const WRITE_TIMEOUT: Duration = Duration::from_millis(500);
+/// The longest an attach may take to open before the annotation alone is left to give the go
+/// (the replica waits for it to open, still serving).
+pub const ATTACH_WAIT: Duration = Duration::from_secs(10);
 
 /// A mover pod: its namespace and name.
 type MoverName = (String, String);
@@ -45,6 +53,8 @@ pub struct Key {
 pub struct DirectGo {
     enabled: bool,
     movers: Arc<Mutex<HashMap<MoverName, Standby>>>,
+    /// Wakes the resize a stream opened (or was given up) for; `None` outside the controller.
+    wake: Option<UnboundedSender<ObjectRef<GuardedResize>>>,
 }
 
 /// A mover's key and stream (`P`: the attached process; another type in unit tests).
@@ -89,7 +99,24 @@ impl DirectGo {
         DirectGo {
             enabled,
             movers: Arc::default(),
+            wake: None,
         }
+    }
+
+    /// Streams that open (or are given up) wake their resize through `wake`.
+    pub fn waking(mut self, wake: Option<UnboundedSender<ObjectRef<GuardedResize>>>) -> Self {
+        self.wake = wake;
+        self
+    }
+
+    /// Whether the stream to standby mover `pod` is being opened: its replica waits for it.
+    pub fn opening(&self, namespace: &str, pod: &str) -> bool {
+        let name = (namespace.to_string(), pod.to_string());
+        self.movers.lock().ok().is_some_and(|movers| {
+            movers
+                .get(&name)
+                .is_some_and(|s| matches!(s.stream, Stream::Opening))
+        })
     }
 
     /// A new key for a final mover about to be made (it is started with the key's digest);
@@ -121,8 +148,9 @@ impl DirectGo {
         movers.insert((namespace.to_string(), pod.to_string()), standby);
     }
 
-    /// Opens the stream to running standby mover `pod`, once, in the background.
-    pub fn attach(&self, pods: &Api<Pod>, namespace: &str, pod: &str) {
+    /// Opens the stream to running standby mover `pod`, once, in the background; `resize` is woken
+    /// once it is open or given up.
+    pub fn attach(&self, pods: &Api<Pod>, namespace: &str, pod: &str, resize: ObjectRef<GuardedResize>) {
         let name = (namespace.to_string(), pod.to_string());
         let Ok(mut movers) = self.movers.lock() else {
             return;
@@ -137,20 +165,28 @@ impl DirectGo {
         // The mover this stream is for: a pod made again under the name has another key.
         let key = standby.key.clone();
         drop(movers);
-        let (pods, movers) = (pods.clone(), self.movers.clone());
+        let (pods, movers, wake) = (pods.clone(), self.movers.clone(), self.wake.clone());
         tokio::spawn(async move {
             let params = AttachParams::default()
                 .container(MOVER_CONTAINER)
                 .stdin(true)
                 .stdout(false)
                 .stderr(false);
-            let (stream, ended) = match pods.attach(&name.1, &params).await {
-                Ok(mut process) => {
+            let (stream, ended) = match tokio::time::timeout(ATTACH_WAIT, pods.attach(&name.1, &params)).await
+            {
+                Ok(Ok(mut process)) => {
                     let ended = process.take_status();
                     (Stream::Open(process), ended)
                 }
-                Err(error) => {
+                Ok(Err(error)) => {
                     tracing::info!(pod = name.1, %error, "no attach to the standby mover: its go comes by its annotation");
+                    (Stream::Refused, None)
+                }
+                Err(_) => {
+                    tracing::info!(
+                        pod = name.1,
+                        "the attach to the standby mover did not open in time: its go comes by its annotation"
+                    );
                     (Stream::Refused, None)
                 }
             };
@@ -165,6 +201,9 @@ impl DirectGo {
                 },
                 Err(_) => false,
             };
+            if let Some(wake) = &wake {
+                let _ = wake.unbounded_send(resize);
+            }
             // Its end before the go (the entry is gone once the go is given).
             if kept && let Some(ended) = ended {
                 let _ = ended.await;

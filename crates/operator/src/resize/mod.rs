@@ -43,7 +43,9 @@ pub struct Resizing {
 
 impl Resizing {
     /// Movers' results in their logs wake the resize controller through `results`.
+    /// Standby movers' streams that open wake it the same way.
     pub fn with_result_watch(mut self, results: result_watch::ResultWatch) -> Self {
+        self.direct_go = std::mem::take(&mut self.direct_go).waking(results.waker());
         self.results = results;
         self
     }

@@ -143,7 +143,17 @@ async fn read_request(
             .into_iter()
             .map(|claim| (claim.name_any(), claim_view(&claim)))
             .collect();
-        observed.replica_nodes = replica_nodes(ctx, sts, namespace).await?;
+        // Only a move to other nodes chooses among them.
+        if resize.spec.placement.is_some() {
+            observed.nodes = Api::<Node>::all(ctx.client.clone())
+                .list(&ListParams::default())
+                .await?
+                .items
+                .iter()
+                .map(|node| (node.name_any(), node_view(node)))
+                .collect();
+        }
+        observed.replica_nodes = replica_nodes(ctx, sts, namespace, &observed.nodes).await?;
         // The API server stops a claim write past these half-way: the prechecks refuse first.
         observed.quotas = super::limits::quotas(&ctx.client, namespace).await?;
         observed.claim_limits = super::limits::claim_limits(&ctx.client, namespace).await?;
@@ -185,6 +195,8 @@ async fn storage_classes(ctx: &Context) -> Result<BTreeMap<String, StorageClassV
                     })
                     .collect(),
                 allow_expansion: class.allow_volume_expansion.unwrap_or(false),
+                waits_for_first_consumer: class.volume_binding_mode.as_deref()
+                    == Some("WaitForFirstConsumer"),
                 is_default: class
                     .annotations()
                     .get(DEFAULT_CLASS_ANNOTATION)
@@ -218,11 +230,32 @@ fn names_attributes_classes(resize: &VolumeResize, stateful_set: Option<&Statefu
     asked || templated
 }
 
-/// The node (name and labels) each of the StatefulSet's pods runs on, by ordinal.
+/// A node as the prechecks see it.
+fn node_view(node: &Node) -> NodeView {
+    let spec = node.spec.as_ref();
+    let conditions = node
+        .status
+        .as_ref()
+        .and_then(|s| s.conditions.as_deref())
+        .unwrap_or_default();
+    NodeView {
+        name: node.name_any(),
+        labels: node.labels().clone(),
+        unschedulable: spec.and_then(|s| s.unschedulable).unwrap_or(false),
+        ready: conditions
+            .iter()
+            .any(|c| c.type_ == "Ready" && c.status == "True"),
+        taints: spec.and_then(|s| s.taints.clone()).unwrap_or_default(),
+    }
+}
+
+/// The node each of the StatefulSet's pods runs on, by ordinal (from `listed` when the nodes were
+/// listed already).
 async fn replica_nodes(
     ctx: &Context,
     sts: &StatefulSet,
     namespace: &str,
+    listed: &BTreeMap<String, NodeView>,
 ) -> Result<BTreeMap<i32, NodeView>, Error> {
     let prefix = format!("{}-", sts.name_any());
     let nodes = Api::<Node>::all(ctx.client.clone());
@@ -241,14 +274,10 @@ async fn replica_nodes(
         let Some(node_name) = pod.spec.as_ref().and_then(|s| s.node_name.clone()) else {
             continue;
         };
-        if let Some(node) = nodes.get_opt(&node_name).await? {
-            placed.insert(
-                ordinal,
-                NodeView {
-                    name: node_name,
-                    labels: node.labels().clone(),
-                },
-            );
+        if let Some(node) = listed.get(&node_name) {
+            placed.insert(ordinal, node.clone());
+        } else if let Some(node) = nodes.get_opt(&node_name).await? {
+            placed.insert(ordinal, node_view(&node));
         }
     }
     Ok(placed)

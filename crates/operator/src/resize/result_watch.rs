@@ -48,6 +48,11 @@ impl ResultWatch {
         (watch, woken)
     }
 
+    /// Where others wake the resize controller (`None` in a context built without it).
+    pub fn waker(&self) -> Option<UnboundedSender<ObjectRef<GuardedResize>>> {
+        self.wake.clone()
+    }
+
     /// Follows the log of mover `pod` (UID `uid`), once, until its result line, which wakes
     /// `resize`; or until the log ends (the container exited without a result, the pod went),
     /// after which a later reconcile may follow it again.

@@ -17,6 +17,7 @@ impl ResizeAction {
             ResizeAction::RestoreStatefulSet => ActionKind::RestoreStatefulSet,
             ResizeAction::CreateTargetClaim { .. } => ActionKind::CreateTargetClaim,
             ResizeAction::StartMover { .. } => ActionKind::StartMover,
+            ResizeAction::StartServer { .. } => ActionKind::StartServer,
             ResizeAction::MeasureUsage { .. } => ActionKind::MeasureUsage,
             ResizeAction::DeleteMover { .. } => ActionKind::DeleteMover,
             ResizeAction::StartFinalPass { .. } => ActionKind::StartFinalPass,
@@ -40,6 +41,7 @@ impl ResizeAction {
             ActionKind::RestoreStatefulSet => "RestoringStatefulSet",
             ActionKind::CreateTargetClaim => "CreatingVolume",
             ActionKind::StartMover => "Copying",
+            ActionKind::StartServer => "ServingCopy",
             ActionKind::MeasureUsage => "MeasuringUsage",
             ActionKind::DeleteMover => "MoverRemoved",
             ActionKind::StartFinalPass => "FinalSync",
@@ -92,8 +94,17 @@ impl ResizeAction {
                 source,
                 target,
                 pass,
+                from,
                 ..
-            } => format!("{pass:?} copy of PVC {source} to {target} in mover pod {pod}"),
+            } => match from {
+                Some(from) => format!(
+                    "{pass:?} copy of PVC {source} to {target} across nodes (from {from}) in mover pod {pod}"
+                ),
+                None => format!("{pass:?} copy of PVC {source} to {target} in mover pod {pod}"),
+            },
+            ResizeAction::StartServer { pod, claim, .. } => {
+                format!("serving PVC {claim} (read only) to the other node in mover pod {pod}")
+            }
             ResizeAction::MeasureUsage { pod, claim } => {
                 format!("measuring the data in use on PVC {claim} in pod {pod}")
             }
@@ -122,6 +133,7 @@ impl ResizeAction {
             | ResizeAction::BindClaim { claim, .. } => claim.clone(),
             ResizeAction::EvictPod { pod, .. }
             | ResizeAction::StartMover { pod, .. }
+            | ResizeAction::StartServer { pod, .. }
             | ResizeAction::MeasureUsage { pod, .. }
             | ResizeAction::DeleteMover { pod, .. }
             | ResizeAction::StartFinalPass { pod, .. } => pod.clone(),
@@ -171,6 +183,7 @@ impl ActionKind {
             ActionKind::RestoreStatefulSet => "restoring StatefulSet",
             ActionKind::CreateTargetClaim => "creating target claim",
             ActionKind::StartMover => "starting mover pod",
+            ActionKind::StartServer => "starting serving mover pod",
             ActionKind::MeasureUsage => "starting usage pod",
             ActionKind::DeleteMover => "deleting mover pod",
             ActionKind::StartFinalPass => "starting the final pass of mover pod",
@@ -203,6 +216,7 @@ mod tests {
                     capabilities: vec!["DAC_OVERRIDE".into()],
                     cloned_at: None,
                     track_changes: false,
+                    from: None,
                 },
                 "data-db-0-ferry-1a2b-warm",
             ),
@@ -222,6 +236,7 @@ mod tests {
                     storage_class: None,
                     attributes_class: None,
                     clone_of: None,
+                    node: None,
                 },
                 "data-db-0-ferry-abc",
             ),
@@ -260,6 +275,7 @@ mod tests {
                 storage_class: None,
                 attributes_class: None,
                 clone_of: None,
+                node: None,
             },
             ResizeAction::StartMover {
                 pod: name(),
@@ -269,6 +285,12 @@ mod tests {
                 capabilities: Vec::new(),
                 cloned_at: None,
                 track_changes: true,
+                from: None,
+            },
+            ResizeAction::StartServer {
+                pod: name(),
+                claim: name(),
+                capabilities: Vec::new(),
             },
             ResizeAction::MeasureUsage {
                 pod: name(),

@@ -35,7 +35,9 @@ pub(super) fn advance(
             observed
                 .movers
                 .values()
-                .filter(|m| matches!(m.phase, MoverPhase::Waiting | MoverPhase::Running))
+                // A serving mover waits on the movers it serves: counted, it could take the slot
+                // they need.
+                .filter(|m| !m.serving && matches!(m.phase, MoverPhase::Waiting | MoverPhase::Running))
                 .count(),
         ),
         // A standby final mover per row of the batch, all at once: only where they fit the limit.
@@ -138,6 +140,7 @@ fn advance_row(
             storage_class: row.target_storage_class.clone(),
             attributes_class: row.target_attributes_class.clone(),
             clone_of: (row.cloned == Some(true)).then(|| row.claim_name.clone()),
+            node: row.target_node.clone(),
         });
         status.plan[i].step = Some(RowStep::CreatingTarget);
         step.summary = format!("creating the new volumes of {who}");
@@ -147,17 +150,43 @@ fn advance_row(
         final_mover_at(ctx, &mut status.plan[i], mover, replica_absent, step);
         return;
     }
+    let Some(from) = pulls_from(ctx, &mut status.plan[i], observed, step) else {
+        return;
+    };
     // A clone is the warm copy: the final mover's start (on standby) has it made.
     if ctx.warm_copy
         && row.cloned != Some(true)
         && pod_running(ctx, observed, row.replica)
-        && warm_copy_pending(ctx, &mut status.plan[i], observed, step)
+        && warm_copy_pending(ctx, &mut status.plan[i], observed, step, from.clone())
     {
         step.ready_to_stop = false;
         step.summary = format!("warm copy of {who} while serving");
         return;
     }
-    start_final_mover(ctx, &mut status.plan[i], observed, !replica_absent, step);
+    start_final_mover(ctx, &mut status.plan[i], observed, !replica_absent, step, from);
+}
+
+/// Where the row's next mover reads the old volume: `Some(None)` beside it, `Some(address)` from
+/// its serving mover on another node; `None` while that one starts (the row waits).
+fn pulls_from(
+    ctx: &CopyContext,
+    row: &mut VolumePlan,
+    observed: &Observed,
+    step: &mut BatchStep,
+) -> Option<Option<String>> {
+    match super::remote::source(ctx, row, observed, &mut step.actions) {
+        super::remote::Source::Local => Some(None),
+        super::remote::Source::Serving(address) => Some(Some(address)),
+        super::remote::Source::Starting => {
+            step.ready_to_stop = false;
+            row.step = Some(RowStep::WarmCopy);
+            step.summary = format!(
+                "starting the mover serving the old volumes of {} to their new node",
+                step.who
+            );
+            None
+        }
+    }
 }
 
 /// A clone the driver does not make is given up for the mover (before any stop: the standby mover
@@ -221,7 +250,10 @@ fn final_mover_at(
         return;
     }
     // Stopped before its standby is armed, the replica's downtime would hold the catch-up pass.
-    step.ready_to_stop &= mover.awaiting_go && mover.phase == MoverPhase::Running && armed;
+    // Stopped while the stream its go comes by still opens, the go would wait for the kubelet to
+    // show the mover its annotation.
+    step.ready_to_stop &=
+        mover.awaiting_go && mover.phase == MoverPhase::Running && armed && !mover.go_stream_opening;
     if !mover.awaiting_go {
         // Its pass began (or ended) while a pod of the replica exists: the copy may lack that
         // pod's writes. Another final mover makes the pass once it is gone.
@@ -231,6 +263,8 @@ fn final_mover_at(
         step.summary = format!("starting the final mover of {who} before stopping it");
     } else if !armed {
         step.summary = format!("the final mover of {who} catches up with its source before the stop");
+    } else if mover.go_stream_opening {
+        step.summary = format!("opening the stream the final mover of {who} gets its go by");
     }
 }
 
@@ -241,6 +275,7 @@ fn warm_copy_pending(
     row: &mut VolumePlan,
     observed: &Observed,
     step: &mut BatchStep,
+    from: Option<String>,
 ) -> bool {
     let warm = ctx.mover(row, Pass::Warm);
     let warm_mover = observed.movers.get(&warm);
@@ -256,6 +291,7 @@ fn warm_copy_pending(
                 capabilities: capabilities::of_row(row),
                 cloned_at: None,
                 track_changes: false,
+                from,
             });
             row.step = Some(RowStep::WarmCopy);
             true
@@ -309,6 +345,7 @@ fn start_final_mover(
     observed: &Observed,
     replica_present: bool,
     step: &mut BatchStep,
+    from: Option<String>,
 ) {
     let who = step.who.clone();
     if replica_present && !step.standby {
@@ -341,8 +378,10 @@ fn start_final_mover(
         pass: Pass::Final,
         capabilities: capabilities::of_row(row),
         cloned_at,
-        // A replica already going writes little more: one walk is the whole pass.
-        track_changes: ctx.track_changes && pod_running(ctx, observed, row.replica),
+        // A replica already going writes little more: one walk is the whole pass. A copy from
+        // another node has no change tracking: its final pass walks both trees.
+        track_changes: ctx.track_changes && from.is_none() && pod_running(ctx, observed, row.replica),
+        from,
     });
     if replica_present {
         step.ready_to_stop = false;

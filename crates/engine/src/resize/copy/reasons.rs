@@ -34,6 +34,9 @@ pub(super) fn reason_to_roll_back(
         return Some(reason);
     }
     // A failed (or hopelessly stuck) mover before the swap.
+    if let Some(reason) = serving_failed(ctx, status, observed, rows, now) {
+        return Some(reason);
+    }
     for &i in rows {
         for pass in [Pass::Warm, Pass::Final] {
             if let Some(failure) = observed
@@ -92,4 +95,24 @@ fn step_limit(ctx: &CopyContext, step: Option<RowStep>) -> Option<i64> {
         Some(RowStep::WarmCopy | RowStep::FinalSync) => ctx.pass_timeout_seconds,
         _ => Some(ctx.step_timeout_seconds),
     }
+}
+
+/// A row's serving mover (a copy from another node) failed before its swap: said on the row too.
+fn serving_failed(
+    ctx: &CopyContext,
+    status: &mut VolumeResizeStatus,
+    observed: &Observed,
+    rows: &[usize],
+    now: &Time,
+) -> Option<String> {
+    for &i in rows {
+        let row = &status.plan[i];
+        if !swap_begun(row, observed)
+            && let Some(reason) = super::remote::serving_failure(ctx, row, observed, now)
+        {
+            status.plan[i].message = Some(reason.clone());
+            return Some(reason);
+        }
+    }
+    None
 }

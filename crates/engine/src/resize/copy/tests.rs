@@ -13,6 +13,8 @@ use std::collections::BTreeMap;
 
 const REPLICAS: i32 = 3;
 
+mod remote;
+
 /// Kubernetes as far as the copy needs it; `data` maps a volume to what is stored on it.
 #[derive(Clone)]
 struct Cluster {
@@ -84,6 +86,16 @@ struct Cluster {
     final_tracking: Vec<(String, bool)>,
     /// A pod the StatefulSet controller makes for this replica never becomes Ready.
     never_ready: Option<String>,
+    /// Ticks the operator takes to open the stream a running standby gets its go by.
+    go_stream_ticks: u32,
+    /// Standbys whose go stream still opens, with the ticks they have left.
+    opening_streams: BTreeMap<String, u32>,
+    /// Every serving mover started, by pod name.
+    servers_started: Vec<String>,
+    /// Every mover started with the address it pulls from (a copy from another node).
+    pulls: Vec<(String, Option<String>)>,
+    /// Every target claim made, with the node it was made on.
+    target_nodes: Vec<(String, Option<String>)>,
 }
 
 impl World for Cluster {
@@ -153,6 +165,11 @@ impl Cluster {
             catching_up: BTreeMap::new(),
             final_tracking: Vec::new(),
             never_ready: None,
+            go_stream_ticks: 0,
+            opening_streams: BTreeMap::new(),
+            servers_started: Vec::new(),
+            pulls: Vec::new(),
+            target_nodes: Vec::new(),
         };
         cluster.observed.stateful_set = Some(StatefulSetView {
             ready_replicas: REPLICAS,
@@ -185,6 +202,11 @@ impl Cluster {
             if let (Some(from), Some(to)) = (volume_of(&source), volume_of(&target)) {
                 let copied = self.data.get(&from).cloned().unwrap_or_default();
                 self.data.insert(to, copied);
+            }
+            // The final pass tells the mover serving its source to stop.
+            let serving = format!("{source}-ferry-{SUFFIX}-serve");
+            if final_pass && self.observed.movers.contains_key(&serving) {
+                self.finishing.insert(serving, (0, MoverPhase::Succeeded));
             }
             MoverPhase::Succeeded
         };
@@ -303,6 +325,15 @@ impl Cluster {
                 self.binding.push(claim.clone());
             }
         }
+        // The operator's attach to a standby opens after a while.
+        for (pod, left) in std::mem::take(&mut self.opening_streams) {
+            if let Some(mover) = self.observed.movers.get_mut(&pod) {
+                mover.go_stream_opening = left > 0;
+            }
+            if left > 0 {
+                self.opening_streams.insert(pod, left - 1);
+            }
+        }
         // A standby's readiness probe passes once its catch-up pass has ended.
         for (pod, left) in std::mem::take(&mut self.catching_up) {
             if left > 0 {
@@ -382,8 +413,27 @@ impl Cluster {
     }
 
     fn apply(&mut self, action: &ResizeAction) {
+        if let ResizeAction::CreateTargetClaim { claim, node, .. } = action
+            && !self.observed.claims.contains_key(claim)
+        {
+            self.target_nodes.push((claim.clone(), node.clone()));
+        }
         match action {
             ResizeAction::BackupStatefulSet => self.observed.backup_exists = true,
+            ResizeAction::StartServer { pod, .. } => {
+                if !self.observed.movers.contains_key(pod) {
+                    self.servers_started.push(pod.clone());
+                    let uid = self.id();
+                    let serving = MoverView {
+                        phase: MoverPhase::Running,
+                        uid,
+                        serving: true,
+                        pod_ip: Some("10.2.0.7".into()),
+                        ..MoverView::default()
+                    };
+                    self.observed.movers.insert(pod.clone(), serving);
+                }
+            }
             ResizeAction::CreateTargetClaim {
                 claim,
                 attributes_class,
@@ -452,7 +502,11 @@ impl Cluster {
                 capabilities,
                 cloned_at,
                 track_changes,
+                from,
             } => {
+                if !self.observed.movers.contains_key(pod) {
+                    self.pulls.push((pod.clone(), from.clone()));
+                }
                 self.mover_capabilities.push(capabilities.clone());
                 self.mover_cloned_at.push((pod.clone(), *cloned_at));
                 if *pass == Pass::Final {
@@ -516,6 +570,9 @@ impl Cluster {
                     };
                     if *track_changes {
                         self.catching_up.insert(pod.clone(), self.catch_up_ticks);
+                    }
+                    if *pass == Pass::Final && self.go_stream_ticks > 0 {
+                        self.opening_streams.insert(pod.clone(), self.go_stream_ticks);
                     }
                     self.observed.movers.insert(pod.clone(), running);
                     self.mover_claims
@@ -2210,6 +2267,38 @@ fn a_replica_stops_only_once_its_tracking_standby_is_armed() {
         );
         assert_eq!(row.final_entries_visited, Some(3), "{}", row.claim_name);
     }
+}
+
+/// A replica stops only once the stream its standby's go comes by is open: stopped before, the go
+/// would wait for the kubelet to show the mover its annotation.
+#[test]
+fn a_replica_stops_only_once_the_stream_its_standbys_go_comes_by_is_open() {
+    let mut cluster = Cluster::new();
+    cluster.go_stream_ticks = 30;
+    let (mut stops, mut held) = (0, 0);
+    let mut check = |decision: &Decision, cluster: &Cluster| {
+        for replica in (0..REPLICAS).map(|r| format!("db-{r}")) {
+            let opening = final_mover_of(cluster, &replica).is_some_and(|m| m.go_stream_opening);
+            if opening && cluster.observed.pods.contains_key(&replica) {
+                held += 1;
+            }
+        }
+        for action in &decision.actions {
+            if let ResizeAction::EvictPod { pod, .. } = action {
+                stops += 1;
+                let standby = final_mover_of(cluster, pod);
+                assert!(
+                    standby.is_some_and(|m| !m.go_stream_opening),
+                    "{}: {pod} stopped while its go stream still opened",
+                    decision.summary
+                );
+            }
+        }
+    };
+    let (status, _) = drive(&resize(), &mut cluster, planned(), None, 500, &mut check);
+    assert_copied(&cluster, &status);
+    assert_eq!(stops, REPLICAS, "each replica stopped once");
+    assert!(held > 0, "no standby was ever seen opening its stream");
 }
 
 /// `trackChanges: false`: the standby is not asked to track, the replica stops once it runs, and

@@ -26,6 +26,10 @@ pub(super) fn mark(spec: &VolumeResizeSpec, observed: &Observed, plan: &mut [Vol
 }
 
 fn clonable(observed: &Observed, row: &VolumePlan) -> bool {
+    // A clone is made where its source lies, never on another node.
+    if row.target_node.is_some() {
+        return false;
+    }
     let driver = |class: Option<&String>| {
         let provisioner = &observed.storage_classes.get(class?)?.provisioner;
         observed.csi_drivers.contains(provisioner).then_some(provisioner)

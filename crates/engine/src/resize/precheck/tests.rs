@@ -2,6 +2,8 @@ use super::*;
 use crate::resize::observed::{ClaimView, PeerResize, StatefulSetView, StorageClassView, TemplateView};
 use ferry_api::{ChosenStrategy, Mode, Strategy, Verify, VolumeChange};
 
+mod placement;
+
 const GI: u64 = 1 << 30;
 
 fn spec(volumes: &[(&str, &str, Option<&str>)]) -> VolumeResizeSpec {
@@ -25,6 +27,7 @@ fn spec(volumes: &[(&str, &str, Option<&str>)]) -> VolumeResizeSpec {
         dry_run: false,
         force: false,
         mover: None,
+        placement: None,
         timeout_seconds: None,
     }
 }
@@ -450,6 +453,7 @@ fn a_target_class_that_cannot_reach_the_replicas_node_is_refused_before_anything
                 "topology.kubernetes.io/zone".into(),
                 vec!["zone-a".into(), "zone-b".into()],
             )]],
+            waits_for_first_consumer: true,
         },
     );
     for (replica, zone) in [(0, "zone-a"), (1, "zone-c"), (2, "zone-b")] {
@@ -458,6 +462,7 @@ fn a_target_class_that_cannot_reach_the_replicas_node_is_refused_before_anything
             NodeView {
                 name: format!("node-{replica}"),
                 labels: [("topology.kubernetes.io/zone".to_string(), zone.to_string())].into(),
+                ..NodeView::default()
             },
         );
     }

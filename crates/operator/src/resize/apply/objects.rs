@@ -29,8 +29,14 @@ use std::collections::BTreeMap;
 
 pub mod quota_resources;
 mod standby;
+pub mod transport;
+pub use transport::SERVING_PASS;
 #[cfg(test)]
 mod tests;
+
+/// The claim annotation naming the node its volume is made for (set by the scheduler for a claim
+/// that binds on first use).
+pub const SELECTED_NODE_ANNOTATION: &str = "volume.kubernetes.io/selected-node";
 
 /// Name of the container in mover pods (its log carries the progress lines).
 pub const MOVER_CONTAINER: &str = "mover";
@@ -144,6 +150,17 @@ pub struct CopyJob<'a> {
     pub cloned_at: Option<i64>,
     /// A final mover on standby watches the source and says when it is armed (`standby`).
     pub track_changes: bool,
+    /// A copy from another node: where it pulls from, and the copy's key.
+    pub pull: Option<Pull<'a>>,
+}
+
+/// Where a mover on the new volume's node pulls the old volume from.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Pull<'a> {
+    /// The serving mover's address (IP:port).
+    pub from: &'a str,
+    /// The Secret with the copy's key (the serving mover's name).
+    pub key: String,
 }
 
 impl CopyJob<'_> {
@@ -231,6 +248,9 @@ pub fn mover_pod(owner: &Owner, name: &str, placement: &Placement, copy: &CopyJo
         Pass::Warm => "warm",
         Pass::Final => "final",
     };
+    if let Some(pull) = &copy.pull {
+        return pulling_pod(owner, name, pass, placement, copy, pull);
+    }
     let mut mounts = vec![mount("source", true), mount("target", false)];
     let mut volumes = vec![
         claim_volume("source", copy.source, true),
@@ -256,6 +276,35 @@ pub fn mover_pod(owner: &Owner, name: &str, placement: &Placement, copy: &CopyJo
         security_context: Some(container_security(&copy.capabilities)),
         volume_mounts: Some(mounts),
         readiness_probe: copy.tracks_changes().then(standby::readiness_probe),
+        ..Container::default()
+    };
+    let mut pod = ferry_pod(owner, name, pass, placement, container, volumes);
+    if copy.pass == Pass::Final {
+        pod.metadata
+            .annotations
+            .get_or_insert_with(BTreeMap::new)
+            .insert(ANNOTATION_FINAL_PASS.to_string(), String::new());
+    }
+    pod
+}
+
+/// A mover pulling from another node (`mover_pod`'s, for a copy across nodes): only the new volume
+/// mounted, the copy's key, no change tracking.
+fn pulling_pod(
+    owner: &Owner,
+    name: &str,
+    pass: &str,
+    placement: &Placement,
+    copy: &CopyJob,
+    pull: &Pull,
+) -> Pod {
+    let (mounts, volumes) = transport::pulling_volumes(copy, &pull.key);
+    let container = Container {
+        name: MOVER_CONTAINER.to_string(),
+        command: Some(transport::pull_command(copy, pull.from)),
+        resources: copy.resources.clone(),
+        security_context: Some(container_security(&copy.capabilities)),
+        volume_mounts: Some(mounts),
         ..Container::default()
     };
     let mut pod = ferry_pod(owner, name, pass, placement, container, volumes);
@@ -430,6 +479,8 @@ fn storage_request(bytes: u64) -> VolumeResourceRequirements {
 pub struct TargetShape {
     pub shape: ClaimShape,
     pub clone_of: Option<String>,
+    /// The node its volume is made on (a move to another node).
+    pub node: Option<String>,
 }
 
 /// The temporary claim a copy goes to: owned by the resize, at the new size, class and attributes
@@ -440,13 +491,22 @@ pub fn target_claim(
     access_modes: Vec<String>,
     target: TargetShape,
 ) -> PersistentVolumeClaim {
+    let mut metadata = owner.metadata(name);
+    // The scheduler's own way of saying where a volume that binds on first use is made: the
+    // provisioner makes it there at once (a move to another node).
+    if let Some(node) = target.node {
+        metadata
+            .annotations
+            .get_or_insert_with(BTreeMap::new)
+            .insert(SELECTED_NODE_ANNOTATION.to_string(), node);
+    }
     let data_source = target.clone_of.map(|source| TypedLocalObjectReference {
         api_group: None,
         kind: "PersistentVolumeClaim".to_string(),
         name: source,
     });
     PersistentVolumeClaim {
-        metadata: owner.metadata(name),
+        metadata,
         spec: Some(PersistentVolumeClaimSpec {
             access_modes: Some(access_modes),
             storage_class_name: target.shape.storage_class,

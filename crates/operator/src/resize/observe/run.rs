@@ -4,9 +4,9 @@
 use super::views::{claim_view, pod_view, volume_view};
 use crate::Error;
 use crate::resize::Resizing;
-use crate::resize::apply::objects::{MOVER_CONTAINER, backup_name, uid_suffix};
+use crate::resize::apply::objects::{MOVER_CONTAINER, SERVING_PASS, backup_name, uid_suffix};
 use ferry_api::names::{
-    ANNOTATION_BACKED_UP_UID, ANNOTATION_FINAL_PASS, ANNOTATION_RECREATED_BY, FINAL_PASS_GO,
+    ANNOTATION_BACKED_UP_UID, ANNOTATION_FINAL_PASS, ANNOTATION_RECREATED_BY, FINAL_PASS_GO, LABEL_MOVER_PASS,
 };
 use ferry_api::{VolumePlan, VolumeResize};
 use ferry_engine::resize::action::Pass;
@@ -116,10 +116,13 @@ pub async fn read_run(
                 .follow(&pods_api, &name, &mover.uid, resize_ref.clone());
         }
     }
-    // A standby final mover running: open the stream its go may come by, while the replica serves.
-    for (name, mover) in &observed.movers {
+    // A standby final mover running: open the stream its go may come by, while the replica serves
+    // (which waits for it to open).
+    for (name, mover) in &mut observed.movers {
         if mover.awaiting_go && mover.phase == MoverPhase::Running {
-            ctx.direct_go.attach(&pods_api, namespace, name);
+            ctx.direct_go
+                .attach(&pods_api, namespace, name, resize_ref.clone());
+            mover.go_stream_opening = ctx.direct_go.opening(namespace, name);
         }
     }
     for (name, volume) in recorded.into_iter().chain(volume_names.into_iter().zip(volumes?)) {
@@ -188,6 +191,7 @@ fn sort_reads(
                 mover_name(row, &suffix, Pass::Warm),
                 mover_name(row, &suffix, Pass::Final),
                 usage_pod_name(row, &suffix),
+                ferry_engine::names::serving_mover(&row.claim_name, &suffix),
             ]
         })
         .collect();
@@ -332,6 +336,10 @@ fn mover_view(pod: &Pod) -> MoverView {
         awaiting_go,
         // A standby tracking changes turns Ready (its readiness probe) once it has caught up.
         armed: ferry_engine::pods::ready(pod),
+        // Set by the run's observer, which knows the operator's streams.
+        go_stream_opening: false,
+        serving: pod.labels().get(LABEL_MOVER_PASS).map(String::as_str) == Some(SERVING_PASS),
+        pod_ip: status.and_then(|s| s.pod_ip.clone()),
         result: message,
         progress: None,
         stuck: stuck_reason(pod),

@@ -18,6 +18,7 @@ pub(super) fn bytes(quantity: Option<&Quantity>) -> Option<u64> {
 /// The StatefulSet as the planners see it (`foreign` is judged once the backup is read).
 pub(super) fn stateful_set_view(sts: &StatefulSet) -> StatefulSetView {
     let spec = sts.spec.as_ref();
+    let pod_spec = spec.and_then(|s| s.template.spec.as_ref());
     let templates = spec
         .and_then(|s| s.volume_claim_templates.as_ref())
         .into_iter()
@@ -45,6 +46,8 @@ pub(super) fn stateful_set_view(sts: &StatefulSet) -> StatefulSetView {
         deleting: sts.metadata.deletion_timestamp.is_some(),
         rolling_out: super::rolling_update::rolling_out(sts),
         foreign: false,
+        pod_node_selector: pod_spec.and_then(|s| s.node_selector.clone()).unwrap_or_default(),
+        pod_tolerations: pod_spec.and_then(|s| s.tolerations.clone()).unwrap_or_default(),
     }
 }
 

@@ -2,6 +2,8 @@ use super::*;
 use k8s_openapi::api::apps::v1::StatefulSet;
 use serde_json::{Value, json};
 
+mod transport;
+
 fn owner() -> Owner {
     let mut resize = VolumeResize::new(
         "grow",
@@ -62,6 +64,7 @@ fn final_copy() -> CopyJob<'static> {
         capabilities: vec!["CHOWN".into(), "FOWNER".into(), "DAC_OVERRIDE".into()],
         cloned_at: None,
         track_changes: false,
+        pull: None,
     }
 }
 
@@ -386,6 +389,7 @@ fn a_target_claim_is_the_resizes_at_the_new_size_and_class() {
                 attributes_class: Some("gold".into()),
             },
             clone_of: Some("data-db-0".into()),
+            node: None,
         },
     );
     assert_eq!(claim.metadata.name.as_deref(), Some("data-db-0-ferry-abc"));
@@ -754,6 +758,7 @@ fn the_typed_objects_serialize_as_the_json_ones_did() {
                     attributes_class: None,
                 },
                 clone_of: None,
+                node: None,
             },
         );
         assert_eq!(serde_json::to_value(&claim).unwrap(), expected);
