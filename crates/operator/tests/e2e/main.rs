@@ -31,6 +31,7 @@ mod extended;
 mod faults;
 mod features;
 mod in_place;
+mod move_node;
 mod installed;
 mod pod_policy;
 mod prechecks;

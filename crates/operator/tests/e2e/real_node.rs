@@ -148,7 +148,7 @@ pub(crate) async fn resize_succeeds(
 
 /// Records the container IDs of every mover pod seen while the test runs, as
 /// `<node> <container ID> [<added capabilities>] <command>`.
-fn watch_mover_containers(harness: &Harness) -> Arc<Mutex<BTreeMap<String, String>>> {
+pub(crate) fn watch_mover_containers(harness: &Harness) -> Arc<Mutex<BTreeMap<String, String>>> {
     let seen = Arc::new(Mutex::new(BTreeMap::new()));
     let pods: Api<Pod> = harness.ns.api();
     let record = seen.clone();

@@ -1,0 +1,109 @@
+//! Moving a replica's volumes to another node (`spec.placement`) on the real nodes: the old volume
+//! is bound to its node (the node-bound class, as a local PV is), a mover serves it there and the
+//! movers on the new node pull it over mutual TLS with a key made for that copy alone. The other
+//! replica never goes down, every acknowledged write is on the new volume, the replica runs on its
+//! new node, the old volume stays on the old one, and the key is gone with the copy.
+
+use crate::real_node::{assert_nothing_lost, resize_succeeds, watch_mover_containers, writer};
+use crate::support::Harness;
+use crate::support::disruption::DisruptionOracle;
+use ferry_testenv::{CLASS_BLOCK_NODE, wait_until};
+use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim, Pod, Secret};
+use kube::api::ListParams;
+use kube::{Api, ResourceExt};
+use serde_json::json;
+use std::collections::BTreeSet;
+use std::sync::{Arc, Mutex};
+
+/// The node a node-bound volume lives on (its PV's `kubernetes.io/hostname` affinity).
+fn volume_node(volume: &PersistentVolume) -> Option<String> {
+    let terms = &volume.spec.as_ref()?.node_affinity.as_ref()?.required.as_ref()?.node_selector_terms;
+    terms
+        .iter()
+        .flat_map(|term| term.match_expressions.iter().flatten())
+        .find(|e| e.key == "kubernetes.io/hostname")
+        .and_then(|e| e.values.as_ref()?.first().cloned())
+}
+
+async fn node_of(harness: &Harness, pod: &str) -> String {
+    let pods: Api<Pod> = harness.ns.api();
+    pods.get(pod).await.unwrap().spec.unwrap().node_name.unwrap()
+}
+
+/// The names of the Secrets seen in the namespace while the test runs.
+fn watch_secrets(harness: &Harness) -> Arc<Mutex<BTreeSet<String>>> {
+    let seen = Arc::new(Mutex::new(BTreeSet::new()));
+    let secrets: Api<Secret> = harness.ns.api();
+    let record = seen.clone();
+    tokio::spawn(async move {
+        loop {
+            if let Ok(list) = secrets.list(&ListParams::default()).await {
+                record.lock().unwrap().extend(list.items.iter().map(ResourceExt::name_any));
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+        }
+    });
+    seen
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replica_moved_to_another_node_keeps_every_acknowledged_write_and_its_key_goes_with_the_copy() {
+    let harness = Harness::start("move-node").await;
+    let seeds = writer(&harness, 2, CLASS_BLOCK_NODE, "160Mi").await;
+    let old_node = node_of(&harness, "db-1").await;
+    let movers = watch_mover_containers(&harness);
+    let secrets = watch_secrets(&harness);
+    let oracle = DisruptionOracle::start(harness.ns.api(), "db", 2).await;
+    let status = resize_succeeds(
+        &harness,
+        "move",
+        json!({"statefulSetName": "db", "volumes": [{"name": "data", "size": "160Mi"}],
+               "placement": {"replicas": [1]}}),
+        300,
+    )
+    .await;
+    oracle.assert_at_most(1).await;
+
+    let moved = status.plan.iter().find(|row| row.replica == 1).unwrap();
+    assert_eq!(moved.source_node.as_deref(), Some(old_node.as_str()));
+    let new_node = moved.target_node.clone().unwrap();
+    assert_ne!(new_node, old_node);
+    let stayed = status.plan.iter().find(|row| row.replica == 0).unwrap();
+    assert_eq!((stayed.strategy, &stayed.target_node), (None, &None), "replica 0 stays");
+
+    // The replica runs on its new node, on a volume bound there; the old one is kept on its node.
+    assert_eq!(node_of(&harness, "db-1").await, new_node);
+    let claims: Api<PersistentVolumeClaim> = harness.ns.api();
+    let volumes: Api<PersistentVolume> = Api::all(harness.client.clone());
+    let bound = claims.get("data-db-1").await.unwrap().spec.unwrap().volume_name.unwrap();
+    assert_eq!(volume_node(&volumes.get(&bound).await.unwrap()).as_deref(), Some(new_node.as_str()));
+    let old_volume = moved.source_volume.clone().unwrap();
+    assert!(status.created_objects.retained_volumes.contains(&old_volume));
+    assert_eq!(volume_node(&volumes.get(&old_volume).await.unwrap()).as_deref(), Some(old_node.as_str()));
+    assert_nothing_lost(&harness, 2, &seeds).await;
+
+    // The old volume was served from its node and pulled on the new one.
+    let movers = movers.lock().unwrap().clone();
+    let serving = "data-db-1-ferry-";
+    let server = movers.iter().find(|(name, _)| name.starts_with(serving) && name.ends_with("-serve"));
+    let (server_name, placed) = server.unwrap_or_else(|| panic!("no serving mover: {movers:?}"));
+    assert!(placed.starts_with(&format!("{old_node} ")), "{placed}");
+    assert!(placed.contains("ferry-mover serve"), "{placed}");
+    let pulls: Vec<_> = movers
+        .iter()
+        .filter(|(name, _)| name.starts_with(serving) && (name.ends_with("-warm") || name.ends_with("-final")))
+        .collect();
+    assert!(pulls.iter().any(|(name, _)| name.ends_with("-final")), "{movers:?}");
+    for (name, placed) in &pulls {
+        assert!(placed.starts_with(&format!("{new_node} ")), "{name}: {placed}");
+        assert!(placed.contains("ferry-mover pull --from "), "{name}: {placed}");
+    }
+    // The copy's key existed while it ran (named after its server), and went with it.
+    assert!(secrets.lock().unwrap().contains(server_name), "{:?}", secrets.lock().unwrap());
+    let all: Api<Secret> = harness.ns.api();
+    wait_until("the copy's key to be deleted with its serving mover", 60, || async {
+        all.get_opt(server_name).await.ok()?.is_none().then_some(())
+    })
+    .await
+    .unwrap();
+}
