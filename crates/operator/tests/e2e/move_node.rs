@@ -49,7 +49,7 @@ fn watch_secrets(harness: &Harness) -> Arc<Mutex<BTreeSet<String>>> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_replica_moved_to_another_node_keeps_every_acknowledged_write_and_its_key_goes_with_the_copy() {
     let harness = Harness::start("move-node").await;
-    let seeds = writer(&harness, 2, CLASS_BLOCK_NODE, "160Mi").await;
+    let seeds = writer(&harness, 2, CLASS_BLOCK_NODE, "320Mi").await;
     let old_node = node_of(&harness, "db-1").await;
     let movers = watch_mover_containers(&harness);
     let secrets = watch_secrets(&harness);
@@ -57,7 +57,7 @@ async fn a_replica_moved_to_another_node_keeps_every_acknowledged_write_and_its_
     let status = resize_succeeds(
         &harness,
         "move",
-        json!({"statefulSetName": "db", "volumes": [{"name": "data", "size": "160Mi"}],
+        json!({"statefulSetName": "db", "volumes": [{"name": "data", "size": "320Mi"}],
                "placement": {"replicas": [1]}}),
         300,
     )
@@ -68,6 +68,10 @@ async fn a_replica_moved_to_another_node_keeps_every_acknowledged_write_and_its_
     assert_eq!(moved.source_node.as_deref(), Some(old_node.as_str()));
     let new_node = moved.target_node.clone().unwrap();
     assert_ne!(new_node, old_node);
+    eprintln!(
+        "replica 1 moved from {old_node} to {new_node}: down {:?} ms ({:?})",
+        moved.downtime_milliseconds, moved.downtime_steps
+    );
     let stayed = status.plan.iter().find(|row| row.replica == 0).unwrap();
     assert_eq!((stayed.strategy, &stayed.target_node), (None, &None), "replica 0 stays");
 
