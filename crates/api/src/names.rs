@@ -13,6 +13,8 @@ pub const LABEL_VOLUME_RESIZE: &str = "ferry.dev/volume-resize";
 pub const LABEL_MOVER: &str = "ferry.dev/mover";
 /// Label on a mover pod saying which pass it makes: `warm` or `final`.
 pub const LABEL_MOVER_PASS: &str = "ferry.dev/mover-pass";
+/// Label on a VolumeResize `kubectl ferry drain` made: the node it moves volumes off.
+pub const LABEL_DRAINED_NODE: &str = "ferry.dev/drained-node";
 /// Label with the managed-by convention value.
 pub const LABEL_MANAGED_BY: &str = "app.kubernetes.io/managed-by";
 pub const MANAGED_BY_VALUE: &str = "ferry";

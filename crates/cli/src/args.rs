@@ -78,9 +78,26 @@ pub enum Command {
     Completion(CompletionArgs),
     /// Print this plugin's version and the Ferry operators running in the cluster (or that none is).
     Version(VersionArgs),
+    /// Move every replica's volumes bound to NODE alone (local PVs, a zone of one node) to other
+    /// nodes: cordons NODE, then one VolumeResize per StatefulSet moves its replicas there one at
+    /// a time while the others serve. Returns once every move ended; exit 0 only if all moved.
+    /// Every namespace unless -n is given.
+    Drain(DrainArgs),
     /// Translate the objects of the systems Ferry replaces (volmig, quarks, pong1013's and vshn's
     /// annotations) into Ferry's: printed (a dry run, no cluster needed), or created with --apply.
     Import(ImportArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct DrainArgs {
+    /// The node to move volumes off.
+    pub node: String,
+    /// Print what would move and why anything cannot; change nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Print each move's progress as it changes.
+    #[arg(short, long)]
+    pub watch: bool,
 }
 
 #[derive(Args, Debug)]

@@ -78,6 +78,15 @@ async fn execute(cli: Cli, style: Style) -> Result<ExitCode, CliError> {
         Command::Completion(args) => completion(&args),
         Command::Version(args) => version(&cli.global, &args).await,
         Command::Import(args) => crate::import::run(&cli.global, &args).await,
+        Command::Drain(args) => {
+            let request = crate::drain::run::DrainRequest {
+                node: &args.node,
+                namespace: cli.global.namespace.as_deref(),
+                dry_run: args.dry_run,
+                watch: args.watch,
+            };
+            crate::drain::run::drain(&cluster, &request, style).await
+        }
     }
 }
 

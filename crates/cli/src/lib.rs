@@ -8,6 +8,7 @@
 pub mod args;
 pub mod commands;
 pub mod completion;
+pub mod drain;
 pub mod exit;
 pub mod format;
 pub mod import;

@@ -91,6 +91,18 @@ pub fn hold(namespace: &str, stateful_set: &str) -> String {
     format!("{}-{digest}", name[..MAX - 17].trim_end_matches(['.', '-']))
 }
 
+/// `value` as a label value: itself up to 63 characters, else its start and a digest of it.
+pub fn label_value(value: &str) -> String {
+    const MAX: usize = 63;
+    if value.len() <= MAX {
+        return value.to_string();
+    }
+    use sha2::Digest;
+    let digest = hex_digest(sha2::Sha256::new_with_prefix(value.as_bytes()), 8);
+    // (Node names are ASCII: any byte index is a character boundary.)
+    format!("{}-{digest}", value[..MAX - 17].trim_end_matches(['.', '-']))
+}
+
 /// The first `bytes` bytes of a finished SHA-256, in hex: short digests for names and annotations.
 pub fn hex_digest(hasher: sha2::Sha256, bytes: usize) -> String {
     use sha2::Digest;

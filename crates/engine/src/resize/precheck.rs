@@ -528,7 +528,7 @@ fn queue_blocker(observed: &Observed) -> Option<String> {
 
 mod clones;
 mod dry_run_usage;
-mod placement;
+pub mod placement;
 mod quota;
 #[cfg(test)]
 mod tests;

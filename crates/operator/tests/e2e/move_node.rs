@@ -17,7 +17,14 @@ use std::sync::{Arc, Mutex};
 
 /// The node a node-bound volume lives on (its PV's `kubernetes.io/hostname` affinity).
 fn volume_node(volume: &PersistentVolume) -> Option<String> {
-    let terms = &volume.spec.as_ref()?.node_affinity.as_ref()?.required.as_ref()?.node_selector_terms;
+    let terms = &volume
+        .spec
+        .as_ref()?
+        .node_affinity
+        .as_ref()?
+        .required
+        .as_ref()?
+        .node_selector_terms;
     terms
         .iter()
         .flat_map(|term| term.match_expressions.iter().flatten())
@@ -38,7 +45,10 @@ fn watch_secrets(harness: &Harness) -> Arc<Mutex<BTreeSet<String>>> {
     tokio::spawn(async move {
         loop {
             if let Ok(list) = secrets.list(&ListParams::default()).await {
-                record.lock().unwrap().extend(list.items.iter().map(ResourceExt::name_any));
+                record
+                    .lock()
+                    .unwrap()
+                    .extend(list.items.iter().map(ResourceExt::name_any));
             }
             tokio::time::sleep(std::time::Duration::from_millis(200)).await;
         }
@@ -73,41 +83,71 @@ async fn a_replica_moved_to_another_node_keeps_every_acknowledged_write_and_its_
         moved.downtime_milliseconds, moved.downtime_steps
     );
     let stayed = status.plan.iter().find(|row| row.replica == 0).unwrap();
-    assert_eq!((stayed.strategy, &stayed.target_node), (None, &None), "replica 0 stays");
+    assert_eq!(
+        (stayed.strategy, &stayed.target_node),
+        (None, &None),
+        "replica 0 stays"
+    );
 
     // The replica runs on its new node, on a volume bound there; the old one is kept on its node.
     assert_eq!(node_of(&harness, "db-1").await, new_node);
     let claims: Api<PersistentVolumeClaim> = harness.ns.api();
     let volumes: Api<PersistentVolume> = Api::all(harness.client.clone());
-    let bound = claims.get("data-db-1").await.unwrap().spec.unwrap().volume_name.unwrap();
-    assert_eq!(volume_node(&volumes.get(&bound).await.unwrap()).as_deref(), Some(new_node.as_str()));
+    let bound = claims
+        .get("data-db-1")
+        .await
+        .unwrap()
+        .spec
+        .unwrap()
+        .volume_name
+        .unwrap();
+    assert_eq!(
+        volume_node(&volumes.get(&bound).await.unwrap()).as_deref(),
+        Some(new_node.as_str())
+    );
     let old_volume = moved.source_volume.clone().unwrap();
     assert!(status.created_objects.retained_volumes.contains(&old_volume));
-    assert_eq!(volume_node(&volumes.get(&old_volume).await.unwrap()).as_deref(), Some(old_node.as_str()));
+    assert_eq!(
+        volume_node(&volumes.get(&old_volume).await.unwrap()).as_deref(),
+        Some(old_node.as_str())
+    );
     assert_nothing_lost(&harness, 2, &seeds).await;
 
     // The old volume was served from its node and pulled on the new one.
     let movers = movers.lock().unwrap().clone();
     let serving = "data-db-1-ferry-";
-    let server = movers.iter().find(|(name, _)| name.starts_with(serving) && name.ends_with("-serve"));
+    let server = movers
+        .iter()
+        .find(|(name, _)| name.starts_with(serving) && name.ends_with("-serve"));
     let (server_name, placed) = server.unwrap_or_else(|| panic!("no serving mover: {movers:?}"));
     assert!(placed.starts_with(&format!("{old_node} ")), "{placed}");
     assert!(placed.contains("ferry-mover serve"), "{placed}");
     let pulls: Vec<_> = movers
         .iter()
-        .filter(|(name, _)| name.starts_with(serving) && (name.ends_with("-warm") || name.ends_with("-final")))
+        .filter(|(name, _)| {
+            name.starts_with(serving) && (name.ends_with("-warm") || name.ends_with("-final"))
+        })
         .collect();
-    assert!(pulls.iter().any(|(name, _)| name.ends_with("-final")), "{movers:?}");
+    assert!(
+        pulls.iter().any(|(name, _)| name.ends_with("-final")),
+        "{movers:?}"
+    );
     for (name, placed) in &pulls {
         assert!(placed.starts_with(&format!("{new_node} ")), "{name}: {placed}");
         assert!(placed.contains("ferry-mover pull --from "), "{name}: {placed}");
     }
     // The copy's key existed while it ran (named after its server), and went with it.
-    assert!(secrets.lock().unwrap().contains(server_name), "{:?}", secrets.lock().unwrap());
+    assert!(
+        secrets.lock().unwrap().contains(server_name),
+        "{:?}",
+        secrets.lock().unwrap()
+    );
     let all: Api<Secret> = harness.ns.api();
-    wait_until("the copy's key to be deleted with its serving mover", 60, || async {
-        all.get_opt(server_name).await.ok()?.is_none().then_some(())
-    })
+    wait_until(
+        "the copy's key to be deleted with its serving mover",
+        60,
+        || async { all.get_opt(server_name).await.ok()?.is_none().then_some(()) },
+    )
     .await
     .unwrap();
 }

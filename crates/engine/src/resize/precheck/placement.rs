@@ -157,25 +157,12 @@ fn unfit(
     if placement.avoid_nodes.contains(&node.name) {
         return Some("is in spec.placement.avoidNodes".into());
     }
-    if node.unschedulable {
-        return Some("is cordoned".into());
-    }
-    if !node.ready {
-        return Some("is not Ready".into());
-    }
     let selector = placement.node_selector.iter().flatten();
-    if let Some((key, value)) = selector
-        .chain(&sts.pod_node_selector)
-        .find(|(k, v)| node.labels.get(*k) != Some(v))
-    {
+    if let Some((key, value)) = selector.into_iter().find(|(k, v)| node.labels.get(*k) != Some(v)) {
         return Some(format!("lacks label {key}={value}"));
     }
-    if let Some(taint) = node
-        .taints
-        .iter()
-        .find(|taint| keeps_off(taint) && !sts.pod_tolerations.iter().any(|t| tolerates(t, taint)))
-    {
-        return Some(format!("has taint {} the replica does not tolerate", taint.key));
+    if let Some(why) = refuses_replica(node, &sts.pod_node_selector, &sts.pod_tolerations) {
+        return Some(why);
     }
     for row in rows {
         let class_name = row.target_storage_class.as_deref().unwrap_or_default();
@@ -189,6 +176,28 @@ fn unfit(
         }
     }
     None
+}
+
+/// Why `node` cannot take a new pod with this node selector and these tolerations, if it cannot:
+/// cordoned, not Ready, a label missing, a taint not tolerated (the scheduler's own rules; a
+/// pod's required node affinity is not evaluated).
+pub fn refuses_replica(
+    node: &NodeView,
+    node_selector: &BTreeMap<String, String>,
+    tolerations: &[Toleration],
+) -> Option<String> {
+    if node.unschedulable {
+        return Some("is cordoned".into());
+    }
+    if !node.ready {
+        return Some("is not Ready".into());
+    }
+    if let Some((key, value)) = node_selector.iter().find(|(k, v)| node.labels.get(*k) != Some(v)) {
+        return Some(format!("lacks label {key}={value}"));
+    }
+    (node.taints.iter())
+        .find(|taint| keeps_off(taint) && !tolerations.iter().any(|t| tolerates(t, taint)))
+        .map(|taint| format!("has taint {} the replica does not tolerate", taint.key))
 }
 
 /// A taint that keeps pods off a node (`PreferNoSchedule` only discourages them).
