@@ -2,6 +2,9 @@
 //! operators (the chart's tests install one labelled as the chart labels it), so these run alone,
 //! after every other test (`scripts/lib/run_tests.py`).
 
+// `drain` cordons a real node: no other test's pod may need it meanwhile.
+mod drain;
+
 use crate::support::Env;
 use ferry_testenv::wait_until;
 use k8s_openapi::api::core::v1::Pod;

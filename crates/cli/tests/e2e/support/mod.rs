@@ -61,8 +61,10 @@ impl Env {
             .unwrap();
         let operator_client = ferry_testenv::chart::client_as(&identity.user).await.unwrap();
         self.identity = Some(identity);
+        // Movers run from the image built for the real nodes (no registry is reachable).
         let settings = Settings {
             namespaces: vec![self.ns.name.clone()],
+            mover_image: Some(ferry_testenv::workload::FERRY_IMAGE.to_string()),
             ..Settings::default()
         };
         let client = operator_client;

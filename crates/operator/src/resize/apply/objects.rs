@@ -109,6 +109,24 @@ pub struct Placement {
     pub resources: Option<ResourceRequirements>,
 }
 
+/// The taint of a cordoned node.
+const UNSCHEDULABLE_TAINT: &str = "node.kubernetes.io/unschedulable";
+
+impl Placement {
+    /// Also on a cordoned node: a pod that only reads a volume bound there (a node being drained
+    /// still has its volumes measured and served).
+    pub fn tolerating_cordon(&self) -> Placement {
+        let mut placement = self.clone();
+        placement.tolerations.push(Toleration {
+            key: Some(UNSCHEDULABLE_TAINT.to_string()),
+            operator: Some("Exists".to_string()),
+            effect: Some("NoSchedule".to_string()),
+            ..Toleration::default()
+        });
+        placement
+    }
+}
+
 /// The placement of `mover`, over the operator's image, with the replica's tolerations added to its
 /// own (each once).
 pub fn placement(
@@ -371,7 +389,7 @@ pub fn usage_pod(owner: &Owner, name: &str, placement: &Placement, claim: &str) 
         owner,
         name,
         "usage",
-        placement,
+        &placement.tolerating_cordon(),
         container,
         vec![claim_volume("source", claim, true)],
     )

@@ -370,9 +370,14 @@ fn a_usage_pod_reads_its_claim_read_only_with_one_capability() {
         (claim.claim_name.as_str(), claim.read_only),
         ("data-db-0", Some(true))
     );
+    // And a cordon: its volume may be on a node being drained.
     assert_eq!(
         spec.tolerations,
-        Some(vec![toleration("dedicated"), toleration("db")])
+        Some(vec![
+            toleration("dedicated"),
+            toleration("db"),
+            toleration("node.kubernetes.io/unschedulable")
+        ])
     );
 }
 
@@ -669,7 +674,7 @@ fn the_typed_objects_serialize_as_the_json_ones_did() {
             "restartPolicy": "Never",
             "automountServiceAccountToken": false,
             "enableServiceLinks": false,
-            "tolerations": [],
+            "tolerations": [{"key": "node.kubernetes.io/unschedulable", "operator": "Exists", "effect": "NoSchedule"}],
             "securityContext": {"runAsUser": 0, "runAsGroup": 0, "seccompProfile": {"type": "RuntimeDefault"}},
             "containers": [{
                 "name": "usage",
@@ -709,7 +714,7 @@ fn the_typed_objects_serialize_as_the_json_ones_did() {
             "automountServiceAccountToken": false,
             "enableServiceLinks": false,
             "nodeSelector": null,
-            "tolerations": [],
+            "tolerations": [{"key": "node.kubernetes.io/unschedulable", "operator": "Exists", "effect": "NoSchedule"}],
             "securityContext": {"runAsUser": 0, "runAsGroup": 0, "seccompProfile": {"type": "RuntimeDefault"}},
             "containers": [old_container],
             "volumes": [{"name": "source", "persistentVolumeClaim": {"claimName": "data-db-0", "readOnly": true}}],

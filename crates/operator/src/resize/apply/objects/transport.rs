@@ -13,7 +13,7 @@ use crate::Error;
 use ferry_api::Verify;
 use ferry_engine::resize::action::Pass;
 use k8s_openapi::api::core::v1::{
-    Container, ContainerPort, Pod, Secret, SecretVolumeSource, Toleration, Volume, VolumeMount,
+    Container, ContainerPort, Pod, Secret, SecretVolumeSource, Volume, VolumeMount,
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 use kube::{Resource, ResourceExt};
@@ -31,8 +31,6 @@ const TLS_DIR: &str = "/tls";
 const PEER_NAME: &str = "ferry-mover";
 /// How long a pulling mover retries a serving mover that does not answer yet (it has just started).
 const CONNECT_WAIT_SECONDS: u32 = 60;
-/// The taint of a cordoned node: a node being drained still serves its volumes.
-const UNSCHEDULABLE_TAINT: &str = "node.kubernetes.io/unschedulable";
 
 /// The volume of the copy's key: Secret `secret`, readable by the mover alone.
 fn key_volume(secret: &str) -> (Volume, VolumeMount) {
@@ -84,18 +82,11 @@ pub fn serving_pod(
         volume_mounts: Some(vec![mount("source", true), key_mount]),
         ..Container::default()
     };
-    let mut placement = placement.clone();
-    placement.tolerations.push(Toleration {
-        key: Some(UNSCHEDULABLE_TAINT.to_string()),
-        operator: Some("Exists".to_string()),
-        effect: Some("NoSchedule".to_string()),
-        ..Toleration::default()
-    });
     ferry_pod(
         owner,
         name,
         SERVING_PASS,
-        &placement,
+        &placement.tolerating_cordon(),
         container,
         vec![claim_volume("source", claim, true), key],
     )
