@@ -73,7 +73,10 @@ fn a_replica_whose_volume_is_bound_to_the_node_moves_asking_for_each_templates_l
             volumes: vec![("data".into(), 12 << 30)],
         }]
     );
-    assert!(drained.refusals.is_empty() && drained.notes.is_empty(), "{drained:?}");
+    assert!(
+        drained.refusals.is_empty() && drained.notes.is_empty(),
+        "{drained:?}"
+    );
     assert_eq!(
         plan("n9", &facts()),
         DrainPlan::default(),

@@ -18,7 +18,10 @@ impl Drop for Uncordon {
     fn drop(&mut self) {
         let (client, node) = (self.0.clone(), self.1.clone());
         let undone = std::thread::spawn(move || {
-            let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap();
             runtime.block_on(async {
                 let patch = serde_json::json!({"spec": {"unschedulable": null}});
                 Api::<Node>::all(client)
@@ -64,12 +67,19 @@ async fn drain_moves_each_replica_whose_volume_the_node_alone_holds_and_loses_no
 
     let run = env.ferry(&["drain", "no-such-node"]).await;
     assert_eq!(run.code, 3, "{run:?}");
-    assert!(run.stderr.contains("node \"no-such-node\" does not exist"), "{run:?}");
+    assert!(
+        run.stderr.contains("node \"no-such-node\" does not exist"),
+        "{run:?}"
+    );
 
     // A dry run says what would move and changes nothing.
     let run = env.ferry(&["drain", &node, "--dry-run"]).await;
     assert_eq!(run.code, 0, "{run:?}");
-    assert!(run.stdout.contains(&format!("StatefulSet {ns}/db: would move replica")), "{run:?}");
+    assert!(
+        run.stdout
+            .contains(&format!("StatefulSet {ns}/db: would move replica")),
+        "{run:?}"
+    );
     assert!(!cordoned(&env, &node).await);
     assert!(env.resize_names().await.is_empty());
 
@@ -91,7 +101,9 @@ async fn drain_moves_each_replica_whose_volume_the_node_alone_holds_and_loses_no
         })
         .await
         .unwrap();
-        let dir = claim_directory(&claims, &volumes, &format!("data-{pod}")).await.unwrap();
+        let dir = claim_directory(&claims, &volumes, &format!("data-{pod}"))
+            .await
+            .unwrap();
         assert_eq!(lost_records(&ns, pod, &dir).unwrap(), Vec::<u64>::new(), "{pod}");
     }
 
