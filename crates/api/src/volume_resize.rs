@@ -466,6 +466,14 @@ pub struct VolumePlan {
     /// volumes: its data crosses the network from the old volume's node to it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub target_node: Option<String>,
+    /// Times the copy from another node started again because its connection broke while the
+    /// replica still served (the serving mover failed or went, a pass failed on the network).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub transport_restarts: Option<u32>,
+    /// UIDs of the mover pods removed at the last of `transportRestarts` (a break they show, or
+    /// their going, is not counted again, whatever the reconciles).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub transport_broken_by: Vec<String>,
     /// Capabilities this row's mover pods get: `DAC_OVERRIDE`, and only those the data measured
     /// before the copy needs (`CHOWN`/`FOWNER` for other owners, `FSETID`, `MKNOD`, `SETFCAP`).
     /// Absent when the measuring mover did not say (every capability a copy can use).

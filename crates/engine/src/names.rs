@@ -59,6 +59,13 @@ pub fn serving_mover(claim: &str, suffix: &str) -> String {
     format!("{claim}-ferry-{suffix}-serve")
 }
 
+/// The Secret with the key of one serving mover of `claim`'s copy: a new one each time the copy
+/// starts again (`restarts`), so a serving mover never finds the key of the one before it, which
+/// the garbage collector deletes with that pod.
+pub fn serving_key(claim: &str, suffix: &str, restarts: u32) -> String {
+    format!("{claim}-ferry-{suffix}-key-{restarts}")
+}
+
 /// The port a serving mover listens on.
 pub const SERVING_PORT: u16 = 7443;
 

@@ -69,15 +69,17 @@ pub enum ResizeAction {
         /// visits only what changed (`--track-changes`); it says it is armed through its pod's
         /// Ready condition ([`crate::resize::MoverView::armed`]).
         track_changes: bool,
-        /// A copy from another node: the serving mover's address (IP:port), from which this
-        /// mover pulls over mutual TLS; it mounts only `target`.
-        from: Option<String>,
+        /// A copy from another node: where this mover pulls from over mutual TLS; it mounts only
+        /// `target`.
+        from: Option<PullFrom>,
     },
     /// Start a pod serving `claim` (read only) on its volume's node to the movers of another node,
     /// with a key made for this copy alone (the Secret `pod`, owned by the pod).
     StartServer {
         pod: String,
         claim: String,
+        /// The Secret its copy's key goes in (owned by the pod).
+        key: String,
         /// Linux capabilities of its container (to read every file).
         capabilities: Vec<String>,
     },
@@ -105,6 +107,13 @@ pub enum ResizeAction {
         /// The volume's own VolumeAttributesClass: the PV controller binds no other.
         attributes_class: Option<String>,
     },
+}
+
+/// A serving mover a mover pulls from: its address (IP:port) and the Secret with their key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PullFrom {
+    pub address: String,
+    pub key: String,
 }
 
 /// An action's kind: the name of its category in errors and metrics (`<kind>Failed`). A volume

@@ -252,6 +252,14 @@ pub fn plan_copy(
             &format!("{who} started again before its swap; its final sync must run again"),
         );
     }
+    let restarts = remote::restart_broken(ctx, &mut status, observed, &rows);
+    if !restarts.is_empty() {
+        return decide(
+            status,
+            restarts,
+            &format!("the copy of {who} from its node broke; starting it again"),
+        );
+    }
     if let Some(reason) = reason_to_roll_back(ctx, &mut status, observed, &rows, now) {
         status.phase = Some(Phase::RollingBack);
         status.message = Some(format!("{reason}; rolling back {who}"));

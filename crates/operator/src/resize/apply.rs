@@ -188,9 +188,9 @@ async fn carry_out(
                 cloned_at: *cloned_at,
                 track_changes: *track_changes,
                 // The key is in the Secret named after the serving mover of the same claim.
-                pull: from.as_deref().map(|from| objects::Pull {
-                    from,
-                    key: ferry_engine::names::serving_mover(source, &objects::uid_suffix(resize)),
+                pull: from.as_ref().map(|from| objects::Pull {
+                    from: &from.address,
+                    key: from.key.clone(),
                 }),
             };
             let mut mover = objects::mover_pod(&Owner::of(resize), pod, &placement, &copy);
@@ -212,12 +212,18 @@ async fn carry_out(
         ResizeAction::StartServer {
             pod,
             claim,
+            key,
             capabilities,
         } => {
             let placement = placement(ctx, resize, namespace).await?;
-            let serving =
-                objects::transport::serving_pod(&Owner::of(resize), pod, &placement, claim, capabilities);
-            start_server(client, namespace, &serving).await
+            let serving = objects::transport::serving_pod(
+                &Owner::of(resize),
+                pod,
+                &placement,
+                objects::transport::Served { claim, key },
+                capabilities,
+            );
+            start_server(client, namespace, &serving, key).await
         }
         ResizeAction::MeasureUsage { pod, claim } => {
             let placement = placement(ctx, resize, namespace).await?;
@@ -313,9 +319,9 @@ async fn carry_out(
 
 /// Where a pod Ferry runs for `resize` goes: `spec.mover`'s placement over the operator's image,
 /// with the replica's tolerations.
-/// Creates serving mover `serving` (or finds it made before), then the Secret with its copy's key,
-/// owned by it; the pod waits for the Secret to mount it. Repeated, it makes neither again.
-async fn start_server(client: kube::Client, namespace: &str, serving: &Pod) -> Result<(), Error> {
+/// Creates serving mover `serving` (or finds it made before), then the Secret `key` with its copy's
+/// key, owned by it; the pod waits for the Secret to mount it. Repeated, it makes neither again.
+async fn start_server(client: kube::Client, namespace: &str, serving: &Pod, key: &str) -> Result<(), Error> {
     let pods = Api::<Pod>::namespaced(client.clone(), namespace);
     let made = match pods.create(&crate::writes::create(), serving).await {
         Ok(made) => made,
@@ -323,10 +329,10 @@ async fn start_server(client: kube::Client, namespace: &str, serving: &Pod) -> R
         Err(error) => return Err(error.into()),
     };
     let secrets = Api::<Secret>::namespaced(client, namespace);
-    if secrets.get_opt(&made.name_any()).await?.is_some() {
+    if secrets.get_opt(key).await?.is_some() {
         return Ok(());
     }
-    let secret = objects::transport::key_secret(&made, objects::transport::copy_key()?)?;
+    let secret = objects::transport::key_secret(&made, key, objects::transport::copy_key()?)?;
     ignore_conflict(secrets.create(&crate::writes::create(), &secret).await)
 }
 

@@ -119,7 +119,7 @@ async fn a_replica_moved_to_another_node_keeps_every_acknowledged_write_and_its_
     let server = movers
         .iter()
         .find(|(name, _)| name.starts_with(serving) && name.ends_with("-serve"));
-    let (server_name, placed) = server.unwrap_or_else(|| panic!("no serving mover: {movers:?}"));
+    let (_, placed) = server.unwrap_or_else(|| panic!("no serving mover: {movers:?}"));
     assert!(placed.starts_with(&format!("{old_node} ")), "{placed}");
     assert!(placed.contains("ferry-mover serve"), "{placed}");
     let pulls: Vec<_> = movers
@@ -136,18 +136,88 @@ async fn a_replica_moved_to_another_node_keeps_every_acknowledged_write_and_its_
         assert!(placed.starts_with(&format!("{new_node} ")), "{name}: {placed}");
         assert!(placed.contains("ferry-mover pull --from "), "{name}: {placed}");
     }
-    // The copy's key existed while it ran (named after its server), and went with it.
-    assert!(
-        secrets.lock().unwrap().contains(server_name),
-        "{:?}",
-        secrets.lock().unwrap()
-    );
+    keys_gone(&harness, &secrets, 1).await;
+}
+
+/// The copy's keys existed while it ran (`count`, one per serving mover), and went with them.
+async fn keys_gone(harness: &Harness, seen: &Arc<Mutex<BTreeSet<String>>>, count: usize) {
+    let keys: Vec<String> = (seen.lock().unwrap().iter())
+        .filter(|name| name.starts_with("data-db-1-ferry-") && name.contains("-key-"))
+        .cloned()
+        .collect();
+    assert_eq!(keys.len(), count, "{keys:?}");
     let all: Api<Secret> = harness.ns.api();
-    wait_until(
-        "the copy's key to be deleted with its serving mover",
-        60,
-        || async { all.get_opt(server_name).await.ok()?.is_none().then_some(()) },
+    for key in &keys {
+        wait_until(
+            "the copy's key to be deleted with its serving mover",
+            60,
+            || async { all.get_opt(key).await.ok()?.is_none().then_some(()) },
+        )
+        .await
+        .unwrap();
+    }
+}
+
+/// Deletes (at once, grace 0) the first serving mover seen running while replica `db-1` is Ready:
+/// the source node lost for a moment. Returns whether it did.
+fn kill_serving_mover_once(harness: &Harness) -> Arc<Mutex<bool>> {
+    let killed = Arc::new(Mutex::new(false));
+    let pods: Api<Pod> = harness.ns.api();
+    let done = killed.clone();
+    tokio::spawn(async move {
+        loop {
+            let serving = (pods
+                .list(&ListParams::default().labels("ferry.dev/mover-pass=serve"))
+                .await)
+                .map(|list| list.items)
+                .unwrap_or_default();
+            let replica_ready = (pods.get_opt("db-1").await.ok().flatten()).is_some_and(|pod| {
+                ferry_engine::pods::ready(&pod) && pod.metadata.deletion_timestamp.is_none()
+            });
+            let running = serving
+                .iter()
+                .find(|pod| pod.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running"));
+            if let (Some(pod), true) = (running, replica_ready) {
+                let now = kube::api::DeleteParams::default().grace_period(0);
+                if pods.delete(&pod.name_any(), &now).await.is_ok() {
+                    *done.lock().unwrap() = true;
+                    return;
+                }
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        }
+    });
+    killed
+}
+
+/// The serving mover killed while the replica still serves: the copy starts again with a new
+/// serving mover and a new key, and the move completes with nothing lost.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_move_whose_serving_mover_is_killed_while_the_replica_serves_starts_again_and_completes() {
+    let harness = Harness::start("move-killed").await;
+    let seeds = writer(&harness, 2, CLASS_BLOCK_NODE, "320Mi").await;
+    let secrets = watch_secrets(&harness);
+    let killed = kill_serving_mover_once(&harness);
+    let oracle = DisruptionOracle::start(harness.ns.api(), "db", 2).await;
+    let status = resize_succeeds(
+        &harness,
+        "move",
+        json!({"statefulSetName": "db", "volumes": [{"name": "data", "size": "320Mi"}],
+               "placement": {"replicas": [1]}}),
+        300,
     )
-    .await
-    .unwrap();
+    .await;
+    oracle.assert_at_most(1).await;
+    assert!(
+        *killed.lock().unwrap(),
+        "the serving mover was never seen running"
+    );
+    let moved = status.plan.iter().find(|row| row.replica == 1).unwrap();
+    assert_eq!(moved.transport_restarts, Some(1), "{moved:?}");
+    assert_eq!(
+        node_of(&harness, "db-1").await,
+        moved.target_node.clone().unwrap()
+    );
+    assert_nothing_lost(&harness, 2, &seeds).await;
+    keys_gone(&harness, &secrets, 2).await;
 }

@@ -98,7 +98,8 @@ impl ResizeAction {
                 ..
             } => match from {
                 Some(from) => format!(
-                    "{pass:?} copy of PVC {source} to {target} across nodes (from {from}) in mover pod {pod}"
+                    "{pass:?} copy of PVC {source} to {target} across nodes (from {}) in mover pod {pod}",
+                    from.address
                 ),
                 None => format!("{pass:?} copy of PVC {source} to {target} in mover pod {pod}"),
             },
@@ -290,6 +291,7 @@ mod tests {
             ResizeAction::StartServer {
                 pod: name(),
                 claim: name(),
+                key: name(),
                 capabilities: Vec::new(),
             },
             ResizeAction::MeasureUsage {

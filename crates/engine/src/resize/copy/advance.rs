@@ -3,6 +3,7 @@
 //! swap once that sync has succeeded.
 
 use super::*;
+use crate::resize::action::PullFrom;
 
 /// What the rows of a batch share while each is advanced: the mover slots left, whether the
 /// replicas may be stopped, what the step is doing, and the actions so far.
@@ -173,7 +174,7 @@ fn pulls_from(
     row: &mut VolumePlan,
     observed: &Observed,
     step: &mut BatchStep,
-) -> Option<Option<String>> {
+) -> Option<Option<PullFrom>> {
     match super::remote::source(ctx, row, observed, &mut step.actions) {
         super::remote::Source::Local => Some(None),
         super::remote::Source::Serving(address) => Some(Some(address)),
@@ -275,7 +276,7 @@ fn warm_copy_pending(
     row: &mut VolumePlan,
     observed: &Observed,
     step: &mut BatchStep,
-    from: Option<String>,
+    from: Option<PullFrom>,
 ) -> bool {
     let warm = ctx.mover(row, Pass::Warm);
     let warm_mover = observed.movers.get(&warm);
@@ -345,7 +346,7 @@ fn start_final_mover(
     observed: &Observed,
     replica_present: bool,
     step: &mut BatchStep,
-    from: Option<String>,
+    from: Option<PullFrom>,
 ) {
     let who = step.who.clone();
     if replica_present && !step.standby {

@@ -92,8 +92,8 @@ struct Cluster {
     opening_streams: BTreeMap<String, u32>,
     /// Every serving mover started, by pod name.
     servers_started: Vec<String>,
-    /// Every mover started with the address it pulls from (a copy from another node).
-    pulls: Vec<(String, Option<String>)>,
+    /// Every mover started with what it pulls from (a copy from another node).
+    pulls: Vec<(String, Option<crate::resize::action::PullFrom>)>,
     /// Every target claim made, with the node it was made on.
     target_nodes: Vec<(String, Option<String>)>,
 }

@@ -177,7 +177,7 @@ pub struct CopyJob<'a> {
 pub struct Pull<'a> {
     /// The serving mover's address (IP:port).
     pub from: &'a str,
-    /// The Secret with the copy's key (the serving mover's name).
+    /// The Secret with the copy's key (its serving mover's).
     pub key: String,
 }
 

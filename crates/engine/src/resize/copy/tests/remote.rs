@@ -2,6 +2,7 @@
 //! that pull from it on the new one's, its end with the final pass, and its removal at the swap.
 
 use super::*;
+use crate::resize::copy::remote::TRANSPORT_RESTARTS;
 
 /// The plan with every replica moving from node-a to node-b.
 fn planned_remote() -> VolumeResizeStatus {
@@ -60,7 +61,10 @@ fn a_copy_to_another_node_pulls_from_a_serving_mover_made_on_the_old_volumes_nod
     );
     assert!(!cluster.pulls.is_empty());
     for (pod, from) in &cluster.pulls {
-        assert_eq!(from.as_deref(), Some("10.2.0.7:7443"), "{pod}");
+        let from = from.as_ref().unwrap();
+        assert_eq!(from.address, "10.2.0.7:7443", "{pod}");
+        let claim = &pod[..pod.rfind("-ferry-").unwrap()];
+        assert_eq!(from.key, format!("{claim}-ferry-{SUFFIX}-key-0"), "{pod}");
     }
     assert!(
         cluster.final_tracking.iter().all(|(_, tracks)| !tracks),
@@ -103,12 +107,11 @@ fn a_move_to_another_node_survives_the_operator_killed_after_any_action() {
     }
 }
 
-/// A serving mover that fails (its node lost, its volume gone) rolls the replica back, and every
-/// mover of the row goes.
-#[test]
-fn a_failed_serving_mover_rolls_the_replica_back() {
+/// Runs the move with data-db-0's serving mover failing each of the first `failures` times it
+/// runs (its node lost for a moment, the network cut): (the status, how many failed).
+fn run_with_failing_server(failures: u32) -> (Cluster, VolumeResizeStatus, u32) {
     let mut cluster = Cluster::new();
-    let mut failed = false;
+    let mut failed = 0;
     let mut status = planned_remote();
     for _ in 0..500 {
         let now = cluster.tick();
@@ -124,18 +127,57 @@ fn a_failed_serving_mover_rolls_the_replica_back() {
         }
         cluster.settle();
         let serving = format!("data-db-0-ferry-{SUFFIX}-serve");
-        if !failed && let Some(mover) = cluster.observed.movers.get_mut(&serving) {
+        let replica_up = cluster.observed.pods.contains_key("db-0");
+        if failed < failures
+            && replica_up
+            && let Some(mover) = cluster.observed.movers.get_mut(&serving)
+            && mover.phase == MoverPhase::Running
+        {
             mover.phase = MoverPhase::Failed {
                 exit_code: 7,
                 message: "transport: connection reset".into(),
             };
-            failed = true;
+            failed += 1;
         }
     }
-    assert!(failed);
+    (cluster, status, failed)
+}
+
+/// A serving mover that fails while the replica serves is started again with the row's other
+/// movers, and the move completes; each break is counted once.
+#[test]
+fn a_copy_whose_serving_mover_fails_while_the_replica_serves_starts_again_and_completes() {
+    let (cluster, status, failed) = run_with_failing_server(2);
+    assert_eq!(failed, 2);
+    assert_copied(&cluster, &status);
+    let row = &status.plan[0];
+    assert_eq!(row.transport_restarts, Some(2), "{row:?}");
+    // Each serving mover has a key of its own: the last movers pulled with the third.
+    let (_, last) = (cluster.pulls.iter())
+        .rfind(|(pod, _)| pod.starts_with("data-db-0-"))
+        .unwrap();
+    assert_eq!(
+        last.as_ref().unwrap().key,
+        format!("data-db-0-ferry-{SUFFIX}-key-2")
+    );
+    assert_eq!(status.plan[1].transport_restarts, None);
+    assert!(
+        cluster.observed.movers.is_empty(),
+        "{:?}",
+        cluster.observed.movers
+    );
+}
+
+/// Past its restarts, a serving mover that keeps failing rolls the replica back, and every mover
+/// of the row goes.
+#[test]
+fn a_serving_mover_that_keeps_failing_rolls_the_replica_back() {
+    let (cluster, status, failed) = run_with_failing_server(TRANSPORT_RESTARTS + 1);
+    assert_eq!(failed, TRANSPORT_RESTARTS + 1);
     assert_eq!(status.phase, Some(Phase::Failed), "{:?}", status.message);
     let message = status.message.clone().unwrap_or_default();
     assert!(message.contains("serving mover for data-db-0"), "{message}");
+    assert_eq!(status.plan[0].transport_restarts, Some(TRANSPORT_RESTARTS));
     assert_eq!(
         cluster.observed.claims["data-db-0"].volume_name.as_deref(),
         Some("pv-old-0")

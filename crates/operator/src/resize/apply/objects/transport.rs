@@ -46,16 +46,22 @@ fn key_volume(secret: &str) -> (Volume, VolumeMount) {
     (volume, mount("tls", true))
 }
 
-/// The pod serving `claim` (read only) to the movers on another node, on the node its volume is
-/// attached to (its PV's node affinity places it there), even once that node is cordoned.
+/// What a serving mover serves: its claim, and the Secret with its copy's key.
+pub struct Served<'a> {
+    pub claim: &'a str,
+    pub key: &'a str,
+}
+
+/// The pod serving `served.claim` (read only) to the movers on another node, on the node its
+/// volume is attached to (its PV's node affinity places it there), even once that node is cordoned.
 pub fn serving_pod(
     owner: &Owner,
     name: &str,
     placement: &Placement,
-    claim: &str,
+    served: Served,
     capabilities: &[String],
 ) -> Pod {
-    let (key, key_mount) = key_volume(name);
+    let (key, key_mount) = key_volume(served.key);
     let command = [
         "ferry-mover",
         "serve",
@@ -88,12 +94,12 @@ pub fn serving_pod(
         SERVING_PASS,
         &placement.tolerating_cordon(),
         container,
-        vec![claim_volume("source", claim, true), key],
+        vec![claim_volume("source", served.claim, true), key],
     )
 }
 
 /// What a mover pulling from another node mounts: the new volume, the copy's key (Secret
-/// `secret`, the serving mover's name), and, for the final pass, its go.
+/// `secret`, the serving mover's), and, for the final pass, its go.
 pub fn pulling_volumes(copy: &CopyJob, secret: &str) -> (Vec<VolumeMount>, Vec<Volume>) {
     let (key, key_mount) = key_volume(secret);
     let mut mounts = vec![mount("target", false), key_mount];
@@ -169,9 +175,9 @@ pub fn copy_key() -> Result<BTreeMap<String, String>, Error> {
     .into())
 }
 
-/// The Secret holding `key` for the copy served by `serving` (named after it, owned by it, so it
-/// is deleted with it).
-pub fn key_secret(serving: &Pod, key: BTreeMap<String, String>) -> Result<Secret, Error> {
+/// The Secret `name` holding `key` for the copy served by `serving` (owned by it, so it is deleted
+/// with it).
+pub fn key_secret(serving: &Pod, name: &str, key: BTreeMap<String, String>) -> Result<Secret, Error> {
     let owner: OwnerReference = serving
         .controller_owner_ref(&())
         .map(|mut owner| {
@@ -184,7 +190,7 @@ pub fn key_secret(serving: &Pod, key: BTreeMap<String, String>) -> Result<Secret
         .ok_or_else(|| Error::Invariant(format!("serving mover {} has no UID yet", serving.name_any())))?;
     Ok(Secret {
         metadata: ObjectMeta {
-            name: Some(serving.name_any()),
+            name: Some(name.to_string()),
             labels: serving.metadata.labels.clone(),
             owner_references: Some(vec![owner]),
             ..ObjectMeta::default()

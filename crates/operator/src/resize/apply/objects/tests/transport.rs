@@ -8,7 +8,7 @@ fn pulled(pass: Pass) -> CopyJob<'static> {
         pass,
         pull: Some(Pull {
             from: "10.2.0.7:7443",
-            key: "data-db-0-ferry-abc-serve".into(),
+            key: "data-db-0-ferry-abc-key-0".into(),
         }),
         ..final_copy()
     }
@@ -24,7 +24,10 @@ fn a_serving_mover_reads_its_claim_only_holds_the_copys_key_and_stays_on_a_cordo
         &owner(),
         "data-db-0-ferry-abc-serve",
         &placed(),
-        "data-db-0",
+        across::Served {
+            claim: "data-db-0",
+            key: "data-db-0-ferry-abc-key-0",
+        },
         &["DAC_OVERRIDE".to_string()],
     );
     assert_eq!(labels(&pod)[LABEL_MOVER_PASS], SERVING_PASS);
@@ -51,7 +54,7 @@ fn a_serving_mover_reads_its_claim_only_holds_the_copys_key_and_stays_on_a_cordo
     assert_eq!(
         spec["volumes"],
         json!([{"name": "source", "persistentVolumeClaim": {"claimName": "data-db-0", "readOnly": true}},
-               {"name": "tls", "secret": {"secretName": "data-db-0-ferry-abc-serve", "defaultMode": 0o400}}])
+               {"name": "tls", "secret": {"secretName": "data-db-0-ferry-abc-key-0", "defaultMode": 0o400}}])
     );
     let tolerations = spec["tolerations"].as_array().unwrap();
     assert!(tolerations.contains(
@@ -99,7 +102,7 @@ fn a_pulling_mover_mounts_only_the_new_volume_and_the_key_and_the_final_one_stop
     assert_eq!(names, ["target", "tls"], "the old volume is not mounted here");
     assert_eq!(
         spec["volumes"][1]["secret"]["secretName"],
-        "data-db-0-ferry-abc-serve"
+        "data-db-0-ferry-abc-key-0"
     );
 
     let last = mover_pod(&owner(), "f", &placed(), &pulled(Pass::Final));
@@ -141,14 +144,20 @@ fn each_copy_has_a_key_of_its_own_which_goes_with_its_serving_mover() {
     assert_ne!(one["ca.crt"], two["ca.crt"], "an authority per copy");
     assert!(!one.values().any(|pem| pem == &two["tls.key"]));
 
-    let mut serving = across::serving_pod(&owner(), "s", &placed(), "c", &[]);
+    let mut serving = across::serving_pod(
+        &owner(),
+        "s",
+        &placed(),
+        across::Served { claim: "c", key: "k" },
+        &[],
+    );
     assert!(
-        across::key_secret(&serving, one.clone()).is_err(),
+        across::key_secret(&serving, "k", one.clone()).is_err(),
         "no owner without a UID"
     );
     serving.metadata.uid = Some("pod-uid".into());
-    let secret = across::key_secret(&serving, one).unwrap();
-    assert_eq!(secret.metadata.name.as_deref(), Some("s"));
+    let secret = across::key_secret(&serving, "k", one).unwrap();
+    assert_eq!(secret.metadata.name.as_deref(), Some("k"));
     let owners = secret.metadata.owner_references.unwrap();
     assert_eq!(
         (owners.len(), owners[0].uid.as_str(), owners[0].kind.as_str()),
