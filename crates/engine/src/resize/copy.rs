@@ -244,27 +244,10 @@ pub fn plan_copy(
     if ctx.stopping && !committed(&status, observed, &rows) {
         return stop_uncommitted(ctx, status, observed, &batch, &rows, &who, now);
     }
-    let stale = undo_stale_swaps(ctx, &mut status, observed, &rows);
-    if !stale.is_empty() {
-        return decide(
-            status,
-            stale,
-            &format!("{who} started again before its swap; its final sync must run again"),
-        );
-    }
-    let restarts = remote::restart_broken(ctx, &mut status, observed, &rows);
-    if !restarts.is_empty() {
-        return decide(
-            status,
-            restarts,
-            &format!("the copy of {who} from its node broke; starting it again"),
-        );
-    }
-    if let Some(reason) = reason_to_roll_back(ctx, &mut status, observed, &rows, now) {
-        status.phase = Some(Phase::RollingBack);
-        status.message = Some(format!("{reason}; rolling back {who}"));
-        return roll_back(ctx, status, observed, &batch, now);
-    }
+    let status = match undone_or_broken(ctx, status, observed, &batch, &rows, now) {
+        Ok(status) => status,
+        Err(decision) => return decision,
+    };
     if let Some(actions) = clear_for_swap(ctx, &status, observed, &rows) {
         return decide(
             status,
@@ -279,6 +262,36 @@ pub fn plan_copy(
     }
 
     advance(ctx, status, observed, &batch, &rows, &who, now)
+}
+
+/// What goes back before the batch goes on: a swap a pod's return made stale, a copy from another
+/// node whose connection broke (started again), or a reason to roll the batch back. `Err` is that
+/// step; `Ok` gives the status back to go on with.
+fn undone_or_broken(
+    ctx: &CopyContext,
+    mut status: VolumeResizeStatus,
+    observed: &Observed,
+    batch: &[i32],
+    rows: &[usize],
+    now: &Time,
+) -> Result<VolumeResizeStatus, Decision> {
+    let who = named(batch);
+    let stale = undo_stale_swaps(ctx, &mut status, observed, rows);
+    if !stale.is_empty() {
+        let summary = format!("{who} started again before its swap; its final sync must run again");
+        return Err(decide(status, stale, &summary));
+    }
+    let restarts = remote::restart_broken(ctx, &mut status, observed, rows);
+    if !restarts.is_empty() {
+        let summary = format!("the copy of {who} from its node broke; starting it again");
+        return Err(decide(status, restarts, &summary));
+    }
+    if let Some(reason) = reason_to_roll_back(ctx, &mut status, observed, rows, now) {
+        status.phase = Some(Phase::RollingBack);
+        status.message = Some(format!("{reason}; rolling back {who}"));
+        return Err(roll_back(ctx, status, observed, batch, now));
+    }
+    Ok(status)
 }
 
 /// What the status records of the cluster: the volumes each row is on, the temporary claims of
