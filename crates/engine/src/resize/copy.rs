@@ -245,8 +245,8 @@ pub fn plan_copy(
         return stop_uncommitted(ctx, status, observed, &batch, &rows, &who, now);
     }
     let status = match undone_or_broken(ctx, status, observed, &batch, &rows, now) {
-        Ok(status) => status,
-        Err(decision) => return decision,
+        Checked::GoOn(status) => status,
+        Checked::Decided(decision) => return decision,
     };
     if let Some(actions) = clear_for_swap(ctx, &status, observed, &rows) {
         return decide(
@@ -264,9 +264,14 @@ pub fn plan_copy(
     advance(ctx, status, observed, &batch, &rows, &who, now)
 }
 
+/// What a check before the batch goes on concluded: go on with this status, or this step first.
+enum Checked {
+    GoOn(VolumeResizeStatus),
+    Decided(Decision),
+}
+
 /// What goes back before the batch goes on: a swap a pod's return made stale, a copy from another
-/// node whose connection broke (started again), or a reason to roll the batch back. `Err` is that
-/// step; `Ok` gives the status back to go on with.
+/// node whose connection broke (started again), or a reason to roll the batch back.
 fn undone_or_broken(
     ctx: &CopyContext,
     mut status: VolumeResizeStatus,
@@ -274,24 +279,24 @@ fn undone_or_broken(
     batch: &[i32],
     rows: &[usize],
     now: &Time,
-) -> Result<VolumeResizeStatus, Decision> {
+) -> Checked {
     let who = named(batch);
     let stale = undo_stale_swaps(ctx, &mut status, observed, rows);
     if !stale.is_empty() {
         let summary = format!("{who} started again before its swap; its final sync must run again");
-        return Err(decide(status, stale, &summary));
+        return Checked::Decided(decide(status, stale, &summary));
     }
     let restarts = remote::restart_broken(ctx, &mut status, observed, rows);
     if !restarts.is_empty() {
         let summary = format!("the copy of {who} from its node broke; starting it again");
-        return Err(decide(status, restarts, &summary));
+        return Checked::Decided(decide(status, restarts, &summary));
     }
     if let Some(reason) = reason_to_roll_back(ctx, &mut status, observed, rows, now) {
         status.phase = Some(Phase::RollingBack);
         status.message = Some(format!("{reason}; rolling back {who}"));
-        return Err(roll_back(ctx, status, observed, batch, now));
+        return Checked::Decided(roll_back(ctx, status, observed, batch, now));
     }
-    Ok(status)
+    Checked::GoOn(status)
 }
 
 /// What the status records of the cluster: the volumes each row is on, the temporary claims of
