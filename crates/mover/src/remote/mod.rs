@@ -6,6 +6,7 @@ mod check;
 mod fetch;
 mod files;
 mod peer;
+mod tcp;
 pub mod pull;
 pub mod serve;
 pub mod tls;

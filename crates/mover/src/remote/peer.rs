@@ -45,7 +45,7 @@ impl Peer {
                 Err(e) => return Err(broke(&e)),
             }
         };
-        let _ = tcp.set_nodelay(true);
+        super::tcp::tune(&tcp);
         let conn = ClientConnection::new(config.clone(), peer_name()?).map_err(|e| broke(&e))?;
         let mut stream = StreamOwned::new(conn, tcp);
         while stream.conn.is_handshaking() {

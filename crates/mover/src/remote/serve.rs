@@ -98,7 +98,7 @@ fn connection(
     let peer = tcp
         .peer_addr()
         .map_or_else(|_| "a peer".to_string(), |a| a.to_string());
-    let _ = tcp.set_nodelay(true);
+    super::tcp::tune(&tcp);
     let mut stream = match ServerConnection::new(config.clone()) {
         Ok(conn) => StreamOwned::new(conn, tcp),
         Err(e) => return eprintln!("ferry-mover: serve: {peer}: {e}"),
