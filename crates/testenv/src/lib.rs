@@ -18,6 +18,7 @@ pub mod executor;
 pub mod fixtures;
 pub mod kubelet;
 pub mod namespace;
+pub mod network_cut;
 pub mod paths;
 pub mod processes;
 pub mod quantity;

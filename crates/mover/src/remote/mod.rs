@@ -6,9 +6,9 @@ mod check;
 mod fetch;
 mod files;
 mod peer;
-mod tcp;
 pub mod pull;
 pub mod serve;
+mod tcp;
 pub mod tls;
 pub mod wire;
 

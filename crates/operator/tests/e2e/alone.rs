@@ -1,6 +1,9 @@
 //! Tests that disturb everything else on the shared control plane and real node, so they run last
 //! and one at a time (`scripts/lib/run_tests.py` runs the module `alone` after every other test).
 
+// Cuts the pod network between two real nodes: no other test's movers may cross it meanwhile.
+mod network_cut;
+
 use crate::faults::{copy_at, mover_pod, slow_copy};
 use crate::installed::on_the_real_node;
 use crate::real_node::{assert_nothing_lost, wait_phase, writer_with};

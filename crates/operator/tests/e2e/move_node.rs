@@ -32,13 +32,13 @@ fn volume_node(volume: &PersistentVolume) -> Option<String> {
         .and_then(|e| e.values.as_ref()?.first().cloned())
 }
 
-async fn node_of(harness: &Harness, pod: &str) -> String {
+pub(crate) async fn node_of(harness: &Harness, pod: &str) -> String {
     let pods: Api<Pod> = harness.ns.api();
     pods.get(pod).await.unwrap().spec.unwrap().node_name.unwrap()
 }
 
 /// The names of the Secrets seen in the namespace while the test runs.
-fn watch_secrets(harness: &Harness) -> Arc<Mutex<BTreeSet<String>>> {
+pub(crate) fn watch_secrets(harness: &Harness) -> Arc<Mutex<BTreeSet<String>>> {
     let seen = Arc::new(Mutex::new(BTreeSet::new()));
     let secrets: Api<Secret> = harness.ns.api();
     let record = seen.clone();
@@ -140,7 +140,7 @@ async fn a_replica_moved_to_another_node_keeps_every_acknowledged_write_and_its_
 }
 
 /// The copy's keys existed while it ran (`count`, one per serving mover), and went with them.
-async fn keys_gone(harness: &Harness, seen: &Arc<Mutex<BTreeSet<String>>>, count: usize) {
+pub(crate) async fn keys_gone(harness: &Harness, seen: &Arc<Mutex<BTreeSet<String>>>, count: usize) {
     let keys: Vec<String> = (seen.lock().unwrap().iter())
         .filter(|name| name.starts_with("data-db-1-ferry-") && name.contains("-key-"))
         .cloned()
