@@ -176,6 +176,9 @@ struct PullArgs {
     /// Tell the serving mover to stop once this pass succeeded (the final pass).
     #[arg(long)]
     stop_server: bool,
+    /// Fail (exit 6) when the source changes during the pass, as for `sync`: the final pass.
+    #[arg(long)]
+    strict: bool,
     /// Seconds to keep trying the first connection while nothing answers (a serving mover that
     /// has just started); a refused handshake is never tried again.
     #[arg(long, value_name = "SECONDS", default_value_t = 0)]
@@ -551,6 +554,7 @@ fn run_pull(args: PullArgs) -> i32 {
         connections: usize::from(args.connections),
         bwlimit: args.bwlimit,
         stop_server: args.stop_server,
+        strict: args.strict,
         connect_wait: std::time::Duration::from_secs(args.connect_wait),
         corrupt_after_write: corrupt_after_write(),
         progress: progress_mode(args.progress),

@@ -63,7 +63,12 @@ impl Server {
     }
 
     fn start_at(listen: &str, source: &Path, tls: &Path) -> Server {
+        Server::start_with(listen, source, tls, &[])
+    }
+
+    fn start_with(listen: &str, source: &Path, tls: &Path, env: &[(&str, &str)]) -> Server {
         let mut command = Command::new(bin());
+        command.envs(env.iter().copied());
         command
             .args(["serve", "--listen", listen, "--source"])
             .arg(source)
@@ -513,4 +518,40 @@ fn a_pull_waits_for_a_server_that_is_not_listening_yet() {
     );
     assert_eq!(code, 7, "stderr: {err}");
     assert!(!tmp.path().join("none").exists());
+}
+
+/// A file a writer appends to after the listing (a warm pass while the application runs): the pull
+/// keeps what it read, warns, and does not hold the listing against it; a strict pass (the final
+/// one, the application stopped) fails with exit 6 instead, and leaves the server running.
+#[test]
+fn a_file_that_grows_after_the_listing_is_a_warning_in_a_warm_pass_and_fails_a_strict_one() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (src, dst) = (tmp.path().join("src"), tmp.path().join("dst"));
+    write(&src.join("a.txt"), b"still\n");
+    write(&src.join("records"), b"one\ntwo\n");
+    let authority = Authority::new("growing");
+    let server_tls = authority.issue(&tmp.path().join("source-tls"));
+    let client = authority.issue(&tmp.path().join("target-tls"));
+    let grow = [("FERRY_MOVER_TEST_GROW_ON_READ", "records")];
+    let server = Server::start_with("127.0.0.1:0", &src, &server_tls, &grow);
+
+    let (code, warm, err) = pull(&server, &client, &dst, &[]);
+    assert_eq!(code, 0, "stderr: {err}");
+    assert_eq!(warm["warnings"], 1, "{warm}");
+    assert!(err.contains("changed while it was copied: records"), "{err}");
+    // What was read, whole: the listing's two lines and the one written after it.
+    let copied = std::fs::read_to_string(dst.join("records")).unwrap();
+    assert_eq!(copied, "one\ntwo\nwritten after the listing\n");
+
+    let (code, strict, err) = pull(&server, &client, &dst, &["--strict", "--stop-server"]);
+    assert_eq!(code, 6, "{strict} stderr: {err}");
+    assert!(
+        err.contains("the source changed during a pass that needs it stopped"),
+        "{err}"
+    );
+    // Still serving: the strict pass did not stop it.
+    let (code, _, err) = pull(&server, &client, &dst, &["--stop-server", "--verify", "none"]);
+    assert_eq!(code, 0, "stderr: {err}");
+    let (code, _, err) = server.end();
+    assert_eq!(code, 0, "stderr: {err}");
 }

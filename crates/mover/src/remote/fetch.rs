@@ -393,8 +393,7 @@ impl Fetch<'_> {
         match check::landed(file, d, buf, hash, changed)? {
             Landed::Same => Ok(true),
             Landed::SourceChanged => {
-                self.warnings
-                    .warn(format!("changed while it was read: {}", e.rel.display()));
+                self.changed_since_listed(i);
                 Ok(false)
             }
             Landed::Differs => {
@@ -406,6 +405,15 @@ impl Fetch<'_> {
                 Ok(false)
             }
         }
+    }
+
+    /// Source entry `i` changed since it was listed or while it was read: a warning (an error in a
+    /// strict pass), and its metadata is not checked against the listing.
+    fn changed_since_listed(&self, i: usize) {
+        let e = &self.src.entries[i];
+        self.warnings
+            .warn(format!("changed while it was copied: {}", e.rel.display()));
+        self.out.vanished[i].store(true, Ordering::Relaxed);
     }
 
     /// Source entry `i` is gone or no longer a regular file (a warm pass goes on without it).
@@ -512,6 +520,12 @@ impl Fetch<'_> {
             gone(file);
             return Ok(());
         };
+        // Changed since the source was listed (a warm pass: a writer appended): what was read is
+        // kept, but its listed metadata no longer says what it is, so it is not checked against
+        // it; the next pass copies it again.
+        if size != e.meta.size {
+            self.changed_since_listed(i);
+        }
         if size > 0 {
             file.set_len(size)
                 .map_err(|err| MoverError::io("writing", &path, err))?;
@@ -522,9 +536,7 @@ impl Fetch<'_> {
         if let (true, Some((hash, changed))) = (self.verify, sent) {
             match check::landed(&file, &path, buf, hash, changed)? {
                 Landed::Same => {}
-                Landed::SourceChanged => self
-                    .warnings
-                    .warn(format!("changed while it was read: {}", e.rel.display())),
+                Landed::SourceChanged => self.changed_since_listed(i),
                 Landed::Differs => {
                     // Never left in place: a later pass would take it for a copy.
                     gone(file);

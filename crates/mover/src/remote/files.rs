@@ -18,6 +18,7 @@ use std::sync::atomic::AtomicU64;
 /// The data segments of a file (holes are not sent), then [`Reply::Sent`]: its size, the hash of
 /// the whole content as read (holes as zeros), and whether it changed while it was read.
 pub(super) fn read(path: &Path, out: &mut impl Write, sent: &AtomicU64) -> io::Result<()> {
+    grow_for_test(path);
     let (file, before) = match open_file(path)? {
         Ok(opened) => opened,
         Err(refusal) => return wire::send(out, &refusal),
@@ -243,3 +244,22 @@ mod tests {
         assert_eq!(tail.hash.digest128(), xxhash_rust::xxh3::xxh3_128(&expected));
     }
 }
+
+/// Test hook (feature `test-hooks` only): a file named `$FERRY_MOVER_TEST_GROW_ON_READ` grows by a
+/// line just before it is read, as a writer the listing did not see would make it.
+#[cfg(feature = "test-hooks")]
+fn grow_for_test(path: &Path) {
+    use std::io::Write as _;
+    let Some(name) = std::env::var_os("FERRY_MOVER_TEST_GROW_ON_READ") else {
+        return;
+    };
+    if path.file_name() == Some(name.as_os_str())
+        && let Ok(mut file) = std::fs::OpenOptions::new().append(true).open(path)
+    {
+        let _ = file.write_all(b"written after the listing\n");
+    }
+}
+
+/// Builds without `test-hooks` (every release) never touch the source.
+#[cfg(not(feature = "test-hooks"))]
+fn grow_for_test(_path: &Path) {}

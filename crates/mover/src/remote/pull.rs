@@ -50,6 +50,9 @@ pub struct PullOptions {
     pub bwlimit: Option<u64>,
     /// Tell the serving mover to stop once the pass succeeded (the final pass).
     pub stop_server: bool,
+    /// A source that changes during the pass fails it (exit 6): the final pass, with the
+    /// application stopped.
+    pub strict: bool,
     /// How long the first connection is tried again while nothing answers (a serving mover just
     /// started).
     pub connect_wait: std::time::Duration,
@@ -109,6 +112,12 @@ fn run(opts: &PullOptions, progress: &Progress) -> Result<SyncReport, MoverError
     verify(opts.verify, &mut control, &src, &target, &out)?;
     let dir = File::open(&target).map_err(|e| MoverError::io("opening", &target, e))?;
     rustix::fs::syncfs(&dir).map_err(|e| crate::error::errno("syncing", &target, e))?;
+    // Something still writes to the source: the copy cannot be trusted, and the server goes on.
+    if opts.strict && warnings.count() > 0 {
+        return Err(MoverError::SourceChanged {
+            count: warnings.count(),
+        });
+    }
     if opts.stop_server {
         control.ask(&Request::Done)?;
         match control.next()? {

@@ -142,8 +142,10 @@ pub fn pull_command(copy: &CopyJob, from: &str) -> Vec<String> {
     if let Some(limit) = copy.bandwidth_limit {
         command.extend(["--bwlimit".to_string(), limit.max(1).to_string()]);
     }
-    // The final pass begins on its go, and tells the serving mover to stop once it succeeded.
+    // The final pass begins on its go, fails if something still writes to the source (as a local
+    // one does), and tells the serving mover to stop once it succeeded.
     if copy.pass == Pass::Final {
+        command.push("--strict".to_string());
         command.push("--stop-server".to_string());
         command.extend(["--wait-for".to_string(), format!("{SIGNAL_DIR}/{SIGNAL_FILE}")]);
     }

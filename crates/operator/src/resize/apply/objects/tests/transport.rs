@@ -114,7 +114,7 @@ fn a_pulling_mover_mounts_only_the_new_volume_and_the_key_and_the_final_one_stop
         .map(|a| a.as_str().unwrap())
         .collect();
     assert!(
-        command.ends_with(&["--stop-server", "--wait-for", "/signal/go"]),
+        command.ends_with(&["--strict", "--stop-server", "--wait-for", "/signal/go"]),
         "{command:?}"
     );
     assert_eq!(
