@@ -211,6 +211,25 @@ fn intersection(asked: &[(u64, u64)], data: &[(u64, u64)]) -> Vec<(u64, u64)> {
     out
 }
 
+/// Test hook (feature `test-hooks` only): a file named `$FERRY_MOVER_TEST_GROW_ON_READ` grows by a
+/// line just before it is read, as a writer the listing did not see would make it.
+#[cfg(feature = "test-hooks")]
+fn grow_for_test(path: &Path) {
+    use std::io::Write as _;
+    let Some(name) = std::env::var_os("FERRY_MOVER_TEST_GROW_ON_READ") else {
+        return;
+    };
+    if path.file_name() == Some(name.as_os_str())
+        && let Ok(mut file) = std::fs::OpenOptions::new().append(true).open(path)
+    {
+        let _ = file.write_all(b"written after the listing\n");
+    }
+}
+
+/// Builds without `test-hooks` (every release) never touch the source.
+#[cfg(not(feature = "test-hooks"))]
+fn grow_for_test(_path: &Path) {}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -244,22 +263,3 @@ mod tests {
         assert_eq!(tail.hash.digest128(), xxhash_rust::xxh3::xxh3_128(&expected));
     }
 }
-
-/// Test hook (feature `test-hooks` only): a file named `$FERRY_MOVER_TEST_GROW_ON_READ` grows by a
-/// line just before it is read, as a writer the listing did not see would make it.
-#[cfg(feature = "test-hooks")]
-fn grow_for_test(path: &Path) {
-    use std::io::Write as _;
-    let Some(name) = std::env::var_os("FERRY_MOVER_TEST_GROW_ON_READ") else {
-        return;
-    };
-    if path.file_name() == Some(name.as_os_str())
-        && let Ok(mut file) = std::fs::OpenOptions::new().append(true).open(path)
-    {
-        let _ = file.write_all(b"written after the listing\n");
-    }
-}
-
-/// Builds without `test-hooks` (every release) never touch the source.
-#[cfg(not(feature = "test-hooks"))]
-fn grow_for_test(_path: &Path) {}
