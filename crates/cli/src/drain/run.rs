@@ -233,7 +233,7 @@ async fn read_facts(cluster: &Cluster, namespace: Option<&str>) -> Result<DrainF
     let nodes = Api::<Node>::all(client.clone()).list(&all).await?.items;
     let classes = Api::<StorageClass>::all(client).list(&all).await?.items;
     Ok(DrainFacts {
-        nodes: nodes.iter().map(node_view).collect(),
+        nodes: nodes.iter().map(NodeView::of).collect(),
         sets: sets.list(&all).await?.items.iter().map(set_facts).collect(),
         claims: (claims.list(&all).await?.items.iter())
             .map(|claim| {
@@ -250,24 +250,6 @@ async fn read_facts(cluster: &Cluster, namespace: Option<&str>) -> Result<DrainF
             })
             .collect(),
     })
-}
-
-fn node_view(node: &Node) -> NodeView {
-    let spec = node.spec.as_ref();
-    let conditions = node
-        .status
-        .as_ref()
-        .and_then(|s| s.conditions.as_deref())
-        .unwrap_or_default();
-    NodeView {
-        name: node.name_any(),
-        labels: node.labels().clone(),
-        unschedulable: spec.and_then(|s| s.unschedulable).unwrap_or(false),
-        ready: conditions
-            .iter()
-            .any(|c| c.type_ == "Ready" && c.status == "True"),
-        taints: spec.and_then(|s| s.taints.clone()).unwrap_or_default(),
-    }
 }
 
 fn set_facts(set: &StatefulSet) -> SetFacts {

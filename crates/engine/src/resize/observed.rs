@@ -113,6 +113,25 @@ pub struct NodeView {
     pub taints: Vec<k8s_openapi::api::core::v1::Taint>,
 }
 
+impl NodeView {
+    /// A node as the planners see it.
+    pub fn of(node: &k8s_openapi::api::core::v1::Node) -> NodeView {
+        let spec = node.spec.as_ref();
+        let conditions = (node.status.as_ref())
+            .and_then(|s| s.conditions.as_deref())
+            .unwrap_or_default();
+        NodeView {
+            name: node.metadata.name.clone().unwrap_or_default(),
+            labels: node.metadata.labels.clone().unwrap_or_default(),
+            unschedulable: spec.and_then(|s| s.unschedulable).unwrap_or(false),
+            ready: conditions
+                .iter()
+                .any(|c| c.type_ == "Ready" && c.status == "True"),
+            taints: spec.and_then(|s| s.taints.clone()).unwrap_or_default(),
+        }
+    }
+}
+
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct StatefulSetView {
     pub name: String,

@@ -150,7 +150,7 @@ async fn read_request(
                 .await?
                 .items
                 .iter()
-                .map(|node| (node.name_any(), node_view(node)))
+                .map(|node| (node.name_any(), NodeView::of(node)))
                 .collect();
         }
         observed.replica_nodes = replica_nodes(ctx, sts, namespace, &observed.nodes).await?;
@@ -230,25 +230,6 @@ fn names_attributes_classes(resize: &VolumeResize, stateful_set: Option<&Statefu
     asked || templated
 }
 
-/// A node as the prechecks see it.
-fn node_view(node: &Node) -> NodeView {
-    let spec = node.spec.as_ref();
-    let conditions = node
-        .status
-        .as_ref()
-        .and_then(|s| s.conditions.as_deref())
-        .unwrap_or_default();
-    NodeView {
-        name: node.name_any(),
-        labels: node.labels().clone(),
-        unschedulable: spec.and_then(|s| s.unschedulable).unwrap_or(false),
-        ready: conditions
-            .iter()
-            .any(|c| c.type_ == "Ready" && c.status == "True"),
-        taints: spec.and_then(|s| s.taints.clone()).unwrap_or_default(),
-    }
-}
-
 /// The node each of the StatefulSet's pods runs on, by ordinal (from `listed` when the nodes were
 /// listed already).
 async fn replica_nodes(
@@ -277,7 +258,7 @@ async fn replica_nodes(
         if let Some(node) = listed.get(&node_name) {
             placed.insert(ordinal, node.clone());
         } else if let Some(node) = nodes.get_opt(&node_name).await? {
-            placed.insert(ordinal, node_view(&node));
+            placed.insert(ordinal, NodeView::of(&node));
         }
     }
     Ok(placed)

@@ -37,6 +37,13 @@ pub(crate) async fn node_of(harness: &Harness, pod: &str) -> String {
     pods.get(pod).await.unwrap().spec.unwrap().node_name.unwrap()
 }
 
+/// Moves replica 1 of `db` (320Mi volumes) to another node, within `seconds`; its status.
+pub(crate) async fn move_replica_one(harness: &Harness, seconds: u64) -> ferry_api::VolumeResizeStatus {
+    let spec = json!({"statefulSetName": "db", "volumes": [{"name": "data", "size": "320Mi"}],
+                      "placement": {"replicas": [1]}});
+    resize_succeeds(harness, "move", spec, seconds).await
+}
+
 /// The names of the Secrets seen in the namespace while the test runs.
 pub(crate) fn watch_secrets(harness: &Harness) -> Arc<Mutex<BTreeSet<String>>> {
     let seen = Arc::new(Mutex::new(BTreeSet::new()));
@@ -64,14 +71,7 @@ async fn a_replica_moved_to_another_node_keeps_every_acknowledged_write_and_its_
     let movers = watch_mover_containers(&harness);
     let secrets = watch_secrets(&harness);
     let oracle = DisruptionOracle::start(harness.ns.api(), "db", 2).await;
-    let status = resize_succeeds(
-        &harness,
-        "move",
-        json!({"statefulSetName": "db", "volumes": [{"name": "data", "size": "320Mi"}],
-               "placement": {"replicas": [1]}}),
-        300,
-    )
-    .await;
+    let status = move_replica_one(&harness, 300).await;
     oracle.assert_at_most(1).await;
 
     let moved = status.plan.iter().find(|row| row.replica == 1).unwrap();
@@ -199,14 +199,7 @@ async fn a_move_whose_serving_mover_is_killed_while_the_replica_serves_starts_ag
     let secrets = watch_secrets(&harness);
     let killed = kill_serving_mover_once(&harness);
     let oracle = DisruptionOracle::start(harness.ns.api(), "db", 2).await;
-    let status = resize_succeeds(
-        &harness,
-        "move",
-        json!({"statefulSetName": "db", "volumes": [{"name": "data", "size": "320Mi"}],
-               "placement": {"replicas": [1]}}),
-        300,
-    )
-    .await;
+    let status = move_replica_one(&harness, 300).await;
     oracle.assert_at_most(1).await;
     assert!(
         *killed.lock().unwrap(),

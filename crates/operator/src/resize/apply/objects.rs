@@ -274,15 +274,7 @@ pub fn mover_pod(owner: &Owner, name: &str, placement: &Placement, copy: &CopyJo
         claim_volume("source", copy.source, true),
         claim_volume("target", copy.target, false),
     ];
-    if copy.pass == Pass::Final {
-        mounts.push(VolumeMount {
-            name: "signal".to_string(),
-            mount_path: SIGNAL_DIR.to_string(),
-            read_only: Some(true),
-            ..VolumeMount::default()
-        });
-        volumes.push(signal_volume());
-    }
+    go_signal(copy, &mut mounts, &mut volumes);
     if copy.tracks_changes() {
         mounts.push(standby::mount());
         volumes.push(standby::volume());
@@ -296,7 +288,24 @@ pub fn mover_pod(owner: &Owner, name: &str, placement: &Placement, copy: &CopyJo
         readiness_probe: copy.tracks_changes().then(standby::readiness_probe),
         ..Container::default()
     };
-    let mut pod = ferry_pod(owner, name, pass, placement, container, volumes);
+    on_standby(copy, ferry_pod(owner, name, pass, placement, container, volumes))
+}
+
+/// A final mover's go: the downward API file showing its annotation, mounted read only.
+fn go_signal(copy: &CopyJob, mounts: &mut Vec<VolumeMount>, volumes: &mut Vec<Volume>) {
+    if copy.pass == Pass::Final {
+        mounts.push(VolumeMount {
+            name: "signal".to_string(),
+            mount_path: SIGNAL_DIR.to_string(),
+            read_only: Some(true),
+            ..VolumeMount::default()
+        });
+        volumes.push(signal_volume());
+    }
+}
+
+/// A final mover is made on standby: its annotation there, not yet `go`.
+fn on_standby(copy: &CopyJob, mut pod: Pod) -> Pod {
     if copy.pass == Pass::Final {
         pod.metadata
             .annotations
@@ -325,14 +334,7 @@ fn pulling_pod(
         volume_mounts: Some(mounts),
         ..Container::default()
     };
-    let mut pod = ferry_pod(owner, name, pass, placement, container, volumes);
-    if copy.pass == Pass::Final {
-        pod.metadata
-            .annotations
-            .get_or_insert_with(BTreeMap::new)
-            .insert(ANNOTATION_FINAL_PASS.to_string(), String::new());
-    }
-    pod
+    on_standby(copy, ferry_pod(owner, name, pass, placement, container, volumes))
 }
 
 /// Final mover `pod` also takes its go as a line on its stdin whose SHA-256 is `key_digest`

@@ -2,8 +2,8 @@
 //! pass runs: the move completes (the kernel's retransmissions ride the cut out, or the copy starts
 //! again), the other replica never goes down, and nothing acknowledged is lost.
 
-use crate::move_node::node_of;
-use crate::real_node::{assert_nothing_lost, resize_succeeds, writer_with};
+use crate::move_node::{move_replica_one, node_of};
+use crate::real_node::{assert_nothing_lost, writer_with};
 use crate::support::Harness;
 use crate::support::disruption::DisruptionOracle;
 use ferry_testenv::CLASS_BLOCK_NODE;
@@ -11,7 +11,6 @@ use ferry_testenv::network_cut::cut_between;
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::ListParams;
 use kube::{Api, ResourceExt};
-use serde_json::json;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -54,14 +53,7 @@ async fn a_move_across_a_network_cut_of_30_s_in_its_warm_pass_completes_and_lose
     let old_node = node_of(&harness, "db-1").await;
     let cut = cut_during_the_warm_pass(&harness, 30);
     let oracle = DisruptionOracle::start(harness.ns.api(), "db", 2).await;
-    let status = resize_succeeds(
-        &harness,
-        "move",
-        json!({"statefulSetName": "db", "volumes": [{"name": "data", "size": "320Mi"}],
-               "placement": {"replicas": [1]}}),
-        420,
-    )
-    .await;
+    let status = move_replica_one(&harness, 420).await;
     oracle.assert_at_most(1).await;
     let (serving, pulling) = cut.lock().unwrap().clone().expect("the cut never came");
     assert_eq!(serving, old_node);

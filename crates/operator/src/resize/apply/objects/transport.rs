@@ -7,7 +7,7 @@
 //! so it goes (garbage-collected) when that pod goes: at the row's swap, its rollback, or the
 //! resize's deletion.
 
-use super::{CopyJob, Owner, Placement, claim_volume, container_security, ferry_pod, mount, signal_volume};
+use super::{CopyJob, Owner, Placement, claim_volume, container_security, ferry_pod, go_signal, mount};
 use super::{SIGNAL_DIR, SIGNAL_FILE};
 use crate::Error;
 use ferry_api::Verify;
@@ -104,15 +104,7 @@ pub fn pulling_volumes(copy: &CopyJob, secret: &str) -> (Vec<VolumeMount>, Vec<V
     let (key, key_mount) = key_volume(secret);
     let mut mounts = vec![mount("target", false), key_mount];
     let mut volumes = vec![claim_volume("target", copy.target, false), key];
-    if copy.pass == Pass::Final {
-        mounts.push(VolumeMount {
-            name: "signal".to_string(),
-            mount_path: SIGNAL_DIR.to_string(),
-            read_only: Some(true),
-            ..VolumeMount::default()
-        });
-        volumes.push(signal_volume());
-    }
+    go_signal(copy, &mut mounts, &mut volumes);
     (mounts, volumes)
 }
 
