@@ -208,3 +208,69 @@ async fn the_operator_may_attach_only_to_the_stdin_of_its_own_final_movers() {
     ferry_testenv::chart::remove_identity(&identity).await.unwrap();
     ns.cleanup().await.unwrap();
 }
+
+/// A Secret as the operator makes a serving mover's key, with `name`, `type_` and its one owner
+/// (kind, name).
+fn key_secret(name: &str, type_: &str, owner: (&str, &str)) -> k8s_openapi::api::core::v1::Secret {
+    serde_json::from_value(json!({
+        "metadata": {
+            "name": name,
+            "labels": {"ferry.dev/mover": "true", "ferry.dev/mover-pass": "serve"},
+            "ownerReferences": [{"apiVersion": "v1", "kind": owner.0, "name": owner.1, "uid": "0f0e0d0c-0000-4000-8000-000000000001"}],
+        },
+        "type": type_,
+        "stringData": {"tls.crt": "-", "tls.key": "-", "ca.crt": "-"},
+    }))
+    .unwrap()
+}
+
+/// RBAC grants the operator `create` on Secrets (a copy's key for each serving mover); the chart's
+/// ValidatingAdmissionPolicy `<release>-operator-secrets` lets it create nothing but such keys.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_operator_may_create_only_the_keys_of_its_own_serving_movers() {
+    use k8s_openapi::api::core::v1::Secret;
+    let Setup { ns, identity, .. } = setup("secret-policy", vec![]).await;
+    let operator = ferry_testenv::chart::client_as(&identity.user).await.unwrap();
+    let as_operator: Api<Secret> = Api::namespaced(operator, &ns.name);
+    let create = |secret: Secret| {
+        let secrets = as_operator.clone();
+        async move { secrets.create(&PostParams::default(), &secret).await }
+    };
+    let not_ours = "may create only the keys of its own serving movers";
+    // A new policy takes effect once the API server has loaded it: each try under a new name.
+    let mut tries = 0;
+    let refused = ferry_testenv::wait_until("the policy to take effect", 30, || {
+        tries += 1;
+        let plain: Secret =
+            serde_json::from_value(json!({"metadata": {"name": format!("stolen-{tries}")}})).unwrap();
+        let made = create(plain);
+        async move { made.await.err() }
+    })
+    .await
+    .unwrap();
+    let says = |result: Result<Secret, kube::Error>| match result {
+        Err(kube::Error::Api(status)) => status.message,
+        other => format!("{other:?}"),
+    };
+    assert!(says(Err(refused)).contains(not_ours));
+    let pod_owner = ("Pod", "data-db-0-ferry-1a2b3c4d-serve");
+    let opaque = key_secret("data-db-0-ferry-1a2b3c4d-key-0", "Opaque", pod_owner);
+    assert!(says(create(opaque).await).contains(not_ours), "an Opaque key");
+    let owned_elsewhere = key_secret(
+        "data-db-0-ferry-1a2b3c4d-key-0",
+        "kubernetes.io/tls",
+        ("ConfigMap", "x-serve"),
+    );
+    assert!(
+        says(create(owned_elsewhere).await).contains(not_ours),
+        "owned by a ConfigMap"
+    );
+    let other_name = key_secret("registry-credentials", "kubernetes.io/tls", pod_owner);
+    assert!(says(create(other_name).await).contains(not_ours), "another name");
+
+    let key = key_secret("data-db-0-ferry-1a2b3c4d-key-0", "kubernetes.io/tls", pod_owner);
+    create(key).await.expect("a serving mover's key");
+
+    ferry_testenv::chart::remove_identity(&identity).await.unwrap();
+    ns.cleanup().await.unwrap();
+}
