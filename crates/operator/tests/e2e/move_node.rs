@@ -7,6 +7,8 @@
 use crate::real_node::{assert_nothing_lost, resize_succeeds, watch_mover_containers, writer};
 use crate::support::Harness;
 use crate::support::disruption::DisruptionOracle;
+use ferry_api::{Phase, RowStep};
+use ferry_testenv::fixtures::wait_ready;
 use ferry_testenv::{CLASS_BLOCK_NODE, wait_until};
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim, Pod, Secret};
 use kube::api::ListParams;
@@ -158,25 +160,25 @@ pub(crate) async fn keys_gone(harness: &Harness, seen: &Arc<Mutex<BTreeSet<Strin
     }
 }
 
-/// Deletes (at once, grace 0) the first serving mover seen running while replica `db-1` is Ready:
-/// the source node lost for a moment. Returns whether it did.
-fn kill_serving_mover_once(harness: &Harness) -> Arc<Mutex<bool>> {
+/// Deletes (at once, grace 0) the first mover whose name ends with `suffix` seen running while
+/// replica `db-1` is Ready (`-serve`: the source node lost for a moment; `-warm`: the target's).
+/// Returns whether it did.
+fn kill_mover_once(harness: &Harness, suffix: &'static str) -> Arc<Mutex<bool>> {
     let killed = Arc::new(Mutex::new(false));
     let pods: Api<Pod> = harness.ns.api();
     let done = killed.clone();
     tokio::spawn(async move {
         loop {
-            let serving = (pods
-                .list(&ListParams::default().labels("ferry.dev/mover-pass=serve"))
-                .await)
+            let movers = (pods.list(&ListParams::default().labels("ferry.dev/mover")).await)
                 .map(|list| list.items)
                 .unwrap_or_default();
             let replica_ready = (pods.get_opt("db-1").await.ok().flatten()).is_some_and(|pod| {
                 ferry_engine::pods::ready(&pod) && pod.metadata.deletion_timestamp.is_none()
             });
-            let running = serving
-                .iter()
-                .find(|pod| pod.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running"));
+            let running = movers.iter().find(|pod| {
+                pod.name_any().ends_with(suffix)
+                    && pod.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running")
+            });
             if let (Some(pod), true) = (running, replica_ready) {
                 let now = kube::api::DeleteParams::default().grace_period(0);
                 if pods.delete(&pod.name_any(), &now).await.is_ok() {
@@ -197,7 +199,7 @@ async fn a_move_whose_serving_mover_is_killed_while_the_replica_serves_starts_ag
     let harness = Harness::start("move-killed").await;
     let seeds = writer(&harness, 2, CLASS_BLOCK_NODE, "320Mi").await;
     let secrets = watch_secrets(&harness);
-    let killed = kill_serving_mover_once(&harness);
+    let killed = kill_mover_once(&harness, "-serve");
     let oracle = DisruptionOracle::start(harness.ns.api(), "db", 2).await;
     let status = move_replica_one(&harness, 300).await;
     oracle.assert_at_most(1).await;
@@ -213,4 +215,50 @@ async fn a_move_whose_serving_mover_is_killed_while_the_replica_serves_starts_ag
     );
     assert_nothing_lost(&harness, 2, &seeds).await;
     keys_gone(&harness, &secrets, 2).await;
+}
+
+/// The operator killed (and started afresh) at each kind of step of a move, and the mover pulling
+/// the warm pass killed on the new node: the move completes where it was planned to go, with
+/// nothing lost and one replica down at most.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_move_completes_after_the_operator_and_its_warm_mover_are_killed_along_the_way() {
+    let mut harness = Harness::start("move-operator-killed").await;
+    let seeds = writer(&harness, 2, CLASS_BLOCK_NODE, "320Mi").await;
+    let secrets = watch_secrets(&harness);
+    let killed = kill_mover_once(&harness, "-warm");
+    let oracle = DisruptionOracle::start(harness.ns.api(), "db", 2).await;
+    let spec = json!({"statefulSetName": "db", "volumes": [{"name": "data", "size": "320Mi"}],
+                      "placement": {"replicas": [1]}});
+    harness.create_resize("move", spec).await;
+    let steps = [
+        RowStep::CreatingTarget,
+        RowStep::WarmCopy,
+        RowStep::StoppingReplica,
+        RowStep::FinalSync,
+        RowStep::Swapping,
+        RowStep::StartingReplica,
+    ];
+    let (resize, killed_at) = harness.finish_killing_at_each_step("move", &steps, 300).await;
+    let status = resize.status.unwrap();
+    assert_eq!(status.phase, Some(Phase::Succeeded), "{:?}", status.message);
+    assert!(
+        killed_at.len() >= 4,
+        "killed at several kinds of step: {killed_at:?}"
+    );
+    oracle.assert_at_most(1).await;
+    let moved = status.plan.iter().find(|row| row.replica == 1).unwrap();
+    eprintln!(
+        "killed at {killed_at:?}; warm mover killed: {}; restarts {:?}",
+        *killed.lock().unwrap(),
+        moved.transport_restarts
+    );
+    wait_ready(&harness.ns.api(), "db", 2, 60).await.unwrap();
+    assert_eq!(
+        node_of(&harness, "db-1").await,
+        moved.target_node.clone().unwrap()
+    );
+    assert_nothing_lost(&harness, 2, &seeds).await;
+    let keys = moved.transport_restarts.unwrap_or(0) as usize + 1;
+    keys_gone(&harness, &secrets, keys).await;
+    harness.finish().await;
 }
