@@ -13,6 +13,7 @@ pub mod extended;
 pub mod history;
 pub mod kstatus;
 pub mod names;
+pub mod ordinals;
 pub mod pods;
 pub mod resize;
 pub mod trigger;

@@ -255,11 +255,6 @@ async fn read_facts(cluster: &Cluster, namespace: Option<&str>) -> Result<DrainF
 fn set_facts(set: &StatefulSet) -> SetFacts {
     let spec = set.spec.as_ref();
     let pod = spec.and_then(|s| s.template.spec.as_ref());
-    let first = spec
-        .and_then(|s| s.ordinals.as_ref())
-        .and_then(|o| o.start)
-        .unwrap_or(0);
-    let replicas = spec.and_then(|s| s.replicas).unwrap_or(1);
     let templates = (spec
         .and_then(|s| s.volume_claim_templates.as_ref())
         .into_iter()
@@ -284,7 +279,7 @@ fn set_facts(set: &StatefulSet) -> SetFacts {
     SetFacts {
         namespace: set.namespace().unwrap_or_default(),
         name: set.name_any(),
-        ordinals: first..first.saturating_add(replicas),
+        ordinals: ferry_engine::ordinals::ordinals(set),
         ready_replicas: set.status.as_ref().and_then(|s| s.ready_replicas).unwrap_or(0),
         node_selector: pod.and_then(|p| p.node_selector.clone()).unwrap_or_default(),
         tolerations: pod.and_then(|p| p.tolerations.clone()).unwrap_or_default(),
