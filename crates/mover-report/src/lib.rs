@@ -91,6 +91,10 @@ pub struct SyncResult {
 /// given only the capabilities its data needed when measured, an entry made since can need more.
 pub const EXIT_PERMISSION: i32 = 5;
 
+/// The mover's exit code when a cross-node copy lost its peer: the other mover could not be
+/// reached, refused the handshake, or broke off.
+pub const EXIT_TRANSPORT: i32 = 7;
+
 /// The result of `ferry-mover usage`: what a tree occupies, for the shrink precheck, and what
 /// copying it exactly needs, for the mover pods' capabilities.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]

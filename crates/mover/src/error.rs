@@ -18,7 +18,7 @@ pub const EXIT_PERMISSION: i32 = ferry_mover_report::EXIT_PERMISSION;
 /// A strict pass saw its source change (something still writes to it).
 pub const EXIT_SOURCE_CHANGED: i32 = 6;
 /// A cross-node copy: the other mover could not be reached, refused the handshake, or broke off.
-pub const EXIT_TRANSPORT: i32 = 7;
+pub const EXIT_TRANSPORT: i32 = ferry_mover_report::EXIT_TRANSPORT;
 
 /// Everything that can make a mover operation fail.
 #[derive(Debug, thiserror::Error)]

@@ -29,8 +29,15 @@ pub(super) fn source(
     }
     let name = ctx.serving_mover(row);
     let key = names::serving_key(&row.claim_name, ctx.suffix, row.transport_restarts.unwrap_or(0));
-    match observed.movers.get(&name) {
-        None => {
+    let serving = observed.movers.get(&name);
+    match serving.map(|s| (&s.phase, &s.pod_ip)) {
+        Some((MoverPhase::Running, Some(ip))) => Source::Serving(PullFrom {
+            address: names::serving_address(ip),
+            key,
+        }),
+        // Absent; or started again while it waits: an operator killed between the pod and its
+        // key's Secret makes the Secret now (neither is made twice).
+        None | Some((MoverPhase::Waiting, _)) => {
             actions.push(ResizeAction::StartServer {
                 pod: name,
                 claim: row.claim_name.clone(),
@@ -39,24 +46,7 @@ pub(super) fn source(
             });
             Source::Starting
         }
-        Some(serving) => match (&serving.phase, &serving.pod_ip) {
-            (MoverPhase::Running, Some(ip)) => Source::Serving(PullFrom {
-                address: names::serving_address(ip),
-                key,
-            }),
-            // Started again while it waits: an operator killed between the pod and its key's
-            // Secret makes the Secret now (neither is made twice).
-            (MoverPhase::Waiting, _) => {
-                actions.push(ResizeAction::StartServer {
-                    pod: name,
-                    claim: row.claim_name.clone(),
-                    key,
-                    capabilities: capabilities::of_row(row),
-                });
-                Source::Starting
-            }
-            _ => Source::Starting,
-        },
+        Some(_) => Source::Starting,
     }
 }
 
@@ -83,9 +73,6 @@ pub(super) fn serving_failure(
 /// How often a row's copy from another node starts again after its connection broke; past that,
 /// the break rolls the replica back as any failed mover does.
 pub const TRANSPORT_RESTARTS: u32 = 3;
-
-/// The exit code of a mover that lost its peer (unreachable, refused, broken off).
-const EXIT_TRANSPORT: i32 = 7;
 
 /// Rows whose copy from another node broke while their replica still serves (its serving mover
 /// failed, ended or went; a warm pass or a waiting final mover failed on the network): every mover
@@ -152,7 +139,7 @@ fn broken_by(ctx: &CopyContext, row: &VolumePlan, observed: &Observed) -> Option
         .iter()
         .filter_map(|&pass| observed.movers.get(&ctx.mover(row, pass)))
         .collect();
-    let lost_peer = |m: &&&MoverView| matches!(m.phase, MoverPhase::Failed { exit_code, .. } if exit_code == EXIT_TRANSPORT);
+    let lost_peer = |m: &&&MoverView| matches!(m.phase, MoverPhase::Failed { exit_code, .. } if exit_code == ferry_mover_report::EXIT_TRANSPORT);
     match observed.movers.get(&ctx.serving_mover(row)) {
         Some(serving) if matches!(serving.phase, MoverPhase::Failed { .. }) || serving.exited_ok() => {
             Some(serving.uid.clone())
