@@ -88,26 +88,24 @@ pub fn backup(resize: &str) -> String {
 /// StatefulSets share one). Past the 253 characters of a name, the end is a digest of the rest.
 pub fn hold(namespace: &str, stateful_set: &str) -> String {
     const MAX: usize = 253;
-    let name = format!("ferry-hold.{namespace}.{stateful_set}");
-    if name.len() <= MAX {
-        return name;
+    within(&format!("ferry-hold.{namespace}.{stateful_set}"), MAX)
+}
+
+/// `name` if it has at most `max` characters, else its start and a digest of all of it (8 bytes
+/// in hex) in `max`.
+fn within(name: &str, max: usize) -> String {
+    if name.len() <= max {
+        return name.to_string();
     }
     use sha2::Digest;
     let digest = hex_digest(sha2::Sha256::new_with_prefix(name.as_bytes()), 8);
     // (Names are ASCII: any byte index is a character boundary.)
-    format!("{}-{digest}", name[..MAX - 17].trim_end_matches(['.', '-']))
+    format!("{}-{digest}", name[..max - 17].trim_end_matches(['.', '-']))
 }
 
 /// `value` as a label value: itself up to 63 characters, else its start and a digest of it.
 pub fn label_value(value: &str) -> String {
-    const MAX: usize = 63;
-    if value.len() <= MAX {
-        return value.to_string();
-    }
-    use sha2::Digest;
-    let digest = hex_digest(sha2::Sha256::new_with_prefix(value.as_bytes()), 8);
-    // (Node names are ASCII: any byte index is a character boundary.)
-    format!("{}-{digest}", value[..MAX - 17].trim_end_matches(['.', '-']))
+    within(value, 63)
 }
 
 /// The first `bytes` bytes of a finished SHA-256, in hex: short digests for names and annotations.

@@ -244,7 +244,7 @@ pub fn plan_copy(
     if ctx.stopping && !committed(&status, observed, &rows) {
         return stop_uncommitted(ctx, status, observed, &batch, &rows, &who, now);
     }
-    let status = match undone_or_broken(ctx, status, observed, &batch, &rows, now) {
+    let status = match undone_or_broken(ctx, status, observed, &batch, &who, &rows, now) {
         Checked::GoOn(status) => status,
         Checked::Decided(decision) => return decision,
     };
@@ -277,10 +277,10 @@ fn undone_or_broken(
     mut status: VolumeResizeStatus,
     observed: &Observed,
     batch: &[i32],
+    who: &str,
     rows: &[usize],
     now: &Time,
 ) -> Checked {
-    let who = named(batch);
     let stale = undo_stale_swaps(ctx, &mut status, observed, rows);
     if !stale.is_empty() {
         let summary = format!("{who} started again before its swap; its final sync must run again");
