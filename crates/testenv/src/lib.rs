@@ -13,6 +13,7 @@ pub mod api_server;
 pub mod block;
 pub mod chart;
 pub mod cluster;
+pub mod disruption;
 pub mod error;
 pub mod executor;
 pub mod fixtures;

@@ -1,5 +1,5 @@
 //! The disruption oracle itself (support/disruption.rs): it catches two members down at once,
-//! names them, and does not count a member that only restarts alone.
+//! names them, does not count a member that only restarts alone, and counts each member's outages.
 
 use crate::support::Harness;
 use crate::support::disruption::DisruptionOracle;
@@ -55,6 +55,8 @@ async fn the_oracle_names_two_members_down_at_once_and_not_one() {
     back(&pods, "db-2", &uids["db-2"]).await;
     let one = oracle.assert_at_most(1).await;
     assert_eq!(one.most, 1, "the restart was seen: {one:?}");
+    assert_eq!(one.outages.keys().collect::<Vec<_>>(), ["db-2"], "{one:?}");
+    assert_eq!(one.outages["db-2"].len(), 1, "one outage: {one:?}");
 
     // Two members held terminating at once: the oracle sees both, whatever the timing.
     let uids = harness.pod_uids("db").await;
@@ -72,4 +74,21 @@ async fn the_oracle_names_two_members_down_at_once_and_not_one() {
     let two = oracle.finish().await;
     assert_eq!(two.most, 2, "{two:?}");
     assert_eq!(two.pods, ["db-0", "db-1"], "{two:?}");
+
+    // One member restarted twice, alone: within one at a time, and still named.
+    let oracle = DisruptionOracle::start(pods.clone(), "db", 3).await;
+    for _ in 0..2 {
+        let uid = harness.pod_uids("db").await["db-2"].clone();
+        pods.delete("db-2", &DeleteParams::default()).await.unwrap();
+        back(&pods, "db-2", &uid).await;
+    }
+    let twice = oracle.finish().await;
+    assert_eq!(twice.most, 1, "{twice:?}");
+    assert_eq!(twice.outages["db-2"].len(), 2, "{twice:?}");
+    let said = twice.beyond("db", ferry_testenv::disruption::Allowed::at_once(1));
+    assert!(
+        said.as_deref()
+            .is_some_and(|said| said.contains("db-2 went down 2 times")),
+        "{said:?}"
+    );
 }

@@ -61,6 +61,7 @@ fn without_colours(line: &str) -> String {
 use ferry_api::{RowStep, VolumeResize, VolumeResizeSpec};
 use ferry_operator::features::{Feature, Features};
 use ferry_operator::{Settings, run};
+use ferry_testenv::disruption::Allowed;
 use ferry_testenv::{TestNamespace, client, wait_until};
 use k8s_openapi::api::events::v1::Event;
 use kube::api::PostParams;
@@ -82,6 +83,9 @@ pub struct Harness {
     pub webhook_url: Option<String>,
     /// How the operator runs (every restart too).
     options: OperatorOptions,
+    /// The applications watched for the whole test, with what each may suffer; asserted by
+    /// [`Harness::finish`].
+    watched: std::sync::Mutex<Vec<(disruption::DisruptionOracle, Allowed)>>,
 }
 
 /// How a test's operator runs, kept across its restarts.
@@ -160,6 +164,7 @@ impl Harness {
             metrics_url,
             webhook_url: None,
             options,
+            watched: Default::default(),
         }
     }
 
@@ -177,6 +182,7 @@ impl Harness {
             metrics_url: String::new(),
             webhook_url: None,
             options: OperatorOptions::default(),
+            watched: Default::default(),
         }
     }
 
@@ -214,6 +220,7 @@ impl Harness {
             metrics_url,
             webhook_url: Some(url),
             options,
+            watched: Default::default(),
         };
         harness.wait_webhook_registered().await;
         harness
@@ -361,7 +368,36 @@ impl Harness {
         .unwrap()
     }
 
+    /// Watches `app`'s `members` pods until [`Harness::finish`], which fails the test when more
+    /// than one was down at once or one went down twice ([`Harness::allow_disruption`] says
+    /// otherwise).
+    pub async fn watch_disruption(&self, app: &str, members: usize) {
+        let oracle = disruption::DisruptionOracle::start(self.ns.api(), app, members).await;
+        self.watched.lock().unwrap().push((oracle, Allowed::at_once(1)));
+    }
+
+    /// What the applications watched since [`Harness::watch_disruption`] may suffer in this test.
+    pub fn allow_disruption(&self, allowed: Allowed) {
+        for (_, allow) in self.watched.lock().unwrap().iter_mut() {
+            *allow = allowed;
+        }
+    }
+
+    /// Stops the harness's oracles; what went beyond what each allowed.
+    async fn disruption_beyond(&self) -> Vec<String> {
+        let watched = std::mem::take(&mut *self.watched.lock().unwrap());
+        let mut said = Vec::new();
+        for (oracle, allowed) in watched {
+            let app = oracle.app().to_string();
+            let worst = oracle.finish().await;
+            said.extend(worst.beyond(&app, allowed));
+        }
+        said
+    }
+
     pub async fn finish(self) {
+        // Before anything goes: the namespace's cleanup takes every pod down.
+        let disrupted = self.disruption_beyond().await;
         self.operator.abort();
         // No operator serves this namespace any more: the VolumeResizes' finalizers would hold
         // its deletion for good (and namespaces would pile up on a control plane that runs on).
@@ -404,6 +440,11 @@ impl Harness {
             ferry_testenv::chart::remove_identity(identity).await.unwrap();
         }
         self.ns.cleanup().await.unwrap();
+        assert!(
+            disrupted.is_empty(),
+            "the disruption oracle: {}",
+            disrupted.join("; ")
+        );
     }
 
     pub async fn create_resize(&self, name: &str, spec: serde_json::Value) -> VolumeResize {
