@@ -7,6 +7,7 @@
 use crate::real_node::{assert_nothing_lost, seed_checksum, wait_phase, writer_shaped};
 use crate::support::Harness;
 use ferry_api::Phase;
+use ferry_testenv::disruption::Allowed;
 use ferry_testenv::fixtures::claim_directory;
 use ferry_testenv::workload::{acknowledged, records};
 use ferry_testenv::{ATTRIBUTES_READ_ONLY, ATTRIBUTES_WRITABLE, CLASS_BLOCK, CSI_DRIVER, wait_until};
@@ -76,6 +77,8 @@ async fn attributes_of(harness: &Harness, claim: &str) -> (Option<String>, Optio
 async fn a_copy_keeps_the_attributes_class_and_a_rollback_binds_the_old_volume_again() {
     let harness = Harness::start("attrs-copy").await;
     let seeds = writer_with_attributes(&harness, 1, "300Mi", ATTRIBUTES_WRITABLE).await;
+    // A copy, then its rollback: the replica goes down once for each.
+    harness.allow_disruption(Allowed { at_once: 1, each: 2 });
     let writable = Some(ATTRIBUTES_WRITABLE.to_string());
     assert_eq!(
         attributes_of(&harness, "data-db-0").await,

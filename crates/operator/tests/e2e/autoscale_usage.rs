@@ -51,6 +51,9 @@ async fn usage_of_a_real_volume_comes_from_the_kubelet_through_the_node_proxy() 
     .unwrap();
     sets.create(&PostParams::default(), &set).await.unwrap();
     wait_ready(&sets, "db", 1, 180).await.unwrap();
+    // Reading usage never disturbs the replica.
+    harness.watch_disruption("db", 1).await;
+    harness.allow_disruption(ferry_testenv::disruption::Allowed { at_once: 0, each: 0 });
 
     let claims = BTreeMap::from([("data-db-0".to_string(), 0)]);
     let reading = wait_until("the kubelet to report the volume's usage", 60, || async {

@@ -5,6 +5,7 @@
 
 use crate::real_node::{assert_nothing_lost, follow_final_results, resize_succeeds, writer_with};
 use crate::support::Harness;
+use ferry_testenv::disruption::Allowed;
 use ferry_testenv::{CLASS_BLOCK, CLASS_BLOCK_FIXED};
 use serde_json::json;
 
@@ -13,6 +14,8 @@ async fn a_grow_by_copy_within_one_driver_starts_from_a_clone_and_moves_only_the
     let harness = Harness::start("clone-copy").await;
     // 16 MiB of seed data: a warm pass would move all of it, the final pass only the records.
     let seeds = writer_with(&harness, 1, CLASS_BLOCK, "300Mi", 16 << 10, 0).await;
+    // Two copies, one after the other: the replica goes down once for each.
+    harness.allow_disruption(Allowed { at_once: 1, each: 2 });
     let results = follow_final_results(&harness);
     let status = resize_succeeds(
         &harness,

@@ -956,6 +956,7 @@ async fn a_volume_template_change_on_the_real_node_keeps_every_acknowledged_writ
     create(&harness, &ests).await;
     let sets = harness.ns.api::<StatefulSet>();
     wait_ready(&sets, "db", 2, 180).await.unwrap();
+    harness.watch_disruption("db", 2).await;
     let mut seeds = BTreeMap::new();
     for claim in ["data-db-0", "data-db-1"] {
         seeds.insert(
@@ -1218,6 +1219,7 @@ async fn a_growth_made_outside_the_extended_stateful_set_is_kept() {
     for index in 0..REAL_ZONES.len() {
         wait_ready(&sets, &format!("web-z{index}"), 1, 180).await.unwrap();
     }
+    harness.watch_disruption("web", REAL_ZONES.len()).await;
     // The record of what it asked for and the StatefulSets have.
     wait_status(&harness, "web", "the claim templates recorded", 60, |s| {
         s.volume_claim_templates

@@ -10,6 +10,7 @@ use crate::support::disruption::DisruptionOracle;
 use crate::support::down_webhook::DownWebhook;
 use ferry_api::names::LABEL_MOVER_PASS;
 use ferry_api::{Phase, RowStep, VolumeResize};
+use ferry_testenv::disruption::Allowed;
 use ferry_testenv::fixtures::{claim_directory, wait_ready};
 use ferry_testenv::{CLASS_BLOCK, CLASS_BLOCK_FIXED, wait_until};
 use k8s_openapi::api::apps::v1::StatefulSet;
@@ -223,6 +224,8 @@ async fn a_mover_killed_after_part_of_an_offline_batch_swapped_leaves_each_repli
     let harness = Harness::start("real-kill-batch").await;
     // 16 MiB each at 2 MiB/s: a final sync lasts 8 s, long enough to be caught.
     let seeds = writer_with(&harness, 3, CLASS_BLOCK, "320Mi", 16 << 10, 0).await;
+    // Offline: the batch down together, once.
+    harness.allow_disruption(Allowed { at_once: 3, each: 1 });
     harness
         .create_resize(
             "copy",

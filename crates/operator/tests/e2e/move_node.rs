@@ -4,12 +4,12 @@
 //! replica never goes down, every acknowledged write is on the new volume, the replica runs on its
 //! new node, the old volume stays on the old one, and the key is gone with the copy.
 
-use crate::real_node::{assert_nothing_lost, resize_succeeds, watch_mover_containers, writer};
+use crate::real_node::{assert_nothing_lost, resize_succeeds, watch_mover_containers, writer, writer_with};
 use crate::support::Harness;
 use crate::support::disruption::DisruptionOracle;
 use ferry_api::{Phase, RowStep};
 use ferry_testenv::fixtures::wait_ready;
-use ferry_testenv::{CLASS_BLOCK_NODE, wait_until};
+use ferry_testenv::{CLASS_BLOCK, CLASS_BLOCK_NODE, REAL_NODES, REAL_ZONES, wait_until};
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim, Pod, Secret};
 use kube::api::ListParams;
 use kube::{Api, ResourceExt};
@@ -139,6 +139,7 @@ async fn a_replica_moved_to_another_node_keeps_every_acknowledged_write_and_its_
         assert!(placed.contains("ferry-mover pull --from "), "{name}: {placed}");
     }
     keys_gone(&harness, &secrets, 1).await;
+    harness.finish().await;
 }
 
 /// The copy's keys existed while it ran (`count`, one per serving mover), and went with them.
@@ -161,19 +162,23 @@ pub(crate) async fn keys_gone(harness: &Harness, seen: &Arc<Mutex<BTreeSet<Strin
 }
 
 /// Deletes (at once, grace 0) the first mover whose name ends with `suffix` seen running while
-/// replica `db-1` is Ready (`-serve`: the source node lost for a moment; `-warm`: the target's).
-/// Returns whether it did.
-fn kill_mover_once(harness: &Harness, suffix: &'static str) -> Arc<Mutex<bool>> {
+/// replica `db-1`'s first pod is Ready (`-serve`: the source node lost for a moment; `-warm`: the
+/// target's); never once that pod stopped (a serving mover still ending after the move is no
+/// break). Returns whether it did.
+async fn kill_mover_once(harness: &Harness, suffix: &'static str) -> Arc<Mutex<bool>> {
     let killed = Arc::new(Mutex::new(false));
     let pods: Api<Pod> = harness.ns.api();
     let done = killed.clone();
+    let first = pods.get("db-1").await.unwrap().uid();
     tokio::spawn(async move {
         loop {
             let movers = (pods.list(&ListParams::default().labels("ferry.dev/mover")).await)
                 .map(|list| list.items)
                 .unwrap_or_default();
             let replica_ready = (pods.get_opt("db-1").await.ok().flatten()).is_some_and(|pod| {
-                ferry_engine::pods::ready(&pod) && pod.metadata.deletion_timestamp.is_none()
+                pod.uid() == first
+                    && ferry_engine::pods::ready(&pod)
+                    && pod.metadata.deletion_timestamp.is_none()
             });
             let running = movers.iter().find(|pod| {
                 pod.name_any().ends_with(suffix)
@@ -197,11 +202,14 @@ fn kill_mover_once(harness: &Harness, suffix: &'static str) -> Arc<Mutex<bool>> 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_move_whose_serving_mover_is_killed_while_the_replica_serves_starts_again_and_completes() {
     let harness = Harness::start("move-killed").await;
-    let seeds = writer(&harness, 2, CLASS_BLOCK_NODE, "320Mi").await;
+    // 16 MiB at 4 MiB/s: the serving mover is at work for seconds while the replica serves.
+    let seeds = writer_with(&harness, 2, CLASS_BLOCK_NODE, "320Mi", 16 << 10, 0).await;
     let secrets = watch_secrets(&harness);
-    let killed = kill_mover_once(&harness, "-serve");
+    let killed = kill_mover_once(&harness, "-serve").await;
     let oracle = DisruptionOracle::start(harness.ns.api(), "db", 2).await;
-    let status = move_replica_one(&harness, 300).await;
+    let spec = json!({"statefulSetName": "db", "volumes": [{"name": "data", "size": "320Mi"}],
+                      "mover": {"bandwidthLimit": "4Mi"}, "placement": {"replicas": [1]}});
+    let status = resize_succeeds(&harness, "move", spec, 300).await;
     oracle.assert_at_most(1).await;
     assert!(
         *killed.lock().unwrap(),
@@ -215,6 +223,7 @@ async fn a_move_whose_serving_mover_is_killed_while_the_replica_serves_starts_ag
     );
     assert_nothing_lost(&harness, 2, &seeds).await;
     keys_gone(&harness, &secrets, 2).await;
+    harness.finish().await;
 }
 
 /// The operator killed (and started afresh) at each kind of step of a move, and the mover pulling
@@ -225,7 +234,7 @@ async fn a_move_completes_after_the_operator_and_its_warm_mover_are_killed_along
     let mut harness = Harness::start("move-operator-killed").await;
     let seeds = writer(&harness, 2, CLASS_BLOCK_NODE, "320Mi").await;
     let secrets = watch_secrets(&harness);
-    let killed = kill_mover_once(&harness, "-warm");
+    let killed = kill_mover_once(&harness, "-warm").await;
     let oracle = DisruptionOracle::start(harness.ns.api(), "db", 2).await;
     let spec = json!({"statefulSetName": "db", "volumes": [{"name": "data", "size": "320Mi"}],
                       "placement": {"replicas": [1]}});
@@ -260,5 +269,69 @@ async fn a_move_completes_after_the_operator_and_its_warm_mover_are_killed_along
     assert_nothing_lost(&harness, 2, &seeds).await;
     let keys = moved.transport_restarts.unwrap_or(0) as usize + 1;
     keys_gone(&harness, &secrets, keys).await;
+    harness.finish().await;
+}
+
+/// The zone a zone-bound volume lives in (its PV's `topology.kubernetes.io/zone` affinity).
+fn volume_zone(volume: &PersistentVolume) -> Option<String> {
+    let terms = &volume
+        .spec
+        .as_ref()?
+        .node_affinity
+        .as_ref()?
+        .required
+        .as_ref()?
+        .node_selector_terms;
+    terms
+        .iter()
+        .flat_map(|term| term.match_expressions.iter().flatten())
+        .find(|e| e.key == "topology.kubernetes.io/zone")
+        .and_then(|e| e.values.as_ref()?.first().cloned())
+}
+
+/// A zone rebalance: replica 0's volume, bound to its zone (the zone-bound class, as a cloud disk
+/// is), moves into a zone none of the StatefulSet's replicas is in, chosen by a node selector on
+/// the zone label. Replica 1 never goes down (the harness's oracle), every acknowledged write is
+/// on the new volume, which lives in the new zone; the old one stays in the old zone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replica_rebalanced_into_another_zone_keeps_every_acknowledged_write() {
+    let harness = Harness::start("move-zone").await;
+    let seeds = writer(&harness, 2, CLASS_BLOCK, "320Mi").await;
+    let nodes: Vec<String> = vec![node_of(&harness, "db-0").await, node_of(&harness, "db-1").await];
+    let zone_of = |node: &str| REAL_ZONES[REAL_NODES.iter().position(|n| *n == node).unwrap()];
+    let empty = (REAL_NODES.iter())
+        .find(|node| !nodes.iter().any(|n| n == *node))
+        .map(|node| zone_of(node))
+        .unwrap();
+    let spec = json!({"statefulSetName": "db", "volumes": [{"name": "data", "size": "320Mi"}],
+                      "placement": {"replicas": [0],
+                                    "nodeSelector": {"topology.kubernetes.io/zone": empty}}});
+    let status = resize_succeeds(&harness, "rebalance", spec, 300).await;
+
+    let moved = status.plan.iter().find(|row| row.replica == 0).unwrap();
+    let target = moved.target_node.clone().unwrap();
+    assert_eq!(zone_of(&target), empty, "{moved:?}");
+    assert_eq!(node_of(&harness, "db-0").await, target);
+    let claims: Api<PersistentVolumeClaim> = harness.ns.api();
+    let volumes: Api<PersistentVolume> = Api::all(harness.client.clone());
+    let bound = (claims.get("data-db-0").await.unwrap().spec)
+        .and_then(|spec| spec.volume_name)
+        .unwrap();
+    assert_eq!(
+        volume_zone(&volumes.get(&bound).await.unwrap()).as_deref(),
+        Some(empty)
+    );
+    let old_volume = moved.source_volume.clone().unwrap();
+    assert_eq!(
+        volume_zone(&volumes.get(&old_volume).await.unwrap()).as_deref(),
+        Some(zone_of(&nodes[0]))
+    );
+    let stayed = status.plan.iter().find(|row| row.replica == 1).unwrap();
+    assert_eq!(
+        (stayed.strategy, &stayed.target_node),
+        (None, &None),
+        "replica 1 stays"
+    );
+    assert_nothing_lost(&harness, 2, &seeds).await;
     harness.finish().await;
 }

@@ -5,6 +5,7 @@
 use crate::real_node::{assert_nothing_lost, resize_succeeds, writer};
 use crate::support::Harness;
 use crate::support::disruption::DisruptionOracle;
+use ferry_testenv::disruption::Allowed;
 use ferry_testenv::volume_dir::driver_image;
 use ferry_testenv::{
     CLASS_BLOCK, CLASS_BLOCK_ATTACH, CLASS_BLOCK_NODE, CLASS_LOCAL, CSI_ATTACH_DRIVER, CSI_DRIVER,
@@ -55,6 +56,8 @@ async fn attachments(harness: &Harness, volume: &str) -> Vec<(String, bool)> {
 async fn a_replica_moves_off_and_onto_an_attached_class_and_its_retained_volume_is_freed_at_expiry() {
     let harness = Harness::start("real-attach").await;
     let seeds = writer(&harness, 1, CLASS_BLOCK_ATTACH, "320Mi").await;
+    // Off the class, then back onto it: the replica goes down once for each.
+    harness.allow_disruption(Allowed { at_once: 1, each: 2 });
     let first = volume_of(&harness, "data-db-0").await;
     let first_name = first.metadata.name.clone().unwrap();
     let first_csi = first.spec.as_ref().unwrap().csi.clone().unwrap();

@@ -4,6 +4,7 @@
 //! acknowledged is on the volume the replica ends up with.
 
 use crate::support;
+use ferry_testenv::disruption::Allowed;
 
 use ferry_api::names::ANNOTATION_FINAL_PASS;
 use ferry_api::{Phase, RowStep, VolumeResize};
@@ -73,6 +74,11 @@ pub(crate) async fn writer_shaped(
     shape(&mut set);
     sets.create(&PostParams::default(), &set).await.unwrap();
     wait_ready(&sets, "db", replicas, 180).await.unwrap();
+    // From here to the test's end, under the oracle (one member down at a time, once each, unless
+    // the test allows more).
+    harness
+        .watch_disruption("db", usize::try_from(replicas).unwrap())
+        .await;
     let mut sums = BTreeMap::new();
     for replica in ferry_operator::ordinals::ordinals(&set) {
         let claim = format!("data-db-{replica}");
@@ -453,6 +459,8 @@ async fn in_place_online_growth_keeps_every_replica_running() {
 async fn offline_copy_grows_onto_a_fixed_class_losing_nothing() {
     let harness = Harness::start("real-offline").await;
     let seeds = writer(&harness, 2, CLASS_BLOCK_FIXED, "64Mi").await;
+    // Offline: both replicas down together, once.
+    harness.allow_disruption(Allowed { at_once: 2, each: 1 });
     resize_succeeds(
         &harness,
         "offline",
@@ -492,6 +500,8 @@ async fn a_stateful_set_that_deletes_its_claims_keeps_them_through_an_offline_co
             .persistent_volume_claim_retention_policy = Some(deletes_claims());
     })
     .await;
+    // Offline: both replicas down together, once.
+    harness.allow_disruption(Allowed { at_once: 2, each: 1 });
     resize_succeeds(
         &harness,
         "offline",
@@ -602,6 +612,8 @@ async fn copy_completes_after_the_operator_is_killed_at_each_step_on_the_real_no
 async fn a_shrink_below_the_data_in_use_is_refused_and_changes_nothing() {
     let harness = Harness::start("real-refused").await;
     let seeds = writer_with(&harness, 1, CLASS_BLOCK_FIXED, "128Mi", 40 << 10, 0).await;
+    // Refused: nothing restarts.
+    harness.allow_disruption(Allowed { at_once: 0, each: 0 });
     let before = harness.pod_uids("db").await;
     let claims: Api<PersistentVolumeClaim> = harness.ns.api();
     let original = claims.get("data-db-0").await.unwrap().spec.unwrap().volume_name;

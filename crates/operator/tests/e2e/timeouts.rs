@@ -9,6 +9,7 @@ use crate::support::disruption::DisruptionOracle;
 use crate::support::{Harness, OperatorOptions};
 use ferry_api::condition::{REASON_REPLICA_NOT_READY, REASON_VOLUME_NOT_GROWN, TIMED_OUT};
 use ferry_api::{Phase, RowStep, VolumeResize};
+use ferry_testenv::disruption::Allowed;
 use ferry_testenv::fixtures::wait_ready;
 use ferry_testenv::workload::{acks_dir, df_bytes};
 use ferry_testenv::{CLASS_BLOCK, CSI_DRIVER, REAL_ZONES};
@@ -164,6 +165,8 @@ async fn a_second_replica_lost_while_one_is_held_down_brings_the_stateful_set_ba
     let harness = Harness::start("timeout-lost").await;
     let class = never_growing_class(&harness).await;
     let seeds = writer(&harness, 2, &class, "320Mi").await;
+    // The test takes db-1 down while db-0 is held down.
+    harness.allow_disruption(Allowed { at_once: 2, each: 1 });
     let before = harness.pod_uids("db").await;
     harness
         .create_resize(

@@ -4,6 +4,7 @@
 
 use crate::support::Env;
 use ferry_testenv::CLASS_BLOCK_NODE;
+use ferry_testenv::disruption::{Allowed, DisruptionOracle};
 use ferry_testenv::fixtures::{claim_directory, wait_ready};
 use ferry_testenv::workload::{acknowledged, lost_records, writer_stateful_set};
 use k8s_openapi::api::apps::v1::StatefulSet;
@@ -54,6 +55,8 @@ async fn drain_moves_each_replica_whose_volume_the_node_alone_holds_and_loses_no
     let set = writer_stateful_set("db", 2, &templates, &env.ns.name, 8 << 10, 0).unwrap();
     sets.create(&PostParams::default(), &set).await.unwrap();
     wait_ready(&sets, "db", 2, 180).await.unwrap();
+    // Under the oracle: one replica down at a time, each once.
+    let oracle = DisruptionOracle::start(env.ns.api(), "db", 2).await.unwrap();
     env.start_operator().await;
     let node = node_of(&env, "db-1").await;
     let _uncordon = Uncordon(env.client.clone(), node.clone());
@@ -111,5 +114,13 @@ async fn drain_moves_each_replica_whose_volume_the_node_alone_holds_and_loses_no
     let run = env.ferry(&["drain", &node]).await;
     assert_eq!(run.code, 0, "{run:?}");
     assert!(run.stdout.contains("nothing to move"), "{run:?}");
+    let worst = oracle.finish().await.unwrap();
+    let beyond = worst.beyond("db", Allowed::at_once(1));
+    assert!(beyond.is_none(), "{beyond:?}");
+    assert_eq!(
+        worst.outages.len(),
+        on_node.len(),
+        "only the moved replicas went down: {worst:?}"
+    );
     env.finish().await;
 }

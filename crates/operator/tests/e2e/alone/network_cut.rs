@@ -65,4 +65,5 @@ async fn a_move_across_a_network_cut_of_30_s_in_its_warm_pass_completes_and_lose
     );
     assert_eq!(node_of(&harness, "db-1").await, pulling);
     assert_nothing_lost(&harness, 2, &seeds).await;
+    harness.finish().await;
 }
