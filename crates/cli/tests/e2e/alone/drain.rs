@@ -1,6 +1,7 @@
-//! `kubectl ferry drain NODE` on the real nodes, with the operator: it cordons the node and moves
-//! every replica whose volume only that node holds (the node-bound class) to another node, one at
-//! a time, with nothing acknowledged lost. It cordons a real node, so it runs alone.
+//! `kubectl ferry drain NODE` on the real nodes, with the operator: a 3-replica StatefulSet on the
+//! node-bound class, one replica per node; draining one node cordons it and moves the replica
+//! whose volume only that node holds to another node, with nothing acknowledged lost and no other
+//! replica down (the disruption oracle). It cordons a real node, so it runs alone.
 
 use crate::support::Env;
 use ferry_testenv::CLASS_BLOCK_NODE;
@@ -37,6 +38,21 @@ impl Drop for Uncordon {
     }
 }
 
+const PODS: [&str; 3] = ["db-0", "db-1", "db-2"];
+
+/// One replica per real node, as the scheduler prefers it (not required: the drained replica must
+/// still find a node, and every other one has a replica).
+fn spread_over_nodes(set: &mut StatefulSet) {
+    let pod = set.spec.as_mut().unwrap().template.spec.as_mut().unwrap();
+    pod.affinity = Some(
+        serde_json::from_value(serde_json::json!({"podAntiAffinity": {
+            "preferredDuringSchedulingIgnoredDuringExecution": [{"weight": 100, "podAffinityTerm": {
+                "topologyKey": "kubernetes.io/hostname",
+                "labelSelector": {"matchLabels": {"app": "db"}}}}]}}))
+        .unwrap(),
+    );
+}
+
 async fn node_of(env: &Env, pod: &str) -> String {
     let pods: Api<Pod> = env.ns.api();
     pods.get(pod).await.unwrap().spec.unwrap().node_name.unwrap()
@@ -52,20 +68,26 @@ async fn drain_moves_each_replica_whose_volume_the_node_alone_holds_and_loses_no
     let mut env = Env::start("cli-drain").await;
     let sets: Api<StatefulSet> = env.ns.api();
     let templates = [("data", CLASS_BLOCK_NODE, "320Mi")];
-    let set = writer_stateful_set("db", 2, &templates, &env.ns.name, 8 << 10, 0).unwrap();
+    let mut set = writer_stateful_set("db", 3, &templates, &env.ns.name, 8 << 10, 0).unwrap();
+    spread_over_nodes(&mut set);
     sets.create(&PostParams::default(), &set).await.unwrap();
-    wait_ready(&sets, "db", 2, 180).await.unwrap();
+    wait_ready(&sets, "db", 3, 180).await.unwrap();
     // Under the oracle: one replica down at a time, each once.
-    let oracle = DisruptionOracle::start(env.ns.api(), "db", 2).await.unwrap();
+    let oracle = DisruptionOracle::start(env.ns.api(), "db", 3).await.unwrap();
     env.start_operator().await;
-    let node = node_of(&env, "db-1").await;
-    let _uncordon = Uncordon(env.client.clone(), node.clone());
-    let mut on_node = Vec::new();
-    for pod in ["db-0", "db-1"] {
-        if node_of(&env, pod).await == node {
-            on_node.push(pod);
-        }
+    let mut nodes = Vec::new();
+    for pod in PODS {
+        nodes.push(node_of(&env, pod).await);
     }
+    let node = nodes[1].clone();
+    let _uncordon = Uncordon(env.client.clone(), node.clone());
+    let on_node: Vec<&str> = (PODS.iter().zip(&nodes))
+        .filter(|(_, on)| **on == node)
+        .map(|(pod, _)| *pod)
+        .collect();
+    let distinct: std::collections::BTreeSet<&String> = nodes.iter().collect();
+    assert_eq!(distinct.len(), 3, "one replica per node: {nodes:?}");
+    assert_eq!(on_node, ["db-1"]);
     let ns = env.ns.name.clone();
 
     let run = env.ferry(&["drain", "no-such-node"]).await;
@@ -93,7 +115,7 @@ async fn drain_moves_each_replica_whose_volume_the_node_alone_holds_and_loses_no
     assert_eq!(run.code, 0, "{run:?}");
     assert!(run.stdout.contains(&format!("node/{node} cordoned")), "{run:?}");
     assert!(cordoned(&env, &node).await);
-    wait_ready(&sets, "db", 2, 120).await.unwrap();
+    wait_ready(&sets, "db", 3, 120).await.unwrap();
     let claims: Api<PersistentVolumeClaim> = env.ns.api();
     let volumes: Api<PersistentVolume> = Api::all(env.client.clone());
     for (pod, acked) in on_node.iter().zip(acked) {
