@@ -345,7 +345,8 @@ pub struct VolumeResizeStatus {
 #[derive(Deserialize, Serialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct DowntimeSteps {
-    /// From the decision to stop the replica until its pod was gone and the final pass began.
+    /// From the replica's stop (its eviction; not the wait for budgets and the other replicas
+    /// before it) until its pod was gone and the final pass began.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stopping_replica: Option<i64>,
     /// The final pass (sync and verification) while the replica was down.

@@ -27,13 +27,23 @@ pub fn stamp_steps(
             continue;
         }
         if let (Some(step), Some(since)) = (old_step, before.and_then(|old| old.step_started_at.as_ref())) {
-            let seconds = now.0.duration_since(since.0).as_secs_f64().max(0.0);
-            record_downtime_step(row, step, seconds);
+            let seconds = seconds_between(since, now);
+            // The replica is down only from its stop: the step's wait for budgets and the other
+            // replicas before it is not downtime (the steps would add up past it).
+            let down_since = match (step, row.stopped_at.as_ref()) {
+                (RowStep::StoppingReplica, Some(stopped)) if stopped.0 > since.0 => stopped,
+                _ => since,
+            };
+            record_downtime_step(row, step, seconds_between(down_since, now));
             finished.push(FinishedStep { step, seconds });
         }
         row.step_started_at = row.step.map(|_| now.clone());
     }
     finished
+}
+
+fn seconds_between(from: &MicroTime, to: &MicroTime) -> f64 {
+    to.0.duration_since(from.0).as_secs_f64().max(0.0)
 }
 
 /// Keeps how long `step` took on the row when it is one of a copy's downtime steps (status
@@ -127,6 +137,19 @@ mod tests {
                 starting_replica: Some(2_500),
             })
         );
+    }
+
+    #[test]
+    fn stopping_counts_from_the_replicas_stop_not_from_the_wait_before_it() {
+        // Held 20 s at StoppingReplica by a budget, then stopped at 30 s, gone at 32.5 s.
+        let previous = status(Some(RowStep::StoppingReplica), Some(at(10_000)));
+        let mut next = previous.clone();
+        next.plan[0].stopped_at = Some(at(30_000));
+        next.plan[0].step = Some(RowStep::FinalSync);
+        let finished = stamp_steps(&previous, &mut next, &at(32_500));
+        assert_eq!(finished[0].seconds, 22.5, "the step's metric keeps the wait");
+        let steps = next.plan[0].downtime_steps.clone().unwrap();
+        assert_eq!(steps.stopping_replica, Some(2_500));
     }
 
     #[test]
