@@ -1,8 +1,8 @@
 //! Benchmark, not a test (`#[ignore]`, never run by `scripts/test`; run it with
 //! `scripts/bench-real-node`): replica downtime on the real node (real kubelet, containerd, ext4 on
-//! loop devices) with a writer that really writes, for a warm, a cold and a clone copy resize,
-//! against the physical floor: a plain `kubectl delete pod` restart of the same replica. It prints numbers and
-//! asserts only that the data is intact.
+//! loop devices) with a writer that really writes, for a warm, a cold and a clone copy resize and a
+//! move to another node, against the physical floor: a plain `kubectl delete pod` restart of the
+//! same replica. It prints numbers and asserts only that the data is intact.
 //!
 //! One run, in a fresh namespace: the writer StatefulSet `db` (one replica, `ferry-block-fixed`
 //! 1536Mi; 4 MiB checkpoint and 1 s of writes on SIGTERM, in every measurement alike) with ~1 GiB
@@ -14,7 +14,10 @@
 //! 3. cold copy (`warmCopy: false`) back onto 1536Mi, gated the same way;
 //! 4. clone copy (`warmCopyMethod: Clone`) at 1536Mi onto `ferry-block-fixed-other`, another ext4
 //!    class of the same CSI driver: the new volume starts as the driver's clone of the old one, the
-//!    standby final mover its first consumer; gated and changed as the warm copy.
+//!    standby final mover its first consumer; gated and changed as the warm copy;
+//! 5. move to another real node (`placement: {}`) at 1536Mi back onto `ferry-block-fixed` (bound to
+//!    its node's zone: one real node per zone): a mover on the old node serves the volume, one on
+//!    the new node pulls it; gated and changed as the warm copy.
 //!
 //! A resize's downtime runs from the first watch event showing the original pod deleting or not
 //! Ready to the first showing a pod of another UID Ready; every milestone is a watch event,
@@ -475,6 +478,9 @@ async fn resize(
     if kind == "clone" {
         spec["warmCopyMethod"] = json!("Clone");
     }
+    if kind == "move" {
+        spec["placement"] = json!({});
+    }
     harness.create_resize(kind, spec).await;
     wait_until("the resize to be held by the budget", 900, || async {
         let status = resizes.get_opt(kind).await.ok().flatten()?.status?;
@@ -496,7 +502,7 @@ async fn resize(
     let dir = claim_directory(&claims, &volumes, CLAIM).await.unwrap();
     let seed = 0xc4a9_0000
         + run as u64 * 3
-        + ["warm", "cold", "clone"]
+        + ["warm", "cold", "clone", "move"]
             .iter()
             .position(|k| *k == kind)
             .unwrap_or(0) as u64;
@@ -667,6 +673,8 @@ async fn resize(
         "downtimeMsStatus": done.status.as_ref().and_then(|s| s.plan.first()?.downtime_milliseconds),
         "downtimeStepsStatus": done.status.as_ref().and_then(|s| s.plan.first()?.downtime_steps.clone()),
         "cloned": done.status.as_ref().and_then(|s| s.plan.first()?.cloned),
+        "sourceNode": done.status.as_ref().and_then(|s| s.plan.first()?.source_node.clone()),
+        "targetNode": done.status.as_ref().and_then(|s| s.plan.first()?.target_node.clone()),
         "moverBytes": done.status.as_ref().and_then(|s| s.plan.first()?.bytes_copied),
         "finalPass": {"seconds": result["seconds"], "bytes": result["bytes"], "files": result["files"],
                       "bytesCopied": result["bytesCopied"], "filesCopied": result["filesCopied"],
@@ -721,6 +729,7 @@ async fn run_once(run: usize, files: usize) -> Vec<Value> {
     out.push(resize(&harness, &watches, run, "warm", WARM_TARGET, files).await);
     out.push(resize(&harness, &watches, run, "cold", SOURCE_SIZE, files).await);
     out.push(resize(&harness, &watches, run, "clone", SOURCE_SIZE, files).await);
+    out.push(resize(&harness, &watches, run, "move", SOURCE_SIZE, files).await);
     drop(watches);
     let acks = ferry_testenv::workload::acks_dir(&harness.ns.name);
     harness.finish().await;
