@@ -145,11 +145,25 @@ impl<'a> CopyContext<'a> {
 
     /// Deleting the row's mover pods (warm, final, and the serving one) that exist.
     fn delete_movers(&self, row: &VolumePlan, observed: &Observed) -> Vec<ResizeAction> {
+        let serving = self.serving_mover(row);
+        // A final pass that succeeded told its serving mover to stop (`--stop-server`): that pod
+        // goes at once too, its claim released without waiting for its node's kubelet to report
+        // the exit (a move's swap waited about 0.2 s for it).
+        let served = (observed.movers.get(&self.mover(row, Pass::Final))).is_some_and(|m| m.exited_ok());
         [Pass::Warm, Pass::Final]
             .into_iter()
             .map(|pass| self.mover(row, pass))
-            .chain(std::iter::once(self.serving_mover(row)))
-            .filter_map(|pod| observed.movers.get(&pod).map(|mover| mover.delete(&pod)))
+            .chain(std::iter::once(serving.clone()))
+            .filter_map(|pod| {
+                let mover = observed.movers.get(&pod)?;
+                Some(match (pod == serving && served, mover.delete(&pod)) {
+                    (true, ResizeAction::DeleteMover { pod, exited: None }) => ResizeAction::DeleteMover {
+                        pod,
+                        exited: Some(mover.uid.clone()),
+                    },
+                    (_, delete) => delete,
+                })
+            })
             .collect()
     }
 

@@ -12,6 +12,8 @@ use k8s_openapi::jiff::Timestamp;
 use std::collections::BTreeMap;
 
 const REPLICAS: i32 = 3;
+/// Ticks between a final pass's end and its serving mover's exit seen.
+const SERVER_EXIT_SEEN_AFTER: u32 = 5;
 
 mod remote;
 
@@ -203,10 +205,12 @@ impl Cluster {
                 let copied = self.data.get(&from).cloned().unwrap_or_default();
                 self.data.insert(to, copied);
             }
-            // The final pass tells the mover serving its source to stop.
+            // The final pass tells the mover serving its source to stop; its node's kubelet
+            // reports that exit later than the final mover's result is read.
             let serving = format!("{source}-ferry-{SUFFIX}-serve");
             if final_pass && self.observed.movers.contains_key(&serving) {
-                self.finishing.insert(serving, (0, MoverPhase::Succeeded));
+                self.finishing
+                    .insert(serving, (SERVER_EXIT_SEEN_AFTER, MoverPhase::Succeeded));
             }
             MoverPhase::Succeeded
         };

@@ -31,14 +31,19 @@ fn run_remote(
 fn a_copy_to_another_node_pulls_from_a_serving_mover_made_on_the_old_volumes_node() {
     let mut cluster = Cluster::new();
     let mut serving_at_swap = Vec::new();
-    let mut inspect = |decision: &Decision, cluster: &Cluster| {
-        // The swap removes the serving mover with the others: it mounts the claim being deleted.
+    let mut inspect = |decision: &Decision, _: &Cluster| {
+        // The swap removes the serving mover with the others (it mounts the claim being deleted),
+        // at once: the final pass stopped it, whether or not its kubelet reported the exit yet.
         for action in &decision.actions {
             if let ResizeAction::Volume(VolumeWrite::DeleteClaim { claim, .. }) = action
                 && !claim.contains("-ferry-")
             {
                 let serving = format!("{claim}-ferry-{SUFFIX}-serve");
-                serving_at_swap.push(cluster.observed.movers.contains_key(&serving));
+                let deleted = decision.actions.iter().find_map(|action| match action {
+                    ResizeAction::DeleteMover { pod, exited } if *pod == serving => Some(exited.is_some()),
+                    _ => None,
+                });
+                serving_at_swap.push(deleted);
             }
         }
     };
@@ -72,8 +77,9 @@ fn a_copy_to_another_node_pulls_from_a_serving_mover_made_on_the_old_volumes_nod
         cluster.final_tracking
     );
     assert_eq!(
-        serving_at_swap, [false; REPLICAS as usize],
-        "the final pass stopped each server"
+        serving_at_swap,
+        [Some(true); REPLICAS as usize],
+        "each server, stopped by its final pass but its exit not yet seen, deleted at once"
     );
     assert!(
         cluster.observed.movers.is_empty(),
