@@ -161,10 +161,11 @@ pub(crate) async fn keys_gone(harness: &Harness, seen: &Arc<Mutex<BTreeSet<Strin
     }
 }
 
-/// Deletes (at once, grace 0) the first mover whose name ends with `suffix` seen running while
-/// replica `db-1`'s first pod is Ready (`-serve`: the source node lost for a moment; `-warm`: the
-/// target's); never once that pod stopped (a serving mover still ending after the move is no
-/// break). Returns whether it did.
+/// Deletes (at once, grace 0) the first mover whose name ends with `suffix` seen running while a
+/// warm pass runs and replica `db-1`'s first pod is Ready (`-serve`: the source node lost for a
+/// moment; `-warm`: the target's): never at the stop or after it, where a serving mover killed
+/// as the final pass begins may still answer it, and one still ending after the move is no break.
+/// Returns whether it did.
 async fn kill_mover_once(harness: &Harness, suffix: &'static str) -> Arc<Mutex<bool>> {
     let killed = Arc::new(Mutex::new(false));
     let pods: Api<Pod> = harness.ns.api();
@@ -180,11 +181,14 @@ async fn kill_mover_once(harness: &Harness, suffix: &'static str) -> Arc<Mutex<b
                     && ferry_engine::pods::ready(&pod)
                     && pod.metadata.deletion_timestamp.is_none()
             });
-            let running = movers.iter().find(|pod| {
-                pod.name_any().ends_with(suffix)
-                    && pod.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running")
-            });
-            if let (Some(pod), true) = (running, replica_ready) {
+            let running = |suffix: &str| {
+                movers.iter().find(|pod| {
+                    pod.name_any().ends_with(suffix)
+                        && pod.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running")
+                })
+            };
+            let warm_pass = running("-warm").is_some();
+            if let (Some(pod), true, true) = (running(suffix), warm_pass, replica_ready) {
                 let now = kube::api::DeleteParams::default().grace_period(0);
                 if pods.delete(&pod.name_any(), &now).await.is_ok() {
                     *done.lock().unwrap() = true;
