@@ -236,16 +236,7 @@ fn name(pod: &Pod) -> String {
 
 /// Ready and not terminating.
 fn available(pod: &Pod) -> bool {
-    let ready = pod
-        .status
-        .as_ref()
-        .and_then(|status| status.conditions.as_ref())
-        .is_some_and(|conditions| {
-            conditions
-                .iter()
-                .any(|condition| condition.type_ == "Ready" && condition.status == "True")
-        });
-    pod.metadata.deletion_timestamp.is_none() && ready
+    pod.metadata.deletion_timestamp.is_none() && ferry_engine::pods::ready(pod)
 }
 
 #[cfg(test)]

@@ -17,8 +17,9 @@ use serde_json::json;
 use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};
 
-/// The node a node-bound volume lives on (its PV's `kubernetes.io/hostname` affinity).
-fn volume_node(volume: &PersistentVolume) -> Option<String> {
+/// Where a volume is bound (its PV's required affinity on `key`: `kubernetes.io/hostname` for a
+/// node-bound volume, `topology.kubernetes.io/zone` for a zone-bound one).
+fn volume_affinity(volume: &PersistentVolume, key: &str) -> Option<String> {
     let terms = &volume
         .spec
         .as_ref()?
@@ -30,8 +31,18 @@ fn volume_node(volume: &PersistentVolume) -> Option<String> {
     terms
         .iter()
         .flat_map(|term| term.match_expressions.iter().flatten())
-        .find(|e| e.key == "kubernetes.io/hostname")
+        .find(|e| e.key == key)
         .and_then(|e| e.values.as_ref()?.first().cloned())
+}
+
+/// The node a node-bound volume lives on.
+fn volume_node(volume: &PersistentVolume) -> Option<String> {
+    volume_affinity(volume, "kubernetes.io/hostname")
+}
+
+/// The zone a zone-bound volume lives in.
+fn volume_zone(volume: &PersistentVolume) -> Option<String> {
+    volume_affinity(volume, "topology.kubernetes.io/zone")
 }
 
 pub(crate) async fn node_of(harness: &Harness, pod: &str) -> String {
@@ -274,23 +285,6 @@ async fn a_move_completes_after_the_operator_and_its_warm_mover_are_killed_along
     let keys = moved.transport_restarts.unwrap_or(0) as usize + 1;
     keys_gone(&harness, &secrets, keys).await;
     harness.finish().await;
-}
-
-/// The zone a zone-bound volume lives in (its PV's `topology.kubernetes.io/zone` affinity).
-fn volume_zone(volume: &PersistentVolume) -> Option<String> {
-    let terms = &volume
-        .spec
-        .as_ref()?
-        .node_affinity
-        .as_ref()?
-        .required
-        .as_ref()?
-        .node_selector_terms;
-    terms
-        .iter()
-        .flat_map(|term| term.match_expressions.iter().flatten())
-        .find(|e| e.key == "topology.kubernetes.io/zone")
-        .and_then(|e| e.values.as_ref()?.first().cloned())
 }
 
 /// A zone rebalance: replica 0's volume, bound to its zone (the zone-bound class, as a cloud disk

@@ -4,11 +4,11 @@
 //! acknowledged is on the volume the replica ends up with.
 
 use crate::support;
-use ferry_testenv::disruption::Allowed;
 
 use ferry_api::names::ANNOTATION_FINAL_PASS;
 use ferry_api::{Phase, RowStep, VolumeResize};
 use ferry_engine::resize::copy::is_result_line;
+use ferry_testenv::disruption::Allowed;
 use ferry_testenv::fixtures::{claim_directory, wait_ready};
 use ferry_testenv::quantity::bytes;
 use ferry_testenv::workload::{acknowledged, df_bytes, lost_records, writer_stateful_set};
