@@ -57,23 +57,51 @@ pub(crate) async fn move_replica_one(harness: &Harness, seconds: u64) -> ferry_a
     resize_succeeds(harness, "move", spec, seconds).await
 }
 
-/// The names of the Secrets seen in the namespace while the test runs.
-pub(crate) fn watch_secrets(harness: &Harness) -> Arc<Mutex<BTreeSet<String>>> {
+/// The names of the Secrets seen in the namespace while this lives, from a watch: a key that
+/// exists for a moment is seen too.
+pub(crate) struct SecretsSeen {
+    seen: Arc<Mutex<BTreeSet<String>>>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for SecretsSeen {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+/// Starts watching the namespace's Secrets; returns once the watch's first list is in.
+pub(crate) async fn watch_secrets(harness: &Harness) -> SecretsSeen {
+    use futures::StreamExt;
+    use kube::runtime::{WatchStreamExt, watcher};
     let seen = Arc::new(Mutex::new(BTreeSet::new()));
     let secrets: Api<Secret> = harness.ns.api();
     let record = seen.clone();
-    tokio::spawn(async move {
-        loop {
-            if let Ok(list) = secrets.list(&ListParams::default()).await {
-                record
-                    .lock()
-                    .unwrap()
-                    .extend(list.items.iter().map(ResourceExt::name_any));
+    let (listed, first_list) = tokio::sync::oneshot::channel();
+    let task = tokio::spawn(async move {
+        let mut listed = Some(listed);
+        let mut events = watcher::watcher(secrets, watcher::Config::default())
+            .default_backoff()
+            .boxed();
+        while let Some(event) = events.next().await {
+            match event {
+                Ok(watcher::Event::Apply(secret) | watcher::Event::InitApply(secret)) => {
+                    record.lock().unwrap().insert(secret.name_any());
+                }
+                Ok(watcher::Event::InitDone) => {
+                    if let Some(listed) = listed.take() {
+                        let _ = listed.send(());
+                    }
+                }
+                _ => {}
             }
-            tokio::time::sleep(std::time::Duration::from_millis(200)).await;
         }
     });
-    seen
+    tokio::time::timeout(std::time::Duration::from_secs(60), first_list)
+        .await
+        .expect("the Secrets' first list within a minute")
+        .unwrap();
+    SecretsSeen { seen, task }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -82,7 +110,7 @@ async fn a_replica_moved_to_another_node_keeps_every_acknowledged_write_and_its_
     let seeds = writer(&harness, 2, CLASS_BLOCK_NODE, "320Mi").await;
     let old_node = node_of(&harness, "db-1").await;
     let movers = watch_mover_containers(&harness);
-    let secrets = watch_secrets(&harness);
+    let secrets = watch_secrets(&harness).await;
     let oracle = DisruptionOracle::start(harness.ns.api(), "db", 2).await;
     let status = move_replica_one(&harness, 300).await;
     oracle.assert_at_most(1).await;
@@ -154,8 +182,8 @@ async fn a_replica_moved_to_another_node_keeps_every_acknowledged_write_and_its_
 }
 
 /// The copy's keys existed while it ran (`count`, one per serving mover), and went with them.
-pub(crate) async fn keys_gone(harness: &Harness, seen: &Arc<Mutex<BTreeSet<String>>>, count: usize) {
-    let keys: Vec<String> = (seen.lock().unwrap().iter())
+pub(crate) async fn keys_gone(harness: &Harness, seen: &SecretsSeen, count: usize) {
+    let keys: Vec<String> = (seen.seen.lock().unwrap().iter())
         .filter(|name| name.starts_with("data-db-1-ferry-") && name.contains("-key-"))
         .cloned()
         .collect();
@@ -219,7 +247,7 @@ async fn a_move_whose_serving_mover_is_killed_while_the_replica_serves_starts_ag
     let harness = Harness::start("move-killed").await;
     // 16 MiB at 4 MiB/s: the serving mover is at work for seconds while the replica serves.
     let seeds = writer_with(&harness, 2, CLASS_BLOCK_NODE, "320Mi", 16 << 10, 0).await;
-    let secrets = watch_secrets(&harness);
+    let secrets = watch_secrets(&harness).await;
     let killed = kill_mover_once(&harness, "-serve").await;
     let oracle = DisruptionOracle::start(harness.ns.api(), "db", 2).await;
     let spec = json!({"statefulSetName": "db", "volumes": [{"name": "data", "size": "320Mi"}],
@@ -248,7 +276,7 @@ async fn a_move_whose_serving_mover_is_killed_while_the_replica_serves_starts_ag
 async fn a_move_completes_after_the_operator_and_its_warm_mover_are_killed_along_the_way() {
     let mut harness = Harness::start("move-operator-killed").await;
     let seeds = writer(&harness, 2, CLASS_BLOCK_NODE, "320Mi").await;
-    let secrets = watch_secrets(&harness);
+    let secrets = watch_secrets(&harness).await;
     let killed = kill_mover_once(&harness, "-warm").await;
     let oracle = DisruptionOracle::start(harness.ns.api(), "db", 2).await;
     let spec = json!({"statefulSetName": "db", "volumes": [{"name": "data", "size": "320Mi"}],
