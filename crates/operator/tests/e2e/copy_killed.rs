@@ -4,7 +4,7 @@
 
 use crate::support;
 
-use ferry_api::{Phase, RowStep};
+use ferry_api::Phase;
 use ferry_testenv::fixtures::{stateful_set, wait_ready};
 use ferry_testenv::{CLASS_FIXED, wait_until};
 use k8s_openapi::api::apps::v1::StatefulSet;
@@ -24,16 +24,10 @@ async fn copy_completes_after_the_operator_is_killed_at_each_kind_of_step() {
             json!({"statefulSetName": "db", "volumes": [{"name": "data", "size": "512Mi"}]}),
         )
         .await;
-    // Kill the operator the first time each of these steps shows up in the status.
-    let steps = [
-        RowStep::CreatingTarget,
-        RowStep::WarmCopy,
-        RowStep::StoppingReplica,
-        RowStep::FinalSync,
-        RowStep::Swapping,
-        RowStep::StartingReplica,
-    ];
-    let (resize, killed_at) = harness.finish_killing_at_each_step("copy", &steps, 240).await;
+    // Kill the operator the first time each of a copy's steps shows up in the status.
+    let (resize, killed_at) = harness
+        .finish_killing_at_each_step("copy", &Harness::COPY_STEPS, 240)
+        .await;
     assert_eq!(
         resize.phase(),
         Phase::Succeeded,

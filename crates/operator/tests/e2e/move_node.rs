@@ -7,7 +7,7 @@
 use crate::real_node::{assert_nothing_lost, resize_succeeds, watch_mover_containers, writer, writer_with};
 use crate::support::Harness;
 use crate::support::disruption::DisruptionOracle;
-use ferry_api::{Phase, RowStep};
+use ferry_api::Phase;
 use ferry_testenv::fixtures::wait_ready;
 use ferry_testenv::{CLASS_BLOCK, CLASS_BLOCK_NODE, REAL_NODES, REAL_ZONES, wait_until};
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim, Pod, Secret};
@@ -282,15 +282,9 @@ async fn a_move_completes_after_the_operator_and_its_warm_mover_are_killed_along
     let spec = json!({"statefulSetName": "db", "volumes": [{"name": "data", "size": "320Mi"}],
                       "placement": {"replicas": [1]}});
     harness.create_resize("move", spec).await;
-    let steps = [
-        RowStep::CreatingTarget,
-        RowStep::WarmCopy,
-        RowStep::StoppingReplica,
-        RowStep::FinalSync,
-        RowStep::Swapping,
-        RowStep::StartingReplica,
-    ];
-    let (resize, killed_at) = harness.finish_killing_at_each_step("move", &steps, 300).await;
+    let (resize, killed_at) = harness
+        .finish_killing_at_each_step("move", &Harness::COPY_STEPS, 300)
+        .await;
     let status = resize.status.unwrap();
     assert_eq!(status.phase, Some(Phase::Succeeded), "{:?}", status.message);
     assert!(

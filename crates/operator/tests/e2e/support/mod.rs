@@ -263,6 +263,17 @@ impl Harness {
         );
     }
 
+    /// A copy's steps, from its target's creation to the replica's start on the new volume: where
+    /// [`Harness::finish_killing_at_each_step`] kills the operator in a copy (a move included).
+    pub const COPY_STEPS: [RowStep; 6] = [
+        RowStep::CreatingTarget,
+        RowStep::WarmCopy,
+        RowStep::StoppingReplica,
+        RowStep::FinalSync,
+        RowStep::Swapping,
+        RowStep::StartingReplica,
+    ];
+
     /// Waits for the VolumeResize `name` to finish, killing the operator (and starting a fresh one)
     /// the first time each of `steps` shows in its rows; returns it and the steps it was killed at.
     /// It watches rather than polls: every status write arrives, so a step that lasts a few
