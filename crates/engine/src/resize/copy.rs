@@ -156,12 +156,10 @@ impl<'a> CopyContext<'a> {
             .chain(std::iter::once(serving.clone()))
             .filter_map(|pod| {
                 let mover = observed.movers.get(&pod)?;
-                Some(match (pod == serving && served, mover.delete(&pod)) {
-                    (true, ResizeAction::DeleteMover { pod, exited: None }) => ResizeAction::DeleteMover {
-                        pod,
-                        exited: Some(mover.uid.clone()),
-                    },
-                    (_, delete) => delete,
+                Some(if pod == serving && served {
+                    mover.delete_ended(&pod)
+                } else {
+                    mover.delete(&pod)
                 })
             })
             .collect()

@@ -367,9 +367,21 @@ impl MoverView {
 
     /// The action removing this pod, `name`: at once when it exited 0, gracefully otherwise.
     pub fn delete(&self, name: &str) -> crate::resize::action::ResizeAction {
+        if self.exited_ok() {
+            return self.delete_ended(name);
+        }
         crate::resize::action::ResizeAction::DeleteMover {
             pod: name.to_string(),
-            exited: self.exited_ok().then(|| self.uid.clone()),
+            exited: None,
+        }
+    }
+
+    /// The action removing this pod, `name`, at once: its process is known to have ended (exited
+    /// 0, or a serving mover its final pass stopped), whether or not its kubelet reported it yet.
+    pub fn delete_ended(&self, name: &str) -> crate::resize::action::ResizeAction {
+        crate::resize::action::ResizeAction::DeleteMover {
+            pod: name.to_string(),
+            exited: Some(self.uid.clone()),
         }
     }
 
