@@ -71,6 +71,16 @@ impl ChangeRecord {
         *self.marked.entry(rel).or_insert(whole) |= whole;
     }
 
+    /// Takes in an earlier record (one put back): its paths and its loss, if any.
+    pub fn absorb(&mut self, earlier: ChangeRecord) {
+        for (rel, whole) in earlier.marked {
+            self.mark(rel, whole);
+        }
+        if let Some(reason) = earlier.lost {
+            self.lose(reason);
+        }
+    }
+
     /// The record cannot be trusted: a final pass walks both trees whole.
     pub fn lose(&mut self, reason: String) {
         self.lost.get_or_insert(reason);

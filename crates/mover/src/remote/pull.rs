@@ -141,6 +141,7 @@ fn run(opts: &PullOptions, progress: &Progress) -> Result<SyncReport, MoverError
         entries_visited: Some(src.entries.len() as u64),
         interim_passes: None,
         interim_bytes_copied: None,
+        interim_interrupted: None,
     })
 }
 
