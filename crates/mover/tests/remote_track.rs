@@ -115,7 +115,7 @@ fn a_rename_across_directories_and_a_deleted_tree_are_followed() {
     // Written in the directory moved: its watch reports under the old name, visited whole.
     write(&src.join("b/inner-moved/later.txt"), b"later");
     std::fs::remove_dir_all(src.join("tree")).unwrap();
-    let (result, entries) = moved.final_pull();
+    let (result, _) = moved.final_pull();
     let (tracking, visited) = tracked(&result);
     assert_eq!(tracking, "used", "{result}");
     assert!(visited <= 12, "{result}");
@@ -134,7 +134,7 @@ fn a_file_truncated_and_one_extended_are_copied() {
         f.set_len(100).unwrap();
     }
     append(&src.join("a/grows.bin"), &pattern(70_000, 3));
-    let (result, entries) = moved.final_pull();
+    let (result, _) = moved.final_pull();
     let (tracking, visited) = tracked(&result);
     assert_eq!(tracking, "used", "{result}");
     assert!(visited <= 4, "{result}");
@@ -225,7 +225,7 @@ fn a_change_during_a_tracked_strict_pull_fails_it() {
     assert_eq!(code, 6, "{result} stderr: {err}");
     assert!(err.contains("changed during the final pass"), "{err}");
     // Still serving: the next final pass copies what changed since the last one that passed.
-    let (result, entries) = moved.final_pull();
+    let (result, _) = moved.final_pull();
     assert_eq!(tracked(&result).0, "used", "{result}");
 }
 

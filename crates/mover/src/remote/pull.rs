@@ -127,35 +127,15 @@ fn run(opts: &PullOptions, progress: &Progress) -> Result<SyncReport, MoverError
     verify(opts.verify, &mut control, &src, &target, &out)?;
     let dir = File::open(&target).map_err(|e| MoverError::io("opening", &target, e))?;
     rustix::fs::syncfs(&dir).map_err(|e| crate::error::errno("syncing", &target, e))?;
-    // Something still writes to the source: the copy cannot be trusted, and the server goes on.
-    if opts.strict && warnings.count() > 0 {
-        return Err(MoverError::SourceChanged {
-            count: warnings.count(),
-        });
+    if opts.strict {
+        quiet(&warnings, &read, &mut control)?;
     }
-    // A pass that read only what changed would not see a write to what it did not read.
-    if let (true, Some(mark), Some("used")) = (opts.strict, read.mark, read.tracking.as_deref()) {
-        quiet_during(&mut control, mark)?;
-    }
-    let (mut files, mut bytes) = (files, bytes);
-    let mut digest = crate::digest::metadata_digest(&src, |i| out.vanished[i].load(Ordering::Relaxed));
-    if let Some((files_before, bytes_before)) = read.before {
-        // Only what changed was read: the totals are the last pass's, moved by what the read
-        // paths hold now against what the target held there; no digest of the whole.
-        let (files_there, bytes_there) = crate::sync::totals(&dst);
-        files = (files_before + files).saturating_sub(files_there);
-        bytes = (bytes_before + bytes).saturating_sub(bytes_there);
-        digest = String::new();
-    }
+    let (files, bytes, digest) = totals_after(&src, &dst, read.before, &out);
     if let Some(mark) = read.mark {
         tracked::passed(&mut control, mark, (files, bytes))?;
     }
     if opts.stop_server {
-        control.ask(&Request::Done)?;
-        match control.next()? {
-            Reply::End { .. } => {}
-            other => return Err(control.unexpected(&other)),
-        }
+        stop_server(&mut control)?;
     }
     Ok(SyncReport {
         files,
@@ -174,6 +154,37 @@ fn run(opts: &PullOptions, progress: &Progress) -> Result<SyncReport, MoverError
         interim_passes: None,
         interim_bytes_copied: None,
     })
+}
+
+/// The target's entries and data bytes after the pass, and the metadata digest of the source as
+/// read. Where only what changed was read (`before`: the target's totals after the last pass):
+/// the last pass's totals, moved by what the read paths hold now against what the target held
+/// there, and no digest of the whole.
+fn totals_after(src: &Tree, dst: &Tree, before: Option<(u64, u64)>, out: &Outcome) -> (u64, u64, String) {
+    let (files, bytes) = crate::sync::totals(src);
+    match before {
+        Some((files_before, bytes_before)) => {
+            let (files_there, bytes_there) = crate::sync::totals(dst);
+            (
+                (files_before + files).saturating_sub(files_there),
+                (bytes_before + bytes).saturating_sub(bytes_there),
+                String::new(),
+            )
+        }
+        None => {
+            let digest = crate::digest::metadata_digest(src, |i| out.vanished[i].load(Ordering::Relaxed));
+            (files, bytes, digest)
+        }
+    }
+}
+
+/// Tells the serving mover to stop (the final pass succeeded).
+fn stop_server(control: &mut Peer) -> Result<(), MoverError> {
+    control.ask(&Request::Done)?;
+    match control.next()? {
+        Reply::End { .. } => Ok(()),
+        other => Err(control.unexpected(&other)),
+    }
 }
 
 /// The plan's removals, then its new directories (`made_root`: the target itself was made by
@@ -338,6 +349,21 @@ fn read_whole(
         return Err(control.broke("sent a tree without its root"));
     }
     Ok((control, (target, made), src, dst))
+}
+
+/// A strict pass fails if something still writes to the source: the copy cannot be trusted, and
+/// the server goes on.
+fn quiet(warnings: &Warnings, read: &Read, control: &mut Peer) -> Result<(), MoverError> {
+    if warnings.count() > 0 {
+        return Err(MoverError::SourceChanged {
+            count: warnings.count(),
+        });
+    }
+    // A pass that read only what changed would not see a write to what it did not read.
+    match (read.mark, read.tracking.as_deref()) {
+        (Some(mark), Some("used")) => quiet_during(control, mark),
+        _ => Ok(()),
+    }
 }
 
 /// A strict pass over what changed fails if the record names anything changed since its own
