@@ -24,7 +24,7 @@ pub struct Visit {
 }
 
 /// What changed since tracking began, or why that is not known.
-#[derive(Debug, Default)]
+#[derive(Debug, Clone, Default)]
 pub struct ChangeRecord {
     /// Path → whether it is visited whole.
     marked: HashMap<PathBuf, bool>,
@@ -84,6 +84,17 @@ impl ChangeRecord {
     /// The record cannot be trusted: a final pass walks both trees whole.
     pub fn lose(&mut self, reason: String) {
         self.lost.get_or_insert(reason);
+    }
+
+    /// Adds what `later` recorded (a record of the time after this one's), so that one record
+    /// names every change of both spans.
+    pub fn absorb(&mut self, later: ChangeRecord) {
+        for (rel, whole) in later.marked {
+            self.mark(rel, whole);
+        }
+        if let Some(reason) = later.lost {
+            self.lose(reason);
+        }
     }
 
     /// Whether nothing changed (and nothing was lost).
@@ -198,6 +209,22 @@ mod tests {
         r.note_event(Path::new("a/b"), None, ReadFlags::MOVE_SELF);
         r.note_event(Path::new("a/c"), None, ReadFlags::IGNORED);
         assert_eq!(visits(&r), owned(&[("a/b", true)]));
+    }
+
+    #[test]
+    fn a_record_absorbed_adds_its_paths_and_its_loss() {
+        let mut first = ChangeRecord::default();
+        first.mark("a".into(), false);
+        first.mark("b".into(), false);
+        let mut later = ChangeRecord::default();
+        later.mark("b".into(), true);
+        later.mark("c".into(), false);
+        first.absorb(later);
+        assert_eq!(visits(&first), owned(&[("a", false), ("b", true), ("c", false)]));
+        let mut lost = ChangeRecord::default();
+        lost.lose("overflow".into());
+        first.absorb(lost);
+        assert_eq!(first.visits().unwrap_err(), "overflow");
     }
 
     #[test]

@@ -72,6 +72,11 @@
 //! pass that failed (no more run after it), makes the final pass walk whole. The result says
 //! `"interimPasses":N,"interimBytesCopied":N` (the final pass's own bytes are `bytesCopied`).
 //!
+//! Across nodes, `serve --track-changes` keeps the same record from its start, cut into segments
+//! by the `Mark` each `pull --track-changes` sends before it reads the tree; `pull --changes` (the
+//! final pull) reads only the paths changed since the latest pass reported `Passed`, with the same
+//! fallbacks, result fields and `--strict` check (`remote/changes.rs`, `remote/tracked.rs`).
+//!
 //! `--ready-file PATH` (with `--wait-for`) creates PATH once the standby is armed: with
 //! `--track-changes` when its catch-up pass ended (before it prints its ready line), without it
 //! just before it waits. A readiness probe running `ferry-mover ready PATH` then shows it as the

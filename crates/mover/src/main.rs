@@ -68,6 +68,11 @@ enum Cmd {
         /// tls.key.
         #[arg(long)]
         tls: PathBuf,
+        /// Watch the source for changes (inotify) from the start, before anything is answered,
+        /// so that a `pull --track-changes --changes` visits only what changed since the last
+        /// pull that succeeded (wherever the record may be incomplete it walks both trees whole).
+        #[arg(long)]
+        track_changes: bool,
     },
     /// Make TARGET an exact copy of the tree a `serve` mover holds on another node, verified end
     /// to end (each file written is read back and compared with the hash of the source's content
@@ -179,6 +184,16 @@ struct PullArgs {
     /// Fail (exit 6) when the source changes during the pass, as for `sync`: the final pass.
     #[arg(long)]
     strict: bool,
+    /// Mark this pass on the change record of a `serve --track-changes` mover before reading the
+    /// tree, and report it passed once it succeeded (every pull of such a server). A server that
+    /// does not track changes is pulled from as without this flag.
+    #[arg(long)]
+    track_changes: bool,
+    /// Visit only what changed since the last pull that succeeded, as the serving mover's record
+    /// names it (the final pass); both trees are read whole wherever that is not known, and the
+    /// result's changeTracking says why.
+    #[arg(long, requires = "track_changes")]
+    changes: bool,
     /// Seconds to keep trying the first connection while nothing answers (a serving mover that
     /// has just started); a refused handshake is never tried again.
     #[arg(long, value_name = "SECONDS", default_value_t = 0)]
@@ -285,8 +300,18 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let code = match cli.cmd {
         Cmd::Sync(args) => run_sync(args),
-        Cmd::Serve { source, listen, tls } => {
-            let opts = ferry_mover::remote::ServeOptions { source, listen, tls };
+        Cmd::Serve {
+            source,
+            listen,
+            tls,
+            track_changes,
+        } => {
+            let opts = ferry_mover::remote::ServeOptions {
+                source,
+                listen,
+                tls,
+                track: track_changes.then(track_options),
+            };
             let served = ferry_mover::remote::serve(&opts, |address| {
                 let _ = print_json(&serde_json::json!({ "listening": address.to_string() }));
             });
@@ -559,6 +584,8 @@ fn run_pull(args: PullArgs) -> i32 {
         bwlimit: args.bwlimit,
         stop_server: args.stop_server,
         strict: args.strict,
+        track_changes: args.track_changes,
+        changes: args.changes,
         connect_wait: std::time::Duration::from_secs(args.connect_wait),
         corrupt_after_write: corrupt_after_write(),
         progress: progress_mode(args.progress),

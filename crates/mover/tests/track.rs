@@ -87,23 +87,6 @@ impl Standby {
     }
 }
 
-/// The target equals the source: the independent oracle and the mover's own content digest.
-fn assert_exact(src: &Path, dst: &Path) {
-    assert_same_tree(src, dst);
-    let (a, b) = (
-        ferry_mover::digest(src).unwrap(),
-        ferry_mover::digest(dst).unwrap(),
-    );
-    assert_eq!(a.digest, b.digest, "content digests differ");
-}
-
-/// A source of `n` unchanged files in 10 directories, besides what each test changes.
-fn filler(src: &Path, n: u64) {
-    for i in 0..n {
-        write(&src.join(format!("fill/d{}/f{i}", i % 10)), &pattern(100, i));
-    }
-}
-
 fn tracked(result: &serde_json::Value) -> (String, u64) {
     (
         result["changeTracking"].as_str().unwrap_or("absent").to_string(),

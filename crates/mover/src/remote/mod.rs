@@ -2,6 +2,7 @@
 //! mover on the new volume's node pulls it, over mutual TLS with certificates that exist for that
 //! one resize. See `serve` and `pull`; `wire` is what they say to each other, `tls` who they trust.
 
+mod changes;
 mod check;
 mod fetch;
 mod files;
@@ -10,6 +11,7 @@ pub mod pull;
 pub mod serve;
 mod tcp;
 pub mod tls;
+mod tracked;
 pub mod wire;
 
 pub use check::PullVerify;

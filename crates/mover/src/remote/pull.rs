@@ -21,6 +21,7 @@ use super::check::PullVerify;
 use super::fetch::{Fetch, Outcome};
 use super::peer::Peer;
 use super::tls::TlsFiles;
+use super::tracked;
 use super::wire::{Reply, Request};
 use crate::digest::{Manifest, ManifestEntry};
 use crate::error::MoverError;
@@ -53,6 +54,13 @@ pub struct PullOptions {
     /// A source that changes during the pass fails it (exit 6): the final pass, with the
     /// application stopped.
     pub strict: bool,
+    /// Mark the pass on the serving mover's change record before reading the tree, and report
+    /// it passed once it succeeded (`--track-changes`, the server's too): a later pass with
+    /// `changes` visits only what changed since.
+    pub track_changes: bool,
+    /// Visit only what changed since the latest pass that succeeded, as the serving mover's
+    /// record names it (`--changes`: the final pass); both trees whole wherever that is not known.
+    pub changes: bool,
     /// How long the first connection is tried again while nothing answers (a serving mover just
     /// started).
     pub connect_wait: std::time::Duration,
@@ -77,7 +85,14 @@ fn run(opts: &PullOptions, progress: &Progress) -> Result<SyncReport, MoverError
     let start = Instant::now();
     let config = TlsFiles::load(&opts.tls)?.client()?;
     let warnings = Warnings::new(true);
-    let (mut control, (target, made_root), src, dst) = read_trees(opts, &config, &warnings)?;
+    let Trees {
+        mut control,
+        target,
+        made_root,
+        src,
+        dst,
+        read,
+    } = read_trees(opts, &config, &warnings)?;
     let plan = plan::plan(
         &src,
         &dst,
@@ -112,37 +127,65 @@ fn run(opts: &PullOptions, progress: &Progress) -> Result<SyncReport, MoverError
     verify(opts.verify, &mut control, &src, &target, &out)?;
     let dir = File::open(&target).map_err(|e| MoverError::io("opening", &target, e))?;
     rustix::fs::syncfs(&dir).map_err(|e| crate::error::errno("syncing", &target, e))?;
-    // Something still writes to the source: the copy cannot be trusted, and the server goes on.
-    if opts.strict && warnings.count() > 0 {
-        return Err(MoverError::SourceChanged {
-            count: warnings.count(),
-        });
+    if opts.strict {
+        quiet(&warnings, &read, &mut control)?;
+    }
+    let (files, bytes, digest) = totals_after(&src, &dst, read.before, &out);
+    if let Some(mark) = read.mark {
+        tracked::passed(&mut control, mark, (files, bytes))?;
     }
     if opts.stop_server {
-        control.ask(&Request::Done)?;
-        match control.next()? {
-            Reply::End { .. } => {}
-            other => return Err(control.unexpected(&other)),
-        }
+        stop_server(&mut control)?;
     }
     Ok(SyncReport {
         files,
         bytes,
         bytes_copied: progress.bytes_copied.load(Ordering::Relaxed),
         deleted: plan.extraneous_entries(),
-        digest: crate::digest::metadata_digest(&src, |i| out.vanished[i].load(Ordering::Relaxed)),
+        digest,
         seconds: (start.elapsed().as_secs_f64() * 1000.0).round() / 1000.0,
         verify: opts.verify.name().to_string(),
         warnings: warnings.count(),
         files_copied: out.files_copied.load(Ordering::Relaxed),
         metadata_fixed: out.metadata_fixed.load(Ordering::Relaxed),
         bytes_compared: 0,
-        change_tracking: None,
+        change_tracking: read.tracking,
         entries_visited: Some(src.entries.len() as u64),
         interim_passes: None,
         interim_bytes_copied: None,
         interim_interrupted: None,
     })
+}
+
+/// The target's entries and data bytes after the pass, and the metadata digest of the source as
+/// read. Where only what changed was read (`before`: the target's totals after the last pass):
+/// the last pass's totals, moved by what the read paths hold now against what the target held
+/// there, and no digest of the whole.
+fn totals_after(src: &Tree, dst: &Tree, before: Option<(u64, u64)>, out: &Outcome) -> (u64, u64, String) {
+    let (files, bytes) = crate::sync::totals(src);
+    match before {
+        Some((files_before, bytes_before)) => {
+            let (files_there, bytes_there) = crate::sync::totals(dst);
+            (
+                (files_before + files).saturating_sub(files_there),
+                (bytes_before + bytes).saturating_sub(bytes_there),
+                String::new(),
+            )
+        }
+        None => {
+            let digest = crate::digest::metadata_digest(src, |i| out.vanished[i].load(Ordering::Relaxed));
+            (files, bytes, digest)
+        }
+    }
+}
+
+/// Tells the serving mover to stop (the final pass succeeded).
+fn stop_server(control: &mut Peer) -> Result<(), MoverError> {
+    control.ask(&Request::Done)?;
+    match control.next()? {
+        Reply::End { .. } => Ok(()),
+        other => Err(control.unexpected(&other)),
+    }
 }
 
 /// The plan's removals, then its new directories (`made_root`: the target itself was made by
@@ -199,17 +242,101 @@ fn verify(
     Err(MoverError::VerifyMismatch { paths, reasons })
 }
 
-/// Connects, then reads the source's tree from the serving mover and the target's here at once.
-/// The target is made only once the server answered: a refused peer changes nothing.
+/// What a pass reads: the control connection, the target (and whether this pass made it), both
+/// trees, and how they were found.
+struct Trees {
+    control: Peer,
+    target: PathBuf,
+    made_root: bool,
+    src: Tree,
+    dst: Tree,
+    read: Read,
+}
+
+/// How a pass found its entries.
+struct Read {
+    /// Its mark on the server's change record, if the server tracks changes.
+    mark: Option<u64>,
+    /// With `--changes`: `used`, or `fell back: <why>` (both trees read whole).
+    tracking: Option<String>,
+    /// Where only what changed was read: the target's totals after the pass it counts from.
+    before: Option<(u64, u64)>,
+}
+
+/// Connects, marks the pass on the server's change record, then reads both trees: at the paths
+/// changed since the latest pass that succeeded (`--changes`, where the record is complete), else
+/// whole. The target is made only once the server answered: a refused peer changes nothing.
 fn read_trees(
     opts: &PullOptions,
     config: &Arc<ClientConfig>,
     warnings: &Warnings,
-) -> Result<(Peer, (PathBuf, bool), Tree, Tree), MoverError> {
+) -> Result<Trees, MoverError> {
     let mut control = Peer::connect_within(opts.from, config, opts.connect_wait)?;
+    let mark = match opts.track_changes {
+        true => tracked::mark(&mut control)?,
+        false => Err("the pull does not track changes (no --track-changes)".to_string()),
+    };
+    let mut read = Read {
+        mark: mark.as_ref().ok().copied(),
+        tracking: None,
+        before: None,
+    };
+    if !opts.changes {
+        let (control, target, src, dst) = read_whole(control, &opts.target, warnings)?;
+        return Ok(trees(control, target, src, dst, read));
+    }
+    let since = match mark {
+        Ok(_) => tracked::changes(&mut control, None)?,
+        Err(why) => Err(why),
+    };
+    // The target made here (none was there) is read whole below, but was made by this pass.
+    let mut made_here = false;
+    let why = match since {
+        Ok(since) => {
+            let (target, made) = prepare_target(&opts.target)?;
+            made_here = made;
+            let partial = match made {
+                true => Err("the target is new".to_string()),
+                false => tracked::read_partial(&mut control, &target, &since.visits, warnings)?,
+            };
+            match partial {
+                Ok((src, dst)) => {
+                    read.tracking = Some("used".into());
+                    read.before = Some(since.totals);
+                    return Ok(trees(control, (target, made), src, dst, read));
+                }
+                Err(why) => why,
+            }
+        }
+        Err(why) => why,
+    };
+    let why = format!("fell back: {why}");
+    warnings.note(&format!("change tracking {why}; both trees are read whole"));
+    read.tracking = Some(why);
+    let (control, (target, made), src, dst) = read_whole(control, &opts.target, warnings)?;
+    Ok(trees(control, (target, made || made_here), src, dst, read))
+}
+
+fn trees(control: Peer, (target, made_root): (PathBuf, bool), src: Tree, dst: Tree, read: Read) -> Trees {
+    Trees {
+        control,
+        target,
+        made_root,
+        src,
+        dst,
+        read,
+    }
+}
+
+/// Reads the source's tree from the serving mover and the target's here at once.
+fn read_whole(
+    mut control: Peer,
+    target: &Path,
+    warnings: &Warnings,
+) -> Result<(Peer, (PathBuf, bool), Tree, Tree), MoverError> {
     control.ask(&Request::Tree)?;
     let first = control.next()?;
-    let (target, made) = prepare_target(&opts.target)?;
+    let (target, made) = prepare_target(target)?;
     let (src, dst) = std::thread::scope(|s| {
         let local = s.spawn(|| crate::walk::scan(&target, true, warnings, None));
         let src = control.tree(first);
@@ -223,6 +350,36 @@ fn read_trees(
         return Err(control.broke("sent a tree without its root"));
     }
     Ok((control, (target, made), src, dst))
+}
+
+/// A strict pass fails if something still writes to the source: the copy cannot be trusted, and
+/// the server goes on.
+fn quiet(warnings: &Warnings, read: &Read, control: &mut Peer) -> Result<(), MoverError> {
+    if warnings.count() > 0 {
+        return Err(MoverError::SourceChanged {
+            count: warnings.count(),
+        });
+    }
+    // A pass that read only what changed would not see a write to what it did not read.
+    match (read.mark, read.tracking.as_deref()) {
+        (Some(mark), Some("used")) => quiet_during(control, mark),
+        _ => Ok(()),
+    }
+}
+
+/// A strict pass over what changed fails if the record names anything changed since its own
+/// mark (or cannot tell): the application was to be stopped before it began.
+fn quiet_during(control: &mut Peer, mark: u64) -> Result<(), MoverError> {
+    let count = match tracked::changes(control, Some(mark))? {
+        Ok(since) if since.visits.is_empty() => return Ok(()),
+        Ok(since) => since.visits.len() as u64,
+        Err(why) => {
+            eprintln!("warning: cannot tell whether the source changed during the final pass: {why}");
+            1
+        }
+    };
+    eprintln!("warning: the source changed during the final pass ({count} paths)");
+    Err(MoverError::SourceChanged { count })
 }
 
 /// The target directory, made if missing (its parent must exist); whether it was made.

@@ -5,18 +5,21 @@
 use std::io::{self, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::mpsc;
+use std::sync::{Arc, Mutex, mpsc};
 
 use rustls::{ServerConfig, ServerConnection, StreamOwned};
 use serde::Serialize;
 
+use super::changes::Tracker;
 use super::files;
 use super::tls::TlsFiles;
-use super::wire::{self, ENTRIES_PER_FRAME, Reply, Request, WireEntry};
+use super::wire::{self, ENTRIES_PER_FRAME, Reply, Request, WireEntry, WireVisit};
+use crate::changes::Visit;
 use crate::error::MoverError;
-use crate::progress::Warnings;
+use crate::progress::{Warnings, lock};
+use crate::standby::TrackOptions;
+use crate::walk::Tree;
 
 /// What `ferry-mover serve` is told.
 #[derive(Debug, Clone)]
@@ -27,7 +30,13 @@ pub struct ServeOptions {
     pub listen: SocketAddr,
     /// The directory with `ca.crt`, `tls.crt` and `tls.key`.
     pub tls: PathBuf,
+    /// Watch the source for changes from the start (`--track-changes`), with these test hooks,
+    /// so that a pull can visit only what changed since its last pass.
+    pub track: Option<TrackOptions>,
 }
+
+/// The change record, if tracking was asked for: the tracker, or why it could not start.
+type Tracking = Option<Result<Mutex<Tracker>, String>>;
 
 /// What a server did, printed when it ends.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
@@ -39,6 +48,9 @@ pub struct ServeReport {
     pub refused: u64,
     /// File data sent, in bytes.
     pub bytes_sent: u64,
+    /// With `--track-changes`: `on`, or `off: <why>` (every pull walks both trees whole).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub change_tracking: Option<String>,
 }
 
 #[derive(Default)]
@@ -59,6 +71,17 @@ pub fn serve(opts: &ServeOptions, listening: impl FnOnce(SocketAddr)) -> Result<
         )));
     }
     let config = TlsFiles::load(&opts.tls)?.server()?;
+    // Before anything is answered: a pass that reads the tree after its mark misses no change.
+    let tracking: Tracking =
+        (opts.track.as_ref()).map(|track| Tracker::start(&opts.source, track).map(Mutex::new));
+    if let Some(Err(why)) = &tracking {
+        eprintln!("ferry-mover: serve: warning: change tracking off, every pull walks whole: {why}");
+    }
+    let change_tracking = tracking.as_ref().map(|t| match t {
+        Ok(_) => "on".to_string(),
+        Err(why) => format!("off: {why}"),
+    });
+    let tracking = Arc::new(tracking);
     let listener = TcpListener::bind(opts.listen)
         .map_err(|e| MoverError::Transport(format!("listening on {}: {e}", opts.listen)))?;
     let address = listener
@@ -72,9 +95,13 @@ pub fn serve(opts: &ServeOptions, listening: impl FnOnce(SocketAddr)) -> Result<
     // The accepting thread lives as long as the process: `serve` returns at the first Done.
     std::thread::spawn(move || {
         for tcp in listener.incoming().flatten() {
-            let (config, source, counters, done) =
-                (config.clone(), source.clone(), accepting.clone(), done.clone());
-            std::thread::spawn(move || connection(&config, &source, &counters, tcp, &done));
+            let served = Served {
+                source: source.clone(),
+                counters: accepting.clone(),
+                tracking: tracking.clone(),
+            };
+            let (config, done) = (config.clone(), done.clone());
+            std::thread::spawn(move || connection(&config, &served, tcp, &done));
         }
     });
     finished
@@ -84,17 +111,20 @@ pub fn serve(opts: &ServeOptions, listening: impl FnOnce(SocketAddr)) -> Result<
         connections: counters.connections.load(Ordering::Relaxed),
         refused: counters.refused.load(Ordering::Relaxed),
         bytes_sent: counters.bytes_sent.load(Ordering::Relaxed),
+        change_tracking,
     })
 }
 
+/// What every connection answers from: the source, the counters, the change record.
+struct Served {
+    source: Arc<PathBuf>,
+    counters: Arc<Counters>,
+    tracking: Arc<Tracking>,
+}
+
 /// One peer: the handshake, then its requests in turn until it closes the stream.
-fn connection(
-    config: &Arc<ServerConfig>,
-    source: &Path,
-    counters: &Counters,
-    tcp: TcpStream,
-    done: &mpsc::Sender<()>,
-) {
+fn connection(config: &Arc<ServerConfig>, served: &Served, tcp: TcpStream, done: &mpsc::Sender<()>) {
+    let counters = &served.counters;
     let peer = tcp
         .peer_addr()
         .map_or_else(|_| "a peer".to_string(), |a| a.to_string());
@@ -122,7 +152,7 @@ fn connection(
             Err(e) => return eprintln!("ferry-mover: serve: {peer}: {e}"),
         };
         let is_done = request == Request::Done;
-        let mut answered = answer(source, &request, &mut duplex, counters);
+        let mut answered = answer(served, &request, &mut duplex);
         // Answers to a batch of requests go out together; the last one when nothing waits.
         if answered.is_ok() && (is_done || !duplex.more_asked()) {
             answered = duplex.flush();
@@ -206,7 +236,8 @@ fn handshake(conn: &mut ServerConnection, sock: &mut TcpStream) -> Result<(), St
     Ok(())
 }
 
-fn answer(source: &Path, request: &Request, out: &mut impl Write, counters: &Counters) -> io::Result<()> {
+fn answer(served: &Served, request: &Request, out: &mut impl Write) -> io::Result<()> {
+    let (source, counters) = (served.source.as_path(), &served.counters);
     let failed = |e: MoverError| Reply::Failed {
         message: e.to_string(),
         vanished: false,
@@ -216,20 +247,20 @@ fn answer(source: &Path, request: &Request, out: &mut impl Write, counters: &Cou
             let warnings = Warnings::new(false);
             match crate::walk::scan(source, true, &warnings, None) {
                 Ok(tree) => {
-                    let count = tree.entries.len() as u64;
-                    for batch in tree.entries.chunks(ENTRIES_PER_FRAME) {
-                        let entries = (batch.iter())
-                            .map(|e| WireEntry {
-                                rel: e.rel.clone(),
-                                meta: e.meta.clone(),
-                            })
-                            .collect();
-                        wire::send(out, &Reply::Entries(entries))?;
+                    if let Some(Ok(tracker)) = served.tracking.as_ref() {
+                        lock(tracker).served(&tree);
                     }
-                    wire::send(out, &Reply::End { size: count })
+                    send_tree(&tree, out)
                 }
                 Err(e) => wire::send(out, &failed(e)),
             }
+        }
+        Request::PartialTree { visits } => match partial_tree(source, visits) {
+            Ok(tree) => send_tree(&tree, out),
+            Err(e) => wire::send(out, &failed(e)),
+        },
+        Request::Mark | Request::Passed { .. } | Request::Changes { .. } => {
+            wire::send(out, &tracked(&served.tracking, request))
         }
         Request::Read { rel }
         | Request::Pieces { rel }
@@ -256,5 +287,83 @@ fn answer(source: &Path, request: &Request, out: &mut impl Write, counters: &Cou
             Err(e) => wire::send(out, &failed(e)),
         },
         Request::Done => wire::send(out, &Reply::End { size: 0 }),
+    }
+}
+
+/// A tree as frames of entries, then its count.
+fn send_tree(tree: &Tree, out: &mut impl Write) -> io::Result<()> {
+    for batch in tree.entries.chunks(ENTRIES_PER_FRAME) {
+        let entries = (batch.iter())
+            .map(|e| WireEntry {
+                rel: e.rel.clone(),
+                meta: e.meta.clone(),
+            })
+            .collect();
+        wire::send(out, &Reply::Entries(entries))?;
+    }
+    wire::send(
+        out,
+        &Reply::End {
+            size: tree.entries.len() as u64,
+        },
+    )
+}
+
+/// The source's entries at `visits` (each checked to lie below the source) and the directories
+/// above them.
+fn partial_tree(source: &Path, visits: &[WireVisit]) -> Result<Tree, MoverError> {
+    if let Some(bad) = visits.iter().find(|v| !wire::inside_root(&v.rel)) {
+        return Err(MoverError::BadInput(format!(
+            "{} is not below the source",
+            bad.rel.display()
+        )));
+    }
+    let read_whole: std::collections::HashSet<&Path> = (visits.iter())
+        .filter(|v| v.target_lacks_dir)
+        .map(|v| v.rel.as_path())
+        .collect();
+    let visits: Vec<Visit> = (visits.iter())
+        .map(|v| Visit {
+            rel: v.rel.clone(),
+            whole: v.whole,
+        })
+        .collect();
+    let whole_dir = |rel: &Path| read_whole.contains(rel);
+    crate::partial::scan(source, &visits, &whole_dir, &Warnings::new(false), None)
+}
+
+/// The answer to a request about the change record.
+fn tracked(tracking: &Tracking, request: &Request) -> Reply {
+    let cannot = |message: &str| Reply::Failed {
+        message: message.to_string(),
+        vanished: false,
+    };
+    let tracker = match tracking {
+        None => return cannot("not tracking changes (serve without --track-changes)"),
+        Some(Err(why)) => return cannot(&format!("change tracking off: {why}")),
+        Some(Ok(tracker)) => tracker,
+    };
+    let mut tracker = lock(tracker);
+    match request {
+        Request::Mark => Reply::Marked { mark: tracker.mark() },
+        Request::Passed { mark, files, bytes } => {
+            tracker.passed(*mark, *files, *bytes);
+            Reply::End { size: 0 }
+        }
+        Request::Changes { since } => match tracker.changes(*since) {
+            Ok(changed) => Reply::Changed {
+                files: changed.files,
+                bytes: changed.bytes,
+                visits: (changed.visits.into_iter())
+                    .map(|v| WireVisit {
+                        rel: v.rel,
+                        whole: v.whole,
+                        target_lacks_dir: false,
+                    })
+                    .collect(),
+            },
+            Err(why) => cannot(&why),
+        },
+        _ => cannot("not a request about changes"),
     }
 }

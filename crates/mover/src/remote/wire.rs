@@ -58,6 +58,46 @@ pub enum Request {
     Manifest,
     /// The copy is over: the server stops serving.
     Done,
+    /// A pass begins (sent before it reads the tree): a server that tracks changes starts a new
+    /// segment of its record and answers [`Reply::Marked`] with its id.
+    Mark,
+    /// The pass that began with `mark` succeeded and left `files` entries and `bytes` of data in
+    /// the target: the next pass may visit only what changed since it.
+    Passed {
+        /// The pass's mark.
+        mark: u64,
+        /// Entries in the target after it.
+        files: u64,
+        /// File data in the target after it, in bytes.
+        bytes: u64,
+    },
+    /// The paths changed since the pass that began with `since` (none: the latest pass reported
+    /// passed), answered by [`Reply::Changed`], or by [`Reply::Failed`] with why that is not known.
+    Changes {
+        /// A mark; `None` for the latest one passed.
+        since: Option<u64>,
+    },
+    /// The entries of the source at `visits` and the directories above them (a partial tree, in
+    /// path order, as [`Request::Tree`] sends the whole one).
+    PartialTree {
+        /// What to read.
+        visits: Vec<WireVisit>,
+    },
+}
+
+/// One path a pass over what changed visits.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct WireVisit {
+    /// Path relative to the root.
+    #[serde(with = "os_path")]
+    pub rel: PathBuf,
+    /// Everything below it too (it was created, removed or moved).
+    pub whole: bool,
+    /// A directory here is read whole even if `whole` is not set: the target has no directory
+    /// there, so all it holds is new to the target.
+    #[serde(default)]
+    pub target_lacks_dir: bool,
 }
 
 /// One source entry on the wire.
@@ -119,6 +159,21 @@ pub enum Reply {
     End {
         /// The file's size (reads), else 0.
         size: u64,
+    },
+    /// A [`Request::Mark`] is answered: the new segment's id.
+    Marked {
+        /// The mark.
+        mark: u64,
+    },
+    /// A [`Request::Changes`] is answered: what to visit, and the totals the target held after
+    /// the pass it counts from.
+    Changed {
+        /// Entries in the target after that pass.
+        files: u64,
+        /// File data in the target after that pass, in bytes.
+        bytes: u64,
+        /// The paths changed since, in walk order, none below one visited whole.
+        visits: Vec<WireVisit>,
     },
     /// The request failed on the server: `vanished` when the entry is gone or no longer a regular
     /// file (a warm pass tolerates it), else the error.

@@ -12,6 +12,8 @@ use std::sync::{PoisonError, RwLock, RwLockReadGuard};
 
 use rustix::fs::{AtFlags, CWD, FileType, Mode, Timespec, Timestamps};
 
+pub mod remote;
+
 /// Path of the binary under test.
 pub fn bin() -> &'static str {
     env!("CARGO_BIN_EXE_ferry-mover")
@@ -459,4 +461,21 @@ pub fn append(p: &Path, data: &[u8]) {
         .unwrap()
         .write_all(data)
         .unwrap();
+}
+
+/// The target equals the source: the independent oracle and the mover's own content digest.
+pub fn assert_exact(src: &Path, dst: &Path) {
+    assert_same_tree(src, dst);
+    let (a, b) = (
+        ferry_mover::digest(src).unwrap(),
+        ferry_mover::digest(dst).unwrap(),
+    );
+    assert_eq!(a.digest, b.digest, "content digests differ");
+}
+
+/// A source of `n` unchanged files in 10 directories, besides what each test changes.
+pub fn filler(src: &Path, n: u64) {
+    for i in 0..n {
+        write(&src.join(format!("fill/d{}/f{i}", i % 10)), &pattern(100, i));
+    }
 }
