@@ -71,28 +71,18 @@ impl ChangeRecord {
         *self.marked.entry(rel).or_insert(whole) |= whole;
     }
 
-    /// Takes in an earlier record (one put back): its paths and its loss, if any.
-    pub fn absorb(&mut self, earlier: ChangeRecord) {
-        for (rel, whole) in earlier.marked {
-            self.mark(rel, whole);
-        }
-        if let Some(reason) = earlier.lost {
-            self.lose(reason);
-        }
-    }
-
     /// The record cannot be trusted: a final pass walks both trees whole.
     pub fn lose(&mut self, reason: String) {
         self.lost.get_or_insert(reason);
     }
 
-    /// Adds what `later` recorded (a record of the time after this one's), so that one record
-    /// names every change of both spans.
-    pub fn absorb(&mut self, later: ChangeRecord) {
-        for (rel, whole) in later.marked {
+    /// Adds what `other` recorded (a record of the time after this one's, or one taken for a
+    /// pass that did not finish and put back), so that one record names every change of both.
+    pub fn absorb(&mut self, other: ChangeRecord) {
+        for (rel, whole) in other.marked {
             self.mark(rel, whole);
         }
-        if let Some(reason) = later.lost {
+        if let Some(reason) = other.lost {
             self.lose(reason);
         }
     }
