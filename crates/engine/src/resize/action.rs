@@ -82,6 +82,9 @@ pub enum ResizeAction {
         key: String,
         /// Linux capabilities of its container (to read every file).
         capabilities: Vec<String>,
+        /// It records what changes in the source from its start (`--track-changes`), so the final
+        /// pull visits only that ([`PullFrom::tracked`]).
+        track_changes: bool,
     },
     /// Start a pod that measures the bytes in use on a claim (read-only).
     MeasureUsage { pod: String, claim: String },
@@ -114,6 +117,9 @@ pub enum ResizeAction {
 pub struct PullFrom {
     pub address: String,
     pub key: String,
+    /// The serving mover records what changes in the source (`serve --track-changes`): each pull
+    /// marks its pass, and the final one reads only what changed since the last that passed.
+    pub tracked: bool,
 }
 
 /// An action's kind: the name of its category in errors and metrics (`<kind>Failed`). A volume

@@ -191,6 +191,7 @@ async fn carry_out(
                 pull: from.as_ref().map(|from| objects::Pull {
                     from: &from.address,
                     key: from.key.clone(),
+                    tracked: from.tracked,
                 }),
             };
             let mut mover = objects::mover_pod(&Owner::of(resize), pod, &placement, &copy);
@@ -214,13 +215,18 @@ async fn carry_out(
             claim,
             key,
             capabilities,
+            track_changes,
         } => {
             let placement = placement(ctx, resize, namespace).await?;
             let serving = objects::transport::serving_pod(
                 &Owner::of(resize),
                 pod,
                 &placement,
-                objects::transport::Served { claim, key },
+                objects::transport::Served {
+                    claim,
+                    key,
+                    track_changes: *track_changes,
+                },
                 capabilities,
             );
             start_server(client, namespace, &serving, key).await

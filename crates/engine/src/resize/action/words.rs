@@ -293,6 +293,7 @@ mod tests {
                 claim: name(),
                 key: name(),
                 capabilities: Vec::new(),
+                track_changes: true,
             },
             ResizeAction::MeasureUsage {
                 pod: name(),

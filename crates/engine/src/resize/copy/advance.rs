@@ -380,7 +380,8 @@ fn start_final_mover(
         capabilities: capabilities::of_row(row),
         cloned_at,
         // A replica already going writes little more: one walk is the whole pass. A copy from
-        // another node has no change tracking: its final pass walks both trees.
+        // another node has no standby: its serving mover tracks the changes instead
+        // (`PullFrom::tracked`).
         track_changes: ctx.track_changes && from.is_none() && pod_running(ctx, observed, row.replica),
         from,
     });

@@ -34,6 +34,7 @@ pub(super) fn source(
         Some((MoverPhase::Running, Some(ip))) => Source::Serving(PullFrom {
             address: names::serving_address(ip),
             key,
+            tracked: ctx.track_changes,
         }),
         // Absent; or started again while it waits: an operator killed between the pod and its
         // key's Secret makes the Secret now (neither is made twice).
@@ -43,6 +44,7 @@ pub(super) fn source(
                 claim: row.claim_name.clone(),
                 key,
                 capabilities: capabilities::of_row(row),
+                track_changes: ctx.track_changes,
             });
             Source::Starting
         }

@@ -179,6 +179,8 @@ pub struct Pull<'a> {
     pub from: &'a str,
     /// The Secret with the copy's key (its serving mover's).
     pub key: String,
+    /// The serving mover tracks changes: mark each pass, and let the final one read only them.
+    pub tracked: bool,
 }
 
 impl CopyJob<'_> {

@@ -50,6 +50,8 @@ fn key_volume(secret: &str) -> (Volume, VolumeMount) {
 pub struct Served<'a> {
     pub claim: &'a str,
     pub key: &'a str,
+    /// Records what changes in the source from its start (`--track-changes`).
+    pub track_changes: bool,
 }
 
 /// The pod serving `served.claim` (read only) to the movers on another node, on the node its
@@ -74,6 +76,7 @@ pub fn serving_pod(
     .into_iter()
     .map(String::from)
     .chain([format!("0.0.0.0:{}", ferry_engine::names::SERVING_PORT)])
+    .chain(served.track_changes.then(|| "--track-changes".to_string()))
     .collect();
     let container = Container {
         name: super::MOVER_CONTAINER.to_string(),
@@ -133,6 +136,15 @@ pub fn pull_command(copy: &CopyJob, from: &str) -> Vec<String> {
     command.extend(["--connect-wait".to_string(), CONNECT_WAIT_SECONDS.to_string()]);
     if let Some(limit) = copy.bandwidth_limit {
         command.extend(["--bwlimit".to_string(), limit.max(1).to_string()]);
+    }
+    // Each pass marks its start on a tracking serving mover; the final one reads only what
+    // changed since the last that passed (or walks whole, saying why).
+    let tracked = copy.pull.as_ref().is_some_and(|pull| pull.tracked);
+    if tracked {
+        command.push("--track-changes".to_string());
+        if copy.pass == Pass::Final {
+            command.push("--changes".to_string());
+        }
     }
     // The final pass begins on its go, fails if something still writes to the source (as a local
     // one does), and tells the serving mover to stop once it succeeded.

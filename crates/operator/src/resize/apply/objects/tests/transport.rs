@@ -9,6 +9,7 @@ fn pulled(pass: Pass) -> CopyJob<'static> {
         pull: Some(Pull {
             from: "10.2.0.7:7443",
             key: "data-db-0-ferry-abc-key-0".into(),
+            tracked: false,
         }),
         ..final_copy()
     }
@@ -27,6 +28,7 @@ fn a_serving_mover_reads_its_claim_only_holds_the_copys_key_and_stays_on_a_cordo
         across::Served {
             claim: "data-db-0",
             key: "data-db-0-ferry-abc-key-0",
+            track_changes: false,
         },
         &["DAC_OVERRIDE".to_string()],
     );
@@ -133,6 +135,43 @@ fn a_pulling_mover_mounts_only_the_new_volume_and_the_key_and_the_final_one_stop
     );
 }
 
+/// A tracking serving mover records changes from its start; every pull marks its pass, and the
+/// final one reads only what changed since the last that passed.
+#[test]
+fn with_change_tracking_the_server_records_every_pull_marks_and_the_final_one_reads_the_changes() {
+    let serving = across::serving_pod(
+        &owner(),
+        "s",
+        &placed(),
+        across::Served {
+            claim: "c",
+            key: "k",
+            track_changes: true,
+        },
+        &[],
+    );
+    let command = spec_of(&serving)["containers"][0]["command"].clone();
+    assert_eq!(command.as_array().unwrap().last().unwrap(), "--track-changes");
+    let tracked = |pass| CopyJob {
+        pull: Some(Pull {
+            from: "10.2.0.7:7443",
+            key: "k".into(),
+            tracked: true,
+        }),
+        ..pulled(pass)
+    };
+    let warm = across::pull_command(&tracked(Pass::Warm), "a:1");
+    assert!(warm.contains(&"--track-changes".to_string()), "{warm:?}");
+    assert!(!warm.contains(&"--changes".to_string()), "{warm:?}");
+    let last = across::pull_command(&tracked(Pass::Final), "a:1");
+    assert!(
+        last.windows(2).any(|w| w == ["--track-changes", "--changes"]),
+        "{last:?}"
+    );
+    let untracked = across::pull_command(&pulled(Pass::Final), "a:1");
+    assert!(!untracked.iter().any(|a| a.contains("changes")), "{untracked:?}");
+}
+
 #[test]
 fn each_copy_has_a_key_of_its_own_which_goes_with_its_serving_mover() {
     let (one, two) = (across::copy_key().unwrap(), across::copy_key().unwrap());
@@ -148,7 +187,11 @@ fn each_copy_has_a_key_of_its_own_which_goes_with_its_serving_mover() {
         &owner(),
         "s",
         &placed(),
-        across::Served { claim: "c", key: "k" },
+        across::Served {
+            claim: "c",
+            key: "k",
+            track_changes: false,
+        },
         &[],
     );
     assert!(
