@@ -123,6 +123,14 @@ async fn a_replica_moved_to_another_node_keeps_every_acknowledged_write_and_its_
         "replica 1 moved from {old_node} to {new_node}: down {:?} ms ({:?})",
         moved.downtime_milliseconds, moved.downtime_steps
     );
+    // The final pull read only what changed since the last warm pull (its serving mover tracked
+    // the source from its start), not both trees whole.
+    assert_eq!(
+        moved.final_change_tracking.as_deref(),
+        Some("used"),
+        "visited {:?} entries",
+        moved.final_entries_visited
+    );
     let stayed = status.plan.iter().find(|row| row.replica == 0).unwrap();
     assert_eq!(
         (stayed.strategy, &stayed.target_node),
