@@ -3,6 +3,7 @@
 //! what size, and if not, why not. Pure: the operator polls usage and keeps the record in status,
 //! so a restarted operator decides the same (cooldowns and provider windows included).
 
+pub mod measure;
 pub mod plan;
 pub mod policy;
 pub mod prometheus;
@@ -100,6 +101,9 @@ pub struct Situation {
     pub readings: Vec<Reading>,
     /// Replicas whose pod cannot start or keeps crashing because its volume is full.
     pub full_disk_crashes: Vec<i32>,
+    /// Replicas whose pod says its disk is full while no reading of its volume exists (none of
+    /// its containers runs): measured before anything grows (`plan`'s `MeasureVolume`).
+    pub unmeasured_crashes: Vec<i32>,
     /// A VolumeResize working on the StatefulSet now.
     pub resize_running: Option<String>,
     /// This autoscaler's last VolumeResize of this volume, if it failed and is still there: no

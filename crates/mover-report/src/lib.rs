@@ -113,6 +113,20 @@ pub struct UsageResult {
     /// field (then nothing is known, and a copy gets every capability).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub needs: Option<CopyNeeds>,
+    /// The file system the tree is on, as `statvfs` reports it (what the kubelet reports of a
+    /// volume): whether it is full, for a rescue. Absent from movers older than this field.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub file_system: Option<FileSystemUsage>,
+}
+
+/// A file system's size and use, in bytes (`statvfs`: blocks × fragment size).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FileSystemUsage {
+    /// Its size (`f_blocks`).
+    pub capacity_bytes: u64,
+    /// In use (`f_blocks - f_bfree`), as the kubelet counts it.
+    pub used_bytes: u64,
 }
 
 /// Entries a copy can only recreate exactly with a capability (each `true` when at least one
@@ -239,6 +253,7 @@ mod tests {
                 bytes: 114_688,
                 inodes: 4,
                 needs: None,
+                file_system: None,
             }
         );
         let with_needs = r#"{"bytes":4096,"inodes":2,"needs":{"otherOwners":true,"setId":false,"deviceNodes":true,"fileCapabilities":false}}"#;

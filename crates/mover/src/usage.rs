@@ -8,9 +8,9 @@ use crate::error::MoverError;
 use crate::meta::{EntryMeta, Kind};
 use crate::progress::Warnings;
 
-pub use ferry_mover_report::CopyNeeds;
 /// Bytes allocated on disk and inodes in use by a tree: the wire type the planner reads back.
 pub use ferry_mover_report::UsageResult as Usage;
+pub use ferry_mover_report::{CopyNeeds, FileSystemUsage};
 
 /// The extended attribute that holds a file's capabilities.
 const FILE_CAPABILITIES: &[u8] = b"security.capability";
@@ -47,7 +47,18 @@ pub fn usage(dir: &Path) -> Result<Usage, MoverError> {
         u.inodes += 1;
     }
     u.needs = Some(needs);
+    u.file_system = Some(file_system(dir)?);
     Ok(u)
+}
+
+/// The size and use of the file system `dir` is on.
+fn file_system(dir: &Path) -> Result<FileSystemUsage, MoverError> {
+    let stat = rustix::fs::statvfs(dir).map_err(|e| crate::error::errno("measuring", dir, e))?;
+    let block = stat.f_frsize;
+    Ok(FileSystemUsage {
+        capacity_bytes: stat.f_blocks.saturating_mul(block),
+        used_bytes: stat.f_blocks.saturating_sub(stat.f_bfree).saturating_mul(block),
+    })
 }
 
 #[cfg(test)]
@@ -57,6 +68,16 @@ mod tests {
 
     fn needs_of(dir: &Path) -> CopyNeeds {
         usage(dir).unwrap().needs.unwrap()
+    }
+
+    /// The file system's figures come with the tree's: what a rescue judges a volume full by.
+    #[test]
+    fn the_file_system_the_tree_is_on_is_measured_too() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("f"), vec![1u8; 1 << 20]).unwrap();
+        let fs = usage(dir.path()).unwrap().file_system.unwrap();
+        assert!(fs.capacity_bytes > 0, "{fs:?}");
+        assert!(fs.used_bytes <= fs.capacity_bytes, "{fs:?}");
     }
 
     #[test]

@@ -2,6 +2,7 @@
 //! each StatefulSet and volume it governs → each volume's status, the VolumeResizes to make, the
 //! Events, and what each decision counts in the metrics.
 
+use super::measure::{self, Measurement, Target};
 use super::record::{self, Made, Notice};
 use super::request::{Grow, resize_name, resize_spec};
 use super::situation::{Facts, Replicas, situation, template_size};
@@ -9,6 +10,7 @@ use super::{Policy, Reading, Reason, Situation, Verdict, decide, policy};
 use ferry_api::listed::Listing;
 use ferry_api::{AutoscaledVolume, AutoscaledVolumeStatus, VolumeAutoscaler, VolumeResizeSpec};
 use k8s_openapi::api::apps::v1::StatefulSet;
+use k8s_openapi::api::core::v1::Toleration;
 use std::collections::BTreeMap;
 
 /// What the plan works from besides the cluster.
@@ -28,6 +30,8 @@ pub struct VolumeObservation {
     pub readings: Vec<Reading>,
     /// Why the usage source could not answer, when it could not (a node's kubelet, Prometheus).
     pub usage_unreadable: Option<String>,
+    /// The usage pods this autoscaler runs on the volume's claims (a rescue's measurements).
+    pub measurements: Vec<Measurement>,
 }
 
 /// One governed StatefulSet as read.
@@ -58,6 +62,17 @@ pub enum AutoscaleAction {
         name: String,
         spec: Box<VolumeResizeSpec>,
     },
+    /// Measure a replica's volume with a read-only usage pod on `node` (a rescue's measurement:
+    /// its pod says its disk is full, and nothing reports the volume).
+    MeasureVolume {
+        pod: String,
+        claim: String,
+        node: String,
+        /// The StatefulSet's pods': the node may be tainted for them alone.
+        tolerations: Vec<Toleration>,
+    },
+    /// Delete a usage pod whose measurement is over (stale, failed, or taking too long).
+    DeleteMeasurement { pod: String },
 }
 
 /// What one volume's decision was, for the metrics and the log.
@@ -182,6 +197,12 @@ fn one_volume(
         }
         Verdict::Skip(skip) => (Outcome::Skipped(skip.label()), None),
     };
+    // A resize takes over from the measurements (a finished usage pod still holds its claim
+    // against deletion, which a copy's swap needs).
+    let superseded = matches!(verdict, Verdict::Grow { .. }) || situation.resize_running.is_some();
+    decision
+        .actions
+        .extend(measure_actions(input, set, volume, &situation, superseded));
     let made = made.as_ref().map(|(resize, to)| Made {
         resize,
         from: situation.current_size,
@@ -226,12 +247,14 @@ fn judged(
     }
     let template_size = template_size(&set.object, &volume.name).map_err(invalid)?;
     let read = set.volumes.get(&volume.name).cloned().unwrap_or_default();
+    let mut readings = read.readings.clone();
+    readings.extend(measure::readings(&read.measurements, &read.readings, input.now));
     let mut situation = situation(Facts {
         sts,
         volume: &volume.name,
         current_size: template_size.max(read.largest_claim),
         replicas: &set.replicas,
-        readings: read.readings,
+        readings,
         resizes: &observation.resizes,
         recorded_history: previous
             .map(|p| p.history.iter().map(|at| at.0.as_second()).collect())
@@ -240,6 +263,57 @@ fn judged(
     });
     situation.usage_unreadable = read.usage_unreadable;
     Ok((policy, situation))
+}
+
+/// The usage pods to make and delete for the volume's rescue measurements.
+fn measure_actions(
+    input: &Input,
+    set: &SetObservation,
+    volume: &AutoscaledVolume,
+    situation: &Situation,
+    superseded: bool,
+) -> Vec<AutoscaleAction> {
+    let sts = set.object.metadata.name.as_deref().unwrap_or_default();
+    let measurements = set
+        .volumes
+        .get(&volume.name)
+        .map(|read| read.measurements.as_slice())
+        .unwrap_or_default();
+    let tolerations: Vec<Toleration> = set
+        .object
+        .spec
+        .as_ref()
+        .and_then(|spec| spec.template.spec.as_ref())
+        .and_then(|pod| pod.tolerations.clone())
+        .unwrap_or_default();
+    let targets = situation
+        .unmeasured_crashes
+        .iter()
+        .map(|&replica| {
+            let node = set
+                .replicas
+                .pods
+                .get(&replica)
+                .and_then(|pod| pod.spec.as_ref()?.node_name.clone());
+            let target = Target {
+                claim: format!("{}-{sts}-{replica}", volume.name),
+                node,
+                tolerations: tolerations.clone(),
+            };
+            (replica, target)
+        })
+        .collect();
+    let uid = input.autoscaler.metadata.uid.as_deref().unwrap_or_default();
+    if superseded {
+        return measure::remove_all(measurements);
+    }
+    measure::actions(
+        uid,
+        &situation.unmeasured_crashes,
+        measurements,
+        &targets,
+        input.now,
+    )
 }
 
 /// The fullest replica's used share, when any was read.

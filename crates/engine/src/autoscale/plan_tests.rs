@@ -46,6 +46,7 @@ fn observed(used: u64) -> Observation {
                 largest_claim: GI,
                 readings,
                 usage_unreadable: None,
+                measurements: Vec::new(),
             },
         )]
         .into(),
@@ -143,4 +144,74 @@ fn a_stateful_set_ferry_is_re_creating_is_not_called_missing() {
         format!("{:?}", recreating.volumes[0]).contains("VolumeResize shrink is re-creating the StatefulSet")
     );
     assert!(recreating.actions.is_empty());
+}
+
+/// db's replica 1 crash-loops saying its disk is full on node-b, and nothing reports its volume
+/// (replica 0 reads `used` of 1 GiB as before).
+fn crashing_unmeasured(used: u64) -> Observation {
+    let mut observation = observed(used);
+    let Ok(sets) = &mut observation.stateful_sets else {
+        unreachable!()
+    };
+    let crashed: k8s_openapi::api::core::v1::Pod = serde_json::from_value(json!({
+        "metadata": {"name": "db-1"},
+        "spec": {"nodeName": "node-b", "containers": []},
+        "status": {"conditions": [{"type": "Ready", "status": "False"}], "containerStatuses": [{
+            "name": "db", "image": "db", "imageID": "", "ready": false, "restartCount": 3,
+            "state": {"waiting": {"reason": "CrashLoopBackOff"}},
+            "lastState": {"terminated": {"exitCode": 1, "message": "write: No space left on device"}},
+        }]},
+    }))
+    .unwrap();
+    sets[0].replicas.pods.insert(1, crashed);
+    let read = sets[0].volumes.get_mut("data").unwrap();
+    read.readings.retain(|r| r.replica != 1);
+    observation
+}
+
+/// The words alone grow nothing: the volume is measured first (a usage pod on the replica's
+/// node); a measurement that finds it full rescues it, and its pod goes with the grow.
+#[test]
+fn full_disk_words_without_a_reading_are_measured_before_a_rescue() {
+    let autoscaler = autoscaler("10Gi");
+    let mut observation = crashing_unmeasured(GI / 10);
+    let decision = decide_with(&autoscaler, &observation, None);
+    let pod = super::measure::pod_name("data-db-1", "vas-1");
+    assert_eq!(
+        decision.actions,
+        vec![AutoscaleAction::MeasureVolume {
+            pod: pod.clone(),
+            claim: "data-db-1".into(),
+            node: "node-b".into(),
+            tolerations: Vec::new(),
+        }],
+        "measured, not grown"
+    );
+    let Ok(sets) = &mut observation.stateful_sets else {
+        unreachable!()
+    };
+    let full = Reading {
+        replica: 1,
+        used_bytes: GI,
+        capacity_bytes: GI,
+        inodes: None,
+    };
+    sets[0].volumes.get_mut("data").unwrap().measurements = vec![super::measure::Measurement {
+        replica: 1,
+        pod: pod.clone(),
+        state: super::measure::Measured::Done {
+            reading: full,
+            at: 1_000_000 - 5,
+        },
+    }];
+    let decision = decide_with(&autoscaler, &observation, None);
+    assert!(
+        matches!(
+            decision.actions.as_slice(),
+            [AutoscaleAction::CreateVolumeResize { spec, .. }, AutoscaleAction::DeleteMeasurement { pod: gone }]
+                if spec.force && *gone == pod
+        ),
+        "{:?}",
+        decision.actions
+    );
 }

@@ -52,6 +52,19 @@ fn crashing(container: &ContainerStatus) -> bool {
     back_off || container.restart_count > 0 || ended_on_full_disk(container)
 }
 
+/// What a replica's pod says of its volume.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FullDisk {
+    /// It does not crash on a full disk: it is Ready, a reading shows room, or one is awaited.
+    No,
+    /// It crashes and its volume is measured full: a rescue grows it.
+    Crashing,
+    /// A container ended saying the disk is full, and no reading of the volume exists: none of
+    /// its containers runs, so the kubelet reports none. The words alone do not grow anything
+    /// (the full file system may be another one): the volume is measured first.
+    Unmeasured,
+}
+
 /// Whether `pod` (a replica, with its volume's last `reading` if known) cannot start or keeps
 /// crashing because its volume is full: it is not Ready, and a container either ended saying the
 /// disk is full (its termination message, which holds the end of its log with
@@ -59,14 +72,14 @@ fn crashing(container: &ContainerStatus) -> bool {
 /// A reading that shows room vetoes the words: another volume, or the container's own file system,
 /// is the full one, and growing this volume would not help. The kubelet reports a pod's volumes
 /// only while one of its containers runs: with one running, a missing reading is waited for;
-/// with none (its only container crash-loops) the words are all there is.
-pub fn crashing_on_full_disk(pod: &Pod, reading: Option<&Reading>) -> bool {
+/// with none (its only container crash-loops) the words ask for a measurement.
+pub fn crashing_on_full_disk(pod: &Pod, reading: Option<&Reading>) -> FullDisk {
     let room = reading.is_some_and(|reading| !is_full(reading));
     if pod.metadata.deletion_timestamp.is_some() || crate::pods::ready(pod) || room {
-        return false;
+        return FullDisk::No;
     }
     let Some(status) = pod.status.as_ref() else {
-        return false;
+        return FullDisk::No;
     };
     let containers = status
         .init_container_statuses
@@ -81,12 +94,22 @@ pub fn crashing_on_full_disk(pod: &Pod, reading: Option<&Reading>) -> bool {
             .is_some_and(|state| state.running.is_some())
     });
     if reading.is_none() && running {
-        return false;
+        return FullDisk::No;
     }
-    let volume_full = reading.is_some_and(is_full);
-    containers
-        .into_iter()
-        .any(|container| ended_on_full_disk(container) || (volume_full && crashing(container)))
+    let says_full = containers.clone().any(ended_on_full_disk);
+    if reading.is_none() {
+        return if says_full {
+            FullDisk::Unmeasured
+        } else {
+            FullDisk::No
+        };
+    }
+    // Here the reading is of a full volume.
+    if says_full || containers.into_iter().any(crashing) {
+        FullDisk::Crashing
+    } else {
+        FullDisk::No
+    }
 }
 
 #[cfg(test)]
@@ -119,18 +142,19 @@ mod tests {
                     "message": "FATAL: could not write to file \"pg_wal/xlogtemp.42\": No space left on device\n"}},
             }],
         }));
-        assert!(crashing_on_full_disk(
-            &crashed,
-            Some(&reading(995 * MI, 1000 * MI))
-        ));
+        assert_eq!(
+            crashing_on_full_disk(&crashed, Some(&reading(995 * MI, 1000 * MI))),
+            FullDisk::Crashing
+        );
         // Another volume (or the container's own file system) was the full one.
-        assert!(!crashing_on_full_disk(
-            &crashed,
-            Some(&reading(10 * MI, 1000 * MI))
-        ));
-        assert!(
+        assert_eq!(
+            crashing_on_full_disk(&crashed, Some(&reading(10 * MI, 1000 * MI))),
+            FullDisk::No
+        );
+        assert_eq!(
             crashing_on_full_disk(&crashed, None),
-            "no reading: the words count"
+            FullDisk::Unmeasured,
+            "no reading: the words ask for a measurement, they grow nothing"
         );
     }
 
@@ -144,15 +168,15 @@ mod tests {
                 "lastState": {"terminated": {"exitCode": 1, "reason": "Error"}},
             }],
         }));
-        assert!(crashing_on_full_disk(
-            &looping,
-            Some(&reading(995 * MI, 1000 * MI))
-        ));
-        assert!(!crashing_on_full_disk(
-            &looping,
-            Some(&reading(500 * MI, 1000 * MI))
-        ));
-        assert!(!crashing_on_full_disk(&looping, None));
+        assert_eq!(
+            crashing_on_full_disk(&looping, Some(&reading(995 * MI, 1000 * MI))),
+            FullDisk::Crashing
+        );
+        assert_eq!(
+            crashing_on_full_disk(&looping, Some(&reading(500 * MI, 1000 * MI))),
+            FullDisk::No
+        );
+        assert_eq!(crashing_on_full_disk(&looping, None), FullDisk::No);
     }
 
     #[test]
@@ -169,8 +193,11 @@ mod tests {
                 "state": {"running": {}},
             }],
         }));
-        assert!(!crashing_on_full_disk(&half, None));
-        assert!(crashing_on_full_disk(&half, Some(&reading(999 * MI, 1000 * MI))));
+        assert_eq!(crashing_on_full_disk(&half, None), FullDisk::No);
+        assert_eq!(
+            crashing_on_full_disk(&half, Some(&reading(999 * MI, 1000 * MI))),
+            FullDisk::Crashing
+        );
     }
 
     #[test]
@@ -183,10 +210,10 @@ mod tests {
                 "lastState": {"terminated": {"exitCode": 1, "message": "write: No space left on device"}},
             }],
         }));
-        assert!(!crashing_on_full_disk(
-            &recovered,
-            Some(&reading(999 * MI, 1000 * MI))
-        ));
+        assert_eq!(
+            crashing_on_full_disk(&recovered, Some(&reading(999 * MI, 1000 * MI))),
+            FullDisk::No
+        );
     }
 
     #[test]
@@ -198,10 +225,10 @@ mod tests {
                 "state": {"running": {}},
             }],
         }));
-        assert!(!crashing_on_full_disk(
-            &starting,
-            Some(&reading(999 * MI, 1000 * MI))
-        ));
+        assert_eq!(
+            crashing_on_full_disk(&starting, Some(&reading(999 * MI, 1000 * MI))),
+            FullDisk::No
+        );
     }
 
     #[test]

@@ -2,7 +2,7 @@
 //! (from status and from the VolumeResizes autoscalers made, each counted once), whether a resize
 //! is at work or failed, and which replicas crash on a full disk.
 
-use super::rescue::crashing_on_full_disk;
+use super::rescue::{FullDisk, crashing_on_full_disk};
 use super::{Reading, Situation};
 use ferry_api::listed::Listing;
 use ferry_api::names::{LABEL_STATEFUL_SET, LABEL_TRIGGER};
@@ -118,22 +118,31 @@ pub fn situation(facts: Facts) -> Situation {
     history.dedup();
     let other_modifications = in_place_changes_by_others(&facts, &own);
 
-    let full_disk_crashes = facts
+    let judged: Vec<(i32, FullDisk)> = facts
         .replicas
         .pods
         .iter()
         .filter(|(ordinal, _)| facts.replicas.ordinals.contains(ordinal))
-        .filter(|(ordinal, pod)| {
-            let reading = facts.readings.iter().find(|r| r.replica == **ordinal);
-            crashing_on_full_disk(pod, reading)
+        .map(|(ordinal, pod)| {
+            let reading = facts.readings.iter().find(|r| r.replica == *ordinal);
+            (*ordinal, crashing_on_full_disk(pod, reading))
         })
-        .map(|(ordinal, _)| *ordinal)
         .collect();
+    let crashes = |which: FullDisk| -> Vec<i32> {
+        judged
+            .iter()
+            .filter(|(_, full)| *full == which)
+            .map(|(ordinal, _)| *ordinal)
+            .collect()
+    };
+    let full_disk_crashes = crashes(FullDisk::Crashing);
+    let unmeasured_crashes = crashes(FullDisk::Unmeasured);
     Situation {
         current_size: facts.current_size,
         replicas: facts.replicas.ordinals.clone(),
         readings: facts.readings,
         full_disk_crashes,
+        unmeasured_crashes,
         resize_running,
         resize_failed,
         history,

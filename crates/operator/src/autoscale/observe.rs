@@ -7,9 +7,11 @@ use crate::Error;
 use crate::context::Context;
 use crate::features::{Feature, Features};
 use crate::usage::source::{self, Usage};
+use ferry_api::names::{LABEL_AUTOSCALER_UID, LABEL_MOVER_PASS};
 use ferry_api::quantity::requested_storage;
 use ferry_api::{VolumeAutoscaler, parse_bytes};
 use ferry_engine::autoscale::Reading;
+use ferry_engine::autoscale::measure;
 use ferry_engine::autoscale::plan::{Observation, SetObservation, VolumeObservation};
 use ferry_engine::autoscale::situation::Replicas;
 use ferry_engine::autoscale::usage::readings;
@@ -170,6 +172,8 @@ pub async fn observe(
         }
     };
     let read_usage = ctx.reads_usage();
+    let usage_pods = measurement_pods(client, namespace, autoscaler).await?;
+    let now = k8s_openapi::jiff::Timestamp::now().as_second();
     let mut sets = Vec::new();
     for sts in found {
         // Without usage nothing is decided: the plan says why and reads no replica or claim.
@@ -188,10 +192,15 @@ pub async fn observe(
                 claims(client, namespace, &name, &volume.name, &replicas.ordinals).await?;
             let (readings, usage_unreadable) =
                 usage(ctx, summaries, namespace, &replicas.pods, &claims).await;
+            let measurements = usage_pods
+                .iter()
+                .filter_map(|pod| measure::of_pod(pod, &claims, now))
+                .collect();
             let read = VolumeObservation {
                 largest_claim,
                 readings,
                 usage_unreadable,
+                measurements,
             };
             volumes.insert(volume.name.clone(), read);
         }
@@ -205,6 +214,23 @@ pub async fn observe(
         resizes,
         stateful_sets: Ok(sets),
     })
+}
+
+/// The usage pods `autoscaler` runs (its rescues' measurements).
+async fn measurement_pods(
+    client: &Client,
+    namespace: &str,
+    autoscaler: &VolumeAutoscaler,
+) -> Result<Vec<Pod>, Error> {
+    let Some(uid) = autoscaler.uid() else {
+        return Ok(Vec::new());
+    };
+    let selector = format!("{LABEL_AUTOSCALER_UID}={uid},{LABEL_MOVER_PASS}=usage");
+    let params = ListParams::default().labels(&selector);
+    Ok(Api::<Pod>::namespaced(client.clone(), namespace)
+        .list(&params)
+        .await?
+        .items)
 }
 
 /// Why usage is not read, when it is not.

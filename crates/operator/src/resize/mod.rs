@@ -10,7 +10,7 @@ mod direct_go;
 mod finalizer;
 mod guard;
 pub mod hold;
-mod limits;
+pub(crate) mod limits;
 mod observe;
 pub mod read_floors;
 mod reconcile;

@@ -517,6 +517,54 @@ async fn full_disk_words_without_a_full_volume_grow_nothing() {
     harness.finish().await;
 }
 
+/// A pod whose only container crash-loops with "No space left on device" about something else
+/// (its own file system) has no container running, so the kubelet reports nothing of its volumes:
+/// the words alone used to grow the volume. Now the volume is measured first, by a read-only usage
+/// pod on the replica's node, and found with room: nothing grows.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn full_disk_words_with_no_container_running_are_measured_before_anything_grows() {
+    let harness = Harness::start("vas-measure").await;
+    let mut set = full_disk_database();
+    let pod = set.spec.as_mut().unwrap().template.spec.as_mut().unwrap();
+    let script = "echo 'cannot write /tmp/spill: No space left on device' >&2; exit 1";
+    pod.containers[0].command = Some(vec!["sh".into(), "-c".into(), script.into()]);
+    crash_loop_under_an_autoscaler(&harness, &set).await;
+    // Only a measurement gives replica 0 a reading: with it, the volume is below the threshold.
+    let status = wait_status(&harness, "pg", "a poll with the measured reading", 120, |s| {
+        state_of(s) == Some("BelowThreshold")
+    })
+    .await;
+    let polled = status.last_polled_at.clone();
+    wait_status(&harness, "pg", "three more polls", 60, |s| {
+        s.last_polled_at
+            .as_ref()
+            .zip(polled.as_ref())
+            .is_some_and(|(now, then)| now.0.as_second() >= then.0.as_second() + 6)
+    })
+    .await;
+    assert!(autoscale_resizes(&harness).await.is_empty(), "no rescue");
+    assert_eq!(claim_size(&harness, "data-pg-0").await, "320Mi");
+    let measured = harness
+        .ns
+        .api::<Pod>()
+        .list(&ListParams::default().labels("ferry.dev/mover-pass=usage,ferry.dev/autoscaler-uid"))
+        .await
+        .unwrap()
+        .items;
+    let replica_node = harness
+        .ns
+        .api::<Pod>()
+        .get("pg-0")
+        .await
+        .unwrap()
+        .spec
+        .unwrap()
+        .node_name;
+    assert_eq!(measured.len(), 1, "one measurement, standing while fresh");
+    assert_eq!(measured[0].spec.as_ref().unwrap().node_name, replica_node);
+    harness.finish().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_seed_annotation_stands_for_a_default_autoscaler() {
     let harness = Harness::start("vas-seed").await;

@@ -9,10 +9,11 @@
 use crate::Error;
 use ferry_api::names::{
     ANNOTATION_BACKED_UP_UID, ANNOTATION_FINAL_PASS, ANNOTATION_RECREATED_BY, FINAL_PASS_GO,
-    LABEL_MANAGED_BY, LABEL_MOVER, LABEL_MOVER_PASS, LABEL_VOLUME_RESIZE, MANAGED_BY_VALUE,
+    LABEL_AUTOSCALER_UID, LABEL_MANAGED_BY, LABEL_MOVER, LABEL_MOVER_PASS, LABEL_VOLUME_RESIZE,
+    MANAGED_BY_VALUE,
 };
 use ferry_api::quantity::format_bytes;
-use ferry_api::{MoverSettings, Verify, VolumeChange, VolumePlan, VolumeResize};
+use ferry_api::{MoverSettings, Verify, VolumeAutoscaler, VolumeChange, VolumePlan, VolumeResize};
 use ferry_engine::resize::action::Pass;
 use k8s_openapi::api::apps::v1::StatefulSet;
 use k8s_openapi::api::core::v1::{
@@ -57,26 +58,35 @@ const BACKUP_KEY: &str = "statefulset.json";
 /// image upgrade, a replica count) that a re-create must keep.
 const LIVE_KEY: &str = "live.json";
 
-/// The resize that objects belong to: its name (a label, to find them) and a controller reference
-/// (so they go when it goes).
+/// The object that objects belong to (a resize, or an autoscaler's measurement): the label that
+/// finds them and a controller reference (so they go when it goes).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Owner {
-    pub resize: String,
+    /// (key, value) of the label.
+    pub label: (&'static str, String),
     pub reference: Option<OwnerReference>,
 }
 
 impl Owner {
     pub fn of(resize: &VolumeResize) -> Owner {
         Owner {
-            resize: resize.name_any(),
+            label: (LABEL_VOLUME_RESIZE, resize.name_any()),
             reference: resize.controller_owner_ref(&()),
         }
     }
 
-    /// Ferry's labels: which resize, and that Ferry manages it.
+    /// An autoscaler's: its UID is the label (`ferry.dev/autoscaler-uid`).
+    pub fn of_autoscaler(autoscaler: &VolumeAutoscaler) -> Owner {
+        Owner {
+            label: (LABEL_AUTOSCALER_UID, autoscaler.uid().unwrap_or_default()),
+            reference: autoscaler.controller_owner_ref(&()),
+        }
+    }
+
+    /// Ferry's labels: whose, and that Ferry manages it.
     fn labels(&self) -> BTreeMap<String, String> {
         [
-            (LABEL_VOLUME_RESIZE.to_string(), self.resize.clone()),
+            (self.label.0.to_string(), self.label.1.clone()),
             (LABEL_MANAGED_BY.to_string(), MANAGED_BY_VALUE.to_string()),
         ]
         .into()
