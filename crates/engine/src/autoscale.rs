@@ -3,6 +3,7 @@
 //! what size, and if not, why not. Pure: the operator polls usage and keeps the record in status,
 //! so a restarted operator decides the same (cooldowns and provider windows included).
 
+pub mod action;
 pub mod measure;
 pub mod plan;
 pub mod policy;

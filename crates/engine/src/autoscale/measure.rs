@@ -7,7 +7,7 @@
 use std::collections::BTreeMap;
 
 use super::Reading;
-use super::plan::AutoscaleAction;
+use super::action::AutoscaleAction;
 use crate::names;
 use ferry_mover_report::UsageResult;
 use k8s_openapi::api::core::v1::{Pod, Toleration};

@@ -2,13 +2,14 @@
 //! each StatefulSet and volume it governs → each volume's status, the VolumeResizes to make, the
 //! Events, and what each decision counts in the metrics.
 
+pub use super::action::AutoscaleAction;
 use super::measure::{self, Measurement, Target};
 use super::record::{self, Made, Notice};
 use super::request::{Grow, resize_name, resize_spec};
 use super::situation::{Facts, Replicas, situation, template_size};
 use super::{Policy, Reading, Reason, Situation, Verdict, decide, policy};
 use ferry_api::listed::Listing;
-use ferry_api::{AutoscaledVolume, AutoscaledVolumeStatus, VolumeAutoscaler, VolumeResizeSpec};
+use ferry_api::{AutoscaledVolume, AutoscaledVolumeStatus, VolumeAutoscaler};
 use k8s_openapi::api::apps::v1::StatefulSet;
 use k8s_openapi::api::core::v1::Toleration;
 use std::collections::BTreeMap;
@@ -51,28 +52,6 @@ pub struct Observation {
     pub resizes: Listing,
     /// The StatefulSets it governs, or why it governs none.
     pub stateful_sets: Result<Vec<SetObservation>, String>,
-}
-
-/// A write the plan asks for.
-#[derive(Debug, Clone, PartialEq)]
-pub enum AutoscaleAction {
-    /// A grow, as an ordinary VolumeResize (one already there under the name is this same grow).
-    CreateVolumeResize {
-        stateful_set: String,
-        name: String,
-        spec: Box<VolumeResizeSpec>,
-    },
-    /// Measure a replica's volume with a read-only usage pod on `node` (a rescue's measurement:
-    /// its pod says its disk is full, and nothing reports the volume).
-    MeasureVolume {
-        pod: String,
-        claim: String,
-        node: String,
-        /// The StatefulSet's pods': the node may be tainted for them alone.
-        tolerations: Vec<Toleration>,
-    },
-    /// Delete a usage pod whose measurement is over (stale, failed, or taking too long).
-    DeleteMeasurement { pod: String },
 }
 
 /// What one volume's decision was, for the metrics and the log.

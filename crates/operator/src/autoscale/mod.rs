@@ -17,10 +17,10 @@ pub mod defaults;
 mod governed;
 mod observe;
 mod report;
-mod summaries;
 
 use crate::Error;
 use crate::context::Context;
+pub use crate::usage::summaries::{Summaries, node_summary};
 use ferry_api::VolumeAutoscaler;
 use ferry_engine::autoscale::plan::{Input, plan};
 pub use governed::{governed_templates, governed_templates_of};
@@ -29,7 +29,6 @@ use kube::ResourceExt;
 use kube::runtime::controller::Action;
 use std::sync::Arc;
 use std::time::Duration;
-pub use summaries::{Summaries, node_summary};
 
 /// How often usage is read when the operator is not told otherwise.
 pub const DEFAULT_INTERVAL: Duration = Duration::from_secs(60);

@@ -2,11 +2,11 @@
 //! the VolumeResizes in the namespace, and the usage the kubelets (or Prometheus) report. All of
 //! it is read first, then `ferry_engine::autoscale::plan` decides.
 
-use super::summaries::Summaries;
 use crate::Error;
 use crate::context::Context;
 use crate::features::{Feature, Features};
 use crate::usage::source::{self, Usage};
+use crate::usage::summaries::Summaries;
 use ferry_api::names::{LABEL_AUTOSCALER_UID, LABEL_MOVER_PASS};
 use ferry_api::quantity::requested_storage;
 use ferry_api::{VolumeAutoscaler, parse_bytes};

@@ -16,7 +16,7 @@ pub async fn data_in_use(ctx: &Context, namespace: &str, nodes: BTreeSet<&str>) 
         namespace,
         nodes,
         |node| async move {
-            crate::autoscale::node_summary(client, &node)
+            crate::usage::summaries::node_summary(client, &node)
                 .await
                 .map(Arc::new)
                 .map_err(|error| format!("node {node}: {error}"))
