@@ -438,9 +438,6 @@ pub struct VolumePlan {
     pub final_interim_passes: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub final_interim_bytes_copied: Option<u64>,
-    /// The go came during an interim pass and interrupted it, rather than waiting for its end.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub final_interim_interrupted: Option<bool>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bytes_total: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]

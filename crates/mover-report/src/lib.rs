@@ -85,10 +85,6 @@ pub struct SyncResult {
     /// final pass's own are `bytesCopied`). Absent otherwise, and from older movers.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub interim_bytes_copied: Option<u64>,
-    /// With `--track-changes`: the go came during an interim pass and interrupted it (the final
-    /// pass redid what it had not done). Absent otherwise, and from older movers.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub interim_interrupted: Option<bool>,
 }
 
 /// The mover's exit code when the kernel refused an operation (EACCES / EPERM): with a mover pod

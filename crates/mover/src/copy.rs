@@ -66,8 +66,6 @@ pub struct CopyCtx<'a> {
     pub abort_after_pieces: Option<u64>,
     /// Pieces written in place so far (for the hook).
     pub pieces_in_place: std::sync::atomic::AtomicU64,
-    /// Stops the pass between pieces of a large file ([`crate::SyncOptions::interrupt`]).
-    pub interrupt: Option<&'a crate::Interrupt>,
 }
 
 impl CopyCtx<'_> {
@@ -82,14 +80,6 @@ impl CopyCtx<'_> {
     pub(crate) fn wrote(&self, bytes: u64) {
         self.progress.bytes_copied.fetch_add(bytes, Ordering::Relaxed);
         self.progress.bytes_done.fetch_add(bytes, Ordering::Relaxed);
-    }
-
-    /// Fails with [`MoverError::Interrupted`] once the pass was asked to stop.
-    pub(crate) fn check_interrupt(&self) -> Result<(), MoverError> {
-        match self.interrupt {
-            Some(interrupt) if interrupt.is_set() => Err(MoverError::Interrupted),
-            _ => Ok(()),
-        }
     }
 
     /// Counts one piece written in place ([`crate::delta`]), aborting where the test hook asks.

@@ -178,7 +178,6 @@ fn unit(ctx: &CopyCtx, pair: &Pair, size: u64, first: u64) -> Result<Option<(u64
     let mut digests = Vec::new();
     let last = (first + UNIT_PIECES).min(record::pieces(size) as u64);
     for piece in first..last {
-        ctx.check_interrupt()?;
         let off = piece * PIECE;
         let len = PIECE.min(size - off) as usize;
         let source = &mut source[..len];

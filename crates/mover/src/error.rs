@@ -82,11 +82,6 @@ pub enum MoverError {
     #[error("{0}")]
     Transport(String),
 
-    /// A pass given up on purpose before its end (an interim pass when the go came): what it
-    /// wrote is safe, as after a kill, and the next pass redoes the rest.
-    #[error("the pass was interrupted")]
-    Interrupted,
-
     /// A failure that is not tied to one path (thread pool, output, ...).
     #[error("{0}")]
     Other(String),
@@ -122,7 +117,7 @@ impl MoverError {
             MoverError::Permission { .. } => EXIT_PERMISSION,
             MoverError::SourceChanged { .. } => EXIT_SOURCE_CHANGED,
             MoverError::Transport(_) => EXIT_TRANSPORT,
-            MoverError::Io { .. } | MoverError::Interrupted | MoverError::Other(_) => EXIT_OTHER,
+            MoverError::Io { .. } | MoverError::Other(_) => EXIT_OTHER,
         }
     }
 
@@ -136,7 +131,6 @@ impl MoverError {
             MoverError::SourceChanged { .. } => "sourceChanged",
             MoverError::Transport(_) => "transport",
             MoverError::Io { .. } => "io",
-            MoverError::Interrupted => "interrupted",
             MoverError::Other(_) => "other",
         }
     }

@@ -3,18 +3,14 @@
 //! the replica is down, is left with only what changed in the last second and the shutdown.
 //!
 //! Correctness never rests on them: a record lost, or a pass failed, makes the final pass walk
-//! both trees whole. A go that comes during an interim pass interrupts it (between files, or
-//! between the pieces of a large file): its record goes back into the final pass's, which redoes
-//! what it had not done. Waiting for it instead was downtime, and the longest where it mattered:
-//! while the replica stops, the pass shares the node with the database's shutdown, and a mover
-//! with a lower CPU share than the database's makes little progress until the database is gone.
+//! both trees whole. Each interim pass visits only what its record names, so a go that comes
+//! during one waits for that pass alone.
 
 use std::time::Duration;
 
 use crate::changes::ChangeRecord;
-use crate::error::MoverError;
 use crate::flush::Flusher;
-use crate::options::{Interrupt, SyncOptions};
+use crate::options::SyncOptions;
 use crate::partial::LinkGroups;
 use crate::progress::ProgressMode;
 use crate::sync::{self, Scope};
@@ -28,10 +24,6 @@ pub const INTERIM_EVERY: Duration = Duration::from_secs(1);
 /// changing faster than a steady load changes it (a shutdown checkpoint writing out its cache),
 /// and what it writes meanwhile is the final pass's unless a pass takes it first.
 pub const BUSY_BYTES: u64 = 16 << 20;
-
-/// How long the go is waited for at a time while an interim pass runs: its latency then, and how
-/// soon the end of the pass is seen.
-const GO_LOOK: Duration = Duration::from_millis(10);
 
 /// What the catch-up pass (then each interim pass) left for the next one.
 pub(crate) struct CaughtUp {
@@ -48,8 +40,6 @@ pub(crate) struct CaughtUp {
 pub struct Interim {
     /// Passes run to their end.
     pub passes: u64,
-    /// A pass the go interrupted.
-    pub interrupted: bool,
     /// Data bytes they wrote.
     pub bytes_copied: u64,
     /// Why the final pass must walk whole (a record lost, a pass failed), if it must.
@@ -62,7 +52,7 @@ pub struct Interim {
 }
 
 /// When interim passes run.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Copy)]
 pub(crate) struct Pacing {
     /// The wait between passes (zero: none run).
     pub every: Duration,
@@ -71,9 +61,6 @@ pub(crate) struct Pacing {
     /// A test hook: at most this many passes run (a test's changes after them are the final
     /// pass's, however slowly the test runs).
     pub most: Option<u64>,
-    /// A test hook: each pass holds at its first file until the go interrupts it, and creates
-    /// this file once it holds.
-    pub hold: Option<std::path::PathBuf>,
 }
 
 /// Waits for the go (`go` waits at most the time it is given); meanwhile runs an interim pass
@@ -102,51 +89,12 @@ pub(crate) fn converge<G>(
         if let Some(flusher) = &interim.flusher {
             flusher.writing();
         }
-        let went = step_until_go(opts, &pacing, caught, &mut interim, go);
+        step(opts, pacing.lose_first, caught, &mut interim);
         if let Some(flusher) = &interim.flusher {
             flusher.written();
         }
-        if let Some(went) = went {
-            return (went, interim);
-        }
         wrote = interim.bytes_copied - before;
     }
-}
-
-/// Runs one interim pass while looking for the go; a go that comes meanwhile interrupts the
-/// pass and is returned once the pass has stopped.
-fn step_until_go<G>(
-    opts: &SyncOptions,
-    pacing: &Pacing,
-    caught: &mut CaughtUp,
-    interim: &mut Interim,
-    go: &mut impl FnMut(Duration) -> Option<G>,
-) -> Option<G> {
-    let interrupt = Interrupt::default();
-    let options = SyncOptions {
-        interrupt: Some(interrupt.clone()),
-        hold_until_interrupted: pacing.hold.clone(),
-        ..interim_options(opts)
-    };
-    let (went, finished) = std::thread::scope(|scope| {
-        let pass = scope.spawn(|| step(&options, pacing.lose_first, caught, interim));
-        let mut went = None;
-        while !pass.is_finished() {
-            if let Some(given) = go(GO_LOOK) {
-                interrupt.set();
-                went = Some(given);
-                break;
-            }
-        }
-        (went, pass.join().is_ok())
-    });
-    if !finished {
-        interim
-            .whole
-            .get_or_insert("an interim pass failed: its thread panicked".into());
-        interim.failed = true;
-    }
-    went
 }
 
 /// How long to wait for the go before the next interim pass, after one that wrote `wrote` bytes.
@@ -167,9 +115,8 @@ pub fn wait<G>(go: &mut impl FnMut(Duration) -> Option<G>) -> G {
     }
 }
 
-/// One interim pass (`opts` its options) over the record gathered since the last one, if it
-/// names anything. The watcher's take swaps in a fresh record: what changes during the pass is
-/// in the next one.
+/// One interim pass over the record gathered since the last one, if it names anything. The
+/// watcher's take swaps in a fresh record: what changes during the pass is in the next one.
 fn step(opts: &SyncOptions, lose_first: bool, caught: &mut CaughtUp, interim: &mut Interim) {
     if interim.failed {
         return;
@@ -197,7 +144,7 @@ fn step(opts: &SyncOptions, lose_first: bool, caught: &mut CaughtUp, interim: &m
     {
         interim.whole.get_or_insert(why);
     }
-    match sync::pass(opts, &scope) {
+    match sync::pass(&interim_options(opts), &scope) {
         Ok((report, tree)) => {
             interim.passes += 1;
             interim.bytes_copied += report.bytes_copied;
@@ -207,11 +154,6 @@ fn step(opts: &SyncOptions, lose_first: bool, caught: &mut CaughtUp, interim: &m
             if report.change_tracking.as_deref() != Some("used") {
                 caught.links = LinkGroups::of_tree(&tree);
             }
-        }
-        // The go overtook it: what it had not copied is the final pass's.
-        Err(MoverError::Interrupted) => {
-            interim.interrupted = true;
-            caught.watcher.give_back(record);
         }
         Err(e) => {
             interim

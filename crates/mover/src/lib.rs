@@ -178,7 +178,7 @@ pub use error::{
     EXIT_VERIFY_MISMATCH, MoverError,
 };
 pub use meta::Kind;
-pub use options::{Hook, Interrupt, SyncOptions, SyncReport, VerifyMode};
+pub use options::{Hook, SyncOptions, SyncReport, VerifyMode};
 pub use plan::TEMP_PREFIX;
 pub use progress::{ProgressLine, ProgressMode, one_line};
 pub use record::{DELTA_MIN, PIECE, RECORD_NAME};

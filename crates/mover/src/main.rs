@@ -264,8 +264,7 @@ fn abort_after_pieces() -> Option<u64> {
 /// the record at the go (`=interim`: the first one an interim pass takes);
 /// `FERRY_MOVER_TEST_MOST_WATCHES=N` fails a watch past N directories;
 /// `FERRY_MOVER_TEST_INTERIM_MS=N` waits N ms between interim passes (0: none);
-/// `FERRY_MOVER_TEST_INTERIM_PASSES=N` runs at most N of them;
-/// `FERRY_MOVER_TEST_HOLD_INTERIM=PATH` holds each interim pass until the go (PATH made once held).
+/// `FERRY_MOVER_TEST_INTERIM_PASSES=N` runs at most N of them.
 #[cfg(feature = "test-hooks")]
 fn track_options() -> ferry_mover::TrackOptions {
     let lose = std::env::var_os("FERRY_MOVER_TEST_LOSE_EVENTS");
@@ -283,7 +282,6 @@ fn track_options() -> ferry_mover::TrackOptions {
         most_interim: std::env::var("FERRY_MOVER_TEST_INTERIM_PASSES")
             .ok()
             .and_then(|n| n.parse().ok()),
-        hold_interim: std::env::var_os("FERRY_MOVER_TEST_HOLD_INTERIM").map(Into::into),
     }
 }
 
@@ -423,8 +421,6 @@ fn run_sync(args: SyncArgs) -> i32 {
         chunk_record: args.chunk_record,
         cloned_at: args.cloned_at,
         defer_flush: false,
-        interrupt: None,
-        hold_until_interrupted: None,
         abort_after_pieces: abort_after_pieces(),
         corrupt_after_write: corrupt_after_write(),
         after_scan: None,

@@ -68,14 +68,6 @@ pub struct SyncOptions {
     /// Leave flushing the target to the caller (an interim pass: the final pass's flush makes
     /// its data durable); otherwise a pass succeeds only once its data is on disk.
     pub defer_flush: bool,
-    /// Once set, the pass stops between files (and between the pieces of a large file) with
-    /// [`crate::MoverError::Interrupted`]: an interim pass the go overtook.
-    pub interrupt: Option<Interrupt>,
-    /// Test hook: an interrupted pass holds at its first file until it is interrupted (so a
-    /// test can give the go while an interim pass is surely running). It creates this file
-    /// once it holds.
-    #[doc(hidden)]
-    pub hold_until_interrupted: Option<PathBuf>,
     /// Test hook: abort the process once this many pieces were written in place.
     #[doc(hidden)]
     pub abort_after_pieces: Option<u64>,
@@ -85,22 +77,6 @@ pub struct SyncOptions {
     /// Test hook: called between the scan and the copy (to simulate a live source).
     #[doc(hidden)]
     pub after_scan: Option<Hook>,
-}
-
-/// The flag that stops a pass ([`SyncOptions::interrupt`]).
-#[derive(Debug, Clone, Default)]
-pub struct Interrupt(Arc<std::sync::atomic::AtomicBool>);
-
-impl Interrupt {
-    /// Asks the pass to stop.
-    pub fn set(&self) {
-        self.0.store(true, std::sync::atomic::Ordering::Relaxed);
-    }
-
-    /// Whether the pass was asked to stop.
-    pub fn is_set(&self) -> bool {
-        self.0.load(std::sync::atomic::Ordering::Relaxed)
-    }
 }
 
 /// A callback for tests.

@@ -28,9 +28,6 @@ pub struct TrackOptions {
     pub interim_every: Option<Duration>,
     /// At most this many interim passes run.
     pub most_interim: Option<u64>,
-    /// Each interim pass holds at its first file until the go interrupts it, and creates this
-    /// file once it holds.
-    pub hold_interim: Option<std::path::PathBuf>,
 }
 
 /// The standby is ready for its go: what the operator may read once it waits.
@@ -71,7 +68,6 @@ pub fn standby<G>(
                 every: track.interim_every.unwrap_or(interim::INTERIM_EVERY),
                 lose_first: track.lose_interim,
                 most: track.most_interim,
-                hold: track.hold_interim.clone(),
             };
             let (went, interim) = interim::converge(opts, pacing, &mut caught_up, &mut go);
             let (scope, watcher) = final_scope(track, caught_up, &interim);
@@ -102,7 +98,6 @@ pub fn standby<G>(
     let outcome = outcome.map(|report| SyncReport {
         interim_passes: Some(interim.passes),
         interim_bytes_copied: Some(interim.bytes_copied),
-        interim_interrupted: Some(interim.interrupted),
         ..report
     });
     (went, outcome)

@@ -332,7 +332,6 @@ impl Run<'_> {
             entries_visited: Some(src.entries.len() as u64),
             interim_passes: None,
             interim_bytes_copied: None,
-            interim_interrupted: None,
         }
     }
 
@@ -401,7 +400,6 @@ impl Run<'_> {
             recheck_sources: self.opts.strict,
             abort_after_pieces: self.opts.abort_after_pieces,
             pieces_in_place: AtomicU64::new(0),
-            interrupt: self.opts.interrupt.as_ref(),
         };
         let work: Vec<usize> = (0..ops.len())
             .filter(|&i| !matches!(ops[i], Op::Skip | Op::Mkdir | Op::HardLink(_)))
@@ -445,10 +443,6 @@ impl Run<'_> {
         out: &Outcome,
         recorded: Option<&HashMap<PathBuf, FileRecord>>,
     ) -> Result<(), MoverError> {
-        if let (Some(marker), Some(interrupt)) = (&self.opts.hold_until_interrupted, &self.opts.interrupt) {
-            hold_until(marker, interrupt);
-        }
-        ctx.check_interrupt()?;
         let e = &src.entries[i];
         let s = self.source.join(&e.rel);
         let d = self.target.join(&e.rel);
@@ -726,13 +720,5 @@ impl Scanned<'_> {
             self.plan.ops.get(i) == Some(&Op::Skip) && e.meta.kind != Kind::Dir && leaders[i].is_none();
         let at = self.plan.in_target.get(i).copied().flatten();
         alone.then(|| at.map(|j| &self.target.entries[j].meta)).flatten()
-    }
-}
-
-/// The test hook [`SyncOptions::hold_until_interrupted`]: says it holds, then waits.
-fn hold_until(marker: &Path, interrupt: &crate::Interrupt) {
-    let _ = std::fs::write(marker, b"held");
-    while !interrupt.is_set() {
-        std::thread::sleep(std::time::Duration::from_millis(5));
     }
 }

@@ -186,14 +186,6 @@ impl Watcher {
         std::mem::take(&mut state.record)
     }
 
-    /// Puts back a record taken for a pass that did not finish: what it named is in the next
-    /// record again, beside what changed since.
-    pub fn give_back(&self, record: ChangeRecord) {
-        let mut state = lock(&self.state);
-        state.drain();
-        state.record.absorb(record);
-    }
-
     /// Watches the directories that `visits` visits whole (made, moved in or renamed since the
     /// last record was taken), with everything below them, under their names as they are now.
     /// Called before a pass reads them: what changes in them after that is in the next record.

@@ -534,29 +534,3 @@ fn a_file_written_in_a_directory_renamed_after_the_catch_up_reaches_the_target()
     assert_exact(&src, &dst);
     assert_eq!(tracked(&result).0, "used");
 }
-
-/// A go that comes while an interim pass runs interrupts it instead of waiting for its end (which
-/// was downtime): the pass's record goes back into the final pass's, which copies what the
-/// interrupted pass had not. The test hook holds each interim pass at its first file until then.
-#[test]
-fn a_go_during_an_interim_pass_interrupts_it_and_the_final_pass_copies_its_share() {
-    let tmp = tempfile::tempdir().unwrap();
-    let (src, dst) = (tmp.path().join("src"), tmp.path().join("dst"));
-    filler(&src, 50);
-    let held = tmp.path().join("held");
-    let s = converging(
-        &src,
-        &dst,
-        &[("FERRY_MOVER_TEST_HOLD_INTERIM", held.to_str().unwrap())],
-    );
-    let big = pattern(4 * 1024 * 1024, 5);
-    put_whole(&src, "wal/000002", &big);
-    write(&src.join("fill/d3/f3"), b"rewritten while the standby waits");
-    eventually("an interim pass holds at its first file", || held.exists());
-    put_whole(&src, "fill/d4/after.txt", b"written during the held pass");
-    let result = s.go();
-    assert_eq!(result["interimInterrupted"], true, "{result}");
-    assert_eq!(interim(&result).1, 0, "the held pass copied nothing: {result}");
-    assert_eq!(tracked(&result).0, "used", "{result}");
-    assert_exact(&src, &dst);
-}

@@ -153,7 +153,6 @@ fn run(opts: &PullOptions, progress: &Progress) -> Result<SyncReport, MoverError
         entries_visited: Some(src.entries.len() as u64),
         interim_passes: None,
         interim_bytes_copied: None,
-        interim_interrupted: None,
     })
 }
 

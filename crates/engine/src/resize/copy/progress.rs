@@ -67,7 +67,6 @@ fn absorb_final_walk(row: &mut VolumePlan, result: Option<&str>) {
     row.final_pass_milliseconds = Some((result.seconds * 1000.0).round() as u64);
     row.final_interim_passes = result.interim_passes;
     row.final_interim_bytes_copied = result.interim_bytes_copied;
-    row.final_interim_interrupted = result.interim_interrupted;
 }
 
 #[cfg(test)]
