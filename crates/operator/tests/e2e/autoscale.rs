@@ -500,21 +500,27 @@ async fn full_disk_words_without_a_full_volume_grow_nothing() {
     pod.containers.push(sidecar);
     crash_loop_under_an_autoscaler(&harness, &set).await;
     // Polled with the volume's reading (below the threshold), then three polls more (every 2 s).
-    let status = wait_status(&harness, "pg", "a poll with a reading", 90, |s| {
+    below_threshold_then_no_rescue(&harness, "a poll with a reading", 90).await;
+    harness.finish().await;
+}
+
+/// Waits for a poll that finds pg's volume below its threshold (with a reading of it), then three
+/// polls more (every 2 s), and checks nothing grew.
+async fn below_threshold_then_no_rescue(harness: &Harness, what: &str, seconds: u64) {
+    let status = wait_status(harness, "pg", what, seconds, |s| {
         state_of(s) == Some("BelowThreshold")
     })
     .await;
     let polled = status.last_polled_at.clone();
-    wait_status(&harness, "pg", "three more polls", 60, |s| {
+    wait_status(harness, "pg", "three more polls", 60, |s| {
         s.last_polled_at
             .as_ref()
             .zip(polled.as_ref())
             .is_some_and(|(now, then)| now.0.as_second() >= then.0.as_second() + 6)
     })
     .await;
-    assert!(autoscale_resizes(&harness).await.is_empty(), "no rescue");
-    assert_eq!(claim_size(&harness, "data-pg-0").await, "320Mi");
-    harness.finish().await;
+    assert!(autoscale_resizes(harness).await.is_empty(), "no rescue");
+    assert_eq!(claim_size(harness, "data-pg-0").await, "320Mi");
 }
 
 /// A pod whose only container crash-loops with "No space left on device" about something else
@@ -530,20 +536,7 @@ async fn full_disk_words_with_no_container_running_are_measured_before_anything_
     pod.containers[0].command = Some(vec!["sh".into(), "-c".into(), script.into()]);
     crash_loop_under_an_autoscaler(&harness, &set).await;
     // Only a measurement gives replica 0 a reading: with it, the volume is below the threshold.
-    let status = wait_status(&harness, "pg", "a poll with the measured reading", 120, |s| {
-        state_of(s) == Some("BelowThreshold")
-    })
-    .await;
-    let polled = status.last_polled_at.clone();
-    wait_status(&harness, "pg", "three more polls", 60, |s| {
-        s.last_polled_at
-            .as_ref()
-            .zip(polled.as_ref())
-            .is_some_and(|(now, then)| now.0.as_second() >= then.0.as_second() + 6)
-    })
-    .await;
-    assert!(autoscale_resizes(&harness).await.is_empty(), "no rescue");
-    assert_eq!(claim_size(&harness, "data-pg-0").await, "320Mi");
+    below_threshold_then_no_rescue(&harness, "a poll with the measured reading", 120).await;
     let measured = harness
         .ns
         .api::<Pod>()

@@ -135,21 +135,26 @@ fn a_pulling_mover_mounts_only_the_new_volume_and_the_key_and_the_final_one_stop
     );
 }
 
-/// A tracking serving mover records changes from its start; every pull marks its pass, and the
-/// final one reads only what changed since the last that passed.
-#[test]
-fn with_change_tracking_the_server_records_every_pull_marks_and_the_final_one_reads_the_changes() {
-    let serving = across::serving_pod(
+/// The serving mover of claim `c` with key `k`.
+fn serving(track_changes: bool) -> Pod {
+    across::serving_pod(
         &owner(),
         "s",
         &placed(),
         across::Served {
             claim: "c",
             key: "k",
-            track_changes: true,
+            track_changes,
         },
         &[],
-    );
+    )
+}
+
+/// A tracking serving mover records changes from its start; every pull marks its pass, and the
+/// final one reads only what changed since the last that passed.
+#[test]
+fn with_change_tracking_the_server_records_every_pull_marks_and_the_final_one_reads_the_changes() {
+    let serving = serving(true);
     let command = spec_of(&serving)["containers"][0]["command"].clone();
     assert_eq!(command.as_array().unwrap().last().unwrap(), "--track-changes");
     let tracked = |pass| CopyJob {
@@ -183,17 +188,7 @@ fn each_copy_has_a_key_of_its_own_which_goes_with_its_serving_mover() {
     assert_ne!(one["ca.crt"], two["ca.crt"], "an authority per copy");
     assert!(!one.values().any(|pem| pem == &two["tls.key"]));
 
-    let mut serving = across::serving_pod(
-        &owner(),
-        "s",
-        &placed(),
-        across::Served {
-            claim: "c",
-            key: "k",
-            track_changes: false,
-        },
-        &[],
-    );
+    let mut serving = serving(false);
     assert!(
         across::key_secret(&serving, "k", one.clone()).is_err(),
         "no owner without a UID"
