@@ -115,7 +115,7 @@ fn usage_counts_allocated_bytes_and_inodes_once_per_hard_link() {
     let (code, out, _) = run(&["usage", d.to_str().unwrap()], &[]);
     assert_eq!(code, 0);
     let v: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
-    assert_eq!(keys(&v), ["bytes", "inodes", "needs"]);
+    assert_eq!(keys(&v), ["bytes", "fileSystem", "inodes", "needs"]);
     // Root's plain files, a hard link and a sparse file: a copy needs no capability beyond reading.
     assert_eq!(
         v["needs"],
