@@ -138,11 +138,10 @@ pub fn remove_all(measurements: &[Measurement]) -> Vec<AutoscaleAction> {
         .collect()
 }
 
-/// The usage pods to make (a replica to measure that has none) and to delete (stale, failed,
-/// timed out: a crash that still says so is measured again by a new one).
+/// The usage pods to make (a replica to measure, `targets`, that has none) and to delete (stale,
+/// failed, timed out: a crash that still says so is measured again by a new one).
 pub fn actions(
     autoscaler_uid: &str,
-    unmeasured: &[i32],
     measurements: &[Measurement],
     targets: &BTreeMap<i32, Target>,
     now: i64,
@@ -161,13 +160,10 @@ pub fn actions(
             standing.push(m.replica);
         }
     }
-    for replica in unmeasured {
+    for (replica, target) in targets {
         if standing.contains(replica) {
             continue;
         }
-        let Some(target) = targets.get(replica) else {
-            continue;
-        };
         // A pod not placed yet holds no volume attached anywhere: nothing to measure beside it.
         let Some(node) = target.node.clone() else {
             continue;
@@ -221,7 +217,7 @@ mod tests {
     #[test]
     fn a_replica_to_measure_gets_one_usage_pod_on_its_node_and_no_second_while_it_runs() {
         let targets = BTreeMap::from([(0, target(Some("node-a")))]);
-        let made = actions("0f3c9a7e-1111", &[0], &[], &targets, NOW);
+        let made = actions("0f3c9a7e-1111", &[], &targets, NOW);
         assert_eq!(
             made,
             vec![AutoscaleAction::MeasureVolume {
@@ -232,9 +228,9 @@ mod tests {
             }]
         );
         let running = measured(Measured::Running { since: NOW - 10 });
-        assert!(actions("0f3c9a7e-1111", &[0], &[running], &targets, NOW).is_empty());
+        assert!(actions("0f3c9a7e-1111", &[running], &targets, NOW).is_empty());
         let unplaced = BTreeMap::from([(0, target(None))]);
-        assert!(actions("0f3c9a7e-1111", &[0], &[], &unplaced, NOW).is_empty());
+        assert!(actions("0f3c9a7e-1111", &[], &unplaced, NOW).is_empty());
     }
 
     #[test]
@@ -251,7 +247,7 @@ mod tests {
             },
             Measured::Failed { why: "x".into() },
         ] {
-            let made = actions("0f3c9a7e-1111", &[0], &[measured(state)], &targets, NOW);
+            let made = actions("0f3c9a7e-1111", &[measured(state)], &targets, NOW);
             assert_eq!(
                 made,
                 vec![AutoscaleAction::DeleteMeasurement { pod: pod.clone() }],
@@ -262,7 +258,7 @@ mod tests {
             reading: reading(1),
             at: NOW - 5,
         });
-        assert!(actions("0f3c9a7e-1111", &[0], &[fresh], &targets, NOW).is_empty());
+        assert!(actions("0f3c9a7e-1111", &[fresh], &targets, NOW).is_empty());
     }
 
     #[test]

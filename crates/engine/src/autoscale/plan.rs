@@ -226,8 +226,9 @@ fn judged(
     }
     let template_size = template_size(&set.object, &volume.name).map_err(invalid)?;
     let read = set.volumes.get(&volume.name).cloned().unwrap_or_default();
-    let mut readings = read.readings.clone();
-    readings.extend(measure::readings(&read.measurements, &read.readings, input.now));
+    let measured = measure::readings(&read.measurements, &read.readings, input.now);
+    let mut readings = read.readings;
+    readings.extend(measured);
     let mut situation = situation(Facts {
         sts,
         volume: &volume.name,
@@ -258,6 +259,9 @@ fn measure_actions(
         .get(&volume.name)
         .map(|read| read.measurements.as_slice())
         .unwrap_or_default();
+    if superseded {
+        return measure::remove_all(measurements);
+    }
     let tolerations: Vec<Toleration> = set
         .object
         .spec
@@ -275,7 +279,7 @@ fn measure_actions(
                 .get(&replica)
                 .and_then(|pod| pod.spec.as_ref()?.node_name.clone());
             let target = Target {
-                claim: format!("{}-{sts}-{replica}", volume.name),
+                claim: crate::names::claim(&volume.name, sts, replica),
                 node,
                 tolerations: tolerations.clone(),
             };
@@ -283,16 +287,7 @@ fn measure_actions(
         })
         .collect();
     let uid = input.autoscaler.metadata.uid.as_deref().unwrap_or_default();
-    if superseded {
-        return measure::remove_all(measurements);
-    }
-    measure::actions(
-        uid,
-        &situation.unmeasured_crashes,
-        measurements,
-        &targets,
-        input.now,
-    )
+    measure::actions(uid, measurements, &targets, input.now)
 }
 
 /// The fullest replica's used share, when any was read.

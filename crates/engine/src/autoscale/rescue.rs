@@ -96,19 +96,13 @@ pub fn crashing_on_full_disk(pod: &Pod, reading: Option<&Reading>) -> FullDisk {
     if reading.is_none() && running {
         return FullDisk::No;
     }
-    let says_full = containers.clone().any(ended_on_full_disk);
-    if reading.is_none() {
-        return if says_full {
-            FullDisk::Unmeasured
-        } else {
-            FullDisk::No
-        };
-    }
-    // Here the reading is of a full volume.
-    if says_full || containers.into_iter().any(crashing) {
-        FullDisk::Crashing
-    } else {
-        FullDisk::No
+    match reading {
+        // No container runs, so the kubelet reports none: the words ask for a measurement.
+        None if containers.clone().any(ended_on_full_disk) => FullDisk::Unmeasured,
+        None => FullDisk::No,
+        // A full volume (one with room returned above); `crashing` counts the words too.
+        Some(_) if containers.into_iter().any(crashing) => FullDisk::Crashing,
+        Some(_) => FullDisk::No,
     }
 }
 
