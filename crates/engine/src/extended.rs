@@ -7,6 +7,7 @@ pub mod blue_green;
 pub mod config;
 pub mod decision;
 pub mod desired;
+pub mod existing;
 pub mod handover;
 pub mod hooks;
 pub mod observed;

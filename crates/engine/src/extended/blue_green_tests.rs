@@ -122,6 +122,8 @@ impl Model {
             cluster: self.cluster.clone(),
             service: Some(service),
             job,
+            // What the operator reads while no version is recorded (the plan looks only then).
+            existing: Some(self.cluster.clone()),
             ..Observation::default()
         }
     }
@@ -804,4 +806,75 @@ fn a_version_whose_pods_never_become_ready_takes_one_replica_down_not_all() {
         ]
     );
     assert!(model.lost.is_empty());
+}
+
+/// The ExtendedStatefulSet deleted (its StatefulSets and pods go with it; the claims stay) and
+/// applied again as `object`, without status.
+fn deleted_and_applied_again(model: &mut Model, mut object: ExtendedStatefulSet) -> ExtendedStatefulSet {
+    model.sets.clear();
+    model.cluster.pods.clear();
+    model.service_version = None;
+    object.metadata.uid = Some("uid-ests-again".into());
+    object.status = None;
+    object
+}
+
+#[test]
+fn applied_again_without_status_it_starts_at_the_version_its_claims_are_in() {
+    let (mut model, mut object) = running(0);
+    set_image(&mut object, "db:2");
+    until(&mut model, &mut object, "version 2 done", |s| {
+        s.version == 2 && s.update_step.as_deref() == Some("Done") && s.handover.is_none()
+    });
+    settled_on(&mut model, &mut object, "db-v2");
+    let mut again = deleted_and_applied_again(&mut model, object);
+    let first = model.pass(&mut again);
+    assert!(
+        first
+            .notices
+            .iter()
+            .any(|(_, reason, _)| *reason == "ClaimsFound"),
+        "{:?}",
+        first.notices
+    );
+    settled_on(&mut model, &mut again, "db-v2");
+    assert_eq!(model.sets.keys().collect::<Vec<_>>(), ["db-v2"]);
+    let status = again.status.as_ref().unwrap();
+    assert_eq!((status.version, status.update_step.as_deref()), (2, Some("Done")));
+    assert_eq!(model.service_version.as_deref(), Some("2"));
+    assert!(model.lost.is_empty(), "{:?}", model.lost);
+}
+
+#[test]
+fn applied_again_over_claims_of_two_versions_it_refuses_naming_them_until_one_is_left() {
+    let (mut model, mut object) = running(0);
+    set_image(&mut object, "db:2");
+    until(&mut model, &mut object, "version 2 done", |s| {
+        s.version == 2 && s.update_step.as_deref() == Some("Done") && s.handover.is_none()
+    });
+    // A claim an earlier version left (a scale-down, an update cut short).
+    model
+        .cluster
+        .claims
+        .insert("data-db-v1-4".into(), bound_claim("data-db-v1-4", "pv-left"));
+    let mut again = deleted_and_applied_again(&mut model, object);
+    for _ in 0..3 {
+        let decision = model.pass(&mut again);
+        assert!(decision.actions.is_empty(), "{:?}", decision.actions);
+        assert_eq!(decision.recheck, Recheck::Refused);
+    }
+    assert!(model.sets.is_empty());
+    let invalid = condition(&again, "Invalid");
+    assert_eq!(invalid.status, "True");
+    assert!(
+        invalid.message.contains("version 1: data-db-v1-4")
+            && invalid
+                .message
+                .contains("version 2: data-db-v2-0, data-db-v2-1, data-db-v2-2"),
+        "{}",
+        invalid.message
+    );
+    model.cluster.claims.remove("data-db-v1-4");
+    settled_on(&mut model, &mut again, "db-v2");
+    assert_eq!(condition(&again, "Invalid").status, "False");
 }

@@ -32,6 +32,9 @@ pub enum Recheck {
     /// Blue/green: a replica is moving between versions, down while it moves; each of its steps
     /// waits on a claim or volume no watch reports.
     Moving,
+    /// Refused at its start over claims already here: claims are not watched, so their deletion
+    /// is seen by looking again.
+    Refused,
 }
 
 /// What to do now, and what the status will say.

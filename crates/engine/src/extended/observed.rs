@@ -32,6 +32,9 @@ pub struct Observation {
     pub cluster: Cluster,
     /// Blue/green: the Service `updateStrategy.service` names.
     pub service: Option<Service>,
+    /// With no version recorded: the namespace's claims named like its replicas' and their
+    /// volumes ([`super::existing`]); `None` once a version is recorded (not read).
+    pub existing: Option<Cluster>,
 }
 
 /// Whether a StatefulSet's pods count yet: only once its controller has seen the latest spec and

@@ -8,6 +8,7 @@ use super::decision::{Decision, Input, Recheck};
 use super::desired::{
     ANNOTATION_STALE, ANNOTATION_VERSION, Desired, stateful_sets, version_digest, with_partition,
 };
+use super::existing::Start;
 use super::hooks::{hook_actions, job_state};
 use super::observed::{Observation, counted};
 use super::rollout::{self, Observed, Progress, Step, rules};
@@ -31,18 +32,92 @@ pub fn progress(ests: &ExtendedStatefulSet) -> Result<Progress, UnknownUpdateSte
     })
 }
 
-/// Volume changes → the rollout's next step → hook Job → StatefulSets applied → dropped zones
-/// drained and deleted.
+/// The claims already here at a start (see [`existing`](super::existing)) → volume changes → the
+/// rollout's next step → hook Job → StatefulSets applied → dropped zones drained and deleted.
 pub fn plan(input: Input, observation: &Observation) -> Decision {
-    if input
+    let start = observation
+        .existing
+        .as_ref()
+        .filter(|_| input.previous.digest.is_none())
+        .map_or(Start::Fresh, |existing| {
+            super::existing::start(input.ests, existing)
+        });
+    let found_version;
+    let mut notices = Vec::new();
+    let input = match start {
+        Start::Refused(problem) => return refused(input, observation, problem),
+        Start::Fresh => input,
+        Start::AtVersion(version) => {
+            // The rollout starts the version after the one recorded: this one.
+            found_version = Progress {
+                version: version - 1,
+                ..input.previous.clone()
+            };
+            notices.push((
+                false,
+                "ClaimsFound",
+                format!("version {version}'s claims are here: its StatefulSets start on them"),
+            ));
+            Input {
+                previous: &found_version,
+                ..input
+            }
+        }
+    };
+    let mut decision = if input
         .ests
         .spec
         .update_strategy
         .as_ref()
         .is_some_and(|strategy| strategy.blue_green())
     {
-        return super::blue_green::plan(input, observation);
+        super::blue_green::plan(input, observation)
+    } else {
+        rolling(input, observation)
+    };
+    decision.notices.extend(notices);
+    decision
+}
+
+/// Nothing is made or changed: the status says why.
+fn refused(input: Input, observation: &Observation, problem: String) -> Decision {
+    let desired = stateful_sets(input.ests, input.config_digest);
+    let observed = desired
+        .iter()
+        .map(|wanted| counted(wanted, observation.live.get(&wanted.name)))
+        .collect();
+    let mut problems = input.problems;
+    problems.push(problem);
+    Decision {
+        actions: Vec::new(),
+        notices: Vec::new(),
+        recheck: Recheck::Refused,
+        rollout: rollout::Plan {
+            progress: input.previous.clone(),
+            apply: false,
+            partitions: Vec::new(),
+            waiting: None,
+            notices: Vec::new(),
+            create_job: None,
+        },
+        observed,
+        desired,
+        volume_resizes: BTreeMap::new(),
+        volume_claim_templates: input
+            .ests
+            .status
+            .as_ref()
+            .map(|s| s.volume_claim_templates.clone())
+            .unwrap_or_default(),
+        problems,
+        handover: None,
+        versions: None,
+        now: input.now,
     }
+}
+
+/// The rolling plan (`updateStrategy.type: RollingUpdate`).
+fn rolling(input: Input, observation: &Observation) -> Decision {
     let ests = input.ests;
     let desired = stateful_sets(ests, input.config_digest);
     let version = version_digest(ests, input.config_digest);

@@ -41,6 +41,8 @@ const UPDATING_RECHECK: Duration = Duration::from_secs(3);
 /// While a replica moves between versions (it is down): its claims and volumes are not watched.
 const MOVING_RECHECK: Duration = Duration::from_millis(300);
 const RECHECK: Duration = Duration::from_secs(120);
+/// Refused at its start over claims already here (not watched): look again this often.
+const REFUSED_RECHECK: Duration = Duration::from_secs(10);
 /// A status write refused because the object changed since it was read: read it again soon.
 const STALE_RETRY: Duration = Duration::from_millis(200);
 
@@ -84,6 +86,7 @@ pub async fn reconcile(ests: Arc<ExtendedStatefulSet>, ctx: Arc<Context>) -> Res
         Recheck::Soon => UPDATING_RECHECK,
         Recheck::Moving => MOVING_RECHECK,
         Recheck::Idle => RECHECK,
+        Recheck::Refused => REFUSED_RECHECK,
     }))
 }
 

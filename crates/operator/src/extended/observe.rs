@@ -10,6 +10,7 @@ use ferry_api::ExtendedStatefulSet;
 use ferry_engine::extended::blue_green::{claims_to_read, cluster};
 use ferry_engine::extended::config::{ConfigRef, digest, references};
 use ferry_engine::extended::desired::{LABEL_EXTENDED, stateful_sets};
+use ferry_engine::extended::existing::claim_of;
 use ferry_engine::extended::handover::Cluster;
 use ferry_engine::extended::hooks::job_to_read;
 use ferry_engine::extended::observed::{LiveSet, Observation, counts_pods};
@@ -131,6 +132,9 @@ pub async fn observe(
         }
         observation.labelled = sets.list(&ListParams::default().labels(&labelled)).await?.items;
     }
+    if previous.digest.is_none() {
+        observation.existing = Some(existing_claims(client, ests, namespace).await?);
+    }
     // (Switched off, no Job is made or read: `jobs` is not granted.)
     if ctx.features.enabled(Feature::UpdateHooks)
         && let Some(job) = job_to_read(&ests.name_any(), previous)
@@ -189,6 +193,34 @@ async fn moving_parts(
         .map(|pod| pod.name_any())
         .collect();
     Ok(cluster(claims, volumes, pod_names))
+}
+
+/// With no version recorded: the namespace's claims named like the replicas' (a deleted
+/// ExtendedStatefulSet's StatefulSets leave theirs) and, with zones, their volumes.
+async fn existing_claims(
+    client: &kube::Client,
+    ests: &ExtendedStatefulSet,
+    namespace: &str,
+) -> Result<Cluster, Error> {
+    let claims: Vec<PersistentVolumeClaim> =
+        Api::<PersistentVolumeClaim>::namespaced(client.clone(), namespace)
+            .list(&ListParams::default())
+            .await?
+            .items
+            .into_iter()
+            .filter(|claim| claim_of(ests, &claim.name_any()).is_some())
+            .collect();
+    let mut volumes = Vec::new();
+    if !ests.spec.zones.is_empty() {
+        let volumes_api = Api::<PersistentVolume>::all(client.clone());
+        for name in claims
+            .iter()
+            .filter_map(|claim| claim.spec.as_ref()?.volume_name.as_deref())
+        {
+            volumes.extend(volumes_api.get_opt(name).await?);
+        }
+    }
+    Ok(cluster(claims, volumes, BTreeSet::new()))
 }
 
 /// A StatefulSet's `matchLabels` as a label selector.
