@@ -29,7 +29,7 @@ fn extended(name: &str, replicas: i32, extra: Value) -> ExtendedStatefulSet {
     .unwrap()
 }
 
-async fn create(harness: &Harness, ests: &ExtendedStatefulSet) {
+pub(crate) async fn create(harness: &Harness, ests: &ExtendedStatefulSet) {
     harness
         .ns
         .api::<ExtendedStatefulSet>()
@@ -38,7 +38,7 @@ async fn create(harness: &Harness, ests: &ExtendedStatefulSet) {
         .unwrap();
 }
 
-async fn wait_status(
+pub(crate) async fn wait_status(
     harness: &Harness,
     name: &str,
     what: &str,
@@ -760,7 +760,7 @@ fn real_node_extended(canaries: i32) -> ExtendedStatefulSet {
     .unwrap()
 }
 
-async fn set_version(harness: &Harness, value: &str) {
+pub(crate) async fn set_version(harness: &Harness, value: &str) {
     let mut ests = harness.ns.api::<ExtendedStatefulSet>().get("web").await.unwrap();
     let pod = ests.spec.template.spec.template.spec.as_mut().unwrap();
     pod.containers[0].env = Some(vec![
@@ -1093,7 +1093,7 @@ async fn a_zoned_update_on_the_real_nodes_restarts_one_member_at_a_time() {
 }
 
 /// [`zoned_on_real_nodes`] with a volume on `ferry-block` per member, holding a seed it wrote once.
-fn zoned_with_volumes() -> ExtendedStatefulSet {
+pub(crate) fn zoned_with_volumes() -> ExtendedStatefulSet {
     let mut ests = serde_json::to_value(zoned_on_real_nodes()).unwrap();
     let sts = &mut ests["spec"]["template"]["spec"];
     sts["volumeClaimTemplates"] = json!([{"metadata": {"name": "data"}, "spec": {

@@ -8,6 +8,7 @@ mod support;
 
 mod alone;
 mod api_outage;
+mod applied_again;
 mod attributes;
 mod authors;
 mod autoscale;
