@@ -1,5 +1,8 @@
 //! Features an installation may switch off, each with the permissions only it needs
 //! (docs/security.md): the chart then does not grant them, and the operator never asks for them.
+//! The operator runs each one unless told otherwise (`--disable-features`); the chart switches
+//! off by default the four whose permissions reach across the cluster (docs/rbac.md) and passes
+//! them here.
 
 /// A feature that needs a permission the rest of Ferry does without.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -7,6 +10,13 @@ pub enum Feature {
     /// Reading (and marking) the Secrets an ExtendedStatefulSet references with
     /// `updateOnConfigChange`: `secrets` get/list/watch/patch.
     SecretReferences,
+    /// Following (reading and marking) the ConfigMaps an ExtendedStatefulSet references with
+    /// `updateOnConfigChange`: `configmaps` list/watch, and marks the chart's policy otherwise
+    /// refuses on a ConfigMap that is not a backup of Ferry's own.
+    ConfigMapReferences,
+    /// Pointing a blue/green ExtendedStatefulSet's `updateStrategy.service` at the version that
+    /// serves: `services` get/patch.
+    BlueGreenService,
     /// Volume usage from the kubelet's stats summary for VolumeAutoscalers: `nodes/proxy` get.
     KubeletStats,
     /// An ExtendedStatefulSet's pre- and post-update Jobs: `batch/jobs` get/create.
@@ -15,7 +25,8 @@ pub enum Feature {
     /// `volumeautoscalers` and their status, `statefulsets/finalizers`, and `kubelet-stats`'s rule.
     Autoscale,
     /// The ExtendedStatefulSet controller: `extendedstatefulsets`, their status and finalizers,
-    /// and the rules of `secret-references` and `update-hooks`.
+    /// and the rules of `secret-references`, `config-map-references`, `blue-green-service` and
+    /// `update-hooks`.
     ExtendedStatefulSets,
     /// Triggers (a StatefulSet's claim templates edited, resize annotations, drift) becoming
     /// VolumeResizes. Needs no rule of its own, but the webhook on StatefulSet updates: switched
@@ -27,8 +38,10 @@ pub enum Feature {
 }
 
 impl Feature {
-    pub const ALL: [Feature; 7] = [
+    pub const ALL: [Feature; 9] = [
         Feature::SecretReferences,
+        Feature::ConfigMapReferences,
+        Feature::BlueGreenService,
         Feature::KubeletStats,
         Feature::UpdateHooks,
         Feature::Autoscale,
@@ -41,8 +54,15 @@ impl Feature {
     pub fn parts(self) -> &'static [Feature] {
         match self {
             Feature::Autoscale => &[Feature::KubeletStats],
-            Feature::ExtendedStatefulSets => &[Feature::SecretReferences, Feature::UpdateHooks],
+            Feature::ExtendedStatefulSets => &[
+                Feature::SecretReferences,
+                Feature::ConfigMapReferences,
+                Feature::BlueGreenService,
+                Feature::UpdateHooks,
+            ],
             Feature::SecretReferences
+            | Feature::ConfigMapReferences
+            | Feature::BlueGreenService
             | Feature::KubeletStats
             | Feature::UpdateHooks
             | Feature::Triggers
@@ -54,6 +74,8 @@ impl Feature {
     pub fn flag(self) -> &'static str {
         match self {
             Feature::SecretReferences => "secret-references",
+            Feature::ConfigMapReferences => "config-map-references",
+            Feature::BlueGreenService => "blue-green-service",
             Feature::KubeletStats => "kubelet-stats",
             Feature::UpdateHooks => "update-hooks",
             Feature::Autoscale => "autoscale",
@@ -67,6 +89,8 @@ impl Feature {
     pub fn chart_value(self) -> &'static str {
         match self {
             Feature::SecretReferences => "features.secretReferences",
+            Feature::ConfigMapReferences => "features.configMapReferences",
+            Feature::BlueGreenService => "features.blueGreenService",
             Feature::KubeletStats => "features.kubeletStats",
             Feature::UpdateHooks => "features.updateHooks",
             Feature::Autoscale => "features.autoscale",
@@ -91,7 +115,7 @@ impl Feature {
 /// Which features this operator uses: all, unless switched off.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Features {
-    disabled: [bool; 7],
+    disabled: [bool; Feature::ALL.len()],
 }
 
 impl Features {
@@ -120,6 +144,8 @@ impl Features {
             Feature::ExtendedStatefulSets => 4,
             Feature::Triggers => 5,
             Feature::DirectGo => 6,
+            Feature::ConfigMapReferences => 7,
+            Feature::BlueGreenService => 8,
         }
     }
 
@@ -154,7 +180,7 @@ mod tests {
         let error = Feature::parse("secrets").unwrap_err();
         assert!(
             error.contains(
-                "secret-references, kubelet-stats, update-hooks, autoscale, extended-stateful-sets, triggers, direct-go"
+                "secret-references, config-map-references, blue-green-service, kubelet-stats, update-hooks, autoscale, extended-stateful-sets, triggers, direct-go"
             ),
             "{error}"
         );
@@ -171,6 +197,8 @@ mod tests {
         for part in [
             Feature::ExtendedStatefulSets,
             Feature::SecretReferences,
+            Feature::ConfigMapReferences,
+            Feature::BlueGreenService,
             Feature::UpdateHooks,
         ] {
             assert!(!no_extended.enabled(part), "{part:?}");

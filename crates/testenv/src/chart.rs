@@ -111,18 +111,39 @@ pub struct OperatorIdentity {
 }
 
 /// Applies the chart's ServiceAccount, RBAC, leader Lease, webhook CA and digest key Secrets, the
-/// author policy (Ferry objects grant no more than their author has) and the policy confining the
-/// operator's pod patches to its final movers' go, for a release named
-/// `namespace` watching only `namespace`.
+/// author policy (Ferry objects grant no more than their author has) and the policies confining the
+/// operator's pod patches, Secret and ConfigMap writes, for a release named `namespace` watching
+/// only `namespace`, with every feature switched on.
 pub async fn install_identity(namespace: &str) -> Result<OperatorIdentity, Error> {
     install_identity_with(namespace, &[]).await
 }
 
-/// As [`install_identity`], with more chart values (`key=value`, as `helm --set` takes them).
+/// `features.<name>=true` for every switch of the chart's values.yaml: the operator a test runs
+/// uses every feature unless the test switches it off, whatever the chart's defaults are (some are
+/// off by default, their permissions reaching across the cluster).
+pub fn every_feature_on() -> Result<Vec<String>, Error> {
+    let path = chart_dir().join("values.yaml");
+    let text = std::fs::read_to_string(&path).map_err(|e| Error::io(path.display(), e))?;
+    let values: yaml_serde::Value =
+        yaml_serde::from_str(&text).map_err(|e| Error::Setup(format!("{}: {e}", path.display())))?;
+    let features = values
+        .get("features")
+        .and_then(|features| features.as_mapping())
+        .ok_or_else(|| Error::Setup(format!("{}: no features", path.display())))?;
+    Ok(features
+        .keys()
+        .filter_map(|name| name.as_str())
+        .map(|name| format!("features.{name}=true"))
+        .collect())
+}
+
+/// As [`install_identity`], with more chart values (`key=value`, as `helm --set` takes them), over
+/// every feature switched on ([`every_feature_on`]).
 pub async fn install_identity_with(namespace: &str, values: &[&str]) -> Result<OperatorIdentity, Error> {
     let watched = format!("watchNamespaces={{{namespace}}}");
+    let on = every_feature_on()?;
     let mut args = vec!["--set", watched.as_str()];
-    for value in values {
+    for value in on.iter().map(String::as_str).chain(values.iter().copied()) {
         args.extend(["--set", value]);
     }
     let rendered = render(

@@ -131,9 +131,17 @@ pub fn plan(input: Input, observation: &Observation) -> Decision {
         recorded.as_ref(),
     );
     // `updateNotReady`: moves go on over pods that are not Ready (the fix for a broken release).
+    let service = ests.spec.update_strategy.as_ref().and_then(|s| s.service.clone());
+    // A Service Ferry may not switch: replicas moved forward would be away from the version it
+    // selects (those moving back go towards it).
+    let service_held = service.as_ref().zip(input.service_off).map(|(service, why)| {
+        format!("no replica moves to a new version: Service {service} (updateStrategy.service) is not switched: {why}")
+    });
     let gate = Gate {
         apply_new: rollout.apply && !held,
-        hold_forward: not_ready(&zones).filter(|_| !rules(ests).update_not_ready),
+        hold_forward: service_held
+            .clone()
+            .or_else(|| not_ready(&zones).filter(|_| !rules(ests).update_not_ready)),
         now: input.now,
     };
     let taken = ests
@@ -154,9 +162,13 @@ pub fn plan(input: Input, observation: &Observation) -> Decision {
     moves
         .actions
         .extend(hook_actions(ests, &rollout, input.hooks_off, &mut problems));
-    if let Some(service) = ests.spec.update_strategy.as_ref().and_then(|s| s.service.clone()) {
-        let version = service_version(&zones, &rollout);
-        switch_service(&mut moves, &mut problems, &service, version, observation);
+    match (service, service_held) {
+        (_, Some(why)) => problems.push(why),
+        (Some(service), None) => {
+            let version = service_version(&zones, &rollout);
+            switch_service(&mut moves, &mut problems, &service, version, observation);
+        }
+        (None, None) => {}
     }
     if rollout.waiting.is_none() && !moves.waiting.is_empty() {
         rollout.waiting = Some(moves.waiting.join("; "));

@@ -57,6 +57,8 @@ struct Model {
     /// Volumes deleted with their claim.
     lost: Vec<String>,
     service_version: Option<String>,
+    /// Why the Service may not be switched (`blueGreenService` off), if so.
+    service_off: Option<&'static str>,
     /// Hook Jobs made, and how each ends (`Complete` or `Failed`).
     jobs: Vec<String>,
     job_ends: &'static str,
@@ -150,6 +152,7 @@ impl Model {
                 previous: &previous,
                 config_digest: None,
                 hooks_off: None,
+                service_off: self.service_off,
                 problems: vec![],
                 now: self.now,
             },
@@ -423,6 +426,39 @@ fn the_first_version_gets_a_stateful_set_of_its_own_with_a_version_selector() {
     assert_eq!(
         object.status.unwrap().versions,
         BTreeMap::from([("1".to_string(), true)])
+    );
+}
+
+/// `blueGreenService` switched off (the operator may not patch Services): a new version moves no
+/// replica away from the version the Service selects, leaves the Service alone and says why.
+#[test]
+fn with_the_service_switch_off_no_replica_moves_to_a_new_version_and_the_status_says_why() {
+    let (mut model, mut object) = running(1);
+    model.service_off = Some("blue-green-service switched off");
+    set_image(&mut object, "db:2");
+    for _ in 0..50 {
+        model.pass(&mut object);
+    }
+    assert_eq!(
+        model.data(),
+        [
+            ("db-v1-0".into(), 0),
+            ("db-v1-1".into(), 1),
+            ("db-v1-2".into(), 2)
+        ],
+        "every replica still on version 1: {:#?}",
+        model.log
+    );
+    assert_eq!(model.service_version.as_deref(), Some("1"));
+    let status = object.status.unwrap();
+    let invalid = status.conditions.iter().find(|c| c.type_ == "Invalid").unwrap();
+    assert!(
+        invalid.message.contains(
+            "no replica moves to a new version: Service db (updateStrategy.service) is not switched: \
+             blue-green-service switched off"
+        ),
+        "{}",
+        invalid.message
     );
 }
 

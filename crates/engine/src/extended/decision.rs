@@ -17,6 +17,9 @@ pub struct Input<'a> {
     pub config_digest: Option<&'a str>,
     /// Why hook Jobs cannot be made, when they cannot (the feature switched off).
     pub hooks_off: Option<&'a str>,
+    /// Why `updateStrategy.service` cannot be switched, when it cannot (the feature switched off):
+    /// then no replica moves to a new version, which its Service would not follow.
+    pub service_off: Option<&'a str>,
     /// Problems found before planning (configuration left unfollowed), listed in the status.
     pub problems: Vec<String>,
     pub now: i64,

@@ -77,6 +77,7 @@ fn decide(
             previous,
             config_digest: None,
             hooks_off,
+            service_off: None,
             problems: vec![],
             now: 1_000,
         },

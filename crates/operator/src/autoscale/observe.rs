@@ -233,7 +233,12 @@ async fn measurement_pods(
         .items)
 }
 
-/// Why usage is not read, when it is not.
+/// Why usage is not read, when it is not, and the two ways to read it.
 pub fn usage_not_read(ctx: &Context) -> Option<String> {
-    (!ctx.reads_usage()).then(|| Features::switched_off(Feature::KubeletStats))
+    (!ctx.reads_usage()).then(|| {
+        format!(
+            "{}; usage is read from a Prometheus given by usagePrometheus.url, or from the kubelets with kubeletStats on",
+            Features::switched_off(Feature::KubeletStats)
+        )
+    })
 }

@@ -114,22 +114,44 @@ where
     Ok(())
 }
 
+/// Which kinds of referenced objects this installation follows (features `configMapReferences`
+/// and `secretReferences`): one not followed may not be listed or marked at all.
+#[derive(Debug, Clone, Copy)]
+pub struct Followed {
+    pub config_maps: bool,
+    pub secrets: bool,
+}
+
+impl Followed {
+    pub fn includes(&self, reference: &ConfigRef) -> bool {
+        match reference {
+            ConfigRef::ConfigMap(_) => self.config_maps,
+            ConfigRef::Secret(_) => self.secrets,
+        }
+    }
+}
+
 /// Marks what `user` references now and releases what it referenced before (an empty
-/// `references` releases everything); Secrets only when `secrets_followed`. Users that no longer exist (ExtendedStatefulSets deleted)
-/// are released too: there is no finalizer to do it at their deletion.
+/// `references` releases everything); only the kinds `followed`. Users that no longer exist
+/// (ExtendedStatefulSets deleted) are released too: there is no finalizer to do it at their
+/// deletion.
 pub async fn protect(
     client: &Client,
     namespace: &str,
     user: &str,
     references: &BTreeSet<ConfigRef>,
-    secrets_followed: bool,
+    followed: Followed,
 ) -> Result<(), Error> {
     let maps = Api::<ConfigMap>::namespaced(client.clone(), namespace);
     let secrets = Api::<Secret>::namespaced(client.clone(), namespace);
     let marked = ListParams::default().labels(LABEL_REFERENCED);
-    let marked_maps = maps.list(&marked).await?.items;
-    // (Not followed: Secrets may not be read at all, and none is referenced here.)
-    let marked_secrets = if secrets_followed {
+    // (Not followed: they may not be listed at all, and none is referenced here.)
+    let marked_maps = if followed.config_maps {
+        maps.list(&marked).await?.items
+    } else {
+        Vec::new()
+    };
+    let marked_secrets = if followed.secrets {
         secrets.list(&marked).await?.items
     } else {
         Vec::new()

@@ -35,12 +35,17 @@ pub fn run(
             .collect()
     }
     let controller = controller(extended, watcher::Config::default().any_semantic())
-        .owns_stream(touched_metadata(stateful_sets))
-        .watches_stream(
+        .owns_stream(touched_metadata(stateful_sets));
+    // Switched off, referenced ConfigMaps and Secrets are never watched (the permission is not
+    // granted).
+    let controller = if ctx.features.enabled(Feature::ConfigMapReferences) {
+        controller.watches_stream(
             touched_metadata_with(maps, referenced.clone()),
             |map: PartialObjectMeta<ConfigMap>| users_of(&map),
-        );
-    // Switched off, Secrets are never watched (the permission is not granted).
+        )
+    } else {
+        controller
+    };
     let controller = if ctx.features.enabled(Feature::SecretReferences) {
         controller.watches_stream(
             touched_metadata_with(secrets, referenced),

@@ -61,11 +61,14 @@ pub async fn reconcile(ests: Arc<ExtendedStatefulSet>, ctx: Arc<Context>) -> Res
     let observation = observe::observe(&ctx, &ests, &namespace, config_digest, &previous).await?;
     let hooks_off =
         (!ctx.features.enabled(Feature::UpdateHooks)).then(|| Features::switched_off(Feature::UpdateHooks));
+    let service_off = (!ctx.features.enabled(Feature::BlueGreenService))
+        .then(|| Features::switched_off(Feature::BlueGreenService));
     let input = Input {
         ests: &ests,
         previous: &previous,
         config_digest,
         hooks_off: hooks_off.as_deref(),
+        service_off: service_off.as_deref(),
         problems: configuration.problems,
         now: Timestamp::now().as_second(),
     };

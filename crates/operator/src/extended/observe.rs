@@ -2,7 +2,7 @@
 //! referenced on the way), its StatefulSets and their pods, the VolumeResizes of the namespace
 //! and the Job the recorded step waits on.
 
-use super::config;
+use super::config::{self, Followed};
 use crate::Error;
 use crate::context::Context;
 use crate::features::{Feature, Features};
@@ -23,7 +23,7 @@ use kube::{Api, ResourceExt};
 use std::collections::BTreeSet;
 
 /// The configuration the pods follow: its digest (when its changes roll the pods), and why some of
-/// it does not (Secrets left unfollowed because the feature is switched off).
+/// it does not (ConfigMaps or Secrets left unfollowed because their feature is switched off).
 pub struct Configuration {
     pub digest: Option<String>,
     pub problems: Vec<String>,
@@ -43,17 +43,28 @@ pub async fn configuration(
     } else {
         BTreeSet::new()
     };
-    // Switched off: Secrets are neither read nor marked; their changes do not roll the pods.
-    let secrets_followed = ctx.features.enabled(Feature::SecretReferences);
-    let unfollowed: Vec<String> = referenced
+    // Switched off: such ConfigMaps or Secrets are neither read nor marked; their changes do not
+    // roll the pods.
+    let followed = Followed {
+        config_maps: ctx.features.enabled(Feature::ConfigMapReferences),
+        secrets: ctx.features.enabled(Feature::SecretReferences),
+    };
+    let unfollowed_maps: Vec<String> = referenced
         .iter()
         .filter_map(|reference| match reference {
-            ConfigRef::Secret(secret) if !secrets_followed => Some(secret.clone()),
+            ConfigRef::ConfigMap(name) if !followed.config_maps => Some(name.clone()),
             _ => None,
         })
         .collect();
-    referenced.retain(|reference| secrets_followed || !matches!(reference, ConfigRef::Secret(_)));
-    config::protect(client, namespace, &ests.name_any(), &referenced, secrets_followed).await?;
+    let unfollowed_secrets: Vec<String> = referenced
+        .iter()
+        .filter_map(|reference| match reference {
+            ConfigRef::Secret(name) if !followed.secrets => Some(name.clone()),
+            _ => None,
+        })
+        .collect();
+    referenced.retain(|reference| followed.includes(reference));
+    config::protect(client, namespace, &ests.name_any(), &referenced, followed).await?;
     let digest = if ests.spec.update_on_config_change {
         Some(digest(
             &ctx.extended.config_digest_key,
@@ -63,10 +74,17 @@ pub async fn configuration(
         None
     };
     let mut problems = Vec::new();
-    if !unfollowed.is_empty() {
+    if !unfollowed_maps.is_empty() {
+        problems.push(format!(
+            "a change to ConfigMap {} does not roll the pods: {}",
+            unfollowed_maps.join(", "),
+            Features::switched_off(Feature::ConfigMapReferences)
+        ));
+    }
+    if !unfollowed_secrets.is_empty() {
         problems.push(format!(
             "a change to Secret {} does not roll the pods: {}",
-            unfollowed.join(", "),
+            unfollowed_secrets.join(", "),
             Features::switched_off(Feature::SecretReferences)
         ));
     }
@@ -113,11 +131,13 @@ pub async fn observe(
         }
         observation.cluster =
             moving_parts(client, ests, namespace, &observation, config_digest, &labelled).await?;
-        if let Some(service) = ests
-            .spec
-            .update_strategy
-            .as_ref()
-            .and_then(|s| s.service.as_deref())
+        // (Switched off, the Service is not read: `services` is not granted.)
+        if ctx.features.enabled(Feature::BlueGreenService)
+            && let Some(service) = ests
+                .spec
+                .update_strategy
+                .as_ref()
+                .and_then(|s| s.service.as_deref())
         {
             observation.service = Api::<Service>::namespaced(client.clone(), namespace)
                 .get_opt(service)

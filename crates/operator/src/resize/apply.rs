@@ -326,7 +326,8 @@ async fn carry_out(
 /// Where a pod Ferry runs for `resize` goes: `spec.mover`'s placement over the operator's image,
 /// with the replica's tolerations.
 /// Creates serving mover `serving` (or finds it made before), then the Secret `key` with its copy's
-/// key, owned by it; the pod waits for the Secret to mount it. Repeated, it makes neither again.
+/// key, owned by it; the pod waits for the Secret to mount it. Repeated, it makes neither again: a
+/// Secret made before refuses the create as already there (no `get`: Ferry reads no Secret).
 async fn start_server(client: kube::Client, namespace: &str, serving: &Pod, key: &str) -> Result<(), Error> {
     let pods = Api::<Pod>::namespaced(client.clone(), namespace);
     let made = match pods.create(&crate::writes::create(), serving).await {
@@ -335,9 +336,6 @@ async fn start_server(client: kube::Client, namespace: &str, serving: &Pod, key:
         Err(error) => return Err(error.into()),
     };
     let secrets = Api::<Secret>::namespaced(client, namespace);
-    if secrets.get_opt(key).await?.is_some() {
-        return Ok(());
-    }
     let secret = objects::transport::key_secret(&made, key, objects::transport::copy_key()?)?;
     ignore_conflict(secrets.create(&crate::writes::create(), &secret).await)
 }

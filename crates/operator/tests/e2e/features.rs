@@ -297,3 +297,117 @@ async fn switched_off_triggers_say_so_and_resize_nothing() {
     assert!(resizes.items.is_empty(), "{:?}", resizes.items);
     harness.finish().await;
 }
+
+/// configMapReferences and blueGreenService, off by default: the operator may neither list
+/// ConfigMaps nor read or patch Services, and may change no ConfigMap but its own backups (the
+/// chart's policy); a referenced ConfigMap is neither followed nor marked and the
+/// ExtendedStatefulSet says so, and one naming a Service is refused at admission.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn config_map_references_and_the_service_switch_off_are_withheld_and_said() {
+    let features = [Feature::ConfigMapReferences, Feature::BlueGreenService];
+    let harness = Harness::start_without("refs-off", &features).await;
+    let ns = &harness.ns.name;
+    let operator = &harness.operator_client;
+    assert_forbidden(
+        "list ConfigMaps",
+        Api::<ConfigMap>::namespaced(operator.clone(), ns)
+            .list(&ListParams::default())
+            .await,
+    );
+    assert_forbidden(
+        "get a Service",
+        Api::<k8s_openapi::api::core::v1::Service>::namespaced(operator.clone(), ns)
+            .get("any")
+            .await,
+    );
+    let maps = harness.ns.api::<ConfigMap>();
+    maps.create(
+        &PostParams::default(),
+        &serde_json::from_value(json!({"metadata": {"name": "app-config"}, "data": {"a": "1"}})).unwrap(),
+    )
+    .await
+    .unwrap();
+    // Patch is granted for the backups; the policy refuses it on anyone else's ConfigMap.
+    let foreign = wait_until(
+        "a foreign ConfigMap's patch refused by the chart's policy",
+        30,
+        || async {
+            let patch = kube::api::Patch::Merge(json!({"data": {"a": "2"}}));
+            match Api::<ConfigMap>::namespaced(operator.clone(), ns)
+                .patch("app-config", &kube::api::PatchParams::default(), &patch)
+                .await
+            {
+                Err(kube::Error::Api(status)) => Some(status),
+                _ => None,
+            }
+        },
+    )
+    .await
+    .unwrap();
+    assert!(
+        foreign.message.contains("only its own StatefulSet backups"),
+        "{foreign:?}"
+    );
+    assert_eq!(maps.get("app-config").await.unwrap().data.unwrap()["a"], "1");
+
+    let mut db = extended("db", json!({"updateOnConfigChange": true}));
+    db["spec"]["template"]["spec"]["template"]["spec"]["containers"][0]["envFrom"] =
+        json!([{"configMapRef": {"name": "app-config"}}]);
+    harness
+        .ns
+        .api::<ExtendedStatefulSet>()
+        .create(&PostParams::default(), &serde_json::from_value(db).unwrap())
+        .await
+        .unwrap();
+    wait_ready(&harness.ns.api::<StatefulSet>(), "db", 1, 60)
+        .await
+        .unwrap();
+    harness
+        .wait_object(
+            "db",
+            "the ConfigMap reported as not followed",
+            60,
+            |ests: &ExtendedStatefulSet| {
+                ests.status.as_ref().is_some_and(|status| {
+                    status.conditions.iter().any(|c| {
+                        c.type_ == "Invalid"
+                            && c.status == "True"
+                            && c.message.contains("ConfigMap app-config")
+                            && c.message.contains("config-map-references switched off")
+                    })
+                })
+            },
+        )
+        .await;
+    let map = maps.get("app-config").await.unwrap();
+    assert!(
+        !map.labels().contains_key("ferry.dev/referenced"),
+        "{:?}",
+        map.labels()
+    );
+
+    let blue_green = extended(
+        "switched",
+        json!({"updateStrategy": {"type": "BlueGreen", "service": "db"}}),
+    );
+    let blue_green: ExtendedStatefulSet = serde_json::from_value(blue_green).unwrap();
+    let dry_run = PostParams {
+        dry_run: true,
+        ..PostParams::default()
+    };
+    let extended_api = harness.ns.api::<ExtendedStatefulSet>();
+    let refusal = wait_until("the Service refused by the chart's policy", 30, || async {
+        match extended_api.create(&dry_run, &blue_green).await {
+            Err(kube::Error::Api(status)) => Some(status),
+            _ => None,
+        }
+    })
+    .await
+    .unwrap();
+    assert!(
+        refusal.message.contains("blue-green-service switched off")
+            && refusal.message.contains("updateStrategy.service"),
+        "{refusal:?}"
+    );
+    harness.finish().await;
+}

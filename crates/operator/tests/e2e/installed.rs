@@ -434,9 +434,11 @@ fn grants(rules: &[k8s_openapi::api::rbac::v1::PolicyRule], resource: &str, verb
 }
 
 /// `helm upgrade --reuse-values`, as docs/upgrade.md has it, from the previous chart, whose values
-/// lack every feature switch added since (autoscale, extendedStatefulSets, triggers, directGo):
-/// helm renders this chart with those values, and every feature on by default is on afterwards,
-/// with its rules, its webhook and its policy, while the values given at install are kept.
+/// lack every feature switch added since (autoscale, extendedStatefulSets, triggers, directGo,
+/// and the opt-in configMapReferences and blueGreenService): helm renders this chart with those
+/// values, and every feature on by default is on afterwards, with its rules, its webhook and its
+/// policy, the opt-in ones are off, and the values given at install (the previous chart's
+/// secretReferences and kubeletStats, true there) are kept.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_upgrade_reusing_the_previous_charts_values_keeps_every_default_feature_on() {
     use k8s_openapi::api::admissionregistration::v1::ValidatingAdmissionPolicy;
@@ -482,16 +484,17 @@ async fn an_upgrade_reusing_the_previous_charts_values_keeps_every_default_featu
         .iter()
         .flatten()
         .filter(|var| var.name == "FERRY_DISABLE_FEATURES")
+        .filter_map(|var| var.value.as_deref())
         .collect();
-    assert!(
-        disabled.is_empty(),
-        "features off after the upgrade: {disabled:?}"
+    assert_eq!(
+        disabled,
+        ["config-map-references,blue-green-service"],
+        "features off after the upgrade"
     );
     let rules = roles.get(&fullname).await.unwrap().rules.unwrap_or_default();
     for (resource, verb, feature) in [
         ("volumeautoscalers", "watch", "autoscale"),
         ("extendedstatefulsets", "watch", "extendedStatefulSets"),
-        ("services", "patch", "extendedStatefulSets"),
         ("jobs", "create", "updateHooks"),
         ("secrets", "watch", "secretReferences"),
         ("pods/attach", "create", "directGo"),
@@ -499,6 +502,15 @@ async fn an_upgrade_reusing_the_previous_charts_values_keeps_every_default_featu
         assert!(
             grants(&rules, resource, verb),
             "{feature}: no {verb} on {resource} after the upgrade: {rules:?}"
+        );
+    }
+    for (resource, verb, feature) in [
+        ("services", "patch", "blueGreenService"),
+        ("configmaps", "watch", "configMapReferences"),
+    ] {
+        assert!(
+            !grants(&rules, resource, verb),
+            "{feature}: {verb} on {resource} after the upgrade, though off by default: {rules:?}"
         );
     }
     let cluster_rules = Api::<ClusterRole>::all(harness.client.clone())

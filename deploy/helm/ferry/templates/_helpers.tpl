@@ -88,18 +88,34 @@ annotations:
 {{- end }}
 {{- end -}}
 
-{{/* "true" unless features.<name> (list $ "name") is switched off. Every feature is on by default,
-and a missing one reads as on: `helm upgrade --reuse-values` renders with the values of the chart
-the release was installed from, which lack every feature added since. Only false switches one off. */}}
+{{/* "true" when features.<name> (list $ "name") is on. A missing key reads as the chart's own
+default (ferry.featureDefaults): `helm upgrade --reuse-values` renders with the values of the chart
+the release was installed from, which lack every switch added since. */}}
 {{- define "ferry.switch" -}}
 {{- $root := index . 0 -}}
-{{- if dig (index . 1) true ($root.Values.features | default dict) }}true{{ end -}}
+{{- $name := index . 1 -}}
+{{- if dig $name (get (include "ferry.featureDefaults" . | fromYaml) $name) ($root.Values.features | default dict) }}true{{ end -}}
+{{- end -}}
+
+{{/* Each switch's default, as values.yaml has it: the four that reach across the cluster are off. */}}
+{{- define "ferry.featureDefaults" -}}
+secretReferences: false
+configMapReferences: false
+blueGreenService: false
+kubeletStats: false
+updateHooks: true
+autoscale: true
+extendedStatefulSets: true
+triggers: true
+directGo: true
 {{- end -}}
 
 {{/* The operator's --disable-features from the chart's `features` values (empty: all on). */}}
 {{- define "ferry.disabledFeatures" -}}
 {{- $off := list -}}
 {{- if not (include "ferry.switch" (list . "secretReferences")) }}{{ $off = append $off "secret-references" }}{{ end -}}
+{{- if not (include "ferry.switch" (list . "configMapReferences")) }}{{ $off = append $off "config-map-references" }}{{ end -}}
+{{- if not (include "ferry.switch" (list . "blueGreenService")) }}{{ $off = append $off "blue-green-service" }}{{ end -}}
 {{- if not (include "ferry.switch" (list . "kubeletStats")) }}{{ $off = append $off "kubelet-stats" }}{{ end -}}
 {{- if not (include "ferry.switch" (list . "updateHooks")) }}{{ $off = append $off "update-hooks" }}{{ end -}}
 {{- if not (include "ferry.switch" (list . "autoscale")) }}{{ $off = append $off "autoscale" }}{{ end -}}
@@ -110,11 +126,12 @@ the release was installed from, which lack every feature added since. Only false
 {{- end -}}
 
 {{/* "true" when feature (list $ "name") is on: its switch and that of the controller it serves
-(kubeletStats serves autoscale; secretReferences and updateHooks serve extendedStatefulSets). */}}
+(kubeletStats serves autoscale; secretReferences, configMapReferences, blueGreenService and
+updateHooks serve extendedStatefulSets). */}}
 {{- define "ferry.feature" -}}
 {{- $root := index . 0 -}}
 {{- $name := index . 1 -}}
-{{- $parent := get (dict "kubeletStats" "autoscale" "secretReferences" "extendedStatefulSets" "updateHooks" "extendedStatefulSets") $name -}}
+{{- $parent := get (dict "kubeletStats" "autoscale" "secretReferences" "extendedStatefulSets" "configMapReferences" "extendedStatefulSets" "blueGreenService" "extendedStatefulSets" "updateHooks" "extendedStatefulSets") $name -}}
 {{- if and (include "ferry.switch" (list $root $name)) (or (not $parent) (include "ferry.switch" (list $root $parent))) }}true{{ end -}}
 {{- end -}}
 
