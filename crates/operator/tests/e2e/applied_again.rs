@@ -37,13 +37,8 @@ async fn delete_and_wait_gone(harness: &Harness) -> ExtendedStatefulSet {
     })
     .await
     .unwrap();
-    let mut again: ExtendedStatefulSet = serde_json::from_value(json!({
-        "apiVersion": "ferry.dev/v1alpha1", "kind": "ExtendedStatefulSet",
-        "metadata": {"name": "web"},
-    }))
-    .unwrap();
-    again.spec = live.spec;
-    again
+    // As applied again: the same spec, no status, a new UID.
+    ExtendedStatefulSet::new("web", live.spec)
 }
 
 /// Whether the Invalid condition holds, and its message.
