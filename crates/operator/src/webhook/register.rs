@@ -243,22 +243,30 @@ pub async fn inject_ca_bundle(
         force: true,
         ..PatchParams::apply(CA_INJECTOR_FIELD_MANAGER)
     };
-    let hooks = |names: &[&str]| -> Value {
-        names
-            .iter()
-            .map(|hook| json!({"name": hook, "clientConfig": {"caBundle": encoded}}))
-            .collect()
-    };
     let mutating_api = Api::<MutatingWebhookConfiguration>::all(client.clone());
     let validating_api = Api::<ValidatingWebhookConfiguration>::all(client.clone());
-    if mutating_api.get_opt(name).await?.is_none() || validating_api.get_opt(name).await?.is_none() {
+    let (Some(mutating_live), Some(validating_live)) = (
+        mutating_api.get_opt(name).await?,
+        validating_api.get_opt(name).await?,
+    ) else {
         return Err(Error::Webhook(format!(
             "the webhook configurations {name} do not exist: install them with the chart, or run without --webhook-configuration to let Ferry register its own"
         )));
-    }
+    };
+    // Only the webhooks the installer registered (the chart leaves out those of switched-off
+    // features): an applied entry of a webhook it has none of would be a webhook of its own,
+    // with nothing but a caBundle, which the API server refuses.
+    let hooks = |names: &[&str], live: Vec<String>| -> Value {
+        names
+            .iter()
+            .filter(|hook| live.iter().any(|registered| registered == *hook))
+            .map(|hook| json!({"name": hook, "clientConfig": {"caBundle": encoded}}))
+            .collect()
+    };
     let mutating = json!({
         "apiVersion": "admissionregistration.k8s.io/v1", "kind": "MutatingWebhookConfiguration",
-        "metadata": {"name": name}, "webhooks": hooks(&MUTATING_WEBHOOKS),
+        "metadata": {"name": name},
+        "webhooks": hooks(&MUTATING_WEBHOOKS, mutating_live.webhooks.into_iter().flatten().map(|w| w.name).collect()),
     });
     if triggers {
         mutating_api
@@ -267,7 +275,8 @@ pub async fn inject_ca_bundle(
     }
     let validating = json!({
         "apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingWebhookConfiguration",
-        "metadata": {"name": name}, "webhooks": hooks(&VALIDATING_WEBHOOKS),
+        "metadata": {"name": name},
+        "webhooks": hooks(&VALIDATING_WEBHOOKS, validating_live.webhooks.into_iter().flatten().map(|w| w.name).collect()),
     });
     validating_api
         .patch(name, &params, &Patch::Apply(&validating))

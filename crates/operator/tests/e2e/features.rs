@@ -51,6 +51,29 @@ fn extended(name: &str, extra: Value) -> Value {
     })
 }
 
+/// The refusal of creating `object` (an ExtendedStatefulSet) as a dry run, once the API server has
+/// loaded the freshly applied policy (the only wait).
+async fn refused_at_admission(
+    harness: &Harness,
+    object: serde_json::Value,
+    what: &str,
+) -> kube::core::Status {
+    let object: ExtendedStatefulSet = serde_json::from_value(object).unwrap();
+    let dry_run = PostParams {
+        dry_run: true,
+        ..PostParams::default()
+    };
+    let api = harness.ns.api::<ExtendedStatefulSet>();
+    wait_until(what, 30, || async {
+        match api.create(&dry_run, &object).await {
+            Err(kube::Error::Api(status)) => Some(*status),
+            _ => None,
+        }
+    })
+    .await
+    .unwrap()
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn switched_off_features_run_without_their_permissions() {
     let features = [
@@ -156,21 +179,8 @@ async fn switched_off_features_run_without_their_permissions() {
             "restartPolicy": "Never", "containers": [{"name": "hook", "image": "busybox"}],
         }}}}}),
     );
-    let hooked: ExtendedStatefulSet = serde_json::from_value(hooked).unwrap();
-    let dry_run = PostParams {
-        dry_run: true,
-        ..PostParams::default()
-    };
+    let refusal = refused_at_admission(&harness, hooked, "the hook refused by the chart's policy").await;
     let extended_api = harness.ns.api::<ExtendedStatefulSet>();
-    // (Waits only for the API server to load the freshly applied policy.)
-    let refusal = wait_until("the hook refused by the chart's policy", 30, || async {
-        match extended_api.create(&dry_run, &hooked).await {
-            Err(kube::Error::Api(status)) => Some(status),
-            _ => None,
-        }
-    })
-    .await
-    .unwrap();
     assert!(
         refusal.message.contains("update-hooks switched off") && refusal.message.contains("preUpdate"),
         "{refusal:?}"
@@ -327,13 +337,22 @@ async fn config_map_references_and_the_service_switch_off_are_withheld_and_said(
     )
     .await
     .unwrap();
-    // Patch is granted for the backups; the policy refuses it on anyone else's ConfigMap.
+    // Patch is granted for the backups; the policy refuses it on anyone else's ConfigMap. Tried as
+    // a dry run until the API server has loaded the policy (a real patch before that would land),
+    // then for real.
+    let patch = kube::api::Patch::Merge(json!({"data": {"a": "2"}}));
+    let maps_as_operator = Api::<ConfigMap>::namespaced(operator.clone(), ns);
+    wait_until("the chart's ConfigMap policy to be loaded", 30, || async {
+        let dry_run = kube::api::PatchParams::default().dry_run();
+        maps_as_operator.patch("app-config", &dry_run, &patch).await.err()
+    })
+    .await
+    .unwrap();
     let foreign = wait_until(
         "a foreign ConfigMap's patch refused by the chart's policy",
-        30,
+        5,
         || async {
-            let patch = kube::api::Patch::Merge(json!({"data": {"a": "2"}}));
-            match Api::<ConfigMap>::namespaced(operator.clone(), ns)
+            match maps_as_operator
                 .patch("app-config", &kube::api::PatchParams::default(), &patch)
                 .await
             {
@@ -390,20 +409,8 @@ async fn config_map_references_and_the_service_switch_off_are_withheld_and_said(
         "switched",
         json!({"updateStrategy": {"type": "BlueGreen", "service": "db"}}),
     );
-    let blue_green: ExtendedStatefulSet = serde_json::from_value(blue_green).unwrap();
-    let dry_run = PostParams {
-        dry_run: true,
-        ..PostParams::default()
-    };
-    let extended_api = harness.ns.api::<ExtendedStatefulSet>();
-    let refusal = wait_until("the Service refused by the chart's policy", 30, || async {
-        match extended_api.create(&dry_run, &blue_green).await {
-            Err(kube::Error::Api(status)) => Some(status),
-            _ => None,
-        }
-    })
-    .await
-    .unwrap();
+    let refusal =
+        refused_at_admission(&harness, blue_green, "the Service refused by the chart's policy").await;
     assert!(
         refusal.message.contains("blue-green-service switched off")
             && refusal.message.contains("updateStrategy.service"),
