@@ -144,11 +144,7 @@ pub fn plan(input: Input, observation: &Observation) -> Decision {
             .or_else(|| not_ready(&zones).filter(|_| !rules(ests).update_not_ready)),
         now: input.now,
     };
-    let taken = ests
-        .status
-        .as_ref()
-        .map(|s| s.volume_claim_templates.clone())
-        .unwrap_or_default();
+    let taken = crate::extended::volumes::recorded(ests);
     let mut moves = zone_moves(
         &zones,
         &desired,

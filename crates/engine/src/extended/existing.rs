@@ -7,7 +7,7 @@
 //! away from the zone their volumes are in. The webhook fails open, so this is the guard.
 
 use super::desired::ZONE_KEY;
-use super::handover::Cluster;
+use super::handover::{Cluster, bound_volume};
 use ferry_api::ExtendedStatefulSet;
 use k8s_openapi::api::core::v1::PersistentVolume;
 use std::collections::{BTreeMap, BTreeSet};
@@ -242,10 +242,7 @@ impl Cluster {
     fn claims_volumes(&self) -> BTreeMap<&str, &PersistentVolume> {
         self.claims
             .iter()
-            .filter_map(|(name, claim)| {
-                let volume = claim.spec.as_ref()?.volume_name.as_deref()?;
-                Some((name.as_str(), self.volumes.get(volume)?))
-            })
+            .filter_map(|(name, claim)| Some((name.as_str(), self.volumes.get(bound_volume(claim)?)?)))
             .collect()
     }
 }

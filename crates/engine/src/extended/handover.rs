@@ -57,7 +57,7 @@ fn claim_uid(claim: &PersistentVolumeClaim) -> String {
     claim.metadata.uid.clone().unwrap_or_default()
 }
 
-fn bound_volume(claim: &PersistentVolumeClaim) -> Option<&str> {
+pub(super) fn bound_volume(claim: &PersistentVolumeClaim) -> Option<&str> {
     claim.spec.as_ref().and_then(|spec| spec.volume_name.as_deref())
 }
 

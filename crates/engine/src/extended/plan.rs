@@ -103,12 +103,7 @@ fn refused(input: Input, observation: &Observation, problem: String) -> Decision
         observed,
         desired,
         volume_resizes: BTreeMap::new(),
-        volume_claim_templates: input
-            .ests
-            .status
-            .as_ref()
-            .map(|s| s.volume_claim_templates.clone())
-            .unwrap_or_default(),
+        volume_claim_templates: super::volumes::recorded(input.ests),
         problems,
         handover: None,
         versions: None,
@@ -128,11 +123,7 @@ fn rolling(input: Input, observation: &Observation) -> Decision {
     let mut actions = Vec::new();
     let mut problems = input.problems;
     let members_ready = observed.iter().all(|sts| sts.members_down() == 0);
-    let taken = ests
-        .status
-        .as_ref()
-        .map(|s| s.volume_claim_templates.clone())
-        .unwrap_or_default();
+    let taken = super::volumes::recorded(ests);
     let volumes = volume_changes(
         &desired,
         observation,

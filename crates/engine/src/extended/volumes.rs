@@ -41,6 +41,14 @@ fn has(live: &PersistentVolumeClaim, asked: &RequestedVolume) -> bool {
         && (asked.storage_class_name.is_none() || class == asked.storage_class_name.as_ref())
 }
 
+/// The record of volume claim templates the status holds (`status.volumeClaimTemplates`).
+pub fn recorded(ests: &ferry_api::ExtendedStatefulSet) -> BTreeMap<String, RequestedVolume> {
+    ests.status
+        .as_ref()
+        .map(|s| s.volume_claim_templates.clone())
+        .unwrap_or_default()
+}
+
 /// The record to keep in status: each template as `desired` asks for it where every live
 /// StatefulSet has it so, else what the record said.
 pub fn taken(

@@ -49,20 +49,24 @@ pub async fn configuration(
         config_maps: ctx.features.enabled(Feature::ConfigMapReferences),
         secrets: ctx.features.enabled(Feature::SecretReferences),
     };
-    let unfollowed_maps: Vec<String> = referenced
-        .iter()
-        .filter_map(|reference| match reference {
-            ConfigRef::ConfigMap(name) if !followed.config_maps => Some(name.clone()),
-            _ => None,
-        })
-        .collect();
-    let unfollowed_secrets: Vec<String> = referenced
-        .iter()
-        .filter_map(|reference| match reference {
-            ConfigRef::Secret(name) if !followed.secrets => Some(name.clone()),
-            _ => None,
-        })
-        .collect();
+    let mut problems = Vec::new();
+    for (kind, feature) in [
+        ("ConfigMap", Feature::ConfigMapReferences),
+        ("Secret", Feature::SecretReferences),
+    ] {
+        let unfollowed: Vec<&str> = referenced
+            .iter()
+            .filter(|reference| reference.kind() == kind && !followed.includes(reference))
+            .map(ConfigRef::name)
+            .collect();
+        if !unfollowed.is_empty() {
+            problems.push(format!(
+                "a change to {kind} {} does not roll the pods: {}",
+                unfollowed.join(", "),
+                Features::switched_off(feature)
+            ));
+        }
+    }
     referenced.retain(|reference| followed.includes(reference));
     config::protect(client, namespace, &ests.name_any(), &referenced, followed).await?;
     let digest = if ests.spec.update_on_config_change {
@@ -73,21 +77,6 @@ pub async fn configuration(
     } else {
         None
     };
-    let mut problems = Vec::new();
-    if !unfollowed_maps.is_empty() {
-        problems.push(format!(
-            "a change to ConfigMap {} does not roll the pods: {}",
-            unfollowed_maps.join(", "),
-            Features::switched_off(Feature::ConfigMapReferences)
-        ));
-    }
-    if !unfollowed_secrets.is_empty() {
-        problems.push(format!(
-            "a change to Secret {} does not roll the pods: {}",
-            unfollowed_secrets.join(", "),
-            Features::switched_off(Feature::SecretReferences)
-        ));
-    }
     Ok(Configuration { digest, problems })
 }
 
@@ -189,7 +178,6 @@ async fn moving_parts(
     labelled: &str,
 ) -> Result<Cluster, Error> {
     let claims_api = Api::<PersistentVolumeClaim>::namespaced(client.clone(), namespace);
-    let volumes_api = Api::<PersistentVolume>::all(client.clone());
     let mut claims = Vec::new();
     for name in claims_to_read(ests, observation, config_digest) {
         claims.extend(claims_api.get_opt(&name).await?);
@@ -201,10 +189,7 @@ async fn moving_parts(
     if let Some(handover) = ests.status.as_ref().and_then(|s| s.handover.as_ref()) {
         volume_names.extend(handover.volumes.iter().map(|handed| handed.volume.clone()));
     }
-    let mut volumes = Vec::new();
-    for name in volume_names {
-        volumes.extend(volumes_api.get_opt(&name).await?);
-    }
+    let volumes = volumes_named(client, volume_names).await?;
     let pod_names = Api::<Pod>::namespaced(client.clone(), namespace)
         .list_metadata(&ListParams::default().labels(labelled))
         .await?
@@ -230,17 +215,29 @@ async fn existing_claims(
             .into_iter()
             .filter(|claim| claim_of(ests, &claim.name_any()).is_some())
             .collect();
-    let mut volumes = Vec::new();
-    if !ests.spec.zones.is_empty() {
-        let volumes_api = Api::<PersistentVolume>::all(client.clone());
-        for name in claims
+    let volumes = if ests.spec.zones.is_empty() {
+        Vec::new()
+    } else {
+        let names: Vec<String> = claims
             .iter()
-            .filter_map(|claim| claim.spec.as_ref()?.volume_name.as_deref())
-        {
-            volumes.extend(volumes_api.get_opt(name).await?);
-        }
-    }
+            .filter_map(|claim| claim.spec.as_ref()?.volume_name.clone())
+            .collect();
+        volumes_named(client, names).await?
+    };
     Ok(cluster(claims, volumes, BTreeSet::new()))
+}
+
+/// The volumes of these names that exist.
+async fn volumes_named(
+    client: &kube::Client,
+    names: impl IntoIterator<Item = String>,
+) -> Result<Vec<PersistentVolume>, Error> {
+    let api = Api::<PersistentVolume>::all(client.clone());
+    let mut volumes = Vec::new();
+    for name in names {
+        volumes.extend(api.get_opt(&name).await?);
+    }
+    Ok(volumes)
 }
 
 /// A StatefulSet's `matchLabels` as a label selector.
