@@ -1,6 +1,6 @@
 //! In-place expansion (SPEC §2): grow each claim, wait for the capacity (restarting one pod at a time
-//! where only a new pod finishes the file-system resize: the kubelet reported `NodeResizeError`, or
-//! said nothing for [`crate::resize::observed::NODE_RESIZE_GRACE_SECONDS`]), then re-create the StatefulSet
+//! where only a new pod finishes the file-system resize: the kubelet reported that the node plugin
+//! grows it only unmounted, or it stayed pending for [`crate::resize::observed::NODE_RESIZE_GRACE_SECONDS`]), then re-create the StatefulSet
 //! with the new template so future replicas get the new size. No data is copied and no pod restarts
 //! otherwise.
 

@@ -263,7 +263,8 @@ pub enum NodeResize {
     /// `FileSystemResizePending` since then: the volume grew, and the kubelet grows the file system
     /// while the pod runs (a CSI driver that expands online) or when a pod next mounts it.
     Pending { since: Option<Time> },
-    /// `FileSystemResizePending` with the kubelet's `NodeResizeError`: it could not grow the file
+    /// `FileSystemResizePending` with the kubelet's `NodeResizeError` saying FAILED_PRECONDITION (or a
+    /// `NodeResizeInfeasible` status): it could not grow the file
     /// system while mounted (a node plugin that expands only offline), so only a new pod finishes.
     Failed,
 }

@@ -68,7 +68,7 @@ pub(super) fn claim_view(claim: &PersistentVolumeClaim) -> ClaimView {
         capacity_bytes: bytes(capacity).unwrap_or(0),
         volume_name: spec.and_then(|s| s.volume_name.clone()),
         deleting: claim.metadata.deletion_timestamp.is_some(),
-        node_resize: node_resize(conditions),
+        node_resize: node_resize(status, conditions),
         expansion_refused_in_use: expansion_refused_in_use(conditions),
         expansion_infeasible: expansion_infeasible(status, conditions),
         bound: status.and_then(|s| s.phase.as_deref()) == Some("Bound"),
@@ -80,15 +80,32 @@ pub(super) fn claim_view(claim: &PersistentVolumeClaim) -> ClaimView {
 }
 
 /// The node side of a claim's growth: `FileSystemResizePending` (set by the external-resizer or
-/// the in-tree expander) and the kubelet's `NodeResizeError`.
-fn node_resize(conditions: &[PersistentVolumeClaimCondition]) -> NodeResize {
+/// the in-tree expander) and the kubelet's `NodeResizeError`. Only an error that says the file
+/// system cannot grow while mounted (the CSI spec's FAILED_PRECONDITION) or that the kubelet will not
+/// retry (`NodeResizeInfeasible`) needs a new pod at once. Any other error (a node plugin restarting
+/// answers `Unavailable`) is retried by the kubelet, so it stays pending within the grace period:
+/// restarting then cost a replica's downtime for nothing (seen with the CSI driver killed).
+fn node_resize(
+    status: Option<&k8s_openapi::api::core::v1::PersistentVolumeClaimStatus>,
+    conditions: &[PersistentVolumeClaimCondition],
+) -> NodeResize {
     let holds = |kind: &str| holding(conditions, kind);
-    match holds("FileSystemResizePending") {
-        None => NodeResize::Idle,
-        Some(_) if holds("NodeResizeError").is_some() => NodeResize::Failed,
-        Some(pending) => NodeResize::Pending {
+    let Some(pending) = holds("FileSystemResizePending") else {
+        return NodeResize::Idle;
+    };
+    let grows_only_unmounted = holds("NodeResizeError")
+        .and_then(|c| c.message.as_deref())
+        .is_some_and(|message| message.contains("code = FailedPrecondition"));
+    let not_retried = status
+        .and_then(|s| s.allocated_resource_statuses.as_ref())
+        .and_then(|s| s.get("storage"))
+        .is_some_and(|state| state == "NodeResizeInfeasible");
+    if grows_only_unmounted || not_retried {
+        NodeResize::Failed
+    } else {
+        NodeResize::Pending {
             since: pending.last_transition_time.clone(),
-        },
+        }
     }
 }
 
@@ -174,5 +191,74 @@ pub(super) fn volume_view(volume: &PersistentVolume) -> VolumeView {
             .and_then(|s| s.phase.clone())
             .unwrap_or_default(),
         attributes_class: spec.and_then(|s| s.volume_attributes_class_name.clone()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::api::core::v1::PersistentVolumeClaimStatus;
+
+    fn condition(kind: &str, message: &str) -> PersistentVolumeClaimCondition {
+        PersistentVolumeClaimCondition {
+            type_: kind.into(),
+            status: "True".into(),
+            message: Some(message.into()),
+            ..Default::default()
+        }
+    }
+
+    fn pending_with(error: &str) -> Vec<PersistentVolumeClaimCondition> {
+        vec![
+            condition("FileSystemResizePending", "waiting for the node"),
+            condition("NodeResizeError", error),
+        ]
+    }
+
+    /// The kubelet's words when the node plugin refuses a mounted volume (CSI FAILED_PRECONDITION).
+    #[test]
+    fn a_node_plugin_that_grows_only_unmounted_needs_a_new_pod() {
+        let conditions = pending_with(
+            "failed to expand pvc with Expander.NodeExpand failed to expand the volume : rpc error: \
+             code = FailedPrecondition desc = the file system grows only while unmounted",
+        );
+        assert_eq!(node_resize(None, &conditions), NodeResize::Failed);
+    }
+
+    /// The kubelet's words when the node plugin was killed mid-call: it retries, so the growth stays
+    /// pending (the grace period still ends it with a new pod if the plugin never answers).
+    #[test]
+    fn a_node_plugin_that_was_away_is_waited_for() {
+        for error in [
+            "failed to expand pvc with Expander.NodeExpand failed to expand the volume : rpc error: \
+             code = Unavailable desc = error reading from server: EOF",
+            "failed to expand pvc with Expander.NodeExpand failed to check if node supports \
+             expansion : rpc error: code = Unavailable desc = connection refused",
+        ] {
+            assert!(
+                matches!(
+                    node_resize(None, &pending_with(error)),
+                    NodeResize::Pending { .. }
+                ),
+                "{error}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_node_resize_the_kubelet_will_not_retry_needs_a_new_pod() {
+        let status = PersistentVolumeClaimStatus {
+            allocated_resource_statuses: Some(
+                [("storage".to_string(), "NodeResizeInfeasible".to_string())].into(),
+            ),
+            ..Default::default()
+        };
+        let conditions = pending_with("failed to expand pvc with rpc error: code = OutOfRange");
+        assert_eq!(node_resize(Some(&status), &conditions), NodeResize::Failed);
+    }
+
+    #[test]
+    fn no_pending_resize_is_idle() {
+        assert_eq!(node_resize(None, &[]), NodeResize::Idle);
     }
 }
