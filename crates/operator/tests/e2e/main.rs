@@ -46,3 +46,4 @@ mod timeouts;
 mod triggers;
 mod validation;
 mod webhook_cache;
+mod zoned_kills;
