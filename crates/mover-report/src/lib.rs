@@ -97,7 +97,7 @@ pub const EXIT_TRANSPORT: i32 = 7;
 
 /// The result of `ferry-mover usage`: what a tree occupies, for the shrink precheck, and what
 /// copying it exactly needs, for the mover pods' capabilities.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct UsageResult {
     /// Allocated bytes (st_blocks × 512; sparse holes are free).
@@ -113,6 +113,11 @@ pub struct UsageResult {
     /// volume): whether it is full, for a rescue. Absent from movers older than this field.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub file_system: Option<FileSystemUsage>,
+    /// Measured by a non-root process (Pod Security `restricted`): the entries a copy running as
+    /// its user and groups could not recreate exactly, and why (at most 3 named); `None` when it
+    /// could recreate every one, or when measured as root.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub not_as_user: Option<String>,
 }
 
 /// A file system's size and use, in bytes (`statvfs`: blocks × fragment size).

@@ -152,6 +152,8 @@ pub struct StatefulSetView {
     /// Its pod template's node selector and tolerations: where a replica may run.
     pub pod_node_selector: BTreeMap<String, String>,
     pub pod_tolerations: Vec<k8s_openapi::api::core::v1::Toleration>,
+    /// The non-root user its pods run as, if the template names one (`crate::pods::run_as`).
+    pub run_as: Option<crate::pods::RunAs>,
 }
 
 impl StatefulSetView {

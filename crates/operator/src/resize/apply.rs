@@ -14,7 +14,7 @@ use crate::writes::{ignore_conflict, ignore_gone, with_uid_precondition};
 use ferry_api::{VolumeResize, parse_bytes};
 use ferry_engine::resize::action::{Pass, ResizeAction, waves};
 use k8s_openapi::api::apps::v1::StatefulSet;
-use k8s_openapi::api::core::v1::{ConfigMap, PersistentVolumeClaim, Pod, Secret, Toleration};
+use k8s_openapi::api::core::v1::{ConfigMap, PersistentVolumeClaim, Pod, PodSpec, Secret};
 use kube::api::{DeleteParams, EvictParams, Patch, Preconditions};
 use kube::{Api, ResourceExt};
 use objects::{CopyJob, Owner, backup_name};
@@ -350,25 +350,36 @@ async fn placement(
     if let Some(refusal) = ctx.resize.mover_images().refusal(settings.image.as_deref()) {
         return Err(Error::Invariant(refusal));
     }
-    let tolerations = replica_tolerations(ctx, resize, namespace).await?;
+    let replica = replica_pod(ctx, resize, namespace).await?;
+    let tolerations = (replica.as_ref())
+        .and_then(|pod| pod.tolerations.clone())
+        .unwrap_or_default();
     let constrained = crate::resize::limits::quota_resources(&ctx.client, namespace).await?;
     let resources = (settings.resources.clone()).or_else(|| ctx.resize.mover_resources.clone());
-    Ok(objects::placement(
+    let mut placement = objects::placement(
         &settings,
         &ctx.resize.mover_image,
         tolerations,
         &ctx.resize.mover_image_pull_secrets,
         objects::quota_resources::filled_for_quotas(resources, &constrained),
-    ))
+    );
+    // Where no root pod is admitted, as the StatefulSet's own user (the precheck refused a copy
+    // whose StatefulSet names none).
+    let security = crate::resize::limits::pod_security(&ctx.client, namespace).await?;
+    if security.as_deref() == Some(crate::resize::limits::RESTRICTED) {
+        placement.run_as = replica.as_ref().and_then(ferry_engine::pods::run_as);
+    }
+    Ok(placement)
 }
 
-/// The tolerations of the StatefulSet's pods (live, else as backed up while it is orphan-deleted):
-/// a mover must run on its replica's node, which may be tainted for the database alone.
-async fn replica_tolerations(
+/// The StatefulSet's pod template (live, else as backed up while it is orphan-deleted): a mover
+/// must run on its replica's node, which may be tainted for the database alone, and, where Pod
+/// Security is `restricted`, as its user.
+async fn replica_pod(
     ctx: &Context,
     resize: &VolumeResize,
     namespace: &str,
-) -> Result<Vec<Toleration>, Error> {
+) -> Result<Option<PodSpec>, Error> {
     let live = Api::<StatefulSet>::namespaced(ctx.client.clone(), namespace)
         .get_opt(&resize.spec.stateful_set_name)
         .await?;
@@ -380,11 +391,7 @@ async fn replica_tolerations(
             .map(|backup| objects::restore(&backup))
             .transpose()?,
     };
-    Ok(sts
-        .and_then(|sts| sts.spec)
-        .and_then(|spec| spec.template.spec)
-        .and_then(|pod| pod.tolerations)
-        .unwrap_or_default())
+    Ok(sts.and_then(|sts| sts.spec).and_then(|spec| spec.template.spec))
 }
 
 /// Takes a pod down through the Eviction API, so the API server enforces PodDisruptionBudgets (and

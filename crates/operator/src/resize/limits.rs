@@ -127,6 +127,9 @@ pub async fn pod_security(client: &Client, namespace: &str) -> Result<Option<Str
     }
 }
 
+/// The Pod Security level that admits no root pod.
+pub const RESTRICTED: &str = "restricted";
+
 /// The label by which a namespace enforces a Pod Security level.
 const POD_SECURITY_ENFORCE: &str = "pod-security.kubernetes.io/enforce";
 

@@ -40,6 +40,7 @@ mod pull_secrets;
 mod rbac;
 mod real_csi;
 mod real_node;
+mod restricted;
 mod reuse_values;
 mod stop_race;
 mod timeouts;

@@ -92,7 +92,14 @@ fn measure_rows(
                         .result
                         .as_deref()
                         .and_then(|r| serde_json::from_str::<UsageResult>(r).ok());
-                    row.used_bytes = usage.map(|usage| usage.bytes);
+                    // Measured as the StatefulSet's user (Pod Security `restricted`): what that user
+                    // could not recreate exactly fails the resize before anything is touched.
+                    if let Some(kept_otherwise) = usage.as_ref().and_then(|u| u.not_as_user.as_ref()) {
+                        row.step = Some(RowStep::MeasuringFailed);
+                        row.message = Some(not_as_user(&row.claim_name, kept_otherwise));
+                        continue;
+                    }
+                    row.used_bytes = usage.as_ref().map(|usage| usage.bytes);
                     row.bytes_total = row.used_bytes;
                     // What its mover pods may do: only what this data needs.
                     row.mover_capabilities = usage.map(|usage| capabilities::for_needs(usage.needs));
@@ -110,6 +117,13 @@ fn measure_rows(
         }
     }
     actions
+}
+
+/// Why a claim measured as the StatefulSet's own user cannot be copied as that user.
+fn not_as_user(claim: &str, kept_otherwise: &str) -> String {
+    format!(
+        "a copy of {claim} runs as the StatefulSet's own user here (Pod Security \"restricted\" admits no root pod), and that user could not recreate exactly: {kept_otherwise}. Ferry never copies with owners dropped: let this namespace enforce \"baseline\" for the copy"
+    )
 }
 
 /// The rows whose target leaves no room for the data measured on them (with headroom).

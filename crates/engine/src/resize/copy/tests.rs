@@ -67,6 +67,8 @@ struct Cluster {
     /// What the measuring pods report copying the data needs (JSON of `CopyNeeds`; none: an older
     /// mover that does not say).
     usage_needs: Option<&'static str>,
+    /// What a measuring pod run as the StatefulSet's user says it could not recreate.
+    usage_not_as_user: Option<&'static str>,
     /// The driver makes no clone: a claim asking for one stays Pending.
     refuses_clones: bool,
     /// What the provisioner reports for a clone it refuses (none: it says nothing).
@@ -157,6 +159,7 @@ impl Cluster {
             min_available: None,
             lost_at_take_off: None,
             usage_needs: None,
+            usage_not_as_user: None,
             refuses_clones: false,
             clone_failure: None,
             clones_made: Vec::new(),
@@ -596,9 +599,10 @@ impl Cluster {
                     .and_then(|v| self.data.get(&v))
                     .map(|d| d.len() as u64 * self.bytes_per_char)
                     .unwrap_or(0);
-                let result = Some(match self.usage_needs {
-                    Some(needs) => format!(r#"{{"bytes":{used},"inodes":3,"needs":{needs}}}"#),
-                    None => format!(r#"{{"bytes":{used},"inodes":3}}"#),
+                let result = Some(match (self.usage_needs, self.usage_not_as_user) {
+                    (_, Some(said)) => format!(r#"{{"bytes":{used},"inodes":3,"notAsUser":"{said}"}}"#),
+                    (Some(needs), None) => format!(r#"{{"bytes":{used},"inodes":3,"needs":{needs}}}"#),
+                    (None, None) => format!(r#"{{"bytes":{used},"inodes":3}}"#),
                 });
                 if self.unschedulable_usage && !self.observed.movers.contains_key(pod) {
                     let waiting = MoverView {
@@ -1981,6 +1985,27 @@ fn unschedulable_measuring_pods_fail_the_resize_once_and_touch_nothing() {
     assert_eq!(
         measured, REPLICAS as usize,
         "each claim's measuring pod is created once"
+    );
+    assert!(cluster.observed.movers.is_empty(), "measuring pods removed");
+    assert_eq!(cluster.observed.claims, before, "nothing touched");
+    assert!(!cluster.observed.backup_exists);
+}
+
+/// Measured as the StatefulSet's own user (Pod Security `restricted`), data that user could not
+/// recreate exactly (a file of another owner) fails the resize before anything is touched.
+#[test]
+fn data_the_stateful_sets_user_could_not_recreate_fails_the_resize_and_touches_nothing() {
+    let mut cluster = Cluster::new();
+    cluster.usage_not_as_user = Some("conf/x: owner 0:0");
+    let before = cluster.observed.claims.clone();
+    let resize = resize();
+    let (status, _) = drive(&resize, &mut cluster, planned(), None, 400, &mut |_, _| {});
+    assert_eq!(status.phase, Some(Phase::Failed), "{:?}", status.message);
+    let message = status.message.clone().unwrap_or_default();
+    assert!(
+        message.contains("a copy of data-db-0 runs as the StatefulSet's own user here")
+            && message.contains("could not recreate exactly: conf/x: owner 0:0"),
+        "{message}"
     );
     assert!(cluster.observed.movers.is_empty(), "measuring pods removed");
     assert_eq!(cluster.observed.claims, before, "nothing touched");

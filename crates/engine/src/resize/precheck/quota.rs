@@ -16,10 +16,16 @@ fn per_class(class: &str, resource: &str) -> String {
     format!("{class}.storageclass.storage.k8s.io/{resource}")
 }
 
-/// A copy needs pods that keep files' owners (root, with the capabilities to set any owner and
-/// mode): Pod Security `restricted` admits none, and owners are never dropped to fit it.
+/// A copy needs pods that keep files' owners. Where Pod Security `restricted` admits no root pod,
+/// Ferry's pods run as the StatefulSet's own (non-root) user with no capability, so its files keep
+/// their owner as they are (the measuring pod then says whether anything is owned otherwise); a
+/// StatefulSet whose pods name no such user is refused: owners are never dropped to fit.
 pub(super) fn pods_admitted(observed: &Observed, plan: &[VolumePlan]) -> Result<(), Precheck> {
     if observed.pod_security.as_deref() != Some("restricted") {
+        return Ok(());
+    }
+    let runs_as_user = (observed.stateful_set.as_ref()).is_some_and(|sts| sts.run_as.is_some());
+    if runs_as_user {
         return Ok(());
     }
     let Some(row) = (plan.iter()).find(|row| row.strategy == Some(ChosenStrategy::Copy)) else {
@@ -28,7 +34,7 @@ pub(super) fn pods_admitted(observed: &Observed, plan: &[VolumePlan]) -> Result<
     Err(Precheck::reject(
         REASON_POD_SECURITY,
         format!(
-            "this namespace enforces Pod Security \"restricted\", which admits no pod running as root with the capabilities that keep files' owners and modes; replica {}'s volume {:?} needs a copy, whose mover and measuring pods would be refused (Ferry never copies with owners dropped). Let this namespace enforce \"baseline\" for the copy, or grow in place where the StorageClass allows it",
+            "this namespace enforces Pod Security \"restricted\", which admits no pod running as root with the capabilities that keep files' owners and modes; replica {}'s volume {:?} needs a copy, which runs there as the StatefulSet's own user, and its pods name none (runAsUser other than 0 in the pod's or its first container's securityContext; fsGroup for the new volume to be writable). Ferry never copies with owners dropped: name the user, let this namespace enforce \"baseline\" for the copy, or grow in place where the StorageClass allows it",
             row.replica, row.volume
         ),
     ))
@@ -355,6 +361,22 @@ mod tests {
             message.contains("replica 1's volume \"data\" needs a copy"),
             "{message}"
         );
+    }
+
+    /// A StatefulSet whose pods run as a non-root user: its copy runs as that user (no capability
+    /// needed to keep its files' owners), so `restricted` admits it.
+    #[test]
+    fn a_copy_in_a_restricted_namespace_runs_as_the_stateful_sets_own_user() {
+        let copy = vec![row(1, ChosenStrategy::Copy, 2 * GI, "fast", "fast")];
+        let mut observed = observed(GI, 2);
+        observed.pod_security = Some("restricted".into());
+        let sts = observed.stateful_set.get_or_insert_with(Default::default);
+        sts.run_as = Some(crate::pods::RunAs {
+            user: 999,
+            fs_group: Some(999),
+            ..Default::default()
+        });
+        assert!(pods_admitted(&observed, &copy).is_ok());
     }
 
     #[test]

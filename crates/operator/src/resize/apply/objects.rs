@@ -14,6 +14,7 @@ use ferry_api::names::{
 };
 use ferry_api::quantity::format_bytes;
 use ferry_api::{MoverSettings, Verify, VolumeAutoscaler, VolumeChange, VolumePlan, VolumeResize};
+use ferry_engine::pods::RunAs;
 use ferry_engine::resize::action::Pass;
 use k8s_openapi::api::apps::v1::StatefulSet;
 use k8s_openapi::api::core::v1::{
@@ -117,6 +118,9 @@ pub struct Placement {
     /// Compute resources of mover and usage pods: `spec.mover.resources`, else the operator's
     /// default, with what the namespace's quotas make every pod declare filled in.
     pub resources: Option<ResourceRequirements>,
+    /// Where Pod Security `restricted` admits no root pod: the StatefulSet's own non-root user,
+    /// which Ferry's pods then run as, with no capability (see [`ferry_pod`]).
+    pub run_as: Option<RunAs>,
 }
 
 /// The taint of a cordoned node.
@@ -158,6 +162,7 @@ pub fn placement(
         tolerations,
         image_pull_secrets: image_pull_secrets.to_vec(),
         resources,
+        run_as: None,
     }
 }
 
@@ -449,7 +454,8 @@ fn claim_volume(name: &str, claim: &str, read_only: bool) -> Volume {
 /// links, the runtime's default seccomp profile and only capabilities Pod Security `baseline`
 /// allows (root is why `restricted` cannot admit them); the image and placement of `placement`;
 /// the result as the termination message. `container` brings its name, command, resources,
-/// security context and mounts.
+/// security context and mounts. With `placement.run_as` (a `restricted` namespace) it runs as that
+/// user instead, with every capability dropped: what `restricted` admits.
 fn ferry_pod(
     owner: &Owner,
     name: &str,
@@ -477,24 +483,47 @@ fn ferry_pod(
                     .map(|name| LocalObjectReference { name: name.clone() })
                     .collect()
             }),
-            security_context: Some(PodSecurityContext {
-                run_as_user: Some(0),
-                run_as_group: Some(0),
-                seccomp_profile: Some(SeccompProfile {
-                    type_: "RuntimeDefault".to_string(),
-                    ..SeccompProfile::default()
-                }),
-                ..PodSecurityContext::default()
-            }),
+            security_context: Some(pod_security(placement.run_as.as_ref())),
             containers: vec![Container {
                 image: Some(placement.image.clone()),
                 termination_message_policy: Some("File".to_string()),
+                security_context: match &placement.run_as {
+                    Some(_) => Some(container_security::<&str>(&[])),
+                    None => container.security_context.clone(),
+                },
                 ..container
             }],
             volumes: Some(volumes),
             ..PodSpec::default()
         }),
         ..Pod::default()
+    }
+}
+
+/// Root, or `run_as` (non-root, as `restricted` asks), with the runtime's default seccomp profile.
+fn pod_security(run_as: Option<&RunAs>) -> PodSecurityContext {
+    let seccomp_profile = Some(SeccompProfile {
+        type_: "RuntimeDefault".to_string(),
+        ..SeccompProfile::default()
+    });
+    match run_as {
+        None => PodSecurityContext {
+            run_as_user: Some(0),
+            run_as_group: Some(0),
+            seccomp_profile,
+            ..PodSecurityContext::default()
+        },
+        Some(user) => PodSecurityContext {
+            run_as_non_root: Some(true),
+            run_as_user: Some(user.user),
+            run_as_group: user.group,
+            fs_group: user.fs_group,
+            fs_group_change_policy: user.fs_group_change_policy.clone(),
+            supplemental_groups: (!user.supplemental_groups.is_empty())
+                .then(|| user.supplemental_groups.clone()),
+            seccomp_profile,
+            ..PodSecurityContext::default()
+        },
     }
 }
 

@@ -48,6 +48,7 @@ pub(super) fn stateful_set_view(sts: &StatefulSet) -> StatefulSetView {
         foreign: false,
         pod_node_selector: pod_spec.and_then(|s| s.node_selector.clone()).unwrap_or_default(),
         pod_tolerations: pod_spec.and_then(|s| s.tolerations.clone()).unwrap_or_default(),
+        run_as: pod_spec.and_then(ferry_engine::pods::run_as),
     }
 }
 

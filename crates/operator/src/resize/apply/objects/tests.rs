@@ -125,6 +125,47 @@ fn labels_of(pod: &Pod) -> BTreeMap<String, String> {
     labels(pod).clone()
 }
 
+/// Where Pod Security `restricted` admits no root pod: the mover, its serving peer and the measuring
+/// pod run as the StatefulSet's own user and groups, non-root, with every capability dropped and
+/// none added (what `restricted` admits), whatever the data would need as root.
+#[test]
+fn in_a_restricted_namespace_ferrys_pods_run_as_the_stateful_sets_user_with_no_capability() {
+    let mut placement = placed();
+    placement.run_as = Some(ferry_engine::pods::RunAs {
+        user: 999,
+        group: Some(999),
+        fs_group: Some(2000),
+        supplemental_groups: vec![3000],
+        fs_group_change_policy: Some("OnRootMismatch".into()),
+    });
+    let served = super::transport::Served {
+        claim: "data-db-0",
+        key: "k",
+        track_changes: false,
+    };
+    let pods = [
+        mover_pod(&owner(), "m", &placement, &final_copy()),
+        usage_pod(&owner(), "u", &placement, "data-db-0"),
+        super::transport::serving_pod(&owner(), "s", &placement, served, &["CHOWN".to_string()]),
+    ];
+    for pod in &pods {
+        let spec = spec(pod);
+        let security = spec.security_context.as_ref().unwrap();
+        assert_eq!(security.run_as_non_root, Some(true));
+        assert_eq!(security.run_as_user, Some(999));
+        assert_eq!(security.run_as_group, Some(999));
+        assert_eq!(security.fs_group, Some(2000));
+        assert_eq!(security.supplemental_groups, Some(vec![3000]));
+        assert_eq!(security.fs_group_change_policy.as_deref(), Some("OnRootMismatch"));
+        assert_eq!(security.seccomp_profile.as_ref().unwrap().type_, "RuntimeDefault");
+        let container = spec.containers[0].security_context.as_ref().unwrap();
+        assert_eq!(container.allow_privilege_escalation, Some(false));
+        let capabilities = container.capabilities.as_ref().unwrap();
+        assert_eq!(capabilities.drop, Some(vec!["ALL".to_string()]));
+        assert_eq!(capabilities.add, Some(Vec::new()), "{:?}", pod.metadata.name);
+    }
+}
+
 /// Least privilege, whichever the pass: no token, no service links, root only with the runtime's
 /// seccomp profile, no escalation, a read-only root file system, only the capabilities needed.
 #[test]
