@@ -261,3 +261,45 @@ fn a_root_owned_file_fails_the_copy_naming_its_owner() {
     assert!(why.contains("data/root-owned: owner 0:0"), "{usage}");
     assert!(!why.contains("lost+found"), "{usage}");
 }
+
+/// The cross-node copy: a serving mover that runs as root sends its `lost+found` too; a pull as
+/// the user leaves it out, keeps every owner and verifies against the server's manifest.
+#[test]
+fn a_pull_as_the_user_copies_exactly_from_a_server_that_runs_as_root() {
+    if !able() {
+        return;
+    }
+    let place = place();
+    let (src, dst) = (place.base.join("src"), place.base.join("dst"));
+    user_tree(&src);
+    volume_root(&dst, "#99");
+    let lost_before = lost_found(&dst);
+    let authority = remote::Authority::new("as a user");
+    let server = remote::Server::start(&src, &authority.issue(&place.base.join("source-tls")));
+    let client = authority.issue(&place.base.join("target-tls"));
+    let args = [
+        "pull",
+        "--from",
+        &server.address,
+        "--tls",
+        client.to_str().unwrap(),
+        "--target",
+        dst.to_str().unwrap(),
+        "--delete",
+        "--verify",
+        "full",
+        "--stop-server",
+        "--progress",
+        "none",
+    ];
+    let (code, out, err) = run_as_user(&place, &args);
+    assert_eq!(code, 0, "stdout: {out}\nstderr: {err}");
+    assert_eq!(listing(&src), listing(&dst));
+    assert_eq!(
+        lost_found(&dst),
+        lost_before,
+        "the target's lost+found is untouched"
+    );
+    let (code, _, err) = server.end();
+    assert_eq!(code, 0, "server: {err}");
+}
