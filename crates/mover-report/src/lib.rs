@@ -96,7 +96,8 @@ pub const EXIT_PERMISSION: i32 = 5;
 pub const EXIT_TRANSPORT: i32 = 7;
 
 /// The result of `ferry-mover usage`: what a tree occupies, for the shrink precheck, and what
-/// copying it exactly needs, for the mover pods' capabilities.
+/// copying it exactly needs, for the mover pods' capabilities. (Not `Copy`: `not_as_user` is
+/// text.)
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct UsageResult {
@@ -113,9 +114,11 @@ pub struct UsageResult {
     /// volume): whether it is full, for a rescue. Absent from movers older than this field.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub file_system: Option<FileSystemUsage>,
-    /// Measured by a non-root process (Pod Security `restricted`): the entries a copy running as
-    /// its user and groups could not recreate exactly, and why (at most 3 named); `None` when it
-    /// could recreate every one, or when measured as root.
+    /// Only from a mover that runs as a user (effective uid not 0, no capabilities: Pod Security
+    /// "restricted"): `None` when a copy running as its uid, gid and supplementary groups could
+    /// recreate every entry exactly (the root directory and the root's `lost+found` left out),
+    /// else at most three entries and why, `"sub/x: owner 0:0; dev/null0: a device node"`, with
+    /// `"; and N more"`. Absent from a mover that runs as root, and from older movers.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub not_as_user: Option<String>,
 }
@@ -255,12 +258,16 @@ mod tests {
                 inodes: 4,
                 needs: None,
                 file_system: None,
+                not_as_user: None,
             }
         );
         let with_needs = r#"{"bytes":4096,"inodes":2,"needs":{"otherOwners":true,"setId":false,"deviceNodes":true,"fileCapabilities":false}}"#;
         let usage: UsageResult = round_trip(with_needs);
         let needs = usage.needs.unwrap();
         assert!(needs.other_owners && needs.device_nodes && !needs.set_id && !needs.file_capabilities);
+        let as_user = r#"{"bytes":4096,"inodes":2,"notAsUser":"sub/x: owner 0:0; and 2 more"}"#;
+        let usage: UsageResult = round_trip(as_user);
+        assert_eq!(usage.not_as_user.as_deref(), Some("sub/x: owner 0:0; and 2 more"));
     }
 
     #[test]

@@ -207,7 +207,8 @@ pub fn copy_file(
             (tmp, file, None)
         }
     };
-    let result = write_into(ctx, rel, &sf, src, &file, &path, meta, created);
+    let result =
+        write_into(ctx, rel, &sf, src, &file, &path, meta, created).map_err(|e| e.at_final(&path, dst));
     drop(file);
     match result {
         Ok(WriteOutcome::Done {
@@ -742,7 +743,7 @@ pub fn create_node(dst: &Path, meta: &EntryMeta) -> Result<(), MoverError> {
         }
     };
     let installed = made
-        .and_then(|()| meta::apply_path(&tmp, meta))
+        .and_then(|()| meta::apply_path(&tmp, meta).map_err(|e| e.at_final(&tmp, dst)))
         .and_then(|()| std::fs::rename(&tmp, dst).map_err(|e| MoverError::io("renaming into place", dst, e)));
     if installed.is_err() {
         let _ = std::fs::remove_file(&tmp);

@@ -58,6 +58,34 @@ pub enum MoverError {
         source: io::Error,
     },
 
+    /// A mover without capabilities cannot give an entry the owner its source has (the copy
+    /// would drop it).
+    #[error("cannot give {} the owner {uid}:{gid} of its source: the mover runs as uid {euid} without capabilities (Pod Security \"restricted\"); a copy never drops owners", path.display())]
+    OwnerNotKept {
+        /// The target path.
+        path: PathBuf,
+        /// The source's owner.
+        uid: u32,
+        /// The source's group.
+        gid: u32,
+        /// The mover's effective uid.
+        euid: u32,
+    },
+
+    /// A mover without capabilities cannot set what only an entry's owner may (mode, times,
+    /// ACLs) on an entry another user owns.
+    #[error("cannot {op} {}: it is owned by uid {owner}, and the mover runs as uid {euid} without capabilities (Pod Security \"restricted\")", path.display())]
+    NotOwner {
+        /// What the mover was doing ("set the mode of", ...).
+        op: &'static str,
+        /// The target path.
+        path: PathBuf,
+        /// Its current owner.
+        owner: u32,
+        /// The mover's effective uid.
+        euid: u32,
+    },
+
     /// Any other I/O failure.
     #[error("I/O error while {op} {}: {source}", path.display())]
     Io {
@@ -108,13 +136,40 @@ impl MoverError {
         }
     }
 
+    /// This error with the entry's final name where it names the temporary one it was written
+    /// under (`tmp`): what the user knows is `dst`.
+    pub(crate) fn at_final(self, tmp: &Path, dst: &Path) -> Self {
+        match self {
+            MoverError::OwnerNotKept { path, uid, gid, euid } if path == tmp => MoverError::OwnerNotKept {
+                path: dst.to_path_buf(),
+                uid,
+                gid,
+                euid,
+            },
+            MoverError::NotOwner {
+                op,
+                path,
+                owner,
+                euid,
+            } if path == tmp => MoverError::NotOwner {
+                op,
+                path: dst.to_path_buf(),
+                owner,
+                euid,
+            },
+            other => other,
+        }
+    }
+
     /// The process exit code for this error (see the crate docs for the table).
     pub fn exit_code(&self) -> i32 {
         match self {
             MoverError::BadInput(_) => EXIT_BAD_INPUT,
             MoverError::VerifyMismatch { .. } => EXIT_VERIFY_MISMATCH,
             MoverError::TargetFull { .. } => EXIT_TARGET_FULL,
-            MoverError::Permission { .. } => EXIT_PERMISSION,
+            MoverError::Permission { .. } | MoverError::OwnerNotKept { .. } | MoverError::NotOwner { .. } => {
+                EXIT_PERMISSION
+            }
             MoverError::SourceChanged { .. } => EXIT_SOURCE_CHANGED,
             MoverError::Transport(_) => EXIT_TRANSPORT,
             MoverError::Io { .. } | MoverError::Other(_) => EXIT_OTHER,
@@ -127,7 +182,9 @@ impl MoverError {
             MoverError::BadInput(_) => "badInput",
             MoverError::VerifyMismatch { .. } => "verifyMismatch",
             MoverError::TargetFull { .. } => "targetFull",
-            MoverError::Permission { .. } => "permission",
+            MoverError::Permission { .. } | MoverError::OwnerNotKept { .. } | MoverError::NotOwner { .. } => {
+                "permission"
+            }
             MoverError::SourceChanged { .. } => "sourceChanged",
             MoverError::Transport(_) => "transport",
             MoverError::Io { .. } => "io",

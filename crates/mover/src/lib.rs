@@ -146,6 +146,7 @@
 //! ctime, which only the kernel sets) is therefore compared by content, as git does with racily
 //! clean index entries. It costs a read of the few files written just before they were copied.
 
+mod as_user;
 mod changes;
 mod copy;
 mod delta;

@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use rustix::fs::{AtFlags, CWD, Gid, Mode, Timespec, Timestamps, Uid};
 use xattr::FileExt;
 
+use crate::as_user::{self, Identity};
 use crate::error::{MoverError, errno};
 
 /// The type of a filesystem entry.
@@ -286,6 +287,9 @@ fn ids(meta: &EntryMeta) -> (Option<Uid>, Option<Gid>) {
 /// Order matters: chown clears setuid bits and file capabilities, so it goes first;
 /// the mtime goes last because every other change would bump the ctime only, but writes would not.
 pub fn apply_fd(file: &File, path: &Path, meta: &EntryMeta) -> Result<(), MoverError> {
+    if let Some(who) = as_user::unprivileged() {
+        return apply_as(who, &ByFd(file), path, meta, Times::Set);
+    }
     let (u, g) = ids(meta);
     rustix::fs::fchown(file, u, g).map_err(|e| errno("changing owner of", path, e))?;
     let current = read_fd_xattrs(file).map_err(|e| MoverError::io("reading xattrs of", path, e))?;
@@ -319,8 +323,13 @@ pub struct Created {
 /// rewrites the group bits).
 pub fn apply_new_fd(file: &File, path: &Path, meta: &EntryMeta, created: Created) -> Result<(), MoverError> {
     if (created.uid, created.gid) != (meta.uid, meta.gid) {
-        let (u, g) = ids(meta);
-        rustix::fs::fchown(file, u, g).map_err(|e| errno("changing owner of", path, e))?;
+        match as_user::unprivileged() {
+            Some(who) => give_owner(who, &ByFd(file), path, meta, created.uid)?,
+            None => {
+                let (u, g) = ids(meta);
+                rustix::fs::fchown(file, u, g).map_err(|e| errno("changing owner of", path, e))?;
+            }
+        }
     }
     for (name, value) in &meta.xattrs {
         file.set_xattr(OsStr::from_bytes(name), value)
@@ -337,6 +346,9 @@ pub fn apply_new_fd(file: &File, path: &Path, meta: &EntryMeta, created: Created
 /// Applies metadata by path without following symlinks (symlinks, dirs, special files,
 /// and metadata-only fixes of regular files).
 pub fn apply_path(path: &Path, meta: &EntryMeta) -> Result<(), MoverError> {
+    if let Some(who) = as_user::unprivileged() {
+        return apply_as(who, &ByPath(path), path, meta, Times::Set);
+    }
     let (u, g) = ids(meta);
     rustix::fs::chownat(CWD, path, u, g, AtFlags::SYMLINK_NOFOLLOW)
         .map_err(|e| errno("changing owner of", path, e))?;
@@ -366,18 +378,199 @@ fn sync_xattrs(
     path: &Path,
     mut remove: impl FnMut(&OsStr) -> io::Result<()>,
     mut set: impl FnMut(&OsStr, &[u8]) -> io::Result<()>,
-) -> Result<(), MoverError> {
+) -> Result<bool, MoverError> {
+    let mut changed = false;
     for (name, _) in current {
         if !wanted.iter().any(|(n, _)| n == name) {
             remove(OsStr::from_bytes(name)).map_err(|e| MoverError::io("removing xattr of", path, e))?;
+            changed = true;
         }
     }
     for (name, value) in wanted {
         if !current.iter().any(|(n, v)| n == name && v == value) {
             set(OsStr::from_bytes(name), value).map_err(|e| MoverError::io("setting xattr of", path, e))?;
+            changed = true;
         }
     }
-    Ok(())
+    Ok(changed)
+}
+
+/// [`apply_path`] for a tree's root directory: a mover without capabilities leaves its times
+/// alone when another user owns it (the volume's root, made by mkfs: what it holds changes them,
+/// and only its owner may set them back). Its owner and mode must match already.
+pub fn apply_root(path: &Path, meta: &EntryMeta) -> Result<(), MoverError> {
+    match as_user::unprivileged() {
+        Some(who) => apply_as(who, &ByPath(path), path, meta, Times::IfOwned),
+        None => apply_path(path, meta),
+    }
+}
+
+/// Whether an unprivileged mover sets the times of an entry another user owns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Times {
+    /// It must (and fails saying why: only the owner may).
+    Set,
+    /// Only when it owns it (a tree's root).
+    IfOwned,
+}
+
+/// Owner, group and permission bits of an entry as it is now.
+struct Now {
+    uid: u32,
+    gid: u32,
+    perm: u32,
+}
+
+/// The calls that set an entry's metadata: on an open file or by path (never following a link).
+trait Target {
+    fn now(&self, path: &Path) -> Result<Now, MoverError>;
+    fn chown(&self, uid: Option<Uid>, gid: Option<Gid>) -> rustix::io::Result<()>;
+    fn xattrs(&self, path: &Path, wanted: &[Xattr]) -> Result<bool, MoverError>;
+    fn chmod(&self, perm: u32) -> rustix::io::Result<()>;
+    fn times(&self, times: &Timestamps) -> rustix::io::Result<()>;
+}
+
+fn now_of(st: &rustix::fs::Stat) -> Now {
+    Now {
+        uid: st.st_uid,
+        gid: st.st_gid,
+        perm: st.st_mode & 0o7777,
+    }
+}
+
+struct ByFd<'a>(&'a File);
+
+impl Target for ByFd<'_> {
+    fn now(&self, path: &Path) -> Result<Now, MoverError> {
+        let st = rustix::fs::fstat(self.0).map_err(|e| errno("reading metadata of", path, e))?;
+        Ok(now_of(&st))
+    }
+    fn chown(&self, uid: Option<Uid>, gid: Option<Gid>) -> rustix::io::Result<()> {
+        rustix::fs::fchown(self.0, uid, gid)
+    }
+    fn xattrs(&self, path: &Path, wanted: &[Xattr]) -> Result<bool, MoverError> {
+        let file = self.0;
+        let current = read_fd_xattrs(file).map_err(|e| MoverError::io("reading xattrs of", path, e))?;
+        sync_xattrs(
+            &current,
+            wanted,
+            path,
+            |n| file.remove_xattr(n),
+            |n, v| file.set_xattr(n, v),
+        )
+    }
+    fn chmod(&self, perm: u32) -> rustix::io::Result<()> {
+        rustix::fs::fchmod(self.0, Mode::from_raw_mode(perm))
+    }
+    fn times(&self, times: &Timestamps) -> rustix::io::Result<()> {
+        rustix::fs::futimens(self.0, times)
+    }
+}
+
+struct ByPath<'a>(&'a Path);
+
+impl Target for ByPath<'_> {
+    fn now(&self, path: &Path) -> Result<Now, MoverError> {
+        let st = rustix::fs::lstat(self.0).map_err(|e| errno("reading metadata of", path, e))?;
+        Ok(now_of(&st))
+    }
+    fn chown(&self, uid: Option<Uid>, gid: Option<Gid>) -> rustix::io::Result<()> {
+        rustix::fs::chownat(CWD, self.0, uid, gid, AtFlags::SYMLINK_NOFOLLOW)
+    }
+    fn xattrs(&self, path: &Path, wanted: &[Xattr]) -> Result<bool, MoverError> {
+        let at = self.0;
+        let current = read_xattrs(at).map_err(|e| MoverError::io("reading xattrs of", path, e))?;
+        sync_xattrs(
+            &current,
+            wanted,
+            path,
+            |n| xattr::remove(at, n),
+            |n, v| xattr::set(at, n, v),
+        )
+    }
+    fn chmod(&self, perm: u32) -> rustix::io::Result<()> {
+        rustix::fs::chmodat(CWD, self.0, Mode::from_raw_mode(perm), AtFlags::empty())
+    }
+    fn times(&self, times: &Timestamps) -> rustix::io::Result<()> {
+        rustix::fs::utimensat(CWD, self.0, times, AtFlags::SYMLINK_NOFOLLOW)
+    }
+}
+
+/// Metadata applied by a mover without capabilities: only what differs (Linux refuses a chown,
+/// even one that changes nothing, a chmod and explicit times to anyone but the owner), and what
+/// it cannot set fails by name, never dropped.
+fn apply_as(
+    who: &Identity,
+    target: &impl Target,
+    path: &Path,
+    meta: &EntryMeta,
+    times: Times,
+) -> Result<(), MoverError> {
+    let before = target.now(path)?;
+    let chowned = (before.uid, before.gid) != (meta.uid, meta.gid);
+    if chowned {
+        give_owner(who, target, path, meta, before.uid)?;
+    }
+    let relabelled = target.xattrs(path, &meta.xattrs)?;
+    // A chown clears set-id bits, an ACL rewrites the group bits: read the mode again then.
+    let now = match chowned || relabelled {
+        true => target.now(path)?,
+        false => before,
+    };
+    if meta.kind != Kind::Symlink && now.perm != meta.perm {
+        if now.uid != who.uid {
+            return Err(not_owner("set the mode of", path, now.uid, who));
+        }
+        target
+            .chmod(meta.perm)
+            .map_err(|e| errno("changing mode of", path, e))?;
+    }
+    if now.uid != who.uid {
+        return match times {
+            Times::IfOwned => Ok(()),
+            Times::Set => Err(not_owner("set the times of", path, now.uid, who)),
+        };
+    }
+    target
+        .times(&timestamps(meta))
+        .map_err(|e| errno("setting times of", path, e))
+}
+
+/// Gives an entry now owned by `owner` the owner and group of `meta`, as a mover without
+/// capabilities may: only to itself, and only one of its groups.
+fn give_owner(
+    who: &Identity,
+    target: &impl Target,
+    path: &Path,
+    meta: &EntryMeta,
+    owner: u32,
+) -> Result<(), MoverError> {
+    let refused = || MoverError::OwnerNotKept {
+        path: path.to_path_buf(),
+        uid: meta.uid,
+        gid: meta.gid,
+        euid: who.uid,
+    };
+    if meta.uid != who.uid || !who.has_group(meta.gid) {
+        return Err(refused());
+    }
+    if owner != who.uid {
+        return Err(not_owner("change the group of", path, owner, who));
+    }
+    let (u, g) = ids(meta);
+    target.chown(u, g).map_err(|e| match e {
+        rustix::io::Errno::PERM => refused(),
+        e => errno("changing owner of", path, e),
+    })
+}
+
+fn not_owner(op: &'static str, path: &Path, owner: u32, who: &Identity) -> MoverError {
+    MoverError::NotOwner {
+        op,
+        path: path.to_path_buf(),
+        owner,
+        euid: who.uid,
+    }
 }
 
 #[cfg(test)]

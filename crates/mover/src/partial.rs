@@ -50,6 +50,8 @@ pub fn scan(
             entries.push(entry);
         }
     }
+    // A change in the root's `lost+found` is its file system's own (`as_user::left_alone`).
+    entries.retain(|e| !crate::as_user::left_alone(&e.rel));
     entries.par_sort_unstable_by(|a, b| path_order(&a.rel, &b.rel));
     if let Some(p) = progress {
         p.files_total
@@ -100,7 +102,7 @@ fn read_visit(
             meta,
         }]);
     }
-    let subtree = walk::scan(&abs, true, warnings, progress)?;
+    let subtree = walk::scan_below(&abs, true, warnings, progress)?;
     Ok(subtree
         .entries
         .into_iter()

@@ -425,7 +425,10 @@ impl Run<'_> {
             let d = self.target.join(&e.rel);
             let current = meta::read(&d, true)?;
             if !current.is_some_and(|c| c.same_attrs(&e.meta) && c.same_mtime(&e.meta)) {
-                meta::apply_path(&d, &e.meta)?;
+                match i {
+                    0 => meta::apply_root(&d, &e.meta)?,
+                    _ => meta::apply_path(&d, &e.meta)?,
+                }
                 if ops[i] == Op::Skip {
                     out.metadata_fixed.fetch_add(1, Ordering::Relaxed);
                 }
@@ -648,7 +651,7 @@ impl Run<'_> {
                 if out.vanished[i].load(Ordering::Relaxed) || already.contains(&e.rel) {
                     return None;
                 }
-                if let Some(reason) = metadata_mismatch(&e.meta, found[i].as_ref()) {
+                if let Some(reason) = metadata_mismatch(&e.meta, found[i].as_ref(), i == 0) {
                     return Some((e.rel.clone(), reason));
                 }
                 let l = leaders[i]?;

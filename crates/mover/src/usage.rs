@@ -4,9 +4,11 @@
 use std::collections::HashSet;
 use std::path::Path;
 
+use crate::as_user::Identity;
 use crate::error::MoverError;
 use crate::meta::{EntryMeta, Kind};
 use crate::progress::Warnings;
+use crate::walk::Tree;
 
 /// Bytes allocated on disk and inodes in use by a tree: the wire type the planner reads back.
 pub use ferry_mover_report::UsageResult as Usage;
@@ -48,7 +50,48 @@ pub fn usage(dir: &Path) -> Result<Usage, MoverError> {
     }
     u.needs = Some(needs);
     u.file_system = Some(file_system(dir)?);
+    u.not_as_user = crate::as_user::unprivileged().and_then(|who| not_as_user(who, &tree));
     Ok(u)
+}
+
+/// How many entries a `notAsUser` text names.
+const NAMED: usize = 3;
+
+/// The entries a copy running as `who` could not recreate exactly, and why (at most [`NAMED`],
+/// then how many more); `None` when there is none. The root is left out: the copy gives it no
+/// owner (the target's already has it, or the copy fails naming it). The walk left the root's
+/// `lost+found` out.
+fn not_as_user(who: &Identity, tree: &Tree) -> Option<String> {
+    let mut named = Vec::new();
+    let mut more = 0;
+    for e in tree.entries.iter().filter(|e| !e.rel.as_os_str().is_empty()) {
+        let Some(why) = not_recreatable(who, &e.meta) else {
+            continue;
+        };
+        match named.len() < NAMED {
+            true => named.push(format!("{}: {why}", e.rel.display())),
+            false => more += 1,
+        }
+    }
+    if more > 0 {
+        named.push(format!("and {more} more"));
+    }
+    (!named.is_empty()).then(|| named.join("; "))
+}
+
+/// Why a copy running as `who` could not recreate `entry` exactly, or `None`.
+fn not_recreatable(who: &Identity, entry: &EntryMeta) -> Option<String> {
+    let mut why = Vec::new();
+    if entry.uid != who.uid || !who.has_group(entry.gid) {
+        why.push(format!("owner {}:{}", entry.uid, entry.gid));
+    }
+    if matches!(entry.kind, Kind::CharDev | Kind::BlockDev) {
+        why.push("a device node".to_string());
+    }
+    if entry.xattrs.iter().any(|(name, _)| name == FILE_CAPABILITIES) {
+        why.push("file capabilities".to_string());
+    }
+    (!why.is_empty()).then(|| why.join(", "))
 }
 
 /// The size and use of the file system `dir` is on.
@@ -78,6 +121,56 @@ mod tests {
         let fs = usage(dir.path()).unwrap().file_system.unwrap();
         assert!(fs.capacity_bytes > 0, "{fs:?}");
         assert!(fs.used_bytes <= fs.capacity_bytes, "{fs:?}");
+    }
+
+    fn entry(rel: &str, uid: u32, gid: u32, kind: Kind) -> crate::walk::Entry {
+        let md = std::fs::symlink_metadata("/").unwrap();
+        let mut meta = EntryMeta::from_metadata(&md);
+        (meta.uid, meta.gid, meta.kind) = (uid, gid, kind);
+        crate::walk::Entry {
+            rel: rel.into(),
+            meta,
+        }
+    }
+
+    #[test]
+    fn what_a_user_cannot_recreate_is_named_three_at_most() {
+        let who = Identity {
+            uid: 999,
+            gid: 999,
+            groups: vec![999, 2000],
+        };
+        let mut tree = Tree {
+            entries: vec![
+                entry("", 0, 2000, Kind::Dir),
+                entry("a", 999, 2000, Kind::File),
+                entry("b", 999, 999, Kind::Dir),
+            ],
+        };
+        assert_eq!(
+            not_as_user(&who, &tree),
+            None,
+            "the root's owner is not the check's"
+        );
+        tree.entries.push(entry("b/x", 0, 0, Kind::File));
+        tree.entries.push(entry("b/y", 999, 1000, Kind::File));
+        tree.entries.push(entry("c", 999, 2000, Kind::CharDev));
+        assert_eq!(
+            not_as_user(&who, &tree).as_deref(),
+            Some("b/x: owner 0:0; b/y: owner 999:1000; c: a device node")
+        );
+        tree.entries.push(entry("d", 0, 2000, Kind::BlockDev));
+        tree.entries.push(entry("e", 1, 1, Kind::File));
+        assert_eq!(
+            not_as_user(&who, &tree).as_deref(),
+            Some("b/x: owner 0:0; b/y: owner 999:1000; c: a device node; and 2 more")
+        );
+        let mut caps = entry("f", 999, 999, Kind::File);
+        caps.meta.xattrs.push((FILE_CAPABILITIES.to_vec(), vec![0; 20]));
+        let tree = Tree {
+            entries: vec![entry("", 999, 999, Kind::Dir), caps],
+        };
+        assert_eq!(not_as_user(&who, &tree).as_deref(), Some("f: file capabilities"));
     }
 
     #[test]

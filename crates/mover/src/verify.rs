@@ -3,8 +3,10 @@
 use crate::meta::{EntryMeta, Kind};
 
 /// Describes how `dst` differs from `src`, or `None` when it is exact. Content is checked
-/// separately (streaming hashes in the copy); here size stands in for it.
-pub fn metadata_mismatch(src: &EntryMeta, dst: Option<&EntryMeta>) -> Option<String> {
+/// separately (streaming hashes in the copy); here size stands in for it. `root`: the entries
+/// are the trees' roots, whose mtime a mover without capabilities cannot set where another user
+/// owns the target's (the volume's root): that difference is none then.
+pub fn metadata_mismatch(src: &EntryMeta, dst: Option<&EntryMeta>, root: bool) -> Option<String> {
     let Some(dst) = dst else {
         return Some("missing in target".into());
     };
@@ -21,7 +23,8 @@ pub fn metadata_mismatch(src: &EntryMeta, dst: Option<&EntryMeta>) -> Option<Str
             dst.uid, dst.gid, src.uid, src.gid
         ));
     }
-    if !src.same_mtime(dst) {
+    let not_ours = root && crate::as_user::unprivileged().is_some_and(|who| dst.uid != who.uid);
+    if !src.same_mtime(dst) && !not_ours {
         diffs.push(format!(
             "mtime {}.{:09} != {}.{:09}",
             dst.mtime, dst.mtime_nsec, src.mtime, src.mtime_nsec
@@ -73,14 +76,17 @@ mod tests {
     #[test]
     fn reports_each_difference() {
         let a = m();
-        assert_eq!(metadata_mismatch(&a, Some(&a)), None);
-        assert_eq!(metadata_mismatch(&a, None).as_deref(), Some("missing in target"));
+        assert_eq!(metadata_mismatch(&a, Some(&a), false), None);
+        assert_eq!(
+            metadata_mismatch(&a, None, false).as_deref(),
+            Some("missing in target")
+        );
         let b = EntryMeta {
             perm: 0o644,
             mtime_nsec: 3,
             ..m()
         };
-        let msg = metadata_mismatch(&a, Some(&b)).unwrap();
+        let msg = metadata_mismatch(&a, Some(&b), false).unwrap();
         assert!(msg.contains("mode") && msg.contains("mtime"), "{msg}");
         let l = EntryMeta {
             kind: Kind::Symlink,
@@ -92,7 +98,7 @@ mod tests {
             ..l.clone()
         };
         assert_eq!(
-            metadata_mismatch(&l, Some(&l2)),
+            metadata_mismatch(&l, Some(&l2), false),
             None,
             "symlink modes are not settable"
         );

@@ -31,6 +31,8 @@ pub struct Tree {
 
 struct Ctx<'a> {
     root: &'a Path,
+    /// The root is a volume's: its `lost+found` is left out when the mover is unprivileged.
+    volume_root: bool,
     with_xattrs: bool,
     entries: Mutex<Vec<Entry>>,
     error: Mutex<Option<MoverError>>,
@@ -52,9 +54,30 @@ impl Ctx<'_> {
 }
 
 /// Walks `root` in parallel on the current rayon pool. A root that does not exist gives an
-/// empty tree; entries that vanish during the walk become warnings.
+/// empty tree; entries that vanish during the walk become warnings. A mover without capabilities
+/// leaves the root's `lost+found` out (see [`crate::as_user::left_alone`]).
 pub fn scan(
     root: &Path,
+    with_xattrs: bool,
+    warnings: &Warnings,
+    progress: Option<&Progress>,
+) -> Result<Tree, MoverError> {
+    walk(root, true, with_xattrs, warnings, progress)
+}
+
+/// [`scan`] of a directory below a tree's root (whose `lost+found` is the one of the data).
+pub fn scan_below(
+    root: &Path,
+    with_xattrs: bool,
+    warnings: &Warnings,
+    progress: Option<&Progress>,
+) -> Result<Tree, MoverError> {
+    walk(root, false, with_xattrs, warnings, progress)
+}
+
+fn walk(
+    root: &Path,
+    volume_root: bool,
     with_xattrs: bool,
     warnings: &Warnings,
     progress: Option<&Progress>,
@@ -65,6 +88,7 @@ pub fn scan(
     let is_dir = root_meta.kind == Kind::Dir;
     let ctx = Ctx {
         root,
+        volume_root,
         with_xattrs,
         entries: Mutex::new(vec![Entry {
             rel: PathBuf::new(),
@@ -147,6 +171,12 @@ fn walk_dir<'s>(s: &rayon::Scope<'s>, rel: PathBuf, ctx: &'s Ctx<'s>) {
             }
             Err(e) => return ctx.fail(MoverError::io("reading directory", &abs, e)),
         };
+        if ctx.volume_root
+            && rel.as_os_str().is_empty()
+            && crate::as_user::left_alone_at_root(&de.file_name())
+        {
+            continue;
+        }
         let child_rel = rel.join(de.file_name());
         let child_abs = abs.join(de.file_name());
         // DirEntry::metadata is an fstatat relative to the open directory, without following links.

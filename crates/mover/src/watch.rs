@@ -170,7 +170,8 @@ fn watch_tree(
     for entry in listing {
         let entry = entry.map_err(|e| format!("cannot list {}: {e}", abs.display()))?;
         // d_type: no stat per entry; a symlink to a directory is not followed.
-        if entry.file_type().is_ok_and(|t| t.is_dir()) {
+        let mkfs = rel.as_os_str().is_empty() && crate::as_user::left_alone_at_root(&entry.file_name());
+        if entry.file_type().is_ok_and(|t| t.is_dir()) && !mkfs {
             watch_tree(fd, root, rel.join(entry.file_name()), dirs, most_watches)?;
         }
     }

@@ -92,7 +92,7 @@ pub(super) fn metadata(
     let bad = (src.entries.iter().enumerate())
         .filter(|(i, _)| !skipped(*i))
         .filter_map(|(i, e)| {
-            if let Some(reason) = crate::verify::metadata_mismatch(&e.meta, found[i].as_ref()) {
+            if let Some(reason) = crate::verify::metadata_mismatch(&e.meta, found[i].as_ref(), i == 0) {
                 return Some((e.rel.clone(), reason));
             }
             let l = leaders[i]?;

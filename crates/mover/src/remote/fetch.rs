@@ -204,7 +204,10 @@ impl Fetch<'_> {
             let d = self.target.join(&e.rel);
             let current = meta::read(&d, true)?;
             if !current.is_some_and(|c| c.same_attrs(&e.meta) && c.same_mtime(&e.meta)) {
-                meta::apply_path(&d, &e.meta)?;
+                match e.rel.as_os_str().is_empty() {
+                    true => meta::apply_root(&d, &e.meta)?,
+                    false => meta::apply_path(&d, &e.meta)?,
+                }
             }
         }
         Ok(())
@@ -549,9 +552,10 @@ impl Fetch<'_> {
             }
         }
         match created {
-            Some(created) => meta::apply_new_fd(&file, &path, &e.meta, created)?,
-            None => meta::apply_fd(&file, &path, &e.meta)?,
+            Some(created) => meta::apply_new_fd(&file, &path, &e.meta, created),
+            None => meta::apply_fd(&file, &path, &e.meta),
         }
+        .map_err(|err| err.at_final(&path, &d))?;
         drop(file);
         if created.is_none() {
             std::fs::rename(&path, &d).map_err(|err| MoverError::io("renaming into place", &d, err))?;

@@ -344,10 +344,12 @@ fn read_whole(
             .unwrap_or_else(|_| Err(MoverError::Other("the target's scan panicked".into())));
         (src, dst)
     });
-    let (src, dst) = (src?, dst?);
+    let (mut src, dst) = (src?, dst?);
     if (src.entries.first()).is_none_or(|root| !root.rel.as_os_str().is_empty()) {
         return Err(control.broke("sent a tree without its root"));
     }
+    // (A server that runs as root sends its `lost+found`.)
+    src.entries.retain(|e| !crate::as_user::left_alone(&e.rel));
     Ok((control, (target, made), src, dst))
 }
 
@@ -423,12 +425,28 @@ pub fn differences(source: &Manifest, landed: &Manifest) -> Vec<(PathBuf, String
     let by_path: HashMap<&str, &ManifestEntry> =
         landed.entries.iter().map(|e| (e.path.as_str(), e)).collect();
     (source.entries.iter())
+        .filter(|want| !crate::as_user::left_alone(Path::new(&want.path)))
         .filter_map(|want| match by_path.get(want.path.as_str()) {
             None => Some((PathBuf::from(&want.path), "missing in the target".to_string())),
-            Some(got) if *got != want => Some((PathBuf::from(&want.path), describe(want, got))),
+            Some(got) if !same(want, got) => Some((PathBuf::from(&want.path), describe(want, got))),
             Some(_) => None,
         })
         .collect()
+}
+
+/// Whether the target's entry is the source's; the mtime of a root another user owns cannot be
+/// set by a mover without capabilities (see `verify::metadata_mismatch`).
+fn same(want: &ManifestEntry, got: &ManifestEntry) -> bool {
+    let not_ours = want.path == "." && crate::as_user::unprivileged().is_some_and(|who| got.uid != who.uid);
+    match not_ours {
+        true => {
+            want == &ManifestEntry {
+                mtime_ns: want.mtime_ns,
+                ..got.clone()
+            }
+        }
+        false => want == got,
+    }
 }
 
 fn describe(want: &ManifestEntry, got: &ManifestEntry) -> String {

@@ -92,10 +92,12 @@ pub(super) fn read_partial(
         .collect();
     control.ask(&Request::PartialTree { visits: asked })?;
     let first = control.next()?;
-    let src = control.tree(first)?;
+    let mut src = control.tree(first)?;
     if (src.entries.first()).is_none_or(|root| !root.rel.as_os_str().is_empty()) {
         return Err(control.broke("sent a tree without its root"));
     }
+    // (A server that runs as root sends its `lost+found`.)
+    src.entries.retain(|e| !crate::as_user::left_alone(&e.rel));
     if let Some(rel) = partial::unplaced_link(&src).or_else(|| partial::unplaced_link(&dst)) {
         return Ok(Err(format!(
             "{} has hard links the record does not name",
