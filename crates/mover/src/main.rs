@@ -520,8 +520,10 @@ fn default_result_file() -> Option<PathBuf> {
     let tl = Path::new("/dev/termination-log");
     // The kubelet creates the file in a pod; outside Kubernetes we must not litter a host's /dev.
     let in_pod = tl.exists() || std::env::var_os("KUBERNETES_SERVICE_HOST").is_some();
-    let dir_writable = rustix::fs::access("/dev", rustix::fs::Access::WRITE_OK).is_ok();
-    (in_pod && dir_writable).then(|| tl.to_path_buf())
+    // As a user (Pod Security "restricted") /dev is not writable, but the file the kubelet made
+    // (mode 0666) is.
+    let writable = |path: &str| rustix::fs::access(path, rustix::fs::Access::WRITE_OK).is_ok();
+    (in_pod && (writable("/dev/termination-log") || writable("/dev"))).then(|| tl.to_path_buf())
 }
 
 /// The result of a failed run, kept under the termination-message limit.

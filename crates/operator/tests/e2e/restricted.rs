@@ -23,7 +23,9 @@ const SEED: &str = "[ -e /data/seeded ] || { mkdir -p /data/d/e && head -c 30000
      trap 'exit 0' TERM; while true; do sleep 1; done";
 
 /// One replica on the real node that `restricted` admits: non-root user and group 999 (fsGroup 999
-/// makes its volume writable), no capability, no escalation, the runtime's seccomp profile.
+/// makes its volume writable), no capability, no escalation, the runtime's seccomp profile. The
+/// kubelet gives group 999 to the volume's files only where the root's group is not yet it
+/// (`OnRootMismatch`): with `Always` it would add g+rw to every file at each mount, restart or copy.
 fn restricted_stateful_set() -> StatefulSet {
     serde_json::from_value(json!({
         "metadata": {"name": "db"},
@@ -35,7 +37,8 @@ fn restricted_stateful_set() -> StatefulSet {
                 "metadata": {"labels": {"app": "db"}},
                 "spec": {
                     "securityContext": {"runAsNonRoot": true, "runAsUser": USER, "runAsGroup": USER,
-                        "fsGroup": USER, "seccompProfile": {"type": "RuntimeDefault"}},
+                        "fsGroup": USER, "fsGroupChangePolicy": "OnRootMismatch",
+                        "seccompProfile": {"type": "RuntimeDefault"}},
                     "nodeSelector": {REAL_NODE_KEY: "true"},
                     "tolerations": [{"key": REAL_NODE_KEY, "operator": "Exists", "effect": "NoSchedule"}],
                     "terminationGracePeriodSeconds": 5,

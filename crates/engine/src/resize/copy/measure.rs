@@ -99,6 +99,16 @@ fn measure_rows(
                         row.message = Some(not_as_user(&row.claim_name, kept_otherwise));
                         continue;
                     }
+                    // Ended well yet said nothing (no result it could write): measured again
+                    // it would say nothing again, so the resize fails saying so.
+                    if usage.is_none() {
+                        row.step = Some(RowStep::MeasuringFailed);
+                        row.message = Some(format!(
+                            "could not measure the data in use on {}: its measuring pod {pod} ended without a result",
+                            row.claim_name
+                        ));
+                        continue;
+                    }
                     row.used_bytes = usage.as_ref().map(|usage| usage.bytes);
                     row.bytes_total = row.used_bytes;
                     // What its mover pods may do: only what this data needs.

@@ -69,6 +69,8 @@ struct Cluster {
     usage_needs: Option<&'static str>,
     /// What a measuring pod run as the StatefulSet's user says it could not recreate.
     usage_not_as_user: Option<&'static str>,
+    /// Measuring pods that end well with no result (one that could not write its message).
+    usage_silent: bool,
     /// The driver makes no clone: a claim asking for one stays Pending.
     refuses_clones: bool,
     /// What the provisioner reports for a clone it refuses (none: it says nothing).
@@ -160,6 +162,7 @@ impl Cluster {
             lost_at_take_off: None,
             usage_needs: None,
             usage_not_as_user: None,
+            usage_silent: false,
             refuses_clones: false,
             clone_failure: None,
             clones_made: Vec::new(),
@@ -599,7 +602,7 @@ impl Cluster {
                     .and_then(|v| self.data.get(&v))
                     .map(|d| d.len() as u64 * self.bytes_per_char)
                     .unwrap_or(0);
-                let result = Some(match (self.usage_needs, self.usage_not_as_user) {
+                let result = (!self.usage_silent).then(|| match (self.usage_needs, self.usage_not_as_user) {
                     (_, Some(said)) => format!(r#"{{"bytes":{used},"inodes":3,"notAsUser":"{said}"}}"#),
                     (Some(needs), None) => format!(r#"{{"bytes":{used},"inodes":3,"needs":{needs}}}"#),
                     (None, None) => format!(r#"{{"bytes":{used},"inodes":3}}"#),
@@ -1989,6 +1992,20 @@ fn unschedulable_measuring_pods_fail_the_resize_once_and_touch_nothing() {
     assert!(cluster.observed.movers.is_empty(), "measuring pods removed");
     assert_eq!(cluster.observed.claims, before, "nothing touched");
     assert!(!cluster.observed.backup_exists);
+}
+
+/// A measuring pod that ended well but said nothing (found as user 999 that could not write its
+/// termination message): the resize fails saying so instead of measuring for ever.
+#[test]
+fn a_measuring_pod_ending_without_a_result_fails_the_resize_and_touches_nothing() {
+    let mut cluster = Cluster::new();
+    cluster.usage_silent = true;
+    let before = cluster.observed.claims.clone();
+    let (status, _) = drive(&resize(), &mut cluster, planned(), None, 400, &mut |_, _| {});
+    assert_eq!(status.phase, Some(Phase::Failed), "{:?}", status.message);
+    let message = status.message.clone().unwrap_or_default();
+    assert!(message.contains("ended without a result"), "{message}");
+    assert_eq!(cluster.observed.claims, before, "nothing touched");
 }
 
 /// Measured as the StatefulSet's own user (Pod Security `restricted`), data that user could not
