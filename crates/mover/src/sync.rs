@@ -417,6 +417,12 @@ impl Run<'_> {
             self.keep_record(src, ops, out, loaded)?;
         }
         // Directory metadata last: creating entries inside bumps a directory's mtime.
+        self.directories_metadata(src, ops, out)
+    }
+
+    /// Each directory's owner, mode, xattrs and times, where they differ (the root through
+    /// `apply_root`: a mover running as a user may not set the times of a root it does not own).
+    fn directories_metadata(&self, src: &Tree, ops: &[Op], out: &Outcome) -> Result<(), MoverError> {
         let dirs: Vec<usize> = (0..ops.len())
             .filter(|&i| src.entries[i].meta.kind == Kind::Dir)
             .collect();

@@ -20,6 +20,9 @@ pub enum AutoscaleAction {
         node: String,
         /// The StatefulSet's pods': the node may be tainted for them alone.
         tolerations: Vec<Toleration>,
+        /// The non-root user the StatefulSet's pods run as, if they name one: the usage pod runs
+        /// as it where Pod Security `restricted` admits no root pod.
+        run_as: Option<crate::pods::RunAs>,
     },
     /// Delete a usage pod whose measurement is over (stale, failed, or taking too long).
     DeleteMeasurement { pod: String },

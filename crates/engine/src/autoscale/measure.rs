@@ -127,6 +127,8 @@ pub struct Target {
     pub claim: String,
     pub node: Option<String>,
     pub tolerations: Vec<Toleration>,
+    /// The non-root user they run as, if they name one ([`crate::pods::run_as`]).
+    pub run_as: Option<crate::pods::RunAs>,
 }
 
 /// Every usage pod deleted: a resize took over (a grow made now, or one at work), and a finished
@@ -178,6 +180,7 @@ pub fn actions(
             claim: target.claim.clone(),
             node,
             tolerations: target.tolerations.clone(),
+            run_as: target.run_as.clone(),
         });
     }
     actions
@@ -194,6 +197,10 @@ mod tests {
             claim: "data-db-0".into(),
             node: node.map(String::from),
             tolerations: Vec::new(),
+            run_as: Some(crate::pods::RunAs {
+                user: 999,
+                ..Default::default()
+            }),
         }
     }
 
@@ -225,6 +232,10 @@ mod tests {
                 claim: "data-db-0".into(),
                 node: "node-a".into(),
                 tolerations: Vec::new(),
+                run_as: Some(crate::pods::RunAs {
+                    user: 999,
+                    ..Default::default()
+                }),
             }]
         );
         let running = measured(Measured::Running { since: NOW - 10 });

@@ -262,13 +262,11 @@ fn measure_actions(
     if superseded {
         return measure::remove_all(measurements);
     }
-    let tolerations: Vec<Toleration> = set
-        .object
-        .spec
-        .as_ref()
-        .and_then(|spec| spec.template.spec.as_ref())
+    let pod_spec = (set.object.spec.as_ref()).and_then(|spec| spec.template.spec.as_ref());
+    let tolerations: Vec<Toleration> = pod_spec
         .and_then(|pod| pod.tolerations.clone())
         .unwrap_or_default();
+    let run_as = pod_spec.and_then(crate::pods::run_as);
     let targets = situation
         .unmeasured_crashes
         .iter()
@@ -282,6 +280,7 @@ fn measure_actions(
                 claim: crate::names::claim(&volume.name, sts, replica),
                 node,
                 tolerations: tolerations.clone(),
+                run_as: run_as.clone(),
             };
             (replica, target)
         })

@@ -184,6 +184,7 @@ fn full_disk_words_without_a_reading_are_measured_before_a_rescue() {
             claim: "data-db-1".into(),
             node: "node-b".into(),
             tolerations: Vec::new(),
+            run_as: None,
         }],
         "measured, not grown"
     );

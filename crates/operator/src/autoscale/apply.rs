@@ -43,8 +43,9 @@ pub async fn apply(
                 claim,
                 node,
                 tolerations,
+                run_as,
             } => {
-                let placement = placement(ctx, namespace, tolerations).await?;
+                let placement = placement(ctx, namespace, tolerations, run_as.as_ref()).await?;
                 let mut measure =
                     objects::usage_pod(&Owner::of_autoscaler(autoscaler), pod, &placement, claim);
                 // Beside the crashing replica: its volume is attached to that node.
@@ -62,18 +63,25 @@ pub async fn apply(
 }
 
 /// A usage pod's image, tolerations and resources: the operator's mover defaults, with what the
-/// namespace's quotas make every pod declare.
+/// namespace's quotas make every pod declare; where Pod Security `restricted` admits no root pod,
+/// run as the StatefulSet's own user (`run_as`), as the resize's pods are.
 async fn placement(
     ctx: &Context,
     namespace: &str,
     tolerations: &[Toleration],
+    run_as: Option<&ferry_engine::pods::RunAs>,
 ) -> Result<objects::Placement, Error> {
     let constrained = quota_resources(&ctx.client, namespace).await?;
-    Ok(objects::placement(
+    let mut placement = objects::placement(
         &MoverSettings::default(),
         &ctx.resize.mover_image,
         tolerations.to_vec(),
         &ctx.resize.mover_image_pull_secrets,
         objects::quota_resources::filled_for_quotas(ctx.resize.mover_resources.clone(), &constrained),
-    ))
+    );
+    let security = crate::resize::limits::pod_security(&ctx.client, namespace).await?;
+    if security.as_deref() == Some(crate::resize::limits::RESTRICTED) {
+        placement.run_as = run_as.cloned();
+    }
+    Ok(placement)
 }
