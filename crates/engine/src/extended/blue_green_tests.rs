@@ -65,6 +65,10 @@ struct Model {
     next_volume: u32,
     log: Vec<String>,
     now: i64,
+    /// Passes a new pod takes to become Ready (a database's start), 0: at once.
+    ready_after: i64,
+    /// Pod → the pass it (this incarnation of it) appeared in.
+    born: BTreeMap<String, i64>,
 }
 
 fn image_of(sts: &StatefulSet) -> String {
@@ -130,8 +134,14 @@ impl Model {
         }
     }
 
+    /// A pod of a good image is Ready once it has run `ready_after` passes; one of `BAD` never is.
+    fn ready(&self, sts: &StatefulSet, pod: &str) -> bool {
+        let age = self.born.get(pod).map_or(0, |born| self.now - born);
+        image_of(sts) != BAD && age >= self.ready_after
+    }
+
     fn pod(&self, sts: &StatefulSet, name: &str) -> Pod {
-        let ready = image_of(sts) != BAD;
+        let ready = self.ready(sts, name);
         serde_json::from_value(json!({
             "metadata": {"name": name,
                 "labels": {"controller-revision-hash": format!("rev-{}", sts.metadata.name.clone().unwrap())},
@@ -277,7 +287,13 @@ impl Model {
                 }
                 pods.insert(crate::names::pod(name, ordinal));
             }
-            let ready = if image_of(sts) == BAD { 0 } else { range.replicas() };
+            let ready = (range.start..range.end)
+                .filter(|&ordinal| {
+                    let pod = crate::names::pod(name, ordinal);
+                    image_of(sts) != BAD
+                        && self.born.get(&pod).map_or(0, |born| self.now - born) >= self.ready_after
+                })
+                .count() as i32;
             sts.metadata.generation = Some(1);
             sts.status = Some(
                 serde_json::from_value(json!({
@@ -286,6 +302,11 @@ impl Model {
                 }))
                 .unwrap(),
             );
+        }
+        // A pod that appeared in this pass starts its way to Ready now; a gone one is forgotten.
+        self.born.retain(|pod, _| pods.contains(pod));
+        for pod in &pods {
+            self.born.entry(pod.clone()).or_insert(self.now);
         }
         self.cluster.pods = pods;
     }
@@ -806,6 +827,38 @@ fn a_failed_pre_update_job_moves_nothing_and_a_failed_post_update_job_keeps_the_
         model.log
     );
     assert!(model.lost.is_empty());
+}
+
+/// Pods that take passes to become Ready (a database replaying its log): each replica moves only
+/// once the one before is Ready on the new version, so never two are down, and each keeps its data.
+#[test]
+fn a_version_whose_pods_take_time_to_become_ready_moves_one_replica_at_a_time() {
+    let (mut model, mut object) = running(1);
+    model.ready_after = 4;
+    set_image(&mut object, "db:2");
+    let mut worst = 0;
+    for _ in 0..200 {
+        model.pass(&mut object);
+        let serving = model
+            .sets
+            .iter()
+            .flat_map(|(name, sts)| {
+                let range = Range::of(sts);
+                (range.start..range.end).map(move |ordinal| (sts, crate::names::pod(name, ordinal)))
+            })
+            .filter(|(sts, pod)| model.cluster.pods.contains(pod) && model.ready(sts, pod))
+            .count();
+        worst = worst.max(3 - serving.min(3));
+        let status = object.status.as_ref().unwrap();
+        if status.version == 2 && status.update_step.as_deref() == Some("Done") && status.handover.is_none() {
+            break;
+        }
+    }
+    assert_eq!(worst, 1, "{:#?}", model.log);
+    let status = object.status.clone().unwrap();
+    assert_eq!((status.version, status.update_step.as_deref()), (2, Some("Done")));
+    settled_on(&mut model, &mut object, "db-v2");
+    assert!(model.lost.is_empty(), "{:?}", model.lost);
 }
 
 #[test]
