@@ -172,10 +172,14 @@ pub fn advance(handover: &Handover, labels: &BTreeMap<String, String>, cluster: 
     if !retain.is_empty() {
         return Step::Act(retain);
     }
-    // 2. The replica stopped under both names (its StatefulSets count the ordinal in neither).
+    // 2. The replica stopped under both names (its StatefulSets count the ordinal in neither),
+    // unless every volume is bound under the new name already: then the new StatefulSet may count
+    // it and its pod run (an operator killed after shaping it, before the record went), and
+    // waiting for that pod to stop would wait for ever.
+    let all_moved = !handover.volumes.is_empty() && handover.volumes.iter().all(|h| moved(h, cluster));
     for set in [&handover.from, &handover.to] {
         let pod = pod_name(set, handover.ordinal);
-        if cluster.pods.contains(&pod) {
+        if !all_moved && cluster.pods.contains(&pod) {
             return Step::Wait(format!("pod {pod} to stop"));
         }
     }
