@@ -79,9 +79,7 @@ async fn placement(
         &ctx.resize.mover_image_pull_secrets,
         objects::quota_resources::filled_for_quotas(ctx.resize.mover_resources.clone(), &constrained),
     );
-    let security = crate::resize::limits::pod_security(&ctx.client, namespace).await?;
-    if security.as_deref() == Some(crate::resize::limits::RESTRICTED) {
-        placement.run_as = run_as.cloned();
-    }
+    placement.run_as =
+        crate::resize::limits::run_as_where_restricted(&ctx.client, namespace, run_as.cloned()).await?;
     Ok(placement)
 }

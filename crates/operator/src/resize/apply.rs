@@ -365,10 +365,8 @@ async fn placement(
     );
     // Where no root pod is admitted, as the StatefulSet's own user (the precheck refused a copy
     // whose StatefulSet names none).
-    let security = crate::resize::limits::pod_security(&ctx.client, namespace).await?;
-    if security.as_deref() == Some(crate::resize::limits::RESTRICTED) {
-        placement.run_as = replica.as_ref().and_then(ferry_engine::pods::run_as);
-    }
+    let user = replica.as_ref().and_then(ferry_engine::pods::run_as);
+    placement.run_as = crate::resize::limits::run_as_where_restricted(&ctx.client, namespace, user).await?;
     Ok(placement)
 }
 

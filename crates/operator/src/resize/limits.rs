@@ -128,7 +128,18 @@ pub async fn pod_security(client: &Client, namespace: &str) -> Result<Option<Str
 }
 
 /// The Pod Security level that admits no root pod.
-pub const RESTRICTED: &str = "restricted";
+const RESTRICTED: &str = "restricted";
+
+/// Who Ferry's pods in `namespace` run as: `user` (the StatefulSet's own) where the namespace
+/// enforces `restricted`, which admits no root pod; root (`None`) elsewhere.
+pub async fn run_as_where_restricted(
+    client: &Client,
+    namespace: &str,
+    user: Option<ferry_engine::pods::RunAs>,
+) -> Result<Option<ferry_engine::pods::RunAs>, Error> {
+    let security = pod_security(client, namespace).await?;
+    Ok(user.filter(|_| security.as_deref() == Some(RESTRICTED)))
+}
 
 /// The label by which a namespace enforces a Pod Security level.
 const POD_SECURITY_ENFORCE: &str = "pod-security.kubernetes.io/enforce";
