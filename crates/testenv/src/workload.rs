@@ -34,15 +34,20 @@ i=${i:-0}
 stopping=0
 trap 'stopping=1' TERM
 write() { i=$((i + 1)); echo "record $i" >> "/$VOLUME/records" && echo "$i" >> "$acked"; }
+# The 50 ms between records is a read that times out on a FIFO nobody writes to: the shell's own
+# builtin (a `sleep` would be a fork and an exec of busybox twenty times a second per replica), and
+# SIGTERM still ends it at once.
+mkfifo /tmp/tick 2>/dev/null
+exec 3<>/tmp/tick
 while [ "$stopping" = 0 ]; do
   write
-  sleep 0.05 & wait $!
+  read -t 0.05 tick <&3
 done
 # Graceful shutdown: like a database checkpoint, write CHECKPOINT_KIB at once, then keep writing
 # records for a second after SIGTERM.
 [ "$CHECKPOINT_KIB" -gt 0 ] && head -c "$((CHECKPOINT_KIB * 1024))" /dev/urandom > "/$VOLUME/checkpoint-$i"
 n=0
-while [ "$n" -lt 20 ]; do write; n=$((n + 1)); sleep 0.05; done
+while [ "$n" -lt 20 ]; do write; n=$((n + 1)); read -t 0.05 tick <&3; done
 exit 0
 "#;
 
@@ -95,10 +100,7 @@ pub fn writer_stateful_set(
                             {"name": "CHECKPOINT_KIB", "value": checkpoint_kib.to_string()},
                         ],
                         "volumeMounts": mounts,
-                        "readinessProbe": {
-                            "exec": {"command": ["test", "-s", format!("/{first}/{RECORDS_FILE}")]},
-                            "periodSeconds": 1,
-                        },
+                        "startupProbe": startup_probe(first),
                     }],
                     "volumes": [{"name": "acks", "hostPath": {"path": acks.display().to_string(), "type": "Directory"}}],
                 },
@@ -107,6 +109,20 @@ pub fn writer_stateful_set(
         },
     }))
     .map_err(|e| Error::Setup(format!("writer StatefulSet: {e}")))
+}
+
+/// Ready once the first record is written, checked every second until then. A startup probe, not a
+/// readiness probe: a probe is a `runc exec` (a container start's worth of CPU), and a readiness
+/// probe would go on every second for the pod's whole life; with only a startup probe the kubelet
+/// stops probing once it passed and the pod stays Ready while the container runs. A test that needs
+/// readiness to change later (an unready marker, a version that never becomes Ready) sets its own.
+/// The failure threshold keeps a replica that never writes from being killed for 10 minutes.
+pub fn startup_probe(volume: &str) -> serde_json::Value {
+    json!({
+        "exec": {"command": ["test", "-s", format!("/{volume}/{RECORDS_FILE}")]},
+        "periodSeconds": 1,
+        "failureThreshold": 600,
+    })
 }
 
 /// The acknowledged record numbers of a replica (pod name) of the namespace.

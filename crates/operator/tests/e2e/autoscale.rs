@@ -416,7 +416,7 @@ while true; do sleep 1; done
                         "command": ["sh", "-c", script],
                         "terminationMessagePolicy": "FallbackToLogsOnError",
                         "volumeMounts": [{"name": "data", "mountPath": "/data"}],
-                        "readinessProbe": {"exec": {"command": ["test", "-s", "/data/journal"]}, "periodSeconds": 1},
+                        "startupProbe": {"exec": {"command": ["test", "-s", "/data/journal"]}, "periodSeconds": 1, "failureThreshold": 600},
                     }],
                 },
             },
@@ -494,7 +494,7 @@ async fn full_disk_words_without_a_full_volume_grow_nothing() {
     pod.containers[0].command = Some(vec!["sh".into(), "-c".into(), script.into()]);
     let mut sidecar = pod.containers[0].clone();
     sidecar.name = "sidecar".into();
-    sidecar.readiness_probe = None;
+    sidecar.startup_probe = None;
     let idle = "trap 'exit 0' TERM; while true; do sleep 1; done";
     sidecar.command = Some(vec!["sh".into(), "-c".into(), idle.into()]);
     pod.containers.push(sidecar);

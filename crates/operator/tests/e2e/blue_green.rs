@@ -55,7 +55,8 @@ async fn wait_killing_mid_move(
     }
 }
 
-/// The writer's template with the pods' readiness probe replaced (and an env var marking it).
+/// The writer's template with the pods' startup probe replaced (and an env var marking it): a
+/// version whose probe never passes is never Ready.
 fn template(harness: &Harness, probe: &[&str], mark: &str) -> Value {
     let writer = writer_stateful_set(
         "db",
@@ -68,7 +69,7 @@ fn template(harness: &Harness, probe: &[&str], mark: &str) -> Value {
     .unwrap();
     let mut spec = serde_json::to_value(&writer.spec).unwrap();
     let container = &mut spec["template"]["spec"]["containers"][0];
-    container["readinessProbe"]["exec"]["command"] = json!(probe);
+    container["startupProbe"]["exec"]["command"] = json!(probe);
     container["env"]
         .as_array_mut()
         .unwrap()

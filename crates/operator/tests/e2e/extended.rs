@@ -750,7 +750,8 @@ fn real_node_extended(canaries: i32) -> ExtendedStatefulSet {
                             "name": "web", "image": BUSYBOX_IMAGE, "imagePullPolicy": "Never",
                             "env": [{"name": "VERSION", "value": "1"}],
                             "command": ["sh", "-c", "[ \"$VERSION\" = bad ] || touch /tmp/ready; trap 'exit 0' TERM; while true; do sleep 1; done"],
-                            "readinessProbe": {"exec": {"command": ["test", "-f", "/tmp/ready"]}, "periodSeconds": 1},
+                            // A startup probe: Ready once it passes, and no `runc exec` a second after.
+                            "startupProbe": {"exec": {"command": ["test", "-f", "/tmp/ready"]}, "periodSeconds": 1, "failureThreshold": 600},
                         }],
                     },
                 },
@@ -1052,7 +1053,7 @@ fn zoned_on_real_nodes() -> ExtendedStatefulSet {
     let mut ests = serde_json::to_value(real_node_extended(0)).unwrap();
     ests["spec"]["zones"] = json!(REAL_ZONES);
     let container = &mut ests["spec"]["template"]["spec"]["template"]["spec"]["containers"][0];
-    container["readinessProbe"]["initialDelaySeconds"] = json!(3);
+    container["startupProbe"]["initialDelaySeconds"] = json!(3);
     serde_json::from_value(ests).unwrap()
 }
 

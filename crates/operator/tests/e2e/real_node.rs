@@ -103,7 +103,11 @@ pub(crate) async fn writer_with_unready_marker(
             .as_mut()
             .and_then(|spec| spec.template.spec.as_mut())
             .unwrap();
-        let probe = pod.containers[0].readiness_probe.as_mut().unwrap();
+        // Readiness that follows the marker for the pod's whole life: the writer's startup probe
+        // becomes a readiness probe (checked every second, as long as the pod runs).
+        let container = &mut pod.containers[0];
+        let mut probe = container.startup_probe.take().unwrap();
+        probe.failure_threshold = None;
         probe.exec.as_mut().unwrap().command = Some(
             [
                 "sh",
@@ -113,6 +117,7 @@ pub(crate) async fn writer_with_unready_marker(
             .map(String::from)
             .to_vec(),
         );
+        container.readiness_probe = Some(probe);
     })
     .await
 }
