@@ -86,15 +86,10 @@ pub async fn wait_ready(
     replicas: i32,
     seconds: u64,
 ) -> Result<StatefulSet, Error> {
-    wait_until(
-        &format!("StatefulSet {name} to have {replicas} Ready replicas"),
-        seconds,
-        || async {
-            let sts = api.get_opt(name).await.ok().flatten()?;
-            let ready = sts.status.as_ref().and_then(|s| s.ready_replicas).unwrap_or(0);
-            (ready == replicas).then_some(sts)
-        },
-    )
+    let what = format!("StatefulSet {name} to have {replicas} Ready replicas");
+    crate::wait::wait_for_object(api, name, &what, seconds, |sts: &StatefulSet| {
+        sts.status.as_ref().and_then(|s| s.ready_replicas).unwrap_or(0) == replicas
+    })
     .await
 }
 

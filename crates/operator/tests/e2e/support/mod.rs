@@ -499,11 +499,7 @@ impl Harness {
         done: impl Fn(&VolumeResize) -> bool,
     ) -> VolumeResize {
         let api = self.ns.api::<VolumeResize>();
-        let waited = wait_until(what, seconds, || async {
-            let resize = api.get_opt(name).await.ok().flatten()?;
-            done(&resize).then_some(resize)
-        })
-        .await;
+        let waited = ferry_testenv::wait::wait_for_object(&api, name, what, seconds, done).await;
         match waited {
             Ok(resize) => resize,
             Err(error) => panic!("{error:?}\n{}", self.describe_resize(name).await),
@@ -626,15 +622,13 @@ impl Harness {
         K: kube::Resource<Scope = k8s_openapi::NamespaceResourceScope, DynamicType = ()>
             + Clone
             + serde::de::DeserializeOwned
-            + std::fmt::Debug,
+            + std::fmt::Debug
+            + Send
+            + 'static,
     {
-        let api = self.ns.api::<K>();
-        wait_until(what, seconds, || async {
-            let object = api.get_opt(name).await.ok().flatten()?;
-            done(&object).then_some(object)
-        })
-        .await
-        .unwrap()
+        ferry_testenv::wait::wait_for_object(&self.ns.api::<K>(), name, what, seconds, done)
+            .await
+            .unwrap()
     }
 
     /// Events in the namespace about the named object, as (type, reason, note).
