@@ -58,6 +58,10 @@ async fn a_prometheus_with_storage_becomes_an_owned_stateful_set_with_a_ready_po
             "imagePullPolicy": "Never",
             // A selector makes the operator write the configuration (none selected: no targets).
             "serviceMonitorSelector": {},
+            // The operator (v0.93) sets no pod security context, and a new file system's root is
+            // root's: Prometheus (the image's nobody otherwise) writes there through fsGroup, as
+            // kube-prometheus runs it.
+            "securityContext": {"runAsUser": 1000, "runAsGroup": 2000, "runAsNonRoot": true, "fsGroup": 2000},
             "nodeSelector": {REAL_NODE_KEY: "true"},
             "tolerations": [{"key": REAL_NODE_KEY, "operator": "Exists", "effect": "NoSchedule"}],
             "storage": {"volumeClaimTemplate": {"spec": {
