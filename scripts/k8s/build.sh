@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, kubelet (from the checked-in Go
-# module of one minor, scripts/k8s/v1.MINOR), kwok, helm and the CSI sidecars into a cache outside the
+# module of one minor, scripts/k8s/v1.MINOR), kwok, helm, the CSI sidecars, prometheus and
+# prometheus-operator (with its config reloader and CRDs) into a cache outside the
 # repository, keyed by version and the go.sum hash. Prints the bin directory. A second run with the
 # same inputs does nothing. Helm, kwok and the sidecars are built in the same `go build` as Kubernetes
 # when the minor's module requires them (regen-gomod.sh decides), so they share their compiled
@@ -94,5 +95,31 @@ if [ "$(cat "$bin/prometheus.version" 2>/dev/null)" != "$prometheus_version" ]; 
     "github.com/prometheus/prometheus/cmd/prometheus@${prometheus_version}" \
     "github.com/prometheus/prometheus/cmd/promtool@${prometheus_version}")
   echo "$prometheus_version" > "$bin/prometheus.version"
+fi
+# prometheus-operator, its config reloader and its CRDs, from the checked-in module
+# scripts/k8s/prometheus-operator (regen-prometheus-operator.sh), keyed by version and go.sum.
+operator_dir="$here/prometheus-operator"
+operator_key="${prometheus_operator_version}-$(sha256sum "$operator_dir/go.sum" | cut -c1-12)"
+if [ "$(cat "$bin/prometheus-operator.version" 2>/dev/null)" != "$operator_key" ]; then
+  if ! grep -qE "^\s*github\.com/prometheus-operator/prometheus-operator ${prometheus_operator_version}( |$)" "$operator_dir/go.mod"; then
+    echo "scripts/k8s/prometheus-operator is not at ${prometheus_operator_version}: run scripts/k8s/regen-prometheus-operator.sh" >&2
+    exit 1
+  fi
+  echo "building prometheus-operator and prometheus-config-reloader ${prometheus_operator_version}" >&2
+  operator_pkg=github.com/prometheus-operator/prometheus-operator
+  # The version as upstream's Makefile sets it (its VERSION file has no leading v); no build date,
+  # so a rebuild gives the same bytes and the prometheus image (ferry_images.py) the same digest.
+  ldflags="-s -w -X github.com/prometheus/common/version.Version=${prometheus_operator_version#v}"
+  # Named for what it is in a directory of many binaries (upstream's image calls it `operator`).
+  (cd "$operator_dir" && CGO_ENABLED=0 go build -trimpath -ldflags "$ldflags" \
+    -o "$bin/prometheus-operator" "$operator_pkg/cmd/operator")
+  (cd "$operator_dir" && CGO_ENABLED=0 go build -trimpath -ldflags "$ldflags" \
+    -o "$bin/prometheus-config-reloader" "$operator_pkg/cmd/prometheus-config-reloader")
+  # The CRDs the release ships for `kubectl apply` (the -full ones add a conversion webhook).
+  operator_src=$(cd "$operator_dir" && go list -m -json "$operator_pkg" | python3 -c 'import json,sys; print(json.load(sys.stdin)["Dir"])')
+  rm -rf "$bin/prometheus-operator-crds"
+  mkdir -p "$bin/prometheus-operator-crds"
+  install -m 0644 "$operator_src"/example/prometheus-operator-crd/*.yaml "$bin/prometheus-operator-crds/"
+  echo "$operator_key" > "$bin/prometheus-operator.version"
 fi
 echo "$bin"

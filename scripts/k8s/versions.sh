@@ -19,6 +19,13 @@ helm_version=v3.22.0
 # discovery (`remove_all_sd`: static and file targets only): the autoscaler's usage from Prometheus
 # is tested against it, and promtool checks the chart's alerting rules.
 prometheus_version=v0.316.0
+# prometheus-operator (cmd/operator, cmd/prometheus-config-reloader and the CRDs of its
+# example/prometheus-operator-crd), for tests of StatefulSets another operator owns (#58); built from
+# its own checked-in module, scripts/k8s/prometheus-operator (regen-prometheus-operator.sh: the
+# release's go.mod replaces its pkg/apis and pkg/client with local paths, so `go install @version`
+# refuses it). v0.93.1 is the newest that resolves here: the proxy serves the main module up to
+# v0.94.1 but refuses v0.95.x, and has no pkg/client v0.94.x; it wants Go 1.26.0 (the machine's).
+prometheus_operator_version=v0.93.1
 # The upstream CSI sidecars the real node's CSI driver runs behind (scripts/lib/csi.sh). The module
 # proxy here serves external-resizer v2.2.0 and v2.3.0 but not v2.2.1, and no version of
 # node-driver-registrar (its v2 tags lack the /v2 module path): the driver registers itself with the

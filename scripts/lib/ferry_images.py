@@ -3,7 +3,7 @@
     ferry_images.py build  [NAME...]                       build (or reuse) the docker-archive tarballs
     ferry_images.py import --address SOCK [-n NS] [NAME...]  build, then `ctr images import` what changed
 
-NAME is pause, busybox, ferry or postgres (default: all). Each image is one layer whose entries are
+NAME is pause, busybox, ferry, postgres or prometheus (default: all). Each image is one layer whose entries are
 fingerprinted (paths, owners, modes, content digests) together with the image config and the
 archive writer; the tarball is `<name>-<tag>-<fingerprint>.tar` in $FERRY_CACHE_DIR/images, so a
 cache hit is a file-exists check. Logs go to stderr; stdout is `<ref> <tarball>` per image (build)
@@ -220,6 +220,49 @@ def postgres_image(work: Path) -> tuple[oci.Rootfs, dict]:
     return r, config
 
 
+def test_bed_bin() -> Path:
+    """The test bed's Go binaries (scripts/k8s/build.sh: builds what is missing, prints the dir)."""
+    built = subprocess.run([str(REPO / "scripts/k8s/build.sh")], check=True, stdout=subprocess.PIPE, text=True)
+    return Path(built.stdout.strip())
+
+
+# Upstream's prometheus image (busybox base), with the config reloader the operator runs from the
+# image named by its --prometheus-config-reloader: one image serves both, as both are ours.
+PROMETHEUS_YML = """# As upstream's image: Prometheus scraping itself (the operator runs it with a configuration of its own).
+global:
+  scrape_interval: 15s
+scrape_configs:
+  - job_name: prometheus
+    static_configs:
+      - targets: ["localhost:9090"]
+"""
+
+
+def prometheus_image(work: Path) -> tuple[oci.Rootfs, dict]:
+    bin_dir = test_bed_bin()
+    r = oci.Rootfs()
+    add_busybox(r)  # the operator's probes run `sh -c wget ...` when Prometheus listens on localhost only
+    # /bin/prometheus: what upstream's image runs; /bin/prometheus-config-reloader: the command the
+    # operator gives its reloader containers.
+    for name in ["prometheus", "prometheus-config-reloader"]:
+        require_static(bin_dir / name, "scripts/k8s/build.sh builds it with CGO_ENABLED=0")
+        r.file(f"bin/{name}", src=bin_dir / name, mode=0o755)
+    add_etc(r, ("root", 0, "/root", "/bin/sh"), ("nobody", 65534, "/home", "/bin/false"))
+    r.dir("root", 0o700)
+    r.dir("etc/prometheus", 0o755, 65534, 65534)
+    r.file("etc/prometheus/prometheus.yml", data=PROMETHEUS_YML, uid=65534, gid=65534)
+    r.dir("prometheus", 0o755, 65534, 65534)
+    config = oci.image_config(
+        user="65534:65534",  # numeric, so a kubelet can tell runAsNonRoot holds
+        env=[PATH_ENV],
+        entrypoint=["/bin/prometheus"],
+        cmd=["--config.file=/etc/prometheus/prometheus.yml", "--storage.tsdb.path=/prometheus"],
+        workdir="/prometheus",
+        extra={"ExposedPorts": {"9090/tcp": {}}},
+    )
+    return r, config
+
+
 @dataclass
 class Image:
     name: str
@@ -232,6 +275,7 @@ IMAGES = [
     Image("busybox", "ferry.local/busybox:dev", busybox_image),
     Image("ferry", "ferry.local/ferry:dev", ferry_image),
     Image("postgres", "ferry.local/postgres:dev", postgres_image),
+    Image("prometheus", "ferry.local/prometheus:dev", prometheus_image),
 ]
 
 

@@ -144,7 +144,8 @@ fn on_port(cmdline: &[u8], port: u16) -> Result<Vec<OsString>, Error> {
     Ok(args.into_iter().map(OsString::from).collect())
 }
 
-fn free_port() -> Result<u16, Error> {
+/// A port free on 127.0.0.1 now (the kernel's pick; taken by whoever binds it first).
+pub(crate) fn free_port() -> Result<u16, Error> {
     let listener =
         std::net::TcpListener::bind("127.0.0.1:0").map_err(|e| Error::io("finding a free port", e))?;
     let port = listener

@@ -12,6 +12,14 @@ pub enum Error {
     Setup(String),
     #[error("timed out after {seconds}s waiting for {what}")]
     Timeout { what: String, seconds: u64 },
+    #[error("{path}: {message}")]
+    Manifest { path: String, message: String },
+    #[error("{what} exited before it was ready ({status}); its log: {log}")]
+    Exited {
+        what: String,
+        status: String,
+        log: String,
+    },
 }
 
 impl Error {

@@ -22,6 +22,7 @@ pub mod namespace;
 pub mod network_cut;
 pub mod paths;
 pub mod processes;
+pub mod prometheus_operator;
 pub mod quantity;
 pub mod storage;
 pub mod volume_dir;

@@ -8,6 +8,7 @@ mod cross_node;
 mod csi;
 mod executor;
 mod fresh;
+mod prometheus_operator;
 mod real_node;
 mod real_pods;
 mod storage;

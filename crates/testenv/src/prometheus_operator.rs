@@ -1,0 +1,102 @@
+//! The real prometheus-operator on the test control plane, for tests of StatefulSets another
+//! operator owns (#58): its CRDs ([`install_crds`]) and the operator itself as a child process
+//! watching one test namespace ([`PrometheusOperator`]). Its binaries, CRDs and the Prometheus it
+//! runs come from the test bed's cache (`scripts/k8s/build.sh`, pinned in `scripts/k8s/versions.sh`);
+//! the image is `ferry.local/prometheus:dev` (`scripts/images`), which `scripts/testenv up` imports
+//! into every real node.
+
+mod crds;
+mod process;
+
+use crate::{Error, cluster, paths};
+use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind};
+use std::path::PathBuf;
+
+pub use crds::install_crds;
+pub use process::PrometheusOperator;
+
+/// The image with Prometheus and the operator's config reloader (`scripts/lib/ferry_images.py`).
+pub const PROMETHEUS_IMAGE: &str = "ferry.local/prometheus:dev";
+/// The API group of the operator's resources.
+pub const GROUP: &str = "monitoring.coreos.com";
+
+/// The namespaced `Prometheus` resources (`monitoring.coreos.com/v1`, plural `prometheuses`).
+pub fn prometheuses(client: &kube::Client, namespace: &str) -> Api<DynamicObject> {
+    let kind = GroupVersionKind::gvk(GROUP, "v1", "Prometheus");
+    let resource = ApiResource::from_gvk_with_plural(&kind, "prometheuses");
+    Api::namespaced_with(client.clone(), namespace, &resource)
+}
+
+/// The version of the Prometheus in [`PROMETHEUS_IMAGE`] as the operator wants it in
+/// `spec.version` (`v3.16.0`), from the Go module version the test bed recorded (`v0.316.0`), so
+/// the operator picks the flags of the Prometheus that really runs.
+pub async fn prometheus_version() -> Result<String, Error> {
+    let recorded = built("prometheus.version").await?;
+    let module = std::fs::read_to_string(&recorded).map_err(|e| Error::io(recorded.display(), e))?;
+    release_of_module(module.trim()).ok_or_else(|| {
+        Error::Setup(format!(
+            "{}: {module:?} is not a Prometheus module version (v0.MMM.P)",
+            recorded.display()
+        ))
+    })
+}
+
+/// `v0.316.0` → `v3.16.0`, `v0.55.1` → `v2.55.1`: Prometheus 3 tags its Go module v0.3MM.P, and
+/// Prometheus 2 tagged it v0.MM.P.
+fn release_of_module(module: &str) -> Option<String> {
+    let mut parts = module.strip_prefix("v0.")?.split('.');
+    let minor: u32 = parts.next()?.parse().ok()?;
+    let patch: u32 = parts.next()?.parse().ok()?;
+    if parts.next().is_some() {
+        return None;
+    }
+    Some(match minor {
+        300.. => format!("v3.{}.{patch}", minor - 300),
+        _ => format!("v2.{minor}.{patch}"),
+    })
+}
+
+/// A file of the test bed's bin dir: the running control plane's, else (built before this file was
+/// part of the test bed) the one `scripts/k8s/build.sh` fills (cached: warm, a check).
+async fn built(name: &str) -> Result<PathBuf, Error> {
+    if let Ok(path) = cluster::control_plane_binary(name)
+        && path.exists()
+    {
+        return Ok(path);
+    }
+    let script = paths::repo_root().join("scripts/k8s/build.sh");
+    let output = tokio::process::Command::new(&script)
+        .stderr(std::process::Stdio::inherit())
+        .output()
+        .await
+        .map_err(|e| Error::io(script.display(), e))?;
+    if !output.status.success() {
+        return Err(Error::Setup(format!(
+            "scripts/k8s/build.sh failed ({})",
+            output.status
+        )));
+    }
+    let path = PathBuf::from(String::from_utf8_lossy(&output.stdout).trim()).join(name);
+    if !path.exists() {
+        return Err(Error::Setup(format!(
+            "{} is missing after scripts/k8s/build.sh",
+            path.display()
+        )));
+    }
+    Ok(path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn module_versions_name_their_prometheus_release() {
+        assert_eq!(release_of_module("v0.316.0").as_deref(), Some("v3.16.0"));
+        assert_eq!(release_of_module("v0.300.1").as_deref(), Some("v3.0.1"));
+        assert_eq!(release_of_module("v0.55.1").as_deref(), Some("v2.55.1"));
+        assert_eq!(release_of_module("v3.16.0"), None);
+        assert_eq!(release_of_module("v0.316"), None);
+        assert_eq!(release_of_module("v0.316.0.1"), None);
+    }
+}
