@@ -45,6 +45,7 @@ mod reuse_values;
 mod stop_race;
 mod timeouts;
 mod triggers;
+mod update_strategies;
 mod validation;
 mod webhook_cache;
 mod zoned_kills;
