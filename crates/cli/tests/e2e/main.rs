@@ -8,4 +8,5 @@ mod support;
 mod alone;
 mod commands;
 mod import;
+mod user_roles;
 mod with_operator;
