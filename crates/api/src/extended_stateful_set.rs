@@ -201,7 +201,7 @@ pub struct TemplateMetadata {
 
 /// What runs, written by Ferry: replicas and readiness (per zone too), the version and where its
 /// update stands, the conditions, and the VolumeResizes carrying out volume changes.
-#[derive(Deserialize, Serialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[derive(Deserialize, Serialize, Clone, Debug, Default, PartialEq, KubeSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ExtendedStatefulSetStatus {
     /// The `metadata.generation` of the spec this status is about.
@@ -225,11 +225,12 @@ pub struct ExtendedStatefulSetStatus {
     /// Per zone (or one entry `""` without zones).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub zones: Vec<ZoneStatus>,
-    /// One per type: `Progressing`, `Stale`,
+    /// One per type, merged by type (another tool may add its own): `Progressing`, `Stale`,
     /// `Available`, `Invalid`, and kstatus's `Ready` (True once the current version runs on every
     /// pod), `Reconciling` (True while an update or a wait goes on) and `Stalled` (True on a stale
     /// version or a refusal).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[x_kube(merge_strategy = ListMerge::Map(vec!["type".into()]))]
     pub conditions: Vec<Condition>,
     /// VolumeResizes carrying out volume claim template changes, by StatefulSet.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]

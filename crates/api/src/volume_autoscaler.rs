@@ -125,16 +125,17 @@ pub enum AutoscaleStrategy {
 
 /// What the autoscaler saw and did, written by Ferry at each poll: each volume's usage and
 /// state, the last resize it made, and when a volume may grow next.
-#[derive(Deserialize, Serialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[derive(Deserialize, Serialize, Clone, Debug, Default, PartialEq, KubeSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct VolumeAutoscalerStatus {
     /// The `metadata.generation` of the spec this status is about.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub observed_generation: Option<i64>,
-    /// One per type: kstatus's `Ready` (True
+    /// One per type, merged by type (another tool may add its own): kstatus's `Ready` (True
     /// while it watches), `Reconciling` (True while a volume grows) and `Stalled` (True while a
     /// volume needs someone: an invalid policy or template, or its last resize failed).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[x_kube(merge_strategy = ListMerge::Map(vec!["type".into()]))]
     pub conditions: Vec<Condition>,
     /// Per volume template (and per StatefulSet, when a selector names several).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]

@@ -319,17 +319,18 @@ impl Phase {
 /// The durable record of a VolumeResize's progress, written by Ferry alone: the phase, the plan
 /// per replica and volume and how far each row got, the conditions, and every object made. A
 /// restarted Ferry resumes from it.
-#[derive(Deserialize, Serialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[derive(Deserialize, Serialize, Clone, Debug, Default, PartialEq, KubeSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct VolumeResizeStatus {
     /// Where the resize is in its life: Pending, Planning, Running, Paused, RollingBack,
     /// Succeeded or Failed (the last two are final). Unset: Pending.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub phase: Option<Phase>,
-    /// One per type: `Prechecked`, `Queued`,
+    /// One per type, merged by type (another tool may add its own): `Prechecked`, `Queued`,
     /// `SpecChangeDeferred`, `TimedOut`, and kstatus's `Ready` (True once Succeeded),
     /// `Reconciling` (True while it works) and `Stalled` (True once Failed).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[x_kube(merge_strategy = ListMerge::Map(vec!["type".into()]))]
     pub conditions: Vec<Condition>,
     /// The `metadata.generation` of the spec this status is about.
     #[serde(default, skip_serializing_if = "Option::is_none")]
