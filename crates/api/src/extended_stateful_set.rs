@@ -35,7 +35,9 @@ const SERVICE_NEEDS_BLUE_GREEN_MESSAGE: &str =
 const ALIAS_MESSAGE: &str =
     "spec.updateOnEnvChange is the quarks name of spec.updateOnConfigChange: give one of them, not both";
 
-/// A StatefulSet (`spec.template`) run with extended lifecycle rules.
+/// The StatefulSet to run (`template`), how many replicas and in which zones, and the rules of
+/// its updates: canaries, watch times, pre- and post-update Jobs, rolling or blue/green, restarts
+/// when referenced configuration changes.
 #[derive(CustomResource, KubeSchema, Deserialize, Serialize, Clone, Debug, PartialEq)]
 #[kube(
     group = "ferry.dev",
@@ -43,6 +45,8 @@ const ALIAS_MESSAGE: &str =
     kind = "ExtendedStatefulSet",
     plural = "extendedstatefulsets",
     shortname = "ests",
+    category = "ferry",
+    doc = "A StatefulSet run by Ferry with extended lifecycle rules: limits on its replicas, a restart when a ConfigMap or Secret it references changes, canary or blue/green updates with pre- and post-update Jobs, one StatefulSet per zone, and volume claim templates that can change (each change is a VolumeResize of the StatefulSets it owns).",
     namespaced,
     status = "ExtendedStatefulSetStatus",
     scale = r#"{"specReplicasPath":".spec.replicas","statusReplicasPath":".status.replicas","labelSelectorPath":".status.selector"}"#,
@@ -111,9 +115,11 @@ fn one() -> i32 {
 #[x_kube(validation = Rule::new("!has(self.min) || !has(self.max) || self.min <= self.max").message("scaling.min must not be larger than scaling.max"))]
 #[x_kube(validation = Rule::new("!has(self.oddOnly) || !self.oddOnly || !has(self.min) || !has(self.max) || self.min % 2 == 1 || self.max % 2 == 1 || self.max - self.min >= 1").message("with oddOnly, scaling.min..max must hold an odd number"))]
 pub struct Scaling {
+    /// The fewest `replicas` the API server accepts (unset: 0).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 0))]
     pub min: Option<i32>,
+    /// The most `replicas` the API server accepts (unset: no limit).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 0))]
     pub max: Option<i32>,
@@ -174,6 +180,7 @@ impl UpdateStrategy {
 #[derive(Deserialize, Serialize, Clone, Debug, Default, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct StatefulSetTemplate {
+    /// Labels and annotations of each StatefulSet Ferry makes from it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub metadata: Option<TemplateMetadata>,
     /// An ordinary StatefulSet spec (checked by the API server when Ferry creates it).
@@ -181,22 +188,29 @@ pub struct StatefulSetTemplate {
     pub spec: StatefulSetSpec,
 }
 
+/// The metadata of the StatefulSets an ExtendedStatefulSet runs.
 #[derive(Deserialize, Serialize, Clone, Debug, Default, PartialEq, JsonSchema)]
 pub struct TemplateMetadata {
+    /// Labels of each StatefulSet (beside those Ferry adds to find its own).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub labels: BTreeMap<String, String>,
+    /// Annotations of each StatefulSet.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub annotations: BTreeMap<String, String>,
 }
 
-#[derive(Deserialize, Serialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+/// What runs, written by Ferry: replicas and readiness (per zone too), the version and where its
+/// update stands, the conditions, and the VolumeResizes carrying out volume changes.
+#[derive(Deserialize, Serialize, Clone, Debug, Default, PartialEq, KubeSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ExtendedStatefulSetStatus {
+    /// The `metadata.generation` of the spec this status is about.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub observed_generation: Option<i64>,
     /// Replicas that exist (the `scale` subresource reads it).
     #[serde(default)]
     pub replicas: i32,
+    /// Replicas whose pod is Ready, in all zones together.
     #[serde(default)]
     pub ready_replicas: i32,
     /// The pods' label selector, for the `scale` subresource (an HPA).
@@ -211,7 +225,12 @@ pub struct ExtendedStatefulSetStatus {
     /// Per zone (or one entry `""` without zones).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub zones: Vec<ZoneStatus>,
+    /// One per type, merged by type (another tool may add its own): `Progressing`, `Stale`,
+    /// `Available`, `Invalid`, and kstatus's `Ready` (True once the current version runs on every
+    /// pod), `Reconciling` (True while an update or a wait goes on) and `Stalled` (True on a stale
+    /// version or a refusal).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[x_kube(merge_strategy = ListMerge::Map(vec!["type".into()]))]
     pub conditions: Vec<Condition>,
     /// VolumeResizes carrying out volume claim template changes, by StatefulSet.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
@@ -251,7 +270,9 @@ pub struct ExtendedStatefulSetStatus {
 #[derive(Deserialize, Serialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct RequestedVolume {
+    /// The size asked for, a Kubernetes quantity.
     pub size: String,
+    /// The StorageClass asked for (unset: the template named none).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub storage_class_name: Option<String>,
 }
@@ -264,7 +285,9 @@ pub struct Handover {
     pub from: String,
     /// The StatefulSet it joins.
     pub to: String,
+    /// The replica's ordinal (the same under both StatefulSets).
     pub ordinal: i32,
+    /// Each of its volumes and the claims it moves between.
     pub volumes: Vec<HandedVolume>,
 }
 
@@ -273,23 +296,34 @@ pub struct Handover {
 #[derive(Deserialize, Serialize, Clone, Debug, Default, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct HandedVolume {
+    /// The claim under the StatefulSet the replica leaves (`<template>-<from>-<ordinal>`).
     pub from_claim: String,
+    /// The claim under the StatefulSet it joins (`<template>-<to>-<ordinal>`), bound to the same
+    /// volume.
     pub to_claim: String,
     /// The PersistentVolume.
     pub volume: String,
+    /// The PersistentVolume's UID when the move began: a volume of the same name but another
+    /// UID is not touched.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub volume_uid: Option<String>,
     /// Its reclaim policy before the move (set to Retain while its claim is re-made).
     pub reclaim_policy: String,
 }
 
+/// The StatefulSet of one zone and its replicas.
 #[derive(Deserialize, Serialize, Clone, Debug, Default, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ZoneStatus {
+    /// The zone (`topology.kubernetes.io/zone`); `""` without zones.
     pub zone: String,
+    /// The StatefulSet running this zone's replicas.
     pub stateful_set: String,
+    /// Replicas this zone's StatefulSet is asked for (its share of `spec.replicas`).
     pub replicas: i32,
+    /// Its replicas whose pod is Ready.
     pub ready_replicas: i32,
+    /// Its pods on the StatefulSet's newest revision (the version being rolled out).
     pub updated_replicas: i32,
 }
 

@@ -1,6 +1,9 @@
 //! ferry-api: Ferry's custom resources, the annotation and label names it uses, and validation that
 //! needs no cluster. No I/O lives here.
 
+#[cfg(test)]
+mod crd_tests;
+pub mod crds;
 pub mod extended_stateful_set;
 pub mod listed;
 pub mod names;

@@ -6,7 +6,8 @@ use kube::{CustomResource, KubeSchema};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-/// Grows a StatefulSet's volumes (and its volume claim templates) when they fill up.
+/// Which StatefulSets' volumes are kept sized (by name or by labels), and the policy per volume
+/// claim template: when to grow, by how much, up to what size, how often.
 #[derive(CustomResource, KubeSchema, Deserialize, Serialize, Clone, Debug, PartialEq)]
 #[kube(
     group = "ferry.dev",
@@ -14,6 +15,8 @@ use serde::{Deserialize, Serialize};
     kind = "VolumeAutoscaler",
     plural = "volumeautoscalers",
     shortname = "vas",
+    category = "ferry",
+    doc = "Keeps a StatefulSet's volumes sized to their data: Ferry reads how full each replica's volume is and, past a threshold, grows the volumes and the volume claim templates, up to a maximum size. Each grow is an ordinary VolumeResize (the same prechecks, safety and history); shrinking stays a VolumeResize made by hand.",
     namespaced,
     status = "VolumeAutoscalerStatus",
     printcolumn = r#"{"name":"StatefulSet","type":"string","jsonPath":".spec.statefulSetName"}"#,
@@ -120,15 +123,21 @@ pub enum AutoscaleStrategy {
     AllowCopy,
 }
 
-/// What the autoscaler saw and did.
-#[derive(Deserialize, Serialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+/// What the autoscaler saw and did, written by Ferry at each poll: each volume's usage and
+/// state, the last resize it made, and when a volume may grow next.
+#[derive(Deserialize, Serialize, Clone, Debug, Default, PartialEq, KubeSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct VolumeAutoscalerStatus {
+    /// The `metadata.generation` of the spec this status is about.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub observed_generation: Option<i64>,
+    /// One per type, merged by type (another tool may add its own): kstatus's `Ready` (True
+    /// while it watches), `Reconciling` (True while a volume grows) and `Stalled` (True while a
+    /// volume needs someone: an invalid policy or template, or its last resize failed).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[x_kube(merge_strategy = ListMerge::Map(vec!["type".into()]))]
     pub conditions: Vec<Condition>,
-    /// Per volume template.
+    /// Per volume template (and per StatefulSet, when a selector names several).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub volumes: Vec<AutoscaledVolumeStatus>,
     /// For `kubectl get`: the fullest volume, e.g. `83% data`.
@@ -140,10 +149,13 @@ pub struct VolumeAutoscalerStatus {
     /// For `kubectl get`: the earliest time any volume may grow again.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub next_allowed_at: Option<Time>,
+    /// When Ferry last read the volumes' usage (it polls every `--autoscale-interval`), RFC 3339.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_polled_at: Option<Time>,
 }
 
+/// One volume claim template of one StatefulSet: its usage per replica and what the autoscaler
+/// does about it.
 #[derive(Deserialize, Serialize, Clone, Debug, Default, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct AutoscaledVolumeStatus {
@@ -155,13 +167,18 @@ pub struct AutoscaledVolumeStatus {
     /// The size the template and claims ask for now.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub capacity: Option<String>,
+    /// Usage of each replica's volume at the last poll.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub replicas: Vec<ReplicaUsage>,
+    /// The last grow of this volume.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_resize: Option<AutoResize>,
     /// When this volume was grown (kept for cooldowns and provider windows; the last few).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(transform = crate::schema::plain_foreign_descriptions)]
     pub history: Vec<Time>,
+    /// The earliest time this volume may grow again (its `cooldown` and the provider's limit on
+    /// modifications), RFC 3339.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub next_allowed_at: Option<Time>,
     /// What happens: `Growing` (a resize runs for it), or why nothing happens: `BelowThreshold`,
@@ -170,6 +187,7 @@ pub struct AutoscaledVolumeStatus {
     /// `Invalid` (the policy or the template cannot be used).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub state: Option<String>,
+    /// What `state` means for this volume, in words.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
     /// The size at which reaching `maxSize` was reported (its Event is sent once per size).
@@ -181,27 +199,40 @@ pub struct AutoscaledVolumeStatus {
     pub could_shrink_by: Option<String>,
 }
 
+/// How full one replica's volume is, as its file system reports it (the kubelet's volume stats,
+/// Prometheus with `--usage-prometheus-url`, or a rescue's usage pod).
 #[derive(Deserialize, Serialize, Clone, Debug, Default, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ReplicaUsage {
+    /// The replica's ordinal.
     pub replica: i32,
+    /// Bytes in use on the volume's file system.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub used_bytes: Option<i64>,
+    /// The file system's size in bytes (it can be a little less than the claim's).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub capacity_bytes: Option<i64>,
+    /// Inodes in use (unset where the file system does not report them).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub used_inodes: Option<i64>,
+    /// Inodes the file system has in all.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub inodes: Option<i64>,
 }
 
+/// One grow the autoscaler made.
 #[derive(Deserialize, Serialize, Clone, Debug, Default, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct AutoResize {
+    /// When the autoscaler decided it, RFC 3339.
     pub at: Option<Time>,
+    /// The VolumeResize it created (in this namespace).
     pub volume_resize: String,
+    /// The size before, a Kubernetes quantity.
     pub from: String,
+    /// The size asked for, a Kubernetes quantity.
     pub to: String,
-    /// `threshold`, `inodes` or `rescue`.
+    /// Why: `threshold` (bytes in use), `inodes`, or `rescue` (a replica whose pod said its
+    /// disk was full while none of its containers ran, measured by a usage pod).
     pub reason: String,
 }

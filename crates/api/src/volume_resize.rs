@@ -7,7 +7,9 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
-/// Changes the volumes of one StatefulSet: grow, shrink, or move them to another StorageClass.
+/// What to change: the volumes of one StatefulSet (grow, shrink, move them to another
+/// StorageClass, VolumeAttributesClass or node) and how (strategy, mode, the copy's settings).
+/// Ferry changes nothing until every precheck passes.
 #[derive(CustomResource, KubeSchema, Deserialize, Serialize, Clone, Debug, PartialEq)]
 #[kube(
     group = "ferry.dev",
@@ -15,6 +17,8 @@ use std::collections::BTreeMap;
     kind = "VolumeResize",
     plural = "volumeresizes",
     shortname = "vr",
+    category = "ferry",
+    doc = "A request to change the volumes of one StatefulSet: grow, shrink, move them to another StorageClass, VolumeAttributesClass or node. Ferry checks it, plans it per replica and volume, and carries it out one replica at a time, expanding in place where it can and copying where it must; the status is the durable record of its progress.",
     namespaced,
     status = "VolumeResizeStatus",
     printcolumn = r#"{"name":"StatefulSet","type":"string","jsonPath":".spec.statefulSetName"}"#,
@@ -242,6 +246,7 @@ pub struct MoverSettings {
     pub image: Option<String>,
     /// Resource requests and limits of the mover container.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(transform = crate::schema::plain_foreign_descriptions)]
     pub resources: Option<k8s_openapi::api::core::v1::ResourceRequirements>,
     /// Extra node selector for mover pods (they always run on the replica's node).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -311,15 +316,23 @@ impl Phase {
     }
 }
 
-/// The durable record of a VolumeResize's progress.
-#[derive(Deserialize, Serialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+/// The durable record of a VolumeResize's progress, written by Ferry alone: the phase, the plan
+/// per replica and volume and how far each row got, the conditions, and every object made. A
+/// restarted Ferry resumes from it.
+#[derive(Deserialize, Serialize, Clone, Debug, Default, PartialEq, KubeSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct VolumeResizeStatus {
+    /// Where the resize is in its life: Pending, Planning, Running, Paused, RollingBack,
+    /// Succeeded or Failed (the last two are final). Unset: Pending.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub phase: Option<Phase>,
-    /// Conditions: Prechecked, Queued, Complete.
+    /// One per type, merged by type (another tool may add its own): `Prechecked`, `Queued`,
+    /// `SpecChangeDeferred`, `TimedOut`, and kstatus's `Ready` (True once Succeeded),
+    /// `Reconciling` (True while it works) and `Stalled` (True once Failed).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[x_kube(merge_strategy = ListMerge::Map(vec!["type".into()]))]
     pub conditions: Vec<Condition>,
+    /// The `metadata.generation` of the spec this status is about.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub observed_generation: Option<i64>,
     /// What is planned and done, per replica and volume.
@@ -334,8 +347,10 @@ pub struct VolumeResizeStatus {
     /// Every object this VolumeResize created, so nothing is leaked.
     #[serde(default, skip_serializing_if = "CreatedObjects::is_empty")]
     pub created_objects: CreatedObjects,
+    /// When the resize started to change things (its prechecks passed, its plan made), RFC 3339.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub started_at: Option<Time>,
+    /// When it reached Succeeded or Failed, RFC 3339 (`retainOldVolumes` counts from it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub finished_at: Option<Time>,
 }
@@ -364,14 +379,20 @@ pub struct DowntimeSteps {
 #[derive(Deserialize, Serialize, Clone, Debug, Default, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct VolumePlan {
+    /// The replica's ordinal (0 for `<statefulset>-0`).
     pub replica: i32,
+    /// The volume claim template (`spec.volumes[].name`).
     pub volume: String,
+    /// The replica's claim (`<volume>-<statefulset>-<replica>`).
     pub claim_name: String,
+    /// How this claim changes: `InPlace` (its volume is expanded or modified) or `Copy` (the data
+    /// moves to a new volume).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub strategy: Option<ChosenStrategy>,
     /// What the row is doing now; unset until its first step.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub step: Option<RowStep>,
+    /// The claim's size when the resize was planned, a Kubernetes quantity.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub current_size: Option<String>,
     /// `targetBytes` as a Kubernetes quantity, for people to read.
@@ -380,8 +401,10 @@ pub struct VolumePlan {
     /// Unset in rows written by an older Ferry: see `VolumePlan::target_bytes`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub target_bytes: Option<u64>,
+    /// The claim's StorageClass when planned.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub current_storage_class: Option<String>,
+    /// The StorageClass the claim has after the resize (another one: a copy).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub target_storage_class: Option<String>,
     /// Copy: the new volume is made as a CSI clone of the old one while the replica serves (the
@@ -398,6 +421,8 @@ pub struct VolumePlan {
     /// The VolumeAttributesClass the claim names after it: a copy's new volume is made with it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub target_attributes_class: Option<String>,
+    /// Bytes of data the running mover pass has gone through so far (copy; live progress, then
+    /// the pass's total).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bytes_done: Option<u64>,
     /// Bytes the mover passes wrote to the new volume: the warm pass, plus what changed before the
@@ -436,21 +461,32 @@ pub struct VolumePlan {
     /// stopped, copied before the go.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub final_interim_passes: Option<u64>,
+    /// Data bytes those interim passes wrote (`finalInterimPasses`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub final_interim_bytes_copied: Option<u64>,
+    /// Bytes of data on the volume: what the mover pass goes through (copy), or the bytes in use
+    /// the kubelet reported (dry run).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bytes_total: Option<u64>,
+    /// Files the running mover pass has gone through so far (copy).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub files_done: Option<u64>,
+    /// Files on the volume the mover pass goes through (copy).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub files_total: Option<u64>,
+    /// The mover's rate, in bytes per second: live while a pass runs, then what the last pass
+    /// wrote over its duration.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bytes_per_second: Option<u64>,
+    /// The PersistentVolume the claim was bound to before the resize (copy: the old volume,
+    /// retained after the swap).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub source_volume: Option<String>,
     /// UID of `sourceVolume` when first seen: a PV of the same name but another UID is not touched.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub source_volume_uid: Option<String>,
+    /// The new PersistentVolume the data is copied to, which the claim is bound to after the
+    /// swap (copy).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub target_volume: Option<String>,
     /// UID of `targetVolume` when first seen.
@@ -525,10 +561,13 @@ pub struct VolumePlan {
     /// a new request at once.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub refused_in_use: Option<bool>,
+    /// When work on this row began, RFC 3339.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub started_at: Option<Time>,
+    /// When this row was done (or rolled back), RFC 3339.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub finished_at: Option<Time>,
+    /// What is happening to this row, or why it failed, in words.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
 }
@@ -624,10 +663,13 @@ pub enum ChosenStrategy {
 #[derive(Deserialize, Serialize, Clone, Debug, Default, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct CreatedObjects {
+    /// The ConfigMap holding the StatefulSet's spec as it was before the resize (the way back).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub backup_config_map: Option<String>,
+    /// Claims made for copies (each replica's new volume before the swap), deleted when done.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub temporary_claims: Vec<String>,
+    /// The old PersistentVolumes kept after a copy, for rollback, until `retainOldVolumes` is up.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub retained_volumes: Vec<String>,
 }
