@@ -37,34 +37,13 @@ pub async fn helm(args: &[&str]) -> Result<(i32, String, String), Error> {
 /// Runs helm for what needs no cluster (`template`, `show`): no kubeconfig, so no control plane
 /// is started for it.
 pub async fn helm_offline(args: &[&str]) -> Result<(i32, String, String), Error> {
-    let mut command = tokio::process::Command::new(helm_binary().await?);
+    let mut command = tokio::process::Command::new(cluster::test_bed_file("helm").await?);
     command
         .args(args)
         .env("HELM_CACHE_HOME", paths::state_dir().join("helm/cache"))
         .env("HELM_CONFIG_HOME", paths::state_dir().join("helm/config"))
         .env("HELM_DATA_HOME", paths::state_dir().join("helm/data"));
     cluster::captured(command, "helm").await
-}
-
-/// The control plane's helm; before any control plane ran, the one `scripts/k8s/build.sh` builds
-/// (cached: warm, a check).
-async fn helm_binary() -> Result<PathBuf, Error> {
-    if let Ok(helm) = cluster::control_plane_binary("helm") {
-        return Ok(helm);
-    }
-    let script = paths::repo_root().join("scripts/k8s/build.sh");
-    let output = tokio::process::Command::new(&script)
-        .stderr(std::process::Stdio::inherit())
-        .output()
-        .await
-        .map_err(|e| Error::io(script.display(), e))?;
-    if !output.status.success() {
-        return Err(Error::Setup(format!(
-            "scripts/k8s/build.sh failed ({})",
-            output.status
-        )));
-    }
-    Ok(PathBuf::from(String::from_utf8_lossy(&output.stdout).trim()).join("helm"))
 }
 
 /// `helm template` of the chart; fails with helm's message.

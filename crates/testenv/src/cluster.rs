@@ -69,6 +69,37 @@ pub fn control_plane_binary(name: &str) -> Result<PathBuf, Error> {
     Ok(PathBuf::from(bin_dir.trim()).join(name))
 }
 
+/// A file of the test bed's bin dir (helm, prometheus-operator, its CRDs, ...): the running control
+/// plane's, else (no control plane ran yet, or it was started before that file was part of the test
+/// bed) the one `scripts/k8s/build.sh` fills (cached: warm, a check).
+pub async fn test_bed_file(name: &str) -> Result<PathBuf, Error> {
+    if let Ok(path) = control_plane_binary(name)
+        && path.exists()
+    {
+        return Ok(path);
+    }
+    let script = paths::repo_root().join("scripts/k8s/build.sh");
+    let output = tokio::process::Command::new(&script)
+        .stderr(std::process::Stdio::inherit())
+        .output()
+        .await
+        .map_err(|e| Error::io(script.display(), e))?;
+    if !output.status.success() {
+        return Err(Error::Setup(format!(
+            "scripts/k8s/build.sh failed ({})",
+            output.status
+        )));
+    }
+    let path = PathBuf::from(String::from_utf8_lossy(&output.stdout).trim()).join(name);
+    if !path.exists() {
+        return Err(Error::Setup(format!(
+            "{} is missing after scripts/k8s/build.sh",
+            path.display()
+        )));
+    }
+    Ok(path)
+}
+
 /// Runs the control plane's own kubectl against it; returns (exit code, stdout, stderr).
 pub async fn kubectl(args: &[&str]) -> Result<(i32, String, String), Error> {
     let kubeconfig = kubeconfig_path().await?;

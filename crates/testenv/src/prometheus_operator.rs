@@ -8,9 +8,8 @@
 mod crds;
 mod process;
 
-use crate::{Error, cluster, paths};
+use crate::{Error, cluster};
 use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind};
-use std::path::PathBuf;
 
 pub use crds::install_crds;
 pub use process::PrometheusOperator;
@@ -31,7 +30,7 @@ pub fn prometheuses(client: &kube::Client, namespace: &str) -> Api<DynamicObject
 /// `spec.version` (`v3.16.0`), from the Go module version the test bed recorded (`v0.316.0`), so
 /// the operator picks the flags of the Prometheus that really runs.
 pub async fn prometheus_version() -> Result<String, Error> {
-    let recorded = built("prometheus.version").await?;
+    let recorded = cluster::test_bed_file("prometheus.version").await?;
     let module = std::fs::read_to_string(&recorded).map_err(|e| Error::io(recorded.display(), e))?;
     release_of_module(module.trim()).ok_or_else(|| {
         Error::Setup(format!(
@@ -54,36 +53,6 @@ fn release_of_module(module: &str) -> Option<String> {
         300.. => format!("v3.{}.{patch}", minor - 300),
         _ => format!("v2.{minor}.{patch}"),
     })
-}
-
-/// A file of the test bed's bin dir: the running control plane's, else (built before this file was
-/// part of the test bed) the one `scripts/k8s/build.sh` fills (cached: warm, a check).
-async fn built(name: &str) -> Result<PathBuf, Error> {
-    if let Ok(path) = cluster::control_plane_binary(name)
-        && path.exists()
-    {
-        return Ok(path);
-    }
-    let script = paths::repo_root().join("scripts/k8s/build.sh");
-    let output = tokio::process::Command::new(&script)
-        .stderr(std::process::Stdio::inherit())
-        .output()
-        .await
-        .map_err(|e| Error::io(script.display(), e))?;
-    if !output.status.success() {
-        return Err(Error::Setup(format!(
-            "scripts/k8s/build.sh failed ({})",
-            output.status
-        )));
-    }
-    let path = PathBuf::from(String::from_utf8_lossy(&output.stdout).trim()).join(name);
-    if !path.exists() {
-        return Err(Error::Setup(format!(
-            "{} is missing after scripts/k8s/build.sh",
-            path.display()
-        )));
-    }
-    Ok(path)
 }
 
 #[cfg(test)]

@@ -1,7 +1,6 @@
 //! The prometheus-operator's CRDs on the control plane: the files its release ships
 //! (`example/prometheus-operator-crd`, copied by `scripts/k8s/build.sh`), server-side applied.
 
-use super::built;
 use crate::{Error, cluster, wait_until};
 use futures::future::try_join_all;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
@@ -23,7 +22,7 @@ const SERVED_SECONDS: u64 = 30;
 pub async fn install_crds(client: &Client) -> Result<(), Error> {
     INSTALLED
         .get_or_try_init(|| async {
-            let crds = read_all(&built("prometheus-operator-crds").await?)?;
+            let crds = read_all(&cluster::test_bed_file("prometheus-operator-crds").await?)?;
             try_join_all(crds.iter().map(|crd| cluster::install_crd(client, crd))).await?;
             for crd in &crds {
                 wait_served(client, crd).await?;

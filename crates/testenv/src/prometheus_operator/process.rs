@@ -2,7 +2,7 @@
 //! namespace, on the control plane's admin kubeconfig. Tests kill it and start it again (as a
 //! crashed or rescheduled operator); dropped, it is killed.
 
-use super::{PROMETHEUS_IMAGE, built};
+use super::PROMETHEUS_IMAGE;
 use crate::paths::state_dir;
 use crate::{Error, api_server, cluster};
 use std::io::Write;
@@ -36,7 +36,7 @@ impl PrometheusOperator {
         on_loopback(&kubeconfig).await?;
         let operator = PrometheusOperator {
             namespace: namespace.to_string(),
-            binary: built("prometheus-operator").await?,
+            binary: cluster::test_bed_file("prometheus-operator").await?,
             kubeconfig,
             port: api_server::free_port()?,
             log: state_dir()
