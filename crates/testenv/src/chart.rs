@@ -236,12 +236,19 @@ async fn api_resource(
 /// Removes the cluster-scoped objects of a release made by [`install_identity`] (the namespaced
 /// ones go with the namespace).
 pub async fn remove_identity(identity: &OperatorIdentity) -> Result<(), Error> {
+    remove_release(&identity.release).await
+}
+
+/// Removes the cluster-scoped objects a test applied from the chart rendered for `release`
+/// (labelled `app.kubernetes.io/instance=<release>`): ClusterRoles and their bindings, admission
+/// policies and their bindings.
+pub async fn remove_release(release: &str) -> Result<(), Error> {
     use k8s_openapi::api::admissionregistration::v1::{
         ValidatingAdmissionPolicy, ValidatingAdmissionPolicyBinding,
     };
     use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding};
     let client = cluster::client().await?;
-    let selector = ListParams::default().labels(&format!("app.kubernetes.io/instance={}", identity.release));
+    let selector = ListParams::default().labels(&format!("app.kubernetes.io/instance={release}"));
     delete_labelled::<ClusterRole>(&client, &selector).await?;
     delete_labelled::<ClusterRoleBinding>(&client, &selector).await?;
     delete_labelled::<ValidatingAdmissionPolicy>(&client, &selector).await?;

@@ -5,8 +5,8 @@
 use crate::support::Env;
 use ferry_testenv::CLASS_EXPANDABLE;
 use k8s_openapi::api::rbac::v1::{ClusterRole, RoleBinding};
-use kube::api::{DeleteParams, PostParams};
-use kube::{Api, ResourceExt};
+use kube::Api;
+use kube::api::PostParams;
 use serde_json::json;
 
 /// The chart's release whose aggregated roles the test applies (cluster-wide objects, one name for
@@ -103,13 +103,6 @@ async fn a_namespace_editor_resizes_and_a_viewer_only_lists() {
     assert!(env.resizes().get_opt("again").await.unwrap().is_none());
 
     // Cluster-wide: gone with the test (the default roles drop their rules with them).
-    for role in roles.list(&Default::default()).await.unwrap() {
-        if role.name_any().starts_with(RELEASE) {
-            roles
-                .delete(&role.name_any(), &DeleteParams::default())
-                .await
-                .unwrap();
-        }
-    }
+    ferry_testenv::chart::remove_release(RELEASE).await.unwrap();
     env.finish().await;
 }
