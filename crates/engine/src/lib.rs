@@ -14,6 +14,7 @@ pub mod history;
 pub mod kstatus;
 pub mod names;
 pub mod ordinals;
+pub mod owners;
 pub mod pods;
 pub mod resize;
 pub mod trigger;
