@@ -109,6 +109,27 @@ pub struct VolumeResizeSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[x_kube(validation = Rule::new("self > 0").message("timeoutSeconds must be positive"))]
     pub timeout_seconds: Option<i64>,
+
+    /// What Ferry does when another controller owns the StatefulSet (its controller owner
+    /// reference): `Through` (default) acts through an owner Ferry knows (pauses it, writes the new
+    /// sizes into its resource, lets it go on) and refuses one it does not know; `Ignore` resizes
+    /// the StatefulSet as if nobody owned it (its owner may undo the change or re-create it).
+    #[serde(default, skip_serializing_if = "OwnerPolicy::is_through")]
+    pub owner_policy: OwnerPolicy,
+}
+
+/// What a resize does with a StatefulSet another controller owns.
+#[derive(Deserialize, Serialize, Clone, Copy, Debug, Default, PartialEq, Eq, JsonSchema)]
+pub enum OwnerPolicy {
+    #[default]
+    Through,
+    Ignore,
+}
+
+impl OwnerPolicy {
+    pub fn is_through(&self) -> bool {
+        *self == OwnerPolicy::Through
+    }
 }
 
 /// `timeoutSeconds` of a VolumeResize that sets none, unless the operator is told otherwise
@@ -139,6 +160,7 @@ impl VolumeResizeSpec {
             mover: None,
             placement: None,
             timeout_seconds: None,
+            owner_policy: OwnerPolicy::default(),
         }
     }
 }
@@ -353,6 +375,51 @@ pub struct VolumeResizeStatus {
     /// When it reached Succeeded or Failed, RFC 3339 (`retainOldVolumes` counts from it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub finished_at: Option<Time>,
+    /// The StatefulSet's owner, when another controller owns it, and how far Ferry got with it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub owner: Option<OwnerStatus>,
+}
+
+/// The controller that owns the resized StatefulSet, and what Ferry did to it.
+#[derive(Deserialize, Serialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct OwnerStatus {
+    /// The owner's `apiVersion`, kind, name and UID (its controller owner reference).
+    pub api_version: String,
+    pub kind: String,
+    pub name: String,
+    pub uid: String,
+    /// `spec.ownerPolicy: Ignore`: the StatefulSet is resized as if nobody owned it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub ignored: bool,
+    /// How far Ferry got with the owner; unset until it starts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub step: Option<OwnerStep>,
+    /// The owner's pause switch as it was before Ferry paused it (JSON; unset: it had none), which
+    /// Ferry puts back when done. Unset while Ferry has not paused it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pause_before: Option<String>,
+    /// The owner was paused already (by someone else): Ferry leaves it paused.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub paused_already: bool,
+}
+
+/// Where Ferry is with a StatefulSet's owner.
+#[derive(Deserialize, Serialize, Clone, Copy, Debug, PartialEq, Eq, JsonSchema)]
+pub enum OwnerStep {
+    /// Its pause switch is being set (`pauseBefore` says what it was).
+    Pausing,
+    /// Paused: the volumes change.
+    Paused,
+    /// The StatefulSet's volume sizes and classes are being written into the owner's resource.
+    Writing,
+    /// Written; its pause switch is being put back.
+    Releasing,
+    /// Let go; waiting for the owner to act on its resource's new generation without undoing
+    /// the resize.
+    Confirming,
+    /// The owner took the new sizes.
+    Confirmed,
 }
 
 /// How long each step of a copy's downtime took, in milliseconds, from the step's start to the
@@ -729,6 +796,12 @@ pub mod condition {
     pub const REASON_TOO_SMALL_FOR_DATA: &str = "TargetTooSmallForData";
     pub const REASON_ATTRIBUTES_CLASS_NOT_FOUND: &str = "VolumeAttributesClassNotFound";
     pub const REASON_ATTRIBUTES_CLASS_OTHER_DRIVER: &str = "VolumeAttributesClassOfAnotherDriver";
+    /// Another controller owns the StatefulSet and Ferry does not know where it keeps its
+    /// volumes (and `spec.ownerPolicy` is not `Ignore`).
+    pub const REASON_OWNER_UNKNOWN: &str = "OwnerNotKnown";
+    /// The owner's entry in the owners' table does not fit its resource (a path that points at
+    /// nothing, a template it does not keep, a class it has no place for), or it is gone.
+    pub const REASON_OWNER_MISMATCH: &str = "OwnerDoesNotFit";
 }
 
 impl VolumeResize {

@@ -177,6 +177,11 @@ pub struct RequestArgs {
     /// second one is never taken down).
     #[arg(long)]
     pub force: bool,
+    /// Resize a StatefulSet that another controller owns as if nobody owned it
+    /// (`spec.ownerPolicy: Ignore`): needed for an owner Ferry does not know, whose operator may
+    /// then undo the change (docs/owned-statefulsets.md).
+    #[arg(long)]
+    pub ignore_owner: bool,
     /// Name of the VolumeResize (default: generated from the StatefulSet name).
     #[arg(long)]
     pub name: Option<String>,

@@ -363,6 +363,11 @@ pub fn build_spec(args: &RequestArgs, volumes: Vec<VolumeChange>, dry_run: bool)
         }),
         placement: None,
         timeout_seconds: None,
+        owner_policy: if args.ignore_owner {
+            ferry_api::OwnerPolicy::Ignore
+        } else {
+            ferry_api::OwnerPolicy::Through
+        },
     }
 }
 
@@ -586,9 +591,11 @@ mod tests {
             retain_old_volumes: Some("7d".into()),
             bandwidth_limit: Some("50Mi".into()),
             force: true,
+            ignore_owner: true,
             ..Default::default()
         };
         let spec = build_spec(&args, vec![], true);
+        assert_eq!(spec.owner_policy, ferry_api::OwnerPolicy::Ignore);
         assert_eq!(
             spec.mover.and_then(|m| m.bandwidth_limit).as_deref(),
             Some("50Mi")

@@ -82,7 +82,5 @@ pub fn find<'a>(table: &'a [OwnerKind], group: &str, kind: &str) -> Option<&'a O
 
 /// The group of an `apiVersion` (`monitoring.coreos.com/v1` → `monitoring.coreos.com`, `v1` → ``).
 pub fn group_of(api_version: &str) -> &str {
-    api_version
-        .rsplit_once('/')
-        .map_or("", |(group, _version)| group)
+    api_version.rsplit_once('/').map_or("", |(group, _version)| group)
 }

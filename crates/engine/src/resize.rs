@@ -7,6 +7,7 @@ pub mod copy;
 pub mod gauges;
 pub mod in_place;
 pub mod observed;
+pub mod owner;
 pub mod plan;
 pub mod precheck;
 pub mod progress;

@@ -42,6 +42,8 @@ pub struct ResizeSettings {
     pub hold_namespace: Option<String>,
     /// `timeoutSeconds` of a VolumeResize that sets none (`--default-timeout-seconds`).
     pub default_timeout_seconds: i64,
+    /// The ConfigMap (namespace, name) of the admins' owner entries (`--owners-config-map`).
+    pub owners_config_map: Option<(String, String)>,
 }
 
 impl ResizeSettings {
@@ -113,6 +115,11 @@ impl Context {
     }
 
     /// Hold Leases go to `namespace` (the operator's own) instead of beside each StatefulSet.
+    pub fn with_owners_config_map(mut self, config_map: Option<(String, String)>) -> Self {
+        self.resize.owners_config_map = config_map;
+        self
+    }
+
     pub fn with_hold_namespace(mut self, namespace: Option<String>) -> Self {
         self.resize.hold_namespace = namespace;
         self
@@ -158,6 +165,7 @@ impl Context {
                 mover_image_pull_secrets: Vec::new(),
                 hold_namespace: None,
                 default_timeout_seconds: ferry_api::DEFAULT_TIMEOUT_SECONDS,
+                owners_config_map: None,
             },
             extended: ExtendedSettings {
                 // Replaced by the installation's key where digests are made (`run_scope`).

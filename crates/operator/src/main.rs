@@ -127,6 +127,10 @@ struct RunArgs {
     /// operator's own; without it they go beside each StatefulSet.
     #[arg(long, env = "FERRY_HOLD_NAMESPACE")]
     hold_namespace: Option<String>,
+    /// The ConfigMap (`NAMESPACE/NAME`) whose `owners.yaml` lists owners of StatefulSets Ferry
+    /// should know besides its built-in ones (docs/owned-statefulsets.md).
+    #[arg(long, env = "FERRY_OWNERS_CONFIG_MAP", value_parser = |text: &str| namespaced_name(text, "--owners-config-map"))]
+    owners_config_map: Option<(String, String)>,
     /// `timeoutSeconds` of a VolumeResize that sets none: the longest any step or wait of its run
     /// may take (a replica held down for a volume to grow, a replica never Ready) before it fails.
     #[arg(long, env = "FERRY_DEFAULT_TIMEOUT_SECONDS", default_value_t = ferry_api::DEFAULT_TIMEOUT_SECONDS, value_parser = clap::value_parser!(i64).range(1..))]
@@ -251,6 +255,7 @@ fn settings(args: RunArgs) -> Result<Settings, String> {
         config_digest_key,
         features: Features::without(&args.disable_features),
         hold_namespace: args.hold_namespace,
+        owners_config_map: args.owners_config_map,
         default_timeout_seconds: Some(args.default_timeout_seconds),
         api_requests: None,
     })

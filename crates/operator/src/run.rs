@@ -64,6 +64,9 @@ pub struct Settings {
     /// `timeoutSeconds` of a VolumeResize that sets none (default
     /// [`ferry_api::DEFAULT_TIMEOUT_SECONDS`]).
     pub default_timeout_seconds: Option<i64>,
+    /// The ConfigMap (namespace, name) where admins add owners of StatefulSets Ferry should know
+    /// (`owners.yaml`); `None`: the built-in owners only.
+    pub owners_config_map: Option<(String, String)>,
 }
 
 /// The operator's own image; the mover is a second entry point of the same image.
@@ -286,6 +289,7 @@ async fn run_scope(
         .with_features(settings.features)
         .with_usage_prometheus(shared.usage_prometheus)
         .with_hold_namespace(settings.hold_namespace.clone())
+        .with_owners_config_map(settings.owners_config_map.clone())
         .with_default_timeout_seconds(settings.default_timeout_seconds),
     );
     // The controllers' cache is what the in-flight and copy-progress gauges count (a webhook's

@@ -87,6 +87,9 @@ pub struct OperatorIdentity {
     pub release: String,
     /// The Secret the chart makes for the configuration digest's key (in the release namespace).
     pub config_digest_key_secret: String,
+    /// The ConfigMap of the owners the admin teaches Ferry (`owners.kinds`; in the release
+    /// namespace), made empty as the chart makes it.
+    pub owners_config_map: String,
 }
 
 /// Applies the chart's ServiceAccount, RBAC, leader Lease, webhook CA and digest key Secrets, the
@@ -141,6 +144,8 @@ pub async fn install_identity_with(namespace: &str, values: &[&str]) -> Result<O
                 "templates/author-policy.yaml",
                 "--show-only",
                 "templates/operator-pod-policy.yaml",
+                "--show-only",
+                "templates/owners.yaml",
             ],
         ]
         .concat(),
@@ -151,10 +156,13 @@ pub async fn install_identity_with(namespace: &str, values: &[&str]) -> Result<O
         .ok_or_else(|| Error::Setup("the chart renders no ServiceAccount".into()))?;
     let config_digest_key_secret = name_ending(&rendered, "-config-digest-key")
         .ok_or_else(|| Error::Setup("the chart renders no configuration digest key Secret".into()))?;
+    let owners_config_map = name_ending(&rendered, "-owners")
+        .ok_or_else(|| Error::Setup("the chart renders no owners ConfigMap".into()))?;
     Ok(OperatorIdentity {
         user: format!("system:serviceaccount:{namespace}:{account}"),
         release: namespace.to_string(),
         config_digest_key_secret,
+        owners_config_map,
     })
 }
 

@@ -8,7 +8,12 @@ use serde_json::json;
 /// The built-in table.
 pub fn built_in() -> Vec<OwnerKind> {
     vec![
-        prometheus_family("Prometheus", "prometheus", "db", &["prometheus-{owner}", "prometheus-{owner}-shard-{shard}"]),
+        prometheus_family(
+            "Prometheus",
+            "prometheus",
+            "db",
+            &["prometheus-{owner}", "prometheus-{owner}-shard-{shard}"],
+        ),
         prometheus_family("Alertmanager", "alertmanager", "db", &["alertmanager-{owner}"]),
         prometheus_family("ThanosRuler", "thanos-ruler", "data", &["thanos-ruler-{owner}"]),
         rabbitmq_cluster(),
@@ -85,7 +90,8 @@ fn elasticsearch() -> OwnerKind {
 }
 
 /// Ferry's own: the StatefulSet `<name>` (or one per zone or version, `<name>-…`), its templates in
-/// the ExtendedStatefulSet's template. It has no pause switch.
+/// the ExtendedStatefulSet's template. It has no pause switch: what Ferry writes into it is what
+/// its StatefulSet already has.
 fn extended_stateful_set() -> OwnerKind {
     let template = "/spec/template/spec/volumeClaimTemplates/[metadata.name={template}]/spec";
     OwnerKind {
@@ -100,6 +106,8 @@ fn extended_stateful_set() -> OwnerKind {
             attributes_class: Some(format!("{template}/volumeAttributesClassName")),
         }],
         pause: None,
-        observed_generation: Some("/status/observedGeneration".into()),
+        // Its controller makes the VolumeResizes of its own volume changes and may wait for them
+        // before it moves its status on: nothing to wait for here.
+        observed_generation: None,
     }
 }

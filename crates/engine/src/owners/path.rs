@@ -45,9 +45,7 @@ impl Path {
         // Words are bound within a segment, so a value may hold a '/'.
         let segments = rest
             .split('/')
-            .map(|segment| {
-                segment_of(segment, vars).map_err(|why| format!("path {text:?}: {why}"))
-            })
+            .map(|segment| segment_of(segment, vars).map_err(|why| format!("path {text:?}: {why}")))
             .collect::<Result<Vec<_>, _>>()?;
         Ok(Path {
             text: bind(text, vars)?,
@@ -110,10 +108,7 @@ impl Path {
             };
             here = next;
         }
-        Found::Value {
-            pointer,
-            value: here,
-        }
+        Found::Value { pointer, value: here }
     }
 
     /// Nothing from segment `from` on: writable if the rest are keys.
@@ -138,7 +133,9 @@ impl Path {
     pub fn write(&self, doc: &Value, value: &Value) -> Result<Vec<Value>, String> {
         match self.find(doc) {
             Found::Value { value: now, .. } if now == value => Ok(Vec::new()),
-            Found::Value { pointer, .. } => Ok(vec![json!({"op": "replace", "path": pointer, "value": value})]),
+            Found::Value { pointer, .. } => {
+                Ok(vec![json!({"op": "replace", "path": pointer, "value": value})])
+            }
             Found::Absent { existing, missing } => {
                 let mut ops = Vec::new();
                 let mut pointer = existing;

@@ -55,7 +55,10 @@ pub fn read_owner(
     for volume in &entry.volumes {
         let named = match &volume.claim_template_name {
             Some(path) => match Path::parse(path, &vars)?.find(owner) {
-                Found::Value { value: Value::String(name), .. } if !name.is_empty() => Some(name.clone()),
+                Found::Value {
+                    value: Value::String(name),
+                    ..
+                } if !name.is_empty() => Some(name.clone()),
                 _ => None,
             },
             None => None,
@@ -72,14 +75,18 @@ pub fn read_owner(
                 Found::Absent { .. } => None,
                 Found::Unreachable(why) => return Err(why),
             };
-            let optional = |path: &Option<String>| path.as_deref().map(|path| Path::parse(path, &vars)).transpose();
+            let optional =
+                |path: &Option<String>| path.as_deref().map(|path| Path::parse(path, &vars)).transpose();
             let owned = OwnedVolume {
                 size,
                 storage_class: optional(&volume.storage_class)?,
                 attributes_class: optional(&volume.attributes_class)?,
                 size_now,
             };
-            for path in [&owned.storage_class, &owned.attributes_class].into_iter().flatten() {
+            for path in [&owned.storage_class, &owned.attributes_class]
+                .into_iter()
+                .flatten()
+            {
                 if let Found::Unreachable(why) = path.find(owner) {
                     return Err(why);
                 }
@@ -161,7 +168,10 @@ fn guarded(owner: &Value, ops: Vec<Value>) -> Vec<Value> {
     if ops.is_empty() {
         return ops;
     }
-    let version = owner.pointer("/metadata/resourceVersion").cloned().unwrap_or(Value::Null);
+    let version = owner
+        .pointer("/metadata/resourceVersion")
+        .cloned()
+        .unwrap_or(Value::Null);
     let mut guarded = vec![json!({"op": "test", "path": "/metadata/resourceVersion", "value": version})];
     guarded.extend(ops);
     guarded

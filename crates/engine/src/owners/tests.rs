@@ -30,7 +30,8 @@ fn entry(kind: &str) -> OwnerKind {
 
 #[test]
 fn paths_find_keys_and_picks_and_say_why_not() {
-    let doc = json!({"spec": {"sets": [{"name": "a", "size": "1Gi"}, {"name": "b/c", "size": "2Gi"}], "n": null}});
+    let doc =
+        json!({"spec": {"sets": [{"name": "a", "size": "1Gi"}, {"name": "b/c", "size": "2Gi"}], "n": null}});
     let vars = Vars::from([("set".to_string(), "b/c".to_string())]);
     let path = Path::parse("/spec/sets/[name={set}]/size", &vars).unwrap();
     assert_eq!(
@@ -53,7 +54,11 @@ fn paths_find_keys_and_picks_and_say_why_not() {
     let through_a_string = Path::parse("/spec/sets/0/name/x", &vars);
     assert!(through_a_string.is_ok());
     assert!(Path::parse("spec", &vars).is_err());
-    assert!(Path::parse("/spec/{nobody}", &vars).unwrap_err().contains("{nobody}"));
+    assert!(
+        Path::parse("/spec/{nobody}", &vars)
+            .unwrap_err()
+            .contains("{nobody}")
+    );
     assert!(Path::parse("/spec//x", &vars).is_err());
     assert!(Path::parse("/spec/[=x]", &vars).is_err());
 }
@@ -88,7 +93,10 @@ fn writes_replace_add_what_is_missing_and_skip_what_is_already_so() {
         name.write(&doc, &json!("c")).unwrap(),
         vec![json!({"op": "replace", "path": "/metadata/labels/a", "value": "c"})]
     );
-    assert_eq!(name.remove(&doc).unwrap(), vec![json!({"op": "remove", "path": "/metadata/labels/a"})]);
+    assert_eq!(
+        name.remove(&doc).unwrap(),
+        vec![json!({"op": "remove", "path": "/metadata/labels/a"})]
+    );
     assert!(annotation.remove(&doc).unwrap().is_empty());
 }
 
@@ -101,16 +109,30 @@ fn patterns_bind_words_and_keep_the_owner_fixed() {
     assert!(pattern::matches("{owner}-es-{nodeSet}", "logs-es-", &owner).is_none());
     assert!(pattern::matches("prometheus-{owner}", "prometheus-logs", &owner).is_some());
     assert!(pattern::matches("prometheus-{owner}", "prometheus-logs-shard-1", &owner).is_none());
-    let shard = pattern::matches("prometheus-{owner}-shard-{shard}", "prometheus-logs-shard-1", &owner).unwrap();
+    let shard = pattern::matches(
+        "prometheus-{owner}-shard-{shard}",
+        "prometheus-logs-shard-1",
+        &owner,
+    )
+    .unwrap();
     assert_eq!(shard.get("shard").map(String::as_str), Some("1"));
-    assert_eq!(pattern::render("prometheus-{owner}-db", &owner).as_deref(), Some("prometheus-logs-db"));
+    assert_eq!(
+        pattern::render("prometheus-{owner}-db", &owner).as_deref(),
+        Some("prometheus-logs-db")
+    );
     assert_eq!(pattern::render("{x}", &owner), None);
 }
 
 #[test]
 fn a_prometheus_is_read_paused_written_and_let_go() {
     let doc = prometheus();
-    let reading = read_owner(&entry("Prometheus"), &doc, "prometheus-k8s", &["prometheus-k8s-db"]).unwrap();
+    let reading = read_owner(
+        &entry("Prometheus"),
+        &doc,
+        "prometheus-k8s",
+        &["prometheus-k8s-db"],
+    )
+    .unwrap();
     let volume = &reading.volumes["prometheus-k8s-db"];
     assert_eq!(volume.size_now.as_deref(), Some("10Gi"));
     assert_eq!(reading.observed_generation(&doc), Some(3));
@@ -152,7 +174,10 @@ fn a_template_the_owner_names_itself_and_shards_are_found() {
     let reading = read_owner(&entry, &doc, "prometheus-k8s-shard-2", &["tsdb"]).unwrap();
     assert!(reading.volumes.contains_key("tsdb"));
     let default_name = read_owner(&entry, &doc, "prometheus-k8s", &["prometheus-k8s-db"]).unwrap();
-    assert!(default_name.volumes.is_empty(), "the owner's own name replaces the default");
+    assert!(
+        default_name.volumes.is_empty(),
+        "the owner's own name replaces the default"
+    );
     let stranger = read_owner(&entry, &doc, "other", &["tsdb"]).unwrap_err();
     assert!(stranger.contains("prometheus-{owner}"), "{stranger}");
 }
@@ -201,7 +226,11 @@ fn an_extended_stateful_set_keeps_its_templates_for_every_zone_and_version() {
     let entry = entry("ExtendedStatefulSet");
     for stateful_set in ["db", "db-z1", "db-v3", "db-z0-v2"] {
         let reading = read_owner(&entry, &ests, stateful_set, &["data"]).unwrap();
-        assert_eq!(reading.volumes["data"].size_now.as_deref(), Some("1Gi"), "{stateful_set}");
+        assert_eq!(
+            reading.volumes["data"].size_now.as_deref(),
+            Some("1Gi"),
+            "{stateful_set}"
+        );
     }
     assert!(read_owner(&entry, &ests, "dbx", &["data"]).is_err());
 }

@@ -110,6 +110,23 @@ pub enum ResizeAction {
         /// The volume's own VolumeAttributesClass: the PV controller binds no other.
         attributes_class: Option<String>,
     },
+    /// A JSON Patch (RFC 6902, guarded by the resourceVersion it was made from) of the
+    /// StatefulSet's owner (`status.owner`): its pause switch set or put back, or the new volume
+    /// sizes and classes written into it.
+    PatchOwner {
+        what: OwnerPatch,
+        /// `<Kind>/<name>`, for words.
+        owner: String,
+        patch: String,
+    },
+}
+
+/// Why the owner is patched.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OwnerPatch {
+    Pause,
+    Write,
+    Release,
 }
 
 /// A serving mover a mover pulls from: its address (IP:port) and the Secret with their key.
@@ -144,6 +161,7 @@ pub enum ActionKind {
     ReserveVolume,
     NudgeClaim,
     BindClaim,
+    PatchOwner,
 }
 
 /// `actions` in the order they must be carried out, cut into waves whose actions are independent

@@ -56,6 +56,22 @@ pub struct Observed {
     /// The Pod Security level the namespace enforces (its `pod-security.kubernetes.io/enforce`
     /// label; prechecks), if it says one.
     pub pod_security: Option<String>,
+    /// The StatefulSet's controller owner, when another controller owns it (prechecks and runs).
+    pub owner: Option<OwnerView>,
+}
+
+/// The controller that owns the StatefulSet (its controller owner reference), as far as Ferry
+/// reads it.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct OwnerView {
+    pub api_version: String,
+    pub kind: String,
+    pub name: String,
+    pub uid: String,
+    /// Its kind's entry in the owners' table, if Ferry knows it.
+    pub entry: Option<crate::owners::OwnerKind>,
+    /// Its resource as read (JSON), when its kind is known and it exists.
+    pub object: Option<serde_json::Value>,
 }
 
 /// A ResourceQuota reduced to what claims count against: its hard limits and what is in use, by

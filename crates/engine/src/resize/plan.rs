@@ -7,6 +7,7 @@
 use crate::names;
 use crate::resize::copy::CopyContext;
 use crate::resize::observed::Observed;
+use crate::resize::owner;
 use crate::resize::precheck::{Precheck, Verdict, precheck};
 use crate::resize::readiness;
 use crate::resize::retention::{RetentionDecision, plan_retention};
@@ -132,7 +133,15 @@ pub fn plan(input: &Input, observed: Observed) -> Decision {
             let suffix = names::uid_suffix(input.uid);
             let timeout = timeout::limit_seconds(input.spec, input.default_timeout_seconds);
             let copy = CopyContext::for_run(input.spec, &backup_name, &suffix, run == Run::Stopping, timeout);
-            let mut step = plan_run(run, &copy, status, &observed, input.now);
+            // A StatefulSet another controller owns: its owner is paused before the run's first
+            // step and takes the result after its last.
+            let mut step = match owner::before_run(status, &observed) {
+                owner::Before::Act(decision) => decision,
+                owner::Before::Go(status) => {
+                    let step = plan_run(run, &copy, &status, &observed, input.now);
+                    owner::after_run(&status, step, &observed)
+                }
+            };
             let finished_steps = stamp_steps(status, &mut step.status, &MicroTime(input.now.0));
             defer_spec_change(&mut step.status, input.facts.generation, input.now);
             readiness::summarize(&mut step.status, input.facts.generation, input.now);

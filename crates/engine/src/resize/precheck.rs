@@ -24,6 +24,8 @@ pub enum Verdict {
 pub struct Precheck {
     pub verdict: Verdict,
     pub plan: Vec<VolumePlan>,
+    /// The StatefulSet's owner, when another controller owns it: the run goes through it.
+    pub owner: Option<Box<ferry_api::OwnerStatus>>,
 }
 
 impl Precheck {
@@ -31,6 +33,7 @@ impl Precheck {
         Precheck {
             verdict: Verdict::Reject { reason, message },
             plan: Vec::new(),
+            owner: None,
         }
     }
 }
@@ -65,6 +68,9 @@ fn run_stages(spec: &VolumeResizeSpec, observed: &Observed) -> Result<Precheck, 
             ),
         ));
     };
+    let owner = crate::resize::owner::owner_of(spec, observed, sts)
+        .map_err(|(reason, message)| Precheck::reject(reason, message))?
+        .map(Box::new);
     has_replicas(spec, observed, sts)?;
     let ordinals = sts.first_ordinal..sts.first_ordinal.saturating_add(sts.replicas);
     let mut plan = Vec::new();
@@ -81,6 +87,7 @@ fn run_stages(spec: &VolumeResizeSpec, observed: &Observed) -> Result<Precheck, 
         return Ok(Precheck {
             verdict: Verdict::NothingToDo,
             plan,
+            owner,
         });
     }
     copyable(sts, &plan)?;
@@ -96,11 +103,13 @@ fn run_stages(spec: &VolumeResizeSpec, observed: &Observed) -> Result<Precheck, 
         return Ok(Precheck {
             verdict: Verdict::Passed,
             plan,
+            owner,
         });
     }
     Ok(Precheck {
         verdict: free_and_ready(spec, observed, sts).unwrap_or(Verdict::Passed),
         plan,
+        owner,
     })
 }
 
@@ -108,6 +117,7 @@ fn wait(reason: &'static str, message: String) -> Precheck {
     Precheck {
         verdict: Verdict::Wait { reason, message },
         plan: Vec::new(),
+        owner: None,
     }
 }
 

@@ -20,6 +20,7 @@ pub fn after_precheck(
     status.observed_generation = generation;
     crate::conditions::remove_condition(&mut status.conditions, ferry_api::condition::SPEC_CHANGE_DEFERRED);
     status.plan = merge_plan(&status.plan, &check.plan);
+    status.owner = check.owner.as_deref().cloned();
     let (phase, passed, reason, message, queued) = match &check.verdict {
         Verdict::Passed if dry_run => {
             let changes = check.plan.iter().filter(|row| row.strategy.is_some()).count();
@@ -150,6 +151,7 @@ mod tests {
                 message: "2/3".into(),
             },
             plan: vec![],
+            owner: None,
         };
         let first = after_precheck(None, &check, false, Some(1), &t(1));
         let second = after_precheck(Some(&first), &check, false, Some(1), &t(2));
@@ -168,6 +170,7 @@ mod tests {
                 message: "no logs".into(),
             },
             plan: vec![],
+            owner: None,
         };
         let status = after_precheck(None, &reject, false, Some(1), &t(1));
         assert_eq!(status.phase, Some(Phase::Failed));
@@ -181,6 +184,7 @@ mod tests {
                 message: "wait".into(),
             },
             plan: vec![],
+            owner: None,
         };
         let status = after_precheck(None, &queued, false, Some(1), &t(1));
         assert!(
@@ -192,6 +196,7 @@ mod tests {
         let passed = Precheck {
             verdict: Verdict::Passed,
             plan: vec![],
+            owner: None,
         };
         let status = after_precheck(Some(&status), &passed, false, Some(1), &t(2));
         assert!(status.conditions.iter().all(|c| c.type_ != QUEUED));
@@ -209,6 +214,7 @@ mod tests {
         let passed = Precheck {
             verdict: Verdict::Passed,
             plan: vec![row],
+            owner: None,
         };
         let status = after_precheck(None, &passed, true, Some(1), &t(1));
         assert_eq!(status.phase, Some(Phase::Succeeded));

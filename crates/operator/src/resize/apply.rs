@@ -5,6 +5,7 @@
 //! and patches come from `objects`; here is only which API gets them.
 
 pub(crate) mod objects;
+mod owner;
 pub mod stop;
 
 use super::Resizing;
@@ -111,6 +112,7 @@ async fn carry_out(
         ResizeAction::EvictPod { pod, uid } => {
             evict(&Api::<Pod>::namespaced(client, namespace), pod, uid).await
         }
+        ResizeAction::PatchOwner { patch, .. } => owner::patch_owner(client, resize, namespace, patch).await,
         ResizeAction::OrphanDeleteStatefulSet => {
             let Some(sts) = stateful_set else { return Ok(()) };
             stop::keep_live_and_orphan_delete(client, namespace, &backup_name(resize), sts).await

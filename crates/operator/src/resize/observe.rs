@@ -4,6 +4,7 @@
 
 mod clone_failures;
 mod dry_run_usage;
+mod owner;
 mod rolling_update;
 mod run;
 mod views;
@@ -68,6 +69,14 @@ pub async fn observe(
             &mut observed,
         )
         .await?;
+        observed.owner = owner::read_owner(
+            ctx,
+            namespace,
+            stateful_set.as_ref(),
+            resize.status.as_ref(),
+            true,
+        )
+        .await?;
         return Ok(Observation {
             observed,
             stateful_set,
@@ -76,6 +85,14 @@ pub async fn observe(
     let stateful_set = read_set.await?;
     observed.stateful_set = stateful_set.as_ref().map(stateful_set_view);
     read_request(ctx, resize, namespace, stateful_set.as_ref(), &mut observed).await?;
+    observed.owner = owner::read_owner(
+        ctx,
+        namespace,
+        stateful_set.as_ref(),
+        resize.status.as_ref(),
+        false,
+    )
+    .await?;
     Ok(Observation {
         observed,
         stateful_set,

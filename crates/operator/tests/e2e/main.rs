@@ -34,6 +34,7 @@ mod features;
 mod in_place;
 mod installed;
 mod move_node;
+mod owned;
 mod pod_policy;
 mod prechecks;
 mod pull_secrets;

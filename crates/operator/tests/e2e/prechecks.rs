@@ -15,7 +15,7 @@ use support::{Harness, condition};
 
 /// Creates the VolumeResize, waits for it to fail, and checks the reason, the message, the Events on
 /// the VolumeResize (and StatefulSet when it exists) and that nothing else changed.
-async fn assert_rejected(
+pub(crate) async fn assert_rejected(
     harness: &Harness,
     name: &str,
     spec: serde_json::Value,

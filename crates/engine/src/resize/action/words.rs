@@ -2,7 +2,7 @@
 //! object it works on. Here, beside the type, so the operator's one `match` over the actions is
 //! the one that carries them out.
 
-use super::{ActionKind, ResizeAction, VolumeWrite};
+use super::{ActionKind, OwnerPatch, ResizeAction, VolumeWrite};
 use ferry_api::quantity::format_bytes;
 
 impl ResizeAction {
@@ -26,6 +26,7 @@ impl ResizeAction {
             ResizeAction::Volume(VolumeWrite::ReserveVolume { .. }) => ActionKind::ReserveVolume,
             ResizeAction::Volume(VolumeWrite::NudgeClaim { .. }) => ActionKind::NudgeClaim,
             ResizeAction::BindClaim { .. } => ActionKind::BindClaim,
+            ResizeAction::PatchOwner { .. } => ActionKind::PatchOwner,
         }
     }
 
@@ -50,6 +51,7 @@ impl ResizeAction {
             | ActionKind::ReserveVolume
             | ActionKind::BindClaim
             | ActionKind::NudgeClaim => "SwappingVolume",
+            ActionKind::PatchOwner => "PatchingOwner",
         }
     }
 
@@ -117,6 +119,13 @@ impl ResizeAction {
             ResizeAction::BindClaim { claim, volume, .. } => {
                 format!("re-creating PVC {claim} bound to PV {volume}")
             }
+            ResizeAction::PatchOwner { what, owner, .. } => match what {
+                OwnerPatch::Pause => format!("pausing the StatefulSet's owner {owner}"),
+                OwnerPatch::Write => {
+                    format!("writing the StatefulSet's volume sizes and classes into its owner {owner}")
+                }
+                OwnerPatch::Release => format!("letting the StatefulSet's owner {owner} act again"),
+            },
         }
     }
 
@@ -139,6 +148,7 @@ impl ResizeAction {
             | ResizeAction::DeleteMover { pod, .. }
             | ResizeAction::StartFinalPass { pod, .. } => pod.clone(),
             ResizeAction::Volume(write) => write.object().to_string(),
+            ResizeAction::PatchOwner { owner, .. } => owner.clone(),
         }
     }
 }
@@ -193,6 +203,7 @@ impl ActionKind {
             ActionKind::ReserveVolume => "reserving volume",
             ActionKind::NudgeClaim => "nudging claim",
             ActionKind::BindClaim => "creating bound claim",
+            ActionKind::PatchOwner => "patching the StatefulSet's owner",
         }
     }
 }
@@ -332,6 +343,11 @@ mod tests {
                 bytes: 1,
                 storage_class: None,
                 attributes_class: None,
+            },
+            ResizeAction::PatchOwner {
+                what: super::OwnerPatch::Write,
+                owner: name(),
+                patch: name(),
             },
         ];
         let mut kinds = std::collections::BTreeSet::new();

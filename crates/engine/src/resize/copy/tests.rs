@@ -736,6 +736,7 @@ impl Cluster {
                     self.observed.stateful_set = Some(old_stateful_set());
                 }
             }
+            ResizeAction::PatchOwner { .. } => panic!("no StatefulSet of these worlds has an owner"),
             ResizeAction::EvictPod { pod, uid } => {
                 // The eviction API: refused while the budget allows no disruption of a Ready pod.
                 let ready = self

@@ -29,6 +29,7 @@ fn spec(volumes: &[(&str, &str, Option<&str>)]) -> VolumeResizeSpec {
         mover: None,
         placement: None,
         timeout_seconds: None,
+        owner_policy: ferry_api::OwnerPolicy::Through,
     }
 }
 

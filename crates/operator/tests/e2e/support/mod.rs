@@ -100,6 +100,8 @@ pub struct OperatorOptions {
     /// `timeoutSeconds` of a VolumeResize that sets none (`--default-timeout-seconds`; none: the
     /// built-in hour).
     pub default_timeout_seconds: Option<i64>,
+    /// More chart values for its RBAC (`key=value`, as `helm --set` takes them).
+    pub chart_values: Vec<String>,
 }
 
 impl Harness {
@@ -141,6 +143,7 @@ impl Harness {
         let values: Vec<String> = disabled
             .iter()
             .map(|feature| format!("{}=false", feature.chart_value()))
+            .chain(options.chart_values.iter().cloned())
             .collect();
         let values: Vec<&str> = values.iter().map(String::as_str).collect();
         let identity = ferry_testenv::chart::install_identity_with(&ns.name, &values)
@@ -745,6 +748,8 @@ fn spawn_operator(
         // As the chart: in the release's namespace (here the watched one).
         hold_namespace: Some(namespace.to_string()),
         default_timeout_seconds: options.default_timeout_seconds,
+        owners_config_map: identity
+            .map(|identity| (namespace.to_string(), identity.owners_config_map.clone())),
         ..Settings::default()
     };
     let client = client.clone();

@@ -1,0 +1,90 @@
+//! Prechecks of an owned StatefulSet: which owner, whether Ferry knows it, and whether its table
+//! entry fits the resource (every changed template kept by it, a place for every changed class).
+
+use crate::owners::read_owner;
+use crate::resize::observed::{Observed, StatefulSetView};
+use ferry_api::condition::{REASON_OWNER_MISMATCH, REASON_OWNER_UNKNOWN};
+use ferry_api::{OwnerPolicy, OwnerStatus, VolumeResizeSpec};
+
+/// The owner a run of `spec` goes through (`None`: nobody else owns the StatefulSet), or why the
+/// request cannot go ahead: (reason, message).
+pub fn owner_of(
+    spec: &VolumeResizeSpec,
+    observed: &Observed,
+    sts: &StatefulSetView,
+) -> Result<Option<OwnerStatus>, (&'static str, String)> {
+    let Some(owner) = &observed.owner else {
+        return Ok(None);
+    };
+    let mut status = OwnerStatus {
+        api_version: owner.api_version.clone(),
+        kind: owner.kind.clone(),
+        name: owner.name.clone(),
+        uid: owner.uid.clone(),
+        ..OwnerStatus::default()
+    };
+    let who = format!("{} {:?} ({})", owner.kind, owner.name, owner.api_version);
+    if spec.owner_policy == OwnerPolicy::Ignore {
+        status.ignored = true;
+        return Ok(Some(status));
+    }
+    let Some(entry) = &owner.entry else {
+        return Err((
+            REASON_OWNER_UNKNOWN,
+            format!(
+                "StatefulSet {:?} is controlled by {who}, an owner Ferry does not know: it would undo or fight a resize of its StatefulSet. Tell Ferry where {} keeps its volumes (an entry in the operator's ferry-owners ConfigMap, see docs/owned-statefulsets.md), or set spec.ownerPolicy: Ignore to resize it as if nobody owned it",
+                sts.name, owner.kind
+            ),
+        ));
+    };
+    let Some(object) = &owner.object else {
+        return Err((
+            REASON_OWNER_MISMATCH,
+            format!(
+                "StatefulSet {:?} is controlled by {who}, which does not exist",
+                sts.name
+            ),
+        ));
+    };
+    let templates: Vec<&str> = sts.templates.keys().map(String::as_str).collect();
+    let reading = read_owner(entry, object, &sts.name, &templates).map_err(|why| {
+        (
+            REASON_OWNER_MISMATCH,
+            format!(
+                "{who} owns StatefulSet {:?}, but Ferry cannot read its volumes: {why}",
+                sts.name
+            ),
+        )
+    })?;
+    for change in &spec.volumes {
+        let Some(kept) = reading.volumes.get(&change.name) else {
+            return Err((
+                REASON_OWNER_MISMATCH,
+                format!(
+                    "{who} owns StatefulSet {:?}, but Ferry's table says nowhere where it keeps volume claim template {:?}",
+                    sts.name, change.name
+                ),
+            ));
+        };
+        let places = [
+            (
+                change.storage_class_name.is_some() && kept.storage_class.is_none(),
+                "StorageClass",
+            ),
+            (
+                change.volume_attributes_class_name.is_some() && kept.attributes_class.is_none(),
+                "VolumeAttributesClass",
+            ),
+        ];
+        if let Some((_, what)) = places.iter().find(|(missing, _)| *missing) {
+            return Err((
+                REASON_OWNER_MISMATCH,
+                format!(
+                    "{who} keeps no {what} for volume claim template {:?}, so the resize's new {what} could not be written into it",
+                    change.name
+                ),
+            ));
+        }
+    }
+    Ok(Some(status))
+}

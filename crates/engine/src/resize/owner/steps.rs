@@ -1,0 +1,284 @@
+//! The owner's steps around a run: before the run's first step, its pause switch is set (and what
+//! it was is recorded first); once the run has ended, as Succeeded or Failed, what the
+//! StatefulSet's templates now say is written into the owner, its switch is put back, and the run
+//! ends only when the owner has acted on its new spec without undoing it. Until then the run's
+//! phase is held where it was, so nothing reads it as finished.
+
+use crate::owners::{OwnerKind, OwnerReading, TemplateWrite, read_owner};
+use crate::resize::action::{OwnerPatch, ResizeAction};
+use crate::resize::observed::{Observed, StatefulSetView};
+use crate::resize::run::Decision;
+use ferry_api::quantity::format_bytes;
+use ferry_api::{OwnerStatus, OwnerStep, Phase, VolumeResizeStatus, parse_bytes};
+use serde_json::Value;
+
+/// What comes before the run's own planner.
+#[derive(Debug)]
+pub(crate) enum Before {
+    /// The owner first: this decision, not the run's.
+    Act(Decision),
+    /// The run goes on, with this status.
+    Go(VolumeResizeStatus),
+}
+
+/// The owner Ferry acts through, if there is one.
+fn active(status: &VolumeResizeStatus) -> Option<&OwnerStatus> {
+    status.owner.as_ref().filter(|owner| !owner.ignored)
+}
+
+/// The owner as read now, through its table entry.
+struct Sight<'a> {
+    entry: &'a OwnerKind,
+    object: &'a Value,
+    reading: OwnerReading,
+}
+
+fn sight<'a>(observed: &'a Observed, sts: &StatefulSetView) -> Result<Sight<'a>, String> {
+    let owner = observed
+        .owner
+        .as_ref()
+        .ok_or("the StatefulSet has no owner any more")?;
+    let entry = owner
+        .entry
+        .as_ref()
+        .ok_or_else(|| format!("Ferry's owners' table no longer has {}", owner.kind))?;
+    let object = owner
+        .object
+        .as_ref()
+        .ok_or_else(|| format!("{} {:?} is gone", owner.kind, owner.name))?;
+    let templates: Vec<&str> = sts.templates.keys().map(String::as_str).collect();
+    let reading = read_owner(entry, object, &sts.name, &templates)?;
+    Ok(Sight {
+        entry,
+        object,
+        reading,
+    })
+}
+
+fn who(owner: &OwnerStatus) -> String {
+    format!("{}/{}", owner.kind, owner.name)
+}
+
+fn act(status: VolumeResizeStatus, actions: Vec<ResizeAction>, message: String) -> Decision {
+    let mut status = status;
+    status.message = Some(message.clone());
+    Decision {
+        status,
+        actions,
+        summary: message,
+    }
+}
+
+fn patch(what: OwnerPatch, owner: &OwnerStatus, ops: &[Value]) -> ResizeAction {
+    ResizeAction::PatchOwner {
+        what,
+        owner: who(owner),
+        patch: Value::Array(ops.to_vec()).to_string(),
+    }
+}
+
+/// Before the run's planner: the owner paused (or proven to need no pause).
+pub(crate) fn before_run(status: &VolumeResizeStatus, observed: &Observed) -> Before {
+    let Some(owner) = active(status) else {
+        return Before::Go(status.clone());
+    };
+    if !matches!(owner.step, None | Some(OwnerStep::Pausing)) {
+        return Before::Go(status.clone());
+    }
+    let mut next = status.clone();
+    let Some(sts) = &observed.stateful_set else {
+        // Not there to read the owner by: the run's planner says what that means.
+        return Before::Go(next);
+    };
+    let sight = match sight(observed, sts) {
+        Ok(sight) => sight,
+        Err(why) => {
+            let message = format!("cannot pause the StatefulSet's owner {}: {why}", who(owner));
+            return Before::Act(act(next, vec![], message));
+        }
+    };
+    let Some(pause) = &sight.entry.pause else {
+        set_step(&mut next, OwnerStep::Paused);
+        return Before::Go(next);
+    };
+    let now = sight.reading.pause_now(sight.object);
+    if now == Some(&pause.value) {
+        if let Some(recorded) = next.owner.as_mut() {
+            // Paused before Ferry came: left paused when it is done.
+            recorded.paused_already |= recorded.step.is_none();
+            recorded.step = Some(OwnerStep::Paused);
+        }
+        return Before::Go(next);
+    }
+    let ops = match sight.reading.pause_ops(sight.object, Some(&pause.value)) {
+        Ok(ops) => ops,
+        Err(why) => return Before::Act(act(next, vec![], format!("cannot pause {}: {why}", who(owner)))),
+    };
+    if let Some(recorded) = next.owner.as_mut()
+        && recorded.step.is_none()
+    {
+        recorded.step = Some(OwnerStep::Pausing);
+        recorded.pause_before = now.map(Value::to_string);
+    }
+    let action = patch(OwnerPatch::Pause, owner, &ops);
+    let message = format!(
+        "pausing the StatefulSet's owner {} before its volumes change",
+        who(owner)
+    );
+    Before::Act(act(next, vec![action], message))
+}
+
+fn set_step(status: &mut VolumeResizeStatus, step: OwnerStep) {
+    if let Some(owner) = status.owner.as_mut() {
+        owner.step = Some(step);
+    }
+}
+
+/// After the run's planner: a run that has ended writes into its owner, lets it go and waits for it
+/// to take the result before it ends too.
+pub(crate) fn after_run(before: &VolumeResizeStatus, step: Decision, observed: &Observed) -> Decision {
+    let Some(owner) = active(&step.status).cloned() else {
+        return step;
+    };
+    let ended = matches!(step.status.phase, Some(Phase::Succeeded | Phase::Failed));
+    if !ended || owner.step == Some(OwnerStep::Confirmed) {
+        return step;
+    }
+    let summary = step.summary.clone();
+    let mut held = step.status.clone();
+    held.phase = before.phase;
+    held.finished_at = before.finished_at.clone();
+    if !step.actions.is_empty() {
+        // The run's own last actions first.
+        return Decision {
+            status: held,
+            actions: step.actions,
+            summary,
+        };
+    }
+    let Some(sts) = observed.stateful_set.as_ref().filter(|sts| !sts.deleting) else {
+        let message = format!(
+            "waiting for the StatefulSet before writing its volumes into {}",
+            who(&owner)
+        );
+        return act(held, vec![], message);
+    };
+    let sight = match sight(observed, sts) {
+        Ok(sight) => sight,
+        Err(why) => return act(held, vec![], format!("cannot write into {}: {why}", who(&owner))),
+    };
+    let writes = writes_of(sts, &sight.reading);
+    let write_ops = match sight.reading.write_ops(sight.object, &writes) {
+        Ok(ops) => ops,
+        Err(why) => return act(held, vec![], format!("cannot write into {}: {why}", who(&owner))),
+    };
+    let step_now = owner.step.unwrap_or(OwnerStep::Paused);
+    if step_now != OwnerStep::Confirming && !write_ops.is_empty() {
+        set_step(&mut held, OwnerStep::Writing);
+        let message = format!(
+            "writing the StatefulSet's volume sizes and classes into {}",
+            who(&owner)
+        );
+        return act(held, vec![patch(OwnerPatch::Write, &owner, &write_ops)], message);
+    }
+    if step_now != OwnerStep::Confirming {
+        let desired = match (
+            &owner.pause_before,
+            sight.entry.pause.is_some() && !owner.paused_already,
+        ) {
+            (_, false) => None,
+            (Some(before), true) => Some(serde_json::from_str::<Value>(before).unwrap_or(Value::Null)),
+            (None, true) => Some(Value::Null),
+        };
+        if let Some(desired) = desired {
+            let back = (!desired.is_null()).then_some(&desired);
+            match sight.reading.pause_ops(sight.object, back) {
+                Ok(ops) if !ops.is_empty() => {
+                    set_step(&mut held, OwnerStep::Releasing);
+                    let message = format!("letting {} act again", who(&owner));
+                    return act(held, vec![patch(OwnerPatch::Release, &owner, &ops)], message);
+                }
+                Ok(_) => {}
+                Err(why) => {
+                    return act(
+                        held,
+                        vec![],
+                        format!("cannot let {} act again: {why}", who(&owner)),
+                    );
+                }
+            }
+        }
+        set_step(&mut held, OwnerStep::Confirming);
+    }
+    confirm(step, held, &owner, &sight, sts, write_ops.is_empty())
+}
+
+/// The run ends once the owner has acted on its resource's generation and its StatefulSet still
+/// has the templates Ferry wrote into it; it fails if the owner undid them.
+fn confirm(
+    step: Decision,
+    held: VolumeResizeStatus,
+    owner: &OwnerStatus,
+    sight: &Sight,
+    sts: &StatefulSetView,
+    templates_match: bool,
+) -> Decision {
+    if sts.foreign || !templates_match {
+        let mut failed = step.status;
+        failed.owner = held.owner;
+        failed.phase = Some(Phase::Failed);
+        let message = format!(
+            "{} changed the StatefulSet's volume claim templates back after Ferry let it act again; the volumes keep their new size and class",
+            who(owner)
+        );
+        return act(failed, vec![], message);
+    }
+    let generation = sight
+        .object
+        .pointer("/metadata/generation")
+        .and_then(Value::as_i64);
+    let acted = match &sight.reading.observed_generation {
+        None => true,
+        Some(_) => sight.reading.observed_generation(sight.object) >= generation && generation.is_some(),
+    };
+    if !acted {
+        let message = format!(
+            "waiting for {} to act on its new spec (generation {})",
+            who(owner),
+            generation.unwrap_or_default()
+        );
+        return act(held, vec![], message);
+    }
+    let mut done = step.status;
+    done.owner = held.owner;
+    set_step(&mut done, OwnerStep::Confirmed);
+    let message = format!(
+        "{}; {} took the new volume sizes",
+        done.message.clone().unwrap_or_default(),
+        who(owner)
+    );
+    act(done, vec![], message)
+}
+
+/// What the StatefulSet's templates say now, for each the owner keeps; a size the owner already
+/// states as the same quantity is left as it writes it.
+fn writes_of(sts: &StatefulSetView, reading: &OwnerReading) -> Vec<TemplateWrite> {
+    reading
+        .volumes
+        .iter()
+        .filter_map(|(name, kept)| {
+            let template = sts.templates.get(name)?;
+            let bytes = template.size_bytes?;
+            let size = match &kept.size_now {
+                Some(now) if parse_bytes(now).ok() == Some(bytes) => now.clone(),
+                _ => format_bytes(bytes),
+            };
+            Some(TemplateWrite {
+                template: name.clone(),
+                size,
+                storage_class: template.storage_class.clone(),
+                attributes_class: template.attributes_class.clone(),
+            })
+        })
+        .collect()
+}

@@ -1,0 +1,248 @@
+//! StatefulSets that another controller owns (#58), on the real control plane: an owner Ferry does
+//! not know is refused by name (and resized as a plain StatefulSet when the request says so); one
+//! the admin teaches Ferry in the owners' ConfigMap is paused, written into and let go, and the
+//! resize ends only once the owner has acted on its new spec.
+
+use crate::prechecks::assert_rejected;
+use crate::support::{Harness, OperatorOptions};
+use ferry_api::condition::REASON_OWNER_UNKNOWN;
+use ferry_api::{OwnerStep, Phase};
+use ferry_testenv::CLASS_EXPANDABLE;
+use ferry_testenv::fixtures::stateful_set;
+use ferry_testenv::quantity::bytes;
+use k8s_openapi::api::apps::v1::StatefulSet;
+use k8s_openapi::api::core::v1::{ConfigMap, PersistentVolumeClaim};
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
+use kube::api::{ApiResource, DynamicObject, Patch, PatchParams, PostParams};
+use kube::core::GroupVersionKind;
+use kube::{Api, ResourceExt};
+use serde_json::json;
+
+const GI: u64 = 1 << 30;
+
+/// `sts` owned by `owner` (its controller reference).
+fn owned_by(mut sts: StatefulSet, api_version: &str, kind: &str, name: &str, uid: &str) -> StatefulSet {
+    sts.metadata.owner_references = Some(vec![OwnerReference {
+        api_version: api_version.into(),
+        kind: kind.into(),
+        name: name.into(),
+        uid: uid.into(),
+        controller: Some(true),
+        block_owner_deletion: None,
+    }]);
+    sts
+}
+
+async fn claim_bytes(harness: &Harness, claim: &str) -> Option<u64> {
+    let claim = harness
+        .ns
+        .api::<PersistentVolumeClaim>()
+        .get(claim)
+        .await
+        .unwrap();
+    bytes(claim.status?.capacity?.get("storage")?)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_owner_ferry_does_not_know_is_refused_by_name_and_ignored_only_when_asked() {
+    let harness = Harness::start("own-unknown").await;
+    let parent = harness
+        .ns
+        .api::<ConfigMap>()
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({"metadata": {"name": "parent"}})).unwrap(),
+        )
+        .await
+        .unwrap();
+    let sts = owned_by(
+        stateful_set("db", 1, CLASS_EXPANDABLE, "1Gi"),
+        "v1",
+        "ConfigMap",
+        "parent",
+        &parent.uid().unwrap(),
+    );
+    harness.healthy_stateful_set(sts).await;
+
+    let grow = json!({"statefulSetName": "db", "volumes": [{"name": "data", "size": "2Gi"}]});
+    assert_rejected(
+        &harness,
+        "grow",
+        grow.clone(),
+        REASON_OWNER_UNKNOWN,
+        "controlled by ConfigMap \"parent\" (v1), an owner Ferry does not know",
+    )
+    .await;
+
+    let mut anyway = grow;
+    anyway["ownerPolicy"] = json!("Ignore");
+    harness.create_resize("grow-anyway", anyway).await;
+    let resize = harness
+        .wait_resize("grow-anyway", "the resize to end", |r| r.phase().is_terminal())
+        .await;
+    let status = resize.status.clone().unwrap();
+    assert_eq!(resize.phase(), Phase::Succeeded, "{:?}", status.message);
+    let owner = status.owner.expect("the owner is recorded");
+    assert!(owner.ignored && owner.step.is_none(), "{owner:?}");
+    assert_eq!(claim_bytes(&harness, "data-db-0").await, Some(2 * GI));
+    let kept = harness.ns.api::<StatefulSet>().get("db").await.unwrap();
+    assert_eq!(
+        kept.owner_references()
+            .iter()
+            .map(|o| o.name.as_str())
+            .collect::<Vec<_>>(),
+        ["parent"],
+        "the re-created StatefulSet keeps its owner"
+    );
+    harness.finish().await;
+}
+
+/// A kind of owner no operator serves here: the test plays its operator.
+fn widget_crd() -> CustomResourceDefinition {
+    serde_json::from_value(json!({
+        "metadata": {"name": "widgets.test.ferry.dev"},
+        "spec": {
+            "group": "test.ferry.dev",
+            "names": {"kind": "Widget", "plural": "widgets", "singular": "widget"},
+            "scope": "Namespaced",
+            "versions": [{
+                "name": "v1", "served": true, "storage": true,
+                "subresources": {"status": {}},
+                "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}
+            }]
+        }
+    }))
+    .unwrap()
+}
+
+fn widgets(harness: &Harness) -> Api<DynamicObject> {
+    let resource = ApiResource::from_gvk_with_plural(
+        &GroupVersionKind::gvk("test.ferry.dev", "v1", "Widget"),
+        "widgets",
+    );
+    Api::namespaced_with(harness.client.clone(), &harness.ns.name, &resource)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_owner_the_admin_teaches_is_paused_written_and_let_go_and_the_run_waits_for_it_to_act() {
+    let options = OperatorOptions {
+        chart_values: [
+            "owners.rules[0].apiGroups[0]=test.ferry.dev",
+            "owners.rules[0].resources[0]=widgets",
+            "owners.rules[0].verbs[0]=get",
+            "owners.rules[0].verbs[1]=patch",
+        ]
+        .map(String::from)
+        .to_vec(),
+        ..OperatorOptions::default()
+    };
+    let harness = Harness::start_without_and("own-taught", &[], options).await;
+    ferry_testenv::cluster::install_crd(&harness.client, &widget_crd())
+        .await
+        .unwrap();
+    let identity = harness.identity.as_ref().unwrap();
+    let entry = "- group: test.ferry.dev\n  kind: Widget\n  statefulSets: ['{owner}']\n  volumes:\n  - claimTemplate: data\n    size: /spec/storage/size\n    storageClass: /spec/storage/class\n  pause: {path: /spec/paused, value: true}\n  observedGeneration: /status/observedGeneration\n";
+    harness
+        .ns
+        .api::<ConfigMap>()
+        .patch(
+            &identity.owners_config_map,
+            &PatchParams::default(),
+            &Patch::Merge(json!({"data": {"owners.yaml": entry}})),
+        )
+        .await
+        .unwrap();
+    let widget: DynamicObject = serde_json::from_value(json!({
+        "apiVersion": "test.ferry.dev/v1", "kind": "Widget",
+        "metadata": {"name": "db"},
+        "spec": {"paused": false, "storage": {"size": "1Gi", "class": CLASS_EXPANDABLE}}
+    }))
+    .unwrap();
+    let widget = widgets(&harness)
+        .create(&PostParams::default(), &widget)
+        .await
+        .unwrap();
+    let sts = owned_by(
+        stateful_set("db", 1, CLASS_EXPANDABLE, "1Gi"),
+        "test.ferry.dev/v1",
+        "Widget",
+        "db",
+        &widget.uid().unwrap(),
+    );
+    harness.healthy_stateful_set(sts).await;
+
+    harness
+        .create_resize(
+            "grow",
+            json!({"statefulSetName": "db", "volumes": [{"name": "data", "size": "2Gi"}]}),
+        )
+        .await;
+    // The run ends on the owner's side: written, let go, waiting for it to act.
+    let waiting = harness
+        .wait_resize("grow", "the resize to wait for the Widget", |r| {
+            r.status
+                .as_ref()
+                .and_then(|s| s.owner.as_ref())
+                .and_then(|o| o.step)
+                == Some(OwnerStep::Confirming)
+        })
+        .await;
+    let status = waiting.status.clone().unwrap();
+    assert_eq!(
+        status.phase,
+        Some(Phase::Running),
+        "held while the owner has not acted"
+    );
+    assert!(
+        status
+            .message
+            .as_deref()
+            .unwrap_or_default()
+            .contains("waiting for Widget/db to act"),
+        "{:?}",
+        status.message
+    );
+    assert_eq!(
+        status.owner.as_ref().unwrap().pause_before.as_deref(),
+        Some("false")
+    );
+    let now = widgets(&harness).get("db").await.unwrap();
+    assert_eq!(
+        now.data["spec"]["storage"]["size"],
+        json!("2Gi"),
+        "the new size written into the owner"
+    );
+    assert_eq!(
+        now.data["spec"]["paused"],
+        json!(false),
+        "its pause switch put back as it was"
+    );
+    // Paused (2), written (3), let go (4): three writes of its spec, nothing else.
+    assert_eq!(now.metadata.generation, Some(4));
+    assert_eq!(claim_bytes(&harness, "data-db-0").await, Some(2 * GI));
+
+    // The owner acts on its new spec: the resize ends.
+    widgets(&harness)
+        .patch_status(
+            "db",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"status": {"observedGeneration": 4}})),
+        )
+        .await
+        .unwrap();
+    let done = harness
+        .wait_resize("grow", "the resize to end", |r| r.phase().is_terminal())
+        .await;
+    let phase = done.phase();
+    let status = done.status.unwrap();
+    assert_eq!(phase, Phase::Succeeded, "{:?}", status.message);
+    assert_eq!(status.owner.unwrap().step, Some(OwnerStep::Confirmed));
+    assert!(
+        status
+            .message
+            .unwrap()
+            .contains("Widget/db took the new volume sizes")
+    );
+    harness.finish().await;
+}
