@@ -89,8 +89,9 @@ fn elasticsearch() -> OwnerKind {
     }
 }
 
-/// Ferry's own: the StatefulSet `<name>` (or one per zone or version, `<name>-…`), its templates in
-/// the ExtendedStatefulSet's template. It has no pause switch: what Ferry writes into it is what
+/// Ferry's own: the StatefulSet `<name>`, its templates in the ExtendedStatefulSet's template (a
+/// zone's or a version's StatefulSet, `<name>-…`, is read too, but a resize of one is not written
+/// into the template every member shares: `resize::owner`). It has no pause switch: what Ferry writes into it is what
 /// its StatefulSet already has.
 fn extended_stateful_set() -> OwnerKind {
     let template = "/spec/template/spec/volumeClaimTemplates/[metadata.name={template}]/spec";

@@ -28,6 +28,9 @@ pub fn owner_of(
         status.ignored = true;
         return Ok(Some(status));
     }
+    if member_of_extended(owner, sts) {
+        return Ok(None);
+    }
     let Some(entry) = &owner.entry else {
         return Err((
             REASON_OWNER_UNKNOWN,
@@ -87,4 +90,14 @@ pub fn owner_of(
         }
     }
     Ok(Some(status))
+}
+
+/// One of an ExtendedStatefulSet's several StatefulSets (a zone's, a version's): its template is
+/// every member's, so a resize of one member is not written into it (that would resize every
+/// zone); Ferry's own controller keeps a size a member was given outside it, and never shrinks
+/// it back.
+fn member_of_extended(owner: &crate::resize::observed::OwnerView, sts: &StatefulSetView) -> bool {
+    crate::owners::group_of(&owner.api_version) == ferry_api::names::GROUP
+        && owner.kind == "ExtendedStatefulSet"
+        && owner.name != sts.name
 }

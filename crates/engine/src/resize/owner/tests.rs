@@ -320,3 +320,33 @@ fn a_run_that_has_not_ended_and_an_ignored_owner_pass_unchanged() {
         Some(Phase::Succeeded)
     );
 }
+
+#[test]
+fn an_extended_stateful_sets_own_stateful_set_goes_through_it_and_a_zones_member_does_not() {
+    let ests = json!({"apiVersion": "ferry.dev/v1alpha1", "kind": "ExtendedStatefulSet",
+        "metadata": {"name": "web", "uid": "e"},
+        "spec": {"template": {"spec": {"volumeClaimTemplates": [{"metadata": {"name": "data"}, "spec": {"resources": {"requests": {"storage": "1Gi"}}}}]}}}});
+    let of = |sts_name: &str| {
+        let observed = Observed {
+            stateful_set: Some(StatefulSetView {
+                name: sts_name.into(),
+                templates: [("data".to_string(), TemplateView::sized(GI, None))].into(),
+                ..StatefulSetView::default()
+            }),
+            owner: Some(OwnerView {
+                api_version: "ferry.dev/v1alpha1".into(),
+                kind: "ExtendedStatefulSet".into(),
+                name: "web".into(),
+                uid: "e".into(),
+                entry: built_in().into_iter().find(|entry| entry.kind == "ExtendedStatefulSet"),
+                object: Some(ests.clone()),
+            }),
+            ..Observed::default()
+        };
+        let sts = observed.stateful_set.clone().unwrap();
+        check::owner_of(&VolumeResizeSpec::for_volumes(sts_name, vec![]), &observed, &sts).unwrap()
+    };
+    assert_eq!(of("web").map(|owner| owner.kind), Some("ExtendedStatefulSet".to_string()));
+    assert_eq!(of("web-z0"), None);
+    assert_eq!(of("web-v2"), None);
+}
