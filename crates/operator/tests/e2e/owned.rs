@@ -246,3 +246,138 @@ async fn an_owner_the_admin_teaches_is_paused_written_and_let_go_and_the_run_wai
     );
     harness.finish().await;
 }
+
+/// A Prometheus of the real prometheus-operator (running throughout) on the real node, on the
+/// node's class that grows online, at `size`.
+fn prometheus(version: &str, size: &str) -> DynamicObject {
+    use ferry_testenv::{CLASS_BLOCK, REAL_NODE_KEY};
+    serde_json::from_value(json!({
+        "apiVersion": "monitoring.coreos.com/v1",
+        "kind": "Prometheus",
+        "metadata": {"name": "metrics"},
+        "spec": {
+            "replicas": 1,
+            "image": ferry_testenv::prometheus_operator::PROMETHEUS_IMAGE,
+            "version": version,
+            "imagePullPolicy": "Never",
+            "serviceMonitorSelector": {},
+            // As in the test bed's own test: v0.93 sets no pod security context.
+            "securityContext": {"runAsUser": 1000, "runAsGroup": 2000, "runAsNonRoot": true, "fsGroup": 2000},
+            "nodeSelector": {REAL_NODE_KEY: "true"},
+            "tolerations": [{"key": REAL_NODE_KEY, "operator": "Exists", "effect": "NoSchedule"}],
+            "storage": {"volumeClaimTemplate": {"spec": {
+                "storageClassName": CLASS_BLOCK,
+                "accessModes": ["ReadWriteOnce"],
+                "resources": {"requests": {"storage": size}},
+            }}},
+        },
+    }))
+    .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_prometheus_grows_in_place_through_the_real_prometheus_operator_and_neither_undoes_the_other() {
+    use ferry_testenv::prometheus_operator::{
+        PrometheusOperator, install_crds, prometheus_version, prometheuses,
+    };
+    let harness = Harness::start("own-prom").await;
+    install_crds(&harness.client).await.unwrap();
+    let operator = PrometheusOperator::start(&harness.ns.name).await.unwrap();
+    let version = prometheus_version().await.unwrap();
+    let prometheuses = prometheuses(&harness.client, &harness.ns.name);
+    prometheuses
+        .create(&PostParams::default(), &prometheus(&version, "320Mi"))
+        .await
+        .unwrap();
+    let sets = harness.ns.api::<StatefulSet>();
+    ferry_testenv::wait::wait_for_object(
+        &sets,
+        "prometheus-metrics",
+        "the operator to make its StatefulSet",
+        60,
+        |_| true,
+    )
+    .await
+    .unwrap();
+    ferry_testenv::fixtures::wait_ready(&sets, "prometheus-metrics", 1, 240)
+        .await
+        .unwrap();
+
+    let started = std::time::Instant::now();
+    harness
+        .create_resize(
+            "grow",
+            json!({"statefulSetName": "prometheus-metrics", "volumes": [{"name": "prometheus-metrics-db", "size": "640Mi"}]}),
+        )
+        .await;
+    let resize = harness
+        .wait_resize("grow", "the resize to end", |r| r.phase().is_terminal())
+        .await;
+    let status = resize.status.clone().unwrap();
+    assert_eq!(
+        resize.phase(),
+        Phase::Succeeded,
+        "{:?} (operator log: {})",
+        status.message,
+        operator.log().display()
+    );
+    eprintln!(
+        "grown through the Prometheus in {:.1} s",
+        started.elapsed().as_secs_f64()
+    );
+    let owner = status.owner.clone().unwrap();
+    assert_eq!(
+        (owner.kind.as_str(), owner.step),
+        ("Prometheus", Some(OwnerStep::Confirmed))
+    );
+    assert_eq!(owner.pause_before, None, "it was not paused before");
+
+    // The Prometheus says the new size and is not paused; its StatefulSet is the one Ferry made,
+    // with the new template, and its operator neither re-created nor deleted it since.
+    let now = prometheuses.get("metrics").await.unwrap();
+    assert_eq!(
+        now.data["spec"]["storage"]["volumeClaimTemplate"]["spec"]["resources"]["requests"]["storage"],
+        json!("640Mi")
+    );
+    assert_eq!(now.data["spec"].get("paused"), None);
+    let sts = sets.get("prometheus-metrics").await.unwrap();
+    assert_eq!(
+        sts.annotations().get(ferry_api::names::ANNOTATION_RECREATED_BY),
+        resize.metadata.uid.as_ref(),
+        "the StatefulSet Ferry made is the one left"
+    );
+    let template = &sts
+        .spec
+        .as_ref()
+        .unwrap()
+        .volume_claim_templates
+        .as_ref()
+        .unwrap()[0];
+    let requested = template
+        .spec
+        .as_ref()
+        .unwrap()
+        .resources
+        .as_ref()
+        .unwrap()
+        .requests
+        .as_ref()
+        .unwrap();
+    assert_eq!(bytes(&requested["storage"]), Some(640 << 20));
+    assert_eq!(
+        claim_bytes(&harness, "prometheus-metrics-db-prometheus-metrics-0").await,
+        Some(640 << 20)
+    );
+    let log = std::fs::read_to_string(operator.log()).unwrap_or_default();
+    assert!(
+        !log.contains("recreating StatefulSet"),
+        "the prometheus-operator re-created the StatefulSet: {}",
+        operator.log().display()
+    );
+    ferry_testenv::fixtures::wait_ready(&sets, "prometheus-metrics", 1, 60)
+        .await
+        .unwrap();
+    operator.kill().await.unwrap();
+    drop(operator);
+    harness.finish().await;
+}

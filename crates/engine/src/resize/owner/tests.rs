@@ -338,7 +338,9 @@ fn an_extended_stateful_sets_own_stateful_set_goes_through_it_and_a_zones_member
                 kind: "ExtendedStatefulSet".into(),
                 name: "web".into(),
                 uid: "e".into(),
-                entry: built_in().into_iter().find(|entry| entry.kind == "ExtendedStatefulSet"),
+                entry: built_in()
+                    .into_iter()
+                    .find(|entry| entry.kind == "ExtendedStatefulSet"),
                 object: Some(ests.clone()),
             }),
             ..Observed::default()
@@ -346,7 +348,10 @@ fn an_extended_stateful_sets_own_stateful_set_goes_through_it_and_a_zones_member
         let sts = observed.stateful_set.clone().unwrap();
         check::owner_of(&VolumeResizeSpec::for_volumes(sts_name, vec![]), &observed, &sts).unwrap()
     };
-    assert_eq!(of("web").map(|owner| owner.kind), Some("ExtendedStatefulSet".to_string()));
+    assert_eq!(
+        of("web").map(|owner| owner.kind),
+        Some("ExtendedStatefulSet".to_string())
+    );
     assert_eq!(of("web-z0"), None);
     assert_eq!(of("web-v2"), None);
 }
