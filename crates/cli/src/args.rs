@@ -135,8 +135,9 @@ pub struct VersionArgs {
 /// What to change: shared by `resize` and `plan`.
 #[derive(Args, Debug, Clone, Default)]
 pub struct RequestArgs {
-    /// The StatefulSet whose volumes change.
-    #[arg(value_name = "STATEFULSET")]
+    /// The StatefulSet whose volumes change, or the resource of the operator that owns it
+    /// (`prometheus/k8s`, `KIND/NAME`): the one StatefulSet it controls.
+    #[arg(value_name = "STATEFULSET|KIND/NAME")]
     pub stateful_set: String,
     /// A volume claim template to change: NAME or NAME=SIZE (repeatable).
     #[arg(long = "volume", value_name = "NAME[=SIZE]")]

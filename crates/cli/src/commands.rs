@@ -157,6 +157,17 @@ async fn build(
 ) -> Result<(VolumeResize, Vec<request::Template>), CliError> {
     let requests = pair(args)?;
     cluster.require_crd().await?;
+    let resolved;
+    let args = match request::owner_reference(&args.stateful_set) {
+        Some((kind, name)) => {
+            resolved = RequestArgs {
+                stateful_set: cluster.owned_stateful_set(kind, name).await?,
+                ..args.clone()
+            };
+            &resolved
+        }
+        None => args,
+    };
     let templates = cluster.templates(&args.stateful_set).await?;
     let volumes = request::resolve(&args.stateful_set, &requests, &templates).map_err(request_error)?;
     let mut checked = Vec::new();

@@ -323,6 +323,44 @@ impl Cluster {
             .collect())
     }
 
+    /// The one StatefulSet that the resource `kind`/`name` controls (its controller owner
+    /// reference), for `kubectl ferry resize prometheus/k8s`.
+    pub async fn owned_stateful_set(&self, kind: &str, name: &str) -> Result<String, CliError> {
+        let api: Api<StatefulSet> = Api::namespaced(self.client.clone(), &self.namespace);
+        let sets = api.list(&ListParams::default()).await.map_err(|e| {
+            classify(
+                &e,
+                Action::new("list", "statefulsets.apps"),
+                &self.namespace,
+                &self.server,
+            )
+        })?;
+        let owned: Vec<String> = sets
+            .items
+            .into_iter()
+            .filter(|sts| {
+                sts.metadata.owner_references.iter().flatten().any(|owner| {
+                    owner.controller == Some(true)
+                        && owner.name == name
+                        && crate::request::kind_matches(kind, &owner.kind, &owner.api_version)
+                })
+            })
+            .filter_map(|sts| sts.metadata.name)
+            .collect();
+        match owned.as_slice() {
+            [one] => Ok(one.clone()),
+            [] => Err(CliError::NotFound(format!(
+                "no StatefulSet in namespace {:?} is controlled by {kind}/{name}",
+                self.namespace
+            ))),
+            several => Err(CliError::Usage(format!(
+                "{kind}/{name} controls {} StatefulSets ({}); name one",
+                several.len(),
+                several.join(", ")
+            ))),
+        }
+    }
+
     /// Checks a StorageClass exists. Being unable to read StorageClasses (forbidden) is not an
     /// error here: the operator checks again.
     pub async fn check_storage_class(&self, name: &str) -> Result<(), CliError> {

@@ -371,6 +371,40 @@ pub fn build_spec(args: &RequestArgs, volumes: Vec<VolumeChange>, dry_run: bool)
     }
 }
 
+/// `KIND/NAME` of the resource that owns the StatefulSet, when the argument names one
+/// (`prometheus/k8s`); `statefulset/NAME` (and `sts/`, `statefulsets/`, `statefulset.apps/`) and a
+/// bare name are the StatefulSet itself.
+pub fn owner_reference(argument: &str) -> Option<(&str, &str)> {
+    let (kind, name) = argument.split_once('/')?;
+    let itself = [
+        "statefulset",
+        "statefulsets",
+        "sts",
+        "statefulset.apps",
+        "statefulsets.apps",
+    ];
+    (!itself.contains(&kind.to_ascii_lowercase().as_str())).then_some((kind, name))
+}
+
+/// Whether an owner reference's `kind` (`Prometheus`) and `apiVersion` is what a user typed
+/// (`prometheus`, `prometheuses`, `Prometheus`, `prometheus.monitoring.coreos.com`), as kubectl
+/// takes resource names.
+pub fn kind_matches(typed: &str, kind: &str, api_version: &str) -> bool {
+    let typed = typed.to_ascii_lowercase();
+    let kind = kind.to_ascii_lowercase();
+    let group = api_version.rsplit_once('/').map_or("", |(group, _)| group);
+    let (typed_kind, typed_group) = typed.split_once('.').unwrap_or((typed.as_str(), ""));
+    let plural = |k: &str| {
+        [
+            format!("{k}s"),
+            format!("{k}es"),
+            k.strip_suffix('y').map(|s| format!("{s}ies")).unwrap_or_default(),
+        ]
+    };
+    let kind_ok = typed_kind == kind || plural(&kind).iter().any(|p| p == typed_kind);
+    kind_ok && (typed_group.is_empty() || typed_group == group)
+}
+
 /// `generateName` prefix for a VolumeResize of this StatefulSet (names stay within 253 chars).
 pub fn generate_name(stateful_set: &str, plan: bool) -> String {
     // The API server appends 5 characters; the whole name must fit a label value (63).
@@ -384,6 +418,36 @@ pub fn generate_name(stateful_set: &str, plan: bool) -> String {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn an_owner_is_named_as_kubectl_names_resources() {
+        assert_eq!(owner_reference("prometheus/k8s"), Some(("prometheus", "k8s")));
+        assert_eq!(owner_reference("sts/db"), None);
+        assert_eq!(owner_reference("StatefulSet/db"), None);
+        assert_eq!(owner_reference("db"), None);
+        let v1 = "monitoring.coreos.com/v1";
+        for typed in [
+            "prometheus",
+            "Prometheus",
+            "prometheuses",
+            "prometheus.monitoring.coreos.com",
+        ] {
+            assert!(kind_matches(typed, "Prometheus", v1), "{typed}");
+        }
+        assert!(!kind_matches("prometheus.example.com", "Prometheus", v1));
+        assert!(!kind_matches("alertmanager", "Prometheus", v1));
+        assert!(kind_matches(
+            "rabbitmqclusters",
+            "RabbitmqCluster",
+            "rabbitmq.com/v1beta1"
+        ));
+        assert!(kind_matches(
+            "elasticsearches",
+            "Elasticsearch",
+            "elasticsearch.k8s.elastic.co/v1"
+        ));
+        assert!(kind_matches("policies", "Policy", "example.com/v1"));
+    }
     use super::*;
 
     fn s(values: &[&str]) -> Vec<String> {

@@ -1167,3 +1167,89 @@ async fn a_kubeconfig_proxy_url_is_used() {
     assert_eq!(run.code, 4, "{run:?}");
     env.finish().await;
 }
+
+/// `resize KIND/NAME` resizes the one StatefulSet that resource controls (`prometheus/k8s`); none,
+/// or several, is an error that names what it found.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn resize_of_an_owners_resource_resolves_the_stateful_set_it_controls() {
+    use k8s_openapi::api::apps::v1::StatefulSet;
+    use k8s_openapi::api::core::v1::ConfigMap;
+    use kube::api::PostParams;
+    let env = Env::start("cli-owner").await;
+    let parents = env.ns.api::<ConfigMap>();
+    let mut uids = Vec::new();
+    for name in ["parent", "twins"] {
+        let made = parents
+            .create(
+                &PostParams::default(),
+                &serde_json::from_value(json!({"metadata": {"name": name}})).unwrap(),
+            )
+            .await
+            .unwrap();
+        uids.push(made.uid().unwrap());
+    }
+    for (sts, owner, uid) in [
+        ("db", "parent", &uids[0]),
+        ("a", "twins", &uids[1]),
+        ("b", "twins", &uids[1]),
+    ] {
+        let mut set = ferry_testenv::fixtures::stateful_set(sts, 1, CLASS_FIXED, "1Gi");
+        set.metadata.owner_references = Some(vec![
+            k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference {
+                api_version: "v1".into(),
+                kind: "ConfigMap".into(),
+                name: owner.into(),
+                uid: uid.clone(),
+                controller: Some(true),
+                block_owner_deletion: None,
+            },
+        ]);
+        env.ns
+            .api::<StatefulSet>()
+            .create(&PostParams::default(), &set)
+            .await
+            .unwrap();
+    }
+
+    let run = env
+        .ferry(&[
+            "resize",
+            "configmaps/parent",
+            "--size",
+            "2Gi",
+            "--dry-run",
+            "-o",
+            "json",
+        ])
+        .await;
+    assert_eq!(run.code, 0, "{run:?}");
+    let printed: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+    assert_eq!(printed["spec"]["statefulSetName"], "db");
+    assert!(
+        printed["metadata"]["generateName"]
+            .as_str()
+            .unwrap()
+            .starts_with("db-")
+    );
+
+    let nobody = env
+        .ferry(&["resize", "configmap/nobody", "--size", "2Gi", "--dry-run"])
+        .await;
+    assert_eq!(nobody.code, 3, "{nobody:?}");
+    assert!(
+        nobody.stderr.contains("no StatefulSet in namespace") && nobody.stderr.contains("configmap/nobody"),
+        "{nobody:?}"
+    );
+    let several = env
+        .ferry(&["resize", "ConfigMap/twins", "--size", "2Gi", "--dry-run"])
+        .await;
+    assert_eq!(several.code, 2, "{several:?}");
+    assert!(
+        several
+            .stderr
+            .contains("controls 2 StatefulSets (a, b); name one"),
+        "{several:?}"
+    );
+    assert!(env.resize_names().await.is_empty());
+    env.finish().await;
+}
