@@ -248,8 +248,9 @@ async fn an_owner_the_admin_teaches_is_paused_written_and_let_go_and_the_run_wai
 }
 
 /// A Prometheus of the real prometheus-operator (running throughout) on the real node, on the
-/// node's class that grows online, at `size`.
-fn prometheus(version: &str, size: &str) -> DynamicObject {
+/// node's class that grows online, at `size`; scraping itself every second when `self_scrape`
+/// (the configuration in the Secret [`SELF_SCRAPE`]).
+fn prometheus(version: &str, size: &str, self_scrape: bool) -> DynamicObject {
     use ferry_testenv::{CLASS_BLOCK, REAL_NODE_KEY};
     serde_json::from_value(json!({
         "apiVersion": "monitoring.coreos.com/v1",
@@ -270,10 +271,14 @@ fn prometheus(version: &str, size: &str) -> DynamicObject {
                 "accessModes": ["ReadWriteOnce"],
                 "resources": {"requests": {"storage": size}},
             }}},
+            "additionalScrapeConfigs": self_scrape.then(|| json!({"name": SELF_SCRAPE, "key": "scrape.yaml"})),
         },
     }))
     .unwrap()
 }
+
+/// The Secret of a Prometheus's own scrape configuration: itself, every second.
+const SELF_SCRAPE: &str = "self-scrape";
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_prometheus_grows_in_place_through_the_real_prometheus_operator_and_neither_undoes_the_other() {
@@ -286,7 +291,7 @@ async fn a_prometheus_grows_in_place_through_the_real_prometheus_operator_and_ne
     let version = prometheus_version().await.unwrap();
     let prometheuses = prometheuses(&harness.client, &harness.ns.name);
     prometheuses
-        .create(&PostParams::default(), &prometheus(&version, "320Mi"))
+        .create(&PostParams::default(), &prometheus(&version, "320Mi", false))
         .await
         .unwrap();
     let sets = harness.ns.api::<StatefulSet>();
@@ -377,6 +382,164 @@ async fn a_prometheus_grows_in_place_through_the_real_prometheus_operator_and_ne
     ferry_testenv::fixtures::wait_ready(&sets, "prometheus-metrics", 1, 60)
         .await
         .unwrap();
+    operator.kill().await.unwrap();
+    drop(operator);
+    harness.finish().await;
+}
+
+/// The samples of `up{job="self"}` the Prometheus pod answers for at `time` (seconds since the
+/// epoch; evaluated with the default 5 minute look-back), by asking it over the pod network.
+async fn self_samples_at(harness: &Harness, pod: &str, time: u64) -> Option<usize> {
+    let pod = harness
+        .ns
+        .api::<k8s_openapi::api::core::v1::Pod>()
+        .get(pod)
+        .await
+        .ok()?;
+    let ip = pod.status?.pod_ip?;
+    let url = format!("http://{ip}:9090/api/v1/query?query=up%7Bjob%3D%22self%22%7D&time={time}");
+    let output = tokio::process::Command::new("curl")
+        .args(["-sf", "--max-time", "5", &url])
+        .output()
+        .await
+        .ok()?;
+    let answer: serde_json::Value = serde_json::from_slice(&output.stdout).ok()?;
+    answer["data"]["result"].as_array().map(Vec::len)
+}
+
+fn epoch_seconds() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|elapsed| elapsed.as_secs())
+        .unwrap_or_default()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_prometheus_moves_to_another_class_by_copy_with_both_operators_killed_mid_way_and_keeps_its_samples()
+ {
+    use ferry_testenv::CLASS_BLOCK_FIXED;
+    use ferry_testenv::prometheus_operator::{
+        PrometheusOperator, install_crds, prometheus_version, prometheuses,
+    };
+    let mut harness = Harness::start("own-prom-copy").await;
+    install_crds(&harness.client).await.unwrap();
+    let operator = PrometheusOperator::start(&harness.ns.name).await.unwrap();
+    let scrape =
+        "- job_name: self\n  scrape_interval: 1s\n  static_configs:\n  - targets: ['localhost:9090']\n";
+    harness
+        .ns
+        .api::<k8s_openapi::api::core::v1::Secret>()
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(
+                json!({"metadata": {"name": SELF_SCRAPE}, "stringData": {"scrape.yaml": scrape}}),
+            )
+            .unwrap(),
+        )
+        .await
+        .unwrap();
+    let version = prometheus_version().await.unwrap();
+    let prometheuses = prometheuses(&harness.client, &harness.ns.name);
+    prometheuses
+        .create(&PostParams::default(), &prometheus(&version, "320Mi", true))
+        .await
+        .unwrap();
+    let sets = harness.ns.api::<StatefulSet>();
+    ferry_testenv::wait::wait_for_object(
+        &sets,
+        "prometheus-metrics",
+        "the operator to make its StatefulSet",
+        60,
+        |_| true,
+    )
+    .await
+    .unwrap();
+    ferry_testenv::fixtures::wait_ready(&sets, "prometheus-metrics", 1, 240)
+        .await
+        .unwrap();
+    // A sample in its TSDB before the move.
+    let before = ferry_testenv::wait_until("Prometheus to have scraped itself", 60, || async {
+        let now = epoch_seconds();
+        (self_samples_at(&harness, "prometheus-metrics-0", now).await? > 0).then_some(now)
+    })
+    .await
+    .unwrap();
+
+    harness
+        .create_resize(
+            "move",
+            json!({"statefulSetName": "prometheus-metrics", "volumes": [
+                {"name": "prometheus-metrics-db", "size": "320Mi", "storageClassName": CLASS_BLOCK_FIXED}
+            ]}),
+        )
+        .await;
+    // Once the Prometheus is paused its operator dies, and comes back while the copy runs; Ferry's
+    // operator is killed at each step of the copy.
+    harness
+        .wait_resize("move", "the Prometheus to be paused", |r| {
+            r.status
+                .as_ref()
+                .and_then(|s| s.owner.as_ref())
+                .and_then(|o| o.step)
+                == Some(OwnerStep::Paused)
+        })
+        .await;
+    operator.kill().await.unwrap();
+    let back = async {
+        tokio::time::sleep(std::time::Duration::from_secs(3)).await;
+        operator.start_again().await.unwrap();
+    };
+    let ((resize, killed_at), ()) = tokio::join!(
+        harness.finish_killing_at_each_step("move", &Harness::COPY_STEPS, 400),
+        back
+    );
+    let status = resize.status.clone().unwrap();
+    assert_eq!(
+        resize.phase(),
+        Phase::Succeeded,
+        "{:?} (killed at {killed_at:?})",
+        status.message
+    );
+    assert!(killed_at.len() >= 4, "killed at {killed_at:?}");
+    assert_eq!(status.owner.as_ref().unwrap().step, Some(OwnerStep::Confirmed));
+
+    let now = prometheuses.get("metrics").await.unwrap();
+    assert_eq!(
+        now.data["spec"]["storage"]["volumeClaimTemplate"]["spec"]["storageClassName"],
+        json!(CLASS_BLOCK_FIXED)
+    );
+    assert_eq!(now.data["spec"].get("paused"), None);
+    let claim = harness
+        .ns
+        .api::<PersistentVolumeClaim>()
+        .get("prometheus-metrics-db-prometheus-metrics-0")
+        .await
+        .unwrap();
+    assert_eq!(
+        claim.spec.unwrap().storage_class_name.as_deref(),
+        Some(CLASS_BLOCK_FIXED)
+    );
+    let sts = sets.get("prometheus-metrics").await.unwrap();
+    assert_eq!(
+        sts.annotations().get(ferry_api::names::ANNOTATION_RECREATED_BY),
+        resize.metadata.uid.as_ref()
+    );
+    let log = std::fs::read_to_string(operator.log()).unwrap_or_default();
+    assert!(
+        !log.contains("recreating StatefulSet"),
+        "{}",
+        operator.log().display()
+    );
+    // Its samples from before the move are on the new volume.
+    ferry_testenv::fixtures::wait_ready(&sets, "prometheus-metrics", 1, 120)
+        .await
+        .unwrap();
+    let kept = ferry_testenv::wait_until("Prometheus to answer on its new volume", 60, || async {
+        self_samples_at(&harness, "prometheus-metrics-0", before).await
+    })
+    .await
+    .unwrap();
+    assert_eq!(kept, 1, "the sample scraped before the move");
     operator.kill().await.unwrap();
     drop(operator);
     harness.finish().await;
