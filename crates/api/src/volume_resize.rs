@@ -402,6 +402,10 @@ pub struct OwnerStatus {
     /// The owner was paused already (by someone else): Ferry leaves it paused.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub paused_already: bool,
+    /// When the current step began, RFC 3339: the owner has `timeoutSeconds` to act on its new
+    /// spec once let go.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub since: Option<Time>,
 }
 
 /// Where Ferry is with a StatefulSet's owner.
@@ -802,6 +806,8 @@ pub mod condition {
     /// The owner's entry in the owners' table does not fit its resource (a path that points at
     /// nothing, a template it does not keep, a class it has no place for), or it is gone.
     pub const REASON_OWNER_MISMATCH: &str = "OwnerDoesNotFit";
+    /// The owner did not act on the spec Ferry wrote into it within `timeoutSeconds`.
+    pub const REASON_OWNER_DID_NOT_ACT: &str = "OwnerDidNotActInTime";
 }
 
 impl VolumeResize {

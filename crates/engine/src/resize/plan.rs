@@ -135,11 +135,15 @@ pub fn plan(input: &Input, observed: Observed) -> Decision {
             let copy = CopyContext::for_run(input.spec, &backup_name, &suffix, run == Run::Stopping, timeout);
             // A StatefulSet another controller owns: its owner is paused before the run's first
             // step and takes the result after its last.
-            let mut step = match owner::before_run(status, &observed) {
+            let clock = owner::Clock {
+                now: input.now,
+                limit_seconds: timeout,
+            };
+            let mut step = match owner::before_run(status, &observed, clock) {
                 owner::Before::Act(decision) => decision,
                 owner::Before::Go(status) => {
                     let step = plan_run(run, &copy, &status, &observed, input.now);
-                    owner::after_run(&status, step, &observed)
+                    owner::after_run(&status, step, &observed, clock)
                 }
             };
             let finished_steps = stamp_steps(status, &mut step.status, &MicroTime(input.now.0));

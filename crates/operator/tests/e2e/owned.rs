@@ -244,6 +244,40 @@ async fn an_owner_the_admin_teaches_is_paused_written_and_let_go_and_the_run_wai
             .unwrap()
             .contains("Widget/db took the new volume sizes")
     );
+
+    // An owner that never acts on its new spec: the resize fails once its timeout is up, saying
+    // so, with the volumes grown and the owner saying the new size, let go.
+    harness
+        .create_resize(
+            "grow-again",
+            json!({"statefulSetName": "db", "timeoutSeconds": 3, "volumes": [{"name": "data", "size": "3Gi"}]}),
+        )
+        .await;
+    let failed = harness
+        .wait_resize("grow-again", "the resize to end", |r| r.phase().is_terminal())
+        .await;
+    let phase = failed.phase();
+    let status = failed.status.unwrap();
+    assert_eq!(phase, Phase::Failed, "{:?}", status.message);
+    let message = status.message.unwrap_or_default();
+    assert!(
+        message.contains("Widget/db did not act on its new spec"),
+        "{message}"
+    );
+    let timed_out = status
+        .conditions
+        .iter()
+        .find(|c| c.type_ == ferry_api::condition::TIMED_OUT);
+    assert_eq!(
+        timed_out.map(|c| c.reason.as_str()),
+        Some(ferry_api::condition::REASON_OWNER_DID_NOT_ACT)
+    );
+    let now = widgets(&harness).get("db").await.unwrap();
+    assert_eq!(
+        (&now.data["spec"]["storage"]["size"], &now.data["spec"]["paused"]),
+        (&json!("3Gi"), &json!(false))
+    );
+    assert_eq!(claim_bytes(&harness, "data-db-0").await, Some(3 * GI));
     harness.finish().await;
 }
 

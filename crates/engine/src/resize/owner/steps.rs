@@ -8,9 +8,18 @@ use crate::owners::{OwnerKind, OwnerReading, TemplateWrite, read_owner};
 use crate::resize::action::{OwnerPatch, ResizeAction};
 use crate::resize::observed::{Observed, StatefulSetView};
 use crate::resize::run::Decision;
+use ferry_api::condition::REASON_OWNER_DID_NOT_ACT;
 use ferry_api::quantity::format_bytes;
 use ferry_api::{OwnerStatus, OwnerStep, Phase, VolumeResizeStatus, parse_bytes};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use serde_json::Value;
+
+/// The time now and how long the owner may take to act (the run's `timeoutSeconds`).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Clock<'a> {
+    pub now: &'a Time,
+    pub limit_seconds: i64,
+}
 
 /// What comes before the run's own planner.
 #[derive(Debug)]
@@ -78,7 +87,7 @@ fn patch(what: OwnerPatch, owner: &OwnerStatus, ops: &[Value]) -> ResizeAction {
 }
 
 /// Before the run's planner: the owner paused (or proven to need no pause).
-pub(crate) fn before_run(status: &VolumeResizeStatus, observed: &Observed) -> Before {
+pub(crate) fn before_run(status: &VolumeResizeStatus, observed: &Observed, clock: Clock) -> Before {
     let Some(owner) = active(status) else {
         return Before::Go(status.clone());
     };
@@ -98,7 +107,7 @@ pub(crate) fn before_run(status: &VolumeResizeStatus, observed: &Observed) -> Be
         }
     };
     let Some(pause) = &sight.entry.pause else {
-        set_step(&mut next, OwnerStep::Paused);
+        set_step(&mut next, OwnerStep::Paused, clock);
         return Before::Go(next);
     };
     let now = sight.reading.pause_now(sight.object);
@@ -106,8 +115,8 @@ pub(crate) fn before_run(status: &VolumeResizeStatus, observed: &Observed) -> Be
         if let Some(recorded) = next.owner.as_mut() {
             // Paused before Ferry came: left paused when it is done.
             recorded.paused_already |= recorded.step.is_none();
-            recorded.step = Some(OwnerStep::Paused);
         }
+        set_step(&mut next, OwnerStep::Paused, clock);
         return Before::Go(next);
     }
     let ops = match sight.reading.pause_ops(sight.object, Some(&pause.value)) {
@@ -117,8 +126,8 @@ pub(crate) fn before_run(status: &VolumeResizeStatus, observed: &Observed) -> Be
     if let Some(recorded) = next.owner.as_mut()
         && recorded.step.is_none()
     {
-        recorded.step = Some(OwnerStep::Pausing);
         recorded.pause_before = now.map(Value::to_string);
+        set_step(&mut next, OwnerStep::Pausing, clock);
     }
     let action = patch(OwnerPatch::Pause, owner, &ops);
     let message = format!(
@@ -128,15 +137,24 @@ pub(crate) fn before_run(status: &VolumeResizeStatus, observed: &Observed) -> Be
     Before::Act(act(next, vec![action], message))
 }
 
-fn set_step(status: &mut VolumeResizeStatus, step: OwnerStep) {
-    if let Some(owner) = status.owner.as_mut() {
+/// Moves the owner to `step`, its clock restarted if the step is new.
+fn set_step(status: &mut VolumeResizeStatus, step: OwnerStep, clock: Clock) {
+    if let Some(owner) = status.owner.as_mut()
+        && owner.step != Some(step)
+    {
         owner.step = Some(step);
+        owner.since = Some(clock.now.clone());
     }
 }
 
 /// After the run's planner: a run that has ended writes into its owner, lets it go and waits for it
 /// to take the result before it ends too.
-pub(crate) fn after_run(before: &VolumeResizeStatus, step: Decision, observed: &Observed) -> Decision {
+pub(crate) fn after_run(
+    before: &VolumeResizeStatus,
+    step: Decision,
+    observed: &Observed,
+    clock: Clock,
+) -> Decision {
     let Some(owner) = active(&step.status).cloned() else {
         return step;
     };
@@ -174,7 +192,7 @@ pub(crate) fn after_run(before: &VolumeResizeStatus, step: Decision, observed: &
     };
     let step_now = owner.step.unwrap_or(OwnerStep::Paused);
     if step_now != OwnerStep::Confirming && !write_ops.is_empty() {
-        set_step(&mut held, OwnerStep::Writing);
+        set_step(&mut held, OwnerStep::Writing, clock);
         let message = format!(
             "writing the StatefulSet's volume sizes and classes into {}",
             who(&owner)
@@ -194,7 +212,7 @@ pub(crate) fn after_run(before: &VolumeResizeStatus, step: Decision, observed: &
             let back = (!desired.is_null()).then_some(&desired);
             match sight.reading.pause_ops(sight.object, back) {
                 Ok(ops) if !ops.is_empty() => {
-                    set_step(&mut held, OwnerStep::Releasing);
+                    set_step(&mut held, OwnerStep::Releasing, clock);
                     let message = format!("letting {} act again", who(&owner));
                     return act(held, vec![patch(OwnerPatch::Release, &owner, &ops)], message);
                 }
@@ -208,9 +226,9 @@ pub(crate) fn after_run(before: &VolumeResizeStatus, step: Decision, observed: &
                 }
             }
         }
-        set_step(&mut held, OwnerStep::Confirming);
+        set_step(&mut held, OwnerStep::Confirming, clock);
     }
-    confirm(step, held, &owner, &sight, sts, write_ops.is_empty())
+    confirm(step, held, &owner, &sight, sts, write_ops.is_empty(), clock)
 }
 
 /// The run ends once the owner has acted on its resource's generation and its StatefulSet still
@@ -222,6 +240,7 @@ fn confirm(
     sight: &Sight,
     sts: &StatefulSetView,
     templates_match: bool,
+    clock: Clock,
 ) -> Decision {
     if sts.foreign || !templates_match {
         let mut failed = step.status;
@@ -241,6 +260,24 @@ fn confirm(
         None => true,
         Some(_) => sight.reading.observed_generation(sight.object) >= generation && generation.is_some(),
     };
+    let since = held
+        .owner
+        .as_ref()
+        .and_then(|owner| owner.since.as_ref())
+        .map(|since| since.0.as_second());
+    if !acted && let Some(took) = crate::resize::timeout::overrun(since, clock.limit_seconds, clock.now) {
+        let mut failed = step.status;
+        failed.owner = held.owner;
+        failed.phase = Some(Phase::Failed);
+        let message = format!(
+            "{} did not act on its new spec (generation {}) within {took} s (timeoutSeconds {}): is its operator running? The volumes have their new size and class, and the owner says so",
+            who(owner),
+            generation.unwrap_or_default(),
+            clock.limit_seconds
+        );
+        crate::resize::timeout::timed_out(&mut failed, REASON_OWNER_DID_NOT_ACT, &message, clock.now);
+        return act(failed, vec![], message);
+    }
     if !acted {
         let message = format!(
             "waiting for {} to act on its new spec (generation {})",
@@ -251,7 +288,7 @@ fn confirm(
     }
     let mut done = step.status;
     done.owner = held.owner;
-    set_step(&mut done, OwnerStep::Confirmed);
+    set_step(&mut done, OwnerStep::Confirmed, clock);
     let message = format!(
         "{}; {} took the new volume sizes",
         done.message.clone().unwrap_or_default(),

@@ -7,7 +7,21 @@ use ferry_api::condition::{REASON_OWNER_MISMATCH, REASON_OWNER_UNKNOWN};
 use ferry_api::{
     OwnerPolicy, OwnerStatus, OwnerStep, Phase, VolumeChange, VolumeResizeSpec, VolumeResizeStatus,
 };
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use k8s_openapi::jiff::Timestamp;
 use serde_json::{Value, json};
+
+/// The time `second`, with a minute for the owner to act (leaked: a test's clock lives as long).
+fn clock_at(second: i64) -> Clock<'static> {
+    Clock {
+        now: Box::leak(Box::new(Time(Timestamp::from_second(second).unwrap()))),
+        limit_seconds: 60,
+    }
+}
+
+fn clock() -> Clock<'static> {
+    clock_at(1000)
+}
 
 const GI: u64 = 1 << 30;
 
@@ -144,6 +158,7 @@ fn the_owner_is_paused_before_the_run_and_what_its_switch_was_is_recorded_first(
     let Before::Act(pausing) = before_run(
         &status,
         &observed(Some(prometheus("10Gi", Some(false), 1, 1)), true, 10 * GI),
+        clock(),
     ) else {
         panic!("the pause comes first");
     };
@@ -161,6 +176,7 @@ fn the_owner_is_paused_before_the_run_and_what_its_switch_was_is_recorded_first(
     let Before::Go(going) = before_run(
         &pausing.status,
         &observed(Some(prometheus("10Gi", Some(true), 2, 1)), true, 10 * GI),
+        clock(),
     ) else {
         panic!("paused: the run goes on");
     };
@@ -172,6 +188,7 @@ fn the_owner_is_paused_before_the_run_and_what_its_switch_was_is_recorded_first(
     let Before::Go(already) = before_run(
         &owned(None),
         &observed(Some(prometheus("10Gi", Some(true), 1, 1)), true, 10 * GI),
+        clock(),
     ) else {
         panic!("paused by someone else: the run goes on");
     };
@@ -187,6 +204,7 @@ fn an_ended_run_writes_into_the_owner_lets_it_go_and_ends_once_it_acted() {
         &status,
         ended(&status),
         &observed(Some(prometheus("10Gi", Some(true), 2, 2)), true, 20 * GI),
+        clock(),
     );
     assert_eq!(writing.status.phase, Some(Phase::Running));
     let (what, ops) = patch_of(&writing);
@@ -212,6 +230,7 @@ fn an_ended_run_writes_into_the_owner_lets_it_go_and_ends_once_it_acted() {
         &status,
         ended(&status),
         &observed(Some(prometheus("20Gi", Some(true), 3, 2)), true, 20 * GI),
+        clock(),
     );
     let (what, ops) = patch_of(&releasing);
     assert_eq!(
@@ -227,6 +246,7 @@ fn an_ended_run_writes_into_the_owner_lets_it_go_and_ends_once_it_acted() {
         &status,
         ended(&status),
         &observed(Some(prometheus("20Gi", None, 4, 3)), true, 20 * GI),
+        clock(),
     );
     assert_eq!(waiting.status.phase, Some(Phase::Running));
     assert!(waiting.actions.is_empty());
@@ -243,6 +263,7 @@ fn an_ended_run_writes_into_the_owner_lets_it_go_and_ends_once_it_acted() {
         &status,
         ended(&status),
         &observed(Some(prometheus("20Gi", None, 4, 4)), true, 20 * GI),
+        clock(),
     );
     assert_eq!(done.status.phase, Some(Phase::Succeeded));
     assert_eq!(
@@ -261,6 +282,7 @@ fn an_ended_run_writes_into_the_owner_lets_it_go_and_ends_once_it_acted() {
         &done.status,
         ended(&done.status),
         &observed(Some(prometheus("20Gi", None, 4, 4)), true, 20 * GI),
+        clock(),
     );
     assert_eq!(again.status.phase, Some(Phase::Succeeded));
 }
@@ -273,6 +295,7 @@ fn an_owner_that_undoes_the_templates_fails_the_run_and_one_paused_by_someone_el
         &status,
         ended(&status),
         &observed(Some(prometheus("20Gi", None, 4, 4)), true, 10 * GI),
+        clock(),
     );
     assert_eq!(undone.status.phase, Some(Phase::Failed));
     assert!(
@@ -290,6 +313,7 @@ fn an_owner_that_undoes_the_templates_fails_the_run_and_one_paused_by_someone_el
         &theirs,
         ended(&theirs),
         &observed(Some(prometheus("20Gi", Some(true), 3, 3)), true, 20 * GI),
+        clock(),
     );
     assert!(
         left_paused.actions.is_empty(),
@@ -306,15 +330,18 @@ fn a_run_that_has_not_ended_and_an_ignored_owner_pass_unchanged() {
         actions: vec![ResizeAction::RecreateStatefulSet],
         summary: "recreating".into(),
     };
-    assert_eq!(after_run(&status, running.clone(), &Observed::default()), running);
+    assert_eq!(
+        after_run(&status, running.clone(), &Observed::default(), clock()),
+        running
+    );
     let mut ignored = owned(None);
     ignored.owner.as_mut().unwrap().ignored = true;
     assert!(matches!(
-        before_run(&ignored, &Observed::default()),
+        before_run(&ignored, &Observed::default(), clock()),
         Before::Go(_)
     ));
     assert_eq!(
-        after_run(&ignored, ended(&ignored), &Observed::default())
+        after_run(&ignored, ended(&ignored), &Observed::default(), clock())
             .status
             .phase,
         Some(Phase::Succeeded)
@@ -354,4 +381,40 @@ fn an_extended_stateful_sets_own_stateful_set_goes_through_it_and_a_zones_member
     );
     assert_eq!(of("web-z0"), None);
     assert_eq!(of("web-v2"), None);
+}
+
+#[test]
+fn an_owner_that_does_not_act_within_the_timeout_fails_the_run_saying_so() {
+    let mut status = owned(Some(OwnerStep::Confirming));
+    status.owner.as_mut().unwrap().since = Some(clock_at(1000).now.clone());
+    let not_acted = observed(Some(prometheus("20Gi", None, 4, 3)), true, 20 * GI);
+    let waiting = after_run(&status, ended(&status), &not_acted, clock_at(1059));
+    assert_eq!(waiting.status.phase, Some(Phase::Running));
+    let failed = after_run(&status, ended(&status), &not_acted, clock_at(1061));
+    assert_eq!(failed.status.phase, Some(Phase::Failed));
+    let message = failed.status.message.clone().unwrap();
+    assert!(
+        message.contains("Prometheus/k8s did not act on its new spec (generation 4) within 61 s"),
+        "{message}"
+    );
+    let timed_out = failed
+        .status
+        .conditions
+        .iter()
+        .find(|c| c.type_ == ferry_api::condition::TIMED_OUT)
+        .unwrap();
+    assert_eq!(timed_out.reason, ferry_api::condition::REASON_OWNER_DID_NOT_ACT);
+    // Each step's clock starts when the step does.
+    let mut paused = owned(Some(OwnerStep::Paused));
+    paused.owner.as_mut().unwrap().since = Some(clock_at(1).now.clone());
+    let writing = after_run(
+        &paused,
+        ended(&paused),
+        &observed(Some(prometheus("10Gi", Some(true), 2, 2)), true, 20 * GI),
+        clock_at(5000),
+    );
+    assert_eq!(
+        writing.status.owner.unwrap().since,
+        Some(clock_at(5000).now.clone())
+    );
 }
