@@ -139,6 +139,10 @@ pub fn plan(input: &Input, observed: Observed) -> Decision {
                 now: input.now,
                 limit_seconds: timeout,
             };
+            let again = (run == Run::Revert)
+                .then(|| owner::again_for_rollback(status))
+                .flatten();
+            let status = again.as_ref().unwrap_or(status);
             let mut step = match owner::before_run(status, &observed, clock) {
                 owner::Before::Act(decision) => decision,
                 owner::Before::Go(status) => {

@@ -124,8 +124,9 @@ fn widgets(harness: &Harness) -> Api<DynamicObject> {
     Api::namespaced_with(harness.client.clone(), &harness.ns.name, &resource)
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_owner_the_admin_teaches_is_paused_written_and_let_go_and_the_run_waits_for_it_to_act() {
+/// A test whose operator may get and patch Widgets, which the admin taught it in the owners'
+/// ConfigMap: paused by `spec.paused`, acted on as `status.observedGeneration` says.
+async fn widget_harness(prefix: &str) -> Harness {
     let options = OperatorOptions {
         chart_values: [
             "owners.rules[0].apiGroups[0]=test.ferry.dev",
@@ -137,7 +138,7 @@ async fn an_owner_the_admin_teaches_is_paused_written_and_let_go_and_the_run_wai
         .to_vec(),
         ..OperatorOptions::default()
     };
-    let harness = Harness::start_without_and("own-taught", &[], options).await;
+    let harness = Harness::start_without_and(prefix, &[], options).await;
     ferry_testenv::cluster::install_crd(&harness.client, &widget_crd())
         .await
         .unwrap();
@@ -153,24 +154,71 @@ async fn an_owner_the_admin_teaches_is_paused_written_and_let_go_and_the_run_wai
         )
         .await
         .unwrap();
+    harness
+}
+
+/// The Widget `db` and its Ready StatefulSet `db` (one replica, template `data` of `size` on
+/// `class`).
+async fn owned_widget_stateful_set(harness: &Harness, class: &str, size: &str) {
     let widget: DynamicObject = serde_json::from_value(json!({
         "apiVersion": "test.ferry.dev/v1", "kind": "Widget",
         "metadata": {"name": "db"},
-        "spec": {"paused": false, "storage": {"size": "1Gi", "class": CLASS_EXPANDABLE}}
+        "spec": {"paused": false, "storage": {"size": size, "class": class}}
     }))
     .unwrap();
-    let widget = widgets(&harness)
+    let widget = widgets(harness)
         .create(&PostParams::default(), &widget)
         .await
         .unwrap();
     let sts = owned_by(
-        stateful_set("db", 1, CLASS_EXPANDABLE, "1Gi"),
+        stateful_set("db", 1, class, size),
         "test.ferry.dev/v1",
         "Widget",
         "db",
         &widget.uid().unwrap(),
     );
     harness.healthy_stateful_set(sts).await;
+}
+
+/// What the Widgets' operator saw, in order: whether it was paused, and the size it said.
+type Seen = std::sync::Arc<std::sync::Mutex<Vec<(bool, serde_json::Value)>>>;
+
+/// Plays the Widgets' operator: acts on every unpaused generation at once (`observedGeneration`),
+/// and records what it saw.
+fn play_widget_operator(harness: &Harness) -> (tokio::task::JoinHandle<()>, Seen) {
+    use futures::StreamExt;
+    use kube::runtime::watcher;
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let api = widgets(harness);
+    let record = seen.clone();
+    let task = tokio::spawn(async move {
+        let mut events = watcher::watcher(api.clone(), watcher::Config::default()).boxed();
+        while let Some(event) = events.next().await {
+            let Ok(watcher::Event::Apply(widget) | watcher::Event::InitApply(widget)) = event else {
+                continue;
+            };
+            let generation = widget.metadata.generation.unwrap_or_default();
+            let paused = widget.data["spec"]["paused"] == json!(true);
+            record
+                .lock()
+                .unwrap()
+                .push((paused, widget.data["spec"]["storage"]["size"].clone()));
+            let acted = widget.data["status"]["observedGeneration"].as_i64() == Some(generation);
+            if !paused && !acted {
+                let status = json!({"status": {"observedGeneration": generation}});
+                let _ = api
+                    .patch_status("db", &PatchParams::default(), &Patch::Merge(status))
+                    .await;
+            }
+        }
+    });
+    (task, seen)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_owner_the_admin_teaches_is_paused_written_and_let_go_and_the_run_waits_for_it_to_act() {
+    let harness = widget_harness("own-taught").await;
+    owned_widget_stateful_set(&harness, CLASS_EXPANDABLE, "1Gi").await;
 
     harness
         .create_resize(
@@ -576,5 +624,85 @@ async fn a_prometheus_moves_to_another_class_by_copy_with_both_operators_killed_
     assert_eq!(kept, 1, "the sample scraped before the move");
     operator.kill().await.unwrap();
     drop(operator);
+    harness.finish().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_owned_copy_rolled_back_on_request_puts_the_owners_resource_back_too() {
+    use ferry_testenv::CLASS_FIXED;
+    let harness = widget_harness("own-revert").await;
+    owned_widget_stateful_set(&harness, CLASS_FIXED, "256Mi").await;
+    let (owner_operator, seen) = play_widget_operator(&harness);
+    harness
+        .create_resize(
+            "copy",
+            json!({"statefulSetName": "db", "volumes": [{"name": "data", "size": "512Mi"}]}),
+        )
+        .await;
+    let done = harness.wait_terminal("copy", "the copy to succeed", 180).await;
+    let status = done.status.clone().unwrap();
+    assert_eq!(done.phase(), Phase::Succeeded, "{:?}", status.message);
+    assert_eq!(status.owner.unwrap().step, Some(OwnerStep::Confirmed));
+    let widget = widgets(&harness).get("db").await.unwrap();
+    assert_eq!(widget.data["spec"]["storage"]["size"], json!("512Mi"));
+    assert!(
+        seen.lock().unwrap().iter().any(|(paused, _)| *paused),
+        "paused for the copy"
+    );
+
+    let request =
+        json!({"metadata": {"annotations": {ferry_api::names::ANNOTATION_ROLLBACK_REQUESTED: "true"}}});
+    harness
+        .ns
+        .api::<ferry_api::VolumeResize>()
+        .patch("copy", &PatchParams::default(), &Patch::Merge(request))
+        .await
+        .unwrap();
+    let reverted = harness
+        .wait_resize("copy", "the rollback to end", |r| {
+            r.status
+                .as_ref()
+                .and_then(|s| s.message.as_deref())
+                .is_some_and(|m| m.starts_with("rolled back on request"))
+                && r.status
+                    .as_ref()
+                    .and_then(|s| s.owner.as_ref())
+                    .and_then(|o| o.step)
+                    == Some(OwnerStep::Confirmed)
+        })
+        .await;
+    assert_eq!(reverted.phase(), Phase::Failed);
+    // The Widget says the old size again, and was paused while its StatefulSet went back.
+    let widget = widgets(&harness).get("db").await.unwrap();
+    assert_eq!(
+        (
+            &widget.data["spec"]["storage"]["size"],
+            &widget.data["spec"]["paused"]
+        ),
+        (&json!("256Mi"), &json!(false))
+    );
+    let seen = seen.lock().unwrap().clone();
+    let let_go_at_new_size = seen
+        .iter()
+        .position(|(paused, size)| !paused && size == &json!("512Mi"))
+        .unwrap_or_else(|| panic!("never let go at 512Mi: {seen:?}"));
+    assert!(
+        seen[let_go_at_new_size..].iter().any(|(paused, _)| *paused),
+        "paused again for the rollback: {seen:?}"
+    );
+    let sts = harness.ns.api::<StatefulSet>().get("db").await.unwrap();
+    let template = &sts.spec.unwrap().volume_claim_templates.unwrap()[0];
+    let requested = template
+        .spec
+        .as_ref()
+        .unwrap()
+        .resources
+        .as_ref()
+        .unwrap()
+        .requests
+        .as_ref()
+        .unwrap();
+    assert_eq!(bytes(&requested["storage"]), Some(256 << 20));
+    owner_operator.abort();
     harness.finish().await;
 }

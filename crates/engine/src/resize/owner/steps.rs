@@ -86,6 +86,23 @@ fn patch(what: OwnerPatch, owner: &OwnerStatus, ops: &[Value]) -> ResizeAction {
     }
 }
 
+/// A rollback on request of a finished run starts the owner's cycle again: it is paused before
+/// the StatefulSet goes back to its old templates, and takes them after, as it took the new ones.
+pub(crate) fn again_for_rollback(status: &VolumeResizeStatus) -> Option<VolumeResizeStatus> {
+    let finished = matches!(status.phase, Some(Phase::Succeeded | Phase::Failed));
+    let owner = active(status)?;
+    (finished && owner.step == Some(OwnerStep::Confirmed)).then(|| {
+        let mut again = status.clone();
+        if let Some(owner) = again.owner.as_mut() {
+            owner.step = None;
+            owner.since = None;
+            owner.pause_before = None;
+            owner.paused_already = false;
+        }
+        again
+    })
+}
+
 /// Before the run's planner: the owner paused (or proven to need no pause).
 pub(crate) fn before_run(status: &VolumeResizeStatus, observed: &Observed, clock: Clock) -> Before {
     let Some(owner) = active(status) else {

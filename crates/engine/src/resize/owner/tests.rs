@@ -418,3 +418,26 @@ fn an_owner_that_does_not_act_within_the_timeout_fails_the_run_saying_so() {
         Some(clock_at(5000).now.clone())
     );
 }
+
+#[test]
+fn a_rollback_of_a_finished_run_pauses_the_owner_again_before_anything_moves_back() {
+    let mut done = owned(Some(OwnerStep::Confirmed));
+    done.phase = Some(Phase::Succeeded);
+    done.owner.as_mut().unwrap().pause_before = Some("false".into());
+    let again = again_for_rollback(&done).expect("the cycle starts again");
+    let owner = again.owner.clone().unwrap();
+    assert_eq!((owner.step, owner.pause_before, owner.since), (None, None, None));
+    let Before::Act(pausing) = before_run(
+        &again,
+        &observed(Some(prometheus("20Gi", None, 5, 5)), true, 20 * GI),
+        clock(),
+    ) else {
+        panic!("paused first");
+    };
+    assert_eq!(patch_of(&pausing).0, OwnerPatch::Pause);
+    // Under way (rolling back, or the run itself), it is left alone.
+    let mut rolling_back = done.clone();
+    rolling_back.phase = Some(Phase::RollingBack);
+    assert_eq!(again_for_rollback(&rolling_back), None);
+    assert_eq!(again_for_rollback(&owned(Some(OwnerStep::Paused))), None);
+}
