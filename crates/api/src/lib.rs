@@ -19,7 +19,7 @@ pub use extended_stateful_set::{
 };
 pub use quantity::{ParseQuantityError, format_bytes, human_bytes, parse_bytes};
 pub use volume_autoscaler::{
-    AutoResize, AutoscaleStrategy, AutoscaledVolume, AutoscaledVolumeStatus, ProviderPreset, ReplicaUsage,
-    VolumeAutoscaler, VolumeAutoscalerSpec, VolumeAutoscalerStatus,
+    AutoResize, AutoscaleStrategy, AutoscaledVolume, AutoscaledVolumeStatus, OwnerTarget, ProviderPreset,
+    ReplicaUsage, VolumeAutoscaler, VolumeAutoscalerSpec, VolumeAutoscalerStatus,
 };
 pub use volume_resize::*;

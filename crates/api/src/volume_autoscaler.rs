@@ -24,7 +24,7 @@ use serde::{Deserialize, Serialize};
     printcolumn = r#"{"name":"Last Resize","type":"string","jsonPath":".status.lastResize"}"#,
     printcolumn = r#"{"name":"Next Allowed","type":"string","jsonPath":".status.nextAllowedAt"}"#,
     printcolumn = r#"{"name":"Age","type":"date","jsonPath":".metadata.creationTimestamp"}"#,
-    validation = Rule::new("has(self.spec.statefulSetName) != has(self.spec.selector)").message("give either spec.statefulSetName or spec.selector, not both")
+    validation = Rule::new("(has(self.spec.statefulSetName) ? 1 : 0) + (has(self.spec.selector) ? 1 : 0) + (has(self.spec.owner) ? 1 : 0) == 1").message("give one of spec.statefulSetName, spec.selector or spec.owner")
 )]
 #[serde(rename_all = "camelCase")]
 pub struct VolumeAutoscalerSpec {
@@ -37,10 +37,26 @@ pub struct VolumeAutoscalerSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub selector: Option<LabelSelector>,
 
+    /// Or every StatefulSet that this resource of another operator controls (its controller
+    /// owner reference): a Prometheus, say. Its grows go through the owner
+    /// (docs/owned-statefulsets.md).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub owner: Option<OwnerTarget>,
+
     /// The policy per volume claim template, by name; each at most once.
     #[schemars(length(min = 1, max = 16))]
     #[x_kube(merge_strategy = ListMerge::Map(vec!["name".into()]))]
     pub volumes: Vec<AutoscaledVolume>,
+}
+
+/// A resource that controls StatefulSets, by kind and name (in the autoscaler's namespace).
+#[derive(Deserialize, Serialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
+pub struct OwnerTarget {
+    /// Its kind as its owner references say it (`Prometheus`).
+    #[schemars(length(min = 1, max = 63))]
+    pub kind: String,
+    #[schemars(length(min = 1, max = 253))]
+    pub name: String,
 }
 
 /// The policy for one volume claim template.

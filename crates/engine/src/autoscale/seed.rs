@@ -59,6 +59,7 @@ pub fn default_spec(sts: &StatefulSet) -> Result<VolumeAutoscalerSpec, String> {
     Ok(VolumeAutoscalerSpec {
         stateful_set_name: Some(name),
         selector: None,
+        owner: None,
         volumes,
     })
 }

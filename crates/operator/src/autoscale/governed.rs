@@ -3,6 +3,7 @@
 
 use ferry_api::VolumeAutoscaler;
 use ferry_engine::trigger::template_edit::Governed;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kube::{Api, ResourceExt};
 use std::time::Duration;
 
@@ -12,17 +13,21 @@ pub fn governed_templates(
     autoscalers: &[VolumeAutoscaler],
     name: &str,
     labels: &std::collections::BTreeMap<String, String>,
+    owners: &[OwnerReference],
 ) -> std::collections::BTreeMap<String, String> {
     use kube::core::{Selector, SelectorExt};
     autoscalers
         .iter()
-        .filter(|vas| match (&vas.spec.stateful_set_name, &vas.spec.selector) {
-            (Some(named), _) => named == name,
-            (None, Some(selector)) => {
-                Selector::try_from(selector.clone()).is_ok_and(|selector| selector.matches(labels))
-            }
-            (None, None) => false,
-        })
+        .filter(
+            |vas| match (&vas.spec.stateful_set_name, &vas.spec.selector, &vas.spec.owner) {
+                (Some(named), _, _) => named == name,
+                (None, Some(selector), _) => {
+                    Selector::try_from(selector.clone()).is_ok_and(|selector| selector.matches(labels))
+                }
+                (None, None, Some(owner)) => super::observe::controlled_by(owners, &owner.kind, &owner.name),
+                (None, None, None) => false,
+            },
+        )
         .flat_map(|vas| {
             vas.spec
                 .volumes
@@ -39,10 +44,11 @@ pub async fn governed_templates_of(
     namespace: &str,
     name: &str,
     labels: &std::collections::BTreeMap<String, String>,
+    owners: &[OwnerReference],
 ) -> Governed {
     let api = Api::<VolumeAutoscaler>::namespaced(client.clone(), namespace);
     match tokio::time::timeout(Duration::from_secs(2), api.list(&Default::default())).await {
-        Ok(Ok(list)) => Governed::Known(governed_templates(&list.items, name, labels)),
+        Ok(Ok(list)) => Governed::Known(governed_templates(&list.items, name, labels, owners)),
         Ok(Err(error)) => {
             tracing::warn!(%error, "cannot read VolumeAutoscalers for a template edit; shrinks kept aside");
             Governed::Unknown(error.to_string())

@@ -36,8 +36,27 @@ async fn stateful_sets(
             None => Err(format!("StatefulSet {name:?} does not exist in this namespace")),
         });
     }
+    if let Some(owner) = &autoscaler.spec.owner {
+        let found: Vec<StatefulSet> = api
+            .list(&ListParams::default())
+            .await?
+            .items
+            .into_iter()
+            .filter(|sts| controlled_by(sts.owner_references(), &owner.kind, &owner.name))
+            .collect();
+        return Ok(if found.is_empty() {
+            Err(format!(
+                "no StatefulSet in this namespace is controlled by {} {:?}",
+                owner.kind, owner.name
+            ))
+        } else {
+            Ok(found)
+        });
+    }
     let Some(selector) = autoscaler.spec.selector.clone() else {
-        return Ok(Err("give spec.statefulSetName or spec.selector".to_string()));
+        return Ok(Err(
+            "give spec.statefulSetName, spec.selector or spec.owner".to_string()
+        ));
     };
     let selector = match Selector::try_from(selector) {
         Ok(selector) => selector,
@@ -52,6 +71,17 @@ async fn stateful_sets(
     } else {
         Ok(found)
     })
+}
+
+/// The controller among `owners` (a StatefulSet's owner references) is `kind` `name`.
+pub(crate) fn controlled_by(
+    owners: &[k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference],
+    kind: &str,
+    name: &str,
+) -> bool {
+    owners
+        .iter()
+        .any(|owner| owner.controller == Some(true) && owner.kind == kind && owner.name == name)
 }
 
 async fn replicas(client: &Client, namespace: &str, sts: &StatefulSet) -> Result<Replicas, Error> {

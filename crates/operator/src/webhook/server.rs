@@ -174,8 +174,14 @@ async fn mutate_stateful_set(State(ctx): State<Arc<Context>>, request: Request) 
         .as_ref()
         .and_then(|old| old.metadata.labels.clone())
         .unwrap_or_default();
+    let owners = request
+        .old_object
+        .as_ref()
+        .and_then(|old| old.metadata.owner_references.clone())
+        .unwrap_or_default();
     let governed =
-        crate::autoscale::governed_templates_of(&ctx.client, &namespace, &request.name, &labels).await;
+        crate::autoscale::governed_templates_of(&ctx.client, &namespace, &request.name, &labels, &owners)
+            .await;
     let response = match with_resizes(&ctx, &namespace, |resizes| {
         review::review_stateful_set(&request, resizes, &governed, ctx.trigger.template_edits)
     })

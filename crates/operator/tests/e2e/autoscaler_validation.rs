@@ -34,12 +34,17 @@ async fn bad_policies_are_refused_by_the_api_server_with_the_field_named() {
         (
             "no-target",
             json!({"volumes": [{"name": "data", "maxSize": "10Gi"}]}),
-            "either spec.statefulSetName or spec.selector",
+            "give one of spec.statefulSetName, spec.selector or spec.owner",
         ),
         (
             "both-targets",
             json!({"statefulSetName": "web", "selector": {"matchLabels": {"a": "b"}}, "volumes": [{"name": "data", "maxSize": "10Gi"}]}),
-            "either spec.statefulSetName or spec.selector",
+            "give one of spec.statefulSetName, spec.selector or spec.owner",
+        ),
+        (
+            "owner-and-name",
+            json!({"statefulSetName": "web", "owner": {"kind": "Prometheus", "name": "k8s"}, "volumes": [{"name": "data", "maxSize": "10Gi"}]}),
+            "give one of spec.statefulSetName, spec.selector or spec.owner",
         ),
         (
             "no-max",
@@ -114,15 +119,56 @@ async fn unreadable_autoscalers_make_the_guard_fail_closed() {
         .await
         .unwrap();
     let labels = Default::default();
-    let known = ferry_operator::autoscale::governed_templates_of(&client, &ns.name, "db", &labels).await;
+    let known = ferry_operator::autoscale::governed_templates_of(&client, &ns.name, "db", &labels, &[]).await;
     assert_eq!(
         known,
         Governed::Known([("data".to_string(), "db".to_string())].into())
     );
+    // One that targets an owner governs the StatefulSets it controls, and no other.
+    let through_owner: VolumeAutoscaler = serde_json::from_value(autoscaler(
+        "metrics",
+        json!({"owner": {"kind": "Prometheus", "name": "k8s"}, "volumes": [{"name": "prometheus-k8s-db", "maxSize": "10Gi"}]}),
+    ))
+    .unwrap();
+    ns.api::<VolumeAutoscaler>()
+        .create(&PostParams::default(), &through_owner)
+        .await
+        .unwrap();
+    let controller =
+        |kind: &str, name: &str| k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference {
+            api_version: "monitoring.coreos.com/v1".into(),
+            kind: kind.into(),
+            name: name.into(),
+            uid: "u".into(),
+            controller: Some(true),
+            block_owner_deletion: None,
+        };
+    let owned = ferry_operator::autoscale::governed_templates_of(
+        &client,
+        &ns.name,
+        "prometheus-k8s",
+        &labels,
+        &[controller("Prometheus", "k8s")],
+    )
+    .await;
+    assert_eq!(
+        owned,
+        Governed::Known([("prometheus-k8s-db".to_string(), "metrics".to_string())].into())
+    );
+    let other = ferry_operator::autoscale::governed_templates_of(
+        &client,
+        &ns.name,
+        "prometheus-x",
+        &labels,
+        &[controller("Prometheus", "x")],
+    )
+    .await;
+    assert_eq!(other, Governed::Known(Default::default()));
     let nobody = ferry_testenv::chart::client_as("system:serviceaccount:default:nobody")
         .await
         .unwrap();
-    let unknown = ferry_operator::autoscale::governed_templates_of(&nobody, &ns.name, "db", &labels).await;
+    let unknown =
+        ferry_operator::autoscale::governed_templates_of(&nobody, &ns.name, "db", &labels, &[]).await;
     match unknown {
         Governed::Unknown(why) => assert!(why.contains("forbidden"), "{why}"),
         known => panic!("an unreadable list must not count as known: {known:?}"),

@@ -706,3 +706,73 @@ async fn an_owned_copy_rolled_back_on_request_puts_the_owners_resource_back_too(
     owner_operator.abort();
     harness.finish().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_autoscaler_targeting_a_prometheus_grows_it_through_its_owner() {
+    use ferry_testenv::prometheus_operator::{
+        PrometheusOperator, install_crds, prometheus_version, prometheuses,
+    };
+    let harness = Harness::start("own-prom-auto").await;
+    install_crds(&harness.client).await.unwrap();
+    let operator = PrometheusOperator::start(&harness.ns.name).await.unwrap();
+    let version = prometheus_version().await.unwrap();
+    let prometheuses = prometheuses(&harness.client, &harness.ns.name);
+    prometheuses
+        .create(&PostParams::default(), &prometheus(&version, "320Mi", false))
+        .await
+        .unwrap();
+    let sets = harness.ns.api::<StatefulSet>();
+    ferry_testenv::wait::wait_for_object(
+        &sets,
+        "prometheus-metrics",
+        "the operator to make its StatefulSet",
+        60,
+        |_| true,
+    )
+    .await
+    .unwrap();
+    ferry_testenv::fixtures::wait_ready(&sets, "prometheus-metrics", 1, 240)
+        .await
+        .unwrap();
+    // The file system's own use and the TSDB's first files are past 1 %: one grow of 20 %, to
+    // the most it may have.
+    crate::autoscale::create_autoscaler(
+        &harness,
+        "metrics",
+        json!({"owner": {"kind": "Prometheus", "name": "metrics"}, "volumes": [
+            {"name": "prometheus-metrics-db", "threshold": 1, "maxSize": "384Mi"},
+        ]}),
+    )
+    .await;
+    let grown = ferry_testenv::wait_until("the autoscaler's resize to end", 180, || async {
+        let resizes = harness
+            .ns
+            .api::<ferry_api::VolumeResize>()
+            .list(&Default::default())
+            .await
+            .ok()?;
+        resizes
+            .items
+            .into_iter()
+            .find(|resize| resize.phase().is_terminal())
+    })
+    .await
+    .unwrap();
+    let status = grown.status.clone().unwrap();
+    assert_eq!(grown.phase(), Phase::Succeeded, "{:?}", status.message);
+    assert_eq!(grown.spec.stateful_set_name, "prometheus-metrics");
+    assert_eq!(status.owner.unwrap().step, Some(OwnerStep::Confirmed));
+    let now = prometheuses.get("metrics").await.unwrap();
+    assert_eq!(
+        now.data["spec"]["storage"]["volumeClaimTemplate"]["spec"]["resources"]["requests"]["storage"],
+        json!("384Mi")
+    );
+    assert_eq!(now.data["spec"].get("paused"), None);
+    assert_eq!(
+        claim_bytes(&harness, "prometheus-metrics-db-prometheus-metrics-0").await,
+        Some(384 << 20)
+    );
+    operator.kill().await.unwrap();
+    drop(operator);
+    harness.finish().await;
+}
