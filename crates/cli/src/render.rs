@@ -297,6 +297,20 @@ fn classes(row: &VolumePlan) -> String {
     )
 }
 
+/// What a resize does with the StatefulSet's owner (docs/owned-statefulsets.md).
+fn owner_text(owner: &ferry_api::OwnerStatus) -> String {
+    let who = format!("{}/{} ({})", owner.kind, owner.name, owner.api_version);
+    if owner.ignored {
+        format!(
+            "Owned by {who}: resized as if nobody owned it (ownerPolicy: Ignore); its operator may undo the change."
+        )
+    } else {
+        format!(
+            "Owned by {who}: paused while the volumes change, then the new sizes and classes are written into it and it is let go."
+        )
+    }
+}
+
 /// `kubectl ferry plan`: per replica × volume what would happen.
 pub fn plan_text(resize: &VolumeResize, rate: Rate, style: Style) -> String {
     let mut out = String::new();
@@ -310,6 +324,9 @@ pub fn plan_text(resize: &VolumeResize, rate: Rate, style: Style) -> String {
         verify_name(spec.verify),
         if spec.warm_copy { "on" } else { "off" },
     );
+    if let Some(owner) = resize.status.as_ref().and_then(|s| s.owner.as_ref()) {
+        let _ = writeln!(out, "{}", owner_text(owner));
+    }
     let phase = resize.phase();
     if phase == Phase::Failed {
         let _ = writeln!(out, "{} {}", style.paint(RED, "Cannot resize:"), message(resize));
@@ -452,6 +469,18 @@ pub fn describe_text(resize: &VolumeResize, events: &[EventLine], now: Timestamp
         &time_text(resize.metadata.creation_timestamp.as_ref(), now),
     );
     field(&mut out, "StatefulSet", &spec.stateful_set_name);
+    if let Some(owner) = resize.status.as_ref().and_then(|s| s.owner.as_ref()) {
+        let step = match (owner.ignored, owner.step) {
+            (true, _) => "ignored (ownerPolicy: Ignore)".to_string(),
+            (false, Some(step)) => format!("{step:?}"),
+            (false, None) => "not yet paused".to_string(),
+        };
+        field(
+            &mut out,
+            "Owner",
+            &format!("{}/{}, {step}", owner.kind, owner.name),
+        );
+    }
     let (phase, color) = phase_cell(resize);
     field(&mut out, "Phase", &style.paint(color, &phase));
     field(&mut out, "Progress", &progress(resize));
@@ -828,6 +857,39 @@ mod tests {
             {"replica": 0, "volume": "data", "claimName": "data-db-0", "strategy": "Copy", "targetSize": "2Gi"}]}));
         let out = plan_text(&unknown, Rate::assumed(100 << 20), Style::PLAIN);
         assert!(out.contains("unknown (the operator did not report"), "{out}");
+    }
+
+    #[test]
+    fn plan_and_describe_say_what_happens_to_the_owner() {
+        let owner = json!({"apiVersion": "monitoring.coreos.com/v1", "kind": "Prometheus", "name": "k8s", "uid": "u"});
+        let through = resize(json!({"phase": "Succeeded", "message": "dry run", "owner": owner}));
+        let out = plan_text(&through, Rate::assumed(1), Style::PLAIN);
+        assert!(
+            out.contains(
+                "Owned by Prometheus/k8s (monitoring.coreos.com/v1): paused while the volumes change"
+            ),
+            "{out}"
+        );
+        let mut ignored = owner.clone();
+        ignored["ignored"] = json!(true);
+        let out = plan_text(
+            &resize(json!({"phase": "Succeeded", "owner": ignored})),
+            Rate::assumed(1),
+            Style::PLAIN,
+        );
+        assert!(out.contains("resized as if nobody owned it"), "{out}");
+        let mut confirmed = owner;
+        confirmed["step"] = json!("Confirmed");
+        let out = describe_text(
+            &resize(json!({"phase": "Succeeded", "owner": confirmed})),
+            &[],
+            now(),
+            Style::PLAIN,
+        );
+        assert!(
+            out.contains("Owner:              Prometheus/k8s, Confirmed"),
+            "{out}"
+        );
     }
 
     #[test]

@@ -776,3 +776,88 @@ async fn an_autoscaler_targeting_a_prometheus_grows_it_through_its_owner() {
     drop(operator);
     harness.finish().await;
 }
+
+/// Each built-in entry of prometheus-operator's kinds fits its CRD as the API server serves it at
+/// the pinned version: the paths Ferry reads name the template, and the patches it makes (pause,
+/// size, class, attributes class) are accepted with the values it writes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_prometheus_operator_entries_fit_its_crds_as_served() {
+    use ferry_engine::owners::{TemplateWrite, built_in, read_owner};
+    let client = ferry_testenv::client().await.unwrap();
+    ferry_testenv::prometheus_operator::install_crds(&client)
+        .await
+        .unwrap();
+    let ns = ferry_testenv::TestNamespace::create(&client, "own-crds")
+        .await
+        .unwrap();
+    for (kind, plural, stateful_set, template) in [
+        ("Prometheus", "prometheuses", "prometheus-x", "prometheus-x-db"),
+        (
+            "Alertmanager",
+            "alertmanagers",
+            "alertmanager-x",
+            "alertmanager-x-db",
+        ),
+        (
+            "ThanosRuler",
+            "thanosrulers",
+            "thanos-ruler-x",
+            "thanos-ruler-x-data",
+        ),
+    ] {
+        let gvk = GroupVersionKind::gvk("monitoring.coreos.com", "v1", kind);
+        let api: Api<DynamicObject> = Api::namespaced_with(
+            client.clone(),
+            &ns.name,
+            &ApiResource::from_gvk_with_plural(&gvk, plural),
+        );
+        let object: DynamicObject = serde_json::from_value(json!({
+            "apiVersion": "monitoring.coreos.com/v1", "kind": kind,
+            "metadata": {"name": "x"},
+            "spec": {"storage": {"volumeClaimTemplate": {"spec": {"resources": {"requests": {"storage": "1Gi"}}}}}},
+        }))
+        .unwrap();
+        let created =
+            serde_json::to_value(api.create(&PostParams::default(), &object).await.unwrap()).unwrap();
+        let entry = built_in().into_iter().find(|entry| entry.kind == kind).unwrap();
+        let reading = read_owner(&entry, &created, stateful_set, &[template]).unwrap();
+        assert_eq!(
+            reading.volumes[template].size_now.as_deref(),
+            Some("1Gi"),
+            "{kind}"
+        );
+        let write = TemplateWrite {
+            template: template.into(),
+            size: "2Gi".into(),
+            storage_class: Some("fast".into()),
+            attributes_class: Some("gold".into()),
+        };
+        let mut ops = reading.pause_ops(&created, Some(&json!(true))).unwrap();
+        ops.extend(reading.write_ops(&created, &[write]).unwrap().into_iter().skip(1));
+        let patch: json_patch::Patch = serde_json::from_value(serde_json::Value::Array(ops)).unwrap();
+        let patched = api
+            .patch(
+                "x",
+                &PatchParams {
+                    dry_run: true,
+                    ..PatchParams::default()
+                },
+                &Patch::<()>::Json(patch),
+            )
+            .await
+            .unwrap_or_else(|error| panic!("{kind}: {error}"));
+        let spec = &patched.data["spec"];
+        let claim = &spec["storage"]["volumeClaimTemplate"]["spec"];
+        assert_eq!(
+            (
+                &spec["paused"],
+                &claim["resources"]["requests"]["storage"],
+                &claim["storageClassName"],
+                &claim["volumeAttributesClassName"]
+            ),
+            (&json!(true), &json!("2Gi"), &json!("fast"), &json!("gold")),
+            "{kind}"
+        );
+    }
+    ns.cleanup().await.unwrap();
+}
