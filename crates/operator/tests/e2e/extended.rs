@@ -16,7 +16,7 @@ use serde_json::{Value, json};
 use std::collections::BTreeMap;
 
 /// An ExtendedStatefulSet `name` around the fixture StatefulSet (kwok pods, one `data` template).
-fn extended(name: &str, replicas: i32, extra: Value) -> ExtendedStatefulSet {
+pub(crate) fn extended(name: &str, replicas: i32, extra: Value) -> ExtendedStatefulSet {
     let template = serde_json::to_value(stateful_set(name, replicas, CLASS_EXPANDABLE, "1Gi")).unwrap();
     let mut spec = json!({"replicas": replicas, "template": {"spec": template["spec"]}});
     if let (Some(spec), Some(extra)) = (spec.as_object_mut(), extra.as_object()) {

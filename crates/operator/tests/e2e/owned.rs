@@ -497,7 +497,7 @@ fn epoch_seconds() -> u64 {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_prometheus_moves_to_another_class_by_copy_with_both_operators_killed_mid_way_and_keeps_its_samples()
+async fn a_prometheus_shrinks_onto_another_class_by_copy_with_both_operators_killed_mid_way_and_keeps_its_samples()
  {
     use ferry_testenv::CLASS_BLOCK_FIXED;
     use ferry_testenv::prometheus_operator::{
@@ -551,7 +551,7 @@ async fn a_prometheus_moves_to_another_class_by_copy_with_both_operators_killed_
         .create_resize(
             "move",
             json!({"statefulSetName": "prometheus-metrics", "volumes": [
-                {"name": "prometheus-metrics-db", "size": "320Mi", "storageClassName": CLASS_BLOCK_FIXED}
+                {"name": "prometheus-metrics-db", "size": "288Mi", "storageClassName": CLASS_BLOCK_FIXED}
             ]}),
         )
         .await;
@@ -586,9 +586,13 @@ async fn a_prometheus_moves_to_another_class_by_copy_with_both_operators_killed_
     assert_eq!(status.owner.as_ref().unwrap().step, Some(OwnerStep::Confirmed));
 
     let now = prometheuses.get("metrics").await.unwrap();
+    let written = &now.data["spec"]["storage"]["volumeClaimTemplate"]["spec"];
     assert_eq!(
-        now.data["spec"]["storage"]["volumeClaimTemplate"]["spec"]["storageClassName"],
-        json!(CLASS_BLOCK_FIXED)
+        (
+            &written["storageClassName"],
+            &written["resources"]["requests"]["storage"]
+        ),
+        (&json!(CLASS_BLOCK_FIXED), &json!("288Mi"))
     );
     assert_eq!(now.data["spec"].get("paused"), None);
     let claim = harness
@@ -860,4 +864,63 @@ async fn the_prometheus_operator_entries_fit_its_crds_as_served() {
         );
     }
     ns.cleanup().await.unwrap();
+}
+
+/// A resize made outside an ExtendedStatefulSet of its one StatefulSet goes through it like any
+/// owner: the new size is written into its template, so its controller has nothing to undo.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_resize_of_an_extended_stateful_sets_own_stateful_set_is_written_into_its_template() {
+    use ferry_api::ExtendedStatefulSet;
+    let harness = Harness::start("own-ests").await;
+    crate::extended::create(&harness, &crate::extended::extended("db", 1, json!({}))).await;
+    let sets = harness.ns.api::<StatefulSet>();
+    ferry_testenv::wait::wait_for_object(&sets, "db", "the ExtendedStatefulSet's StatefulSet", 60, |_| true)
+        .await
+        .unwrap();
+    ferry_testenv::fixtures::wait_ready(&sets, "db", 1, 120)
+        .await
+        .unwrap();
+    harness
+        .create_resize(
+            "grow",
+            json!({"statefulSetName": "db", "volumes": [{"name": "data", "size": "2Gi"}]}),
+        )
+        .await;
+    let done = harness.wait_terminal("grow", "the resize to end", 120).await;
+    let status = done.status.clone().unwrap();
+    assert_eq!(done.phase(), Phase::Succeeded, "{:?}", status.message);
+    let owner = status.owner.unwrap();
+    assert_eq!(
+        (owner.kind.as_str(), owner.step),
+        ("ExtendedStatefulSet", Some(OwnerStep::Confirmed))
+    );
+    let ests = harness.ns.api::<ExtendedStatefulSet>().get("db").await.unwrap();
+    let template = &ests.spec.template.spec.volume_claim_templates.as_ref().unwrap()[0];
+    let requested = template
+        .spec
+        .as_ref()
+        .unwrap()
+        .resources
+        .as_ref()
+        .unwrap()
+        .requests
+        .as_ref()
+        .unwrap();
+    assert_eq!(bytes(&requested["storage"]), Some(2 * GI));
+    // Its controller, having seen its new generation, starts no resize of its own.
+    let generation = ests.metadata.generation;
+    crate::extended::wait_status(&harness, "db", "the new generation seen", 60, |s| {
+        s.observed_generation == generation
+    })
+    .await;
+    let resizes = harness
+        .ns
+        .api::<ferry_api::VolumeResize>()
+        .list(&Default::default())
+        .await
+        .unwrap();
+    let names: Vec<String> = resizes.items.iter().map(|r| r.name_any()).collect();
+    assert_eq!(names, ["grow"]);
+    assert_eq!(claim_bytes(&harness, "data-db-0").await, Some(2 * GI));
+    harness.finish().await;
 }
