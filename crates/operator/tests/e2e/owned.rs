@@ -401,6 +401,18 @@ fn prometheus(version: &str, size: &str, self_scrape: bool) -> DynamicObject {
 /// The Secret of a Prometheus's own scrape configuration: itself, every second.
 const SELF_SCRAPE: &str = "self-scrape";
 
+async fn create_self_scrape(harness: &Harness) {
+    let scrape =
+        "- job_name: self\n  scrape_interval: 1s\n  static_configs:\n  - targets: ['localhost:9090']\n";
+    let secret = json!({"metadata": {"name": SELF_SCRAPE}, "stringData": {"scrape.yaml": scrape}});
+    harness
+        .ns
+        .api::<k8s_openapi::api::core::v1::Secret>()
+        .create(&PostParams::default(), &serde_json::from_value(secret).unwrap())
+        .await
+        .unwrap();
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_prometheus_grows_in_place_through_the_real_prometheus_operator_and_neither_undoes_the_other() {
     use ferry_testenv::prometheus_operator::{
@@ -545,20 +557,7 @@ async fn a_prometheus_shrinks_onto_another_class_by_copy_with_both_operators_kil
     let mut harness = Harness::start("own-prom-copy").await;
     install_crds(&harness.client).await.unwrap();
     let operator = PrometheusOperator::start(&harness.ns.name).await.unwrap();
-    let scrape =
-        "- job_name: self\n  scrape_interval: 1s\n  static_configs:\n  - targets: ['localhost:9090']\n";
-    harness
-        .ns
-        .api::<k8s_openapi::api::core::v1::Secret>()
-        .create(
-            &PostParams::default(),
-            &serde_json::from_value(
-                json!({"metadata": {"name": SELF_SCRAPE}, "stringData": {"scrape.yaml": scrape}}),
-            )
-            .unwrap(),
-        )
-        .await
-        .unwrap();
+    create_self_scrape(&harness).await;
     let version = prometheus_version().await.unwrap();
     let prometheuses = prometheuses(&harness.client, &harness.ns.name);
     prometheuses
@@ -765,8 +764,9 @@ async fn an_autoscaler_targeting_a_prometheus_grows_it_through_its_owner() {
     let operator = PrometheusOperator::start(&harness.ns.name).await.unwrap();
     let version = prometheus_version().await.unwrap();
     let prometheuses = prometheuses(&harness.client, &harness.ns.name);
+    create_self_scrape(&harness).await;
     prometheuses
-        .create(&PostParams::default(), &prometheus(&version, "320Mi", false))
+        .create(&PostParams::default(), &prometheus(&version, "320Mi", true))
         .await
         .unwrap();
     let sets = harness.ns.api::<StatefulSet>();
@@ -782,8 +782,8 @@ async fn an_autoscaler_targeting_a_prometheus_grows_it_through_its_owner() {
     ferry_testenv::fixtures::wait_ready(&sets, "prometheus-metrics", 1, 240)
         .await
         .unwrap();
-    // The file system's own use and the TSDB's first files are past 1 %: one grow of 20 %, to
-    // the most it may have.
+    // The file system's own use and the TSDB's first files (it scrapes itself every second) are
+    // past 1 %: one grow of 20 %, to the most it may have.
     crate::autoscale::create_autoscaler(
         &harness,
         "metrics",
