@@ -59,13 +59,24 @@ pub fn owner_of(
             ),
         )
     })?;
+    fits(spec, &who, &reading, &sts.name)?;
+    Ok(Some(status))
+}
+
+/// Every template the request changes is one the owner keeps, with a place for each new class.
+fn fits(
+    spec: &VolumeResizeSpec,
+    who: &str,
+    reading: &crate::owners::OwnerReading,
+    sts_name: &str,
+) -> Result<(), (&'static str, String)> {
     for change in &spec.volumes {
         let Some(kept) = reading.volumes.get(&change.name) else {
             return Err((
                 REASON_OWNER_MISMATCH,
                 format!(
                     "{who} owns StatefulSet {:?}, but Ferry's table says nowhere where it keeps volume claim template {:?}",
-                    sts.name, change.name
+                    sts_name, change.name
                 ),
             ));
         };
@@ -89,7 +100,7 @@ pub fn owner_of(
             ));
         }
     }
-    Ok(Some(status))
+    Ok(())
 }
 
 /// One of an ExtendedStatefulSet's several StatefulSets (a zone's, a version's): its template is

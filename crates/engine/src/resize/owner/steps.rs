@@ -217,35 +217,48 @@ pub(crate) fn after_run(
         return act(held, vec![patch(OwnerPatch::Write, &owner, &write_ops)], message);
     }
     if step_now != OwnerStep::Confirming {
-        let desired = match (
-            &owner.pause_before,
-            sight.entry.pause.is_some() && !owner.paused_already,
-        ) {
-            (_, false) => None,
-            (Some(before), true) => Some(serde_json::from_str::<Value>(before).unwrap_or(Value::Null)),
-            (None, true) => Some(Value::Null),
-        };
-        if let Some(desired) = desired {
-            let back = (!desired.is_null()).then_some(&desired);
-            match sight.reading.pause_ops(sight.object, back) {
-                Ok(ops) if !ops.is_empty() => {
-                    set_step(&mut held, OwnerStep::Releasing, clock);
-                    let message = format!("letting {} act again", who(&owner));
-                    return act(held, vec![patch(OwnerPatch::Release, &owner, &ops)], message);
-                }
-                Ok(_) => {}
-                Err(why) => {
-                    return act(
-                        held,
-                        vec![],
-                        format!("cannot let {} act again: {why}", who(&owner)),
-                    );
-                }
-            }
+        if let Some(releasing) = release(&mut held, &owner, &sight, clock) {
+            return releasing;
         }
         set_step(&mut held, OwnerStep::Confirming, clock);
     }
     confirm(step, held, &owner, &sight, sts, write_ops.is_empty(), clock)
+}
+
+/// The owner's pause switch put back as it was, if Ferry set it and it is not yet: the decision
+/// that does it (or says why it cannot).
+fn release(
+    held: &mut VolumeResizeStatus,
+    owner: &OwnerStatus,
+    sight: &Sight,
+    clock: Clock,
+) -> Option<Decision> {
+    if sight.entry.pause.is_none() || owner.paused_already {
+        return None;
+    }
+    // What it was (absent: the switch is removed).
+    let before = owner
+        .pause_before
+        .as_deref()
+        .map(|before| serde_json::from_str::<Value>(before).unwrap_or(Value::Null))
+        .filter(|before| !before.is_null());
+    match sight.reading.pause_ops(sight.object, before.as_ref()) {
+        Ok(ops) if ops.is_empty() => None,
+        Ok(ops) => {
+            set_step(held, OwnerStep::Releasing, clock);
+            let message = format!("letting {} act again", who(owner));
+            Some(act(
+                held.clone(),
+                vec![patch(OwnerPatch::Release, owner, &ops)],
+                message,
+            ))
+        }
+        Err(why) => Some(act(
+            held.clone(),
+            vec![],
+            format!("cannot let {} act again: {why}", who(owner)),
+        )),
+    }
 }
 
 /// The run ends once the owner has acted on its resource's generation and its StatefulSet still
