@@ -55,6 +55,7 @@ pub struct OwnerTarget {
     /// Its kind as its owner references say it (`Prometheus`).
     #[schemars(length(min = 1, max = 63))]
     pub kind: String,
+    /// Its name.
     #[schemars(length(min = 1, max = 253))]
     pub name: String,
 }

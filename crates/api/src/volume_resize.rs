@@ -384,10 +384,13 @@ pub struct VolumeResizeStatus {
 #[derive(Deserialize, Serialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct OwnerStatus {
-    /// The owner's `apiVersion`, kind, name and UID (its controller owner reference).
+    /// The owner's `apiVersion` (its controller owner reference's).
     pub api_version: String,
+    /// The owner's kind (`Prometheus`).
     pub kind: String,
+    /// The owner's name, in the resize's namespace.
     pub name: String,
+    /// The owner's UID: a namesake made since is not the StatefulSet's owner.
     pub uid: String,
     /// `spec.ownerPolicy: Ignore`: the StatefulSet is resized as if nobody owned it.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
