@@ -26,6 +26,36 @@ pub fn prometheuses(client: &kube::Client, namespace: &str) -> Api<DynamicObject
     Api::namespaced_with(client.clone(), namespace, &resource)
 }
 
+/// A one-replica `Prometheus` `name` on the real nodes, of our image at `version`, its TSDB on a
+/// claim of `class` and `size`.
+pub fn prometheus_resource(name: &str, version: &str, class: &str, size: &str) -> serde_json::Value {
+    serde_json::json!({
+        "apiVersion": "monitoring.coreos.com/v1",
+        "kind": "Prometheus",
+        "metadata": {"name": name},
+        "spec": {
+            "replicas": 1,
+            "image": PROMETHEUS_IMAGE,
+            "version": version,
+            // Imported into the nodes, never pulled.
+            "imagePullPolicy": "Never",
+            // A selector makes the operator write the configuration (none selected: no targets).
+            "serviceMonitorSelector": {},
+            // The operator (v0.93) sets no pod security context, and a new file system's root is
+            // root's: Prometheus (the image's nobody otherwise) writes there through fsGroup, as
+            // kube-prometheus runs it.
+            "securityContext": {"runAsUser": 1000, "runAsGroup": 2000, "runAsNonRoot": true, "fsGroup": 2000},
+            "nodeSelector": {crate::REAL_NODE_KEY: "true"},
+            "tolerations": [{"key": crate::REAL_NODE_KEY, "operator": "Exists", "effect": "NoSchedule"}],
+            "storage": {"volumeClaimTemplate": {"spec": {
+                "storageClassName": class,
+                "accessModes": ["ReadWriteOnce"],
+                "resources": {"requests": {"storage": size}},
+            }}},
+        },
+    })
+}
+
 /// The version of the Prometheus in [`PROMETHEUS_IMAGE`] as the operator wants it in
 /// `spec.version` (`v3.16.0`), from the Go module version the test bed recorded (`v0.316.0`), so
 /// the operator picks the flags of the Prometheus that really runs.

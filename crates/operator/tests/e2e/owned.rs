@@ -368,34 +368,61 @@ async fn an_owner_the_admin_teaches_is_paused_written_and_let_go_and_the_run_wai
     harness.finish().await;
 }
 
-/// A Prometheus of the real prometheus-operator (running throughout) on the real node, on the
-/// node's class that grows online, at `size`; scraping itself every second when `self_scrape`
-/// (the configuration in the Secret [`SELF_SCRAPE`]).
+/// A Prometheus `metrics` of the real prometheus-operator on the real node, on the node's class
+/// that grows online, at `size`; scraping itself every second when `self_scrape` (the
+/// configuration in the Secret [`SELF_SCRAPE`]).
 fn prometheus(version: &str, size: &str, self_scrape: bool) -> DynamicObject {
-    use ferry_testenv::{CLASS_BLOCK, REAL_NODE_KEY};
-    serde_json::from_value(json!({
-        "apiVersion": "monitoring.coreos.com/v1",
-        "kind": "Prometheus",
-        "metadata": {"name": "metrics"},
-        "spec": {
-            "replicas": 1,
-            "image": ferry_testenv::prometheus_operator::PROMETHEUS_IMAGE,
-            "version": version,
-            "imagePullPolicy": "Never",
-            "serviceMonitorSelector": {},
-            // As in the test bed's own test: v0.93 sets no pod security context.
-            "securityContext": {"runAsUser": 1000, "runAsGroup": 2000, "runAsNonRoot": true, "fsGroup": 2000},
-            "nodeSelector": {REAL_NODE_KEY: "true"},
-            "tolerations": [{"key": REAL_NODE_KEY, "operator": "Exists", "effect": "NoSchedule"}],
-            "storage": {"volumeClaimTemplate": {"spec": {
-                "storageClassName": CLASS_BLOCK,
-                "accessModes": ["ReadWriteOnce"],
-                "resources": {"requests": {"storage": size}},
-            }}},
-            "additionalScrapeConfigs": self_scrape.then(|| json!({"name": SELF_SCRAPE, "key": "scrape.yaml"})),
-        },
-    }))
-    .unwrap()
+    let mut resource = ferry_testenv::prometheus_operator::prometheus_resource(
+        "metrics",
+        version,
+        ferry_testenv::CLASS_BLOCK,
+        size,
+    );
+    if self_scrape {
+        resource["spec"]["additionalScrapeConfigs"] = json!({"name": SELF_SCRAPE, "key": "scrape.yaml"});
+    }
+    serde_json::from_value(resource).unwrap()
+}
+
+/// The real prometheus-operator watching the test's namespace (running until the test kills
+/// it), and its Prometheus `metrics` (see [`prometheus`]) Ready on its StatefulSet
+/// `prometheus-metrics`.
+async fn running_prometheus(
+    harness: &Harness,
+    size: &str,
+    self_scrape: bool,
+) -> (
+    ferry_testenv::prometheus_operator::PrometheusOperator,
+    Api<DynamicObject>,
+) {
+    use ferry_testenv::prometheus_operator::{
+        PrometheusOperator, install_crds, prometheus_version, prometheuses,
+    };
+    install_crds(&harness.client).await.unwrap();
+    let operator = PrometheusOperator::start(&harness.ns.name).await.unwrap();
+    if self_scrape {
+        create_self_scrape(harness).await;
+    }
+    let version = prometheus_version().await.unwrap();
+    let prometheuses = prometheuses(&harness.client, &harness.ns.name);
+    prometheuses
+        .create(&PostParams::default(), &prometheus(&version, size, self_scrape))
+        .await
+        .unwrap();
+    let sets = harness.ns.api::<StatefulSet>();
+    ferry_testenv::wait::wait_for_object(
+        &sets,
+        "prometheus-metrics",
+        "the operator to make its StatefulSet",
+        60,
+        |_| true,
+    )
+    .await
+    .unwrap();
+    ferry_testenv::fixtures::wait_ready(&sets, "prometheus-metrics", 1, 240)
+        .await
+        .unwrap();
+    (operator, prometheuses)
 }
 
 /// The Secret of a Prometheus's own scrape configuration: itself, every second.
@@ -415,31 +442,9 @@ async fn create_self_scrape(harness: &Harness) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_prometheus_grows_in_place_through_the_real_prometheus_operator_and_neither_undoes_the_other() {
-    use ferry_testenv::prometheus_operator::{
-        PrometheusOperator, install_crds, prometheus_version, prometheuses,
-    };
     let harness = Harness::start("own-prom").await;
-    install_crds(&harness.client).await.unwrap();
-    let operator = PrometheusOperator::start(&harness.ns.name).await.unwrap();
-    let version = prometheus_version().await.unwrap();
-    let prometheuses = prometheuses(&harness.client, &harness.ns.name);
-    prometheuses
-        .create(&PostParams::default(), &prometheus(&version, "320Mi", false))
-        .await
-        .unwrap();
+    let (operator, prometheuses) = running_prometheus(&harness, "320Mi", false).await;
     let sets = harness.ns.api::<StatefulSet>();
-    ferry_testenv::wait::wait_for_object(
-        &sets,
-        "prometheus-metrics",
-        "the operator to make its StatefulSet",
-        60,
-        |_| true,
-    )
-    .await
-    .unwrap();
-    ferry_testenv::fixtures::wait_ready(&sets, "prometheus-metrics", 1, 240)
-        .await
-        .unwrap();
 
     let started = std::time::Instant::now();
     harness
@@ -551,32 +556,9 @@ fn epoch_seconds() -> u64 {
 async fn a_prometheus_shrinks_onto_another_class_by_copy_with_both_operators_killed_mid_way_and_keeps_its_samples()
  {
     use ferry_testenv::CLASS_BLOCK_FIXED;
-    use ferry_testenv::prometheus_operator::{
-        PrometheusOperator, install_crds, prometheus_version, prometheuses,
-    };
     let mut harness = Harness::start("own-prom-copy").await;
-    install_crds(&harness.client).await.unwrap();
-    let operator = PrometheusOperator::start(&harness.ns.name).await.unwrap();
-    create_self_scrape(&harness).await;
-    let version = prometheus_version().await.unwrap();
-    let prometheuses = prometheuses(&harness.client, &harness.ns.name);
-    prometheuses
-        .create(&PostParams::default(), &prometheus(&version, "320Mi", true))
-        .await
-        .unwrap();
+    let (operator, prometheuses) = running_prometheus(&harness, "320Mi", true).await;
     let sets = harness.ns.api::<StatefulSet>();
-    ferry_testenv::wait::wait_for_object(
-        &sets,
-        "prometheus-metrics",
-        "the operator to make its StatefulSet",
-        60,
-        |_| true,
-    )
-    .await
-    .unwrap();
-    ferry_testenv::fixtures::wait_ready(&sets, "prometheus-metrics", 1, 240)
-        .await
-        .unwrap();
     // A sample in its TSDB before the move.
     let before = ferry_testenv::wait_until("Prometheus to have scraped itself", 60, || async {
         let now = epoch_seconds();
@@ -756,32 +738,8 @@ async fn an_owned_copy_rolled_back_on_request_puts_the_owners_resource_back_too(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_autoscaler_targeting_a_prometheus_grows_it_through_its_owner() {
-    use ferry_testenv::prometheus_operator::{
-        PrometheusOperator, install_crds, prometheus_version, prometheuses,
-    };
     let harness = Harness::start("own-prom-auto").await;
-    install_crds(&harness.client).await.unwrap();
-    let operator = PrometheusOperator::start(&harness.ns.name).await.unwrap();
-    let version = prometheus_version().await.unwrap();
-    let prometheuses = prometheuses(&harness.client, &harness.ns.name);
-    create_self_scrape(&harness).await;
-    prometheuses
-        .create(&PostParams::default(), &prometheus(&version, "320Mi", true))
-        .await
-        .unwrap();
-    let sets = harness.ns.api::<StatefulSet>();
-    ferry_testenv::wait::wait_for_object(
-        &sets,
-        "prometheus-metrics",
-        "the operator to make its StatefulSet",
-        60,
-        |_| true,
-    )
-    .await
-    .unwrap();
-    ferry_testenv::fixtures::wait_ready(&sets, "prometheus-metrics", 1, 240)
-        .await
-        .unwrap();
+    let (operator, prometheuses) = running_prometheus(&harness, "320Mi", true).await;
     // The file system's own use and the TSDB's first files (it scrapes itself every second) are
     // past 1 %: one grow of 20 %, to the most it may have.
     crate::autoscale::create_autoscaler(

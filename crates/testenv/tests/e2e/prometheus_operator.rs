@@ -3,9 +3,9 @@
 //! StatefulSet the operator owns, whose pod is Ready on a bound claim.
 
 use ferry_testenv::prometheus_operator::{
-    PROMETHEUS_IMAGE, PrometheusOperator, install_crds, prometheus_version, prometheuses,
+    PROMETHEUS_IMAGE, PrometheusOperator, install_crds, prometheus_resource, prometheus_version, prometheuses,
 };
-use ferry_testenv::{CLASS_BLOCK, REAL_NODE_KEY, TestNamespace, client};
+use ferry_testenv::{CLASS_BLOCK, TestNamespace, client};
 use k8s_openapi::api::apps::v1::StatefulSet;
 use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod};
 use kube::api::PostParams;
@@ -46,32 +46,9 @@ async fn a_prometheus_with_storage_becomes_an_owned_stateful_set_with_a_ready_po
     let operator = PrometheusOperator::start(&ns.name).await.unwrap();
     let log = operator.log().display().to_string();
 
-    let prometheus = serde_json::from_value(serde_json::json!({
-        "apiVersion": "monitoring.coreos.com/v1",
-        "kind": "Prometheus",
-        "metadata": {"name": "metrics"},
-        "spec": {
-            "replicas": 1,
-            "image": PROMETHEUS_IMAGE,
-            "version": prometheus_version().await.unwrap(),
-            // Imported into the nodes, never pulled.
-            "imagePullPolicy": "Never",
-            // A selector makes the operator write the configuration (none selected: no targets).
-            "serviceMonitorSelector": {},
-            // The operator (v0.93) sets no pod security context, and a new file system's root is
-            // root's: Prometheus (the image's nobody otherwise) writes there through fsGroup, as
-            // kube-prometheus runs it.
-            "securityContext": {"runAsUser": 1000, "runAsGroup": 2000, "runAsNonRoot": true, "fsGroup": 2000},
-            "nodeSelector": {REAL_NODE_KEY: "true"},
-            "tolerations": [{"key": REAL_NODE_KEY, "operator": "Exists", "effect": "NoSchedule"}],
-            "storage": {"volumeClaimTemplate": {"spec": {
-                "storageClassName": CLASS_BLOCK,
-                "accessModes": ["ReadWriteOnce"],
-                "resources": {"requests": {"storage": "320Mi"}},
-            }}},
-        },
-    }))
-    .unwrap();
+    let version = prometheus_version().await.unwrap();
+    let prometheus =
+        serde_json::from_value(prometheus_resource("metrics", &version, CLASS_BLOCK, "320Mi")).unwrap();
     let created = prometheuses(&client, &ns.name)
         .create(&PostParams::default(), &prometheus)
         .await
