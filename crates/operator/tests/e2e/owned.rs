@@ -34,6 +34,18 @@ fn owned_by(mut sts: StatefulSet, api_version: &str, kind: &str, name: &str, uid
     sts
 }
 
+/// The size the first volume claim template of `templates` asks for.
+fn first_template_bytes(templates: &[PersistentVolumeClaim]) -> Option<u64> {
+    bytes(ferry_api::quantity::requested_storage(
+        templates.first()?.spec.as_ref(),
+    )?)
+}
+
+/// The size the StatefulSet's first volume claim template asks for.
+fn template_bytes(sts: &StatefulSet) -> Option<u64> {
+    first_template_bytes(sts.spec.as_ref()?.volume_claim_templates.as_deref()?)
+}
+
 async fn claim_bytes(harness: &Harness, claim: &str) -> Option<u64> {
     let claim = harness
         .ns
@@ -489,24 +501,7 @@ async fn a_prometheus_grows_in_place_through_the_real_prometheus_operator_and_ne
         resize.metadata.uid.as_ref(),
         "the StatefulSet Ferry made is the one left"
     );
-    let template = &sts
-        .spec
-        .as_ref()
-        .unwrap()
-        .volume_claim_templates
-        .as_ref()
-        .unwrap()[0];
-    let requested = template
-        .spec
-        .as_ref()
-        .unwrap()
-        .resources
-        .as_ref()
-        .unwrap()
-        .requests
-        .as_ref()
-        .unwrap();
-    assert_eq!(bytes(&requested["storage"]), Some(640 << 20));
+    assert_eq!(template_bytes(&sts), Some(640 << 20));
     assert_eq!(
         claim_bytes(&harness, "prometheus-metrics-db-prometheus-metrics-0").await,
         Some(640 << 20)
@@ -720,18 +715,7 @@ async fn an_owned_copy_rolled_back_on_request_puts_the_owners_resource_back_too(
         "paused again for the rollback: {seen:?}"
     );
     let sts = harness.ns.api::<StatefulSet>().get("db").await.unwrap();
-    let template = &sts.spec.unwrap().volume_claim_templates.unwrap()[0];
-    let requested = template
-        .spec
-        .as_ref()
-        .unwrap()
-        .resources
-        .as_ref()
-        .unwrap()
-        .requests
-        .as_ref()
-        .unwrap();
-    assert_eq!(bytes(&requested["storage"]), Some(256 << 20));
+    assert_eq!(template_bytes(&sts), Some(256 << 20));
     owner_operator.abort();
     harness.finish().await;
 }
@@ -897,18 +881,14 @@ async fn a_resize_of_an_extended_stateful_sets_own_stateful_set_is_written_into_
         ("ExtendedStatefulSet", Some(OwnerStep::Confirmed))
     );
     let ests = harness.ns.api::<ExtendedStatefulSet>().get("db").await.unwrap();
-    let template = &ests.spec.template.spec.volume_claim_templates.as_ref().unwrap()[0];
-    let requested = template
+    let templates = ests
         .spec
-        .as_ref()
-        .unwrap()
-        .resources
-        .as_ref()
-        .unwrap()
-        .requests
-        .as_ref()
-        .unwrap();
-    assert_eq!(bytes(&requested["storage"]), Some(2 * GI));
+        .template
+        .spec
+        .volume_claim_templates
+        .as_deref()
+        .unwrap_or_default();
+    assert_eq!(first_template_bytes(templates), Some(2 * GI));
     // Its controller, having seen its new generation, starts no resize of its own.
     let generation = ests.metadata.generation;
     crate::extended::wait_status(&harness, "db", "the new generation seen", 60, |s| {
