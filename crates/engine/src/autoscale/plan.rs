@@ -93,10 +93,17 @@ pub fn plan(input: Input, observation: &Observation) -> Decision {
     let sets = match &observation.stateful_sets {
         Ok(sets) => sets,
         Err(message) => {
-            let named = autoscaler.spec.stateful_set_name.clone().unwrap_or_default();
             // Ferry's own resize re-creates the StatefulSet: absent for a moment, not a mistake.
-            // (An unreadable one that may be at work on it is assumed to be doing the same.)
-            let message = match observation.resizes.working_on(&named) {
+            // (An unreadable one that may be at work on it is assumed to be doing the same.) An
+            // autoscaler that targets by selector or owner looks for its own running resizes.
+            let (named, working) = match &autoscaler.spec.stateful_set_name {
+                Some(named) => (named.clone(), observation.resizes.working_on(named)),
+                None => match own_running_resize(autoscaler, &observation.resizes) {
+                    Some((named, resize)) => (named, Some(resize)),
+                    None => (String::new(), None),
+                },
+            };
+            let message = match working {
                 Some(resize) => format!("VolumeResize {resize} is re-creating the StatefulSet"),
                 None => message.clone(),
             };
@@ -117,6 +124,30 @@ pub fn plan(input: Input, observation: &Observation) -> Decision {
 }
 
 /// The status an earlier pass recorded for this volume.
+/// The StatefulSet and name of a resize this autoscaler made that has not ended, if one has not.
+fn own_running_resize(
+    autoscaler: &VolumeAutoscaler,
+    resizes: &ferry_api::listed::Listing,
+) -> Option<(String, String)> {
+    let uid = autoscaler.metadata.uid.as_deref()?;
+    resizes
+        .readable
+        .iter()
+        .find(|resize| {
+            !resize.phase().is_terminal()
+                && resize
+                    .metadata
+                    .labels
+                    .as_ref()
+                    .and_then(|labels| labels.get(ferry_api::names::LABEL_AUTOSCALER_UID))
+                    == Some(&uid.to_string())
+        })
+        .map(|resize| {
+            let name = resize.metadata.name.clone().unwrap_or_default();
+            (resize.spec.stateful_set_name.clone(), name)
+        })
+}
+
 fn previous_of<'a>(
     autoscaler: &'a VolumeAutoscaler,
     stateful_set: &str,

@@ -146,6 +146,54 @@ fn a_stateful_set_ferry_is_re_creating_is_not_called_missing() {
     assert!(recreating.actions.is_empty());
 }
 
+#[test]
+fn an_autoscaler_by_owner_or_selector_knows_its_own_resize_re_creating_the_stateful_set() {
+    let mut by_owner = autoscaler("10Gi");
+    by_owner.spec.stateful_set_name = None;
+    by_owner.spec.owner = Some(ferry_api::OwnerTarget {
+        kind: "Prometheus".into(),
+        name: "k8s".into(),
+    });
+    let mut observation = observed(GI);
+    observation.stateful_sets =
+        Err("no StatefulSet in this namespace is controlled by Prometheus \"k8s\"".to_string());
+    let missing = decide_with(&by_owner, &observation, None);
+    assert!(format!("{:?}", missing.volumes[0]).contains("is controlled by"));
+    let grow = |labels: serde_json::Value, phase: &str| {
+        serde_json::from_value(json!({
+            "apiVersion": "ferry.dev/v1alpha1", "kind": "VolumeResize",
+            "metadata": {"name": "grow", "namespace": "apps", "labels": labels},
+            "spec": {"statefulSetName": "prometheus-k8s", "volumes": [{"name": "data", "size": "2Gi"}]},
+            "status": {"phase": phase},
+        }))
+        .unwrap()
+    };
+    // Another's resize, or its own that has ended, says nothing about this absence.
+    observation.resizes = Listing::from_objects([
+        grow(
+            json!({ferry_api::names::LABEL_AUTOSCALER_UID: "vas-2"}),
+            "Running",
+        ),
+        grow(
+            json!({ferry_api::names::LABEL_AUTOSCALER_UID: "vas-1"}),
+            "Succeeded",
+        ),
+    ]);
+    let still_missing = decide_with(&by_owner, &observation, None);
+    assert!(format!("{:?}", still_missing.volumes[0]).contains("is controlled by"));
+    observation.resizes = Listing::from_objects([grow(
+        json!({ferry_api::names::LABEL_AUTOSCALER_UID: "vas-1"}),
+        "Running",
+    )]);
+    let recreating = decide_with(&by_owner, &observation, None);
+    let said = format!("{:?}", recreating.volumes[0]);
+    assert!(
+        said.contains("VolumeResize grow is re-creating the StatefulSet") && said.contains("prometheus-k8s"),
+        "{said}"
+    );
+    assert!(recreating.actions.is_empty());
+}
+
 /// db's replica 1 crash-loops saying its disk is full on node-b, and nothing reports its volume
 /// (replica 0 reads `used` of 1 GiB as before).
 fn crashing_unmeasured(used: u64) -> Observation {
