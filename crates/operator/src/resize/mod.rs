@@ -12,6 +12,7 @@ mod guard;
 pub mod hold;
 pub(crate) mod limits;
 mod observe;
+mod owner_api;
 pub mod read_floors;
 mod reconcile;
 pub mod refusals;

@@ -1,12 +1,12 @@
-//! The JSON Patch of the StatefulSet's owner (`status.owner`): its kind is known only at run time,
-//! so its API is found through discovery. The patch tests the resourceVersion it was made from, so
-//! an edit since the reconcile read the owner fails it and the next reconcile decides afresh.
+//! The JSON Patch of the StatefulSet's owner (`status.owner`), through its API as discovery finds
+//! it (`owner_api`). The patch tests the resourceVersion it was made from, so an edit since the
+//! reconcile read the owner fails it and the next reconcile decides afresh.
 
 use crate::Error;
+use crate::resize::owner_api::owner_api;
 use ferry_api::VolumeResize;
-use kube::api::{DynamicObject, Patch};
-use kube::core::GroupVersionKind;
-use kube::{Api, Client};
+use kube::Client;
+use kube::api::Patch;
 
 pub(super) async fn patch_owner(
     client: Client,
@@ -19,17 +19,12 @@ pub(super) async fn patch_owner(
             "an owner patch for a resize that records no owner".into(),
         ));
     };
-    let (group, version) = owner
-        .api_version
-        .rsplit_once('/')
-        .unwrap_or(("", &owner.api_version));
-    let gvk = GroupVersionKind::gvk(group, version, &owner.kind);
-    let (resource, _) = kube::discovery::pinned_kind(&client, &gvk).await?;
     let operations: json_patch::Patch = serde_json::from_str(patch).map_err(|source| Error::Serialize {
         what: "the owner's patch",
         source,
     })?;
-    Api::<DynamicObject>::namespaced_with(client, namespace, &resource)
+    owner_api(&client, namespace, &owner.api_version, &owner.kind)
+        .await?
         .patch(
             &owner.name,
             &crate::writes::patch(),

@@ -5,13 +5,12 @@
 
 use crate::Error;
 use crate::context::Context;
+use crate::resize::owner_api::owner_api;
 use ferry_api::VolumeResizeStatus;
 use ferry_engine::owners::{self, OwnerKind};
 use ferry_engine::resize::observed::OwnerView;
 use k8s_openapi::api::apps::v1::StatefulSet;
 use k8s_openapi::api::core::v1::ConfigMap;
-use kube::api::DynamicObject;
-use kube::core::GroupVersionKind;
 use kube::{Api, Resource};
 
 /// The key of the admins' ConfigMap that holds their entries (a YAML list of owner kinds).
@@ -103,15 +102,12 @@ async fn read_object(
     name: &str,
     uid: &str,
 ) -> Result<Option<serde_json::Value>, Error> {
-    let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
-    let gvk = GroupVersionKind::gvk(group, version, kind);
-    let resource = match kube::discovery::pinned_kind(&ctx.client, &gvk).await {
-        Ok((resource, _)) => resource,
+    let api = match owner_api(&ctx.client, namespace, api_version, kind).await {
+        Ok(api) => api,
         Err(kube::Error::Api(status)) if status.code == 404 => return Ok(None),
         Err(kube::Error::Discovery(_)) => return Ok(None),
         Err(error) => return Err(error.into()),
     };
-    let api = Api::<DynamicObject>::namespaced_with(ctx.client.clone(), namespace, &resource);
     let Some(object) = api.get_opt(name).await? else {
         return Ok(None);
     };
