@@ -4,11 +4,10 @@
 //! names of the StatefulSet and its template. What Ferry writes through a path is a JSON Patch
 //! (RFC 6902) of concrete pointers, so a pick is resolved against the resource as it was read.
 
+use crate::owners::pattern::{self, Part};
 use serde_json::{Value, json};
-use std::collections::BTreeMap;
 
-/// Values of the `{word}`s of a path.
-pub type Vars = BTreeMap<String, String>;
+pub use crate::owners::pattern::Vars;
 
 /// One step of a path.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -164,22 +163,17 @@ impl Path {
 
 /// `text` with each `{word}` replaced by its value.
 fn bind(text: &str, vars: &Vars) -> Result<String, String> {
-    let mut bound = String::with_capacity(text.len());
-    let mut rest = text;
-    while let Some(open) = rest.find('{') {
-        bound.push_str(&rest[..open]);
-        let Some(close) = rest[open..].find('}') else {
-            return Err(format!("{text:?} has a '{{' without its '}}'"));
-        };
-        let word = &rest[open + 1..open + close];
-        match vars.get(word) {
-            Some(value) => bound.push_str(value),
-            None => return Err(format!("{text:?} uses {{{word}}}, which no name binds")),
-        }
-        rest = &rest[open + close + 1..];
-    }
-    bound.push_str(rest);
-    Ok(bound)
+    let parts = pattern::parts_of(text).ok_or_else(|| format!("{text:?} has a '{{' without its '}}'"))?;
+    parts
+        .iter()
+        .map(|part| match part {
+            Part::Literal(literal) => Ok(*literal),
+            Part::Word(word) => vars
+                .get(*word)
+                .map(String::as_str)
+                .ok_or_else(|| format!("{text:?} uses {{{word}}}, which no name binds")),
+        })
+        .collect()
 }
 
 fn segment_of(segment: &str, vars: &Vars) -> Result<Segment, String> {

@@ -2,7 +2,8 @@
 //! (the owner's name) must appear as it is; any other matches one or more characters and is bound
 //! to them, the first word as short as the rest of the name allows.
 
-use crate::owners::path::Vars;
+/// Values of the `{word}`s of a pattern or a path.
+pub type Vars = std::collections::BTreeMap<String, String>;
 
 /// The words `name` binds in `pattern` (with `bound`'s already fixed), if it matches.
 pub fn matches(pattern: &str, name: &str, bound: &Vars) -> Option<Vars> {
@@ -11,24 +12,15 @@ pub fn matches(pattern: &str, name: &str, bound: &Vars) -> Option<Vars> {
     matched(&parts, name, &mut vars).then_some(vars)
 }
 
-/// The name `pattern` gives with every word bound, if every word is.
-pub fn render(pattern: &str, vars: &Vars) -> Option<String> {
-    parts_of(pattern)?
-        .iter()
-        .map(|part| match part {
-            Part::Literal(text) => Some(text.to_string()),
-            Part::Word(word) => vars.get(*word).cloned(),
-        })
-        .collect()
-}
-
+/// A piece of a pattern (or of a path, whose `{word}`s are the same).
 #[derive(Debug, Clone, Copy)]
-enum Part<'a> {
+pub(crate) enum Part<'a> {
     Literal(&'a str),
     Word(&'a str),
 }
 
-fn parts_of(pattern: &str) -> Option<Vec<Part<'_>>> {
+/// `pattern`'s pieces, or none if a `{` has no `}`.
+pub(crate) fn parts_of(pattern: &str) -> Option<Vec<Part<'_>>> {
     let mut parts = Vec::new();
     let mut rest = pattern;
     while let Some(open) = rest.find('{') {

@@ -116,11 +116,6 @@ fn patterns_bind_words_and_keep_the_owner_fixed() {
     )
     .unwrap();
     assert_eq!(shard.get("shard").map(String::as_str), Some("1"));
-    assert_eq!(
-        pattern::render("prometheus-{owner}-db", &owner).as_deref(),
-        Some("prometheus-logs-db")
-    );
-    assert_eq!(pattern::render("{x}", &owner), None);
 }
 
 #[test]

@@ -192,45 +192,6 @@ async fn owned_widget_stateful_set(harness: &Harness, class: &str, size: &str) {
     harness.healthy_stateful_set(sts).await;
 }
 
-/// Waits for the VolumeResize `name` to end, killing the operator (and starting a fresh one) the
-/// first time its status shows each step of the owner's; returns it and the steps killed at.
-async fn finish_killing_at_owner_steps(
-    harness: &mut Harness,
-    name: &str,
-    seconds: u64,
-) -> (ferry_api::VolumeResize, Vec<OwnerStep>) {
-    use futures::StreamExt;
-    use kube::runtime::{WatchStreamExt, watcher};
-    let config = watcher::Config::default().fields(&format!("metadata.name={name}"));
-    let mut events = watcher::watcher(harness.ns.api::<ferry_api::VolumeResize>(), config)
-        .default_backoff()
-        .boxed();
-    let mut killed_at = Vec::new();
-    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(seconds);
-    loop {
-        let resize = match tokio::time::timeout_at(deadline, events.next()).await {
-            Err(_) => panic!("{name} did not finish; killed at {killed_at:?}"),
-            Ok(None) => panic!("the watch on {name} ended; killed at {killed_at:?}"),
-            Ok(Some(Ok(watcher::Event::Apply(resize) | watcher::Event::InitApply(resize)))) => resize,
-            Ok(Some(Ok(_) | Err(_))) => continue,
-        };
-        if resize.phase().is_terminal() {
-            return (resize, killed_at);
-        }
-        let step = resize
-            .status
-            .as_ref()
-            .and_then(|s| s.owner.as_ref())
-            .and_then(|o| o.step);
-        if let Some(step) = step
-            && !killed_at.contains(&step)
-        {
-            killed_at.push(step);
-            harness.restart_operator();
-        }
-    }
-}
-
 /// What the Widgets' operator saw, in order: whether it was paused, and the size it said.
 type Seen = std::sync::Arc<std::sync::Mutex<Vec<(bool, serde_json::Value)>>>;
 
@@ -659,7 +620,23 @@ async fn an_owned_copy_rolled_back_on_request_puts_the_owners_resource_back_too(
         )
         .await;
     // Ferry's operator is killed the first time the resize shows each of the owner's steps.
-    let (done, killed_at) = finish_killing_at_owner_steps(&mut harness, "copy", 180).await;
+    let owner_shows = |resize: &ferry_api::VolumeResize| -> Vec<OwnerStep> {
+        resize
+            .status
+            .iter()
+            .filter_map(|s| s.owner.as_ref()?.step)
+            .collect()
+    };
+    let every_step = [
+        OwnerStep::Pausing,
+        OwnerStep::Paused,
+        OwnerStep::Writing,
+        OwnerStep::Releasing,
+        OwnerStep::Confirming,
+    ];
+    let (done, killed_at) = harness
+        .finish_killing_at_first_sight("copy", &every_step, owner_shows, 180)
+        .await;
     // Each step that carries a write shows (Confirming may pass within one reconcile).
     for step in [OwnerStep::Pausing, OwnerStep::Writing, OwnerStep::Releasing] {
         assert!(killed_at.contains(&step), "killed at {killed_at:?}");

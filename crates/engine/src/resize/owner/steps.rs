@@ -273,9 +273,7 @@ fn confirm(
     clock: Clock,
 ) -> Decision {
     if sts.foreign || !templates_match {
-        let mut failed = step.status;
-        failed.owner = held.owner;
-        failed.phase = Some(Phase::Failed);
+        let failed = ended_with(step.status, held.owner, Phase::Failed);
         let message = format!(
             "{} changed the StatefulSet's volume claim templates back after Ferry let it act again; the volumes keep their new size and class",
             who(owner)
@@ -296,9 +294,7 @@ fn confirm(
         .and_then(|owner| owner.since.as_ref())
         .map(|since| since.0.as_second());
     if !acted && let Some(took) = crate::resize::timeout::overrun(since, clock.limit_seconds, clock.now) {
-        let mut failed = step.status;
-        failed.owner = held.owner;
-        failed.phase = Some(Phase::Failed);
+        let mut failed = ended_with(step.status, held.owner, Phase::Failed);
         let message = format!(
             "{} did not act on its new spec (generation {}) within {took} s (timeoutSeconds {}): is its operator running? The volumes have their new size and class, and the owner says so",
             who(owner),
@@ -316,8 +312,8 @@ fn confirm(
         );
         return act(held, vec![], message);
     }
-    let mut done = step.status;
-    done.owner = held.owner;
+    let phase = step.status.phase.unwrap_or(Phase::Succeeded);
+    let mut done = ended_with(step.status, held.owner, phase);
     set_step(&mut done, OwnerStep::Confirmed, clock);
     let message = format!(
         "{}; {} took the new volume sizes",
@@ -325,6 +321,16 @@ fn confirm(
         who(owner)
     );
     act(done, vec![], message)
+}
+
+/// The run's own final status, ending as `phase`, with the owner's record as the owner's steps left
+/// it.
+fn ended_with(run: VolumeResizeStatus, owner: Option<OwnerStatus>, phase: Phase) -> VolumeResizeStatus {
+    VolumeResizeStatus {
+        owner,
+        phase: Some(phase),
+        ..run
+    }
 }
 
 /// What the StatefulSet's templates say now, for each the owner keeps; a size the owner already

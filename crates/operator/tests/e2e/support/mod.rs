@@ -287,6 +287,28 @@ impl Harness {
         steps: &[RowStep],
         seconds: u64,
     ) -> (VolumeResize, Vec<RowStep>) {
+        let rows_show = |resize: &VolumeResize| -> Vec<RowStep> {
+            resize
+                .status
+                .iter()
+                .flat_map(|s| s.plan.iter())
+                .filter_map(|row| row.step)
+                .collect()
+        };
+        self.finish_killing_at_first_sight(name, steps, rows_show, seconds)
+            .await
+    }
+
+    /// Waits for the VolumeResize `name` to finish, killing the operator (and starting a fresh one)
+    /// the first time `shown` (what a status says, its rows' steps or its owner's) includes each of
+    /// `steps`; returns it and the steps it was killed at.
+    pub async fn finish_killing_at_first_sight<S: Copy + PartialEq + std::fmt::Debug>(
+        &mut self,
+        name: &str,
+        steps: &[S],
+        shown: impl Fn(&VolumeResize) -> Vec<S>,
+        seconds: u64,
+    ) -> (VolumeResize, Vec<S>) {
         use futures::StreamExt;
         use kube::runtime::{WatchStreamExt, watcher};
         let config = watcher::Config::default().fields(&format!("metadata.name={name}"));
@@ -308,12 +330,7 @@ impl Harness {
             if resize.phase().is_terminal() {
                 return (resize, killed_at);
             }
-            let steps: Vec<RowStep> = resize
-                .status
-                .iter()
-                .flat_map(|s| s.plan.iter())
-                .filter_map(|row| row.step)
-                .collect();
+            let steps = shown(&resize);
             if let Some(position) = to_kill_at.iter().position(|step| steps.contains(step)) {
                 killed_at.push(to_kill_at.remove(position));
                 self.restart_operator();
