@@ -409,6 +409,25 @@ pub struct OwnerStatus {
     /// spec once let go.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub since: Option<Time>,
+    /// The owner's pause switch and the value Ferry sets it to while the volumes change (unset:
+    /// the owner has no switch, Ferry proves it does not need one by confirming afterwards).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pause_switch: Option<OwnerField>,
+    /// The fields of the owner's resource Ferry writes once the volumes changed, with the values
+    /// the request gives them (a failed or rolled-back run writes the old values back instead).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub writes: Vec<OwnerField>,
+}
+
+/// One field of an owner's resource and the value Ferry writes there.
+#[derive(Deserialize, Serialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct OwnerField {
+    /// Where, as the owners' table gives it (a JSON pointer; `[field=value]` picks an element of
+    /// a list), its words bound.
+    pub path: String,
+    /// The value, as JSON (`"50Gi"`, `true`).
+    pub value: String,
 }
 
 /// Where Ferry is with a StatefulSet's owner.

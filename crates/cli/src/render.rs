@@ -297,18 +297,32 @@ fn classes(row: &VolumePlan) -> String {
     )
 }
 
-/// What a resize does with the StatefulSet's owner (docs/owned-statefulsets.md).
+/// What a resize does with the StatefulSet's owner (docs/owned-statefulsets.md): the fields it
+/// pauses and writes, one per line.
 fn owner_text(owner: &ferry_api::OwnerStatus) -> String {
     let who = format!("{}/{} ({})", owner.kind, owner.name, owner.api_version);
     if owner.ignored {
-        format!(
+        return format!(
             "Owned by {who}: resized as if nobody owned it (ownerPolicy: Ignore); its operator may undo the change."
-        )
-    } else {
-        format!(
-            "Owned by {who}: paused while the volumes change, then the new sizes and classes are written into it and it is let go."
-        )
+        );
     }
+    let mut out = format!("Owned by {who}, resized through it:");
+    match &owner.pause_switch {
+        Some(switch) => {
+            let _ = write!(
+                out,
+                "\n  paused while the volumes change: {} = {}",
+                switch.path, switch.value
+            );
+        }
+        None => out
+            .push_str("\n  not paused (it has no pause switch): confirmed afterwards not to undo the change"),
+    }
+    for field in &owner.writes {
+        let _ = write!(out, "\n  then written: {} = {}", field.path, field.value);
+    }
+    out.push_str("\n  then let go; the resize ends once it has acted on its new spec.");
+    out
 }
 
 /// `kubectl ferry plan`: per replica × volume what would happen.
@@ -866,7 +880,21 @@ mod tests {
         let out = plan_text(&through, Rate::assumed(1), Style::PLAIN);
         assert!(
             out.contains(
-                "Owned by Prometheus/k8s (monitoring.coreos.com/v1): paused while the volumes change"
+                "Owned by Prometheus/k8s (monitoring.coreos.com/v1), resized through it:\n  not paused"
+            ),
+            "{out}"
+        );
+        let mut planned = owner.clone();
+        planned["pauseSwitch"] = json!({"path": "/spec/paused", "value": "true"});
+        planned["writes"] = json!([{"path": "/spec/storage/size", "value": "\"20Gi\""}]);
+        let out = plan_text(
+            &resize(json!({"phase": "Succeeded", "owner": planned})),
+            Rate::assumed(1),
+            Style::PLAIN,
+        );
+        assert!(
+            out.contains(
+                "  paused while the volumes change: /spec/paused = true\n  then written: /spec/storage/size = \"20Gi\"\n  then let go"
             ),
             "{out}"
         );

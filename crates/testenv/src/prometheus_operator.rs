@@ -7,12 +7,17 @@
 
 mod crds;
 mod process;
+mod running;
 
 use crate::{Error, cluster};
 use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind};
 
 pub use crds::install_crds;
 pub use process::PrometheusOperator;
+pub use running::{
+    METRICS, METRICS_STATEFUL_SET, MetricsPrometheus, a_scraped_moment, epoch_seconds, running_prometheus,
+    self_samples_at,
+};
 
 /// The image with Prometheus and the operator's config reloader (`scripts/lib/ferry_images.py`).
 pub const PROMETHEUS_IMAGE: &str = "ferry.local/prometheus:dev";

@@ -7,9 +7,9 @@ use crate::prechecks::assert_rejected;
 use crate::support::{Harness, OperatorOptions};
 use ferry_api::condition::REASON_OWNER_UNKNOWN;
 use ferry_api::{OwnerStep, Phase};
-use ferry_testenv::CLASS_EXPANDABLE;
 use ferry_testenv::fixtures::stateful_set;
 use ferry_testenv::quantity::bytes;
+use ferry_testenv::{CLASS_BLOCK, CLASS_EXPANDABLE};
 use k8s_openapi::api::apps::v1::StatefulSet;
 use k8s_openapi::api::core::v1::{ConfigMap, PersistentVolumeClaim};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
@@ -341,82 +341,37 @@ async fn an_owner_the_admin_teaches_is_paused_written_and_let_go_and_the_run_wai
     harness.finish().await;
 }
 
-/// A Prometheus `metrics` of the real prometheus-operator on the real node, on the node's class
-/// that grows online, at `size`; scraping itself every second when `self_scrape` (the
-/// configuration in the Secret [`SELF_SCRAPE`]).
-fn prometheus(version: &str, size: &str, self_scrape: bool) -> DynamicObject {
-    let mut resource = ferry_testenv::prometheus_operator::prometheus_resource(
-        "metrics",
-        version,
-        ferry_testenv::CLASS_BLOCK,
-        size,
-    );
-    if self_scrape {
-        resource["spec"]["additionalScrapeConfigs"] = json!({"name": SELF_SCRAPE, "key": "scrape.yaml"});
-    }
-    serde_json::from_value(resource).unwrap()
-}
-
 /// The real prometheus-operator watching the test's namespace (running until the test kills
-/// it), and its Prometheus `metrics` (see [`prometheus`]) Ready on its StatefulSet
-/// `prometheus-metrics`.
+/// it), and its Prometheus `metrics` Ready on its StatefulSet `prometheus-metrics`, its TSDB on a
+/// claim of `class` and `size`; scraping itself every second when `self_scrape`.
 async fn running_prometheus(
     harness: &Harness,
+    class: &str,
     size: &str,
     self_scrape: bool,
 ) -> (
     ferry_testenv::prometheus_operator::PrometheusOperator,
     Api<DynamicObject>,
 ) {
-    use ferry_testenv::prometheus_operator::{
-        PrometheusOperator, install_crds, prometheus_version, prometheuses,
+    use ferry_testenv::prometheus_operator::MetricsPrometheus;
+    let prometheus = MetricsPrometheus {
+        class,
+        size,
+        self_scrape,
     };
-    install_crds(&harness.client).await.unwrap();
-    let operator = PrometheusOperator::start(&harness.ns.name).await.unwrap();
-    if self_scrape {
-        create_self_scrape(harness).await;
-    }
-    let version = prometheus_version().await.unwrap();
-    let prometheuses = prometheuses(&harness.client, &harness.ns.name);
-    prometheuses
-        .create(&PostParams::default(), &prometheus(&version, size, self_scrape))
+    ferry_testenv::prometheus_operator::running_prometheus(&harness.client, &harness.ns.name, prometheus)
         .await
-        .unwrap();
-    let sets = harness.ns.api::<StatefulSet>();
-    ferry_testenv::wait::wait_for_object(
-        &sets,
-        "prometheus-metrics",
-        "the operator to make its StatefulSet",
-        60,
-        |_| true,
-    )
-    .await
-    .unwrap();
-    ferry_testenv::fixtures::wait_ready(&sets, "prometheus-metrics", 1, 240)
-        .await
-        .unwrap();
-    (operator, prometheuses)
+        .unwrap()
 }
 
-/// The Secret of a Prometheus's own scrape configuration: itself, every second.
-const SELF_SCRAPE: &str = "self-scrape";
-
-async fn create_self_scrape(harness: &Harness) {
-    let scrape =
-        "- job_name: self\n  scrape_interval: 1s\n  static_configs:\n  - targets: ['localhost:9090']\n";
-    let secret = json!({"metadata": {"name": SELF_SCRAPE}, "stringData": {"scrape.yaml": scrape}});
-    harness
-        .ns
-        .api::<k8s_openapi::api::core::v1::Secret>()
-        .create(&PostParams::default(), &serde_json::from_value(secret).unwrap())
-        .await
-        .unwrap();
+async fn self_samples_at(harness: &Harness, pod: &str, time: u64) -> Option<usize> {
+    ferry_testenv::prometheus_operator::self_samples_at(&harness.client, &harness.ns.name, pod, time).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_prometheus_grows_in_place_through_the_real_prometheus_operator_and_neither_undoes_the_other() {
     let harness = Harness::start("own-prom").await;
-    let (operator, prometheuses) = running_prometheus(&harness, "320Mi", false).await;
+    let (operator, prometheuses) = running_prometheus(&harness, CLASS_BLOCK, "320Mi", false).await;
     let sets = harness.ns.api::<StatefulSet>();
 
     let started = std::time::Instant::now();
@@ -481,45 +436,19 @@ async fn a_prometheus_grows_in_place_through_the_real_prometheus_operator_and_ne
     harness.finish().await;
 }
 
-/// The samples of `up{job="self"}` the Prometheus pod answers for at `time` (seconds since the
-/// epoch; evaluated with the default 5 minute look-back), by asking it over the pod network.
-async fn self_samples_at(harness: &Harness, pod: &str, time: u64) -> Option<usize> {
-    let pod = harness
-        .ns
-        .api::<k8s_openapi::api::core::v1::Pod>()
-        .get(pod)
-        .await
-        .ok()?;
-    let ip = pod.status?.pod_ip?;
-    let url = format!("http://{ip}:9090/api/v1/query?query=up%7Bjob%3D%22self%22%7D&time={time}");
-    let output = tokio::process::Command::new("curl")
-        .args(["-sf", "--max-time", "5", &url])
-        .output()
-        .await
-        .ok()?;
-    let answer: serde_json::Value = serde_json::from_slice(&output.stdout).ok()?;
-    answer["data"]["result"].as_array().map(Vec::len)
-}
-
-fn epoch_seconds() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|elapsed| elapsed.as_secs())
-        .unwrap_or_default()
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_prometheus_shrinks_onto_another_class_by_copy_with_both_operators_killed_mid_way_and_keeps_its_samples()
  {
     use ferry_testenv::CLASS_BLOCK_FIXED;
     let mut harness = Harness::start("own-prom-copy").await;
-    let (operator, prometheuses) = running_prometheus(&harness, "320Mi", true).await;
+    let (operator, prometheuses) = running_prometheus(&harness, CLASS_BLOCK, "320Mi", true).await;
     let sets = harness.ns.api::<StatefulSet>();
     // A sample in its TSDB before the move.
-    let before = ferry_testenv::wait_until("Prometheus to have scraped itself", 60, || async {
-        let now = epoch_seconds();
-        (self_samples_at(&harness, "prometheus-metrics-0", now).await? > 0).then_some(now)
-    })
+    let before = ferry_testenv::prometheus_operator::a_scraped_moment(
+        &harness.client,
+        &harness.ns.name,
+        "prometheus-metrics-0",
+    )
     .await
     .unwrap();
 
@@ -598,6 +527,69 @@ async fn a_prometheus_shrinks_onto_another_class_by_copy_with_both_operators_kil
         .unwrap();
     let kept = ferry_testenv::wait_until("Prometheus to answer on its new volume", 60, || async {
         self_samples_at(&harness, "prometheus-metrics-0", before).await
+    })
+    .await
+    .unwrap();
+    assert_eq!(kept, 1, "the sample scraped before the move");
+    operator.kill().await.unwrap();
+    drop(operator);
+    harness.finish().await;
+}
+
+/// A Prometheus whose TSDB is on a node-bound volume (a local PV) moves to another node through
+/// its owner: paused while its volume is served from the old node and pulled on the new one, then
+/// let go with its resource unchanged; its pod runs on the new node with the samples of before.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_prometheus_on_a_node_bound_volume_moves_to_another_node_and_keeps_its_samples() {
+    use ferry_testenv::CLASS_BLOCK_NODE;
+    let harness = Harness::start("own-prom-move").await;
+    let (operator, prometheuses) = running_prometheus(&harness, CLASS_BLOCK_NODE, "320Mi", true).await;
+    let pod = "prometheus-metrics-0";
+    let old_node = crate::move_node::node_of(&harness, pod).await;
+    let before = ferry_testenv::prometheus_operator::a_scraped_moment(&harness.client, &harness.ns.name, pod)
+        .await
+        .unwrap();
+
+    let started = std::time::Instant::now();
+    let spec = json!({"statefulSetName": "prometheus-metrics",
+                      "volumes": [{"name": "prometheus-metrics-db", "size": "320Mi"}],
+                      "placement": {}});
+    let status = crate::real_node::resize_succeeds(&harness, "move", spec, 300).await;
+    let row = status.plan.iter().find(|row| row.replica == 0).unwrap();
+    let new_node = row.target_node.clone().unwrap();
+    eprintln!(
+        "moved from {old_node} to {new_node} through the Prometheus in {:.1} s, down {:?} ms",
+        started.elapsed().as_secs_f64(),
+        row.downtime_milliseconds
+    );
+    assert_ne!(new_node, old_node);
+    assert_eq!(status.owner.as_ref().unwrap().step, Some(OwnerStep::Confirmed));
+
+    // Its resource is as it was and not paused; the StatefulSet is Ferry's, not re-made by its
+    // operator; the pod runs on the new node and answers for the samples scraped before.
+    let now = prometheuses.get("metrics").await.unwrap();
+    let written = &now.data["spec"]["storage"]["volumeClaimTemplate"]["spec"];
+    assert_eq!(
+        (
+            &written["storageClassName"],
+            &written["resources"]["requests"]["storage"]
+        ),
+        (&json!(CLASS_BLOCK_NODE), &json!("320Mi"))
+    );
+    assert_eq!(now.data["spec"].get("paused"), None);
+    let log = std::fs::read_to_string(operator.log()).unwrap_or_default();
+    assert!(
+        !log.contains("recreating StatefulSet"),
+        "{}",
+        operator.log().display()
+    );
+    let sets = harness.ns.api::<StatefulSet>();
+    ferry_testenv::fixtures::wait_ready(&sets, "prometheus-metrics", 1, 120)
+        .await
+        .unwrap();
+    assert_eq!(crate::move_node::node_of(&harness, pod).await, new_node);
+    let kept = ferry_testenv::wait_until("Prometheus to answer on its new node", 60, || async {
+        self_samples_at(&harness, pod, before).await
     })
     .await
     .unwrap();
@@ -700,7 +692,7 @@ async fn an_owned_copy_rolled_back_on_request_puts_the_owners_resource_back_too(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_autoscaler_targeting_a_prometheus_grows_it_through_its_owner() {
     let harness = Harness::start("own-prom-auto").await;
-    let (operator, prometheuses) = running_prometheus(&harness, "320Mi", true).await;
+    let (operator, prometheuses) = running_prometheus(&harness, CLASS_BLOCK, "320Mi", true).await;
     // The file system's own use and the TSDB's first files (it scrapes itself every second) are
     // past 1 %: one grow of 20 %, to the most it may have.
     crate::autoscale::create_autoscaler(

@@ -1,10 +1,10 @@
 //! Prechecks of an owned StatefulSet: which owner, whether Ferry knows it, and whether its table
 //! entry fits the resource (every changed template kept by it, a place for every changed class).
 
-use crate::owners::read_owner;
+use crate::owners::{OwnerReading, read_owner};
 use crate::resize::observed::{Observed, StatefulSetView};
 use ferry_api::condition::{REASON_OWNER_MISMATCH, REASON_OWNER_UNKNOWN};
-use ferry_api::{OwnerPolicy, OwnerStatus, VolumeResizeSpec};
+use ferry_api::{OwnerField, OwnerPolicy, OwnerStatus, VolumeResizeSpec, format_bytes, parse_bytes};
 
 /// The owner a run of `spec` goes through (`None`: nobody else owns the StatefulSet), or why the
 /// request cannot go ahead: (reason, message).
@@ -60,14 +60,57 @@ pub fn owner_of(
         )
     })?;
     fits(spec, &who, &reading, &sts.name)?;
+    status.pause_switch = entry
+        .pause
+        .as_ref()
+        .zip(reading.pause.as_ref())
+        .map(|(switch, path)| OwnerField {
+            path: path.text().to_string(),
+            value: switch.value.to_string(),
+        });
+    status.writes = planned_writes(spec, &reading);
     Ok(Some(status))
+}
+
+/// The fields of the owner a run of `spec` writes, with the values it gives them: each changed
+/// template's size (as the run writes it: the owner's own text where it states the same quantity)
+/// and, where the request changes them, class and attributes class.
+fn planned_writes(spec: &VolumeResizeSpec, reading: &OwnerReading) -> Vec<OwnerField> {
+    let mut fields = Vec::new();
+    for change in &spec.volumes {
+        let Some(kept) = reading.volumes.get(&change.name) else {
+            continue;
+        };
+        let size = match (parse_bytes(&change.size), &kept.size_now) {
+            (Ok(bytes), Some(now)) if parse_bytes(now).ok() == Some(bytes) => now.clone(),
+            (Ok(bytes), _) => format_bytes(bytes),
+            (Err(_), _) => change.size.clone(),
+        };
+        let places = [
+            (Some(&kept.size), Some(&size)),
+            (kept.storage_class.as_ref(), change.storage_class_name.as_ref()),
+            (
+                kept.attributes_class.as_ref(),
+                change.volume_attributes_class_name.as_ref(),
+            ),
+        ];
+        for (path, value) in places {
+            if let (Some(path), Some(value)) = (path, value) {
+                fields.push(OwnerField {
+                    path: path.text().to_string(),
+                    value: serde_json::Value::from(value.as_str()).to_string(),
+                });
+            }
+        }
+    }
+    fields
 }
 
 /// Every template the request changes is one the owner keeps, with a place for each new class.
 fn fits(
     spec: &VolumeResizeSpec,
     who: &str,
-    reading: &crate::owners::OwnerReading,
+    reading: &OwnerReading,
     sts_name: &str,
 ) -> Result<(), (&'static str, String)> {
     for change in &spec.volumes {

@@ -5,7 +5,8 @@ use crate::resize::observed::{Observed, OwnerView, StatefulSetView, TemplateView
 use crate::resize::run::Decision;
 use ferry_api::condition::{REASON_OWNER_MISMATCH, REASON_OWNER_UNKNOWN};
 use ferry_api::{
-    OwnerPolicy, OwnerStatus, OwnerStep, Phase, VolumeChange, VolumeResizeSpec, VolumeResizeStatus,
+    OwnerField, OwnerPolicy, OwnerStatus, OwnerStep, Phase, VolumeChange, VolumeResizeSpec,
+    VolumeResizeStatus,
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
@@ -143,6 +144,25 @@ fn a_known_owner_is_accepted_only_where_its_entry_fits_the_resource() {
         (status.kind.as_str(), status.step, status.ignored),
         ("Prometheus", None, false)
     );
+    // The plan says what is paused and written, field by field.
+    let field = |path: &str, value: &str| OwnerField {
+        path: path.into(),
+        value: value.into(),
+    };
+    assert_eq!(status.pause_switch, Some(field("/spec/paused", "true")));
+    let template = "/spec/storage/volumeClaimTemplate/spec";
+    assert_eq!(
+        status.writes,
+        [
+            field(&format!("{template}/resources/requests/storage"), "\"20Gi\""),
+            field(&format!("{template}/storageClassName"), "\"slow\""),
+        ]
+    );
+    // A size the owner states as the same quantity is written as it states it.
+    let mut same = spec("prometheus-k8s-db", None);
+    same.volumes[0].size = "10240Mi".into();
+    let status = check::owner_of(&same, &known, &sts).unwrap().unwrap();
+    assert_eq!(status.writes[0].value, "\"10Gi\"");
     let (reason, message) = check::owner_of(&spec("other", None), &known, &sts).unwrap_err();
     assert_eq!(reason, REASON_OWNER_MISMATCH);
     assert!(message.contains("\"other\""), "{message}");
