@@ -8,5 +8,6 @@ mod support;
 mod alone;
 mod commands;
 mod import;
+mod owned;
 mod user_roles;
 mod with_operator;
