@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, kubelet (from the checked-in Go
 # module of one minor, scripts/k8s/v1.MINOR), kwok, helm, the CSI sidecars, prometheus and
-# prometheus-operator (with its config reloader and CRDs) into a cache outside the
+# prometheus-operator (with its config reloader and CRDs) and ECK's operator into a cache outside the
 # repository, keyed by version and the go.sum hash. Prints the bin directory. A second run with the
 # same inputs does nothing. Helm, kwok and the sidecars are built in the same `go build` as Kubernetes
 # when the minor's module requires them (regen-gomod.sh decides), so they share their compiled
@@ -121,5 +121,22 @@ if [ "$(cat "$bin/prometheus-operator.version" 2>/dev/null)" != "$operator_key" 
   mkdir -p "$bin/prometheus-operator-crds"
   install -m 0644 "$operator_src"/example/prometheus-operator-crd/*.yaml "$bin/prometheus-operator-crds/"
   echo "$operator_key" > "$bin/prometheus-operator.version"
+fi
+# ECK's operator (elastic-operator, `cmd manager`) and its CRDs, from the checked-in module
+# scripts/k8s/eck-operator (a `tool` line names it, so go.sum pins every dependency), keyed by
+# version and go.sum: a second real owner for tests of owned StatefulSets (#58).
+eck_dir="$here/eck-operator"
+eck_key="${eck_version}-$(sha256sum "$eck_dir/go.sum" | cut -c1-12)"
+if [ "$(cat "$bin/eck-operator.version" 2>/dev/null)" != "$eck_key" ]; then
+  if ! grep -qE "^\s*github\.com/elastic/cloud-on-k8s/v3 ${eck_version}( |$)" "$eck_dir/go.mod"; then
+    echo "scripts/k8s/eck-operator is not at ${eck_version}" >&2
+    exit 1
+  fi
+  echo "building ECK's operator ${eck_version}" >&2
+  eck_pkg=github.com/elastic/cloud-on-k8s/v3
+  (cd "$eck_dir" && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$bin/eck-operator" "$eck_pkg/cmd")
+  eck_src=$(cd "$eck_dir" && go list -m -json "$eck_pkg" | python3 -c 'import json,sys; print(json.load(sys.stdin)["Dir"])')
+  install -m 0644 "$eck_src/config/crds/v1/all-crds.yaml" "$bin/eck-operator-crds.yaml"
+  echo "$eck_key" > "$bin/eck-operator.version"
 fi
 echo "$bin"

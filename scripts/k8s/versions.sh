@@ -26,6 +26,11 @@ prometheus_version=v0.316.0
 # refuses it). v0.93.1 is the newest that resolves here: the proxy serves the main module up to
 # v0.94.1 but refuses v0.95.x, and has no pkg/client v0.94.x; it wants Go 1.26.0 (the machine's).
 prometheus_operator_version=v0.93.1
+# ECK (Elastic Cloud on Kubernetes), its operator and CRDs, for tests of StatefulSets another
+# operator owns (#58): the second real owner, its Elasticsearch a stand-in image
+# (`ferry.local/es-standin:dev`, scripts/lib/ferry_images.py). v3.5.0 is the newest the proxy
+# serves (no v2 module); built from scripts/k8s/eck-operator, it wants Go 1.26.0.
+eck_version=v3.5.0
 # The upstream CSI sidecars the real node's CSI driver runs behind (scripts/lib/csi.sh). The module
 # proxy here serves external-resizer v2.2.0 and v2.3.0 but not v2.2.1, and no version of
 # node-driver-registrar (its v2 tags lack the /v2 module path): the driver registers itself with the

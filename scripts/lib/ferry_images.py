@@ -3,7 +3,7 @@
     ferry_images.py build  [NAME...]                       build (or reuse) the docker-archive tarballs
     ferry_images.py import --address SOCK [-n NS] [NAME...]  build, then `ctr images import` what changed
 
-NAME is pause, busybox, ferry, postgres or prometheus (default: all). Each image is one layer whose entries are
+NAME is pause, busybox, ferry, postgres, prometheus or es-standin (default: all). Each image is one layer whose entries are
 fingerprinted (paths, owners, modes, content digests) together with the image config and the
 archive writer; the tarball is `<name>-<tag>-<fingerprint>.tar` in $FERRY_CACHE_DIR/images, so a
 cache hit is a file-exists check. Logs go to stderr; stdout is `<ref> <tarball>` per image (build)
@@ -263,6 +263,41 @@ def prometheus_image(work: Path) -> tuple[oci.Rootfs, dict]:
     return r, config
 
 
+# A stand-in for Elasticsearch under ECK's operator (tests of StatefulSets another operator owns):
+# not Elasticsearch, but what ECK's pods run before and around it. Its init containers run ECK's
+# scripts (prepare-fs.sh, suspend.sh) with bash from this image, as uid 1000 (ECK sets no user: the
+# image's, numeric so runAsNonRoot can be checked); prepare-fs.sh refuses a distribution whose
+# LICENSE.txt is not Elastic's. The main container only sleeps (tests give it a command that writes
+# to its data first): nothing answers ECK's HTTP client, so ECK acts only on its resources.
+ES_HOME = "usr/share/elasticsearch"
+
+
+def es_standin_image(work: Path) -> tuple[oci.Rootfs, dict]:
+    r = oci.Rootfs()
+    add_busybox(r)  # first, so /bin is a directory of applets
+    bash = shutil.which("bash") or "/bin/bash"
+    r.file("bin/bash", src=os.path.realpath(bash), mode=0o755)
+    for path in sorted(oci.ldd_paths(os.path.realpath(bash))):
+        r.host_path(path)
+    r.dir("usr")
+    r.dir("usr/bin")
+    r.symlink("usr/bin/env", "/bin/busybox")  # the scripts start `#!/usr/bin/env bash`
+    add_etc(r, ("root", 0, "/root", "/bin/sh"), ("elasticsearch", 1000, f"/{ES_HOME}", "/bin/sh"))
+    r.dir("root", 0o700)
+    r.dir("usr/share")
+    r.dir(ES_HOME, 0o755, 1000, 0)
+    r.file(f"{ES_HOME}/LICENSE.txt", data="Elastic License 2.0\n(a stand-in for tests: no Elasticsearch here)\n")
+    for sub in ["config", "plugins", "bin", "data", "logs"]:
+        r.dir(f"{ES_HOME}/{sub}", 0o775, 1000, 0)
+    config = oci.image_config(
+        user="1000:0",
+        env=[PATH_ENV],
+        entrypoint=["/bin/sh", "-c", "exec sleep 2147483647"],
+        workdir=f"/{ES_HOME}",
+    )
+    return r, config
+
+
 @dataclass
 class Image:
     name: str
@@ -276,6 +311,7 @@ IMAGES = [
     Image("ferry", "ferry.local/ferry:dev", ferry_image),
     Image("postgres", "ferry.local/postgres:dev", postgres_image),
     Image("prometheus", "ferry.local/prometheus:dev", prometheus_image),
+    Image("es-standin", "ferry.local/es-standin:dev", es_standin_image),
 ]
 
 

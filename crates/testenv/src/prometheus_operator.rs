@@ -1,19 +1,17 @@
 //! The real prometheus-operator on the test control plane, for tests of StatefulSets another
 //! operator owns (#58): its CRDs ([`install_crds`]) and the operator itself as a child process
-//! watching one test namespace ([`PrometheusOperator`]). Its binaries, CRDs and the Prometheus it
+//! watching one test namespace ([`start`]). Its binaries, CRDs and the Prometheus it
 //! runs come from the test bed's cache (`scripts/k8s/build.sh`, pinned in `scripts/k8s/versions.sh`);
 //! the image is `ferry.local/prometheus:dev` (`scripts/images`), which `scripts/testenv up` imports
 //! into every real node.
 
-mod crds;
-mod process;
 mod running;
 
+use crate::operator_process::{Operator, OperatorProcess};
 use crate::{Error, cluster};
 use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind};
+use tokio::sync::OnceCell;
 
-pub use crds::install_crds;
-pub use process::PrometheusOperator;
 pub use running::{
     METRICS, METRICS_STATEFUL_SET, MetricsPrometheus, a_scraped_moment, epoch_seconds, running_prometheus,
     self_samples_at,
@@ -23,6 +21,22 @@ pub use running::{
 pub const PROMETHEUS_IMAGE: &str = "ferry.local/prometheus:dev";
 /// The API group of the operator's resources.
 pub const GROUP: &str = "monitoring.coreos.com";
+
+/// A running prometheus-operator; dropped, it is killed.
+pub type PrometheusOperator = OperatorProcess;
+
+/// Starts prometheus-operator for `namespace` (its `--namespaces`: it sees and makes objects there
+/// only) and waits until it serves `/healthz`.
+pub async fn start(namespace: &str) -> Result<PrometheusOperator, Error> {
+    OperatorProcess::start(Operator::Prometheus, namespace).await
+}
+
+/// Applies every CRD of the pinned release (`example/prometheus-operator-crd`) and waits until
+/// each is served: once per test process.
+pub async fn install_crds(client: &kube::Client) -> Result<(), Error> {
+    static INSTALLED: OnceCell<()> = OnceCell::const_new();
+    crate::test_bed_crds::install(client, "prometheus-operator-crds", &INSTALLED).await
+}
 
 /// The namespaced `Prometheus` resources (`monitoring.coreos.com/v1`, plural `prometheuses`).
 pub fn prometheuses(client: &kube::Client, namespace: &str) -> Api<DynamicObject> {

@@ -35,6 +35,7 @@ mod in_place;
 mod installed;
 mod move_node;
 mod owned;
+mod owned_eck;
 mod pod_policy;
 mod prechecks;
 mod pull_secrets;

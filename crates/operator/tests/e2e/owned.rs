@@ -42,11 +42,11 @@ fn first_template_bytes(templates: &[PersistentVolumeClaim]) -> Option<u64> {
 }
 
 /// The size the StatefulSet's first volume claim template asks for.
-fn template_bytes(sts: &StatefulSet) -> Option<u64> {
+pub(crate) fn template_bytes(sts: &StatefulSet) -> Option<u64> {
     first_template_bytes(sts.spec.as_ref()?.volume_claim_templates.as_deref()?)
 }
 
-async fn claim_bytes(harness: &Harness, claim: &str) -> Option<u64> {
+pub(crate) async fn claim_bytes(harness: &Harness, claim: &str) -> Option<u64> {
     let claim = harness
         .ns
         .api::<PersistentVolumeClaim>()

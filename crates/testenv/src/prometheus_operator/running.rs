@@ -1,7 +1,7 @@
 //! A Prometheus `metrics` run by the real prometheus-operator on the real nodes, and what tests ask
 //! its TSDB over the pod network: shared by the operator's and the plugin's end-to-end tests.
 
-use super::{PrometheusOperator, install_crds, prometheus_resource, prometheus_version, prometheuses};
+use super::{PrometheusOperator, install_crds, prometheus_resource, prometheus_version, prometheuses, start};
 use crate::{Error, fixtures, wait};
 use k8s_openapi::api::apps::v1::StatefulSet;
 use k8s_openapi::api::core::v1::{Pod, Secret};
@@ -34,7 +34,7 @@ pub async fn running_prometheus(
     prometheus: MetricsPrometheus<'_>,
 ) -> Result<(PrometheusOperator, Api<DynamicObject>), Error> {
     install_crds(client).await?;
-    let operator = PrometheusOperator::start(namespace).await?;
+    let operator = start(namespace).await?;
     let mut resource = prometheus_resource(
         METRICS,
         &prometheus_version().await?,

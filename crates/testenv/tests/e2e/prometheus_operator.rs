@@ -3,7 +3,7 @@
 //! StatefulSet the operator owns, whose pod is Ready on a bound claim.
 
 use ferry_testenv::prometheus_operator::{
-    PROMETHEUS_IMAGE, PrometheusOperator, install_crds, prometheus_resource, prometheus_version, prometheuses,
+    PROMETHEUS_IMAGE, install_crds, prometheus_resource, prometheus_version, prometheuses,
 };
 use ferry_testenv::{CLASS_BLOCK, TestNamespace, client};
 use k8s_openapi::api::apps::v1::StatefulSet;
@@ -43,7 +43,7 @@ async fn a_prometheus_with_storage_becomes_an_owned_stateful_set_with_a_ready_po
     let client = client().await.unwrap();
     install_crds(&client).await.unwrap();
     let ns = TestNamespace::create(&client, "prom-op").await.unwrap();
-    let operator = PrometheusOperator::start(&ns.name).await.unwrap();
+    let operator = ferry_testenv::prometheus_operator::start(&ns.name).await.unwrap();
     let log = operator.log().display().to_string();
 
     let version = prometheus_version().await.unwrap();
