@@ -417,6 +417,23 @@ pub struct OwnerStatus {
     /// the request gives them (a failed or rolled-back run writes the old values back instead).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub writes: Vec<OwnerField>,
+    /// How the run itself ended, before the owner's steps: recorded once, so the run is not planned
+    /// again while the owner takes the result (Ferry touches the StatefulSet no more once it lets
+    /// the owner act: an owner that re-makes it is judged, not fought).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run_ended: Option<RunEnded>,
+}
+
+/// How a run ended, as its own planner said.
+#[derive(Deserialize, Serialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RunEnded {
+    /// Succeeded, or Failed (rolled back).
+    pub phase: Phase,
+    /// Its message.
+    pub message: String,
+    /// When, RFC 3339.
+    pub at: Time,
 }
 
 /// One field of an owner's resource and the value Ferry writes there.

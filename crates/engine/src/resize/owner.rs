@@ -8,4 +8,4 @@ mod steps;
 mod tests;
 
 pub use check::owner_of;
-pub(crate) use steps::{Before, Clock, after_run, again_for_rollback, before_run};
+pub(crate) use steps::{Before, Clock, after_run, again_for_rollback, before_run, recorded_end};

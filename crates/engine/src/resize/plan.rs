@@ -146,7 +146,8 @@ pub fn plan(input: &Input, observed: Observed) -> Decision {
             let mut step = match owner::before_run(status, &observed, clock) {
                 owner::Before::Act(decision) => decision,
                 owner::Before::Go(status) => {
-                    let step = plan_run(run, &copy, &status, &observed, input.now);
+                    let step = owner::recorded_end(&status)
+                        .unwrap_or_else(|| plan_run(run, &copy, &status, &observed, input.now));
                     owner::after_run(&status, step, &observed, clock)
                 }
             };

@@ -341,6 +341,138 @@ async fn an_owner_the_admin_teaches_is_paused_written_and_let_go_and_the_run_wai
     harness.finish().await;
 }
 
+/// Plays a Widgets' operator that builds its StatefulSet from a field Ferry's entry does not name
+/// (`spec.storage.realSize`): on each unpaused generation it re-makes the StatefulSet `db` with
+/// that size (orphaning its pods) when the template differs, then says it acted.
+fn play_widget_operator_that_remakes(harness: &Harness, class: &'static str) -> tokio::task::JoinHandle<()> {
+    use futures::StreamExt;
+    use kube::api::DeleteParams;
+    use kube::runtime::watcher;
+    let api = widgets(harness);
+    let sets = harness.ns.api::<StatefulSet>();
+    tokio::spawn(async move {
+        let mut events = watcher::watcher(api.clone(), watcher::Config::default()).boxed();
+        while let Some(event) = events.next().await {
+            let Ok(watcher::Event::Apply(widget) | watcher::Event::InitApply(widget)) = event else {
+                continue;
+            };
+            let generation = widget.metadata.generation.unwrap_or_default();
+            let acted = widget.data["status"]["observedGeneration"].as_i64() == Some(generation);
+            if widget.data["spec"]["paused"] == json!(true) || acted {
+                continue;
+            }
+            let real = widget.data["spec"]["storage"]["realSize"]
+                .as_str()
+                .unwrap()
+                .to_string();
+            let current = sets.get("db").await.ok();
+            if current.as_ref().and_then(template_bytes) != ferry_api::parse_bytes(&real).ok() {
+                sets.delete("db", &DeleteParams::orphan()).await.unwrap();
+                ferry_testenv::wait_until("the StatefulSet to go", 30, || async {
+                    sets.get_opt("db").await.ok()?.is_none().then_some(())
+                })
+                .await
+                .unwrap();
+                let remade = owned_by(
+                    stateful_set("db", 1, class, &real),
+                    "test.ferry.dev/v1",
+                    "Widget",
+                    "db",
+                    &widget.uid().unwrap(),
+                );
+                sets.create(&PostParams::default(), &remade).await.unwrap();
+            }
+            let status = json!({"status": {"observedGeneration": generation}});
+            let _ = api
+                .patch_status("db", &PatchParams::default(), &Patch::Merge(status))
+                .await;
+        }
+    })
+}
+
+/// An owner whose entry names a field its operator does not read: once let go, the operator
+/// re-makes the StatefulSet with the old size. The run fails saying so (status and a Warning
+/// Event), the owner is let go, the volumes keep their new size and the replica its data.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_owner_that_remakes_its_stateful_set_with_the_old_size_fails_the_run_and_is_let_go() {
+    let harness = widget_harness("own-undo").await;
+    owned_widget_stateful_set(&harness, CLASS_EXPANDABLE, "1Gi").await;
+    widgets(&harness)
+        .patch(
+            "db",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"storage": {"realSize": "1Gi"}}})),
+        )
+        .await
+        .unwrap();
+    let owner_operator = play_widget_operator_that_remakes(&harness, CLASS_EXPANDABLE);
+    let pod_before = harness
+        .ns
+        .api::<k8s_openapi::api::core::v1::Pod>()
+        .get("db-0")
+        .await
+        .unwrap()
+        .uid();
+
+    harness
+        .create_resize(
+            "grow",
+            json!({"statefulSetName": "db", "volumes": [{"name": "data", "size": "2Gi"}]}),
+        )
+        .await;
+    let failed = harness
+        .wait_resize("grow", "the resize to end", |r| r.phase().is_terminal())
+        .await;
+    let status = failed.status.clone().unwrap();
+    assert_eq!(failed.phase(), Phase::Failed, "{:?}", status.message);
+    let message = status.message.clone().unwrap_or_default();
+    assert!(
+        message.contains("Widget/db changed the StatefulSet's volume claim templates back"),
+        "{message}"
+    );
+    let events = ferry_testenv::wait_until("a Warning Event on the VolumeResize", 30, || async {
+        let events = harness.events_for("VolumeResize", "grow").await;
+        events
+            .iter()
+            .any(|(type_, _, note)| {
+                type_ == "Warning" && note.contains("changed the StatefulSet's volume claim templates back")
+            })
+            .then_some(events)
+    })
+    .await;
+    assert!(
+        events.is_ok(),
+        "{:?}",
+        harness.events_for("VolumeResize", "grow").await
+    );
+
+    // Let go, the new size written (the entry's field); the StatefulSet is the owner's again, at the
+    // old size; the claim keeps its new size, and the replica never went down.
+    let now = widgets(&harness).get("db").await.unwrap();
+    assert_eq!(
+        (&now.data["spec"]["paused"], &now.data["spec"]["storage"]["size"]),
+        (&json!(false), &json!("2Gi"))
+    );
+    let sts = harness.ns.api::<StatefulSet>().get("db").await.unwrap();
+    assert_eq!(template_bytes(&sts), Some(GI));
+    assert_eq!(
+        sts.annotations().get(ferry_api::names::ANNOTATION_RECREATED_BY),
+        None,
+        "re-made by its owner"
+    );
+    assert_eq!(claim_bytes(&harness, "data-db-0").await, Some(2 * GI));
+    let pod_after = harness
+        .ns
+        .api::<k8s_openapi::api::core::v1::Pod>()
+        .get("db-0")
+        .await
+        .unwrap()
+        .uid();
+    assert_eq!(pod_after, pod_before, "the replica kept running");
+    owner_operator.abort();
+    harness.finish().await;
+}
+
 /// The real prometheus-operator watching the test's namespace (running until the test kills
 /// it), and its Prometheus `metrics` Ready on its StatefulSet `prometheus-metrics`, its TSDB on a
 /// claim of `class` and `size`; scraping itself every second when `self_scrape`.

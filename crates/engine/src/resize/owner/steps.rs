@@ -10,7 +10,7 @@ use crate::resize::observed::{Observed, StatefulSetView};
 use crate::resize::run::Decision;
 use ferry_api::condition::REASON_OWNER_DID_NOT_ACT;
 use ferry_api::quantity::format_bytes;
-use ferry_api::{OwnerStatus, OwnerStep, Phase, VolumeResizeStatus, parse_bytes};
+use ferry_api::{OwnerStatus, OwnerStep, Phase, RunEnded, VolumeResizeStatus, parse_bytes};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use serde_json::Value;
 
@@ -98,9 +98,28 @@ pub(crate) fn again_for_rollback(status: &VolumeResizeStatus) -> Option<VolumeRe
             owner.since = None;
             owner.pause_before = None;
             owner.paused_already = false;
+            owner.run_ended = None;
         }
         again
     })
+}
+
+/// The run's own end as recorded when the owner's steps began, standing for its planner from then
+/// on: once Ferry writes into the owner and lets it go, the StatefulSet is the owner's again, and a
+/// planner that re-made it (or re-wrote its templates) would fight an owner that re-makes it.
+pub(crate) fn recorded_end(status: &VolumeResizeStatus) -> Option<Decision> {
+    let owner = active(status)?;
+    let ended = owner.run_ended.as_ref()?;
+    if !matches!(
+        owner.step,
+        Some(OwnerStep::Writing | OwnerStep::Releasing | OwnerStep::Confirming)
+    ) {
+        return None;
+    }
+    let mut run = status.clone();
+    run.phase = Some(ended.phase);
+    run.finished_at = Some(ended.at.clone());
+    Some(act(run, vec![], ended.message.clone()))
 }
 
 /// Before the run's planner: the owner paused (or proven to need no pause).
@@ -183,6 +202,22 @@ pub(crate) fn after_run(
     let mut held = step.status.clone();
     held.phase = before.phase;
     held.finished_at = before.finished_at.clone();
+    // The run's end, recorded (again, while the owner is still paused: the planner's view is the
+    // newest) so that from the first write into the owner on the planner is not asked again.
+    if step.actions.is_empty()
+        && let Some(recorded) = held.owner.as_mut()
+        && let Some(phase) = step.status.phase
+    {
+        recorded.run_ended = Some(RunEnded {
+            phase,
+            message: step.status.message.clone().unwrap_or_default(),
+            at: step
+                .status
+                .finished_at
+                .clone()
+                .unwrap_or_else(|| clock.now.clone()),
+        });
+    }
     if !step.actions.is_empty() {
         // The run's own last actions first.
         return Decision {
@@ -208,7 +243,10 @@ pub(crate) fn after_run(
         Err(why) => return act(held, vec![], format!("cannot write into {}: {why}", who(&owner))),
     };
     let step_now = owner.step.unwrap_or(OwnerStep::Paused);
-    if step_now != OwnerStep::Confirming && !write_ops.is_empty() {
+    // Written only while the owner is still paused: once let go, what its StatefulSet says is the
+    // owner's doing, to be judged (confirm), never written back into it.
+    let still_paused = matches!(step_now, OwnerStep::Paused | OwnerStep::Writing);
+    if still_paused && !write_ops.is_empty() {
         set_step(&mut held, OwnerStep::Writing, clock);
         let message = format!(
             "writing the StatefulSet's volume sizes and classes into {}",

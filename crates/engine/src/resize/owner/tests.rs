@@ -343,6 +343,62 @@ fn an_owner_that_undoes_the_templates_fails_the_run_and_one_paused_by_someone_el
 }
 
 #[test]
+fn once_the_owner_is_written_into_the_runs_recorded_end_stands_for_its_planner() {
+    // The run ends while the owner is paused: its end is recorded with the first write.
+    let status = owned(Some(OwnerStep::Paused));
+    assert!(recorded_end(&status).is_none(), "nothing recorded yet");
+    let writing = after_run(
+        &status,
+        ended(&status),
+        &observed(Some(prometheus("10Gi", Some(true), 2, 2)), true, 20 * GI),
+        clock(),
+    );
+    let (what, _) = patch_of(&writing);
+    assert_eq!(what, OwnerPatch::Write);
+    let recorded = writing.status.owner.as_ref().unwrap().run_ended.clone().unwrap();
+    assert_eq!(
+        (recorded.phase, recorded.message.as_str()),
+        (Phase::Succeeded, "every volume expanded in place")
+    );
+    assert_eq!(writing.status.phase, Some(Phase::Running), "held");
+
+    // From then on the recorded end is the run's: no planner re-makes the StatefulSet. An owner
+    // that re-made it with the old template as soon as it was let go (Ferry still Releasing) fails
+    // the run; the old template is not written back into it, and nothing is done to it.
+    let mut releasing = writing.status.clone();
+    releasing.owner.as_mut().unwrap().step = Some(OwnerStep::Releasing);
+    let end = recorded_end(&releasing).unwrap();
+    let remade = after_run(
+        &releasing,
+        end,
+        &observed(Some(prometheus("20Gi", None, 4, 4)), true, 10 * GI),
+        clock(),
+    );
+    assert!(remade.actions.is_empty(), "{:?}", remade.actions);
+    assert_eq!(remade.status.phase, Some(Phase::Failed));
+    let mut confirming = writing.status.clone();
+    confirming.owner.as_mut().unwrap().step = Some(OwnerStep::Confirming);
+    let end = recorded_end(&confirming).unwrap();
+    assert!(end.actions.is_empty());
+    assert_eq!(end.status.phase, Some(Phase::Succeeded));
+    let remade = after_run(
+        &confirming,
+        end,
+        &observed(Some(prometheus("20Gi", None, 4, 4)), true, 10 * GI),
+        clock(),
+    );
+    assert!(remade.actions.is_empty(), "{:?}", remade.actions);
+    assert_eq!(remade.status.phase, Some(Phase::Failed));
+
+    // A rollback on request starts the cycle afresh: nothing recorded.
+    let mut confirmed = confirming;
+    confirmed.phase = Some(Phase::Succeeded);
+    confirmed.owner.as_mut().unwrap().step = Some(OwnerStep::Confirmed);
+    let again = again_for_rollback(&confirmed).unwrap();
+    assert_eq!(again.owner.unwrap().run_ended, None);
+}
+
+#[test]
 fn a_run_that_has_not_ended_and_an_ignored_owner_pass_unchanged() {
     let status = owned(Some(OwnerStep::Paused));
     let running = Decision {
