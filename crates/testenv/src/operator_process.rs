@@ -21,8 +21,8 @@ const READY_SECONDS: u64 = 60;
 /// Which operator, and how it is run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Operator {
-    /// prometheus-operator, its config reloader run from [`crate::prometheus_operator::PROMETHEUS_IMAGE`].
-    Prometheus,
+    /// prometheus-operator, its config reloader run from this image.
+    Prometheus { config_reloader: &'static str },
     /// ECK's operator (`elastic-operator manager`).
     Eck,
 }
@@ -31,7 +31,7 @@ impl Operator {
     /// Its binary in the test bed, and the prefix of its log and pid files.
     fn name(self) -> &'static str {
         match self {
-            Operator::Prometheus => "prometheus-operator",
+            Operator::Prometheus { .. } => "prometheus-operator",
             Operator::Eck => "eck-operator",
         }
     }
@@ -39,13 +39,9 @@ impl Operator {
     /// Its arguments: the one namespace it watches, and the loopback port it answers on.
     fn args(self, namespace: &str, port: u16) -> Vec<String> {
         match self {
-            Operator::Prometheus => vec![
+            Operator::Prometheus { config_reloader } => vec![
                 format!("--namespaces={namespace}"),
-                // The reloader runs from the image Prometheus runs from (both are in it).
-                format!(
-                    "--prometheus-config-reloader={}",
-                    crate::prometheus_operator::PROMETHEUS_IMAGE
-                ),
+                format!("--prometheus-config-reloader={config_reloader}"),
                 format!("--web.listen-address=127.0.0.1:{port}"),
             ],
             Operator::Eck => vec![
@@ -68,7 +64,7 @@ impl Operator {
     /// server starts with its manager).
     fn ready_path(self) -> &'static str {
         match self {
-            Operator::Prometheus => "/healthz",
+            Operator::Prometheus { .. } => "/healthz",
             Operator::Eck => "/metrics",
         }
     }

@@ -28,7 +28,11 @@ pub type PrometheusOperator = OperatorProcess;
 /// Starts prometheus-operator for `namespace` (its `--namespaces`: it sees and makes objects there
 /// only) and waits until it serves `/healthz`.
 pub async fn start(namespace: &str) -> Result<PrometheusOperator, Error> {
-    OperatorProcess::start(Operator::Prometheus, namespace).await
+    // The reloader runs from the image Prometheus runs from (both are in it).
+    let operator = Operator::Prometheus {
+        config_reloader: PROMETHEUS_IMAGE,
+    };
+    OperatorProcess::start(operator, namespace).await
 }
 
 /// Applies every CRD of the pinned release (`example/prometheus-operator-crd`) and waits until
