@@ -18,6 +18,11 @@ pub const LABEL_DRAINED_NODE: &str = "ferry.dev/drained-node";
 /// Label with the managed-by convention value.
 pub const LABEL_MANAGED_BY: &str = "app.kubernetes.io/managed-by";
 pub const MANAGED_BY_VALUE: &str = "ferry";
+/// The label the chart gives the operator's pods and the operator its leader Lease
+/// (`app.kubernetes.io/name: ferry`): how `kubectl ferry` finds a running operator, in the cluster
+/// or outside it.
+pub const LABEL_APP_NAME: &str = "app.kubernetes.io/name";
+pub const APP_NAME: &str = "ferry";
 
 /// `ferry.dev/resize.<template-name>: "20Gi"` on a StatefulSet asks for a resize of that template.
 pub const ANNOTATION_RESIZE_PREFIX: &str = "ferry.dev/resize.";

@@ -266,12 +266,9 @@ async fn resize(cluster: &Cluster, args: ResizeArgs, style: Style) -> Result<Exi
         .or_else(|| created.metadata.generate_name.clone())
         .unwrap_or_default();
     // Made with no operator to act on it, it would wait without a word: say so.
-    if matches!(args.dry_run, None | Some(DryRun::Plan))
-        && let crate::version::Operators::Found(operators) = cluster.operators().await
-        && operators.is_empty()
-    {
+    if matches!(args.dry_run, None | Some(DryRun::Plan)) && cluster.operators().await.none_running() {
         eprintln!(
-            "warning: no Ferry operator runs in this cluster (no pod labelled {}): VolumeResize {name} waits until one does",
+            "warning: no Ferry operator runs in this cluster (no pod and no leader Lease renewed lately labelled {}): VolumeResize {name} waits until one does",
             crate::version::OPERATOR_SELECTOR
         );
     }

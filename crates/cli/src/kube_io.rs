@@ -168,36 +168,72 @@ pub fn readable(listed: ListedResize) -> Result<VolumeResize, CliError> {
 }
 
 impl Cluster {
-    /// The Ferry operator pods in every namespace (`app.kubernetes.io/name=ferry`), or why they
-    /// cannot be listed.
+    /// The Ferry operators in every namespace: their pods and leader Leases (both labelled
+    /// `app.kubernetes.io/name=ferry`), or why neither can be listed.
     pub async fn operators(&self) -> crate::version::Operators {
-        use crate::version::{OPERATOR_SELECTOR, OperatorPod, Operators, pod_version};
-        let pods: Api<k8s_openapi::api::core::v1::Pod> = Api::all(self.client.clone());
-        let listed = pods.list(&ListParams::default().labels(OPERATOR_SELECTOR)).await;
-        match listed {
-            Ok(list) => Operators::Found(
-                list.items
-                    .iter()
-                    .map(|pod| OperatorPod {
-                        namespace: pod.metadata.namespace.clone().unwrap_or_default(),
-                        name: pod.metadata.name.clone().unwrap_or_default(),
-                        version: pod_version(
-                            pod.metadata.labels.as_ref(),
-                            pod.spec
-                                .as_ref()
-                                .and_then(|spec| spec.containers.first())
-                                .and_then(|container| container.image.as_deref()),
-                        ),
-                        ready: pod
-                            .status
-                            .iter()
-                            .flat_map(|status| status.conditions.iter().flatten())
-                            .any(|c| c.type_ == "Ready" && c.status == "True"),
-                    })
-                    .collect(),
-            ),
-            Err(error) => Operators::Unknown(format!("cannot list pods in every namespace: {error}")),
+        use crate::version::Operators;
+        match (self.operator_pods().await, self.operator_leases().await) {
+            (Err(pods), Err(leases)) => Operators::Unknown(format!(
+                "cannot list pods in every namespace: {pods}; nor leases: {leases}"
+            )),
+            (pods, leases) => Operators::Found {
+                pods: pods.unwrap_or_default(),
+                leases: leases.unwrap_or_default(),
+            },
         }
+    }
+
+    async fn operator_pods(&self) -> Result<Vec<crate::version::OperatorPod>, kube::Error> {
+        use crate::version::{OPERATOR_SELECTOR, OperatorPod, pod_version};
+        let pods: Api<k8s_openapi::api::core::v1::Pod> = Api::all(self.client.clone());
+        let list = pods
+            .list(&ListParams::default().labels(OPERATOR_SELECTOR))
+            .await?;
+        Ok(list
+            .items
+            .iter()
+            .map(|pod| OperatorPod {
+                namespace: pod.metadata.namespace.clone().unwrap_or_default(),
+                name: pod.metadata.name.clone().unwrap_or_default(),
+                version: pod_version(
+                    pod.metadata.labels.as_ref(),
+                    pod.spec
+                        .as_ref()
+                        .and_then(|spec| spec.containers.first())
+                        .and_then(|container| container.image.as_deref()),
+                ),
+                ready: pod
+                    .status
+                    .iter()
+                    .flat_map(|status| status.conditions.iter().flatten())
+                    .any(|c| c.type_ == "Ready" && c.status == "True"),
+            })
+            .collect())
+    }
+
+    async fn operator_leases(&self) -> Result<Vec<crate::version::OperatorLease>, kube::Error> {
+        use crate::version::{OPERATOR_SELECTOR, OperatorLease};
+        let leases: Api<k8s_openapi::api::coordination::v1::Lease> = Api::all(self.client.clone());
+        let list = leases
+            .list(&ListParams::default().labels(OPERATOR_SELECTOR))
+            .await?;
+        let now = jiff::Timestamp::now();
+        Ok(list
+            .items
+            .iter()
+            .map(|lease| {
+                let spec = lease.spec.clone().unwrap_or_default();
+                OperatorLease {
+                    namespace: lease.metadata.namespace.clone().unwrap_or_default(),
+                    name: lease.metadata.name.clone().unwrap_or_default(),
+                    holder: spec.holder_identity.filter(|holder| !holder.is_empty()),
+                    renewed_seconds_ago: spec
+                        .renew_time
+                        .map(|renewed| now.duration_since(renewed.0).as_secs()),
+                    lease_seconds: spec.lease_duration_seconds,
+                }
+            })
+            .collect())
     }
 
     /// For creating and changing VolumeResizes. Reading goes through [`Cluster::raw_resizes`], so one

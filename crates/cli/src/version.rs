@@ -1,10 +1,12 @@
-//! `kubectl ferry version`: this plugin's version and the Ferry operators the cluster runs (pods
-//! labelled `app.kubernetes.io/name=ferry`, as the chart and the manifests label them), or that
-//! none runs: a VolumeResize made then would wait for one.
+//! `kubectl ferry version`: this plugin's version and the Ferry operators the cluster runs, or
+//! that none runs (a VolumeResize made then would wait for one). An operator is known by what it
+//! does, wherever it runs: its pods (labelled `app.kubernetes.io/name=ferry`, as the chart and the
+//! manifests label them) and its leader Lease, which it labels the same and renews while it acts
+//! (an operator run outside the cluster, as the demo runs it, has only the Lease).
 
 use serde::Serialize;
 
-/// The label the chart and the manifests give the operator's pods.
+/// The label the chart and the manifests give the operator's pods, and the operator its Lease.
 pub const OPERATOR_SELECTOR: &str = "app.kubernetes.io/name=ferry";
 
 /// One operator pod as seen.
@@ -18,12 +20,48 @@ pub struct OperatorPod {
     pub ready: bool,
 }
 
+/// One operator's leader Lease as seen.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct OperatorLease {
+    pub namespace: String,
+    pub name: String,
+    /// Who holds it (the operator's identity: its pod's name, or its host's).
+    pub holder: Option<String>,
+    /// Seconds since its holder last renewed it, by this machine's clock.
+    pub renewed_seconds_ago: Option<i64>,
+    /// How long it holds without a renewal.
+    pub lease_seconds: Option<i32>,
+}
+
+impl OperatorLease {
+    /// Held and renewed within twice its duration (a margin for the clocks of two machines): its
+    /// holder is acting.
+    pub fn held(&self) -> bool {
+        let limit = i64::from(self.lease_seconds.unwrap_or(15)) * 2;
+        self.holder.is_some() && self.renewed_seconds_ago.is_some_and(|ago| ago <= limit)
+    }
+}
+
 /// What was seen of the operators.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Operators {
-    Found(Vec<OperatorPod>),
-    /// The pods could not be listed (forbidden, unreachable): why.
+    Found {
+        pods: Vec<OperatorPod>,
+        leases: Vec<OperatorLease>,
+    },
+    /// Neither pods nor Leases could be listed (forbidden, unreachable): why.
     Unknown(String),
+}
+
+impl Operators {
+    /// Seen, and none runs: no operator pod and no Lease held.
+    pub fn none_running(&self) -> bool {
+        match self {
+            Operators::Found { pods, leases } => pods.is_empty() && !leases.iter().any(OperatorLease::held),
+            Operators::Unknown(_) => false,
+        }
+    }
 }
 
 #[derive(Serialize)]
@@ -33,17 +71,21 @@ struct Report<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     operators: Option<&'a [OperatorPod]>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    operator_leases: Option<&'a [OperatorLease]>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     operators_unknown: Option<&'a str>,
 }
 
 /// The version report as data (`-o json|yaml`).
 pub fn report(client: &str, operators: Option<&Operators>) -> serde_json::Value {
+    let (pods, leases) = match operators {
+        Some(Operators::Found { pods, leases }) => (Some(pods.as_slice()), Some(leases.as_slice())),
+        _ => (None, None),
+    };
     let report = Report {
         client_version: client,
-        operators: match operators {
-            Some(Operators::Found(pods)) => Some(pods),
-            _ => None,
-        },
+        operators: pods,
+        operator_leases: leases.filter(|leases| !leases.is_empty()),
         operators_unknown: match operators {
             Some(Operators::Unknown(why)) => Some(why),
             _ => None,
@@ -52,16 +94,17 @@ pub fn report(client: &str, operators: Option<&Operators>) -> serde_json::Value 
     serde_json::to_value(&report).unwrap_or_default()
 }
 
-/// The version report as text: the client, then each operator pod, or why there is none to show.
+/// The version report as text: the client, then each operator pod and held Lease, or why there is
+/// none to show.
 pub fn text(client: &str, operators: Option<&Operators>) -> String {
     let mut out = format!("Client Version: {client}\n");
     match operators {
         None => {}
-        Some(Operators::Found(pods)) if pods.is_empty() => out.push_str(
-            "Operator: none running (no pod labelled app.kubernetes.io/name=ferry in any namespace you can list); \
-             a VolumeResize waits until one runs\n",
+        Some(seen) if seen.none_running() => out.push_str(
+            "Operator: none running (no pod labelled app.kubernetes.io/name=ferry and no leader Lease \
+             so labelled renewed lately, in any namespace you can list); a VolumeResize waits until one runs\n",
         ),
-        Some(Operators::Found(pods)) => {
+        Some(Operators::Found { pods, leases }) => {
             for pod in pods {
                 out.push_str(&format!(
                     "Operator Version: {} ({}/{}, {})\n",
@@ -69,6 +112,15 @@ pub fn text(client: &str, operators: Option<&Operators>) -> String {
                     pod.namespace,
                     pod.name,
                     if pod.ready { "Ready" } else { "not Ready" }
+                ));
+            }
+            for lease in leases.iter().filter(|lease| lease.held()) {
+                out.push_str(&format!(
+                    "Operator Lease: {}/{} held by {}, renewed {}s ago\n",
+                    lease.namespace,
+                    lease.name,
+                    lease.holder.as_deref().unwrap_or_default(),
+                    lease.renewed_seconds_ago.unwrap_or_default()
                 ));
             }
         }
@@ -106,7 +158,11 @@ mod tests {
 
     #[test]
     fn each_operator_pod_is_shown_with_its_version_and_readiness() {
-        let text = text("0.1.0", Some(&Operators::Found(vec![pod(true), pod(false)])));
+        let seen = Operators::Found {
+            pods: vec![pod(true), pod(false)],
+            leases: vec![],
+        };
+        let text = text("0.1.0", Some(&seen));
         assert_eq!(
             text,
             "Client Version: 0.1.0\nOperator Version: 0.1.0 (ferry-system/ferry-0, Ready)\n\
@@ -114,9 +170,53 @@ mod tests {
         );
     }
 
+    fn lease(renewed_seconds_ago: i64) -> OperatorLease {
+        OperatorLease {
+            namespace: "demo".into(),
+            name: "ferry-leader".into(),
+            holder: Some("laptop".into()),
+            renewed_seconds_ago: Some(renewed_seconds_ago),
+            lease_seconds: Some(15),
+        }
+    }
+
+    #[test]
+    fn an_operator_outside_the_cluster_is_known_by_the_lease_it_renews() {
+        let renewing = Operators::Found {
+            pods: vec![],
+            leases: vec![lease(2)],
+        };
+        assert!(!renewing.none_running());
+        assert_eq!(
+            text("0.1.0", Some(&renewing)),
+            "Client Version: 0.1.0\nOperator Lease: demo/ferry-leader held by laptop, renewed 2s ago\n"
+        );
+        let stale = Operators::Found {
+            pods: vec![],
+            leases: vec![lease(31)],
+        };
+        assert!(stale.none_running(), "not renewed for twice its duration");
+        let released = Operators::Found {
+            pods: vec![],
+            leases: vec![OperatorLease {
+                holder: None,
+                ..lease(1)
+            }],
+        };
+        assert!(released.none_running());
+        assert_eq!(
+            report("0.1.0", Some(&renewing))["operatorLeases"][0]["holder"],
+            "laptop"
+        );
+    }
+
     #[test]
     fn no_operator_and_an_unknown_one_are_said() {
-        assert!(text("0.1.0", Some(&Operators::Found(vec![]))).contains("Operator: none running"));
+        let none = Operators::Found {
+            pods: vec![],
+            leases: vec![],
+        };
+        assert!(text("0.1.0", Some(&none)).contains("Operator: none running"));
         assert!(
             text("0.1.0", Some(&Operators::Unknown("forbidden".into()))).contains("cannot tell (forbidden)")
         );
@@ -139,7 +239,11 @@ mod tests {
 
     #[test]
     fn the_report_as_data_names_the_operators_or_why_not() {
-        let found = report("0.1.0", Some(&Operators::Found(vec![pod(true)])));
+        let seen = Operators::Found {
+            pods: vec![pod(true)],
+            leases: vec![],
+        };
+        let found = report("0.1.0", Some(&seen));
         assert_eq!(found["clientVersion"], "0.1.0");
         assert_eq!(found["operators"][0]["version"], "0.1.0");
         let unknown = report("0.1.0", Some(&Operators::Unknown("forbidden".into())));

@@ -5,6 +5,7 @@
 //! which is shorter than the lease duration by the margin an in-flight write needs.
 
 use crate::Error;
+use ferry_api::names::{APP_NAME, LABEL_APP_NAME};
 use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
 use kube::{Api, Client};
@@ -152,6 +153,7 @@ async fn create(leases: &Api<Lease>, election: &LeaderElection, me: &str) -> Res
     let lease = Lease {
         metadata: ObjectMeta {
             name: Some(election.name.clone()),
+            labels: Some([(LABEL_APP_NAME.to_string(), APP_NAME.to_string())].into()),
             ..ObjectMeta::default()
         },
         spec: Some(spec_for(me, election, 0, true, None)),
@@ -174,6 +176,12 @@ async fn take(
 ) -> Result<bool, Error> {
     let changes_hands = record.holder.as_deref() != Some(me);
     let transitions = record.transitions + i32::from(changes_hands);
+    // (A Lease an older release made has no label: it gets it from its next holder.)
+    lease
+        .metadata
+        .labels
+        .get_or_insert_with(Default::default)
+        .insert(LABEL_APP_NAME.to_string(), APP_NAME.to_string());
     lease.spec = Some(spec_for(
         me,
         election,

@@ -7,6 +7,7 @@ mod drain;
 
 use crate::support::Env;
 use ferry_testenv::wait_until;
+use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::Pod;
 use kube::Api;
 use kube::api::ListParams;
@@ -17,16 +18,22 @@ use kube::api::ListParams;
 async fn without_an_operator_version_says_none_runs_and_resize_warns() {
     let env = Env::start("cli-alone").await;
     let pods: Api<Pod> = Api::all(env.client.clone());
-    // Earlier tests' namespaces may still be going away.
+    let leases: Api<Lease> = Api::all(env.client.clone());
+    // Earlier tests' namespaces may still be going away, and their operators' Leases expiring.
     wait_until(
-        "no pod labelled app.kubernetes.io/name=ferry in the cluster",
+        "no pod and no Lease held labelled app.kubernetes.io/name=ferry in the cluster",
         180,
         || async {
-            let listed = pods
-                .list(&ListParams::default().labels("app.kubernetes.io/name=ferry"))
-                .await
-                .ok()?;
-            listed.items.is_empty().then_some(())
+            let selector = ListParams::default().labels("app.kubernetes.io/name=ferry");
+            let listed = pods.list(&selector).await.ok()?;
+            let held = leases.list(&selector).await.ok()?.items.into_iter().any(|lease| {
+                let spec = lease.spec.unwrap_or_default();
+                let fresh = spec
+                    .renew_time
+                    .is_some_and(|renewed| jiff::Timestamp::now().duration_since(renewed.0).as_secs() <= 30);
+                spec.holder_identity.is_some_and(|holder| !holder.is_empty()) && fresh
+            });
+            (listed.items.is_empty() && !held).then_some(())
         },
     )
     .await

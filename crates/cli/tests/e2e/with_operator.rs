@@ -226,3 +226,50 @@ async fn status_follow_returns_when_the_resize_ends() {
     assert!(slow_out.contains("slow: Failed"), "{slow_out}");
     env.finish().await;
 }
+
+/// An operator run outside the cluster (no pod) is known by the leader Lease it labels and renews:
+/// `version` shows it and `resize` does not warn.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_operator_outside_the_cluster_is_known_by_its_lease() {
+    let mut env = Env::start("cli-lease").await;
+    env.stateful_set("db", 1, ferry_testenv::CLASS_EXPANDABLE, true)
+        .await;
+    env.start_operator_leading().await;
+    let leases: Api<k8s_openapi::api::coordination::v1::Lease> = env.ns.api();
+    let lease = ferry_testenv::wait_until("the operator to hold its Lease", 60, || async {
+        let lease = leases.get_opt("ferry-leader").await.ok()??;
+        let held = lease
+            .spec
+            .as_ref()?
+            .holder_identity
+            .as_ref()
+            .is_some_and(|h| !h.is_empty());
+        held.then_some(lease)
+    })
+    .await
+    .unwrap();
+    assert_eq!(
+        lease
+            .metadata
+            .labels
+            .unwrap_or_default()
+            .get("app.kubernetes.io/name")
+            .map(String::as_str),
+        Some("ferry"),
+        "the operator labels the Lease it makes"
+    );
+
+    let run = env.ferry(&["version"]).await;
+    assert_eq!(run.code, 0, "{run:?}");
+    let line = format!("Operator Lease: {}/ferry-leader held by ", env.ns.name);
+    assert!(run.stdout.contains(&line), "{run:?}");
+    assert!(!run.stdout.contains("none running"), "{run:?}");
+    let resize = env
+        .ferry(&[
+            "resize", "db", "--volume", "data", "--size", "2Gi", "--name", "grow",
+        ])
+        .await;
+    assert_eq!(resize.code, 0, "{resize:?}");
+    assert!(!resize.stderr.contains("no Ferry operator"), "{resize:?}");
+    env.finish().await;
+}

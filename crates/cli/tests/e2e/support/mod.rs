@@ -75,6 +75,28 @@ impl Env {
         }));
     }
 
+    /// Runs the operator in-process with the admin's rights, acting only while it holds the Lease
+    /// `<namespace>/ferry-leader`, as an operator run outside the cluster (the demo's) runs: no
+    /// pod shows it, its Lease does.
+    pub async fn start_operator_leading(&mut self) {
+        let settings = Settings {
+            namespaces: vec![self.ns.name.clone()],
+            mover_image: Some(ferry_testenv::workload::FERRY_IMAGE.to_string()),
+            leader_election: Some(ferry_operator::leader::LeaderElection {
+                namespace: self.ns.name.clone(),
+                name: "ferry-leader".into(),
+                lease_duration: Duration::from_secs(15),
+            }),
+            ..Settings::default()
+        };
+        let client = self.client.clone();
+        self.operator = Some(tokio::spawn(async move {
+            if let Err(error) = run(client, settings).await {
+                eprintln!("operator stopped: {error}");
+            }
+        }));
+    }
+
     pub async fn finish(self) {
         if let Some(operator) = self.operator {
             operator.abort();
