@@ -1,7 +1,9 @@
 //! Command-line flags, parsed by clap.
 
+use crate::duration::parse_duration;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;
+use std::time::Duration;
 
 #[derive(Parser, Debug)]
 #[command(
@@ -40,10 +42,10 @@ pub struct GlobalArgs {
     /// Act with this group too (repeatable; needs --as).
     #[arg(long = "as-group", global = true, value_name = "GROUP", requires = "as_user")]
     pub as_groups: Vec<String>,
-    /// How long one request may take before it is given up: 30s, 1m, or a number of seconds;
-    /// 0 waits as long as it takes (default 30s).
-    #[arg(long, global = true, value_name = "DURATION")]
-    pub request_timeout: Option<String>,
+    /// How long one request may take before it is given up: 30s, 1m, 1m30s, or a number of
+    /// seconds; 0 waits as long as it takes (default 30s).
+    #[arg(long, global = true, value_parser = parse_duration, value_name = "DURATION")]
+    pub request_timeout: Option<Duration>,
 }
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]
@@ -212,9 +214,10 @@ pub struct PlanArgs {
     /// Keep the dry-run VolumeResize instead of deleting it after printing.
     #[arg(long)]
     pub keep: bool,
-    /// Seconds to wait for the operator to fill in the plan.
-    #[arg(long, default_value_t = 60, value_name = "SECONDS")]
-    pub timeout: u64,
+    /// How long to wait for the operator to fill in the plan (500ms, 30s, 1m30s; a bare number is
+    /// seconds).
+    #[arg(long, default_value = "60s", value_parser = parse_duration, value_name = "DURATION")]
+    pub timeout: Duration,
     /// Copy throughput assumed for the time estimate when the status has no measured rate.
     #[arg(long, default_value = "100Mi", value_name = "QUANTITY_PER_SECOND")]
     pub rate: String,
@@ -255,12 +258,12 @@ pub struct StatusArgs {
     /// Wait until it Succeeds or Fails, printing each change.
     #[arg(short, long)]
     pub follow: bool,
-    /// Seconds between polls with --follow.
-    #[arg(long, default_value_t = 1.0, value_name = "SECONDS")]
-    pub interval: f64,
-    /// Give up after this many seconds with --follow (exit 5); 0 waits forever.
-    #[arg(long, default_value_t = 0, value_name = "SECONDS")]
-    pub timeout: u64,
+    /// Time between polls with --follow (500ms, 2s; a bare number is seconds).
+    #[arg(long, default_value = "1s", value_parser = parse_duration, value_name = "DURATION")]
+    pub interval: Duration,
+    /// Give up after this long with --follow (exit 5), e.g. 5m; 0 waits forever.
+    #[arg(long, default_value = "0", value_parser = parse_duration, value_name = "DURATION")]
+    pub timeout: Duration,
     /// Print the name, phase and status as data (with --follow: one JSON line, or one YAML
     /// document, per change).
     #[arg(short, long, value_parser = DataFormat::parse, value_name = "json|yaml|name|jsonpath=TEMPLATE")]
@@ -271,9 +274,9 @@ pub struct StatusArgs {
 pub struct WatchArgs {
     /// Name of the VolumeResize.
     pub name: String,
-    /// Seconds between polls.
-    #[arg(long, default_value_t = 1.0, value_name = "SECONDS")]
-    pub interval: f64,
+    /// Time between polls (500ms, 2s; a bare number is seconds).
+    #[arg(long, default_value = "1s", value_parser = parse_duration, value_name = "DURATION")]
+    pub interval: Duration,
     /// Instead of progress bars or lines: the name, phase and status as data, one JSON line (or
     /// YAML document) per change, until it finishes.
     #[arg(short, long, value_parser = DataFormat::parse, value_name = "json|yaml|name|jsonpath=TEMPLATE")]

@@ -61,13 +61,13 @@ async fn execute(cli: Cli, style: Style) -> Result<ExitCode, CliError> {
         Command::Status(args) => status(&cluster, args, style).await,
         Command::Watch(args) if args.output.is_some() => {
             let format = args.output.unwrap_or(DataFormat::Json);
-            follow_documents(&cluster, &args.name, seconds(args.interval)?, None, format).await
+            follow_documents(&cluster, &args.name, interval(args.interval)?, None, format).await
         }
         Command::Watch(args) => {
             watch::watch(
                 &cluster,
                 &args.name,
-                seconds(args.interval)?,
+                interval(args.interval)?,
                 style,
                 std::io::stdout().is_terminal(),
             )
@@ -117,15 +117,19 @@ async fn version(global: &GlobalArgs, args: &VersionArgs) -> Result<ExitCode, Cl
     Ok(ExitCode::Ok)
 }
 
-fn seconds(value: f64) -> Result<Duration, CliError> {
-    Duration::try_from_secs_f64(value)
-        .ok()
-        .filter(|d| !d.is_zero())
-        .ok_or_else(|| {
-            CliError::Usage(format!(
-                "--interval {value}: must be a positive number of seconds"
-            ))
-        })
+/// A poll interval: any positive duration.
+fn interval(value: Duration) -> Result<Duration, CliError> {
+    if value.is_zero() {
+        return Err(CliError::Usage(
+            "--interval 0: give a positive duration such as 500ms or 2s".into(),
+        ));
+    }
+    Ok(value)
+}
+
+/// A `--timeout` with 0 for none: the moment to give up, if any.
+fn deadline_after(timeout: Duration) -> Option<Instant> {
+    (!timeout.is_zero()).then(|| Instant::now() + timeout)
 }
 
 fn assumed_rate(text: &str) -> Result<u64, CliError> {
@@ -324,7 +328,7 @@ async fn plan(cluster: &Cluster, args: PlanArgs, style: Style) -> Result<ExitCod
     let created = create(cluster, &object).await?;
     let name = created.name_any();
     let api = cluster.resizes();
-    let deadline = Instant::now() + Duration::from_secs(args.timeout);
+    let deadline = Instant::now() + args.timeout;
     let outcome = loop {
         match cluster.get_resize_opt(&name).await {
             Ok(Some(resize)) if resize.phase().is_terminal() => break Ok(resize),
@@ -335,7 +339,7 @@ async fn plan(cluster: &Cluster, args: PlanArgs, style: Style) -> Result<ExitCod
                     .and_then(|s| s.message.clone())
                     .unwrap_or_else(|| "no status yet: is the Ferry operator running?".into());
                 break Err(CliError::InProgress(format!(
-                    "the operator did not finish planning {name} within {}s ({}: {why})",
+                    "the operator did not finish planning {name} within {:?} ({}: {why})",
                     args.timeout,
                     resize.phase().as_str()
                 )));
@@ -466,15 +470,15 @@ async fn status(cluster: &Cluster, args: StatusArgs, style: Style) -> Result<Exi
             print_data(&status_document(&resize), &format)?;
             return Ok(ExitCode::for_phase(resize.phase()));
         }
-        let deadline = (args.timeout > 0).then(|| Instant::now() + Duration::from_secs(args.timeout));
-        return follow_documents(cluster, &args.name, seconds(args.interval)?, deadline, format).await;
+        let deadline = deadline_after(args.timeout);
+        return follow_documents(cluster, &args.name, interval(args.interval)?, deadline, format).await;
     }
     if !args.follow {
         crate::out!("{}", render::status_text(&resize, style));
         return Ok(ExitCode::for_phase(resize.phase()));
     }
-    let interval = seconds(args.interval)?;
-    let deadline = (args.timeout > 0).then(|| Instant::now() + Duration::from_secs(args.timeout));
+    let interval = interval(args.interval)?;
+    let deadline = deadline_after(args.timeout);
     let mut last = String::new();
     loop {
         let headline = render::headline(&resize, style);
@@ -487,7 +491,7 @@ async fn status(cluster: &Cluster, args: StatusArgs, style: Style) -> Result<Exi
         }
         if deadline.is_some_and(|d| Instant::now() >= d) {
             return Err(CliError::InProgress(format!(
-                "{} is still {} after {}s",
+                "{} is still {} after {:?}",
                 args.name,
                 resize.phase().as_str(),
                 args.timeout
@@ -884,7 +888,7 @@ mod tests {
             request_error(RequestError::Usage("u".into())).exit_code(),
             ExitCode::Usage
         );
-        assert_eq!(seconds(0.0).unwrap_err().exit_code(), ExitCode::Usage);
+        assert_eq!(interval(Duration::ZERO).unwrap_err().exit_code(), ExitCode::Usage);
         assert_eq!(assumed_rate("1x").unwrap_err().exit_code(), ExitCode::Usage);
     }
 }

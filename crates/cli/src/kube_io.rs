@@ -53,9 +53,10 @@ pub async fn connect(global: &GlobalArgs) -> Result<Cluster, CliError> {
         ))
     })?;
     config.connect_timeout = Some(Duration::from_secs(5));
-    config.read_timeout = match global.request_timeout.as_deref() {
+    // 0 waits as long as it takes, as kubectl's.
+    config.read_timeout = match global.request_timeout {
         None => Some(Duration::from_secs(30)),
-        Some(text) => request_timeout(text).map_err(CliError::Usage)?,
+        Some(timeout) => (!timeout.is_zero()).then_some(timeout),
     };
     config.write_timeout = config.read_timeout;
     if let Some(user) = &global.as_user {
@@ -75,27 +76,6 @@ pub async fn connect(global: &GlobalArgs) -> Result<Cluster, CliError> {
         namespace,
         server,
     })
-}
-
-/// `--request-timeout`: `0` (no limit), a number of seconds, or a number with `s`, `m` or `h`.
-pub fn request_timeout(text: &str) -> Result<Option<Duration>, String> {
-    let (number, unit) = match text.find(|c: char| !c.is_ascii_digit()) {
-        Some(at) => text.split_at(at),
-        None => (text, "s"),
-    };
-    let seconds_per = match unit {
-        "s" => 1,
-        "m" => 60,
-        "h" => 3600,
-        _ => 0,
-    };
-    match number.parse::<u64>() {
-        Ok(0) if seconds_per > 0 => Ok(None),
-        Ok(count) if seconds_per > 0 => Ok(Some(Duration::from_secs(count.saturating_mul(seconds_per)))),
-        _ => Err(format!(
-            "--request-timeout {text:?}: give a duration such as 30s, 1m or 0 (no limit)"
-        )),
-    }
 }
 
 /// What the command was doing, for error messages: e.g. ("create", "volumeresizes.ferry.dev").
@@ -482,17 +462,6 @@ fn crd_missing() -> CliError {
 mod tests {
     use super::*;
     use kube::core::Status;
-
-    #[test]
-    fn request_timeouts_read_as_kubectl_writes_them() {
-        assert_eq!(request_timeout("30s"), Ok(Some(Duration::from_secs(30))));
-        assert_eq!(request_timeout("2m"), Ok(Some(Duration::from_secs(120))));
-        assert_eq!(request_timeout("45"), Ok(Some(Duration::from_secs(45))));
-        assert_eq!(request_timeout("0"), Ok(None));
-        for bad in ["", "s", "1d", "-1s", "1.5s", "soon"] {
-            assert!(request_timeout(bad).is_err(), "{bad:?}");
-        }
-    }
 
     fn api_error(code: u16, message: &str) -> kube::Error {
         let mut status = Status::failure(message, "");

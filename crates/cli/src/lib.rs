@@ -9,6 +9,7 @@ pub mod args;
 pub mod commands;
 pub mod completion;
 pub mod drain;
+pub mod duration;
 pub mod exit;
 pub mod format;
 pub mod import;

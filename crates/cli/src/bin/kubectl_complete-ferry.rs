@@ -40,7 +40,7 @@ async fn candidates(wanted: Wanted, typed: Typed) -> Vec<String> {
         color: ColorChoice::Never,
         as_user: None,
         as_groups: Vec::new(),
-        request_timeout: Some("5s".to_string()),
+        request_timeout: Some(std::time::Duration::from_secs(5)),
     };
     let Ok(cluster) = connect(&global).await else {
         return Vec::new();

@@ -351,9 +351,9 @@ async fn status_and_describe_show_the_record() {
             "grow",
             "--follow",
             "--timeout",
-            "1",
+            "1s",
             "--interval",
-            "0.2",
+            "200ms",
         ])
         .await;
     assert_eq!(run.code, 5, "{run:?}");
@@ -1004,7 +1004,13 @@ async fn impersonation_and_request_timeout_as_in_kubectl() {
     assert_eq!(admin.code, 0, "{admin:?}");
     let bad = env.ferry(&["list", "--request-timeout", "soon"]).await;
     assert_eq!(bad.code, 2, "{bad:?}");
-    assert!(bad.stderr.contains("--request-timeout \"soon\""), "{bad:?}");
+    assert!(
+        bad.stderr.contains("--request-timeout") && bad.stderr.contains("\"soon\" is not a duration"),
+        "{bad:?}"
+    );
+    // Go's form, as kubectl takes it.
+    let kubectl_like = env.ferry(&["list", "--request-timeout", "1m30s"]).await;
+    assert_eq!(kubectl_like.code, 0, "{kubectl_like:?}");
     env.finish().await;
 }
 
