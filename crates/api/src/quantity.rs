@@ -19,6 +19,11 @@ pub enum ParseQuantityError {
     TooLarge(String),
 }
 
+/// Bytes of a quantity, `None` when it is not a whole number of bytes (see [`parse_bytes`]).
+pub fn quantity_bytes(quantity: &Quantity) -> Option<u64> {
+    parse_bytes(&quantity.0).ok()
+}
+
 /// Parses a storage quantity (`10Gi`, `1.5G`, `1e9`, `500Mi`) into bytes, rounding a fractional byte
 /// up as the API server does for storage requests. Rejects zero and negative values.
 pub fn parse_bytes(text: &str) -> Result<u64, ParseQuantityError> {

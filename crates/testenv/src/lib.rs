@@ -25,7 +25,6 @@ pub mod operator_process;
 pub mod paths;
 pub mod processes;
 pub mod prometheus_operator;
-pub mod quantity;
 pub mod storage;
 mod test_bed_crds;
 pub mod volume_dir;

@@ -11,12 +11,12 @@
 //!   that mounted it before runs).
 
 use crate::block::{BlockVolume, FileSystem};
-use crate::quantity::bytes;
 use crate::{
     BLOCK_PROVISIONER, CLASS_BLOCK, CLASS_BLOCK_ATTACH, CLASS_BLOCK_FIXED, CLASS_BLOCK_FIXED_OTHER,
     CLASS_BLOCK_NODE, CLASS_BLOCK_OFFLINE, CLASS_EXPANDABLE, CLASS_FIXED, CLASS_LOCAL, CLASS_OFFLINE_EXPAND,
     CSI_ATTACH_DRIVER, CSI_DRIVER, Error, PROVISIONER, REAL_NODE, REAL_ZONES,
 };
+use ferry_api::quantity::quantity_bytes;
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::{
     PersistentVolume, PersistentVolumeClaim, PersistentVolumeClaimCondition, Pod,
@@ -302,7 +302,7 @@ async fn provision(
                 tracing::warn!(claim = %claim.name_any(), "raw block claims are not provisioned");
                 return Ok(Action::await_change());
             }
-            let Some(size_bytes) = size.as_ref().and_then(bytes) else {
+            let Some(size_bytes) = size.as_ref().and_then(quantity_bytes) else {
                 return Ok(Action::await_change());
             };
             // XFS, so the agent can grow it while mounted.
@@ -479,7 +479,11 @@ fn requested_and_capacity(claim: &PersistentVolumeClaim) -> Option<(Quantity, u6
         .as_ref()
         .and_then(|s| s.capacity.as_ref())
         .and_then(|c| c.get("storage"))?;
-    Some((requested.clone(), bytes(&requested)?, bytes(capacity)?))
+    Some((
+        requested.clone(),
+        quantity_bytes(&requested)?,
+        quantity_bytes(capacity)?,
+    ))
 }
 
 /// Pods (not being deleted) whose volumes include the claim.

@@ -3,9 +3,9 @@
 
 use crate::support;
 
+use ferry_api::quantity::quantity_bytes;
 use ferry_api::{ChosenStrategy, Phase, RowStep};
 use ferry_testenv::fixtures::{claim_directory, stateful_set, tree_checksum};
-use ferry_testenv::quantity::bytes;
 use ferry_testenv::{CLASS_EXPANDABLE, CLASS_FIXED};
 use k8s_openapi::api::apps::v1::StatefulSet;
 use k8s_openapi::api::core::v1::{Namespace, PersistentVolume, PersistentVolumeClaim};
@@ -70,7 +70,7 @@ async fn assert_copied(harness: &Harness, before: &Before, size: u64, class: &st
         );
         assert_eq!(spec.storage_class_name.as_deref(), Some(class));
         assert_eq!(
-            bytes(claim.status.unwrap().capacity.unwrap().get("storage").unwrap()),
+            quantity_bytes(claim.status.unwrap().capacity.unwrap().get("storage").unwrap()),
             Some(size)
         );
         let dir = claim_directory(&claims, &volumes, &name).await.unwrap();
@@ -106,7 +106,7 @@ async fn assert_copied(harness: &Harness, before: &Before, size: u64, class: &st
         .as_ref()
         .unwrap();
     assert_eq!(
-        bytes(requested.get("storage").unwrap()),
+        quantity_bytes(requested.get("storage").unwrap()),
         Some(size),
         "template updated"
     );

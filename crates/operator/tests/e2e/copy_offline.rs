@@ -4,10 +4,10 @@
 use crate::support;
 
 use ferry_api::Phase;
+use ferry_api::quantity::quantity_bytes;
 use ferry_testenv::fixtures::{
     claim_directory, stateful_set_with, tree_checksum, wait_ready, write_sample_data,
 };
-use ferry_testenv::quantity::bytes;
 use ferry_testenv::{CLASS_EXPANDABLE, CLASS_FIXED, MOVER_LABEL};
 use k8s_openapi::api::apps::v1::StatefulSet;
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim, Pod};
@@ -117,7 +117,7 @@ async fn offline_mode_copies_two_templates_with_all_replicas_down_together() {
             256 << 20
         };
         assert_eq!(
-            bytes(status.capacity.unwrap().get("storage").unwrap()),
+            quantity_bytes(status.capacity.unwrap().get("storage").unwrap()),
             Some(wanted),
             "{claim}"
         );

@@ -3,11 +3,11 @@
 
 use crate::support;
 
+use ferry_api::quantity::quantity_bytes;
 use ferry_api::{Phase, RowStep};
 use ferry_testenv::CLASS_FIXED;
 use ferry_testenv::executor::MOVER_ENV_ANNOTATION;
 use ferry_testenv::fixtures::{claim_directory, stateful_set, tree_checksum, wait_ready};
-use ferry_testenv::quantity::bytes;
 use k8s_openapi::api::apps::v1::StatefulSet;
 use k8s_openapi::api::core::v1::{Namespace, PersistentVolume, PersistentVolumeClaim};
 use kube::Api;
@@ -68,7 +68,7 @@ async fn failed_verification_rolls_the_replica_back_with_data_intact() {
         .as_ref()
         .unwrap();
     assert_eq!(
-        bytes(requested.get("storage").unwrap()),
+        quantity_bytes(requested.get("storage").unwrap()),
         Some(256 << 20),
         "original template restored"
     );
@@ -158,7 +158,7 @@ async fn rollback_on_request_puts_replicas_back_on_their_old_volumes() {
         .as_ref()
         .unwrap();
     assert_eq!(
-        bytes(requested.get("storage").unwrap()),
+        quantity_bytes(requested.get("storage").unwrap()),
         Some(256 << 20),
         "original template restored"
     );

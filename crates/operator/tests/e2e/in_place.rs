@@ -2,9 +2,9 @@
 
 use crate::support;
 
+use ferry_api::quantity::quantity_bytes;
 use ferry_api::{ChosenStrategy, Phase};
 use ferry_testenv::fixtures::stateful_set;
-use ferry_testenv::quantity::bytes;
 use ferry_testenv::{CLASS_EXPANDABLE, CLASS_OFFLINE_EXPAND};
 use k8s_openapi::api::apps::v1::StatefulSet;
 use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod};
@@ -32,7 +32,7 @@ async fn assert_grown(harness: &Harness, size: u64) {
     for replica in 0..3 {
         let claim = claims.get(&format!("data-db-{replica}")).await.unwrap();
         assert_eq!(
-            bytes(claim.status.unwrap().capacity.unwrap().get("storage").unwrap()),
+            quantity_bytes(claim.status.unwrap().capacity.unwrap().get("storage").unwrap()),
             Some(size)
         );
     }
@@ -49,7 +49,7 @@ async fn assert_grown(harness: &Harness, size: u64) {
         .as_ref()
         .unwrap();
     assert_eq!(
-        bytes(requested.get("storage").unwrap()),
+        quantity_bytes(requested.get("storage").unwrap()),
         Some(size),
         "the StatefulSet template has the new size"
     );

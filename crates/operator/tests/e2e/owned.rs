@@ -6,9 +6,9 @@
 use crate::prechecks::assert_rejected;
 use crate::support::{Harness, OperatorOptions};
 use ferry_api::condition::REASON_OWNER_UNKNOWN;
+use ferry_api::quantity::quantity_bytes;
 use ferry_api::{OwnerStep, Phase};
 use ferry_testenv::fixtures::stateful_set;
-use ferry_testenv::quantity::bytes;
 use ferry_testenv::{CLASS_BLOCK, CLASS_EXPANDABLE};
 use k8s_openapi::api::apps::v1::StatefulSet;
 use k8s_openapi::api::core::v1::{ConfigMap, PersistentVolumeClaim};
@@ -36,7 +36,7 @@ fn owned_by(mut sts: StatefulSet, api_version: &str, kind: &str, name: &str, uid
 
 /// The size the first volume claim template of `templates` asks for.
 fn first_template_bytes(templates: &[PersistentVolumeClaim]) -> Option<u64> {
-    bytes(ferry_api::quantity::requested_storage(
+    quantity_bytes(ferry_api::quantity::requested_storage(
         templates.first()?.spec.as_ref(),
     )?)
 }
@@ -53,7 +53,7 @@ pub(crate) async fn claim_bytes(harness: &Harness, claim: &str) -> Option<u64> {
         .get(claim)
         .await
         .unwrap();
-    bytes(claim.status?.capacity?.get("storage")?)
+    quantity_bytes(claim.status?.capacity?.get("storage")?)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

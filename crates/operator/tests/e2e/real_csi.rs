@@ -226,7 +226,7 @@ async fn a_move_off_local_pvs_and_a_growth_finish_with_the_driver_and_its_sideca
 async fn capacity(harness: &Harness, claim: &str) -> u64 {
     let claims: Api<PersistentVolumeClaim> = harness.ns.api();
     let status = claims.get(claim).await.unwrap().status.unwrap();
-    ferry_testenv::quantity::bytes(status.capacity.unwrap().get("storage").unwrap()).unwrap()
+    ferry_api::quantity::quantity_bytes(status.capacity.unwrap().get("storage").unwrap()).unwrap()
 }
 
 /// KEP-1790 on the real driver: a size it refuses (OUT_OF_RANGE, past its backing file system)

@@ -6,11 +6,11 @@
 use crate::support;
 
 use ferry_api::names::ANNOTATION_FINAL_PASS;
+use ferry_api::quantity::quantity_bytes;
 use ferry_api::{Phase, RowStep, VolumeResize};
 use ferry_engine::resize::copy::is_result_line;
 use ferry_testenv::disruption::Allowed;
 use ferry_testenv::fixtures::{claim_directory, wait_ready};
-use ferry_testenv::quantity::bytes;
 use ferry_testenv::workload::{acknowledged, df_bytes, lost_records, writer_stateful_set};
 use ferry_testenv::{
     CLASS_BLOCK, CLASS_BLOCK_FIXED, CLASS_BLOCK_OFFLINE, MOVER_LABEL, REAL_NODES, wait_until,
@@ -297,7 +297,7 @@ async fn rolling_shrink_onto_another_class_loses_no_acknowledged_write() {
             claim.spec.as_ref().unwrap().storage_class_name.as_deref(),
             Some(CLASS_BLOCK_FIXED)
         );
-        let capacity = bytes(claim.status.unwrap().capacity.unwrap().get("storage").unwrap());
+        let capacity = quantity_bytes(claim.status.unwrap().capacity.unwrap().get("storage").unwrap());
         assert_eq!(capacity, Some(96 * MI));
     }
     assert_nothing_lost(&harness, 2, &seeds).await;
@@ -729,7 +729,7 @@ fn pod_when_claim_asks(
                     .requests
                     .as_ref()?
                     .get("storage")
-                    .and_then(bytes)
+                    .and_then(quantity_bytes)
             });
             if asked.is_some_and(|asked| asked >= least) {
                 return pods.get_opt(&pod).await.unwrap().and_then(|pod| pod.uid());

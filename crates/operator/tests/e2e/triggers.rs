@@ -11,10 +11,10 @@ use crate::support;
 use ferry_api::names::{
     ANNOTATION_REQUESTED_TEMPLATES, ANNOTATION_RESIZE_STATUS, ANNOTATION_SYNC_CLAIMS, LABEL_STATEFUL_SET,
 };
+use ferry_api::quantity::quantity_bytes;
 use ferry_api::{Phase, VolumeResize};
 use ferry_engine::trigger::template_edit::TemplateEdits;
 use ferry_testenv::fixtures::{stateful_set, wait_ready};
-use ferry_testenv::quantity::bytes;
 use ferry_testenv::{CLASS_EXPANDABLE, CLASS_FIXED, kubectl, wait_until};
 use k8s_openapi::api::apps::v1::StatefulSet;
 use k8s_openapi::api::core::v1::PersistentVolumeClaim;
@@ -64,7 +64,7 @@ fn template_size(sts: &StatefulSet) -> u64 {
         .and_then(Value::as_str)
         .unwrap()
         .to_string();
-    bytes(&k8s_openapi::apimachinery::pkg::api::resource::Quantity(size)).unwrap()
+    quantity_bytes(&k8s_openapi::apimachinery::pkg::api::resource::Quantity(size)).unwrap()
 }
 
 /// The StatefulSet's `data` template and the claims of its `replicas` all ask for `size` bytes.
@@ -86,7 +86,7 @@ async fn claim_request(harness: &Harness, claim: &str) -> u64 {
         .get(claim)
         .await
         .unwrap();
-    bytes(
+    quantity_bytes(
         claim
             .spec
             .unwrap()

@@ -2,8 +2,8 @@
 //! controller, PV binder and scheduler; online and offline-only expansion.
 
 use crate::claims::{capacity, grow};
+use ferry_api::quantity::quantity_bytes;
 use ferry_testenv::fixtures::{claim_directory, stateful_set, wait_ready};
-use ferry_testenv::quantity::bytes;
 use ferry_testenv::{CLASS_EXPANDABLE, CLASS_FIXED, CLASS_OFFLINE_EXPAND, TestNamespace, client, wait_until};
 use k8s_openapi::api::apps::v1::StatefulSet;
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim, Pod};
@@ -89,7 +89,7 @@ async fn online_expansion_updates_capacity() {
         .await
         .unwrap();
     assert_eq!(
-        bytes(volume.spec.unwrap().capacity.unwrap().get("storage").unwrap()),
+        quantity_bytes(volume.spec.unwrap().capacity.unwrap().get("storage").unwrap()),
         Some(3 * GI)
     );
     ns.cleanup().await.unwrap();
