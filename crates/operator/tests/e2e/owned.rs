@@ -56,6 +56,37 @@ pub(crate) async fn claim_bytes(harness: &Harness, claim: &str) -> Option<u64> {
     quantity_bytes(claim.status?.capacity?.get("storage")?)
 }
 
+/// Creates the VolumeResize `name` of `spec` and waits for its end, which must be Succeeded with
+/// the owner `kind` Confirmed (the owner's operator log, `log`, named on failure); returns it and
+/// how long it took.
+pub(crate) async fn succeeds_through_owner(
+    harness: &Harness,
+    (name, spec): (&str, serde_json::Value),
+    kind: &str,
+    log: &std::path::Path,
+) -> (ferry_api::VolumeResize, std::time::Duration) {
+    let started = std::time::Instant::now();
+    harness.create_resize(name, spec).await;
+    let resize = harness
+        .wait_resize(name, "the resize to end", |r| r.phase().is_terminal())
+        .await;
+    let took = started.elapsed();
+    let status = resize.status.clone().unwrap();
+    assert_eq!(
+        resize.phase(),
+        Phase::Succeeded,
+        "{:?} (the owner's operator's log: {})",
+        status.message,
+        log.display()
+    );
+    let owner = status.owner.unwrap();
+    assert_eq!(
+        (owner.kind.as_str(), owner.step),
+        (kind, Some(OwnerStep::Confirmed))
+    );
+    (resize, took)
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_owner_ferry_does_not_know_is_refused_by_name_and_ignored_only_when_asked() {
     let harness = Harness::start("own-unknown").await;
@@ -506,33 +537,10 @@ async fn a_prometheus_grows_in_place_through_the_real_prometheus_operator_and_ne
     let (operator, prometheuses) = running_prometheus(&harness, CLASS_BLOCK, "320Mi", false).await;
     let sets = harness.ns.api::<StatefulSet>();
 
-    let started = std::time::Instant::now();
-    harness
-        .create_resize(
-            "grow",
-            json!({"statefulSetName": "prometheus-metrics", "volumes": [{"name": "prometheus-metrics-db", "size": "640Mi"}]}),
-        )
-        .await;
-    let resize = harness
-        .wait_resize("grow", "the resize to end", |r| r.phase().is_terminal())
-        .await;
-    let status = resize.status.clone().unwrap();
-    assert_eq!(
-        resize.phase(),
-        Phase::Succeeded,
-        "{:?} (operator log: {})",
-        status.message,
-        operator.log().display()
-    );
-    eprintln!(
-        "grown through the Prometheus in {:.1} s",
-        started.elapsed().as_secs_f64()
-    );
-    let owner = status.owner.clone().unwrap();
-    assert_eq!(
-        (owner.kind.as_str(), owner.step),
-        ("Prometheus", Some(OwnerStep::Confirmed))
-    );
+    let spec = json!({"statefulSetName": "prometheus-metrics", "volumes": [{"name": "prometheus-metrics-db", "size": "640Mi"}]});
+    let (resize, took) = succeeds_through_owner(&harness, ("grow", spec), "Prometheus", operator.log()).await;
+    eprintln!("grown through the Prometheus in {:.1} s", took.as_secs_f64());
+    let owner = resize.status.clone().unwrap().owner.unwrap();
     assert_eq!(owner.pause_before, None, "it was not paused before");
 
     // The Prometheus says the new size and is not paused; its StatefulSet is the one Ferry made,

@@ -3,7 +3,7 @@
 //! name; an annotation that pauses it). Its Elasticsearch is a stand-in (`ferry_testenv::eck`): ECK
 //! does what it does for an unreachable cluster, which is all it does to StatefulSets and claims.
 
-use crate::owned::{claim_bytes, template_bytes};
+use crate::owned::{claim_bytes, succeeds_through_owner, template_bytes};
 use crate::support::Harness;
 use ferry_api::{OwnerStep, Phase};
 use ferry_testenv::eck::{DATA_TEMPLATE, EckOperator, SEED_FILE, running_elasticsearch};
@@ -77,33 +77,11 @@ async fn an_elasticsearch_node_set_grows_in_place_through_the_real_eck_operator(
     let sets = harness.ns.api::<StatefulSet>();
     let before = seed(&harness).await;
 
-    let started = std::time::Instant::now();
-    harness
-        .create_resize(
-            "grow",
-            json!({"statefulSetName": STS, "volumes": [{"name": DATA_TEMPLATE, "size": "640Mi"}]}),
-        )
-        .await;
-    let resize = harness
-        .wait_resize("grow", "the resize to end", |r| r.phase().is_terminal())
-        .await;
-    let status = resize.status.clone().unwrap();
-    assert_eq!(
-        resize.phase(),
-        Phase::Succeeded,
-        "{:?} (ECK's log: {})",
-        status.message,
-        operator.log().display()
-    );
-    eprintln!(
-        "grown through the Elasticsearch in {:.1} s",
-        started.elapsed().as_secs_f64()
-    );
-    let owner = status.owner.clone().unwrap();
-    assert_eq!(
-        (owner.kind.as_str(), owner.step),
-        ("Elasticsearch", Some(OwnerStep::Confirmed))
-    );
+    let spec = json!({"statefulSetName": STS, "volumes": [{"name": DATA_TEMPLATE, "size": "640Mi"}]});
+    let (resize, took) =
+        succeeds_through_owner(&harness, ("grow", spec), "Elasticsearch", operator.log()).await;
+    eprintln!("grown through the Elasticsearch in {:.1} s", took.as_secs_f64());
+    let owner = resize.status.clone().unwrap().owner.unwrap();
     // The plan said which annotation pauses it and which field of which node set is written.
     assert_eq!(
         owner.pause_switch.map(|switch| (switch.path, switch.value)),
