@@ -1,5 +1,7 @@
 # syntax=docker/dockerfile:1
 # Ferry's image for your own builds: `docker build -t ferry:0.1.0 .` (or podman/buildah/kaniko).
+# Needs BuildKit (Docker's default builder since 23.0; `DOCKER_BUILDKIT=1` before that; buildah and
+# kaniko read `RUN --mount` too): the build caches cargo's registry and target dir with `--mount`.
 # The same layout as the project's own image build (scripts/images, docs/images.md): two static
 # binaries, /etc/passwd and /etc/group with root and ferry (65532), /tmp 1777, nothing else — no
 # shell, no package manager. `ferry` is the entry point; mover pods run `ferry-mover` from the same
