@@ -58,8 +58,17 @@ impl ChangeRecord {
             Some(name) if !name.is_empty() => dir.join(name),
             _ => dir.to_path_buf(),
         };
-        if flags.intersects(NAMES) || (name.is_none() && flags.intersects(SELF_GONE)) {
+        if flags.intersects(NAMES) {
             self.mark(rel, true);
+        } else if name.is_none() && flags.intersects(SELF_GONE) {
+            // A watched directory deleted or moved away: its parent's watch reported that when it
+            // happened (IN_DELETE, IN_MOVED_FROM), so this event adds nothing, and it may come
+            // much later: a deleted directory's own watch hears of it only once the last
+            // reference to it goes (a pass still reading it), which a final pass must not take
+            // for a change made while it ran. Only the source itself has no watched parent.
+            if dir.as_os_str().is_empty() {
+                self.lose("the source directory itself was moved or deleted".into());
+            }
         } else if flags.intersects(CONTENT) {
             self.mark(rel, false);
         }
@@ -95,6 +104,23 @@ impl ChangeRecord {
     /// How many paths changed (at least one when events were lost).
     pub fn changes(&self) -> u64 {
         (self.marked.len() as u64).max(u64::from(self.lost.is_some()))
+    }
+
+    /// What changed, for a message: up to `most` paths (sorted), or why the record was lost.
+    pub fn described(&self, most: usize) -> String {
+        if let Some(reason) = &self.lost {
+            return reason.clone();
+        }
+        let mut paths: Vec<String> = self.marked.keys().map(|p| p.display().to_string()).collect();
+        paths.sort();
+        let more = paths.len().saturating_sub(most);
+        paths.truncate(most);
+        let listed = paths.join(", ");
+        if more > 0 {
+            format!("{listed} and {more} more")
+        } else {
+            listed
+        }
     }
 
     /// The paths to visit, in walk order, none below a path visited whole; or why the record
@@ -194,11 +220,22 @@ mod tests {
     }
 
     #[test]
-    fn a_watched_directory_moved_or_removed_is_visited_whole() {
+    fn a_watched_directory_moved_or_removed_is_visited_whole_by_its_parents_event_alone() {
         let mut r = ChangeRecord::default();
-        r.note_event(Path::new("a/b"), None, ReadFlags::MOVE_SELF);
-        r.note_event(Path::new("a/c"), None, ReadFlags::IGNORED);
-        assert_eq!(visits(&r), owned(&[("a/b", true)]));
+        r.note_event(Path::new("a"), Some(OsStr::new("b")), ReadFlags::MOVED_FROM);
+        r.note_event(Path::new("a"), Some(OsStr::new("c")), ReadFlags::DELETE);
+        assert_eq!(visits(&r), owned(&[("a/b", true), ("a/c", true)]));
+        // Its own watch's word, which may come long after (a reader held it open), adds nothing:
+        // a record taken in between stays empty.
+        let mut late = ChangeRecord::default();
+        late.note_event(Path::new("a/b"), None, ReadFlags::MOVE_SELF);
+        late.note_event(Path::new("a/c"), None, ReadFlags::DELETE_SELF);
+        late.note_event(Path::new("a/c"), None, ReadFlags::IGNORED);
+        assert!(late.is_empty());
+        // The source itself gone: nothing to trust.
+        let mut root = ChangeRecord::default();
+        root.note_event(Path::new(""), None, ReadFlags::DELETE_SELF);
+        assert!(!root.is_empty());
     }
 
     #[test]

@@ -135,12 +135,13 @@ fn quiet_during(
 ) -> Result<SyncReport, MoverError> {
     let during = watching.map(watch::Watcher::finish).unwrap_or_default();
     if opts.strict && !during.is_empty() {
-        if opts.print_warnings {
-            eprintln!(
-                "warning: the source changed during the final pass ({} paths)",
-                during.changes()
-            );
-        }
+        // Always said, with what changed: the pass fails on it, and the paths tell a writer
+        // still at work from anything else.
+        eprintln!(
+            "the source changed during the final pass ({} paths): {}",
+            during.changes(),
+            during.described(5)
+        );
         return Err(MoverError::SourceChanged {
             count: during.changes(),
         });
