@@ -135,6 +135,7 @@ def render() -> str:
         "```sh",
         "helm install ferry deploy/helm/ferry --namespace ferry-system --create-namespace",
         "kubectl -n ferry-system rollout status deploy/ferry",
+        "helm test ferry --namespace ferry-system   # CRDs served, /readyz, the webhook reached",
         "```",
         "",
         f"Kubernetes {meta.get('kubeVersion', '')}; image tag {meta.get('appVersion', '')}. Installing,",

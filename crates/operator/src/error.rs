@@ -41,6 +41,9 @@ pub enum Error {
     Invariant(String),
     #[error("lost the leader Lease: {0}; exiting so that only the new leader acts")]
     LeadershipLost(String),
+    /// A check of `ferry smoke-test` (`helm test`) did not hold.
+    #[error("smoke test: {0}")]
+    SmokeTest(String),
 }
 
 impl Error {
@@ -62,6 +65,7 @@ impl Error {
             Error::DigestKey(_) => "DigestKey",
             Error::Invariant(_) => "UnexpectedState",
             Error::LeadershipLost(_) => "LeadershipLost",
+            Error::SmokeTest(_) => "SmokeTest",
         };
         Cow::Borrowed(name)
     }

@@ -20,6 +20,7 @@ pub mod resize_cache;
 pub mod resize_create;
 pub mod run;
 pub mod shared_secret;
+pub mod smoke;
 pub mod trigger;
 pub mod usage;
 pub mod volume_writes;

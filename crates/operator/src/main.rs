@@ -28,6 +28,27 @@ enum Command {
     Run(Box<RunArgs>),
     /// Print the CustomResourceDefinitions as YAML.
     Crd,
+    /// Check an installed release (what `helm test` runs): the CRDs are served, the operator's
+    /// pods answer /readyz, a VolumeResize passes a server-side dry run.
+    SmokeTest(SmokeTestArgs),
+}
+
+/// `ferry smoke-test`'s flags.
+#[derive(Args)]
+struct SmokeTestArgs {
+    /// The release's namespace.
+    #[arg(long, env = "POD_NAMESPACE")]
+    namespace: String,
+    /// The operator's Service.
+    #[arg(long)]
+    service: String,
+    /// The port its pods serve /readyz on.
+    #[arg(long, default_value_t = 8080)]
+    port: u16,
+    /// The release serves the admission webhooks: a dry-run VolumeResize for a missing
+    /// StatefulSet must be refused by them.
+    #[arg(long)]
+    webhooks: bool,
 }
 
 /// `ferry run`'s flags.
@@ -169,6 +190,7 @@ fn main() -> ExitCode {
                 ExitCode::FAILURE
             }
         },
+        Command::SmokeTest(args) => smoke_test(args),
         Command::Run(args) => {
             init_logging(args.log_format);
             let settings = match settings(*args) {
@@ -193,6 +215,40 @@ fn main() -> ExitCode {
                     ExitCode::FAILURE
                 }
             }
+        }
+    }
+}
+
+/// `ferry smoke-test`: each check's line on stdout; the first failure on stderr, exit 1.
+fn smoke_test(args: SmokeTestArgs) -> ExitCode {
+    let test = ferry_operator::smoke::SmokeTest {
+        namespace: args.namespace,
+        service: args.service,
+        port: args.port,
+        webhooks: args.webhooks,
+    };
+    let checked = tokio::runtime::Runtime::new()
+        .map_err(|error| format!("cannot start the async runtime: {error}"))
+        .and_then(|runtime| {
+            runtime.block_on(async {
+                let client = kube::Client::try_default()
+                    .await
+                    .map_err(|error| format!("no cluster to test: {error}"))?;
+                ferry_operator::smoke::smoke_test(client, &test)
+                    .await
+                    .map_err(|error| error.to_string())
+            })
+        });
+    match checked {
+        Ok(lines) => {
+            for line in lines {
+                println!("ok: {line}");
+            }
+            ExitCode::SUCCESS
+        }
+        Err(message) => {
+            eprintln!("ferry: {message}");
+            ExitCode::FAILURE
         }
     }
 }
@@ -383,7 +439,9 @@ fn init_logging(format: LogFormat) {
     let builder = tracing_subscriber::fmt().with_env_filter(filter);
     match format {
         LogFormat::Text => builder.init(),
-        LogFormat::Json => builder.json().init(),
+        // The message and the event's fields at the top level of each line, as log shippers
+        // (Loki, Elastic, Cloud Logging) read them, not nested under `fields`.
+        LogFormat::Json => builder.json().flatten_event(true).init(),
     }
 }
 
@@ -395,7 +453,7 @@ mod tests {
         let cli = Cli::try_parse_from(args).map_err(|error| error.to_string())?;
         match cli.command {
             Command::Run(args) => settings(*args),
-            Command::Crd => Err("not run".to_string()),
+            Command::Crd | Command::SmokeTest(_) => Err("not run".to_string()),
         }
     }
 

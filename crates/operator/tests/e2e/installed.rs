@@ -356,6 +356,17 @@ async fn the_chart_runs_ferry_on_the_node_hands_over_mid_resize_and_uninstalls_c
             .flatten()
             .any(|var| var.name == "FERRY_LOG_FORMAT" && var.value.as_deref() == Some("text"))
     );
+    // helm test: the release's smoke test passes in a pod of the operator's image on the real node
+    // (CRDs served, /readyz of each ready pod, Ferry's validating webhook refusing a dry-run
+    // VolumeResize for a missing StatefulSet: it exits non-zero when the webhook is not reached).
+    helm_ok(
+        &[
+            &["test", release.as_str(), "--timeout", "120s"][..],
+            &values_ref[..2],
+        ]
+        .concat(),
+    )
+    .await;
     let after_upgrade = resizes.get("copy").await.unwrap();
     assert_eq!(after_upgrade.uid(), held.uid());
     assert_eq!(after_upgrade.status.and_then(|s| s.phase), Some(Phase::Running));
