@@ -138,13 +138,18 @@ pub async fn install_crd(
         &Patch::Apply(crd),
     )
     .await?;
+    // A watch, so it returns once established; the limit allows for a loaded machine: another
+    // project's release applies ten or more CRDs of megabytes each at once (prometheus-operator's,
+    // ECK's), whose OpenAPI the API server builds before it calls them established, while other
+    // test binaries run beside (30 s was exceeded in CI).
+    const ESTABLISHED_SECONDS: u64 = 180;
     let established = await_condition(crds, &name, conditions::is_crd_established());
-    match tokio::time::timeout(std::time::Duration::from_secs(30), established).await {
+    match tokio::time::timeout(std::time::Duration::from_secs(ESTABLISHED_SECONDS), established).await {
         Ok(Ok(_)) => Ok(()),
         Ok(Err(error)) => Err(Error::Setup(format!("CRD {name}: {error}"))),
         Err(_) => Err(Error::Timeout {
             what: format!("CRD {name} to be established"),
-            seconds: 30,
+            seconds: ESTABLISHED_SECONDS,
         }),
     }
 }

@@ -10,8 +10,9 @@ use serde::Deserialize;
 use std::path::Path;
 use tokio::sync::OnceCell;
 
-/// How long the API server may take to serve a newly established group in its discovery.
-const SERVED_SECONDS: u64 = 30;
+/// How long the API server may take to serve a newly established group in its discovery (on a
+/// loaded machine, with megabytes of schemas just applied).
+const SERVED_SECONDS: u64 = 120;
 
 /// Applies every CRD of the test bed's `name` (a directory of `*.yaml` or one YAML file;
 /// server-side, field manager `ferry-tests`, forced: the release's schema wins over an older one)
