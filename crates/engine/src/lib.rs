@@ -19,3 +19,4 @@ pub mod pods;
 pub mod resize;
 pub mod trigger;
 pub mod volume_writes;
+pub mod webhook_probe;

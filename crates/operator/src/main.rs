@@ -2,12 +2,15 @@
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use ferry_engine::trigger::template_edit::TemplateEdits;
+use ferry_engine::webhook_probe::ProbeSchedule;
 use ferry_operator::features::{Feature, Features};
 use ferry_operator::leader::LeaderElection;
 use ferry_operator::shared_secret::SecretRef;
 use ferry_operator::usage::prometheus::PrometheusSettings;
+use ferry_operator::webhook::probe::ProbeSettings;
 use ferry_operator::webhook::{Certificates, Endpoint, WebhookSettings};
 use ferry_operator::{Error, Settings, crd, run};
+use k8s_openapi::api::core::v1::ObjectReference;
 use std::net::SocketAddr;
 use std::process::ExitCode;
 
@@ -101,6 +104,21 @@ struct RunArgs {
     /// caBundle instead of registering its own.
     #[arg(long, env = "FERRY_WEBHOOK_CONFIGURATION")]
     webhook_configuration: Option<String>,
+    /// Where the leader proves the API server calls the validating webhook (a dry-run
+    /// VolumeResize for a missing StatefulSet, 15 s after it leads, then every 5 minutes; every
+    /// 30 s while it is not called), said by Events and `ferry_webhook_reachable`. Default: the
+    /// first of --namespaces, else the operator's own (`POD_NAMESPACE`), else `default`; `off`:
+    /// no probe.
+    #[arg(long, env = "FERRY_WEBHOOK_PROBE_NAMESPACE")]
+    webhook_probe_namespace: Option<String>,
+    /// The operator's pod (the downward API's `POD_NAMESPACE`, `POD_NAME`, `POD_UID`): what the
+    /// webhook probe's Events regard.
+    #[arg(long, env = "POD_NAMESPACE", hide = true)]
+    pod_namespace: Option<String>,
+    #[arg(long, env = "POD_NAME", hide = true)]
+    pod_name: Option<String>,
+    #[arg(long, env = "POD_UID", hide = true)]
+    pod_uid: Option<String>,
     /// Act only while holding this Lease, `<namespace>/<name>` (replicas of one Deployment
     /// share it; every replica serves the webhooks).
     #[arg(long, env = "FERRY_LEADER_ELECTION_LEASE")]
@@ -263,10 +281,17 @@ fn settings(args: RunArgs) -> Result<Settings, String> {
         args.webhook_ca_secret,
         args.webhook_configuration,
     )?;
-    if let Some(webhook) = webhook.as_mut()
-        && args.refuse_template_shrinks
-    {
-        webhook.template_edits = TemplateEdits::ShrinksRefused;
+    if let Some(webhook) = webhook.as_mut() {
+        if args.refuse_template_shrinks {
+            webhook.template_edits = TemplateEdits::ShrinksRefused;
+        }
+        webhook.probe = probe_settings(
+            &args.namespaces,
+            args.webhook_probe_namespace.as_deref(),
+            args.pod_namespace.as_deref(),
+            args.pod_name.as_deref(),
+            args.pod_uid.as_deref(),
+        );
     }
     let leader_election = args
         .leader_election_lease
@@ -379,7 +404,46 @@ fn webhook_settings(
         ca_secret,
         configuration,
         template_edits: Default::default(),
+        probe: None,
     }))
+}
+
+/// Where the webhook probe runs, from `--webhook-probe-namespace` (`off`: nowhere), the watched
+/// namespaces and the operator's pod; the pod is what its Events regard.
+fn probe_settings(
+    namespaces: &[String],
+    flag: Option<&str>,
+    pod_namespace: Option<&str>,
+    pod_name: Option<&str>,
+    pod_uid: Option<&str>,
+) -> Option<ProbeSettings> {
+    let namespace = match flag {
+        Some("off") => return None,
+        Some(namespace) => namespace.to_string(),
+        // Watching a list, the operator may create VolumeResizes only there.
+        None => namespaces
+            .first()
+            .map(String::as_str)
+            .or(pod_namespace)
+            .unwrap_or("default")
+            .to_string(),
+    };
+    let pod = match (pod_namespace, pod_name) {
+        (Some(pod_namespace), Some(pod_name)) => Some(ObjectReference {
+            api_version: Some("v1".into()),
+            kind: Some("Pod".into()),
+            namespace: Some(pod_namespace.to_string()),
+            name: Some(pod_name.to_string()),
+            uid: pod_uid.map(str::to_string),
+            ..ObjectReference::default()
+        }),
+        _ => None,
+    };
+    Some(ProbeSettings {
+        namespace,
+        schedule: ProbeSchedule::default(),
+        pod,
+    })
 }
 
 /// `<namespace>/<name>`, as a flag gives it.

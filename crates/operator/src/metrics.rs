@@ -62,6 +62,11 @@ pub struct VolumeLabels {
     pub volume: String,
 }
 
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct WebhookLabels {
+    pub webhook: String,
+}
+
 pub struct Metrics {
     pub registry: Registry,
     /// Finished VolumeResizes by outcome (succeeded, failed).
@@ -84,6 +89,9 @@ pub struct Metrics {
     pub autoscale_skipped: Family<ReasonLabels, Counter>,
     /// 1 while this replica runs the controllers (it holds the Lease, or leader election is off).
     pub leader: Gauge,
+    /// 1 while the API server calls the validating webhook (the probe's dry run was refused by
+    /// it), 0 once probes in a row found it not called; absent until the first report.
+    pub webhook_reachable: Family<WebhookLabels, Gauge>,
     /// The VolumeResize caches of the running controllers, read at each scrape for the in-flight
     /// and copy-progress gauges.
     resize_caches: ResizeCaches,
@@ -167,6 +175,12 @@ impl Default for Metrics {
             "1 while this replica runs the controllers (it holds the Lease, or leader election is off), 0 while it waits",
             leader.clone(),
         );
+        let webhook_reachable = Family::<WebhookLabels, Gauge>::default();
+        registry.register(
+            "webhook_reachable",
+            "1 while the API server calls Ferry's validating webhook (a dry-run VolumeResize for a missing StatefulSet is refused by it), 0 once probes in a row found it not called (it fails open)",
+            webhook_reachable.clone(),
+        );
         // The Prometheus convention for a build's identity: a constant 1 carrying it as labels.
         let build_info = Family::<BuildLabels, Gauge>::default();
         build_info
@@ -187,6 +201,7 @@ impl Default for Metrics {
             registry,
             process,
             leader,
+            webhook_reachable,
             resize_caches,
             autoscale_usage_ratio,
             autoscale_resizes,

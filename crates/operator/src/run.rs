@@ -120,6 +120,21 @@ pub async fn run(client: Client, settings: Settings) -> Result<(), Error> {
         None => None,
     };
     metrics.leader.set(1);
+    // The leader alone proves the API server reaches the webhooks (one probe, one Event).
+    let _probe = settings.webhook.as_ref().and_then(|webhook| {
+        let probe = webhook.probe.clone()?;
+        let configuration = webhook
+            .configuration
+            .clone()
+            .unwrap_or_else(|| webhook::register::configuration_name(&settings.namespaces));
+        Some(AbortOnDrop(tokio::spawn(webhook::probe::keep_probing(
+            client.clone(),
+            probe,
+            configuration,
+            metrics.clone(),
+            identity.clone(),
+        ))))
+    });
     let shared = Shared {
         mover_image,
         identity,

@@ -9,9 +9,10 @@
 //! accepted dry run there means no API server call reaches the operator.
 
 use crate::Error;
-use ferry_api::{VolumeChange, VolumeResize, VolumeResizeSpec};
+use ferry_api::VolumeResize;
+use ferry_engine::webhook_probe::{self, ProbeAnswer, Reach};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
-use kube::api::{Api, ListParams, PostParams};
+use kube::api::{Api, ListParams};
 use kube::{Client, Resource};
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -136,55 +137,24 @@ fn status_of(answer: &[u8]) -> Option<u16> {
 const MISSING: &str = "ferry-smoke-test";
 
 async fn dry_run(client: &Client, test: &SmokeTest) -> Result<String, Error> {
-    let namespace = &test.namespace;
-    let resizes: Api<VolumeResize> = Api::namespaced(client.clone(), namespace);
-    let mut resize = VolumeResize::new(
-        MISSING,
-        VolumeResizeSpec::for_volumes(
-            MISSING,
-            vec![VolumeChange {
-                name: "data".into(),
-                size: "1Gi".into(),
-                storage_class_name: None,
-                volume_attributes_class_name: None,
-            }],
-        ),
-    );
-    resize.metadata.namespace = Some(namespace.clone());
-    let params = PostParams {
-        dry_run: true,
-        ..PostParams::default()
-    };
-    let answer = resizes.create(&params, &resize).await;
-    dry_run_verdict(answer.map(drop), test.webhooks, namespace)
+    let answer = crate::webhook::probe::send(client, &test.namespace, MISSING).await;
+    dry_run_verdict(&answer, test.webhooks, &test.namespace)
 }
 
 /// What the dry run's answer says of the release.
-fn dry_run_verdict(
-    answer: Result<(), kube::Error>,
-    webhooks: bool,
-    namespace: &str,
-) -> Result<String, Error> {
-    match (answer, webhooks) {
-        (Ok(()), false) => Ok(format!(
+fn dry_run_verdict(answer: &ProbeAnswer, webhooks: bool, namespace: &str) -> Result<String, Error> {
+    match (webhook_probe::reach(answer, MISSING), webhooks) {
+        (Reach::NotCalled, false) => Ok(format!(
             "a VolumeResize passes the API server's checks in namespace {namespace} (server-side dry run: nothing kept; the webhooks, off or not covering this namespace, were not checked)"
         )),
-        (Ok(()), true) => Err(failed(format!(
+        (Reach::NotCalled, true) => Err(failed(format!(
             "the API server accepted a VolumeResize for the missing StatefulSet {MISSING:?}: Ferry's validating webhook was not called or did not answer (it fails open). Can the API server reach the operator's pods on the webhook port?"
         ))),
-        (Err(kube::Error::Api(status)), true)
-            if status
-                .message
-                .contains(ferry_api::condition::REASON_STATEFUL_SET_NOT_FOUND)
-                && status.message.contains(MISSING) =>
-        {
-            Ok(format!(
-                "the validating webhook answers: a VolumeResize for a missing StatefulSet is refused ({})",
-                status.message
-            ))
-        }
-        (Err(error), _) => Err(failed(format!(
-            "a dry-run VolumeResize in namespace {namespace}: {error}"
+        (Reach::Answered(message), true) => Ok(format!(
+            "the validating webhook answers: a VolumeResize for a missing StatefulSet is refused ({message})"
+        )),
+        (Reach::Answered(message) | Reach::Unknown(message), _) => Err(failed(format!(
+            "a dry-run VolumeResize in namespace {namespace}: {message}"
         ))),
     }
 }
@@ -212,21 +182,17 @@ mod tests {
 
     #[test]
     fn with_webhooks_only_their_refusal_of_the_missing_stateful_set_passes() {
-        let refused = |message: &str| {
-            let mut status = kube::core::Status::failure(message, "Forbidden");
-            status.code = 403;
-            Err(kube::Error::Api(Box::new(status)))
-        };
+        let refused = |message: &str| ProbeAnswer::Refused(message.to_string());
         let by_webhook = "admission webhook \"volumeresizes.ferry.dev\" denied the request: StatefulSetNotFound: StatefulSet \"ferry-smoke-test\" not found";
-        assert!(dry_run_verdict(refused(by_webhook), true, "ns").is_ok());
+        assert!(dry_run_verdict(&refused(by_webhook), true, "ns").is_ok());
         assert!(
-            dry_run_verdict(Ok(()), true, "ns")
+            dry_run_verdict(&ProbeAnswer::Accepted, true, "ns")
                 .unwrap_err()
                 .to_string()
                 .contains("fails open")
         );
-        assert!(dry_run_verdict(Ok(()), false, "ns").is_ok());
-        assert!(dry_run_verdict(refused("Ferry: x may not patch StatefulSet"), true, "ns").is_err());
-        assert!(dry_run_verdict(refused(by_webhook), false, "ns").is_err());
+        assert!(dry_run_verdict(&ProbeAnswer::Accepted, false, "ns").is_ok());
+        assert!(dry_run_verdict(&refused("Ferry: x may not patch StatefulSet"), true, "ns").is_err());
+        assert!(dry_run_verdict(&refused(by_webhook), false, "ns").is_err());
     }
 }

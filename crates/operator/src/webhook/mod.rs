@@ -3,6 +3,7 @@
 //! that refuses a VolumeResize which names something that does not exist.
 
 pub mod config_delete;
+pub mod probe;
 pub mod register;
 pub mod review;
 pub mod server;
@@ -43,6 +44,9 @@ pub struct WebhookSettings {
     pub configuration: Option<String>,
     /// What an edit of a StatefulSet's claim templates may do (`--refuse-template-shrinks`).
     pub template_edits: ferry_engine::trigger::template_edit::TemplateEdits,
+    /// Where and when the leader proves the API server calls the validating webhook (`None`: it
+    /// does not).
+    pub probe: Option<probe::ProbeSettings>,
 }
 
 /// How often the certificate is checked for renewal (self-signed) or change (files).

@@ -50,4 +50,5 @@ mod triggers;
 mod update_strategies;
 mod validation;
 mod webhook_cache;
+mod webhook_reach;
 mod zoned_kills;

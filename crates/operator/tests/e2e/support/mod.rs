@@ -102,6 +102,8 @@ pub struct OperatorOptions {
     pub default_timeout_seconds: Option<i64>,
     /// More chart values for its RBAC (`key=value`, as `helm --set` takes them).
     pub chart_values: Vec<String>,
+    /// Probe the webhook from the test's namespace on this schedule (none by default).
+    pub webhook_probe: Option<ferry_engine::webhook_probe::ProbeSchedule>,
 }
 
 impl Harness {
@@ -748,6 +750,13 @@ fn spawn_operator(
                 namespace.to_string(),
             ])),
             template_edits: options.template_edits,
+            probe: options
+                .webhook_probe
+                .map(|schedule| ferry_operator::webhook::probe::ProbeSettings {
+                    namespace: namespace.to_string(),
+                    schedule,
+                    pod: None,
+                }),
         }
     });
     let settings = Settings {
