@@ -94,13 +94,20 @@ async fn execute(cli: Cli, style: Style) -> Result<ExitCode, CliError> {
 /// that cannot be reached is an error, after the client's version.
 async fn version(global: &GlobalArgs, args: &VersionArgs) -> Result<ExitCode, CliError> {
     let client = env!("CARGO_PKG_VERSION");
-    let operators = if args.client {
-        None
+    let (operators, webhooks) = if args.client {
+        (None, None)
     } else {
         match connect(global).await {
-            Ok(cluster) => Some(cluster.operators().await),
+            Ok(cluster) => {
+                let (operators, reach) = tokio::join!(cluster.operators(), cluster.webhook_reach());
+                let webhooks = crate::version::WebhookCheck {
+                    namespace: cluster.namespace.clone(),
+                    reach,
+                };
+                (Some(operators), Some(webhooks))
+            }
             Err(error) => {
-                crate::out!("{}", crate::version::text(client, None));
+                crate::out!("{}", crate::version::text(client, None, None));
                 return Err(error);
             }
         }
@@ -111,8 +118,14 @@ async fn version(global: &GlobalArgs, args: &VersionArgs) -> Result<ExitCode, Cl
                 "version prints -o json, -o yaml or -o jsonpath, not -o name".to_string(),
             ));
         }
-        Some(format) => print_data(&crate::version::report(client, operators.as_ref()), format)?,
-        None => crate::out!("{}", crate::version::text(client, operators.as_ref())),
+        Some(format) => print_data(
+            &crate::version::report(client, operators.as_ref(), webhooks.as_ref()),
+            format,
+        )?,
+        None => crate::out!(
+            "{}",
+            crate::version::text(client, operators.as_ref(), webhooks.as_ref())
+        ),
     }
     Ok(ExitCode::Ok)
 }

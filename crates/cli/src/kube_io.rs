@@ -148,6 +148,30 @@ pub fn readable(listed: ListedResize) -> Result<VolumeResize, CliError> {
 }
 
 impl Cluster {
+    /// Whether the API server calls Ferry's validating webhook in this namespace: a server-side
+    /// dry run of a VolumeResize for a StatefulSet that does not exist (nothing kept), which only
+    /// that webhook refuses (`ferry_engine::webhook_probe`).
+    pub async fn webhook_reach(&self) -> ferry_engine::webhook_probe::Reach {
+        use ferry_engine::webhook_probe::{self, PROBE_STATEFUL_SET, ProbeAnswer};
+        let resizes: Api<VolumeResize> = Api::namespaced(self.client.clone(), &self.namespace);
+        let params = kube::api::PostParams {
+            dry_run: true,
+            ..Default::default()
+        };
+        let answer = match resizes
+            .create(
+                &params,
+                &webhook_probe::probe_resize(&self.namespace, PROBE_STATEFUL_SET),
+            )
+            .await
+        {
+            Ok(_) => ProbeAnswer::Accepted,
+            Err(kube::Error::Api(status)) => ProbeAnswer::Refused(status.message),
+            Err(error) => ProbeAnswer::Failed(error.to_string()),
+        };
+        webhook_probe::reach(&answer, PROBE_STATEFUL_SET)
+    }
+
     /// The Ferry operators in every namespace: their pods and leader Leases (both labelled
     /// `app.kubernetes.io/name=ferry`), or why neither can be listed.
     pub async fn operators(&self) -> crate::version::Operators {

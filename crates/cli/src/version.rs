@@ -4,6 +4,7 @@
 //! manifests label them) and its leader Lease, which it labels the same and renews while it acts
 //! (an operator run outside the cluster, as the demo runs it, has only the Lease).
 
+use ferry_engine::webhook_probe::Reach;
 use serde::Serialize;
 
 /// The label the chart and the manifests give the operator's pods, and the operator its Lease.
@@ -64,6 +65,50 @@ impl Operators {
     }
 }
 
+/// Whether the API server called Ferry's validating webhook for a dry run in a namespace.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WebhookCheck {
+    pub namespace: String,
+    pub reach: Reach,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct WebhookReport<'a> {
+    namespace: &'a str,
+    /// `true`: called and answered; `false`: not called; absent: the dry run told nothing.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    called: Option<bool>,
+    message: String,
+}
+
+impl WebhookCheck {
+    fn report(&self) -> WebhookReport<'_> {
+        WebhookReport {
+            namespace: &self.namespace,
+            called: match self.reach {
+                Reach::Answered(_) => Some(true),
+                Reach::NotCalled => Some(false),
+                Reach::Unknown(_) => None,
+            },
+            message: self.line(),
+        }
+    }
+
+    fn line(&self) -> String {
+        let namespace = &self.namespace;
+        match &self.reach {
+            Reach::Answered(_) => format!(
+                "called in namespace {namespace} (a dry-run VolumeResize for a missing StatefulSet was refused by Ferry's validating webhook)"
+            ),
+            Reach::NotCalled => format!(
+                "NOT called in namespace {namespace}: the API server accepted a dry-run VolumeResize for a missing StatefulSet. Ferry's webhooks are not registered for this namespace, or the API server cannot reach the operator's pods (they fail open: docs/install.md, \"Webhooks on managed clusters\")"
+            ),
+            Reach::Unknown(why) => format!("cannot tell in namespace {namespace} ({why})"),
+        }
+    }
+}
+
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
 struct Report<'a> {
@@ -74,10 +119,16 @@ struct Report<'a> {
     operator_leases: Option<&'a [OperatorLease]>,
     #[serde(skip_serializing_if = "Option::is_none")]
     operators_unknown: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    webhooks: Option<WebhookReport<'a>>,
 }
 
 /// The version report as data (`-o json|yaml`).
-pub fn report(client: &str, operators: Option<&Operators>) -> serde_json::Value {
+pub fn report(
+    client: &str,
+    operators: Option<&Operators>,
+    webhooks: Option<&WebhookCheck>,
+) -> serde_json::Value {
     let (pods, leases) = match operators {
         Some(Operators::Found { pods, leases }) => (Some(pods.as_slice()), Some(leases.as_slice())),
         _ => (None, None),
@@ -90,13 +141,14 @@ pub fn report(client: &str, operators: Option<&Operators>) -> serde_json::Value 
             Some(Operators::Unknown(why)) => Some(why),
             _ => None,
         },
+        webhooks: webhooks.map(WebhookCheck::report),
     };
     serde_json::to_value(&report).unwrap_or_default()
 }
 
 /// The version report as text: the client, then each operator pod and held Lease, or why there is
-/// none to show.
-pub fn text(client: &str, operators: Option<&Operators>) -> String {
+/// none to show, then whether the webhooks are called.
+pub fn text(client: &str, operators: Option<&Operators>, webhooks: Option<&WebhookCheck>) -> String {
     let mut out = format!("Client Version: {client}\n");
     match operators {
         None => {}
@@ -125,6 +177,9 @@ pub fn text(client: &str, operators: Option<&Operators>) -> String {
             }
         }
         Some(Operators::Unknown(why)) => out.push_str(&format!("Operator: cannot tell ({why})\n")),
+    }
+    if let Some(check) = webhooks {
+        out.push_str(&format!("Webhooks: {}\n", check.line()));
     }
     out
 }
@@ -162,7 +217,7 @@ mod tests {
             pods: vec![pod(true), pod(false)],
             leases: vec![],
         };
-        let text = text("0.1.0", Some(&seen));
+        let text = text("0.1.0", Some(&seen), None);
         assert_eq!(
             text,
             "Client Version: 0.1.0\nOperator Version: 0.1.0 (ferry-system/ferry-0, Ready)\n\
@@ -188,7 +243,7 @@ mod tests {
         };
         assert!(!renewing.none_running());
         assert_eq!(
-            text("0.1.0", Some(&renewing)),
+            text("0.1.0", Some(&renewing), None),
             "Client Version: 0.1.0\nOperator Lease: demo/ferry-leader held by laptop, renewed 2s ago\n"
         );
         let stale = Operators::Found {
@@ -205,7 +260,7 @@ mod tests {
         };
         assert!(released.none_running());
         assert_eq!(
-            report("0.1.0", Some(&renewing))["operatorLeases"][0]["holder"],
+            report("0.1.0", Some(&renewing), None)["operatorLeases"][0]["holder"],
             "laptop"
         );
     }
@@ -216,11 +271,12 @@ mod tests {
             pods: vec![],
             leases: vec![],
         };
-        assert!(text("0.1.0", Some(&none)).contains("Operator: none running"));
+        assert!(text("0.1.0", Some(&none), None).contains("Operator: none running"));
         assert!(
-            text("0.1.0", Some(&Operators::Unknown("forbidden".into()))).contains("cannot tell (forbidden)")
+            text("0.1.0", Some(&Operators::Unknown("forbidden".into())), None)
+                .contains("cannot tell (forbidden)")
         );
-        assert_eq!(text("0.1.0", None), "Client Version: 0.1.0\n");
+        assert_eq!(text("0.1.0", None, None), "Client Version: 0.1.0\n");
     }
 
     #[test]
@@ -243,11 +299,36 @@ mod tests {
             pods: vec![pod(true)],
             leases: vec![],
         };
-        let found = report("0.1.0", Some(&seen));
+        let found = report("0.1.0", Some(&seen), None);
         assert_eq!(found["clientVersion"], "0.1.0");
         assert_eq!(found["operators"][0]["version"], "0.1.0");
-        let unknown = report("0.1.0", Some(&Operators::Unknown("forbidden".into())));
+        let unknown = report("0.1.0", Some(&Operators::Unknown("forbidden".into())), None);
         assert_eq!(unknown["operatorsUnknown"], "forbidden");
         assert!(unknown.get("operators").is_none());
+    }
+
+    #[test]
+    fn the_webhooks_are_said_called_not_called_or_unknown_in_text_and_data() {
+        let check = |reach: Reach| WebhookCheck {
+            namespace: "team-a".into(),
+            reach,
+        };
+        let called = check(Reach::Answered("denied".into()));
+        assert!(text("0.1.0", None, Some(&called)).contains("Webhooks: called in namespace team-a"));
+        assert_eq!(report("0.1.0", None, Some(&called))["webhooks"]["called"], true);
+        let not_called = check(Reach::NotCalled);
+        assert!(text("0.1.0", None, Some(&not_called)).contains("Webhooks: NOT called in namespace team-a"));
+        assert_eq!(
+            report("0.1.0", None, Some(&not_called))["webhooks"]["called"],
+            false
+        );
+        let unknown = report("0.1.0", None, Some(&check(Reach::Unknown("forbidden".into()))));
+        assert!(unknown["webhooks"].get("called").is_none());
+        assert!(
+            unknown["webhooks"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("forbidden")
+        );
     }
 }

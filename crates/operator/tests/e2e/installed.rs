@@ -77,6 +77,24 @@ async fn operator_actions(harness: &Harness) -> Vec<(String, String)> {
     out
 }
 
+/// The pod a `WebhookAnswered` Event of the operator's webhook probe regards, by name and UID,
+/// once there is one.
+async fn webhook_answered_on_a_pod(harness: &Harness) -> String {
+    let events: Api<Event> = harness.ns.api();
+    wait_until("the leader's WebhookAnswered Event on its pod", 90, || async {
+        let listed = events.list(&ListParams::default()).await.ok()?.items;
+        listed.into_iter().find_map(|event| {
+            let regarding = event.regarding?;
+            (event.reason.as_deref() == Some("WebhookAnswered")
+                && regarding.kind.as_deref() == Some("Pod")
+                && regarding.uid.is_some())
+            .then_some(regarding.name?)
+        })
+    })
+    .await
+    .unwrap()
+}
+
 /// A VolumeResize CREATE review (naming a StatefulSet that does not exist) sent to one replica at
 /// `ip`, verifying its certificate for `host` against `ca_pem`; the replica's answer.
 async fn review_at(ip: &str, host: &str, ca_pem: &[u8], ns: &str) -> String {
@@ -379,6 +397,10 @@ async fn the_chart_runs_ferry_on_the_node_hands_over_mid_resize_and_uninstalls_c
     // release's replicas included. (The replica that took over from the deleted leader led while
     // the budget held the resize, so it may have had nothing to do before the upgrade replaced it.)
     assert_one_at_a_time(&operator_actions(&harness).await, &first);
+    // The upgraded leader proved the API server calls its webhook, and said so on its own pod (by
+    // UID, as `kubectl describe pod` finds Events).
+    let answered = webhook_answered_on_a_pod(&harness).await;
+    assert!(answered.starts_with(&fullname), "{answered}");
 
     // helm uninstall: nothing of the chart is left, the data is.
     values.truncate(2);
@@ -552,6 +574,87 @@ async fn an_upgrade_reusing_the_previous_charts_values_keeps_every_default_featu
             .is_some(),
         "directGo: no attach policy after the upgrade"
     );
+
+    helm_ok(&[
+        "uninstall",
+        release.as_str(),
+        "--namespace",
+        ns.as_str(),
+        "--wait",
+    ])
+    .await;
+    harness.finish().await;
+}
+
+/// `webhook.hostNetwork`, for API servers that reach nodes but not pods (docs/install.md,
+/// "Webhooks on managed clusters"): the operator's pod on the real node's own network, on node
+/// ports of the chart's values; the API server calls its webhook there, through the Service, and
+/// the leader's probe says so on its pod.
+#[tokio::test]
+async fn a_host_network_operator_is_called_by_the_api_server_at_its_node() {
+    let harness = Harness::start_bare("helm-hostnet").await;
+    let ns = harness.ns.name.clone();
+    let release = ns.clone();
+    let chart = chart_dir().to_string_lossy().into_owned();
+    let watched = format!("watchNamespaces={{{ns}}}");
+    // Ports no other test's pod binds on the real node's network.
+    let values = on_the_real_node(
+        &ns,
+        &[
+            "--set",
+            &watched,
+            "--set",
+            "replicaCount=1",
+            "--set",
+            "webhook.hostNetwork=true",
+            "--set",
+            "webhook.port=10260",
+            "--set",
+            "metrics.port=10261",
+        ],
+    );
+    // With a namespace the chart makes under baseline Pod Security, it refuses to render.
+    let (code, _, err) = helm(&[
+        "template",
+        release.as_str(),
+        chart.as_str(),
+        "--set",
+        "webhook.hostNetwork=true",
+        "--set",
+        "namespace.create=true",
+    ])
+    .await
+    .unwrap();
+    assert_ne!(code, 0);
+    assert!(err.contains("namespace.podSecurity.enforce=privileged"), "{err}");
+
+    let mut install = vec!["install", release.as_str(), chart.as_str()];
+    install.extend(values.iter().map(String::as_str));
+    helm_ok(&install).await;
+    let pods: Api<Pod> = harness.ns.api();
+    let selector = format!("app.kubernetes.io/instance={release}");
+    let pod = pods
+        .list(&ListParams::default().labels(&selector))
+        .await
+        .unwrap()
+        .items
+        .remove(0);
+    let status = pod.status.clone().unwrap();
+    assert_eq!(pod.spec.as_ref().unwrap().host_network, Some(true));
+    assert_eq!(status.pod_ip, status.host_ip, "the pod has the node's address");
+    // Only a webhook the API server reaches refuses a VolumeResize for a missing StatefulSet.
+    let refused = harness
+        .try_create_resize(
+            "ghost",
+            json!({"statefulSetName": "nobody", "volumes": [{"name": "data", "size": "1Gi"}]}),
+        )
+        .await;
+    let message = format!(
+        "{:?}",
+        refused.expect_err("the webhook at the node's address refuses")
+    );
+    assert!(message.contains("nobody"), "{message}");
+    assert_eq!(webhook_answered_on_a_pod(&harness).await, pod.name_any());
 
     helm_ok(&[
         "uninstall",
