@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Tests of the release helpers, scripts/release/krew-manifest and scripts/release/notes, run as
-the release workflow runs them: as programs, on fixtures written to a temporary directory. Also
+the release workflow runs them, and of scripts/release/action-pins, run as scripts/release/check
+runs it: as programs, on fixtures written to a temporary directory. Also
 that the workflow builds exactly the platforms the krew manifest lists. Standard library only;
 scripts/release/check runs them:
 
@@ -23,6 +24,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 KREW_MANIFEST = os.path.join(HERE, "krew-manifest")
 NOTES = os.path.join(HERE, "notes")
+ACTION_PINS = os.path.join(HERE, "action-pins")
 WORKFLOW = os.path.join(REPO, ".github", "workflows", "release.yml")
 
 PLATFORMS = [(o, a) for o in ("linux", "darwin", "windows") for a in ("amd64", "arm64")]
@@ -423,6 +425,79 @@ class NotesTest(unittest.TestCase):
         self.assertEqual((without.returncode, without.stdout), (with_path.returncode, with_path.stdout))
 
 
+# --- action-pins --------------------------------------------------------------------------------
+
+SHA = "d23441a48e516b6c34aea4fa41551a30e30af803"
+PINNED = f"""\
+jobs:
+  build:
+    steps:
+      - uses: actions/checkout@{SHA} # v6.1.0
+        with:
+          persist-credentials: false
+      - name: local
+        uses: ./.github/actions/setup
+      - uses: "docker/login-action@{SHA[::-1]}"  # v4.1.0
+      - uses: docker://alpine@sha256:{"a" * 64}
+"""
+
+
+class ActionPinsTest(unittest.TestCase):
+    def setUp(self):
+        self.dir = tempfile.TemporaryDirectory()
+        self.addCleanup(self.dir.cleanup)
+
+    def workflow(self, text, name="ci.yml"):
+        path = os.path.join(self.dir.name, name)
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(text)
+        return path
+
+    def refused(self, text, *needles):
+        result = run(ACTION_PINS, self.workflow(text))
+        self.assertEqual(result.returncode, 1, result.stdout + result.stderr)
+        for needle in needles:
+            self.assertIn(needle, result.stderr)
+
+    def test_pins_by_sha_with_their_release_pass_and_become_major_tags_for_actionlint(self):
+        out = os.path.join(self.dir.name, "tags")
+        os.mkdir(out)
+        result = run(ACTION_PINS, "--tags-into", out, self.workflow(PINNED))
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertIn("4 uses in 1 workflow(s)", result.stdout)
+        with open(os.path.join(out, "ci.yml"), encoding="utf-8") as f:
+            tagged = f.read()
+        expected = (PINNED.replace(f"actions/checkout@{SHA} # v6.1.0", "actions/checkout@v6")
+                    .replace(f'"docker/login-action@{SHA[::-1]}"  # v4.1.0', '"docker/login-action@v4"'))
+        self.assertEqual(tagged, expected)
+
+    def test_refuses_a_tag(self):
+        self.refused(PINNED.replace(f"@{SHA} # v6.1.0", "@v6"), "ci.yml:4: actions/checkout@v6", "full commit SHA")
+
+    def test_refuses_a_short_sha(self):
+        self.refused(PINNED.replace(f"@{SHA}", f"@{SHA[:12]}"), "ci.yml:4:", "full commit SHA")
+
+    def test_refuses_a_sha_without_its_release(self):
+        for comment in ["", " # v6", " # main", " # 6.1.0"]:
+            with self.subTest(comment=comment):
+                self.refused(PINNED.replace(f"@{SHA} # v6.1.0", f"@{SHA}{comment}"), "ci.yml:4:", "# vX.Y.Z")
+
+    def test_refuses_a_docker_image_by_tag(self):
+        self.refused(PINNED.replace(f"alpine@sha256:{'a' * 64}", "alpine:3.20"), "ci.yml:10:", "by digest")
+
+    def test_reports_every_offence_of_every_workflow(self):
+        first = self.workflow(PINNED.replace(f"@{SHA} # v6.1.0", "@v6"), "a.yml")
+        second = self.workflow(PINNED.replace(f"@{SHA[::-1]}", "@v4"), "b.yml")
+        result = run(ACTION_PINS, first, second)
+        self.assertEqual(result.returncode, 1)
+        self.assertEqual([line.split(": ")[1] for line in result.stderr.splitlines()],
+                         [f"{first}:4", f"{second}:9"])
+
+    def test_the_release_workflow_is_pinned(self):
+        result = run(ACTION_PINS, WORKFLOW)
+        self.assertEqual(result.returncode, 0, result.stderr)
+
+
 # --- the workflow and the helpers together ----------------------------------------------------
 
 
@@ -444,7 +519,7 @@ class WorkflowTest(unittest.TestCase):
         self.assertIn('scripts/release/notes "$VERSION" CHANGELOG.md', self.workflow)
 
     def test_the_helpers_are_executable(self):
-        for path in (KREW_MANIFEST, NOTES, os.path.join(HERE, "check")):
+        for path in (KREW_MANIFEST, NOTES, ACTION_PINS, os.path.join(HERE, "check")):
             with self.subTest(path=path):
                 self.assertTrue(os.access(path, os.X_OK))
 
