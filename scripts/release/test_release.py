@@ -25,6 +25,7 @@ REPO = os.path.dirname(os.path.dirname(HERE))
 KREW_MANIFEST = os.path.join(HERE, "krew-manifest")
 NOTES = os.path.join(HERE, "notes")
 ACTION_PINS = os.path.join(HERE, "action-pins")
+VALIDATE_KREW = os.path.join(HERE, "validate-krew")
 WORKFLOW = os.path.join(REPO, ".github", "workflows", "release.yml")
 
 PLATFORMS = [(o, a) for o in ("linux", "darwin", "windows") for a in ("amd64", "arm64")]
@@ -519,7 +520,7 @@ class WorkflowTest(unittest.TestCase):
         self.assertIn('scripts/release/notes "$VERSION" CHANGELOG.md', self.workflow)
 
     def test_the_helpers_are_executable(self):
-        for path in (KREW_MANIFEST, NOTES, ACTION_PINS, os.path.join(HERE, "check")):
+        for path in (KREW_MANIFEST, NOTES, ACTION_PINS, VALIDATE_KREW, os.path.join(HERE, "check")):
             with self.subTest(path=path):
                 self.assertTrue(os.access(path, os.X_OK))
 
