@@ -622,6 +622,8 @@ async fn a_host_network_operator_is_called_by_the_api_server_at_its_node() {
         "webhook.hostNetwork=true",
         "--set",
         "namespace.create=true",
+        "--kube-version",
+        "1.37.0",
     ])
     .await
     .unwrap();
