@@ -746,6 +746,11 @@ async fn watch_draws_progress_bars_in_a_terminal() {
     env.finish().await;
 }
 
+async fn resizes_in(env: &Env) -> Vec<ferry_api::VolumeResize> {
+    let resizes: kube::Api<ferry_api::VolumeResize> = env.ns.api();
+    resizes.list(&Default::default()).await.unwrap().items
+}
+
 /// `version` names the operator pods it finds in any namespace (labelled as the chart labels
 /// them), with their version and readiness; `--client` asks no cluster; an unreachable cluster is
 /// an error after the client's version. (That none runs: `alone::`, as the chart's tests may run
@@ -777,8 +782,14 @@ async fn version_shows_the_client_and_the_operators_the_cluster_runs() {
         env.ns.name
     );
     assert!(run.stdout.contains(&line), "{run:?}");
+    // No webhook covers this namespace (the test operators' cover their own): the dry run of a
+    // VolumeResize for a missing StatefulSet is accepted, and said.
+    let webhooks = format!("Webhooks: NOT called in namespace {}", env.ns.name);
+    assert!(run.stdout.contains(&webhooks), "{run:?}");
     let data = env.ferry(&["version", "-o", "json"]).await;
     let report: serde_json::Value = serde_json::from_str(&data.stdout).unwrap();
+    assert_eq!(report["webhooks"]["called"], false, "{report}");
+    assert!(resizes_in(&env).await.is_empty(), "the dry run kept nothing");
     let ours = report["operators"]
         .as_array()
         .unwrap()
