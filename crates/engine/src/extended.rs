@@ -3,6 +3,7 @@
 //! then the rest, each watched). Pure: the operator reads the cluster and applies the result.
 
 pub mod action;
+pub mod admission;
 pub mod blue_green;
 pub mod config;
 pub mod decision;

@@ -8,6 +8,7 @@ pub mod register;
 pub mod review;
 pub mod server;
 pub mod shared_ca;
+pub mod template_check;
 pub mod tls;
 
 use crate::Error;

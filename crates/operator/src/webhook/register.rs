@@ -18,7 +18,8 @@ use kube::{Api, Client};
 use serde_json::{Value, json};
 
 use super::server::{
-    MUTATE_STATEFUL_SETS, VALIDATE_CONFIG_DELETES, VALIDATE_STATEFUL_SET_CREATES, VALIDATE_VOLUME_RESIZES,
+    MUTATE_STATEFUL_SETS, VALIDATE_CONFIG_DELETES, VALIDATE_EXTENDED_STATEFUL_SETS,
+    VALIDATE_STATEFUL_SET_CREATES, VALIDATE_VOLUME_RESIZES,
 };
 use crate::extended::config::LABEL_REFERENCED;
 
@@ -175,6 +176,23 @@ pub fn validating(endpoint: &Endpoint, ca_bundle: Option<&str>, watched: &[Strin
             "failurePolicy": "Ignore",
             "sideEffects": "None",
             "timeoutSeconds": 5,
+        }, {
+            "name": "extendedstatefulsets.ferry.dev",
+            "admissionReviewVersions": ["v1"],
+            "clientConfig": endpoint.client_config(VALIDATE_EXTENDED_STATEFUL_SETS, ca_bundle),
+            "rules": [{
+                "apiGroups": ["ferry.dev"], "apiVersions": ["v1alpha1"], "operations": ["CREATE", "UPDATE"],
+                "resources": ["extendedstatefulsets"], "scope": "Namespaced",
+            }],
+            "matchPolicy": "Equivalent",
+            "namespaceSelector": namespace_selector(watched),
+            "matchConditions": [{
+                "name": "template-written",
+                "expression": TEMPLATE_WRITTEN,
+            }],
+            "failurePolicy": "Ignore",
+            "sideEffects": "None",
+            "timeoutSeconds": 5,
         }],
     })
 }
@@ -218,11 +236,16 @@ pub async fn register(
 
 /// The webhooks each configuration holds, by name (a chart's configurations must hold the same).
 const MUTATING_WEBHOOKS: [&str; 1] = ["statefulsets.ferry.dev"];
-const VALIDATING_WEBHOOKS: [&str; 3] = [
+const VALIDATING_WEBHOOKS: [&str; 4] = [
     "volumeresizes.ferry.dev",
     "statefulset-creates.ferry.dev",
     "config-deletes.ferry.dev",
+    "extendedstatefulsets.ferry.dev",
 ];
+
+/// When an ExtendedStatefulSet's template is dry-run: at create, and at an update that changes its
+/// spec unless it is being deleted (a finalizer's removal must never wait on a check).
+const TEMPLATE_WRITTEN: &str = "request.operation == 'CREATE' || (object.spec != oldObject.spec && !has(object.metadata.deletionTimestamp))";
 
 /// Who owns the `caBundle` Ferry injects into an installer's configurations.
 pub const CA_INJECTOR_FIELD_MANAGER: &str = "ferry-ca-injector";

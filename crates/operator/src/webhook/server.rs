@@ -37,6 +37,7 @@ pub const MUTATE_STATEFUL_SETS: &str = "/mutate/statefulsets";
 pub const VALIDATE_VOLUME_RESIZES: &str = "/validate/volumeresizes";
 pub const VALIDATE_STATEFUL_SET_CREATES: &str = "/validate/statefulsets";
 pub const VALIDATE_CONFIG_DELETES: &str = "/validate/config-deletes";
+pub const VALIDATE_EXTENDED_STATEFUL_SETS: &str = "/validate/extendedstatefulsets";
 
 /// Largest request body read: an AdmissionReview carries the object twice, and etcd stores
 /// objects of at most ~1.5 MiB.
@@ -50,6 +51,10 @@ pub fn router(ctx: Arc<Context>) -> Router {
         .route(VALIDATE_VOLUME_RESIZES, post(validate_volume_resize))
         .route(VALIDATE_STATEFUL_SET_CREATES, post(validate_stateful_set_create))
         .route(VALIDATE_CONFIG_DELETES, post(validate_config_delete))
+        .route(
+            VALIDATE_EXTENDED_STATEFUL_SETS,
+            post(super::template_check::validate_extended_stateful_set),
+        )
         .with_state(ctx)
 }
 
@@ -111,7 +116,7 @@ fn refuse(status: StatusCode, message: String) -> Response {
 
 /// The admission request in a POST: JSON, at most `MAX_BODY_BYTES`, read within `STEP_TIMEOUT`,
 /// an AdmissionReview with a request; anything else is the 4xx answer to send.
-async fn read_review(request: Request) -> Result<AdmissionRequest<DynamicObject>, Response> {
+pub(super) async fn read_review(request: Request) -> Result<AdmissionRequest<DynamicObject>, Response> {
     let (parts, body) = request.into_parts();
     let bytes = body_of(&parts.headers, body).await?;
     review::parse(&bytes).map_err(|BadReview(message)| refuse(StatusCode::BAD_REQUEST, message))
@@ -156,7 +161,7 @@ async fn body_of(headers: &HeaderMap, body: Body) -> Result<axum::body::Bytes, R
     }
 }
 
-fn answer(result: Result<AdmissionResponse, BadReview>) -> Response {
+pub(super) fn answer(result: Result<AdmissionResponse, BadReview>) -> Response {
     match result {
         Ok(response) => (StatusCode::OK, axum::Json(response.into_review())).into_response(),
         Err(BadReview(message)) => refuse(StatusCode::BAD_REQUEST, message),

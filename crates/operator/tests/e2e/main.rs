@@ -29,6 +29,7 @@ mod copy_rollback;
 mod disruption;
 mod endpoints;
 mod extended;
+mod extended_admission;
 mod faults;
 mod features;
 mod in_place;
