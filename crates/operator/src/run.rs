@@ -120,21 +120,7 @@ pub async fn run(client: Client, settings: Settings) -> Result<(), Error> {
         None => None,
     };
     metrics.leader.set(1);
-    // The leader alone proves the API server reaches the webhooks (one probe, one Event).
-    let _probe = settings.webhook.as_ref().and_then(|webhook| {
-        let probe = webhook.probe.clone()?;
-        let configuration = webhook
-            .configuration
-            .clone()
-            .unwrap_or_else(|| webhook::register::configuration_name(&settings.namespaces));
-        Some(AbortOnDrop(tokio::spawn(webhook::probe::keep_probing(
-            client.clone(),
-            probe,
-            configuration,
-            metrics.clone(),
-            identity.clone(),
-        ))))
-    });
+    let _probe = probe_webhook(&client, &settings, &metrics, &identity);
     let shared = Shared {
         mover_image,
         identity,
@@ -162,6 +148,29 @@ pub async fn run(client: Client, settings: Settings) -> Result<(), Error> {
             Ok(())
         }
     }
+}
+
+/// The leader's probe of the webhook path, when the webhooks run and it is not switched off (the
+/// leader alone: one probe, one Event).
+fn probe_webhook(
+    client: &Client,
+    settings: &Settings,
+    metrics: &Arc<Metrics>,
+    identity: &str,
+) -> Option<AbortOnDrop<()>> {
+    let webhook = settings.webhook.as_ref()?;
+    let probe = webhook.probe.clone()?;
+    let configuration = webhook
+        .configuration
+        .clone()
+        .unwrap_or_else(|| webhook::register::configuration_name(&settings.namespaces));
+    Some(AbortOnDrop(tokio::spawn(webhook::probe::keep_probing(
+        client.clone(),
+        probe,
+        configuration,
+        metrics.clone(),
+        identity.to_string(),
+    ))))
 }
 
 /// Starts serving the admission webhooks from a VolumeResize cache of their own, once it is synced;

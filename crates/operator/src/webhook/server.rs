@@ -53,7 +53,7 @@ pub fn router(ctx: Arc<Context>) -> Router {
         .route(VALIDATE_CONFIG_DELETES, post(validate_config_delete))
         .route(
             VALIDATE_EXTENDED_STATEFUL_SETS,
-            post(super::template_check::validate_extended_stateful_set),
+            post(validate_extended_stateful_set),
         )
         .with_state(ctx)
 }
@@ -116,7 +116,7 @@ fn refuse(status: StatusCode, message: String) -> Response {
 
 /// The admission request in a POST: JSON, at most `MAX_BODY_BYTES`, read within `STEP_TIMEOUT`,
 /// an AdmissionReview with a request; anything else is the 4xx answer to send.
-pub(super) async fn read_review(request: Request) -> Result<AdmissionRequest<DynamicObject>, Response> {
+async fn read_review(request: Request) -> Result<AdmissionRequest<DynamicObject>, Response> {
     let (parts, body) = request.into_parts();
     let bytes = body_of(&parts.headers, body).await?;
     review::parse(&bytes).map_err(|BadReview(message)| refuse(StatusCode::BAD_REQUEST, message))
@@ -161,7 +161,7 @@ async fn body_of(headers: &HeaderMap, body: Body) -> Result<axum::body::Bytes, R
     }
 }
 
-pub(super) fn answer(result: Result<AdmissionResponse, BadReview>) -> Response {
+fn answer(result: Result<AdmissionResponse, BadReview>) -> Response {
     match result {
         Ok(response) => (StatusCode::OK, axum::Json(response.into_review())).into_response(),
         Err(BadReview(message)) => refuse(StatusCode::BAD_REQUEST, message),
@@ -207,6 +207,14 @@ async fn mutate_stateful_set(State(ctx): State<Arc<Context>>, request: Request) 
         tracing::info!(name = %request.name, namespace = ?request.namespace, ?warnings, "StatefulSet template edit kept aside");
     }
     answer(response)
+}
+
+/// An ExtendedStatefulSet's template, dry-run as a StatefulSet (`template_check`).
+async fn validate_extended_stateful_set(State(ctx): State<Arc<Context>>, request: Request) -> Response {
+    match read_review(request).await {
+        Ok(request) => answer(Ok(super::template_check::review(&ctx.client, &request).await)),
+        Err(response) => response,
+    }
 }
 
 async fn validate_stateful_set_create(State(ctx): State<Arc<Context>>, request: Request) -> Response {

@@ -2,40 +2,33 @@
 //! dry-run by the API server with strict field validation (`ferry_engine::extended::admission`),
 //! so a misspelt field fails `kubectl apply` and a GitOps sync instead of the reconcile.
 
-use super::server::{answer, read_review};
-use crate::context::Context;
-use axum::extract::{Request, State};
-use axum::response::Response;
 use ferry_engine::extended::admission::{self, TemplateCheck};
 use kube::api::PostParams;
-use kube::core::admission::AdmissionResponse;
-use std::sync::Arc;
+use kube::core::DynamicObject;
+use kube::core::admission::{AdmissionRequest, AdmissionResponse};
 use std::time::Duration;
 
 /// How long the dry run may take: the webhook's own timeout is 5 s.
 const DRY_RUN_TIMEOUT: Duration = Duration::from_secs(3);
 
-pub async fn validate_extended_stateful_set(State(ctx): State<Arc<Context>>, request: Request) -> Response {
-    let request = match read_review(request).await {
-        Ok(request) => request,
-        Err(response) => return response,
-    };
+/// The answer to an ExtendedStatefulSet's create or update (the server reads and writes the
+/// review).
+pub async fn review(client: &kube::Client, request: &AdmissionRequest<DynamicObject>) -> AdmissionResponse {
     let namespace = request.namespace.clone().unwrap_or_default();
     let trial = request
         .object
         .as_ref()
         .and_then(|object| serde_json::to_value(object).ok())
         .and_then(|object| admission::trial_stateful_set(&object, &namespace));
+    let response = AdmissionResponse::from(request);
     let Some(trial) = trial else {
-        return answer(Ok(AdmissionResponse::from(&request)));
+        return response;
     };
-    let answered = match tokio::time::timeout(DRY_RUN_TIMEOUT, dry_run(&ctx.client, &namespace, &trial)).await
-    {
+    let answered = match tokio::time::timeout(DRY_RUN_TIMEOUT, dry_run(client, &namespace, &trial)).await {
         Ok(answered) => answered,
         Err(_) => Err((0, format!("no answer within {} s", DRY_RUN_TIMEOUT.as_secs()))),
     };
-    let response = AdmissionResponse::from(&request);
-    answer(Ok(match admission::template_check(answered) {
+    match admission::template_check(answered) {
         TemplateCheck::Valid => response,
         TemplateCheck::Invalid(message) => {
             tracing::info!(name = %request.name, %namespace, %message, "ExtendedStatefulSet refused at admission");
@@ -47,7 +40,7 @@ pub async fn validate_extended_stateful_set(State(ctx): State<Arc<Context>>, req
             response.warnings = Some(vec![warning]);
             response
         }
-    }))
+    }
 }
 
 /// A server-side dry run (nothing kept) of creating `trial` with strict field validation, which
