@@ -1,4 +1,5 @@
-//! /healthz, /readyz and /metrics.
+//! /healthz, /readyz and /metrics (plain HTTP; /metrics moves to the secure endpoint,
+//! `secure_metrics`, with `--metrics-secure`: kubelet probes carry no token).
 
 use crate::Error;
 use crate::metrics::Metrics;
@@ -12,24 +13,36 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 #[derive(Clone)]
 struct HttpState {
-    metrics: Arc<Metrics>,
+    metrics: Option<Arc<Metrics>>,
     ready: Arc<AtomicBool>,
 }
 
 /// Serves until the future is dropped. `ready` turns /readyz green once the controllers run.
-pub async fn serve(addr: SocketAddr, metrics: Arc<Metrics>, ready: Arc<AtomicBool>) -> Result<(), Error> {
-    let app = Router::new()
+/// `metrics` is `None` when /metrics is served by the secure endpoint instead.
+pub async fn serve(
+    addr: SocketAddr,
+    metrics: Option<Arc<Metrics>>,
+    ready: Arc<AtomicBool>,
+) -> Result<(), Error> {
+    let mut app = Router::new()
         .route("/healthz", get(|| async { "ok" }))
-        .route("/readyz", get(readyz))
-        .route("/metrics", get(metrics_text))
-        .with_state(HttpState { metrics, ready });
+        .route("/readyz", get(readyz));
+    let served = if metrics.is_some() {
+        "/healthz, /readyz, /metrics"
+    } else {
+        "/healthz, /readyz"
+    };
+    if metrics.is_some() {
+        app = app.route("/metrics", get(metrics_text));
+    }
+    let app = app.with_state(HttpState { metrics, ready });
     let listener = tokio::net::TcpListener::bind(addr)
         .await
         .map_err(|source| Error::Http {
             addr: addr.to_string(),
             source,
         })?;
-    tracing::info!(%addr, "serving /healthz, /readyz, /metrics");
+    tracing::info!(%addr, served, "serving over HTTP");
     axum::serve(listener, app).await.map_err(|source| Error::Http {
         addr: addr.to_string(),
         source,
@@ -45,8 +58,8 @@ async fn readyz(State(state): State<HttpState>) -> (StatusCode, &'static str) {
 }
 
 async fn metrics_text(State(state): State<HttpState>) -> (StatusCode, String) {
-    match state.metrics.encode() {
-        Ok(text) => (StatusCode::OK, text),
-        Err(_) => (StatusCode::INTERNAL_SERVER_ERROR, "cannot encode metrics".into()),
+    match state.metrics.as_ref().map(|metrics| metrics.encode()) {
+        Some(Ok(text)) => (StatusCode::OK, text),
+        _ => (StatusCode::INTERNAL_SERVER_ERROR, "cannot encode metrics".into()),
     }
 }

@@ -19,6 +19,7 @@ pub mod resize;
 pub mod resize_cache;
 pub mod resize_create;
 pub mod run;
+pub mod secure_metrics;
 pub mod shared_secret;
 pub mod smoke;
 pub mod trigger;

@@ -5,6 +5,7 @@ use ferry_engine::trigger::template_edit::TemplateEdits;
 use ferry_engine::webhook_probe::ProbeSchedule;
 use ferry_operator::features::{Feature, Features};
 use ferry_operator::leader::LeaderElection;
+use ferry_operator::secure_metrics::SecureMetrics;
 use ferry_operator::shared_secret::SecretRef;
 use ferry_operator::usage::prometheus::PrometheusSettings;
 use ferry_operator::webhook::probe::ProbeSettings;
@@ -63,6 +64,32 @@ struct RunArgs {
     /// Address for /healthz, /readyz and /metrics.
     #[arg(long, env = "FERRY_HTTP_ADDR", default_value = "0.0.0.0:8080")]
     http_addr: SocketAddr,
+    /// Serve /metrics over HTTPS on --metrics-listen, and only to a bearer token whose user may
+    /// `get` the non-resource URL /metrics (a TokenReview and a SubjectAccessReview, remembered a
+    /// minute per token), as kubebuilder's --metrics-secure; /healthz and /readyz stay on
+    /// --http-addr, which then serves no /metrics.
+    #[arg(long, env = "FERRY_METRICS_SECURE")]
+    metrics_secure: bool,
+    /// Address of the secure /metrics.
+    #[arg(long, env = "FERRY_METRICS_LISTEN", default_value = "0.0.0.0:8443")]
+    metrics_listen: SocketAddr,
+    /// Read the secure endpoint's certificate from tls.crt/tls.key here (cert-manager), re-read
+    /// when they change, instead of issuing it from Ferry's own CA.
+    #[arg(long, env = "FERRY_METRICS_CERT_DIR")]
+    metrics_cert_dir: Option<std::path::PathBuf>,
+    /// Issue the secure endpoint's certificate from the CA in this Secret, `<namespace>/<name>`
+    /// (the webhook's, shared by every replica), so scrapers verify it with its `ca.crt`.
+    #[arg(long, env = "FERRY_METRICS_CA_SECRET", conflicts_with = "metrics_cert_dir")]
+    metrics_ca_secret: Option<String>,
+    /// Names (DNS or IP, comma-separated) the certificate Ferry issues for the secure endpoint
+    /// carries, e.g. its Service's `<name>.<namespace>.svc`.
+    #[arg(
+        long,
+        env = "FERRY_METRICS_CERT_HOSTS",
+        value_delimiter = ',',
+        default_value = "localhost,127.0.0.1"
+    )]
+    metrics_cert_hosts: Vec<String>,
     #[arg(long, env = "FERRY_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
     log_format: LogFormat,
     /// Image for mover pods (default: the operator's own image).
@@ -273,6 +300,7 @@ fn smoke_test(args: SmokeTestArgs) -> ExitCode {
 
 /// The operator's settings from `ferry run`'s flags, or what is wrong with them.
 fn settings(args: RunArgs) -> Result<Settings, String> {
+    let secure_metrics = secure_metrics(&args)?;
     let mut webhook = webhook_settings(
         args.webhook_url,
         args.webhook_service,
@@ -324,6 +352,7 @@ fn settings(args: RunArgs) -> Result<Settings, String> {
     Ok(Settings {
         namespaces: args.namespaces,
         http_addr: Some(args.http_addr),
+        secure_metrics,
         mover_image: args.mover_image,
         allowed_mover_images: args.allowed_mover_images,
         mover_image_pull_secrets: args.mover_image_pull_secrets,
@@ -340,6 +369,28 @@ fn settings(args: RunArgs) -> Result<Settings, String> {
         default_timeout_seconds: Some(args.default_timeout_seconds),
         api_requests: None,
     })
+}
+
+/// The secure metrics endpoint the flags describe (none without --metrics-secure).
+fn secure_metrics(args: &RunArgs) -> Result<Option<SecureMetrics>, String> {
+    if !args.metrics_secure {
+        return Ok(None);
+    }
+    let ca_secret = args
+        .metrics_ca_secret
+        .as_deref()
+        .map(|secret| namespaced_name(secret, "--metrics-ca-secret"))
+        .transpose()?
+        .map(|(namespace, name)| SecretRef { namespace, name });
+    Ok(Some(SecureMetrics {
+        listen: args.metrics_listen,
+        certificates: args
+            .metrics_cert_dir
+            .clone()
+            .map_or(Certificates::SelfSigned, Certificates::Files),
+        ca_secret,
+        hosts: args.metrics_cert_hosts.clone(),
+    }))
 }
 
 /// The webhook settings the flags describe (none without --webhook-url or --webhook-service).
@@ -552,6 +603,39 @@ mod tests {
     fn a_lease_flag_that_is_not_namespace_slash_name_is_refused() {
         let error = settings_of(&["ferry", "run", "--leader-election-lease", "lease"]).unwrap_err();
         assert!(error.contains("<namespace>/<name>"), "{error}");
+    }
+
+    #[test]
+    fn metrics_are_plain_unless_secure_and_then_served_as_the_flags_say() {
+        assert_eq!(settings_of(&["ferry", "run"]).unwrap().secure_metrics, None);
+        let secure = settings_of(&[
+            "ferry",
+            "run",
+            "--metrics-secure",
+            "--metrics-ca-secret",
+            "ferry-system/ferry-webhook-ca",
+            "--metrics-cert-hosts",
+            "ferry.ferry-system.svc,ferry.ferry-system.svc.cluster.local",
+        ])
+        .unwrap()
+        .secure_metrics
+        .unwrap();
+        assert_eq!(secure.listen, SocketAddr::from(([0, 0, 0, 0], 8443)));
+        assert_eq!(secure.certificates, Certificates::SelfSigned);
+        assert_eq!(secure.ca_secret.unwrap().name, "ferry-webhook-ca");
+        assert_eq!(
+            secure.hosts,
+            ["ferry.ferry-system.svc", "ferry.ferry-system.svc.cluster.local"]
+        );
+        let files = settings_of(&["ferry", "run", "--metrics-secure", "--metrics-cert-dir", "/tls"])
+            .unwrap()
+            .secure_metrics
+            .unwrap();
+        assert_eq!(files.certificates, Certificates::Files("/tls".into()));
+        assert_eq!(files.hosts, ["localhost", "127.0.0.1"]);
+        let error =
+            settings_of(&["ferry", "run", "--metrics-secure", "--metrics-ca-secret", "x"]).unwrap_err();
+        assert!(error.contains("--metrics-ca-secret"), "{error}");
     }
 
     /// The chart passes `mover.imagePullSecrets` as comma-separated names; none by default.

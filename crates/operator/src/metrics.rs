@@ -349,6 +349,8 @@ fn encode_resizes(resizes: &[&VolumeResize], mut encoder: DescriptorEncoder) -> 
     Ok(())
 }
 
+pub mod access;
 pub mod process;
+pub mod reviews;
 #[cfg(test)]
 mod tests;

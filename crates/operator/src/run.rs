@@ -29,6 +29,9 @@ pub struct Settings {
     pub namespaces: Vec<String>,
     /// Where /healthz, /readyz and /metrics are served (none when `None`).
     pub http_addr: Option<SocketAddr>,
+    /// Serve /metrics over HTTPS to authorized readers only, not on `http_addr`
+    /// (`--metrics-secure`).
+    pub secure_metrics: Option<crate::secure_metrics::SecureMetrics>,
     /// Image for mover pods (default: this operator's own image, tagged with its version).
     pub mover_image: Option<String>,
     /// Resources of mover pods unless a VolumeResize sets its own.
@@ -79,9 +82,14 @@ pub async fn run(client: Client, settings: Settings) -> Result<(), Error> {
     let metrics = Arc::new(Metrics::default().with_api_requests(settings.api_requests.clone()));
     let ready = Arc::new(AtomicBool::new(false));
     // Dropped (and so stopped) with this future, whether it returns or is cancelled.
+    let plain_metrics = settings.secure_metrics.is_none().then(|| metrics.clone());
     let _server = settings
         .http_addr
-        .map(|addr| AbortOnDrop(tokio::spawn(http::serve(addr, metrics.clone(), ready.clone()))));
+        .map(|addr| AbortOnDrop(tokio::spawn(http::serve(addr, plain_metrics, ready.clone()))));
+    let _secure_metrics = match &settings.secure_metrics {
+        Some(secure) => Some(crate::secure_metrics::start(client.clone(), secure, metrics.clone()).await?),
+        None => None,
+    };
 
     report_cluster_support(&client).await;
     wait_for_crd(&client).await?;

@@ -77,33 +77,17 @@ pub async fn start(
     settings: &WebhookSettings,
     watched: &[String],
 ) -> Result<Running, Error> {
-    let (current, ca_bundle, keeper): (Arc<CurrentCertificate>, Option<String>, JoinHandle<()>) =
-        match &settings.certificates {
-            Certificates::SelfSigned => {
-                let authority = match &settings.ca_secret {
-                    Some(secret) => shared_ca::load_or_create(&ctx.client, secret, today()).await?,
-                    None => Authority::new(today())?,
-                };
-                let hosts = settings.endpoint.hosts();
-                let issued = authority.issue(&hosts, today())?;
-                let current = Arc::new(CurrentCertificate::new(issued.key));
-                let ca = authority.ca_pem();
-                let keeper = tokio::spawn(renew(
-                    authority,
-                    hosts,
-                    issued.issued,
-                    issued.expires,
-                    current.clone(),
-                ));
-                (current, Some(ca), keeper)
-            }
-            Certificates::Files(dir) => {
-                let (key, fingerprint) = tls::load_files(dir)?;
-                let current = Arc::new(CurrentCertificate::new(key));
-                let keeper = tokio::spawn(reload(dir.clone(), fingerprint, current.clone()));
-                (current, None, keeper)
-            }
-        };
+    let Kept {
+        current,
+        ca_pem: ca_bundle,
+        keeper,
+    } = keep_certificate(
+        &ctx.client,
+        &settings.certificates,
+        settings.ca_secret.as_ref(),
+        settings.endpoint.hosts(),
+    )
+    .await?;
     let config = tls::server_config(current)?;
     let listener = match tokio::net::TcpListener::bind(settings.listen).await {
         Ok(listener) => listener,
@@ -130,6 +114,58 @@ pub async fn start(
     Ok(running)
 }
 
+/// A serving certificate and what keeps it current (renewal or reload; stop it when done).
+pub struct Kept {
+    pub current: Arc<CurrentCertificate>,
+    /// The CA that signed it, PEM, when Ferry's own CA did (none for files another issuer keeps).
+    pub ca_pem: Option<String>,
+    pub keeper: JoinHandle<()>,
+}
+
+/// The serving certificate for `hosts` that `certificates` says how to get: issued by Ferry's own
+/// CA (shared through `ca_secret` when given) and renewed, or read from files and re-read when they
+/// change. The webhooks and the secure metrics endpoint both serve with one.
+pub async fn keep_certificate(
+    client: &kube::Client,
+    certificates: &Certificates,
+    ca_secret: Option<&crate::shared_secret::SecretRef>,
+    hosts: Vec<String>,
+) -> Result<Kept, Error> {
+    match certificates {
+        Certificates::SelfSigned => {
+            let authority = match ca_secret {
+                Some(secret) => shared_ca::load_or_create(client, secret, today()).await?,
+                None => Authority::new(today())?,
+            };
+            let issued = authority.issue(&hosts, today())?;
+            let current = Arc::new(CurrentCertificate::new(issued.key));
+            let ca_pem = Some(authority.ca_pem());
+            let keeper = tokio::spawn(renew(
+                authority,
+                hosts,
+                issued.issued,
+                issued.expires,
+                current.clone(),
+            ));
+            Ok(Kept {
+                current,
+                ca_pem,
+                keeper,
+            })
+        }
+        Certificates::Files(dir) => {
+            let (key, fingerprint) = tls::load_files(dir)?;
+            let current = Arc::new(CurrentCertificate::new(key));
+            let keeper = tokio::spawn(reload(dir.clone(), fingerprint, current.clone()));
+            Ok(Kept {
+                current,
+                ca_pem: None,
+                keeper,
+            })
+        }
+    }
+}
+
 async fn renew(
     authority: Authority,
     hosts: Vec<String>,
@@ -146,9 +182,9 @@ async fn renew(
             Ok(fresh) => {
                 (issued, expires) = (fresh.issued, fresh.expires);
                 current.replace(fresh.key);
-                tracing::info!(%expires, "webhook serving certificate renewed");
+                tracing::info!(%expires, hosts = ?hosts, "serving certificate renewed");
             }
-            Err(error) => tracing::error!(%error, "cannot renew the webhook serving certificate"),
+            Err(error) => tracing::error!(%error, hosts = ?hosts, "cannot renew a serving certificate"),
         }
     }
 }
@@ -160,11 +196,11 @@ async fn reload(dir: PathBuf, mut fingerprint: Vec<u8>, current: Arc<CurrentCert
             Ok((key, seen)) if seen != fingerprint => {
                 fingerprint = seen;
                 current.replace(key);
-                tracing::info!(dir = %dir.display(), "webhook serving certificate reloaded");
+                tracing::info!(dir = %dir.display(), "serving certificate reloaded");
             }
             Ok(_) => {}
             // Mid-rotation the files may be briefly inconsistent: keep serving the current one.
-            Err(error) => tracing::warn!(%error, "cannot reload the webhook serving certificate"),
+            Err(error) => tracing::warn!(%error, dir = %dir.display(), "cannot reload a serving certificate"),
         }
     }
 }
