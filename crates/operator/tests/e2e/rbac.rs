@@ -141,6 +141,9 @@ struct Documented {
     names: BTreeSet<String>,
     /// The chart value of the feature it serves alone (a reason starting "feature `<value>`:").
     feature: Option<String>,
+    /// Granted only with `metrics.secure` (a reason starting "with `metrics.secure`:"), which is
+    /// off by default.
+    secure_metrics: bool,
 }
 
 /// Every verb of every row of the permission tables of docs/rbac.md.
@@ -173,6 +176,7 @@ fn documented(page: &str) -> Vec<Documented> {
             .strip_prefix("feature `")
             .and_then(|rest| rest.split_once('`'))
             .map(|(value, _)| value.to_string());
+        let secure_metrics = cells[6].starts_with("with `metrics.secure`");
         for resource in list(cells[2]) {
             for verb in list(cells[3]) {
                 out.push(Documented {
@@ -182,6 +186,7 @@ fn documented(page: &str) -> Vec<Documented> {
                     scope: scope.clone(),
                     names: names.clone(),
                     feature: feature.clone(),
+                    secure_metrics,
                 });
             }
         }
@@ -262,6 +267,10 @@ fn parts(feature: &str) -> &'static [&'static str] {
     }
 }
 
+/// The key of [`rows_with`]'s switches that stands for the chart value `metrics.secure` (not a
+/// feature: [`switches`] leaves it out).
+const SECURE_METRICS: &str = "metrics.secure";
+
 /// The documented rows a release with `on` switched on needs.
 fn rows_with<'a>(documented: &'a [Documented], on: &BTreeMap<String, bool>) -> Vec<&'a Documented> {
     let is_on = |feature: &str| {
@@ -270,9 +279,11 @@ fn rows_with<'a>(documented: &'a [Documented], on: &BTreeMap<String, bool>) -> V
                 .iter()
                 .all(|(controller, &on)| on || !parts(controller).contains(&feature))
     };
+    let secure_metrics = on.get(SECURE_METRICS).copied().unwrap_or(false);
     documented
         .iter()
         .filter(|row| row.feature.as_deref().is_none_or(is_on))
+        .filter(|row| secure_metrics || !row.secure_metrics)
         .collect()
 }
 
@@ -298,6 +309,7 @@ async fn rendered(values: &[String]) -> String {
 
 fn switches(on: &BTreeMap<String, bool>) -> Vec<String> {
     on.iter()
+        .filter(|(feature, _)| feature.as_str() != SECURE_METRICS)
         .map(|(feature, on)| format!("features.{feature}={on}"))
         .collect()
 }
@@ -383,6 +395,39 @@ async fn each_switched_off_feature_withholds_exactly_its_rules() {
         let expected = expected(&rows_with(&documented, &on), &[]);
         assert_agree(&granted, &expected, &format!("{feature} off, the rest on"));
     }
+}
+
+/// `metrics.secure` adds exactly the TokenReview and SubjectAccessReview rules docs/rbac.md
+/// lists for it, and the default install grants neither.
+#[tokio::test]
+async fn a_release_with_secure_metrics_grants_exactly_the_review_rules() {
+    let documented = documented(&repo_file("docs/rbac.md"));
+    let secure_rows: BTreeSet<&str> = documented
+        .iter()
+        .filter(|row| row.secure_metrics)
+        .map(|row| row.resource.as_str())
+        .collect();
+    assert_eq!(
+        secure_rows.into_iter().collect::<Vec<_>>(),
+        ["subjectaccessreviews", "tokenreviews"]
+    );
+    let mut on = feature_defaults();
+    let plain = granted(&rendered(&switches(&on)).await);
+    assert_agree(
+        &plain,
+        &expected(&rows_with(&documented, &on), &[]),
+        "metrics.secure off",
+    );
+    on.insert(SECURE_METRICS.to_string(), true);
+    let mut values = switches(&on);
+    values.push("metrics.secure=true".into());
+    let secure = granted(&rendered(&values).await);
+    assert_agree(
+        &secure,
+        &expected(&rows_with(&documented, &on), &[]),
+        "metrics.secure on",
+    );
+    assert_eq!(secure.len(), plain.len() + 2, "{secure:#?}");
 }
 
 const SAMPLE_MANIFESTS: &str = r#"

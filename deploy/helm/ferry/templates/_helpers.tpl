@@ -141,3 +141,23 @@ updateHooks serve extendedStatefulSets). */}}
 {{- range . }}{{ $names = append $names .name }}{{ end -}}
 {{- join "," $names -}}
 {{- end }}
+
+{{/* "true" when /metrics is served over HTTPS to authorized readers (metrics.secure). */}}
+{{- define "ferry.secureMetrics" -}}
+{{- if dig "secure" false (.Values.metrics | default dict) -}}true{{- end -}}
+{{- end -}}
+
+{{/* The port /metrics is served on: metrics.securePort when secure, else metrics.port. */}}
+{{- define "ferry.metricsPort" -}}
+{{- if include "ferry.secureMetrics" . -}}{{ dig "securePort" 8443 .Values.metrics }}{{- else -}}{{ .Values.metrics.port }}{{- end -}}
+{{- end -}}
+
+{{/* Ferry's serving certificates (webhook, secure metrics) come from cert-manager. */}}
+{{- define "ferry.certManager" -}}
+{{- if and (or .Values.webhook.enabled (include "ferry.secureMetrics" .)) (eq .Values.webhook.certificates "cert-manager") -}}true{{- end -}}
+{{- end -}}
+
+{{/* Ferry's serving certificates come from its own CA, kept in <release>-webhook-ca. */}}
+{{- define "ferry.ownCa" -}}
+{{- if and (or .Values.webhook.enabled (include "ferry.secureMetrics" .)) (eq .Values.webhook.certificates "operator") -}}true{{- end -}}
+{{- end -}}
