@@ -88,6 +88,15 @@ async fn health_readiness_and_metrics_are_served() {
         metrics.contains("ferry_volume_resize_reconcile_duration_seconds_count"),
         "{metrics}"
     );
+    // The standard process metrics, read from /proc at each scrape.
+    for sample in [
+        "\nprocess_cpu_seconds_total ",
+        "\nprocess_resident_memory_bytes ",
+        "\nprocess_open_fds ",
+        "\nprocess_start_time_seconds ",
+    ] {
+        assert!(metrics.contains(sample), "{sample:?} in {metrics}");
+    }
     // Without leader election the controllers run at once: this replica leads.
     assert!(metrics.contains("\nferry_leader 1\n"), "{metrics}");
 
