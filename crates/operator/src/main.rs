@@ -599,6 +599,29 @@ mod tests {
         );
     }
 
+    /// The chart sets the secure metrics flags through their environment variables: each name
+    /// it writes is the flag's.
+    #[test]
+    fn the_charts_environment_names_the_secure_metrics_flags() {
+        let deployment = include_str!("../../../deploy/helm/ferry/templates/deployment.yaml");
+        let command = <Cli as clap::CommandFactory>::command();
+        let run = command.find_subcommand("run").unwrap();
+        for id in [
+            "metrics_secure",
+            "metrics_listen",
+            "metrics_cert_dir",
+            "metrics_ca_secret",
+            "metrics_cert_hosts",
+        ] {
+            let flag = run.get_arguments().find(|arg| arg.get_id() == id).unwrap();
+            let env = flag.get_env().unwrap().to_str().unwrap();
+            assert!(
+                deployment.contains(&format!("- name: {env}\n")),
+                "the chart does not set {env}"
+            );
+        }
+    }
+
     #[test]
     fn a_lease_flag_that_is_not_namespace_slash_name_is_refused() {
         let error = settings_of(&["ferry", "run", "--leader-election-lease", "lease"]).unwrap_err();
