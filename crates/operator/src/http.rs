@@ -27,12 +27,8 @@ pub async fn serve(
     let mut app = Router::new()
         .route("/healthz", get(|| async { "ok" }))
         .route("/readyz", get(readyz));
-    let served = if metrics.is_some() {
-        "/healthz, /readyz, /metrics"
-    } else {
-        "/healthz, /readyz"
-    };
-    if metrics.is_some() {
+    let plain_metrics = metrics.is_some();
+    if plain_metrics {
         app = app.route("/metrics", get(metrics_text));
     }
     let app = app.with_state(HttpState { metrics, ready });
@@ -42,7 +38,11 @@ pub async fn serve(
             addr: addr.to_string(),
             source,
         })?;
-    tracing::info!(%addr, served, "serving over HTTP");
+    if plain_metrics {
+        tracing::info!(%addr, "serving /healthz, /readyz, /metrics");
+    } else {
+        tracing::info!(%addr, "serving /healthz, /readyz");
+    }
     axum::serve(listener, app).await.map_err(|source| Error::Http {
         addr: addr.to_string(),
         source,
