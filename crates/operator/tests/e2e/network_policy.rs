@@ -8,7 +8,7 @@ use kube::discovery::Scope;
 use kube::{Api, Client, ResourceExt};
 use serde::Deserialize;
 
-fn documents(yaml: &str) -> Vec<DynamicObject> {
+pub(crate) fn documents(yaml: &str) -> Vec<DynamicObject> {
     yaml_serde::Deserializer::from_str(yaml)
         .map(|document| yaml_serde::Value::deserialize(document).unwrap())
         .filter(|value| !value.is_null())
@@ -16,9 +16,9 @@ fn documents(yaml: &str) -> Vec<DynamicObject> {
         .collect()
 }
 
-/// Server-side apply with `dryRun=All`: the API server validates (and admits) the object, and
-/// stores nothing.
-async fn dry_run_apply(client: &Client, object: &DynamicObject) -> DynamicObject {
+/// Server-side apply with `dryRun=All` and strict field validation: the API server validates (a
+/// field it does not know fails it) and admits the object, and stores nothing.
+pub(crate) async fn dry_run_apply(client: &Client, object: &DynamicObject) -> DynamicObject {
     let types = object.types.clone().unwrap();
     let kind = GroupVersionKind::try_from(&types).unwrap();
     let (resource, capabilities): (ApiResource, _) =
@@ -29,7 +29,7 @@ async fn dry_run_apply(client: &Client, object: &DynamicObject) -> DynamicObject
     };
     api.patch(
         &object.name_any(),
-        &PatchParams::apply("ferry-tests").dry_run(),
+        &PatchParams::apply("ferry-tests").dry_run().validation_strict(),
         &Patch::Apply(object),
     )
     .await

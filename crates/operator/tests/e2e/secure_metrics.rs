@@ -119,6 +119,50 @@ async fn bind(client: &Client, namespace: &str, role: &str, account: &str) {
         .unwrap();
 }
 
+/// The chart's ServiceMonitor with `metrics.secure` (https, Prometheus's token, the CA Secret's
+/// `ca.crt` and the Service's name), for Ferry's own CA and for cert-manager's, as the pinned
+/// prometheus-operator's CRD takes it: a server-side dry run with strict field validation.
+#[tokio::test]
+async fn the_secure_service_monitor_is_one_prometheus_operator_takes() {
+    let client = ferry_testenv::client().await.unwrap();
+    ferry_testenv::prometheus_operator::install_crds(&client)
+        .await
+        .unwrap();
+    let ns = ferry_testenv::TestNamespace::create(&client, "secure-monitor")
+        .await
+        .unwrap();
+    for (certificates, ca_secret) in [("operator", "webhook-ca"), ("cert-manager", "webhook-tls")] {
+        let values = format!(
+            "metrics.secure=true,metrics.serviceMonitor.enabled=true,webhook.certificates={certificates}"
+        );
+        let rendered = ferry_testenv::chart::render(
+            &ns.name,
+            &ns.name,
+            &["--set", &values, "--show-only", "templates/servicemonitor.yaml"],
+        )
+        .await
+        .unwrap();
+        let monitor = crate::network_policy::documents(&rendered).remove(0);
+        let applied = crate::network_policy::dry_run_apply(&client, &monitor).await;
+        let endpoint = &applied.data["spec"]["endpoints"][0];
+        assert_eq!(endpoint["scheme"], "https", "{endpoint}");
+        assert_eq!(
+            endpoint["bearerTokenFile"],
+            "/var/run/secrets/kubernetes.io/serviceaccount/token"
+        );
+        let fullname = format!("{}-ferry", ns.name);
+        assert_eq!(
+            endpoint["tlsConfig"]["serverName"],
+            format!("{fullname}.{}.svc", ns.name)
+        );
+        assert_eq!(
+            endpoint["tlsConfig"]["ca"]["secret"],
+            json!({"name": format!("{fullname}-{ca_secret}"), "key": "ca.crt"})
+        );
+    }
+    ns.cleanup().await.unwrap();
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn secure_metrics_answer_only_a_token_allowed_to_get_them() {
     let client = ferry_testenv::client().await.unwrap();
