@@ -179,7 +179,7 @@ impl Default for Metrics {
         registry.register(
             "webhook_reachable",
             "1 while the API server calls Ferry's validating webhook (a dry-run VolumeResize for a missing StatefulSet is refused by it), 0 once probes in a row found it not called (it fails open)",
-            webhook_reachable.clone(),
+            Declared(webhook_reachable.clone()),
         );
         // The Prometheus convention for a build's identity: a constant 1 carrying it as labels.
         let build_info = Family::<BuildLabels, Gauge>::default();
