@@ -2,7 +2,7 @@
 
 use crate::format;
 use crate::rate::Rate;
-use crate::style::{self, CYAN, DIM, GREEN, RED, Style, YELLOW};
+use crate::style::{self, CYAN, DIM, GREEN, NONE, Paint, RED, Style, YELLOW};
 use crate::table::Table;
 use ferry_api::listed::{ListedResize, UnreadableResize};
 use ferry_api::quantity::human_bytes;
@@ -26,7 +26,7 @@ pub struct EventLine {
     pub message: String,
 }
 
-fn phase_cell(resize: &VolumeResize) -> (String, &'static str) {
+fn phase_cell(resize: &VolumeResize) -> (String, Paint) {
     let phase = resize.phase();
     let mut text = phase.as_str().to_string();
     if resize.spec.dry_run {
@@ -129,19 +129,19 @@ fn unreadable_row(
     now: Timestamp,
     all_namespaces: bool,
     wide: bool,
-) -> Vec<(String, &'static str)> {
+) -> Vec<(String, Paint)> {
     let mut row = Vec::new();
     if all_namespaces {
-        row.push((unreadable.namespace().unwrap_or_default(), ""));
+        row.push((unreadable.namespace().unwrap_or_default(), NONE));
     }
-    row.push((unreadable.name(), ""));
-    row.push((unreadable.stateful_set().unwrap_or_else(|| "?".into()), ""));
+    row.push((unreadable.name(), NONE));
+    row.push((unreadable.stateful_set().unwrap_or_else(|| "?".into()), NONE));
     row.push(("Unreadable".into(), RED));
-    row.push(("-".into(), ""));
-    row.push((age_of_meta(&unreadable.object.metadata, now), ""));
+    row.push(("-".into(), NONE));
+    row.push((age_of_meta(&unreadable.object.metadata, now), NONE));
     if wide {
-        row.extend(["-", "-", "-"].map(|cell| (cell.to_string(), "")));
-        row.push((format!("unreadable: {}", unreadable.error), ""));
+        row.extend(["-", "-", "-"].map(|cell| (cell.to_string(), NONE)));
+        row.push((format!("unreadable: {}", unreadable.error), NONE));
     }
     row
 }
@@ -172,18 +172,18 @@ pub fn list_table(
         };
         let mut row = Vec::new();
         if all_namespaces {
-            row.push((resize.namespace().unwrap_or_default(), ""));
+            row.push((resize.namespace().unwrap_or_default(), NONE));
         }
-        row.push((resize.name_any(), ""));
-        row.push((resize.spec.stateful_set_name.clone(), ""));
+        row.push((resize.name_any(), NONE));
+        row.push((resize.spec.stateful_set_name.clone(), NONE));
         row.push(phase_cell(resize));
-        row.push((progress(resize), ""));
-        row.push((age_of(resize, now), ""));
+        row.push((progress(resize), NONE));
+        row.push((age_of(resize, now), NONE));
         if wide {
-            row.push((volumes_summary(resize), ""));
-            row.push((mode_name(resize.spec.mode).into(), ""));
-            row.push((strategy_name(resize.spec.strategy).into(), ""));
-            row.push((message(resize), ""));
+            row.push((volumes_summary(resize), NONE));
+            row.push((mode_name(resize.spec.mode).into(), NONE));
+            row.push((strategy_name(resize.spec.strategy).into(), NONE));
+            row.push((message(resize), NONE));
         }
         table.row(row);
     }
@@ -395,19 +395,19 @@ fn plan_table(rows: &[VolumePlan], assumed_rate: u64) -> (Table, Option<Duration
         let strategy_color = match row.strategy {
             Some(ChosenStrategy::InPlace) => GREEN,
             Some(ChosenStrategy::Copy) => YELLOW,
-            None => "",
+            None => NONE,
         };
         table.row(vec![
-            (row.replica.to_string(), ""),
-            (row.claim_name.clone(), ""),
+            (row.replica.to_string(), NONE),
+            (row.claim_name.clone(), NONE),
             (chosen_name(row.strategy).into(), strategy_color),
-            (arrow(row.current_size.as_deref(), Some(&row.target_size)), ""),
-            (classes(row), ""),
+            (arrow(row.current_size.as_deref(), Some(&row.target_size)), NONE),
+            (classes(row), NONE),
             (
                 row.bytes_total
                     .map(human_bytes)
                     .unwrap_or_else(|| "unknown".into()),
-                "",
+                NONE,
             ),
             (
                 match (row.strategy, estimate) {
@@ -415,7 +415,7 @@ fn plan_table(rows: &[VolumePlan], assumed_rate: u64) -> (Table, Option<Duration
                     (_, Some(e)) => format!("~{}", format::duration(e)),
                     (_, None) => "unknown".into(),
                 },
-                "",
+                NONE,
             ),
         ]);
     }
@@ -641,17 +641,17 @@ fn conditions_section(out: &mut String, status: &VolumeResizeStatus, now: Timest
             let color = match condition.status.as_str() {
                 "True" => GREEN,
                 "False" => YELLOW,
-                _ => "",
+                _ => NONE,
             };
             table.row(vec![
-                (condition.type_.clone(), ""),
+                (condition.type_.clone(), NONE),
                 (condition.status.clone(), color),
-                (condition.reason.clone(), ""),
+                (condition.reason.clone(), NONE),
                 (
                     format::age(format::seconds_between(condition.last_transition_time.0, now)),
-                    "",
+                    NONE,
                 ),
-                (condition.message.clone(), ""),
+                (condition.message.clone(), NONE),
             ]);
         }
         out.push_str(&table.render_indented(style, "  "));
@@ -692,9 +692,9 @@ fn events_section(out: &mut String, events: &[EventLine], style: Style) {
             };
             table.row(vec![
                 (event.type_.clone(), color),
-                (event.reason.clone(), ""),
-                (age, ""),
-                (event.message.clone(), ""),
+                (event.reason.clone(), NONE),
+                (age, NONE),
+                (event.message.clone(), NONE),
             ]);
         }
         out.push_str(&table.render_indented(style, "  "));

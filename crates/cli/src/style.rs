@@ -1,7 +1,12 @@
-//! Colors on a terminal, plain text otherwise.
+//! Colors on a terminal, plain text otherwise. The escapes are anstyle's; whether to write them
+//! is anstream's convention, overridden by `--color`.
 
 use crate::args::ColorChoice;
+use anstyle::{AnsiColor, Effects};
 use ferry_api::Phase;
+
+/// How a piece of text is shown when colors are on; [`NONE`] for plain.
+pub type Paint = anstyle::Style;
 
 /// Whether `stream` gets colors when nobody said (`NO_COLOR`, `CLICOLOR`, `CLICOLOR_FORCE`, `TERM`
 /// and whether it is a terminal, as anstream reads them).
@@ -17,12 +22,13 @@ pub struct Style {
     pub color: bool,
 }
 
-pub const RED: &str = "31";
-pub const GREEN: &str = "32";
-pub const YELLOW: &str = "33";
-pub const CYAN: &str = "36";
-pub const BOLD: &str = "1";
-pub const DIM: &str = "2";
+pub const NONE: Paint = Paint::new();
+pub const RED: Paint = AnsiColor::Red.on_default();
+pub const GREEN: Paint = AnsiColor::Green.on_default();
+pub const YELLOW: Paint = AnsiColor::Yellow.on_default();
+pub const CYAN: Paint = AnsiColor::Cyan.on_default();
+pub const BOLD: Paint = Paint::new().effects(Effects::BOLD);
+pub const DIM: Paint = Paint::new().effects(Effects::DIMMED);
 
 impl Style {
     pub const PLAIN: Style = Style { color: false };
@@ -49,9 +55,9 @@ impl Style {
         Style { color }
     }
 
-    pub fn paint(&self, code: &str, text: &str) -> String {
-        if self.color && !code.is_empty() {
-            format!("\x1b[{code}m{text}\x1b[0m")
+    pub fn paint(&self, paint: Paint, text: &str) -> String {
+        if self.color && paint != NONE {
+            format!("{paint}{text}{paint:#}")
         } else {
             text.to_string()
         }
@@ -63,7 +69,7 @@ impl Style {
 }
 
 /// The color a phase is shown in.
-pub fn phase_color(phase: Phase) -> &'static str {
+pub fn phase_color(phase: Phase) -> Paint {
     match phase {
         Phase::Succeeded => GREEN,
         Phase::Failed => RED,
@@ -87,7 +93,10 @@ mod tests {
     #[test]
     fn painting() {
         assert_eq!(Style::PLAIN.paint(RED, "x"), "x");
+        // The same bytes the CLI wrote by hand before anstyle.
         assert_eq!(Style { color: true }.paint(RED, "x"), "\x1b[31mx\x1b[0m");
+        assert_eq!(Style { color: true }.paint(BOLD, "x"), "\x1b[1mx\x1b[0m");
+        assert_eq!(Style { color: true }.paint(NONE, "x"), "x");
         assert_eq!(phase_color(Phase::Failed), RED);
         assert_eq!(Phase::RollingBack.as_str(), "RollingBack");
     }

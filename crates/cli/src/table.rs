@@ -1,11 +1,11 @@
 //! Aligned columns like `kubectl get`, colored per cell after padding so alignment holds.
 
-use crate::style::Style;
+use crate::style::{NONE, Paint, Style};
 
 #[derive(Debug, Clone, Default)]
 pub struct Table {
     header: Vec<String>,
-    rows: Vec<Vec<(String, &'static str)>>,
+    rows: Vec<Vec<(String, Paint)>>,
 }
 
 impl Table {
@@ -16,15 +16,15 @@ impl Table {
         }
     }
 
-    /// Adds a row of (text, color code; "" for none).
-    pub fn row(&mut self, cells: Vec<(String, &'static str)>) {
+    /// Adds a row of (text, how it is shown; [`NONE`] for plain).
+    pub fn row(&mut self, cells: Vec<(String, Paint)>) {
         self.rows.push(cells);
     }
 
     /// Adds a row of plain cells.
     pub fn plain_row<S: Into<String>>(&mut self, cells: impl IntoIterator<Item = S>) {
         self.rows
-            .push(cells.into_iter().map(|c| (c.into(), "")).collect());
+            .push(cells.into_iter().map(|c| (c.into(), NONE)).collect());
     }
 
     pub fn is_empty(&self) -> bool {
@@ -53,7 +53,7 @@ impl Table {
             }
         }
         let mut out = String::new();
-        let line = |cells: Vec<(&str, &str)>, out: &mut String| {
+        let line = |cells: Vec<(&str, Paint)>, out: &mut String| {
             let last = cells.len().saturating_sub(1);
             let mut text = String::from(indent);
             for (i, (cell, color)) in cells.into_iter().enumerate() {
@@ -69,7 +69,7 @@ impl Table {
             out.push('\n');
         };
         if !self.header.is_empty() {
-            line(self.header.iter().map(|h| (h.as_str(), "")).collect(), &mut out);
+            line(self.header.iter().map(|h| (h.as_str(), NONE)).collect(), &mut out);
         }
         for row in &self.rows {
             line(row.iter().map(|(t, c)| (t.as_str(), *c)).collect(), &mut out);
@@ -96,7 +96,7 @@ mod tests {
     #[test]
     fn colors_keep_alignment() {
         let mut table = Table::new(["A", "B"]);
-        table.row(vec![("x".into(), crate::style::RED), ("y".into(), "")]);
+        table.row(vec![("x".into(), crate::style::RED), ("y".into(), NONE)]);
         let out = table.render(Style { color: true });
         assert_eq!(out, "A   B\n\x1b[31mx\x1b[0m   y\n");
     }
