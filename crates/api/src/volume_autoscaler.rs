@@ -201,7 +201,8 @@ pub struct AutoscaledVolumeStatus {
     /// What happens: `Growing` (a resize runs for it), or why nothing happens: `BelowThreshold`,
     /// `Cooldown`, `AtMaxSize`, `ResizeRunning`, `UsageUnknown`, `ProviderLimit`, `ResizeFailed`
     /// (the last resize failed; delete its VolumeResize to let the autoscaler try again),
-    /// `Invalid` (the policy or the template cannot be used).
+    /// `Invalid` (the policy or the template cannot be used), `ManagedByPvcAutoresizer` (topolvm's
+    /// pvc-autoresizer resizes its claims: Ferry leaves them to it; `message` says how to switch).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub state: Option<String>,
     /// What `state` means for this volume, in words.

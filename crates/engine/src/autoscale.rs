@@ -4,6 +4,7 @@
 //! so a restarted operator decides the same (cooldowns and provider windows included).
 
 pub mod action;
+pub mod autoresizer;
 pub mod measure;
 pub mod plan;
 pub mod policy;

@@ -7,11 +7,12 @@ use super::measure::{self, Measurement, Target};
 use super::record::{self, Made, Notice};
 use super::request::{Grow, resize_name, resize_spec};
 use super::situation::{Facts, Replicas, situation, template_size};
-use super::{Policy, Reading, Reason, Situation, Verdict, decide, policy};
+use super::{Policy, Reading, Reason, Situation, Verdict, autoresizer, decide, policy};
 use ferry_api::listed::Listing;
 use ferry_api::{AutoscaledVolume, AutoscaledVolumeStatus, VolumeAutoscaler};
 use k8s_openapi::api::apps::v1::StatefulSet;
-use k8s_openapi::api::core::v1::Toleration;
+use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Toleration};
+use k8s_openapi::api::storage::v1::StorageClass;
 use std::collections::BTreeMap;
 
 /// What the plan works from besides the cluster.
@@ -33,6 +34,9 @@ pub struct VolumeObservation {
     pub usage_unreadable: Option<String>,
     /// The usage pods this autoscaler runs on the volume's claims (a rescue's measurements).
     pub measurements: Vec<Measurement>,
+    /// Its claims of the StatefulSet's replicas (those that exist): whether another autoscaler
+    /// manages them.
+    pub claims: Vec<PersistentVolumeClaim>,
 }
 
 /// One governed StatefulSet as read.
@@ -52,6 +56,8 @@ pub struct Observation {
     pub resizes: Listing,
     /// The StatefulSets it governs, or why it governs none.
     pub stateful_sets: Result<Vec<SetObservation>, String>,
+    /// The StorageClasses, read when a claim carries pvc-autoresizer's storage limit (else empty).
+    pub storage_classes: Vec<StorageClass>,
 }
 
 /// What one volume's decision was, for the metrics and the log.
@@ -171,6 +177,27 @@ fn one_volume(
 ) {
     let sts = set.object.metadata.name.clone().unwrap_or_default();
     let previous = previous_of(input.autoscaler, &sts, &volume.name);
+    let claims = set
+        .volumes
+        .get(&volume.name)
+        .map(|read| read.claims.as_slice())
+        .unwrap_or_default();
+    // Left to pvc-autoresizer rather than grown twice: said in status, and by an Event when it
+    // starts.
+    if let Some(message) = autoresizer::refusal(claims, &observation.storage_classes) {
+        let (status, notice) = record::left_to_autoresizer(previous, &sts, &volume.name, message);
+        decision.volumes.push(status);
+        decision
+            .notices
+            .extend(notice.map(|notice| (notice, Some(sts.clone()))));
+        decision.judged.push(Judged {
+            stateful_set: sts,
+            volume: volume.name.clone(),
+            fullest: None,
+            outcome: Outcome::Skipped(record::STATE_LEFT_TO_AUTORESIZER_LABEL),
+        });
+        return;
+    }
     let (policy, situation) = match judged(input, observation, set, volume, previous) {
         Ok(judged) => judged,
         Err(status) => {

@@ -47,6 +47,7 @@ fn observed(used: u64) -> Observation {
                 readings,
                 usage_unreadable: None,
                 measurements: Vec::new(),
+                claims: Vec::new(),
             },
         )]
         .into(),
@@ -54,6 +55,7 @@ fn observed(used: u64) -> Observation {
     Observation {
         resizes: Listing::default(),
         stateful_sets: Ok(vec![set]),
+        storage_classes: Vec::new(),
     }
 }
 
@@ -124,6 +126,72 @@ fn without_usage_or_with_a_bad_policy_nothing_is_decided_and_the_status_says_why
     let decision = decide_with(&autoscaler("ten gigs"), &observed(GI), None);
     assert!(decision.actions.is_empty() && decision.judged.is_empty());
     assert!(format!("{:?}", decision.volumes[0]).contains("ten gigs"));
+}
+
+/// db's full volume whose claim data-db-1 carries pvc-autoresizer's limit, of class `topolvm`
+/// annotated `enabled` as given.
+fn shared_with_autoresizer(enabled: &str) -> Observation {
+    let mut observation = observed(GI * 95 / 100);
+    let claim = |name: &str, limit: Option<&str>| -> PersistentVolumeClaim {
+        let annotations = limit.map_or(json!({}), |limit| json!({autoresizer::STORAGE_LIMIT: limit}));
+        serde_json::from_value(json!({
+            "metadata": {"name": name, "annotations": annotations},
+            "spec": {"storageClassName": "topolvm"},
+            "status": {"phase": "Bound"},
+        }))
+        .unwrap()
+    };
+    let Ok(sets) = &mut observation.stateful_sets else {
+        unreachable!()
+    };
+    if let Some(read) = sets[0].volumes.get_mut("data") {
+        read.claims = vec![claim("data-db-0", None), claim("data-db-1", Some("10Gi"))];
+    }
+    observation.storage_classes = vec![
+        serde_json::from_value(json!({
+            "metadata": {"name": "topolvm", "annotations": {autoresizer::ENABLED: enabled}},
+            "provisioner": "topolvm.io",
+        }))
+        .unwrap(),
+    ];
+    observation
+}
+
+#[test]
+fn a_volume_whose_claims_pvc_autoresizer_manages_is_not_grown_and_says_how_to_switch() {
+    let mut autoscaler = autoscaler("10Gi");
+    let decision = decide_with(&autoscaler, &shared_with_autoresizer("true"), None);
+    assert!(decision.actions.is_empty(), "{:?}", decision.actions);
+    let status = &decision.volumes[0];
+    assert_eq!(status.state.as_deref(), Some("ManagedByPvcAutoresizer"));
+    let message = status.message.as_deref().unwrap_or_default();
+    assert!(message.contains("claim(s) data-db-1 "), "{message}");
+    assert!(message.contains("kubectl ferry import"), "{message}");
+    assert_eq!(
+        decision.judged[0].outcome,
+        Outcome::Skipped("managed-by-pvc-autoresizer")
+    );
+    let [(notice, Some(sts))] = decision.notices.as_slice() else {
+        panic!("{:?}", decision.notices)
+    };
+    assert!(notice.warning && notice.reason == "ManagedByPvcAutoresizer" && sts == "db");
+    // The whole autoscaler is Stalled: someone must choose.
+    let overall = record::overall(None, decision.volumes.clone(), Some(1), 1_000_000);
+    let stalled = overall.conditions.iter().find(|c| c.type_ == "Stalled").unwrap();
+    assert_eq!(stalled.status, "True");
+    assert!(stalled.message.contains("pvc-autoresizer"), "{}", stalled.message);
+    // Told once: the next poll keeps the status and sends no second Event.
+    autoscaler.status = Some(overall);
+    let again = decide_with(&autoscaler, &shared_with_autoresizer("true"), None);
+    assert!(again.notices.is_empty(), "{:?}", again.notices);
+    assert_eq!(again.volumes[0].state.as_deref(), Some("ManagedByPvcAutoresizer"));
+}
+
+#[test]
+fn a_class_not_enabled_for_pvc_autoresizer_leaves_the_volume_to_ferry() {
+    let decision = decide_with(&autoscaler("10Gi"), &shared_with_autoresizer("false"), None);
+    assert_eq!(decision.actions.len(), 1, "{:?}", decision.volumes);
+    assert_eq!(decision.volumes[0].state.as_deref(), Some("Growing"));
 }
 
 #[test]

@@ -283,6 +283,35 @@ pub fn invalid(
     }
 }
 
+/// The state of a volume whose claims pvc-autoresizer manages, and its metric label.
+pub const STATE_LEFT_TO_AUTORESIZER: &str = "ManagedByPvcAutoresizer";
+pub const STATE_LEFT_TO_AUTORESIZER_LABEL: &str = "managed-by-pvc-autoresizer";
+
+/// The status of a volume left to pvc-autoresizer (`message` says why and how to switch), keeping
+/// its record of earlier grows; a warning Event when it was not so at the last poll.
+pub fn left_to_autoresizer(
+    previous: Option<&AutoscaledVolumeStatus>,
+    stateful_set: &str,
+    volume: &str,
+    message: String,
+) -> (AutoscaledVolumeStatus, Option<Notice>) {
+    let already = previous.and_then(|p| p.state.as_deref()) == Some(STATE_LEFT_TO_AUTORESIZER);
+    let notice = (!already).then(|| Notice {
+        warning: true,
+        reason: STATE_LEFT_TO_AUTORESIZER,
+        message: format!("{volume} of {stateful_set}: {message}"),
+    });
+    let status = AutoscaledVolumeStatus {
+        stateful_set: stateful_set.to_string(),
+        name: volume.to_string(),
+        state: Some(STATE_LEFT_TO_AUTORESIZER.to_string()),
+        message: Some(message),
+        replicas: Vec::new(),
+        ..previous.cloned().unwrap_or_default()
+    };
+    (status, notice)
+}
+
 /// The status of a volume whose usage this installation does not read (the kubelet's stats are
 /// switched off): nothing is decided, earlier grows are kept.
 pub fn usage_not_read(
@@ -318,8 +347,8 @@ pub fn usage_column(volumes: &[AutoscaledVolumeStatus]) -> Option<String> {
 
 /// The whole autoscaler's status from its volumes': the columns `kubectl get vas` shows and the
 /// `AtMaxSize` condition (True while any volume is at its limit and over its threshold).
-/// kstatus's view of an autoscaler: Stalled while a volume's policy or template is invalid or its
-/// last resize failed (someone must act), Reconciling while a volume grows, else Ready (watching;
+/// kstatus's view of an autoscaler: Stalled while a volume's policy or template is invalid, its
+/// last resize failed, or its claims are pvc-autoresizer's (someone must act), Reconciling while a volume grows, else Ready (watching;
 /// a volume at its maxSize or without a reading is not an error of the autoscaler's).
 fn health_of(volumes: &[AutoscaledVolumeStatus]) -> (Health, &'static str, String) {
     let describe = |states: &[&str]| -> Vec<String> {
@@ -336,7 +365,7 @@ fn health_of(volumes: &[AutoscaledVolumeStatus]) -> (Health, &'static str, Strin
             })
             .collect()
     };
-    let stalled = describe(&["Invalid", "ResizeFailed"]);
+    let stalled = describe(&["Invalid", "ResizeFailed", STATE_LEFT_TO_AUTORESIZER]);
     if !stalled.is_empty() {
         return (Health::Stalled, "VolumeNeedsAttention", stalled.join("; "));
     }

@@ -1,5 +1,6 @@
 //! What an autoscaler looks at, read fresh each pass: its StatefulSets, their pods and claims,
-//! the VolumeResizes in the namespace, and the usage the kubelets (or Prometheus) report. All of
+//! the VolumeResizes in the namespace, the usage the kubelets (or Prometheus) report, and the
+//! StorageClasses when a claim carries pvc-autoresizer's annotation. All of
 //! it is read first, then `ferry_engine::autoscale::plan` decides.
 
 use crate::Error;
@@ -11,13 +12,14 @@ use ferry_api::names::{LABEL_AUTOSCALER_UID, LABEL_MOVER_PASS};
 use ferry_api::quantity::requested_storage;
 use ferry_api::{VolumeAutoscaler, parse_bytes};
 use ferry_engine::autoscale::Reading;
-use ferry_engine::autoscale::measure;
 use ferry_engine::autoscale::plan::{Observation, SetObservation, VolumeObservation};
 use ferry_engine::autoscale::situation::Replicas;
 use ferry_engine::autoscale::usage::readings;
+use ferry_engine::autoscale::{autoresizer, measure};
 use ferry_engine::names::ordinal_after;
 use k8s_openapi::api::apps::v1::StatefulSet;
 use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod};
+use k8s_openapi::api::storage::v1::StorageClass;
 use kube::api::ListParams;
 use kube::core::{Selector, SelectorExt};
 use kube::{Api, Client, ResourceExt};
@@ -121,17 +123,18 @@ async fn replicas(client: &Client, namespace: &str, sts: &StatefulSet) -> Result
     })
 }
 
-/// The claims of `volume` by name → ordinal, and the largest size they ask for.
+/// The claims of `volume`: names → ordinal, the largest size they ask for, and those that exist.
 async fn claims(
     client: &Client,
     namespace: &str,
     sts: &str,
     volume: &str,
     ordinals: &[i32],
-) -> Result<(BTreeMap<String, i32>, u64), Error> {
+) -> Result<(BTreeMap<String, i32>, u64, Vec<PersistentVolumeClaim>), Error> {
     let api = Api::<PersistentVolumeClaim>::namespaced(client.clone(), namespace);
     let mut names = BTreeMap::new();
     let mut largest = 0;
+    let mut found = Vec::new();
     for ordinal in ordinals {
         let name = format!("{volume}-{sts}-{ordinal}");
         if let Some(claim) = api.get_opt(&name).await? {
@@ -139,10 +142,26 @@ async fn claims(
                 .and_then(|q| parse_bytes(&q.0).ok())
                 .unwrap_or(0);
             largest = largest.max(size);
+            found.push(claim);
         }
         names.insert(name, *ordinal);
     }
-    Ok((names, largest))
+    Ok((names, largest, found))
+}
+
+/// The StorageClasses, listed only when a claim asks pvc-autoresizer to grow it (the plan then
+/// checks whether its class lets pvc-autoresizer act).
+async fn classes_for(client: &Client, sets: &[SetObservation]) -> Result<Vec<StorageClass>, Error> {
+    let asked = sets
+        .iter()
+        .flat_map(|set| set.volumes.values())
+        .flat_map(|read| &read.claims)
+        .any(autoresizer::has_storage_limit);
+    if !asked {
+        return Ok(Vec::new());
+    }
+    let api = Api::<StorageClass>::all(client.clone());
+    Ok(api.list(&ListParams::default()).await?.items)
 }
 
 /// The usage of the claims given (`usage::source`: Prometheus, else the summaries of the nodes
@@ -198,6 +217,7 @@ pub async fn observe(
             return Ok(Observation {
                 resizes,
                 stateful_sets: Err(why),
+                storage_classes: Vec::new(),
             });
         }
     };
@@ -218,7 +238,7 @@ pub async fn observe(
         let mut volumes = BTreeMap::new();
         for volume in &autoscaler.spec.volumes {
             let name = sts.name_any();
-            let (claims, largest_claim) =
+            let (claims, largest_claim, found) =
                 claims(client, namespace, &name, &volume.name, &replicas.ordinals).await?;
             let (readings, usage_unreadable) =
                 usage(ctx, summaries, namespace, &replicas.pods, &claims).await;
@@ -231,6 +251,7 @@ pub async fn observe(
                 readings,
                 usage_unreadable,
                 measurements,
+                claims: found,
             };
             volumes.insert(volume.name.clone(), read);
         }
@@ -240,9 +261,11 @@ pub async fn observe(
             volumes,
         });
     }
+    let storage_classes = classes_for(client, &sets).await?;
     Ok(Observation {
         resizes,
         stateful_sets: Ok(sets),
+        storage_classes,
     })
 }
 

@@ -34,7 +34,7 @@ pub(crate) async fn create_autoscaler(harness: &Harness, name: &str, spec: serde
 }
 
 /// Waits until the autoscaler's status satisfies `done`.
-async fn wait_status(
+pub(crate) async fn wait_status(
     harness: &Harness,
     name: &str,
     what: &str,
@@ -49,11 +49,11 @@ async fn wait_status(
     found.status.unwrap_or_default()
 }
 
-fn state_of(status: &VolumeAutoscalerStatus) -> Option<&str> {
+pub(crate) fn state_of(status: &VolumeAutoscalerStatus) -> Option<&str> {
     status.volumes.first().and_then(|v| v.state.as_deref())
 }
 
-async fn autoscale_resizes(harness: &Harness) -> Vec<VolumeResize> {
+pub(crate) async fn autoscale_resizes(harness: &Harness) -> Vec<VolumeResize> {
     harness
         .ns
         .api::<VolumeResize>()
@@ -65,10 +65,10 @@ async fn autoscale_resizes(harness: &Harness) -> Vec<VolumeResize> {
 
 /// The seed of the tests that expect the 20% step (320Mi to 384Mi): 200 MiB left the writer's
 /// records and XFS's metadata less than a MiB before usage asked for more (seen: 391Mi).
-const SEED_KIB: u64 = 170 << 10;
+pub(crate) const SEED_KIB: u64 = 170 << 10;
 
 /// The one VolumeResize the autoscaler makes, once finished.
-async fn the_grow(harness: &Harness) -> VolumeResize {
+pub(crate) async fn the_grow(harness: &Harness) -> VolumeResize {
     let made = wait_until("the autoscaler to make a VolumeResize", 120, || async {
         autoscale_resizes(harness).await.into_iter().next()
     })
@@ -77,7 +77,7 @@ async fn the_grow(harness: &Harness) -> VolumeResize {
     wait_phase(harness, &made.name_any(), 240).await
 }
 
-async fn claim_size(harness: &Harness, claim: &str) -> String {
+pub(crate) async fn claim_size(harness: &Harness, claim: &str) -> String {
     let claim = harness
         .ns
         .api::<PersistentVolumeClaim>()
@@ -102,7 +102,7 @@ async fn exec(harness: &Harness, pod: &str, script: &str) {
 }
 
 /// Events about the autoscaler with this reason, each with how many times it happened.
-async fn event_counts(harness: &Harness, name: &str, reason: &str) -> Vec<i32> {
+pub(crate) async fn event_counts(harness: &Harness, name: &str, reason: &str) -> Vec<i32> {
     harness
         .ns
         .api::<Event>()

@@ -12,6 +12,7 @@ mod applied_again;
 mod attributes;
 mod authors;
 mod autoscale;
+mod autoscale_autoresizer;
 mod autoscale_prometheus;
 mod autoscale_usage;
 mod autoscaler_validation;
