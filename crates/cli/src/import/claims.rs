@@ -2,9 +2,10 @@
 //! still to do for a StatefulSet: a claim smaller than its template is a resize the vshn
 //! controller would have made (it compared the claims' requests with the template's).
 
-use super::fields::quantity;
+use super::fields::{quantity, strings};
 use ferry_api::{VolumeChange, parse_bytes};
 use serde_json::Value;
+use std::collections::BTreeMap;
 
 /// A volume claim template of the StatefulSet, as `resize` reads them.
 pub use crate::request::Template;
@@ -25,6 +26,8 @@ pub struct Claim {
     /// `spec.resources.requests.storage`.
     pub size: Option<String>,
     pub storage_class: Option<String>,
+    /// Its annotations (pvc-autoresizer's policy lives there).
+    pub annotations: BTreeMap<String, String>,
 }
 
 pub fn in_file(objects: &[Value]) -> Vec<Claim> {
@@ -36,7 +39,24 @@ pub fn in_file(objects: &[Value]) -> Vec<Claim> {
             name: o["metadata"]["name"].as_str().unwrap_or_default().to_string(),
             size: quantity(&o["spec"]["resources"]["requests"]["storage"]),
             storage_class: o["spec"]["storageClassName"].as_str().map(str::to_string),
+            annotations: strings(&o["metadata"]["annotations"]),
         })
+        .collect()
+}
+
+/// The claims in the file of `template` of StatefulSet `sts` in `namespace`, of the replicas it
+/// runs (ordinals below `replicas`).
+pub fn of_template<'a>(
+    claims: &'a [Claim],
+    template: &str,
+    sts: &str,
+    namespace: Option<&str>,
+    replicas: i32,
+) -> Vec<&'a Claim> {
+    claims
+        .iter()
+        .filter(|c| c.namespace.as_deref() == namespace)
+        .filter(|c| ordinal(&c.name, template, sts).is_some_and(|i| i < replicas))
         .collect()
 }
 
@@ -147,6 +167,7 @@ mod tests {
             name: name.into(),
             size: Some(size.into()),
             storage_class: Some(class.into()),
+            annotations: BTreeMap::new(),
         }
     }
 

@@ -6,6 +6,8 @@
 //! same objects and notes, and without `--apply` nothing is sent anywhere.
 
 mod apply;
+mod autoresizer;
+mod autoresizer_values;
 mod claims;
 mod documents;
 mod fields;
@@ -58,10 +60,13 @@ pub async fn run(global: &GlobalArgs, args: &ImportArgs) -> Result<ExitCode, Cli
 /// Translates every object of the file. A file with nothing Ferry imports is an error (bad
 /// input); an object it does not know is a note.
 pub fn translate(objects: &[Value], file: &str) -> Result<Report, CliError> {
-    let claims = claims::in_file(objects);
+    let context = Context {
+        claims: claims::in_file(objects),
+        classes: autoresizer::classes_in_file(objects),
+    };
     let mut translations = Vec::new();
     for object in objects {
-        translations.extend(translate_one(object, &claims));
+        translations.extend(translate_one(object, &context));
     }
     if translations.iter().all(|t| t.system.is_none()) {
         return Err(CliError::Usage(nothing_recognised(file, objects)));
@@ -74,7 +79,8 @@ pub fn translate(objects: &[Value], file: &str) -> Result<Report, CliError> {
 
 const WHAT_IS_IMPORTED: &str = "volmig VolumeResizes (storage.maurice.fr/v1alpha1), quarks \
 ExtendedStatefulSets (fissile.cloudfoundry.org/v1alpha1), and StatefulSets with pong1013's \
-annotations (resize-statefulset-operator/...) or the vshn controller's (sts-resize.vshn.net/...)";
+annotations (resize-statefulset-operator/...) or the vshn controller's (sts-resize.vshn.net/...), \
+and StatefulSets whose claims carry topolvm pvc-autoresizer's (resize.topolvm.io/...)";
 
 fn nothing_recognised(file: &str, objects: &[Value]) -> String {
     let mut kinds: Vec<String> = objects.iter().map(|o| Source::of(o).kind).collect();
@@ -93,16 +99,24 @@ fn group(api_version: &str) -> &str {
     api_version.split_once('/').map_or("", |(group, _)| group)
 }
 
-fn translate_one(object: &Value, claims: &[claims::Claim]) -> Vec<Translation> {
+/// What the file says besides the object being translated.
+struct Context {
+    claims: Vec<claims::Claim>,
+    classes: autoresizer::Classes,
+}
+
+fn translate_one(object: &Value, context: &Context) -> Vec<Translation> {
     let source = Source::of(object);
     match (group(&source.api_version), source.kind.as_str()) {
         (volmig::GROUP, "VolumeResize") => vec![volmig::translate(&source, object)],
         (group, "ExtendedStatefulSet") if quarks::GROUPS.contains(&group) => {
             vec![quarks::translate(&source, object)]
         }
-        ("apps", "StatefulSet") => stateful_set(&source, object, claims),
-        // Read as the claims of the StatefulSets beside them (a vshn resize still pending).
+        ("apps", "StatefulSet") => stateful_set(&source, object, context),
+        // Read as the claims of the StatefulSets beside them (a vshn resize still pending,
+        // pvc-autoresizer's annotations).
         ("", "PersistentVolumeClaim") => Vec::new(),
+        ("storage.k8s.io", "StorageClass") => autoresizer::storage_class(&source, object),
         _ => vec![unknown(
             &source,
             format!("not an object of a system Ferry imports ({WHAT_IS_IMPORTED})"),
@@ -110,14 +124,19 @@ fn translate_one(object: &Value, claims: &[claims::Claim]) -> Vec<Translation> {
     }
 }
 
-/// A StatefulSet is the vshn controller's, pong1013's, both, or neither, by its annotations.
-fn stateful_set(source: &Source, object: &Value, claims: &[claims::Claim]) -> Vec<Translation> {
+/// A StatefulSet is the vshn controller's, pong1013's, pvc-autoresizer's (by its claims), several,
+/// or none, by their annotations.
+fn stateful_set(source: &Source, object: &Value, context: &Context) -> Vec<Translation> {
+    let claims = context.claims.as_slice();
     let mut translations = Vec::new();
     if vshn::applies(object) {
         translations.push(vshn::translate(source, object, claims));
     }
     if pong::applies(object) {
         translations.push(pong::translate(source, object));
+    }
+    if autoresizer::applies(source, object, claims) {
+        translations.push(autoresizer::translate(source, object, claims, &context.classes));
     }
     // A plain StatefulSet is context (a cluster has many): said only when its claims lag.
     if translations.is_empty()

@@ -22,6 +22,8 @@ pub enum System {
     Pong,
     /// vshn's statefulset-resize-controller: its state annotations on StatefulSets.
     Vshn,
+    /// topolvm's pvc-autoresizer: annotations on claims (and on StorageClasses).
+    Autoresizer,
 }
 
 impl System {
@@ -31,6 +33,7 @@ impl System {
             System::Quarks => "quarks ExtendedStatefulSet",
             System::Pong => "pong1013's resize-statefulset-operator",
             System::Vshn => "vshn's statefulset-resize-controller",
+            System::Autoresizer => "topolvm's pvc-autoresizer",
         }
     }
 }
