@@ -62,7 +62,10 @@ fn missing_annotations_take_pvc_autoresizers_defaults_and_a_free_quantity_is_rea
         .filter(|line| !line.contains("inodes-threshold") && !line.contains("increase"))
         .map(|line| format!("{line}\n"))
         .collect();
-    let text = text.replace("resize.topolvm.io/threshold: 20%", "resize.topolvm.io/threshold: 5Gi");
+    let text = text.replace(
+        "resize.topolvm.io/threshold: 20%",
+        "resize.topolvm.io/threshold: 5Gi",
+    );
     let report = report(&text);
     let object = of_db(&report).objects[0].to_value().unwrap();
     // 5Gi free of the largest claim's 50Gi: 90% used. Defaults 10%: 90% of inodes, 10% steps.

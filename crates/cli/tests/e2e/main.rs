@@ -8,6 +8,7 @@ mod support;
 mod alone;
 mod commands;
 mod import;
+mod import_autoresizer;
 mod owned;
 mod user_roles;
 mod with_operator;
