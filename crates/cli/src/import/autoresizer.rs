@@ -198,21 +198,7 @@ fn volume(
     if read.block {
         return Err("a Block volume: pvc-autoresizer grows only Filesystem volumes".to_string());
     }
-    match read.class.as_deref().map(|class| (class, classes.get(class))) {
-        Some((class, Some(false))) => {
-            return Err(format!(
-                "StorageClass {class} in the file is not annotated {ENABLED}: \"true\", so \
-                 pvc-autoresizer does not grow these claims (unless it runs with \
-                 --no-annotation-check; then make a VolumeAutoscaler by hand or annotate the \
-                 class and import again)"
-            ));
-        }
-        Some((class, None)) => translation.note(format!(
-            "volume {name}: StorageClass {class} is not in the file: imported as if it has \
-             {ENABLED}: \"true\" (kubectl get sts,pvc,storageclass -o yaml gives it)"
-        )),
-        Some((_, Some(true))) | None => {}
-    }
+    class_lets_it_act(name, read, classes, translation)?;
     let value = |key: &str| get(key).unwrap_or(DEFAULT_PERCENT);
     let mut notes = Vec::new();
     let threshold = values::amount(value(THRESHOLD), true)
@@ -260,6 +246,32 @@ fn volume(
         provider: None,
         strategy: None,
     })
+}
+
+/// The claims' StorageClass, where the file has it, lets pvc-autoresizer act; where it does not,
+/// a note says the import assumed so.
+fn class_lets_it_act(
+    name: &str,
+    read: &Read,
+    classes: &Classes,
+    translation: &mut Translation,
+) -> Result<(), String> {
+    match read.class.as_deref().map(|class| (class, classes.get(class))) {
+        Some((class, Some(false))) => Err(format!(
+            "StorageClass {class} in the file is not annotated {ENABLED}: \"true\", so \
+                 pvc-autoresizer does not grow these claims (unless it runs with \
+                 --no-annotation-check; then make a VolumeAutoscaler by hand or annotate the \
+                 class and import again)"
+        )),
+        Some((class, None)) => {
+            translation.note(format!(
+                "volume {name}: StorageClass {class} is not in the file: imported as if it has \
+             {ENABLED}: \"true\" (kubectl get sts,pvc,storageclass -o yaml gives it)"
+            ));
+            Ok(())
+        }
+        Some((_, Some(true))) | None => Ok(()),
+    }
 }
 
 /// How Ferry's autoscaler differs, and the switch it waits for.

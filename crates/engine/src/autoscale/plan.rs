@@ -177,25 +177,7 @@ fn one_volume(
 ) {
     let sts = set.object.metadata.name.clone().unwrap_or_default();
     let previous = previous_of(input.autoscaler, &sts, &volume.name);
-    let claims = set
-        .volumes
-        .get(&volume.name)
-        .map(|read| read.claims.as_slice())
-        .unwrap_or_default();
-    // Left to pvc-autoresizer rather than grown twice: said in status, and by an Event when it
-    // starts.
-    if let Some(message) = autoresizer::refusal(claims, &observation.storage_classes) {
-        let (status, notice) = record::left_to_autoresizer(previous, &sts, &volume.name, message);
-        decision.volumes.push(status);
-        decision
-            .notices
-            .extend(notice.map(|notice| (notice, Some(sts.clone()))));
-        decision.judged.push(Judged {
-            stateful_set: sts,
-            volume: volume.name.clone(),
-            fullest: None,
-            outcome: Outcome::Skipped(record::STATE_LEFT_TO_AUTORESIZER_LABEL),
-        });
+    if left_to_autoresizer(observation, set, &sts, volume, previous, decision) {
         return;
     }
     let (policy, situation) = match judged(input, observation, set, volume, previous) {
@@ -264,6 +246,38 @@ fn one_volume(
         fullest: fullest(&situation.readings),
         outcome,
     });
+}
+
+/// Whether pvc-autoresizer manages the volume's claims: then Ferry leaves it alone rather than
+/// grow it twice, says so in status, and with an Event when that starts.
+fn left_to_autoresizer(
+    observation: &Observation,
+    set: &SetObservation,
+    sts: &str,
+    volume: &AutoscaledVolume,
+    previous: Option<&AutoscaledVolumeStatus>,
+    decision: &mut Decision,
+) -> bool {
+    let claims = set
+        .volumes
+        .get(&volume.name)
+        .map(|read| read.claims.as_slice())
+        .unwrap_or_default();
+    let Some(message) = autoresizer::refusal(claims, &observation.storage_classes) else {
+        return false;
+    };
+    let (status, notice) = record::left_to_autoresizer(previous, sts, &volume.name, message);
+    decision.volumes.push(status);
+    decision
+        .notices
+        .extend(notice.map(|notice| (notice, Some(sts.to_string()))));
+    decision.judged.push(Judged {
+        stateful_set: sts.to_string(),
+        volume: volume.name.clone(),
+        fullest: None,
+        outcome: Outcome::Skipped(record::STATE_LEFT_TO_AUTORESIZER_LABEL),
+    });
+    true
 }
 
 /// The volume's policy and situation, or the status that says why nothing can be decided (a
