@@ -258,14 +258,14 @@ fn left_to_autoresizer(
     previous: Option<&AutoscaledVolumeStatus>,
     decision: &mut Decision,
 ) -> bool {
-    let claims = set
-        .volumes
-        .get(&volume.name)
-        .map(|read| read.claims.as_slice())
-        .unwrap_or_default();
-    let Some(message) = autoresizer::refusal(claims, &observation.storage_classes) else {
+    let Some(read) = set.volumes.get(&volume.name) else {
         return false;
     };
+    let Some(message) = autoresizer::refusal(&read.claims, &observation.storage_classes) else {
+        return false;
+    };
+    // No rescue measurement of a volume Ferry does not grow.
+    decision.actions.extend(measure::remove_all(&read.measurements));
     let (status, notice) = record::left_to_autoresizer(previous, sts, &volume.name, message);
     decision.volumes.push(status);
     decision
