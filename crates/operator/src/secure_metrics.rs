@@ -18,7 +18,6 @@ use kube::Client;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Instant;
-use tokio::task::JoinHandle;
 
 /// Where and with which certificate the secure endpoint serves.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -34,17 +33,7 @@ pub struct SecureMetrics {
 }
 
 /// The running server and its certificate keeper; both stop when this is dropped.
-pub struct Running {
-    server: JoinHandle<()>,
-    keeper: JoinHandle<()>,
-}
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        self.server.abort();
-        self.keeper.abort();
-    }
-}
+pub use crate::webhook::Running;
 
 #[derive(Clone)]
 struct SecureState {
@@ -93,10 +82,10 @@ pub async fn start(
         .route(access::METRICS_PATH, get(metrics_for_reader))
         .with_state(state);
     tracing::info!(listen = %settings.listen, "serving /metrics over HTTPS to authorized readers");
-    Ok(Running {
-        server: tokio::spawn(webhook::server::serve(listener, config, app)),
-        keeper: kept.keeper,
-    })
+    Ok(Running::new(
+        tokio::spawn(webhook::server::serve(listener, config, app)),
+        kept.keeper,
+    ))
 }
 
 async fn metrics_for_reader(State(state): State<SecureState>, headers: HeaderMap) -> Response {

@@ -57,11 +57,17 @@ fn today() -> jiff::civil::Date {
     jiff::Zoned::now().date()
 }
 
-/// The running webhook server and its certificate keeper; both stop when this is dropped (an
-/// operator stopped mid-flight must not leave a server answering for it).
+/// A running TLS server (the webhooks', or secure metrics') and its certificate keeper; both stop
+/// when this is dropped (an operator stopped mid-flight must not leave a server answering for it).
 pub struct Running {
     server: JoinHandle<()>,
     keeper: JoinHandle<()>,
+}
+
+impl Running {
+    pub fn new(server: JoinHandle<()>, keeper: JoinHandle<()>) -> Running {
+        Running { server, keeper }
+    }
 }
 
 impl Drop for Running {

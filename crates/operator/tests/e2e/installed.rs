@@ -77,6 +77,22 @@ async fn operator_actions(harness: &Harness) -> Vec<(String, String)> {
     out
 }
 
+/// A VolumeResize for a StatefulSet that does not exist is refused: only a webhook the API server
+/// reaches refuses it (its failurePolicy is Ignore).
+async fn assert_webhook_refuses_a_missing_stateful_set(harness: &Harness) {
+    let refused = harness
+        .try_create_resize(
+            "ghost",
+            json!({"statefulSetName": "nobody", "volumes": [{"name": "data", "size": "1Gi"}]}),
+        )
+        .await;
+    let message = format!(
+        "{:?}",
+        refused.expect_err("the webhook refuses a VolumeResize for a missing StatefulSet")
+    );
+    assert!(message.contains("nobody"), "{message}");
+}
+
 /// The pod a `WebhookAnswered` Event of the operator's webhook probe regards, by name and UID,
 /// once there is one.
 async fn webhook_answered_on_a_pod(harness: &Harness) -> String {
@@ -278,17 +294,7 @@ async fn the_chart_runs_ferry_on_the_node_hands_over_mid_resize_and_uninstalls_c
     .unwrap();
     // Served through the Service by the pods: the validating webhook refuses a VolumeResize for a
     // StatefulSet that does not exist (its failurePolicy is Ignore, so only a served webhook refuses).
-    let refused = harness
-        .try_create_resize(
-            "ghost",
-            json!({"statefulSetName": "nobody", "volumes": [{"name": "data", "size": "1Gi"}]}),
-        )
-        .await;
-    let message = format!(
-        "{:?}",
-        refused.expect_err("the webhook refuses a VolumeResize for a missing StatefulSet")
-    );
-    assert!(message.contains("nobody"), "{message}");
+    assert_webhook_refuses_a_missing_stateful_set(&harness).await;
     // Every replica serves it, leader or not, with a certificate for the Service from the one CA
     // in the webhook CA Secret (the caBundle the API server trusts).
     let secrets: Api<Secret> = harness.ns.api();
@@ -645,17 +651,7 @@ async fn a_host_network_operator_is_called_by_the_api_server_at_its_node() {
     assert_eq!(pod.spec.as_ref().unwrap().host_network, Some(true));
     assert_eq!(status.pod_ip, status.host_ip, "the pod has the node's address");
     // Only a webhook the API server reaches refuses a VolumeResize for a missing StatefulSet.
-    let refused = harness
-        .try_create_resize(
-            "ghost",
-            json!({"statefulSetName": "nobody", "volumes": [{"name": "data", "size": "1Gi"}]}),
-        )
-        .await;
-    let message = format!(
-        "{:?}",
-        refused.expect_err("the webhook at the node's address refuses")
-    );
-    assert!(message.contains("nobody"), "{message}");
+    assert_webhook_refuses_a_missing_stateful_set(&harness).await;
     assert_eq!(webhook_answered_on_a_pod(&harness).await, pod.name_any());
 
     helm_ok(&[
