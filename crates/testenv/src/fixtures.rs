@@ -6,6 +6,26 @@ use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim, Pod};
 use kube::Api;
 use serde_json::json;
 
+/// A copy of the StorageClass `from` named `name`, carrying only `annotations` (cluster-scoped: name
+/// it after the test's namespace, and delete it at the end); returns `name`.
+pub async fn annotated_class_copy(
+    client: &kube::Client,
+    from: &str,
+    name: &str,
+    annotations: std::collections::BTreeMap<String, String>,
+) -> Result<String, Error> {
+    use k8s_openapi::api::storage::v1::StorageClass;
+    let classes = Api::<StorageClass>::all(client.clone());
+    let mut class = classes.get(from).await?;
+    class.metadata = kube::core::ObjectMeta {
+        name: Some(name.to_string()),
+        annotations: Some(annotations),
+        ..Default::default()
+    };
+    classes.create(&Default::default(), &class).await?;
+    Ok(name.to_string())
+}
+
 /// A StatefulSet `name` with `replicas` pods and one volume claim template `data` of `size` in
 /// `class`. Pods run a placeholder container (kwok fakes them).
 pub fn stateful_set(name: &str, replicas: i32, class: &str, size: &str) -> StatefulSet {

@@ -18,16 +18,14 @@ const ENABLED: &str = "resize.topolvm.io/enabled";
 /// A copy of the expandable test class annotated for pvc-autoresizer, named after the test's
 /// namespace (cluster-scoped: no other test sees it).
 async fn autoresizer_class(env: &Env) -> String {
-    let classes = Api::<StorageClass>::all(env.client.clone());
-    let mut class = classes.get(CLASS_EXPANDABLE).await.unwrap();
-    let name = format!("{}-autoresizer", env.ns.name);
-    class.metadata = kube::core::ObjectMeta {
-        name: Some(name.clone()),
-        annotations: Some(BTreeMap::from([(ENABLED.to_string(), "true".to_string())])),
-        ..Default::default()
-    };
-    classes.create(&PostParams::default(), &class).await.unwrap();
-    name
+    ferry_testenv::fixtures::annotated_class_copy(
+        &env.client,
+        CLASS_EXPANDABLE,
+        &format!("{}-autoresizer", env.ns.name),
+        BTreeMap::from([(ENABLED.to_string(), "true".to_string())]),
+    )
+    .await
+    .unwrap()
 }
 
 /// `kubectl get` of this namespace's StatefulSets and claims, and of `class`, as one file.

@@ -13,7 +13,7 @@ use ferry_engine::autoscale::autoresizer::{ENABLED, STORAGE_LIMIT};
 use ferry_testenv::CLASS_BLOCK;
 use k8s_openapi::api::storage::v1::StorageClass;
 use kube::Api;
-use kube::api::{Patch, PatchParams, PostParams};
+use kube::api::{Patch, PatchParams};
 use serde_json::json;
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -21,16 +21,14 @@ use std::time::Duration;
 /// A copy of the real node's growing class, annotated for pvc-autoresizer, named after the test's
 /// namespace (cluster-scoped: no other test sees it).
 async fn autoresizer_class(harness: &Harness) -> String {
-    let classes = Api::<StorageClass>::all(harness.client.clone());
-    let mut class = classes.get(CLASS_BLOCK).await.unwrap();
-    let name = format!("{}-autoresizer", harness.ns.name);
-    class.metadata = kube::core::ObjectMeta {
-        name: Some(name.clone()),
-        annotations: Some(BTreeMap::from([(ENABLED.to_string(), "true".to_string())])),
-        ..Default::default()
-    };
-    classes.create(&PostParams::default(), &class).await.unwrap();
-    name
+    ferry_testenv::fixtures::annotated_class_copy(
+        &harness.client,
+        CLASS_BLOCK,
+        &format!("{}-autoresizer", harness.ns.name),
+        BTreeMap::from([(ENABLED.to_string(), "true".to_string())]),
+    )
+    .await
+    .unwrap()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
