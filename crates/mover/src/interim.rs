@@ -98,7 +98,7 @@ pub(crate) fn converge<G>(
 }
 
 /// How long to wait for the go before the next interim pass, after one that wrote `wrote` bytes.
-fn next_wait(every: Duration, wrote: u64) -> Duration {
+pub(crate) fn next_wait(every: Duration, wrote: u64) -> Duration {
     if wrote >= BUSY_BYTES {
         Duration::ZERO
     } else {

@@ -201,7 +201,9 @@ struct PullArgs {
     /// Progress output, as for `sync`.
     #[arg(long, value_enum)]
     progress: Option<ProgressArg>,
-    /// Start the pass only once FILE has content (a final pass's go), as for `sync`.
+    /// Start the pass only once FILE has content (a final pass's go), as for `sync`. With
+    /// --track-changes --changes it pulls what changed about once a second while it waits
+    /// (interim pulls, counted in the result's interimPasses), so the final pass has little left.
     #[arg(long, value_name = "FILE")]
     wait_for: Option<PathBuf>,
     /// With --wait-for: a line on stdin whose SHA-256 is HEX is a go too, as for `sync`.
@@ -587,16 +589,35 @@ fn run_pull(args: PullArgs) -> i32 {
         connect_wait: std::time::Duration::from_secs(args.connect_wait),
         corrupt_after_write: corrupt_after_write(),
         progress: progress_mode(args.progress),
+        print_warnings: true,
     };
     let result_file = args.result_file.or_else(default_result_file);
-    let go_at = args.wait_for.as_deref().map(|go| {
-        let lines =
-            (args.go_key_sha256.clone()).map(|digest| (std::io::BufReader::new(std::io::stdin()), digest));
-        stamped(ferry_mover::wait_for_go(go, lines))
-    });
-    let outcome = ferry_mover::remote::pull(&opts)
-        .map(|r| with_go(serde_json::to_value(&r).unwrap_or_default(), go_at));
+    let (go_at, outcome) = match &args.wait_for {
+        // On standby: pulls what changed while it waits (where the server tracks changes).
+        Some(go) => {
+            let lines = (args.go_key_sha256.clone())
+                .map(|digest| (std::io::BufReader::new(std::io::stdin()), digest));
+            let mut listening = ferry_mover::Go::new(go, lines);
+            let (went, outcome) = ferry_mover::remote::standby(&opts, interim_pulls(), |at_most| {
+                listening.wait(at_most).map(stamped)
+            });
+            (Some(went), outcome)
+        }
+        None => (None, ferry_mover::remote::pull(&opts)),
+    };
+    let outcome = outcome.map(|r| with_go(serde_json::to_value(&r).unwrap_or_default(), go_at));
     conclude(outcome, result_file)
+}
+
+/// When a standby pull runs interim pulls: the test hooks of a local standby's interim passes
+/// (`FERRY_MOVER_TEST_INTERIM_MS`, `FERRY_MOVER_TEST_INTERIM_PASSES`) apply to it too.
+fn interim_pulls() -> ferry_mover::remote::InterimPulls {
+    let track = track_options();
+    let default = ferry_mover::remote::InterimPulls::default();
+    ferry_mover::remote::InterimPulls {
+        every: track.interim_every.unwrap_or(default.every),
+        most: track.most_interim,
+    }
 }
 
 /// A go with the time it came, by the wall clock (milliseconds since the epoch).

@@ -278,3 +278,163 @@ fn a_directory_made_between_warm_pulls_is_watched_for_the_final_one() {
     assert_eq!(tracking, "used", "{result}");
     assert!(visited <= 8, "{result}");
 }
+
+/// The operator's final pull, started on standby (`--wait-for`) while the replica still serves.
+struct StandbyPull {
+    process: Started,
+    go: PathBuf,
+    moved: Moved,
+}
+
+impl Moved {
+    /// Starts the final pull on standby; `env` sets its test hooks.
+    fn standby_pull(self, env: &[(&str, &str)]) -> StandbyPull {
+        let go = self._tmp.path().join("go");
+        let mut command = std::process::Command::new(bin());
+        command
+            .args([
+                "pull",
+                "--from",
+                &self.server.address,
+                "--progress",
+                "json",
+                "--tls",
+            ])
+            .arg(&self.client)
+            .arg("--target")
+            .arg(&self.dst)
+            .args(FINAL)
+            .arg("--wait-for")
+            .arg(&go)
+            .env_remove("FERRY_RESULT_FILE")
+            .envs(env.iter().copied())
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped());
+        StandbyPull {
+            process: start(&mut command),
+            go,
+            moved: self,
+        }
+    }
+}
+
+impl StandbyPull {
+    /// Gives the go: the final pull's result, after checking it succeeded, the server stopped
+    /// and the target is the source.
+    fn go(self) -> serde_json::Value {
+        write(&self.go, b"go");
+        let out = self.process.into_child().wait_with_output().unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+        let result: serde_json::Value = serde_json::from_str(stdout.lines().last().unwrap()).unwrap();
+        assert_eq!(result["goBy"], "file", "{result}");
+        assert_exact(&self.moved.src, &self.moved.dst);
+        let (code, _, err) = self.moved.server.end();
+        assert_eq!(code, 0, "stderr: {err}");
+        result
+    }
+}
+
+fn interim(result: &serde_json::Value) -> (u64, u64) {
+    (
+        result["interimPasses"].as_u64().unwrap(),
+        result["interimBytesCopied"].as_u64().unwrap(),
+    )
+}
+
+/// Polls `done` every 10 ms for at most 60 s (a bound on a failure, not a pace).
+fn eventually(what: &str, done: impl Fn() -> bool) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !done() {
+        assert!(std::time::Instant::now() < deadline, "never happened: {what}");
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+}
+
+/// Writes `data` at `rel` in `src` whole at once (written beside the tree, then renamed in), so
+/// an interim pull never reads it half written.
+fn put_whole(src: &Path, rel: &str, data: &[u8]) {
+    let staged = src.parent().unwrap().join("staged");
+    write(&staged, data);
+    std::fs::rename(&staged, src.join(rel)).unwrap();
+}
+
+#[test]
+fn what_is_written_while_a_standby_pull_waits_is_pulled_before_the_go() {
+    let moved = warm(&[]);
+    let (src, dst) = (moved.src.clone(), moved.dst.clone());
+    let standby = moved.standby_pull(&[("FERRY_MOVER_TEST_INTERIM_MS", "50")]);
+    let big = pattern(4 << 20, 5);
+    put_whole(&src, "b/wal-000001", &big);
+    put_whole(&src, "a/edit.txt", b"edited while the replica served");
+    eventually("an interim pull copied the new and the edited file", || {
+        std::fs::read(dst.join("b/wal-000001")).is_ok_and(|b| b == big)
+            && std::fs::read(dst.join("a/edit.txt")).is_ok_and(|b| b == b"edited while the replica served")
+    });
+    let result = standby.go();
+    assert_eq!(tracked(&result).0, "used", "{result}");
+    assert_eq!(result["bytesCopied"], 0, "the final pull copied again: {result}");
+    let (passes, bytes) = interim(&result);
+    assert!(passes >= 1, "{result}");
+    assert!(bytes >= big.len() as u64 + 31, "{result}");
+}
+
+#[test]
+fn what_changes_after_the_last_interim_pull_is_the_final_pulls() {
+    let moved = warm(&[]);
+    let (src, dst) = (moved.src.clone(), moved.dst.clone());
+    // Written before the standby starts, so its one interim pull takes it; what is written after
+    // that pull is the final pull's however slowly this runs.
+    put_whole(&src, "b/first.txt", b"before the interim pull");
+    let standby = moved.standby_pull(&[
+        ("FERRY_MOVER_TEST_INTERIM_MS", "50"),
+        ("FERRY_MOVER_TEST_INTERIM_PASSES", "1"),
+    ]);
+    eventually("the interim pull copied the first file", || {
+        dst.join("b/first.txt").is_file()
+    });
+    write(&src.join("tree/x/y/deep.txt"), b"after the interim pull");
+    std::fs::remove_file(src.join("a/gone.txt")).unwrap();
+    let result = standby.go();
+    let (tracking, visited) = tracked(&result);
+    assert_eq!(tracking, "used", "{result}");
+    // The root, tree, tree/x, tree/x/y, deep.txt, a, gone.txt: not the 300 files of filler.
+    assert!(visited <= 10, "{result}");
+    assert_eq!(result["filesCopied"], 1, "{result}");
+    assert_eq!(result["deleted"], 1, "{result}");
+    assert_eq!(interim(&result).0, 1, "{result}");
+}
+
+/// Against a server that does not track changes each interim pull would walk both trees whole,
+/// every second: after the first finds that out, none follow.
+#[test]
+fn a_standby_pull_from_a_server_without_tracking_stops_pulling_after_one() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (src, dst) = (tmp.path().join("src"), tmp.path().join("dst"));
+    filler(&src, 50);
+    let authority = Authority::new("untracked standby");
+    let server = Server::start(&src, &authority.issue(&tmp.path().join("source-tls")));
+    let client = authority.issue(&tmp.path().join("target-tls"));
+    let (code, _, err) = pull(&server, &client, &dst, &["--track-changes", "--delete"]);
+    assert_eq!(code, 0, "stderr: {err}");
+    let moved = Moved {
+        _tmp: tmp,
+        src: src.clone(),
+        dst: dst.clone(),
+        client,
+        server,
+    };
+    // Written before the standby starts: its first interim pull takes it.
+    put_whole(&src, "fill/added.txt", b"added while waiting");
+    let standby = moved.standby_pull(&[("FERRY_MOVER_TEST_INTERIM_MS", "20")]);
+    eventually("the interim pull copied the new file", || {
+        dst.join("fill/added.txt").is_file()
+    });
+    // Time for many more pulls at one per 20 ms, were they run.
+    std::thread::sleep(std::time::Duration::from_millis(400));
+    let result = standby.go();
+    assert_eq!(interim(&result).0, 1, "{result}");
+    assert!(tracked(&result).0.contains("not tracking changes"), "{result}");
+}

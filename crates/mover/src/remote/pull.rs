@@ -69,10 +69,25 @@ pub struct PullOptions {
     pub corrupt_after_write: Option<PathBuf>,
     /// Progress lines, as a local pass writes them.
     pub progress: ProgressMode,
+    /// Warnings (a file that changed while it was read, ...) on stderr; an interim pull's are not
+    /// (the next pull reads what changed anyway).
+    pub print_warnings: bool,
+}
+
+/// A pull that succeeded, and whether the serving mover's record knows it passed (a later pull
+/// with `changes` then reads only what changed since).
+pub(crate) struct Pulled {
+    pub report: SyncReport,
+    pub marked: bool,
 }
 
 /// Makes `opts.target` a copy of what the serving mover at `opts.from` holds.
 pub fn pull(opts: &PullOptions) -> Result<SyncReport, MoverError> {
+    pull_pass(opts).map(|pulled| pulled.report)
+}
+
+/// [`pull`], saying whether the pass was marked passed on the server's record.
+pub(crate) fn pull_pass(opts: &PullOptions) -> Result<Pulled, MoverError> {
     let progress = Arc::new(Progress::default());
     let reporter = Reporter::start(opts.progress, progress.clone());
     let result = run(opts, &progress);
@@ -81,10 +96,10 @@ pub fn pull(opts: &PullOptions) -> Result<SyncReport, MoverError> {
     result
 }
 
-fn run(opts: &PullOptions, progress: &Progress) -> Result<SyncReport, MoverError> {
+fn run(opts: &PullOptions, progress: &Progress) -> Result<Pulled, MoverError> {
     let start = Instant::now();
     let config = TlsFiles::load(&opts.tls)?.client()?;
-    let warnings = Warnings::new(true);
+    let warnings = Warnings::new(opts.print_warnings);
     let Trees {
         mut control,
         target,
@@ -137,7 +152,7 @@ fn run(opts: &PullOptions, progress: &Progress) -> Result<SyncReport, MoverError
     if opts.stop_server {
         stop_server(&mut control)?;
     }
-    Ok(SyncReport {
+    let report = SyncReport {
         files,
         bytes,
         bytes_copied: progress.bytes_copied.load(Ordering::Relaxed),
@@ -153,6 +168,10 @@ fn run(opts: &PullOptions, progress: &Progress) -> Result<SyncReport, MoverError
         entries_visited: Some(src.entries.len() as u64),
         interim_passes: None,
         interim_bytes_copied: None,
+    };
+    Ok(Pulled {
+        report,
+        marked: read.mark.is_some(),
     })
 }
 

@@ -131,6 +131,12 @@ async fn a_replica_moved_to_another_node_keeps_every_acknowledged_write_and_its_
         "visited {:?} entries",
         moved.final_entries_visited
     );
+    // The final pull waited on standby pulling what changed meanwhile (interim pulls), as a
+    // local standby does: its result counts them, however many the stop's timing allowed.
+    assert!(
+        moved.final_interim_passes.is_some(),
+        "a standby pull reports its interim pulls: {moved:?}"
+    );
     let stayed = status.plan.iter().find(|row| row.replica == 0).unwrap();
     assert_eq!(
         (stayed.strategy, &stayed.target_node),

@@ -380,8 +380,8 @@ fn start_final_mover(
         capabilities: capabilities::of_row(row),
         cloned_at,
         // A replica already going writes little more: one walk is the whole pass. A copy from
-        // another node has no standby: its serving mover tracks the changes instead
-        // (`PullFrom::tracked`).
+        // another node watches nothing itself: its serving mover tracks the changes
+        // (`PullFrom::tracked`), and its standby pulls them while it waits.
         track_changes: ctx.track_changes && from.is_none() && pod_running(ctx, observed, row.replica),
         from,
     });
