@@ -120,8 +120,13 @@ async fn a_replica_moved_to_another_node_keeps_every_acknowledged_write_and_its_
     let new_node = moved.target_node.clone().unwrap();
     assert_ne!(new_node, old_node);
     eprintln!(
-        "replica 1 moved from {old_node} to {new_node}: down {:?} ms ({:?})",
-        moved.downtime_milliseconds, moved.downtime_steps
+        "replica 1 moved from {old_node} to {new_node}: down {:?} ms ({:?}); interim pulls {:?} \
+         ({:?} bytes), final pull {:?} bytes",
+        moved.downtime_milliseconds,
+        moved.downtime_steps,
+        moved.final_interim_passes,
+        moved.final_interim_bytes_copied,
+        moved.final_bytes_copied
     );
     // The final pull read only what changed since the last warm pull (its serving mover tracked
     // the source from its start), not both trees whole.
