@@ -85,6 +85,10 @@ pub enum Command {
     /// a time while the others serve. Returns once every move ended; exit 0 only if all moved.
     /// Every namespace unless -n is given.
     Drain(DrainArgs),
+    /// Plan moving every StatefulSet volume on one StorageClass to another: which StatefulSets,
+    /// their claims' sizes and estimated copy times, what is refused and what is left alone, and
+    /// why. Only --plan exists in this version (it reads; it creates and changes nothing).
+    Migrate(MigrateArgs),
     /// Translate the objects of the systems Ferry replaces (volmig, quarks, pong1013's and vshn's
     /// annotations) into Ferry's: printed (a dry run, no cluster needed), or created with --apply.
     Import(ImportArgs),
@@ -100,6 +104,43 @@ pub struct DrainArgs {
     /// Print each move's progress as it changes.
     #[arg(short, long)]
     pub watch: bool,
+}
+
+#[derive(Args, Debug)]
+#[command(after_help = "Examples:
+  # What moving every volume of class gp2 to gp3 in all namespaces would take
+  kubectl ferry migrate --from-class gp2 --to-class gp3 -A --plan
+
+  # Only the StatefulSets labelled tier=db in namespace prod, as JSON
+  kubectl ferry migrate --from-class gp2 --to-class gp3 -n prod -l tier=db --plan -o json
+
+  # Estimates at the throughput measured on your own disks
+  kubectl ferry migrate --from-class old --to-class new -A --plan --rate 150Mi")]
+pub struct MigrateArgs {
+    /// The StorageClass to leave: StatefulSets with a volume claim template on it are selected (a
+    /// template naming no class is on the cluster's default class).
+    #[arg(long, value_name = "CLASS")]
+    pub from_class: String,
+    /// The StorageClass to move to; it must exist.
+    #[arg(long, value_name = "CLASS")]
+    pub to_class: String,
+    /// Every namespace (else the one of -n, or the context's).
+    #[arg(short = 'A', long)]
+    pub all_namespaces: bool,
+    /// Only StatefulSets with these labels (`key=value,...`, as kubectl's -l); unowned claims are
+    /// listed only when they carry them too.
+    #[arg(short = 'l', long, value_name = "SELECTOR")]
+    pub selector: Option<String>,
+    /// Print the plan and change nothing. Required: this version cannot carry a migration out.
+    #[arg(long)]
+    pub plan: bool,
+    /// Copy throughput the estimates assume, per second (default: the one measured in
+    /// docs/benchmarks.md, 380Mi).
+    #[arg(long, value_name = "QUANTITY_PER_SECOND")]
+    pub rate: Option<String>,
+    /// Print the plan as data instead of text.
+    #[arg(short, long, value_parser = DataFormat::parse, value_name = "json|yaml|jsonpath=TEMPLATE")]
+    pub output: Option<DataFormat>,
 }
 
 #[derive(Args, Debug)]

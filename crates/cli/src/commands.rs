@@ -2,11 +2,13 @@
 
 use crate::args::DryRun;
 use crate::args::{
-    Cli, Command, CompletionArgs, DataFormat, DeleteArgs, GlobalArgs, ListArgs, ListFormat, NameArgs,
-    PlanArgs, RequestArgs, ResizeArgs, RollbackArgs, StatusArgs, VersionArgs,
+    Cli, Command, CompletionArgs, DataFormat, DeleteArgs, GlobalArgs, ListArgs, ListFormat, MigrateArgs,
+    NameArgs, PlanArgs, RequestArgs, ResizeArgs, RollbackArgs, StatusArgs, VersionArgs,
 };
 use crate::exit::{CliError, ExitCode};
 use crate::kube_io::{Action, Cluster, RESIZES, connect};
+use crate::migrate::MEASURED_COPY_BYTES_PER_SECOND;
+use crate::output::print_data;
 use crate::render;
 use crate::request::{self, RequestError};
 use crate::style::{RED, Style, YELLOW};
@@ -52,6 +54,10 @@ async fn execute(cli: Cli, style: Style) -> Result<ExitCode, CliError> {
     if let Command::Plan(args) = &cli.command {
         assumed_rate(&args.rate)?;
     }
+    let migration = match &cli.command {
+        Command::Migrate(args) => Some(migrate_rate(args)?),
+        _ => None,
+    };
     let cluster = connect(&cli.global).await?;
     match cli.command {
         Command::Resize(args) => resize(&cluster, args, style).await,
@@ -78,6 +84,18 @@ async fn execute(cli: Cli, style: Style) -> Result<ExitCode, CliError> {
         Command::Completion(args) => completion(&args),
         Command::Version(args) => version(&cli.global, &args).await,
         Command::Import(args) => crate::import::run(&cli.global, &args).await,
+        Command::Migrate(args) => {
+            let request = crate::migrate::run::MigrateRequest {
+                from_class: &args.from_class,
+                to_class: &args.to_class,
+                all_namespaces: args.all_namespaces,
+                selector: args.selector.as_deref(),
+                bytes_per_second: migration.unwrap_or(MEASURED_COPY_BYTES_PER_SECOND),
+                rate_given: args.rate.is_some(),
+                output: args.output.as_ref(),
+            };
+            crate::migrate::run::migrate(&cluster, &request, style).await
+        }
         Command::Drain(args) => {
             let request = crate::drain::run::DrainRequest {
                 node: &args.node,
@@ -143,6 +161,32 @@ fn interval(value: Duration) -> Result<Duration, CliError> {
 /// A `--timeout` with 0 for none: the moment to give up, if any.
 fn deadline_after(timeout: Duration) -> Option<Instant> {
     (!timeout.is_zero()).then(|| Instant::now() + timeout)
+}
+
+/// Checks a `migrate` request before connecting; its copy throughput.
+fn migrate_rate(args: &MigrateArgs) -> Result<u64, CliError> {
+    if !args.plan {
+        return Err(CliError::Usage(
+            "only `migrate --plan` is available in this version: it prints the plan and changes \
+             nothing; carrying a migration out (the VolumeMigration controller) is not built yet"
+                .into(),
+        ));
+    }
+    crate::migrate::check_classes(&args.from_class, &args.to_class).map_err(CliError::Usage)?;
+    if args.output == Some(DataFormat::Name) {
+        return Err(CliError::Usage(
+            "migrate prints -o json, -o yaml or -o jsonpath, not -o name (a plan has no name)".into(),
+        ));
+    }
+    match &args.rate {
+        Some(text) => match assumed_rate(text)? {
+            0 => Err(CliError::Usage(
+                "--rate 0: give a positive rate such as 100Mi".into(),
+            )),
+            rate => Ok(rate),
+        },
+        None => Ok(MEASURED_COPY_BYTES_PER_SECOND),
+    }
 }
 
 fn assumed_rate(text: &str) -> Result<u64, CliError> {
@@ -232,34 +276,6 @@ async fn create_with(
         ))),
         Err(error) => Err(cluster.explain(error, Action::new("create", RESIZES)).await),
     }
-}
-
-fn print_data<T: serde::Serialize>(value: &T, format: &DataFormat) -> Result<(), CliError> {
-    let text = match format {
-        DataFormat::Name => {
-            let value =
-                serde_json::to_value(value).map_err(|e| CliError::Failed(format!("cannot render: {e}")))?;
-            let name = value["metadata"]["name"].as_str().unwrap_or_default().to_string();
-            format!("volumeresize.ferry.dev/{name}\n")
-        }
-        DataFormat::Json => serde_json::to_string_pretty(value)
-            .map(|mut s| {
-                s.push('\n');
-                s
-            })
-            .map_err(|e| CliError::Failed(format!("cannot render JSON: {e}")))?,
-        DataFormat::Yaml => {
-            yaml_serde::to_string(value).map_err(|e| CliError::Failed(format!("cannot render YAML: {e}")))?
-        }
-        // As kubectl: the filled template and nothing after it.
-        DataFormat::JsonPath(template) => {
-            let value =
-                serde_json::to_value(value).map_err(|e| CliError::Failed(format!("cannot render: {e}")))?;
-            template.render(&value)
-        }
-    };
-    crate::out!("{text}");
-    Ok(())
 }
 
 async fn resize(cluster: &Cluster, args: ResizeArgs, style: Style) -> Result<ExitCode, CliError> {
@@ -770,7 +786,65 @@ fn completion(args: &CompletionArgs) -> Result<ExitCode, CliError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use clap::Parser;
     use serde_json::json;
+
+    fn migrate_args(extra: &[&str]) -> MigrateArgs {
+        let mut words = vec![
+            "kubectl-ferry",
+            "migrate",
+            "--from-class",
+            "old",
+            "--to-class",
+            "new",
+        ];
+        words.extend(extra);
+        match Cli::try_parse_from(words).unwrap().command {
+            Command::Migrate(args) => args,
+            other => panic!("not migrate: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn migrate_is_checked_before_connecting_and_only_plans() {
+        let error = migrate_rate(&migrate_args(&[])).unwrap_err();
+        assert_eq!(error.exit_code(), ExitCode::Usage);
+        assert!(
+            error.to_string().contains("only `migrate --plan` is available"),
+            "{error}"
+        );
+        assert_eq!(
+            migrate_rate(&migrate_args(&["--plan"])),
+            Ok(MEASURED_COPY_BYTES_PER_SECOND)
+        );
+        assert_eq!(
+            migrate_rate(&migrate_args(&["--plan", "--rate", "50Mi"])),
+            Ok(50 << 20)
+        );
+        for wrong in [vec!["--plan", "--rate", "0"], vec!["--plan", "-o", "name"]] {
+            let error = migrate_rate(&migrate_args(&wrong)).unwrap_err();
+            assert_eq!(error.exit_code(), ExitCode::Usage, "{wrong:?}");
+        }
+        let same = Cli::try_parse_from([
+            "kubectl-ferry",
+            "migrate",
+            "--from-class",
+            "a",
+            "--to-class",
+            "a",
+            "--plan",
+        ])
+        .unwrap();
+        let Command::Migrate(same) = same.command else {
+            panic!("not migrate")
+        };
+        assert!(
+            migrate_rate(&same)
+                .unwrap_err()
+                .to_string()
+                .contains("both \"a\"")
+        );
+    }
 
     fn resize(spec_extra: serde_json::Value, status: serde_json::Value) -> VolumeResize {
         let mut spec = json!({"statefulSetName": "db", "volumes": [{"name": "data", "size": "2Gi"}]});

@@ -80,7 +80,7 @@ pub fn wanted(words: &[String]) -> (Wanted, Typed) {
     }
     let wanted = match before.last().map(String::as_str) {
         Some("-n" | "--namespace") => Wanted::Namespaces,
-        Some("--storage-class") => Wanted::StorageClasses,
+        Some("--storage-class" | "--from-class" | "--to-class") => Wanted::StorageClasses,
         Some("-f" | "--filename") => Wanted::Files,
         Some("--volume") => match positional.as_slice() {
             ["resize" | "plan", stateful_set, ..] => Wanted::Templates(stateful_set.to_string()),

@@ -15,6 +15,7 @@ pub mod format;
 pub mod import;
 pub mod jsonpath;
 pub mod kube_io;
+pub mod migrate;
 pub mod output;
 pub mod rate;
 pub mod render;

@@ -1,0 +1,402 @@
+//! `kubectl ferry migrate --from-class A --to-class B --plan`: what a fleet migration from one
+//! StorageClass to another would move, decided from plain facts (pure; `migrate/run.rs` reads
+//! them, `migrate/render.rs` prints the plan). Only the plan exists in this version: the
+//! VolumeMigration controller that would carry it out is not built yet (issue 60).
+//!
+//! A StatefulSet is selected when one of its volume claim templates asks for class A (no class
+//! named: the cluster's default). Its claims made from those templates move, replica by replica;
+//! templates on another class stay. Claims on A that no selected StatefulSet's template made are
+//! listed as not handled, with the reason (`migrate/unowned.rs`), and never touched.
+
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::ops::Range;
+
+pub mod render;
+pub mod run;
+mod unowned;
+
+const MIB: u64 = 1 << 20;
+
+/// The copy throughput estimates assume unless `--rate` says otherwise: a resize's cold copy by
+/// the mover, 1,078.7 MiB checksum-verified from disk in 2.84 s (median), about 380 MiB/s
+/// (docs/benchmarks.md, "Resize", run of 2026-11-22T20:02Z; a 2-core dev machine's virtual disk,
+/// so real disks and networks may well be slower).
+pub const MEASURED_COPY_BYTES_PER_SECOND: u64 = 380 * MIB;
+
+/// A StatefulSet as the migration sees it.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SetFacts {
+    pub namespace: String,
+    pub name: String,
+    pub ordinals: Range<i32>,
+    pub ready_replicas: i32,
+    /// Whether `-l` selects it (every StatefulSet without `-l`).
+    pub selected: bool,
+    pub templates: Vec<TemplateFacts>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct TemplateFacts {
+    pub name: String,
+    /// `spec.storageClassName`: `None` asks for the default class, `Some("")` for no class.
+    pub storage_class: Option<String>,
+    pub requested_bytes: Option<u64>,
+    pub raw_block: bool,
+    pub read_write_once_pod: bool,
+}
+
+/// A PersistentVolumeClaim in scope.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ClaimFacts {
+    pub namespace: String,
+    pub name: String,
+    pub storage_class: Option<String>,
+    /// Its capacity once bound, else what it requests.
+    pub size_bytes: Option<u64>,
+    /// The data on it, where that could be read.
+    pub bytes_in_use: Option<u64>,
+    /// Whether `-l` selects it (every claim without `-l`).
+    pub selected: bool,
+    /// The pod whose generic ephemeral volume it is (the pod owns it).
+    pub ephemeral_of: Option<String>,
+}
+
+/// A pod in scope: the claims it mounts and what controls it, to say who uses a claim.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct PodFacts {
+    pub namespace: String,
+    pub name: String,
+    pub claims: Vec<String>,
+    /// Its controller's (kind, name).
+    pub controller: Option<(String, String)>,
+    /// Its `pod-template-hash` label: a Deployment's ReplicaSet is named `<deployment>-<hash>`.
+    pub template_hash: Option<String>,
+}
+
+/// Everything the plan is made from.
+#[derive(Debug, Clone, Default)]
+pub struct MigrateFacts {
+    pub from_class: String,
+    pub to_class: String,
+    pub default_class: Option<String>,
+    pub from_class_exists: bool,
+    pub sets: Vec<SetFacts>,
+    pub claims: Vec<ClaimFacts>,
+    pub pods: Vec<PodFacts>,
+    /// The VolumeResize at work on a StatefulSet, by (namespace, StatefulSet).
+    pub resizes_at_work: BTreeMap<(String, String), String>,
+    pub bytes_per_second: u64,
+}
+
+/// How long copying takes: unknown, or seconds; an upper bound when a claim's data in use is not
+/// known and its whole size was counted instead.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Estimate {
+    pub seconds: Option<u64>,
+    pub upper_bound: bool,
+}
+
+impl Estimate {
+    pub fn exact(seconds: u64) -> Estimate {
+        Estimate {
+            seconds: Some(seconds),
+            upper_bound: false,
+        }
+    }
+
+    pub fn plus(self, other: Estimate) -> Estimate {
+        Estimate {
+            seconds: self.seconds.zip(other.seconds).map(|(a, b)| a + b),
+            upper_bound: self.upper_bound || other.upper_bound,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct MigrationPlan {
+    pub from_class: String,
+    pub to_class: String,
+    pub bytes_per_second: u64,
+    pub stateful_sets: Vec<SetMove>,
+    pub refused: Vec<Refusal>,
+    pub not_handled: Vec<NotHandled>,
+    pub notes: Vec<String>,
+    pub totals: Totals,
+}
+
+/// One StatefulSet that moves: the templates that move and stay, and every replica's claims.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SetMove {
+    pub namespace: String,
+    pub name: String,
+    pub replicas: i32,
+    pub moving_templates: Vec<String>,
+    pub staying_templates: Vec<StayingTemplate>,
+    pub claims: Vec<ClaimMove>,
+    pub warnings: Vec<String>,
+    pub estimate: Estimate,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StayingTemplate {
+    pub name: String,
+    /// The class it is on; `None`: no class.
+    pub storage_class: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ClaimMove {
+    pub replica: i32,
+    pub template: String,
+    pub claim: String,
+    pub size_bytes: Option<u64>,
+    pub bytes_in_use: Option<u64>,
+    pub estimate: Estimate,
+    /// Why nothing is copied for it, when nothing is.
+    pub note: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Refusal {
+    pub namespace: String,
+    pub name: String,
+    pub reasons: Vec<String>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct NotHandled {
+    pub namespace: String,
+    pub claim: String,
+    pub reason: String,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Totals {
+    pub stateful_sets: usize,
+    pub claims: usize,
+    /// The data in use of the claims whose usage is known.
+    pub bytes_in_use: u64,
+    pub claims_in_use_unknown: usize,
+    /// One StatefulSet at a time, one replica at a time.
+    pub estimate: Estimate,
+}
+
+/// Why A to B cannot be planned at all, before anything is read.
+pub fn check_classes(from: &str, to: &str) -> Result<(), String> {
+    if from.is_empty() || to.is_empty() {
+        return Err("--from-class and --to-class must name a StorageClass".into());
+    }
+    if from == to {
+        return Err(format!(
+            "--from-class and --to-class are both {from:?}: nothing would move"
+        ));
+    }
+    Ok(())
+}
+
+/// The class a claim or template is on: `None` asks for the default, `""` is no class at all.
+pub fn resolve<'a>(class: Option<&'a str>, default: Option<&'a str>) -> Option<&'a str> {
+    match class {
+        None => default,
+        Some("") => None,
+        Some(class) => Some(class),
+    }
+}
+
+/// The class a claim that names none gets: the one annotated as the default, the most recently
+/// made of them when several are (as Kubernetes chooses); ties by name.
+pub fn default_class(defaults: &[(String, Option<jiff::Timestamp>)]) -> Option<String> {
+    (defaults.iter())
+        .max_by(|a, b| a.1.cmp(&b.1).then_with(|| b.0.cmp(&a.0)))
+        .map(|(name, _)| name.clone())
+}
+
+/// The plan: what moves, what is refused and why, what is left alone and why.
+pub fn plan(facts: &MigrateFacts) -> MigrationPlan {
+    let mut plan = MigrationPlan {
+        from_class: facts.from_class.clone(),
+        to_class: facts.to_class.clone(),
+        bytes_per_second: facts.bytes_per_second,
+        ..MigrationPlan::default()
+    };
+    if !facts.from_class_exists {
+        plan.notes.push(format!(
+            "StorageClass {:?} does not exist (any volumes still on it are planned all the same)",
+            facts.from_class
+        ));
+    }
+    let claims: BTreeMap<(&str, &str), &ClaimFacts> = (facts.claims.iter())
+        .map(|claim| ((claim.namespace.as_str(), claim.name.as_str()), claim))
+        .collect();
+    for set in facts.sets.iter().filter(|set| set.selected) {
+        let (moving, staying): (Vec<&TemplateFacts>, Vec<&TemplateFacts>) =
+            set.templates.iter().partition(|t| on_from_class(facts, t));
+        if moving.is_empty() {
+            continue;
+        }
+        let reasons = refusals(facts, set, &moving);
+        if reasons.is_empty() {
+            plan.stateful_sets
+                .push(set_move(facts, set, (&moving, &staying), &claims));
+        } else {
+            plan.refused.push(Refusal {
+                namespace: set.namespace.clone(),
+                name: set.name.clone(),
+                reasons,
+            });
+        }
+    }
+    plan.not_handled = unowned::not_handled(facts);
+    plan.totals = totals(&plan.stateful_sets);
+    plan
+}
+
+fn on_from_class(facts: &MigrateFacts, template: &TemplateFacts) -> bool {
+    resolve(template.storage_class.as_deref(), facts.default_class.as_deref())
+        == Some(facts.from_class.as_str())
+}
+
+/// Why `set` cannot be moved.
+fn refusals(facts: &MigrateFacts, set: &SetFacts, moving: &[&TemplateFacts]) -> Vec<String> {
+    let mut reasons = Vec::new();
+    for template in moving {
+        if template.raw_block {
+            reasons.push(format!(
+                "volume claim template {:?} uses volumeMode Block: a raw device has no file system for the mover to copy",
+                template.name
+            ));
+        }
+        if template.read_write_once_pod {
+            reasons.push(format!(
+                "volume claim template {:?} is ReadWriteOncePod: no second pod may mount it while the replica runs, so it cannot be copied",
+                template.name
+            ));
+        }
+    }
+    let key = (set.namespace.clone(), set.name.clone());
+    if let Some(resize) = facts.resizes_at_work.get(&key) {
+        reasons.push(format!(
+            "VolumeResize {resize} is at work on it: one resize per StatefulSet at a time (plan again once it has ended)"
+        ));
+    }
+    reasons
+}
+
+fn set_move(
+    facts: &MigrateFacts,
+    set: &SetFacts,
+    (moving, staying): (&[&TemplateFacts], &[&TemplateFacts]),
+    claims: &BTreeMap<(&str, &str), &ClaimFacts>,
+) -> SetMove {
+    let replicas = set.ordinals.len() as i32;
+    let mut warnings = Vec::new();
+    if set.ready_replicas < replicas {
+        warnings.push(format!(
+            "{} of {replicas} replicas Ready: its resize will wait until all are",
+            set.ready_replicas
+        ));
+    }
+    let mut moves = Vec::new();
+    for ordinal in set.ordinals.clone() {
+        for template in moving {
+            let name = format!("{}-{}-{ordinal}", template.name, set.name);
+            let claim = claims.get(&(set.namespace.as_str(), name.as_str())).copied();
+            moves.push(claim_move(facts, ordinal, template, name, claim));
+        }
+    }
+    SetMove {
+        namespace: set.namespace.clone(),
+        name: set.name.clone(),
+        replicas,
+        moving_templates: moving.iter().map(|t| t.name.clone()).collect(),
+        staying_templates: (staying.iter())
+            .map(|t| StayingTemplate {
+                name: t.name.clone(),
+                storage_class: resolve(t.storage_class.as_deref(), facts.default_class.as_deref())
+                    .map(str::to_string),
+            })
+            .collect(),
+        estimate: (moves.iter()).fold(Estimate::exact(0), |sum, one| sum.plus(one.estimate)),
+        claims: moves,
+        warnings,
+    }
+}
+
+/// One replica's claim of a moving template: what copying it takes.
+fn claim_move(
+    facts: &MigrateFacts,
+    replica: i32,
+    template: &TemplateFacts,
+    name: String,
+    claim: Option<&ClaimFacts>,
+) -> ClaimMove {
+    let nothing = |size_bytes, note: String| ClaimMove {
+        replica,
+        template: template.name.clone(),
+        claim: name.clone(),
+        size_bytes,
+        bytes_in_use: None,
+        estimate: Estimate::exact(0),
+        note: Some(note),
+    };
+    let Some(claim) = claim else {
+        return nothing(
+            template.requested_bytes,
+            "not made yet: the replica's claim will be made on the new class".into(),
+        );
+    };
+    let class = resolve(claim.storage_class.as_deref(), facts.default_class.as_deref());
+    if class == Some(facts.to_class.as_str()) {
+        return nothing(
+            claim.size_bytes,
+            format!("already on {}: nothing to copy", facts.to_class),
+        );
+    }
+    ClaimMove {
+        replica,
+        template: template.name.clone(),
+        claim: name,
+        size_bytes: claim.size_bytes,
+        bytes_in_use: claim.bytes_in_use,
+        estimate: copy_estimate(claim.bytes_in_use, claim.size_bytes, facts.bytes_per_second),
+        note: None,
+    }
+}
+
+/// The time to copy a claim: its data in use at the rate, else its whole size (an upper bound),
+/// else unknown.
+pub fn copy_estimate(in_use: Option<u64>, size: Option<u64>, bytes_per_second: u64) -> Estimate {
+    let seconds = |bytes: u64| bytes.div_ceil(bytes_per_second.max(1));
+    match (in_use, size) {
+        (Some(bytes), _) => Estimate::exact(seconds(bytes)),
+        (None, Some(bytes)) => Estimate {
+            seconds: Some(seconds(bytes)),
+            upper_bound: true,
+        },
+        (None, None) => Estimate::default(),
+    }
+}
+
+fn totals(sets: &[SetMove]) -> Totals {
+    let claims = || sets.iter().flat_map(|set| set.claims.iter());
+    let copied = || claims().filter(|claim| claim.note.is_none());
+    Totals {
+        stateful_sets: sets.len(),
+        claims: claims().count(),
+        bytes_in_use: copied().filter_map(|claim| claim.bytes_in_use).sum(),
+        claims_in_use_unknown: copied().filter(|claim| claim.bytes_in_use.is_none()).count(),
+        estimate: (sets.iter()).fold(Estimate::exact(0), |sum, set| sum.plus(set.estimate)),
+    }
+}
+
+#[cfg(test)]
+mod tests;
