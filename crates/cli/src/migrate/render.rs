@@ -79,9 +79,10 @@ fn set_text(out: &mut String, set: &SetMove, style: Style) {
     };
     let _ = writeln!(
         out,
-        "\nStatefulSet {} ({} replicas): moves {}{stays}",
+        "\nStatefulSet {} ({} replica{}): moves {}{stays}",
         style.bold(&format!("{}/{}", set.namespace, set.name)),
         set.replicas,
+        if set.replicas == 1 { "" } else { "s" },
         set.moving_templates.join(", ")
     );
     for warning in &set.warnings {
@@ -130,16 +131,19 @@ pub fn estimate_text(estimate: Estimate) -> String {
 
 fn totals_text(out: &mut String, plan: &MigrationPlan) {
     let totals = &plan.totals;
-    let unknown = match totals.claims_in_use_unknown {
-        0 => String::new(),
-        n => format!(" (and {n} claim(s) whose data in use could not be read: their size counted)"),
+    let in_use = match (totals.bytes_in_use, totals.claims_in_use_unknown) {
+        (bytes, 0) => format!("{} in use", human_bytes(bytes)),
+        (0, unknown) => format!("data in use unknown on {unknown} (their size counted)"),
+        (bytes, unknown) => format!(
+            "{} in use, unknown on {unknown} more (their size counted)",
+            human_bytes(bytes)
+        ),
     };
     let _ = writeln!(
         out,
-        "\nTotal: {} StatefulSet(s) to move, {} claim(s), {} in use{unknown}; {} refused, {} claim(s) not handled.",
+        "\nTotal: {} StatefulSet(s) to move, {} claim(s), {in_use}; {} refused, {} claim(s) not handled.",
         totals.stateful_sets,
         totals.claims,
-        human_bytes(totals.bytes_in_use),
         plan.refused.len(),
         plan.not_handled.len()
     );

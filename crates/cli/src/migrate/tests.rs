@@ -116,6 +116,12 @@ fn totals_add_the_sets_up_one_after_the_other() {
         vec![known, claim("data-b-0", Some("old"), GIB)],
     );
     let plan = plan(&facts);
+    let text = render::plan_text(&plan, true, crate::style::Style::PLAIN);
+    assert!(
+        text.contains("1.0 GiB in use, unknown on 1 more (their size counted)"),
+        "{text}"
+    );
+    assert!(text.contains("(given with --rate)"), "{text}");
     // Known usage: the data in use, not the size, and an exact figure.
     assert_eq!(plan.stateful_sets[0].estimate, Estimate::exact(11));
     assert_eq!(
@@ -345,11 +351,11 @@ fn the_text_names_each_set_its_claims_refusals_and_totals() {
     for line in [
         "Plan: StorageClass old -> new (a plan only: nothing was created or changed)",
         "Estimates at 100.0 MiB/s (measured on a dev machine's disk",
-        "StatefulSet ns/db (1 replicas): moves data; stays: logs (other)",
+        "StatefulSet ns/db (1 replica): moves data; stays: logs (other)",
         "  0         data-db-0   1.0 GiB   unknown   at most 11s",
         "  StatefulSet ns/busy: VolumeResize busy-grow is at work on it",
         "  ns/unused: no StatefulSet owns it and no pod uses it; never touched",
-        "Total: 1 StatefulSet(s) to move, 1 claim(s), 0 B in use (and 1 claim(s)",
+        "Total: 1 StatefulSet(s) to move, 1 claim(s), data in use unknown on 1 (their size counted); 1 refused, 1 claim(s) not handled.",
         "Estimated copy time, one StatefulSet at a time: at most 11s.",
     ] {
         assert!(text.contains(line), "{line:?} missing from:\n{text}");

@@ -9,6 +9,7 @@ mod alone;
 mod commands;
 mod import;
 mod import_autoresizer;
+mod migrate;
 mod owned;
 mod user_roles;
 mod with_operator;
