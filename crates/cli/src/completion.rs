@@ -169,6 +169,10 @@ mod tests {
             wanted(&words("resize db --storage-class ")).0,
             Wanted::StorageClasses
         );
+        for classes in ["migrate --from-class ", "migrate --from-class a --to-class "] {
+            assert_eq!(wanted(&words(classes)).0, Wanted::StorageClasses, "{classes}");
+        }
+        assert_eq!(wanted(&words("migrate -l ")).0, Wanted::Nothing);
         assert_eq!(wanted(&words("status ")).0, Wanted::VolumeResizes);
         assert_eq!(wanted(&words("watch --interval 2 g")).0, Wanted::VolumeResizes);
         assert_eq!(wanted(&words("status grow ")).0, Wanted::Nothing);

@@ -8,13 +8,16 @@
 //! templates on another class stay. Claims on A that no selected StatefulSet's template made are
 //! listed as not handled, with the reason (`migrate/unowned.rs`), and never touched.
 
-use serde::Serialize;
 use std::collections::BTreeMap;
-use std::ops::Range;
 
+mod facts;
 pub mod render;
+mod report;
 pub mod run;
 mod unowned;
+
+pub use facts::{ClaimFacts, MigrateFacts, PodFacts, SetFacts, TemplateFacts};
+pub use report::{ClaimMove, Estimate, MigrationPlan, NotHandled, Refusal, SetMove, StayingTemplate, Totals};
 
 const MIB: u64 = 1 << 20;
 
@@ -23,172 +26,6 @@ const MIB: u64 = 1 << 20;
 /// (docs/benchmarks.md, "Resize", run of 2026-11-22T20:02Z; a 2-core dev machine's virtual disk,
 /// so real disks and networks may well be slower).
 pub const MEASURED_COPY_BYTES_PER_SECOND: u64 = 380 * MIB;
-
-/// A StatefulSet as the migration sees it.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct SetFacts {
-    pub namespace: String,
-    pub name: String,
-    pub ordinals: Range<i32>,
-    pub ready_replicas: i32,
-    /// Whether `-l` selects it (every StatefulSet without `-l`).
-    pub selected: bool,
-    pub templates: Vec<TemplateFacts>,
-}
-
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct TemplateFacts {
-    pub name: String,
-    /// `spec.storageClassName`: `None` asks for the default class, `Some("")` for no class.
-    pub storage_class: Option<String>,
-    pub requested_bytes: Option<u64>,
-    pub raw_block: bool,
-    pub read_write_once_pod: bool,
-}
-
-/// A PersistentVolumeClaim in scope.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct ClaimFacts {
-    pub namespace: String,
-    pub name: String,
-    pub storage_class: Option<String>,
-    /// Its capacity once bound, else what it requests.
-    pub size_bytes: Option<u64>,
-    /// The data on it, where that could be read.
-    pub bytes_in_use: Option<u64>,
-    /// Whether `-l` selects it (every claim without `-l`).
-    pub selected: bool,
-    /// The pod whose generic ephemeral volume it is (the pod owns it).
-    pub ephemeral_of: Option<String>,
-}
-
-/// A pod in scope: the claims it mounts and what controls it, to say who uses a claim.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct PodFacts {
-    pub namespace: String,
-    pub name: String,
-    pub claims: Vec<String>,
-    /// Its controller's (kind, name).
-    pub controller: Option<(String, String)>,
-    /// Its `pod-template-hash` label: a Deployment's ReplicaSet is named `<deployment>-<hash>`.
-    pub template_hash: Option<String>,
-}
-
-/// Everything the plan is made from.
-#[derive(Debug, Clone, Default)]
-pub struct MigrateFacts {
-    pub from_class: String,
-    pub to_class: String,
-    pub default_class: Option<String>,
-    pub from_class_exists: bool,
-    pub sets: Vec<SetFacts>,
-    pub claims: Vec<ClaimFacts>,
-    pub pods: Vec<PodFacts>,
-    /// The VolumeResize at work on a StatefulSet, by (namespace, StatefulSet).
-    pub resizes_at_work: BTreeMap<(String, String), String>,
-    pub bytes_per_second: u64,
-}
-
-/// How long copying takes: unknown, or seconds; an upper bound when a claim's data in use is not
-/// known and its whole size was counted instead.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Estimate {
-    pub seconds: Option<u64>,
-    pub upper_bound: bool,
-}
-
-impl Estimate {
-    pub fn exact(seconds: u64) -> Estimate {
-        Estimate {
-            seconds: Some(seconds),
-            upper_bound: false,
-        }
-    }
-
-    pub fn plus(self, other: Estimate) -> Estimate {
-        Estimate {
-            seconds: self.seconds.zip(other.seconds).map(|(a, b)| a + b),
-            upper_bound: self.upper_bound || other.upper_bound,
-        }
-    }
-}
-
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct MigrationPlan {
-    pub from_class: String,
-    pub to_class: String,
-    pub bytes_per_second: u64,
-    pub stateful_sets: Vec<SetMove>,
-    pub refused: Vec<Refusal>,
-    pub not_handled: Vec<NotHandled>,
-    pub notes: Vec<String>,
-    pub totals: Totals,
-}
-
-/// One StatefulSet that moves: the templates that move and stay, and every replica's claims.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct SetMove {
-    pub namespace: String,
-    pub name: String,
-    pub replicas: i32,
-    pub moving_templates: Vec<String>,
-    pub staying_templates: Vec<StayingTemplate>,
-    pub claims: Vec<ClaimMove>,
-    pub warnings: Vec<String>,
-    pub estimate: Estimate,
-}
-
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct StayingTemplate {
-    pub name: String,
-    /// The class it is on; `None`: no class.
-    pub storage_class: Option<String>,
-}
-
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ClaimMove {
-    pub replica: i32,
-    pub template: String,
-    pub claim: String,
-    pub size_bytes: Option<u64>,
-    pub bytes_in_use: Option<u64>,
-    pub estimate: Estimate,
-    /// Why nothing is copied for it, when nothing is.
-    pub note: Option<String>,
-}
-
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Refusal {
-    pub namespace: String,
-    pub name: String,
-    pub reasons: Vec<String>,
-}
-
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct NotHandled {
-    pub namespace: String,
-    pub claim: String,
-    pub reason: String,
-}
-
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Totals {
-    pub stateful_sets: usize,
-    pub claims: usize,
-    /// The data in use of the claims whose usage is known.
-    pub bytes_in_use: u64,
-    pub claims_in_use_unknown: usize,
-    /// One StatefulSet at a time, one replica at a time.
-    pub estimate: Estimate,
-}
 
 /// Why A to B cannot be planned at all, before anything is read.
 pub fn check_classes(from: &str, to: &str) -> Result<(), String> {
