@@ -10,6 +10,7 @@ pub mod names;
 pub mod quantity;
 mod schema;
 pub mod volume_autoscaler;
+pub mod volume_migration;
 pub mod volume_resize;
 
 pub use extended_stateful_set::{
@@ -21,5 +22,9 @@ pub use quantity::{ParseQuantityError, format_bytes, human_bytes, parse_bytes};
 pub use volume_autoscaler::{
     AutoResize, AutoscaleStrategy, AutoscaledVolume, AutoscaledVolumeStatus, OwnerTarget, ProviderPreset,
     ReplicaUsage, VolumeAutoscaler, VolumeAutoscalerSpec, VolumeAutoscalerStatus,
+};
+pub use volume_migration::{
+    MigratedVolume, MigrationFailurePolicy, MigrationItem, MigrationItemPhase, MigrationPhase,
+    NotHandledClaim, VolumeMigration, VolumeMigrationSpec, VolumeMigrationStatus,
 };
 pub use volume_resize::*;

@@ -73,6 +73,9 @@ pub const LABEL_STATEFUL_SET: &str = "ferry.dev/stateful-set";
 /// Label on a VolumeResize an autoscaler made: the UID of its `VolumeAutoscaler` (its `trigger`
 /// label is `autoscale`). The autoscaler's record of earlier grows is rebuilt from these too.
 pub const LABEL_AUTOSCALER_UID: &str = "ferry.dev/autoscaler-uid";
+/// Label on a VolumeResize a migration made: the UID of its `VolumeMigration` (its `trigger`
+/// label is `migration`). The migration's progress is read back from these.
+pub const LABEL_MIGRATION_UID: &str = "ferry.dev/migration-uid";
 /// The seed operator's opt-in to autoresize: `"true"` gives the StatefulSet a default
 /// `VolumeAutoscaler`.
 pub const SEED_ANNOTATION_AUTO_SCALED: &str = "resize-statefulset-operator/auto-scaled";

@@ -1,5 +1,6 @@
 //! ferry-engine: Ferry's pure planners, one folder per controller, each with one entry point:
-//! [`resize::plan`], [`autoscale::plan::plan`], [`extended::plan::plan`] and [`trigger::decide`].
+//! [`resize::plan`], [`autoscale::plan::plan`], [`extended::plan::plan`], [`migration::plan`] and
+//! [`trigger::decide`].
 //! Each takes what the operator observed and decides the next status and actions. Shared by them:
 //! the names Ferry gives ([`names`]), the guarded volume writes of a move by re-binding
 //! ([`volume_writes`]), conditions, durations, pods' readiness, history. No I/O: everything here
@@ -12,6 +13,7 @@ pub mod duration;
 pub mod extended;
 pub mod history;
 pub mod kstatus;
+pub mod migration;
 pub mod names;
 pub mod ordinals;
 pub mod owners;

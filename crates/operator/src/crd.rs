@@ -4,7 +4,7 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomRe
 
 /// Every Ferry CRD: what `ferry crd` prints, what the operator waits for at start, and what the
 /// tests install (the list is ferry-api's, where the test of their schemas runs).
-pub fn all() -> [CustomResourceDefinition; 3] {
+pub fn all() -> [CustomResourceDefinition; 4] {
     ferry_api::crds::all()
 }
 

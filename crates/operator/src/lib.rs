@@ -14,6 +14,7 @@ pub mod http;
 pub mod leader;
 pub mod listing;
 pub mod metrics;
+pub mod migration;
 pub use ferry_engine::ordinals;
 pub mod resize;
 pub mod resize_cache;

@@ -349,13 +349,15 @@ async fn run_scope(
             }
         }
     };
+    let migration_controller = crate::migration::controller::run(&client, scope, ctx.clone());
     tracing::info!(namespace = ?scope, "controllers started");
     let resizes_controller = resize::controller::run(controller, &client, scope, ctx, results_in, results);
     futures::join!(
         resizes_controller,
         trigger_controller,
         autoscale_controller,
-        extended_controller
+        extended_controller,
+        migration_controller
     );
 }
 
