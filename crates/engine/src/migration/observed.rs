@@ -27,6 +27,9 @@ pub struct Observed {
 pub struct SetView {
     pub name: String,
     pub templates: Vec<TemplateView>,
+    /// Replicas it asks for, and those Ready.
+    pub replicas: i32,
+    pub ready_replicas: i32,
 }
 
 /// One of its volume claim templates.

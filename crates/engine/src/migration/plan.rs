@@ -65,6 +65,9 @@ pub fn plan(input: Input, observed: &Observed) -> Decision {
         skip_after_failure(&mut status.items);
     }
     let actions = start(&mut status, &input, observed);
+    if input.spec.failure_policy == MigrationFailurePolicy::Stop {
+        skip_after_failure(&mut status.items);
+    }
     conclude(&mut status, &input);
     Decision { status, actions }
 }
@@ -168,6 +171,14 @@ fn start(status: &mut VolumeMigrationStatus, input: &Input, observed: &Observed)
             item.message = Some(format!("waiting for VolumeResize {other}, which holds it"));
             continue;
         }
+        if let Some(why) = not_movable(item, observed) {
+            item.phase = MigrationItemPhase::Failed;
+            item.message = Some(why);
+            if input.spec.failure_policy == MigrationFailurePolicy::Stop {
+                break;
+            }
+            continue;
+        }
         let name = resize_name(input.uid, &item.stateful_set);
         actions.push(MigrationAction::CreateVolumeResize {
             stateful_set: item.stateful_set.clone(),
@@ -181,6 +192,29 @@ fn start(status: &mut VolumeMigrationStatus, input: &Input, observed: &Observed)
         running += 1;
     }
     actions
+}
+
+/// Why a StatefulSet cannot begin to move at its turn: gone, or not every replica Ready (its move
+/// stops one replica at a time while the others serve; a VolumeResize would wait for them, and
+/// hold a slot of the migration, for as long as they stay down).
+fn not_movable(item: &MigrationItem, observed: &Observed) -> Option<String> {
+    let Some(set) = observed
+        .stateful_sets
+        .iter()
+        .find(|s| s.name == item.stateful_set)
+    else {
+        return Some(format!(
+            "not moved: StatefulSet {} no longer exists (or no longer matches the selector)",
+            item.stateful_set
+        ));
+    };
+    (set.ready_replicas < set.replicas).then(|| {
+        format!(
+            "not moved: StatefulSet {} has {}/{} replicas Ready (a move stops one replica at a time \
+             while the others serve, so all must be Ready); make another VolumeMigration once they are",
+            set.name, set.ready_replicas, set.replicas
+        )
+    })
 }
 
 /// The phase, progress, message and conditions the items add up to.

@@ -23,6 +23,8 @@ fn spec(max: i32, policy: MigrationFailurePolicy) -> VolumeMigrationSpec {
 fn set(name: &str, templates: &[(&str, Option<&str>)]) -> SetView {
     SetView {
         name: name.into(),
+        replicas: 1,
+        ready_replicas: 1,
         templates: (templates.iter())
             .map(|(t, class)| TemplateView {
                 name: (*t).into(),
@@ -287,4 +289,30 @@ fn resize_names_are_stable_per_migration_and_stateful_set_and_short() {
     assert_ne!(resize_name("u", "db"), resize_name("v", "db"));
     assert!(resize_name("u", "db").starts_with("db-migrate-"));
     assert!(resize_name("u", &"x".repeat(250)).len() <= 63);
+}
+
+#[test]
+fn a_stateful_set_not_ready_at_its_turn_is_not_moved_and_says_why() {
+    let mut observed = namespace();
+    observed.stateful_sets[1].ready_replicas = 0; // a
+    for (policy, b) in [
+        (MigrationFailurePolicy::Continue, MigrationItemPhase::Running),
+        (MigrationFailurePolicy::Stop, MigrationItemPhase::Skipped),
+    ] {
+        let decision = pass(&spec(1, policy), None, &observed);
+        let a = &decision.status.items[0];
+        assert_eq!(a.phase, MigrationItemPhase::Failed, "{policy:?}");
+        assert!(
+            a.message
+                .as_deref()
+                .is_some_and(|m| m.contains("0/1 replicas Ready")),
+            "{a:?}"
+        );
+        assert_eq!(decision.status.items[1].phase, b, "{policy:?}");
+        // Under Stop nothing starts after it; under Continue b takes the slot.
+        assert_eq!(
+            decision.actions.len(),
+            usize::from(b == MigrationItemPhase::Running)
+        );
+    }
 }

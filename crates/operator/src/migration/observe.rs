@@ -72,8 +72,11 @@ pub async fn observe(
 
 fn set_view(sts: &StatefulSet) -> SetView {
     let templates = sts.spec.as_ref().and_then(|s| s.volume_claim_templates.as_ref());
+    let status = sts.status.as_ref();
     SetView {
         name: sts.name_any(),
+        replicas: sts.spec.as_ref().and_then(|s| s.replicas).unwrap_or(1),
+        ready_replicas: status.and_then(|s| s.ready_replicas).unwrap_or(0),
         templates: (templates.into_iter().flatten())
             .map(|t| TemplateView {
                 name: t.name_any(),

@@ -35,6 +35,7 @@ mod faults;
 mod features;
 mod in_place;
 mod installed;
+mod migration;
 mod move_node;
 mod network_policy;
 mod owned;
