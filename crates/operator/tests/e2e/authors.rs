@@ -143,7 +143,7 @@ async fn author(harness: &Harness, verbs: &[&str]) -> Client {
         "ferry-objects",
         json!({
             "apiGroups": ["ferry.dev"],
-            "resources": ["volumeresizes", "volumeautoscalers", "extendedstatefulsets"],
+            "resources": ["volumeresizes", "volumeautoscalers", "extendedstatefulsets", "volumemigrations"],
             "verbs": verbs,
         }),
     )
@@ -268,6 +268,16 @@ async fn a_ferry_object_never_grants_its_author_more_than_they_have() {
         "may not patch StatefulSets in namespace",
     )
     .await;
+    // A migration moves any StatefulSet of the namespace: so must its author be allowed to.
+    let migration = json!({"fromStorageClassName": CLASS_EXPANDABLE, "toStorageClassName": "elsewhere"});
+    assert_refused(
+        &author,
+        &ns,
+        "VolumeMigration",
+        &migration,
+        "may not patch StatefulSets in namespace",
+    )
+    .await;
 
     grant(
         &admin,
@@ -295,6 +305,14 @@ async fn a_ferry_object_never_grants_its_author_more_than_they_have() {
     )
     .await;
     assert_admitted(&author, &ns, "ExtendedStatefulSet", &hooked).await;
+    grant(
+        &admin,
+        &ns,
+        "patch-sets",
+        json!({"apiGroups": ["apps"], "resources": ["statefulsets"], "verbs": ["patch"]}),
+    )
+    .await;
+    assert_admitted(&author, &ns, "VolumeMigration", &migration).await;
     harness.finish().await;
 }
 
