@@ -2,7 +2,7 @@
 //! time, one StatefulSet that is not Ready is reported as not moved (the others go on), a claim no
 //! StatefulSet owns is listed and left alone, and the operator is killed while moves run.
 
-use crate::real_node::seed_checksum;
+use crate::real_node::{ready_while_unmarked, seed_checksum};
 use crate::support::Harness;
 use ferry_api::names::LABEL_MIGRATION_UID;
 use ferry_api::{MigrationItemPhase, MigrationPhase, Phase, VolumeMigration, VolumeResize};
@@ -34,29 +34,8 @@ async fn writer(harness: &Harness, name: &str) -> String {
         0,
     )
     .unwrap();
-    // Readiness that follows a marker on the host for the pod's whole life (see
-    // `real_node::writer_with_unready_marker`): the test makes `delta` not Ready.
-    let container = &mut set
-        .spec
-        .as_mut()
-        .unwrap()
-        .template
-        .spec
-        .as_mut()
-        .unwrap()
-        .containers[0];
-    let mut probe = container.startup_probe.take().unwrap();
-    probe.failure_threshold = None;
-    probe.exec.as_mut().unwrap().command = Some(
-        [
-            "sh",
-            "-c",
-            "test -s /data/records && test ! -e /acks/$(hostname).unready",
-        ]
-        .map(String::from)
-        .to_vec(),
-    );
-    container.readiness_probe = Some(probe);
+    // Ready only while no marker is on the host: the test makes `delta` not Ready.
+    ready_while_unmarked(&mut set);
     sets.create(&PostParams::default(), &set).await.unwrap();
     wait_ready(&sets, name, 1, 180).await.unwrap();
     harness.watch_disruption(name, 1).await;

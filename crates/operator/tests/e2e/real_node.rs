@@ -97,29 +97,31 @@ pub(crate) async fn writer_with_unready_marker(
     size: &str,
     seed_kib: u64,
 ) -> BTreeMap<String, String> {
-    writer_shaped(harness, replicas, class, size, seed_kib, 0, |set| {
-        let pod = set
-            .spec
-            .as_mut()
-            .and_then(|spec| spec.template.spec.as_mut())
-            .unwrap();
-        // Readiness that follows the marker for the pod's whole life: the writer's startup probe
-        // becomes a readiness probe (checked every second, as long as the pod runs).
-        let container = &mut pod.containers[0];
-        let mut probe = container.startup_probe.take().unwrap();
-        probe.failure_threshold = None;
-        probe.exec.as_mut().unwrap().command = Some(
-            [
-                "sh",
-                "-c",
-                "test -s /data/records && test ! -e /acks/$(hostname).unready",
-            ]
-            .map(String::from)
-            .to_vec(),
-        );
-        container.readiness_probe = Some(probe);
-    })
-    .await
+    writer_shaped(harness, replicas, class, size, seed_kib, 0, ready_while_unmarked).await
+}
+
+/// Makes a writer's replicas Ready only while no `<pod>.unready` marker is beside their
+/// acknowledgements on the host: its startup probe becomes a readiness probe (checked every
+/// second, for the pod's whole life).
+pub(crate) fn ready_while_unmarked(set: &mut StatefulSet) {
+    let pod = set
+        .spec
+        .as_mut()
+        .and_then(|spec| spec.template.spec.as_mut())
+        .unwrap();
+    let container = &mut pod.containers[0];
+    let mut probe = container.startup_probe.take().unwrap();
+    probe.failure_threshold = None;
+    probe.exec.as_mut().unwrap().command = Some(
+        [
+            "sh",
+            "-c",
+            "test -s /data/records && test ! -e /acks/$(hostname).unready",
+        ]
+        .map(String::from)
+        .to_vec(),
+    );
+    container.readiness_probe = Some(probe);
 }
 
 pub(crate) async fn seed_checksum(harness: &Harness, claim: &str) -> String {
