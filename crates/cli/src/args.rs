@@ -87,7 +87,8 @@ pub enum Command {
     Drain(DrainArgs),
     /// Plan moving every StatefulSet volume on one StorageClass to another: which StatefulSets,
     /// their claims' sizes and estimated copy times, what is refused and what is left alone, and
-    /// why. Only --plan exists in this version (it reads; it creates and changes nothing).
+    /// why (--plan); without --plan, carry it out: a VolumeMigration in each namespace where
+    /// something moves, which the operator runs a few StatefulSets at a time.
     Migrate(MigrateArgs),
     /// Translate the objects of the systems Ferry replaces (volmig, quarks, pong1013's and vshn's
     /// annotations) into Ferry's: printed (a dry run, no cluster needed), or created with --apply.
@@ -115,7 +116,10 @@ pub struct DrainArgs {
   kubectl ferry migrate --from-class gp2 --to-class gp3 -n prod -l tier=db --plan -o json
 
   # Estimates at the throughput measured on your own disks
-  kubectl ferry migrate --from-class old --to-class new -A --plan --rate 150Mi")]
+  kubectl ferry migrate --from-class old --to-class new -A --plan --rate 150Mi
+
+  # Carry it out in namespace prod, two StatefulSets at a time, and follow it to its end
+  kubectl ferry migrate --from-class gp2 --to-class gp3 -n prod --max-concurrent 2 --watch")]
 pub struct MigrateArgs {
     /// The StorageClass to leave: StatefulSets with a volume claim template on it are selected (a
     /// template naming no class is on the cluster's default class).
@@ -131,9 +135,22 @@ pub struct MigrateArgs {
     /// listed only when they carry them too.
     #[arg(short = 'l', long, value_name = "SELECTOR")]
     pub selector: Option<String>,
-    /// Print the plan and change nothing. Required: this version cannot carry a migration out.
+    /// Print the plan and change nothing. Without it, a VolumeMigration is created in each
+    /// namespace where something moves (docs/volume-migration.md).
     #[arg(long)]
     pub plan: bool,
+    /// The VolumeMigrations' name (default: `<from>-to-<to>`).
+    #[arg(long, value_name = "NAME", conflicts_with = "plan")]
+    pub name: Option<String>,
+    /// Most StatefulSets moving at once in each namespace.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(i32).range(1..=100), conflicts_with = "plan")]
+    pub max_concurrent: i32,
+    /// After a StatefulSet's move failed: stop starting others (stop), or go on (continue).
+    #[arg(long, value_enum, default_value = "stop", conflicts_with = "plan")]
+    pub failure_policy: FailurePolicyArg,
+    /// Follow the migrations until every one ended; exit 0 only if every StatefulSet moved.
+    #[arg(short, long, conflicts_with = "plan")]
+    pub watch: bool,
     /// Copy throughput the estimates assume, per second (default: the one measured in
     /// docs/benchmarks.md, 380Mi).
     #[arg(long, value_name = "QUANTITY_PER_SECOND")]
@@ -141,6 +158,13 @@ pub struct MigrateArgs {
     /// Print the plan as data instead of text.
     #[arg(short, long, value_parser = DataFormat::parse, value_name = "json|yaml|jsonpath=TEMPLATE")]
     pub output: Option<DataFormat>,
+}
+
+/// `--failure-policy`.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FailurePolicyArg {
+    Stop,
+    Continue,
 }
 
 #[derive(Args, Debug)]

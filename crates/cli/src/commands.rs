@@ -85,16 +85,8 @@ async fn execute(cli: Cli, style: Style) -> Result<ExitCode, CliError> {
         Command::Version(args) => version(&cli.global, &args).await,
         Command::Import(args) => crate::import::run(&cli.global, &args).await,
         Command::Migrate(args) => {
-            let request = crate::migrate::run::MigrateRequest {
-                from_class: &args.from_class,
-                to_class: &args.to_class,
-                all_namespaces: args.all_namespaces,
-                selector: args.selector.as_deref(),
-                bytes_per_second: migration.unwrap_or(MEASURED_COPY_BYTES_PER_SECOND),
-                rate_given: args.rate.is_some(),
-                output: args.output.as_ref(),
-            };
-            crate::migrate::run::migrate(&cluster, &request, style).await
+            let rate = migration.unwrap_or(MEASURED_COPY_BYTES_PER_SECOND);
+            crate::migrate::run::migrate(&cluster, &migrate_request(&args, rate), style).await
         }
         Command::Drain(args) => {
             let request = crate::drain::run::DrainRequest {
@@ -163,14 +155,42 @@ fn deadline_after(timeout: Duration) -> Option<Instant> {
     (!timeout.is_zero()).then(|| Instant::now() + timeout)
 }
 
+/// What `migrate` is asked, its flags read.
+fn migrate_request(args: &MigrateArgs, bytes_per_second: u64) -> crate::migrate::run::MigrateRequest<'_> {
+    crate::migrate::run::MigrateRequest {
+        from_class: &args.from_class,
+        to_class: &args.to_class,
+        all_namespaces: args.all_namespaces,
+        selector: args.selector.as_deref(),
+        bytes_per_second,
+        rate_given: args.rate.is_some(),
+        output: args.output.as_ref(),
+        carry: (!args.plan).then_some(crate::migrate::carry::Carry {
+            name: args.name.as_deref(),
+            selector: args.selector.as_deref(),
+            max_concurrent: args.max_concurrent,
+            failure_policy: match args.failure_policy {
+                crate::args::FailurePolicyArg::Stop => ferry_api::MigrationFailurePolicy::Stop,
+                crate::args::FailurePolicyArg::Continue => ferry_api::MigrationFailurePolicy::Continue,
+            },
+            watch: args.watch,
+        }),
+    }
+}
+
 /// Checks a `migrate` request before connecting; its copy throughput.
 fn migrate_rate(args: &MigrateArgs) -> Result<u64, CliError> {
-    if !args.plan {
+    if !args.plan && args.output.is_some() {
         return Err(CliError::Usage(
-            "only `migrate --plan` is available in this version: it prints the plan and changes \
-             nothing; carrying a migration out (the VolumeMigration controller) is not built yet"
+            "-o prints a plan: give --plan with it (without --plan, migrate creates VolumeMigrations \
+             and says so)"
                 .into(),
         ));
+    }
+    if !args.plan
+        && let Some(selector) = &args.selector
+    {
+        crate::migrate::carry::label_selector(selector).map_err(CliError::Usage)?;
     }
     crate::migrate::check_classes(&args.from_class, &args.to_class).map_err(CliError::Usage)?;
     if args.output == Some(DataFormat::Name) {
@@ -806,12 +826,28 @@ mod tests {
     }
 
     #[test]
-    fn migrate_is_checked_before_connecting_and_only_plans() {
-        let error = migrate_rate(&migrate_args(&[])).unwrap_err();
-        assert_eq!(error.exit_code(), ExitCode::Usage);
+    fn migrate_is_checked_before_connecting() {
+        // Carried out: -o belongs to a plan, and -l must fit a selector's matchLabels.
+        assert_eq!(
+            migrate_rate(&migrate_args(&[])),
+            Ok(MEASURED_COPY_BYTES_PER_SECOND)
+        );
+        for wrong in [vec!["-o", "json"], vec!["-l", "tier!=db"]] {
+            let error = migrate_rate(&migrate_args(&wrong)).unwrap_err();
+            assert_eq!(error.exit_code(), ExitCode::Usage, "{wrong:?}");
+        }
         assert!(
-            error.to_string().contains("only `migrate --plan` is available"),
-            "{error}"
+            Cli::try_parse_from([
+                "kubectl-ferry",
+                "migrate",
+                "--from-class",
+                "a",
+                "--to-class",
+                "b",
+                "--plan",
+                "--watch"
+            ])
+            .is_err()
         );
         assert_eq!(
             migrate_rate(&migrate_args(&["--plan"])),

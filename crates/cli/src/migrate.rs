@@ -1,7 +1,7 @@
 //! `kubectl ferry migrate --from-class A --to-class B --plan`: what a fleet migration from one
 //! StorageClass to another would move, decided from plain facts (pure; `migrate/run.rs` reads
-//! them, `migrate/render.rs` prints the plan). Only the plan exists in this version: the
-//! VolumeMigration controller that would carry it out is not built yet (issue 60).
+//! them, `migrate/render.rs` prints the plan). Without `--plan`, `migrate/carry.rs` makes a
+//! VolumeMigration in each namespace where something moves, which the operator carries out.
 //!
 //! A StatefulSet is selected when one of its volume claim templates asks for class A (no class
 //! named: the cluster's default). Its claims made from those templates move, replica by replica;
@@ -10,6 +10,7 @@
 
 use std::collections::BTreeMap;
 
+pub mod carry;
 mod facts;
 pub mod render;
 mod report;

@@ -134,6 +134,7 @@ pub async fn run(client: Client, settings: Settings) -> Result<(), Error> {
         identity,
         config_digest_key,
         usage_prometheus,
+        migrations: migrations_served(&client).await,
     };
     let controllers = futures::future::join_all(scopes.iter().map(|scope| {
         run_scope(
@@ -275,6 +276,8 @@ struct Shared {
     identity: String,
     config_digest_key: ferry_engine::extended::config::DigestKey,
     usage_prometheus: Option<Arc<crate::usage::prometheus::PrometheusUsage>>,
+    /// Whether VolumeMigrations are served and readable ([`crate::crd::OPTIONAL`]).
+    migrations: bool,
 }
 
 /// The Prometheus client usage is read from, when one is configured (or why it cannot be made).
@@ -349,7 +352,14 @@ async fn run_scope(
             }
         }
     };
-    let migration_controller = crate::migration::controller::run(&client, scope, ctx.clone());
+    let migration_controller = {
+        let (client, ctx, on) = (client.clone(), ctx.clone(), shared.migrations);
+        async move {
+            if on {
+                crate::migration::controller::run(&client, scope, ctx).await
+            }
+        }
+    };
     tracing::info!(namespace = ?scope, "controllers started");
     let resizes_controller = resize::controller::run(controller, &client, scope, ctx, results_in, results);
     futures::join!(
@@ -372,15 +382,33 @@ impl<T> Drop for AbortOnDrop<T> {
 
 async fn wait_for_crd(client: &Client) -> Result<(), Error> {
     for crd in crate::crd::all() {
-        wait_for_one_crd(client, &crd.name_any()).await?;
+        let name = crd.name_any();
+        if name != crate::crd::OPTIONAL {
+            wait_for_one_crd(client, &name, Duration::from_secs(30)).await?;
+        }
     }
     Ok(())
 }
 
-async fn wait_for_one_crd(client: &Client, name: &str) -> Result<(), Error> {
+/// Whether the VolumeMigration CRD is established and readable; if not, the operator runs without
+/// its controller and says why (CRDs or RBAC older than this operator).
+async fn migrations_served(client: &Client) -> bool {
+    match wait_for_one_crd(client, crate::crd::OPTIONAL, Duration::from_secs(10)).await {
+        Ok(()) => true,
+        Err(error) => {
+            tracing::warn!(
+                %error,
+                "VolumeMigrations are not served or not readable: the VolumeMigration controller does not run; apply this version's CRDs and the chart's RBAC (helm upgrade) to use them"
+            );
+            false
+        }
+    }
+}
+
+async fn wait_for_one_crd(client: &Client, name: &str, within: Duration) -> Result<(), Error> {
     let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
     let established = await_condition(crds, name, conditions::is_crd_established());
-    match tokio::time::timeout(Duration::from_secs(30), established).await {
+    match tokio::time::timeout(within, established).await {
         Ok(Ok(Some(_))) => Ok(()),
         Ok(Ok(None)) => Err(Error::CrdMissing {
             crd: name.into(),
@@ -392,7 +420,7 @@ async fn wait_for_one_crd(client: &Client, name: &str) -> Result<(), Error> {
         }),
         Err(_) => Err(Error::CrdMissing {
             crd: name.into(),
-            detail: "not established after 30s".into(),
+            detail: format!("not established after {}s", within.as_secs()),
         }),
     }
 }

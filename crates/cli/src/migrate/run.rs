@@ -1,4 +1,4 @@
-//! `kubectl ferry migrate --plan`, read from the cluster: the StorageClasses, and in the namespaces
+//! `kubectl ferry migrate`, read from the cluster (then carried out by `carry.rs` without `--plan`): the StorageClasses, and in the namespaces
 //! it covers the StatefulSets, claims, pods and VolumeResizes. It only reads: nothing is created
 //! or changed.
 
@@ -30,6 +30,8 @@ pub struct MigrateRequest<'a> {
     pub bytes_per_second: u64,
     pub rate_given: bool,
     pub output: Option<&'a DataFormat>,
+    /// Without `--plan`: how the migration is carried out.
+    pub carry: Option<super::carry::Carry<'a>>,
 }
 
 pub async fn migrate(
@@ -39,6 +41,10 @@ pub async fn migrate(
 ) -> Result<ExitCode, CliError> {
     let facts = read_facts(cluster, request).await?;
     let plan = plan(&facts);
+    if let Some(carry) = &request.carry {
+        let migrations = super::carry::migrations(&plan, carry).map_err(CliError::Usage)?;
+        return super::carry::carry_out(cluster, migrations, carry.watch).await;
+    }
     match request.output {
         Some(format) => crate::output::print_data(&plan, format)?,
         None => crate::out!("{}", super::render::plan_text(&plan, request.rate_given, style)),

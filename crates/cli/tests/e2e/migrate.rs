@@ -267,16 +267,92 @@ async fn migrate_plans_the_sets_on_the_class_and_leaves_everything_as_it_was() {
     let said = format!("StorageClass {missing:?} (--to-class) does not exist");
     assert!(run.stderr.contains(&said), "{run:?}");
     assert_eq!(run.stdout, "", "nothing printed as a plan");
-    // Without --plan: this version cannot carry it out, and says so (a usage error, exit 2).
-    let run = migrate(&env, classes, &[]).await;
+    // Without --plan, -o (a plan's output) is a usage error, and nothing is made.
+    let run = migrate(&env, classes, &["-o", "json"]).await;
     assert_eq!(run.code, 2, "{run:?}");
-    assert!(
-        run.stderr.contains("only `migrate --plan` is available"),
-        "{run:?}"
-    );
+    assert!(run.stderr.contains("-o prints a plan"), "{run:?}");
 
     // Nothing was created or changed.
     assert_eq!(env.resize_names().await, Vec::<String>::new());
     assert_eq!(shapes(&env).await, before);
+    env.finish().await;
+}
+
+/// Without `--plan` the migration is carried out: a VolumeMigration in the namespace, which the
+/// operator runs; `--watch` follows it and returns 0 once every StatefulSet moved. On the real
+/// node, with a writer whose every acknowledged write must be on the new class's volume.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn migrate_carried_out_moves_a_writer_and_watch_returns_once_it_moved() {
+    use ferry_api::{MigrationPhase, VolumeMigration};
+    use ferry_testenv::fixtures::{claim_directory, wait_ready};
+    use ferry_testenv::workload::{lost_records, writer_stateful_set};
+    use ferry_testenv::{CLASS_BLOCK_FIXED, CLASS_BLOCK_FIXED_OTHER};
+    use k8s_openapi::api::core::v1::PersistentVolume;
+
+    let mut env = Env::start("cli-migrate-run").await;
+    let sets: Api<StatefulSet> = env.ns.api();
+    let templates = [("data", CLASS_BLOCK_FIXED, "96Mi")];
+    let set = writer_stateful_set("db", 1, &templates, &env.ns.name, 1 << 10, 0).unwrap();
+    sets.create(&PostParams::default(), &set).await.unwrap();
+    wait_ready(&sets, "db", 1, 180).await.unwrap();
+    env.start_operator().await;
+    let classes = [
+        "--from-class",
+        CLASS_BLOCK_FIXED,
+        "--to-class",
+        CLASS_BLOCK_FIXED_OTHER,
+    ];
+
+    // A selector a VolumeMigration cannot hold is refused before anything is made.
+    let refused = env
+        .ferry(&[&["migrate", "-l", "app!=db"][..], &classes].concat())
+        .await;
+    assert_eq!(refused.code, 2, "{refused:?}");
+    let migrations: Api<VolumeMigration> = env.ns.api();
+    assert!(
+        migrations
+            .list(&Default::default())
+            .await
+            .unwrap()
+            .items
+            .is_empty()
+    );
+
+    let run = env
+        .ferry(&[&["migrate", "--max-concurrent", "2", "--watch"][..], &classes].concat())
+        .await;
+    assert_eq!(run.code, 0, "{run:?}");
+    let name = format!("{CLASS_BLOCK_FIXED}-to-{CLASS_BLOCK_FIXED_OTHER}");
+    assert!(
+        run.stdout.contains(&format!(
+            "volumemigration.ferry.dev/{name} created in {}",
+            env.ns.name
+        )),
+        "{run:?}"
+    );
+    assert!(run.stdout.contains("Succeeded 1/1"), "{run:?}");
+    let migration = migrations.get(&name).await.unwrap();
+    let status = migration.status.unwrap();
+    assert_eq!(status.phase, MigrationPhase::Succeeded);
+    assert_eq!(migration.spec.max_concurrent, Some(2));
+    let claims: Api<PersistentVolumeClaim> = env.ns.api();
+    let claim = claims.get("data-db-0").await.unwrap();
+    assert_eq!(
+        claim.spec.unwrap().storage_class_name.as_deref(),
+        Some(CLASS_BLOCK_FIXED_OTHER)
+    );
+    let volumes: Api<PersistentVolume> = Api::all(env.client.clone());
+    wait_ready(&sets, "db", 1, 120).await.unwrap();
+    let dir = claim_directory(&claims, &volumes, "data-db-0").await.unwrap();
+    assert_eq!(
+        lost_records(&env.ns.name, "db-0", &dir).unwrap(),
+        Vec::<u64>::new()
+    );
+
+    // The same again: everything moved, so nothing more is made.
+    let again = env.ferry(&[&["migrate"][..], &classes].concat()).await;
+    assert_eq!(again.code, 0, "{again:?}");
+    assert!(again.stdout.contains("nothing to migrate"), "{again:?}");
+    assert_eq!(migrations.list(&Default::default()).await.unwrap().items.len(), 1);
     env.finish().await;
 }
