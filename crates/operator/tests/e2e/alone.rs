@@ -104,20 +104,23 @@ async fn install_with_defaults(home: &Harness) {
     assert_eq!(code, 0, "helm install: {err}\n{out}");
 }
 
-const CRDS: [&str; 3] = [
-    "volumeresizes.ferry.dev",
-    "volumeautoscalers.ferry.dev",
-    "extendedstatefulsets.ferry.dev",
-];
+/// Every Ferry CRD's name: the list the operator installs and waits for, so a new kind is never
+/// left out of the uninstall check or of the chart's adoption.
+fn crd_names() -> Vec<String> {
+    ferry_operator::crd::all()
+        .iter()
+        .map(|crd| crd.name_any())
+        .collect()
+}
 
 /// The UIDs of Ferry's CRDs, the ExtendedStatefulSet `db` and its StatefulSet: the same after an
 /// uninstall means nothing was deleted (and made again).
 async fn kept_objects(harness: &Harness) -> Vec<String> {
     let crds: Api<CustomResourceDefinition> = Api::all(harness.client.clone());
     let mut uids = Vec::new();
-    for crd in CRDS {
+    for crd in crd_names() {
         uids.push(
-            crds.get(crd)
+            crds.get(&crd)
                 .await
                 .map(|c| c.uid().unwrap_or_default())
                 .unwrap_or_default(),
@@ -193,7 +196,7 @@ async fn uninstalling_with_the_plain_manifests_or_helm_keeps_the_crds_and_what_t
     // own (the harness's operator has its objects in the workload's).
     let home = Harness::start_bare("alone-uninstall-helm").await;
     let release = home.ns.name.as_str();
-    for crd in CRDS {
+    for crd in crd_names() {
         let name = format!("crd/{crd}");
         kubectl_ok(&["label", "--overwrite", &name, "app.kubernetes.io/managed-by=Helm"]).await;
         let release_name = format!("meta.helm.sh/release-name={release}");
