@@ -50,14 +50,6 @@ pub fn resolve<'a>(class: Option<&'a str>, default: Option<&'a str>) -> Option<&
     }
 }
 
-/// The class a claim that names none gets: the one annotated as the default, the most recently
-/// made of them when several are (as Kubernetes chooses); ties by name.
-pub fn default_class(defaults: &[(String, Option<jiff::Timestamp>)]) -> Option<String> {
-    (defaults.iter())
-        .max_by(|a, b| a.1.cmp(&b.1).then_with(|| b.0.cmp(&a.0)))
-        .map(|(name, _)| name.clone())
-}
-
 /// The plan: what moves, what is refused and why, what is left alone and why.
 pub fn plan(facts: &MigrateFacts) -> MigrationPlan {
     let mut plan = MigrationPlan {

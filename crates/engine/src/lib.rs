@@ -3,7 +3,8 @@
 //! [`trigger::decide`].
 //! Each takes what the operator observed and decides the next status and actions. Shared by them:
 //! the names Ferry gives ([`names`]), the guarded volume writes of a move by re-binding
-//! ([`volume_writes`]), conditions, durations, pods' readiness, history. No I/O: everything here
+//! ([`volume_writes`]), conditions, durations, pods' readiness, history, the default StorageClass
+//! ([`storage_classes`]). No I/O: everything here
 //! is unit-tested.
 
 pub mod autoscale;
@@ -19,6 +20,7 @@ pub mod ordinals;
 pub mod owners;
 pub mod pods;
 pub mod resize;
+pub mod storage_classes;
 pub mod trigger;
 pub mod volume_writes;
 pub mod webhook_probe;

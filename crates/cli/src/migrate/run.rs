@@ -2,7 +2,7 @@
 //! it covers the StatefulSets, claims, pods and VolumeResizes. It only reads: nothing is created
 //! or changed.
 
-use super::{ClaimFacts, MigrateFacts, PodFacts, SetFacts, TemplateFacts, default_class, plan};
+use super::{ClaimFacts, MigrateFacts, PodFacts, SetFacts, TemplateFacts, plan};
 use crate::args::DataFormat;
 use crate::exit::{CliError, ExitCode};
 use crate::kube_io::{Action, Cluster, RESIZES};
@@ -15,9 +15,6 @@ use k8s_openapi::api::storage::v1::StorageClass;
 use kube::api::{DynamicObject, ListParams};
 use kube::{Api, Resource, ResourceExt};
 use std::collections::{BTreeMap, BTreeSet};
-
-const DEFAULT_CLASS: &str = "storageclass.kubernetes.io/is-default-class";
-const DEFAULT_CLASS_BETA: &str = "storageclass.beta.kubernetes.io/is-default-class";
 
 /// What `migrate --plan` is asked.
 pub struct MigrateRequest<'a> {
@@ -101,15 +98,6 @@ async fn read_facts(cluster: &Cluster, request: &MigrateRequest<'_>) -> Result<M
             }
         )));
     }
-    let defaults = (classes.iter())
-        .filter(|class| {
-            let annotations = class.annotations();
-            [DEFAULT_CLASS, DEFAULT_CLASS_BETA]
-                .iter()
-                .any(|key| annotations.get(*key).map(String::as_str) == Some("true"))
-        })
-        .map(|class| (class.name_any(), class.creation_timestamp().map(|t| t.0)))
-        .collect::<Vec<_>>();
     let selected = request
         .selector
         .map(|labels| ListParams::default().labels(labels));
@@ -125,7 +113,7 @@ async fn read_facts(cluster: &Cluster, request: &MigrateRequest<'_>) -> Result<M
     Ok(MigrateFacts {
         from_class: request.from_class.to_string(),
         to_class: request.to_class.to_string(),
-        default_class: default_class(&defaults),
+        default_class: ferry_engine::storage_classes::default_class(&classes),
         from_class_exists: names.iter().any(|name| name == request.from_class),
         sets,
         claims,

@@ -296,18 +296,7 @@ fn claims_no_template_made_are_not_handled_with_who_uses_them() {
 }
 
 #[test]
-fn the_default_class_is_the_newest_annotated_one() {
-    let at = |seconds: i64| jiff::Timestamp::from_second(seconds).ok();
-    assert_eq!(default_class(&[]), None);
-    let classes = [
-        ("a".to_string(), at(10)),
-        ("b".to_string(), at(20)),
-        ("c".to_string(), at(5)),
-    ];
-    assert_eq!(default_class(&classes).as_deref(), Some("b"));
-    let tied = [("y".to_string(), at(10)), ("x".to_string(), at(10))];
-    assert_eq!(default_class(&tied).as_deref(), Some("x"));
-    // Without a default, a template naming no class is on no class: nothing is selected.
+fn without_a_default_class_a_template_naming_none_is_on_no_class() {
     let mut facts = facts(vec![set("db", 1, vec![template("data", None)])], Vec::new());
     facts.default_class = None;
     assert!(plan(&facts).stateful_sets.is_empty());

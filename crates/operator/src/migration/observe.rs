@@ -16,8 +16,6 @@ use kube::api::ListParams;
 use kube::core::Selector;
 use kube::{Api, ResourceExt};
 
-const DEFAULT_CLASS_ANNOTATION: &str = "storageclass.kubernetes.io/is-default-class";
-
 pub async fn observe(
     ctx: &Context,
     migration: &VolumeMigration,
@@ -45,9 +43,7 @@ pub async fn observe(
     let classes = Api::<StorageClass>::all(client.clone())
         .list(&ListParams::default())
         .await?;
-    observed.default_class = (classes.items.iter())
-        .find(|c| c.annotations().get(DEFAULT_CLASS_ANNOTATION).map(String::as_str) == Some("true"))
-        .map(ResourceExt::name_any);
+    observed.default_class = ferry_engine::storage_classes::default_class(&classes.items);
     observed.target_class_exists =
         (classes.items.iter()).any(|c| c.name_any() == migration.spec.to_storage_class_name);
     let resizes = Api::<VolumeResize>::namespaced(client.clone(), namespace)

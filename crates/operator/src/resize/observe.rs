@@ -24,8 +24,6 @@ use run::{fetch_run, read_run};
 use std::collections::BTreeMap;
 use views::{claim_view, stateful_set_view, volume_view};
 
-const DEFAULT_CLASS_ANNOTATION: &str = "storageclass.kubernetes.io/is-default-class";
-
 /// The engine's view, plus the StatefulSet itself (backed up before it is touched; named in Events).
 pub struct Observation {
     pub observed: Observed,
@@ -191,10 +189,13 @@ async fn read_request(
 
 /// Every StorageClass, reduced to what the prechecks read.
 async fn storage_classes(ctx: &Context) -> Result<BTreeMap<String, StorageClassView>, Error> {
-    Ok(Api::<StorageClass>::all(ctx.client.clone())
+    let classes = Api::<StorageClass>::all(ctx.client.clone())
         .list(&ListParams::default())
         .await?
-        .items
+        .items;
+    // One default, chosen as the API server does (several may be annotated).
+    let default = ferry_engine::storage_classes::default_class(&classes);
+    Ok(classes
         .into_iter()
         .map(|class| {
             let view = StorageClassView {
@@ -214,11 +215,7 @@ async fn storage_classes(ctx: &Context) -> Result<BTreeMap<String, StorageClassV
                 allow_expansion: class.allow_volume_expansion.unwrap_or(false),
                 waits_for_first_consumer: class.volume_binding_mode.as_deref()
                     == Some("WaitForFirstConsumer"),
-                is_default: class
-                    .annotations()
-                    .get(DEFAULT_CLASS_ANNOTATION)
-                    .map(String::as_str)
-                    == Some("true"),
+                is_default: class.metadata.name.is_some() && class.metadata.name == default,
             };
             (class.name_any(), view)
         })
