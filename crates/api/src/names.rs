@@ -73,6 +73,11 @@ pub const LABEL_STATEFUL_SET: &str = "ferry.dev/stateful-set";
 /// Label on a VolumeResize an autoscaler made: the UID of its `VolumeAutoscaler` (its `trigger`
 /// label is `autoscale`). The autoscaler's record of earlier grows is rebuilt from these too.
 pub const LABEL_AUTOSCALER_UID: &str = "ferry.dev/autoscaler-uid";
+/// Annotations on a VolumeResize an autoscaler made: the size before and why it grew (`threshold`,
+/// `inodes`, `rescue`), so the autoscaler's `lastResize` is rebuilt from it when the status that
+/// recorded the grow was never written (the grow is made before its status is).
+pub const ANNOTATION_AUTOSCALE_FROM: &str = "ferry.dev/autoscale-from";
+pub const ANNOTATION_AUTOSCALE_REASON: &str = "ferry.dev/autoscale-reason";
 /// Label on a VolumeResize a migration made: the UID of its `VolumeMigration` (its `trigger`
 /// label is `migration`). The migration's progress is read back from these.
 pub const LABEL_MIGRATION_UID: &str = "ferry.dev/migration-uid";

@@ -239,7 +239,7 @@ pub struct ReplicaUsage {
 }
 
 /// One grow the autoscaler made.
-#[derive(Deserialize, Serialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[derive(Deserialize, Serialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct AutoResize {
     /// When the autoscaler decided it, RFC 3339.

@@ -113,6 +113,9 @@ pub struct Situation {
     pub resize_failed: Option<String>,
     /// When earlier autoresizes of this volume were made (Unix seconds), from status.
     pub history: Vec<i64>,
+    /// The newest autoscaler grow of this volume, as its VolumeResize records it (status may
+    /// have lost it: the grow is made before its status is written).
+    pub last_grow: Option<ferry_api::AutoResize>,
     /// When other VolumeResizes (by hand, by a trigger) changed this volume in place: a growth or
     /// another attributes class is a modification to the provider too, so they count in its
     /// window (not in the cooldown, which is the autoscaler's own pace).

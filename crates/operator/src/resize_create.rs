@@ -19,6 +19,8 @@ pub struct Origin<'a> {
     pub stateful_set: &'a str,
     /// One more label naming the object that asked (an autoscaler's UID, an ExtendedStatefulSet).
     pub asked_by: Option<(&'a str, &'a str)>,
+    /// What the asker records on it (an autoscaler's decision), as annotations.
+    pub annotations: std::collections::BTreeMap<String, String>,
 }
 
 /// Whether the create made it or found it made.
@@ -48,6 +50,9 @@ pub async fn create_resize(
         labels.insert(key.to_string(), value.to_string());
     }
     resize.metadata.labels = Some(labels);
+    if !origin.annotations.is_empty() {
+        resize.metadata.annotations = Some(origin.annotations.clone());
+    }
     match Api::<VolumeResize>::namespaced(client.clone(), namespace)
         .create(&writes::create(), &resize)
         .await

@@ -2,6 +2,7 @@
 
 use ferry_api::VolumeResizeSpec;
 use k8s_openapi::api::core::v1::Toleration;
+use std::collections::BTreeMap;
 
 /// A write the plan asks for.
 #[derive(Debug, Clone, PartialEq)]
@@ -11,6 +12,9 @@ pub enum AutoscaleAction {
         stateful_set: String,
         name: String,
         spec: Box<VolumeResizeSpec>,
+        /// The decision, recorded on the resize (its size before, its reason) so a status
+        /// that never recorded the grow can be rebuilt from it.
+        annotations: BTreeMap<String, String>,
     },
     /// Measure a replica's volume with a read-only usage pod on `node` (a rescue's measurement:
     /// its pod says its disk is full, and nothing reports the volume).

@@ -5,7 +5,7 @@
 pub use super::action::AutoscaleAction;
 use super::measure::{self, Measurement, Target};
 use super::record::{self, Made, Notice};
-use super::request::{Grow, resize_name, resize_spec};
+use super::request::{Grow, decision_annotations, resize_name, resize_spec};
 use super::situation::{Facts, Replicas, situation, template_size};
 use super::{Policy, Reading, Reason, Situation, Verdict, autoresizer, decide, policy};
 use ferry_api::listed::Listing;
@@ -206,6 +206,7 @@ fn one_volume(
                 stateful_set: sts.clone(),
                 name: name.clone(),
                 spec: Box::new(resize_spec(&grow)),
+                annotations: decision_annotations(situation.current_size, *reason),
             });
             let outcome = Outcome::Grew {
                 resize: name.clone(),

@@ -81,12 +81,15 @@ fn a_full_volume_is_grown_by_one_resize_named_for_the_decision() {
             stateful_set,
             name,
             spec,
+            annotations,
         },
     ] = decision.actions.as_slice()
     else {
         panic!("{:?}", decision.actions)
     };
     assert_eq!(stateful_set, "db");
+    assert_eq!(annotations["ferry.dev/autoscale-from"], "1Gi");
+    assert_eq!(annotations["ferry.dev/autoscale-reason"], "threshold");
     assert_eq!(spec.volumes[0].name, "data");
     assert!(ferry_api::parse_bytes(&spec.volumes[0].size).unwrap() > GI);
     let [judged] = decision.judged.as_slice() else {
@@ -105,6 +108,65 @@ fn a_full_volume_is_grown_by_one_resize_named_for_the_decision() {
     // The same observation planned again names the same resize: a second pass cannot make two.
     let again = decide_with(&autoscaler, &observed(GI * 9 / 10), None);
     assert_eq!(again.actions, decision.actions);
+}
+
+/// The VolumeResize `action` asks for, as the API server returns it: made at `made_at`.
+fn made_resize(action: &AutoscaleAction, made_at: i64) -> ferry_api::VolumeResize {
+    let AutoscaleAction::CreateVolumeResize {
+        stateful_set,
+        name,
+        spec,
+        annotations,
+    } = action
+    else {
+        panic!("{action:?}")
+    };
+    let mut resize = ferry_api::VolumeResize::new(name, spec.as_ref().clone());
+    resize.metadata.namespace = Some("apps".into());
+    resize.metadata.annotations = Some(annotations.clone());
+    resize.metadata.creation_timestamp = Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
+        k8s_openapi::jiff::Timestamp::from_second(made_at).unwrap(),
+    ));
+    resize.metadata.labels = Some(BTreeMap::from([
+        ("ferry.dev/trigger".to_string(), "autoscale".to_string()),
+        ("ferry.dev/stateful-set".to_string(), stateful_set.clone()),
+        ("ferry.dev/autoscaler-uid".to_string(), "vas-1".to_string()),
+    ]));
+    resize
+}
+
+#[test]
+fn a_grow_whose_status_was_never_written_is_recorded_from_its_resize() {
+    let autoscaler = autoscaler("10Gi");
+    let made = decide_with(&autoscaler, &observed(GI * 9 / 10), None);
+    let [action] = made.actions.as_slice() else {
+        panic!("{:?}", made.actions)
+    };
+    // The pass made the resize and stopped before its status write: the next one reads the
+    // resize (running), and no status.
+    let resize = made_resize(action, 1_000_000);
+    let mut observation = observed(GI * 9 / 10);
+    observation.resizes.readable.push(resize.clone());
+    let next = decide_with(&autoscaler, &observation, None);
+    assert!(
+        next.actions
+            .iter()
+            .all(|a| !matches!(a, AutoscaleAction::CreateVolumeResize { .. }))
+    );
+    let last = next.volumes[0].last_resize.clone().expect("the grow recorded");
+    assert_eq!(last.volume_resize, resize.metadata.name.clone().unwrap());
+    assert_eq!((last.from.as_str(), last.reason.as_str()), ("1Gi", "threshold"));
+    assert_eq!(last.to, resize.spec.volumes[0].size);
+    assert_eq!(last.at, resize.metadata.creation_timestamp);
+    // Status that recorded it keeps its own (the decision's time), not the resize's.
+    let recorded = made.volumes[0].last_resize.clone().unwrap();
+    let mut written = autoscaler.clone();
+    written.status = Some(ferry_api::VolumeAutoscalerStatus {
+        volumes: made.volumes.clone(),
+        ..Default::default()
+    });
+    let later = decide_with(&written, &observation, None);
+    assert_eq!(later.volumes[0].last_resize, Some(recorded));
 }
 
 #[test]

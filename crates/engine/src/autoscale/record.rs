@@ -110,6 +110,24 @@ fn skip_message(policy: &Policy, situation: &Situation, skip: &Skip) -> String {
     }
 }
 
+/// The last grow when none is made now: the recorded one, unless the resizes show a newer grow
+/// that status never recorded (the pass that made it failed before writing status).
+fn kept_last_resize(
+    previous: Option<&AutoscaledVolumeStatus>,
+    seen: Option<&AutoResize>,
+) -> Option<AutoResize> {
+    let recorded = previous.and_then(|p| p.last_resize.clone());
+    match (recorded, seen) {
+        (Some(recorded), Some(seen))
+            if recorded.volume_resize != seen.volume_resize && seen.at > recorded.at =>
+        {
+            Some(seen.clone())
+        }
+        (None, Some(seen)) => Some(seen.clone()),
+        (recorded, _) => recorded,
+    }
+}
+
 /// The volume's new status and the Events to send, from the decision just made.
 pub fn record(
     previous: Option<&AutoscaledVolumeStatus>,
@@ -143,7 +161,7 @@ pub fn record(
             to: format_bytes(made.to),
             reason: reason.label().to_string(),
         }),
-        _ => previous.and_then(|p| p.last_resize.clone()),
+        _ => kept_last_resize(previous, situation.last_grow.as_ref()),
     };
     let status = AutoscaledVolumeStatus {
         stateful_set: stateful_set.to_string(),

@@ -1,8 +1,10 @@
 //! The VolumeResize an autoscaler's grow becomes: an ordinary one (same engine, safety, history).
 
 use super::Reason;
+use ferry_api::names::{ANNOTATION_AUTOSCALE_FROM, ANNOTATION_AUTOSCALE_REASON};
 use ferry_api::{AutoscaleStrategy, Strategy, VolumeChange, VolumeResizeSpec, format_bytes};
 use sha2::{Digest, Sha256};
+use std::collections::BTreeMap;
 
 /// What one grow changes.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -36,6 +38,17 @@ pub fn resize_name(grow: &Grow) -> String {
     let digest = crate::names::hex_digest(hasher, 4);
     let prefix: String = grow.stateful_set.chars().take(46).collect();
     format!("{}-auto-{digest}", prefix.trim_end_matches(['-', '.']))
+}
+
+/// The grow's decision as annotations on its VolumeResize: the size before and the reason.
+pub fn decision_annotations(from_bytes: u64, reason: Reason) -> BTreeMap<String, String> {
+    BTreeMap::from([
+        (ANNOTATION_AUTOSCALE_FROM.to_string(), format_bytes(from_bytes)),
+        (
+            ANNOTATION_AUTOSCALE_REASON.to_string(),
+            reason.label().to_string(),
+        ),
+    ])
 }
 
 /// The VolumeResize's spec: grow the one template (and every claim) in place, or by copy where the

@@ -5,9 +5,11 @@
 use super::rescue::{FullDisk, crashing_on_full_disk};
 use super::{Reading, Situation};
 use ferry_api::listed::Listing;
-use ferry_api::names::{LABEL_STATEFUL_SET, LABEL_TRIGGER};
+use ferry_api::names::{
+    ANNOTATION_AUTOSCALE_FROM, ANNOTATION_AUTOSCALE_REASON, LABEL_STATEFUL_SET, LABEL_TRIGGER,
+};
 use ferry_api::quantity::requested_storage;
-use ferry_api::{Phase, RowStep, VolumeResize, parse_bytes};
+use ferry_api::{AutoResize, Phase, RowStep, VolumeResize, parse_bytes};
 use k8s_openapi::api::apps::v1::StatefulSet;
 use k8s_openapi::api::core::v1::Pod;
 use std::collections::BTreeMap;
@@ -101,22 +103,9 @@ pub fn situation(facts: Facts) -> Situation {
         .last()
         .filter(|resize| resize.phase() == Phase::Failed)
         .and_then(|resize| resize.metadata.name.clone());
-    // A grow is recorded at about the time its VolumeResize was made: one near a recorded time is
-    // that grow, not another (counting it twice would halve a provider's allowance).
-    let mut history = facts.recorded_history.clone();
-    history.extend(
-        own.iter()
-            .filter_map(|resize| unix_seconds(resize))
-            .filter(|made| {
-                !facts
-                    .recorded_history
-                    .iter()
-                    .any(|recorded| (recorded - made).abs() <= SAME_GROW_SECONDS)
-            }),
-    );
-    history.sort_unstable();
-    history.dedup();
+    let history = grow_history(&facts.recorded_history, &own);
     let other_modifications = in_place_changes_by_others(&facts, &own);
+    let last_grow = own.last().map(|resize| grow_record(resize, facts.volume));
 
     let judged: Vec<(i32, FullDisk)> = facts
         .replicas
@@ -146,9 +135,46 @@ pub fn situation(facts: Facts) -> Situation {
         resize_running,
         resize_failed,
         history,
+        last_grow,
         other_modifications,
         usage_unreadable: None,
         now: facts.now,
+    }
+}
+
+/// The grow times status records, and those of the autoscalers' resizes it does not. A grow is
+/// recorded at about the time its VolumeResize was made: one near a recorded time is that grow,
+/// not another (counting it twice would halve a provider's allowance).
+fn grow_history(recorded: &[i64], own: &[&VolumeResize]) -> Vec<i64> {
+    let mut history = recorded.to_vec();
+    history.extend(
+        own.iter()
+            .filter_map(|resize| unix_seconds(resize))
+            .filter(|made| !recorded.iter().any(|at| (at - made).abs() <= SAME_GROW_SECONDS)),
+    );
+    history.sort_unstable();
+    history.dedup();
+    history
+}
+
+/// An autoscaler's grow as its VolumeResize records it: made at its creation, to the size it asks
+/// for `volume`, from and for what its annotations say (`unknown` on one made before they were
+/// written).
+fn grow_record(resize: &VolumeResize, volume: &str) -> AutoResize {
+    let annotation = |key: &str| {
+        (resize.metadata.annotations.as_ref())
+            .and_then(|a| a.get(key).cloned())
+            .unwrap_or_else(|| "unknown".to_string())
+    };
+    AutoResize {
+        at: resize.metadata.creation_timestamp.clone(),
+        volume_resize: resize.metadata.name.clone().unwrap_or_default(),
+        from: annotation(ANNOTATION_AUTOSCALE_FROM),
+        to: (resize.spec.volumes.iter())
+            .find(|change| change.name == volume)
+            .map(|change| change.size.clone())
+            .unwrap_or_default(),
+        reason: annotation(ANNOTATION_AUTOSCALE_REASON),
     }
 }
 

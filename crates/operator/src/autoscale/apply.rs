@@ -30,11 +30,13 @@ pub async fn apply(
                 stateful_set,
                 name,
                 spec,
+                annotations,
             } => {
                 let origin = Origin {
                     trigger: TRIGGER_AUTOSCALE,
                     stateful_set,
                     asked_by: Some((LABEL_AUTOSCALER_UID, &uid)),
+                    annotations: annotations.clone(),
                 };
                 create_resize(&ctx.client, namespace, name, spec.as_ref().clone(), &origin).await?;
             }

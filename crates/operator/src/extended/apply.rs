@@ -43,6 +43,7 @@ pub async fn apply(
                     trigger: "extended-stateful-set",
                     stateful_set,
                     asked_by: Some((LABEL_EXTENDED, &ests_name)),
+                    annotations: Default::default(),
                 };
                 let created =
                     create_resize(&ctx.client, namespace, name, spec.as_ref().clone(), &origin).await?;

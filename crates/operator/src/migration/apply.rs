@@ -27,6 +27,7 @@ pub async fn apply(
                     trigger: TRIGGER_MIGRATION,
                     stateful_set,
                     asked_by: Some((LABEL_MIGRATION_UID, uid)),
+                    annotations: Default::default(),
                 };
                 create_resize(&ctx.client, namespace, name, spec.as_ref().clone(), &origin).await?;
             }

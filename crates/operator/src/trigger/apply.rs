@@ -38,6 +38,7 @@ pub async fn apply(
             trigger: create.trigger,
             stateful_set: &name,
             asked_by: None,
+            annotations: Default::default(),
         };
         // One already there is the same request, made by an earlier pass that did not record it.
         if crate::resize_create::create_resize(
