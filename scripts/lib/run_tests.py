@@ -7,11 +7,13 @@
 One cargo invocation, one profile, one feature set (`cargo test --workspace --no-run --features
 ferry-mover/test-hooks`) builds the test binaries and the workspace's binaries the tests and the
 control plane run (`ferry`, `ferry-mover`, `ferry-testenv`, `kubectl-ferry`), so each crate compiles
-once. `cargo test` would then run the test binaries one after another; the end-to-end binaries spend
-their time waiting on Kubernetes, not on the CPU, so here they start first, with more test threads,
-and the others run beside them. End-to-end tests in a module `alone` (a kubelet restart, an
-operator watching every namespace) would disturb every other test on the shared control plane and
-real node: they run last, one at a time, once everything else has ended. Each binary's output is
+once. `cargo test` would then run the test binaries one after another; here the end-to-end binaries
+run first, side by side, with more test threads. End-to-end tests in a module `alone` (a kubelet
+restart, an operator watching every namespace) would disturb every other test on the shared control
+plane and real node: they run one at a time once the other end-to-end tests have ended (those in
+`alone::last` after all the others, of every binary: their aftermath slows the next), and the
+binaries that need no cluster (the mover's, the unit tests) run beside them: their CPU would
+otherwise slow the cluster's tests, while the alone tests mostly wait. Each binary's output is
 printed whole when it ends, in the form `cargo test` prints ("Running ...", "test result: ..."),
 then a table of how long each took and the slowest end-to-end tests.
 
@@ -45,6 +47,11 @@ TIMED = re.compile(r"^test (\S+) \.\.\. (\w+) <([\d.]+)s>")
 SLOWEST = 12
 # End-to-end tests in a module of this name run alone, after all the others (run_alone).
 ALONE = "alone::"
+# Of those, the ones in this module run after every other test that runs alone, of every binary:
+# the controller-manager is still cleaning up after them when they end.
+ALONE_LAST = "alone::last::"
+# One binary's output at a time: the alone tests and the others end side by side.
+PRINTING = threading.Lock()
 # What `cargo test` builds, and the benchmarks beside it: `--test '*'` names every integration test
 # target, the `test = false` ones too, so that clippy sees them (built here, never run).
 BENCHMARKS = ["bench_downtime", "bench_real_node"]
@@ -221,22 +228,54 @@ def run_one(binary: TestBinary, args: list[str], e2e_threads: int) -> None:
     record(binary, status, output, time.monotonic() - started)
 
 
-def run_alone(binary: TestBinary, args: list[str]) -> str:
-    """The binary's tests (of those `args` select) that disturb everything else on the shared
-    control plane and real node (a kubelet restart, an operator watching every namespace): one at
-    a time, after every other test has ended."""
+def alone_tests(binary: TestBinary, args: list[str]) -> list[str]:
+    """The binary's tests (of those `args` select) that must run alone; [] if it cannot list them
+    (recorded as its failure)."""
     status, listed = invoke(binary, ["--list", "--format", "terse", *args])
     if status != 0:
         record(binary, status, listed, 0.0)
-        return listed
+        return []
     names = [line.removesuffix(": test") for line in listed.splitlines() if line.endswith(": test")]
+    return [n for n in names if n.startswith(ALONE)]
+
+
+def run_alone(binary: TestBinary, names: list[str]) -> None:
+    """`names`, tests of `binary` that disturb everything else on the shared control plane and
+    real node (a kubelet restart, an operator watching every namespace): one at a time, after
+    every other end-to-end test has ended; printed as the binary's tests that run alone."""
     printed = ""
-    for name in [n for n in names if n.startswith(ALONE)]:
+    for name in names:
         started = time.monotonic()
         status, output = invoke(binary, ["--test-threads=1", "--exact", name])
         record(binary, status, output, time.monotonic() - started)
         printed += output
-    return printed
+    if printed:
+        with PRINTING:
+            print(f"\n     Running {binary.name}, its tests that run alone ({binary.executable})", flush=True)
+            print(printed, end="" if printed.endswith("\n") else "\n", flush=True)
+
+
+def run_side_by_side(binaries: list[TestBinary], args: list[str], e2e_threads: int, jobs: int) -> None:
+    """Runs `binaries`, `jobs` at a time, each printed whole when it ends."""
+    pending = list(binaries)
+    lock = threading.Lock()
+
+    def worker() -> None:
+        while True:
+            with lock:
+                if not pending:
+                    return
+                binary = pending.pop(0)
+            run_one(binary, args, e2e_threads)
+            with PRINTING:
+                print(f"\n     Running {binary.name} ({binary.executable})", flush=True)
+                print(binary.output, end="" if binary.output.endswith("\n") else "\n", flush=True)
+
+    workers = [threading.Thread(target=worker) for _ in range(min(jobs, len(binaries)))]
+    for thread in workers:
+        thread.start()
+    for thread in workers:
+        thread.join()
 
 
 def run(args: list[str]) -> int:
@@ -249,31 +288,23 @@ def run(args: list[str]) -> int:
     # race four threads once surfaced is fixed (docs/testenv.md). Five gained nothing (620 s against
     # 612 s): the two cores are the limit.
     e2e_threads = int(os.environ.get("FERRY_E2E_THREADS", "4"))
-    pending = list(binaries)
-    lock = threading.Lock()
-
-    def worker() -> None:
-        while True:
-            with lock:
-                if not pending:
-                    return
-                binary = pending.pop(0)
-            run_one(binary, args, e2e_threads)
-            with lock:
-                print(f"\n     Running {binary.name} ({binary.executable})", flush=True)
-                print(binary.output, end="" if binary.output.endswith("\n") else "\n", flush=True)
-
+    # The end-to-end binaries first, side by side: they and the control plane they share keep both
+    # cores busy. The others (the mover's, the unit tests) need no cluster: they run once those
+    # are done, beside the tests that must run alone, which mostly wait (a kubelet restart, a
+    # network cut), so their CPU no longer slows the cluster's tests.
+    cluster = [b for b in binaries if b.end_to_end]
+    local = [b for b in binaries if not b.end_to_end]
     print(f"[tests] {len(binaries)} test binaries, {jobs} at a time, {e2e_threads} threads in each end-to-end one", flush=True)
-    workers = [threading.Thread(target=worker) for _ in range(min(jobs, len(binaries)))]
-    for thread in workers:
-        thread.start()
-    for thread in workers:
-        thread.join()
-    for binary in [b for b in binaries if b.end_to_end]:
-        output = run_alone(binary, args)
-        if output:
-            print(f"\n     Running {binary.name}, its tests that run alone ({binary.executable})", flush=True)
-            print(output, end="" if output.endswith("\n") else "\n", flush=True)
+    run_side_by_side(cluster, args, e2e_threads, jobs)
+    local_run = threading.Thread(target=run_side_by_side, args=(local, args, e2e_threads, jobs))
+    local_run.start()
+    # Those in `alone::last` after every other (their aftermath would slow the next one).
+    alone = [(binary, alone_tests(binary, args)) for binary in cluster]
+    for binary, names in alone:
+        run_alone(binary, [n for n in names if not n.startswith(ALONE_LAST)])
+    for binary, names in alone:
+        run_alone(binary, [n for n in names if n.startswith(ALONE_LAST)])
+    local_run.join()
     print("\n[tests] seconds  binary  result", flush=True)
     for binary in sorted(binaries, key=lambda b: -b.seconds):
         print(f"[tests] {binary.seconds:7.1f}  {binary.name}  {binary.summary}", flush=True)

@@ -3,9 +3,9 @@
 
 // Cuts the pod network between two real nodes: no other test's movers may cross it meanwhile.
 mod network_cut;
-// 2,000 StatefulSets, pods and claims keep the controller-manager busy for minutes: every other
-// test's StatefulSets would wait behind them.
-mod operator_memory;
+// After every other test that runs alone (of every test binary): what they leave the
+// controller-manager to clean up would slow whichever test came next.
+mod last;
 
 use crate::faults::{copy_at, mover_pod, slow_copy};
 use crate::installed::on_the_real_node;
