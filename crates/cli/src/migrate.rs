@@ -41,14 +41,8 @@ pub fn check_classes(from: &str, to: &str) -> Result<(), String> {
     Ok(())
 }
 
-/// The class a claim or template is on: `None` asks for the default, `""` is no class at all.
-pub fn resolve<'a>(class: Option<&'a str>, default: Option<&'a str>) -> Option<&'a str> {
-    match class {
-        None => default,
-        Some("") => None,
-        Some(class) => Some(class),
-    }
-}
+/// The class a claim or template is on (the engine's rule: `None` gets the default, `""` is none).
+pub use ferry_engine::storage_classes::class_of as resolve;
 
 /// The plan: what moves, what is refused and why, what is left alone and why.
 pub fn plan(facts: &MigrateFacts) -> MigrationPlan {

@@ -11,6 +11,7 @@
 
 pub mod notices;
 pub mod observed;
+pub mod origin;
 pub mod plan;
 pub mod select;
 

@@ -18,6 +18,16 @@ pub fn is_annotated_default(class: &StorageClass) -> bool {
         .any(|key| annotations.and_then(|a| a.get(*key)).map(String::as_str) == Some("true"))
 }
 
+/// The class a claim or template is on: `None` (no `storageClassName`) gets the default class,
+/// `""` is no class at all.
+pub fn class_of<'a>(named: Option<&'a str>, default: Option<&'a str>) -> Option<&'a str> {
+    match named {
+        None => default,
+        Some("") => None,
+        Some(class) => Some(class),
+    }
+}
+
 /// The default class, as the API server chooses it: of the classes annotated as default, the most
 /// recently made; ties by name (the first). `None` when no class is annotated.
 pub fn default_class(classes: &[StorageClass]) -> Option<String> {
@@ -66,6 +76,14 @@ mod tests {
         assert_eq!(default_class(&classes).as_deref(), Some("b"));
         let tied = [class("y", Some(ga), Some(10)), class("x", Some(ga), Some(10))];
         assert_eq!(default_class(&tied).as_deref(), Some("x"));
+    }
+
+    #[test]
+    fn no_class_named_is_the_default_and_an_empty_one_is_none() {
+        assert_eq!(class_of(None, Some("std")), Some("std"));
+        assert_eq!(class_of(Some(""), Some("std")), None);
+        assert_eq!(class_of(Some("fast"), Some("std")), Some("fast"));
+        assert_eq!(class_of(None, None), None);
     }
 
     #[test]

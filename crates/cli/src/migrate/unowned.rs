@@ -1,7 +1,8 @@
 //! Claims on the class being left that no selected StatefulSet's template made: a migration never
 //! touches them, and the plan says why each one is left (who uses it, as far as the pods tell).
 
-use super::{ClaimFacts, MigrateFacts, NotHandled, PodFacts, SetFacts, resolve};
+use super::{ClaimFacts, MigrateFacts, NotHandled, PodFacts, resolve};
+use ferry_engine::migration::origin::{ClaimOrigin, SetShape, claim_origin};
 
 /// Every claim on the `from` class (and selected by `-l`) that the migration leaves alone.
 pub fn not_handled(facts: &MigrateFacts) -> Vec<NotHandled> {
@@ -13,20 +14,14 @@ pub fn not_handled(facts: &MigrateFacts) -> Vec<NotHandled> {
         .filter(|claim| claim.selected)
         .filter(on_from)
         .filter_map(|claim| {
-            let reason = match made_by(facts, claim) {
-                Some(Made::Replica | Made::OtherSelection) => return None,
-                Some(Made::TemplateOnOtherClass { set, template, class }) => format!(
-                    "made from StatefulSet {set}'s template {template:?}, which now asks for {}: only claims whose template is on {} move",
-                    class.map_or("no class".to_string(), |c| format!("class {c}")),
-                    facts.from_class
-                ),
-                Some(Made::LeftByScaleDown { set, ordinal }) => format!(
-                    "left by a scale-down: StatefulSet {set} has no replica {ordinal} any more"
-                ),
+            let shapes = shapes(facts, &claim.namespace);
+            let reason = match claim_origin(&claim.name, &shapes, &facts.from_class) {
+                Some(ClaimOrigin::Replica { .. } | ClaimOrigin::NotSelected { .. }) => return None,
+                Some(origin) => origin.left_alone_because(&facts.from_class)?,
                 None => match &claim.ephemeral_of {
-                    Some(pod) => format!(
-                        "the generic ephemeral volume of pod {pod}: made and deleted with the pod"
-                    ),
+                    Some(pod) => {
+                        format!("the generic ephemeral volume of pod {pod}: made and deleted with the pod")
+                    }
                     None => used_by(&facts.pods, claim),
                 },
             };
@@ -41,61 +36,22 @@ pub fn not_handled(facts: &MigrateFacts) -> Vec<NotHandled> {
     out
 }
 
-/// What made a claim named `<template>-<statefulset>-<ordinal>`.
-enum Made<'a> {
-    /// A replica's claim from a template on the class: the StatefulSet's plan covers it.
-    Replica,
-    /// A StatefulSet `-l` did not select: not this plan's business.
-    OtherSelection,
-    TemplateOnOtherClass {
-        set: &'a str,
-        template: &'a str,
-        class: Option<&'a str>,
-    },
-    LeftByScaleDown {
-        set: &'a str,
-        ordinal: i32,
-    },
-}
-
-fn made_by<'a>(facts: &'a MigrateFacts, claim: &ClaimFacts) -> Option<Made<'a>> {
-    let sets = facts.sets.iter().filter(|set| set.namespace == claim.namespace);
-    for set in sets {
-        for template in &set.templates {
-            let Some(ordinal) = ordinal_of(&claim.name, &template.name, set) else {
-                continue;
-            };
-            if !set.selected {
-                return Some(Made::OtherSelection);
-            }
-            if !set.ordinals.contains(&ordinal) {
-                return Some(Made::LeftByScaleDown {
-                    set: &set.name,
-                    ordinal,
-                });
-            }
-            let class = resolve(template.storage_class.as_deref(), facts.default_class.as_deref());
-            if class == Some(facts.from_class.as_str()) {
-                return Some(Made::Replica);
-            }
-            return Some(Made::TemplateOnOtherClass {
-                set: &set.name,
-                template: &template.name,
-                class,
-            });
-        }
-    }
-    None
-}
-
-/// The ordinal in `<template>-<set>-<ordinal>`, the name a StatefulSet gives its claims.
-fn ordinal_of(claim: &str, template: &str, set: &SetFacts) -> Option<i32> {
-    let rest = claim.strip_prefix(template)?.strip_prefix('-')?;
-    let digits = rest.strip_prefix(set.name.as_str())?.strip_prefix('-')?;
-    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    digits.parse().ok()
+/// The StatefulSets of `namespace`, as the engine's rule of what made a claim reads them.
+fn shapes<'a>(facts: &'a MigrateFacts, namespace: &str) -> Vec<SetShape<'a>> {
+    (facts.sets.iter())
+        .filter(|set| set.namespace == namespace)
+        .map(|set| SetShape {
+            name: &set.name,
+            ordinals: set.ordinals.clone(),
+            selected: set.selected,
+            templates: (set.templates.iter())
+                .map(|t| {
+                    let class = resolve(t.storage_class.as_deref(), facts.default_class.as_deref());
+                    (t.name.as_str(), class)
+                })
+                .collect(),
+        })
+        .collect()
 }
 
 /// Who uses a claim no StatefulSet template made.

@@ -27,6 +27,8 @@ pub struct Observed {
 pub struct SetView {
     pub name: String,
     pub templates: Vec<TemplateView>,
+    /// `spec.ordinals.start`: its replicas are this ordinal onwards.
+    pub first_ordinal: i32,
     /// Replicas it asks for, and those Ready.
     pub replicas: i32,
     pub ready_replicas: i32,
@@ -65,6 +67,6 @@ pub struct ResizeView {
 impl Observed {
     /// The class a claim or template names, the default class where it names none.
     pub fn resolved<'a>(&'a self, class: Option<&'a str>) -> Option<&'a str> {
-        class.or(self.default_class.as_deref())
+        crate::storage_classes::class_of(class, self.default_class.as_deref())
     }
 }

@@ -23,6 +23,7 @@ fn spec(max: i32, policy: MigrationFailurePolicy) -> VolumeMigrationSpec {
 fn set(name: &str, templates: &[(&str, Option<&str>)]) -> SetView {
     SetView {
         name: name.into(),
+        first_ordinal: 0,
         replicas: 1,
         ready_replicas: 1,
         templates: (templates.iter())
@@ -137,6 +138,31 @@ fn the_first_pass_selects_by_class_and_starts_at_most_max_concurrent() {
     // The bare claim is listed, never moved.
     let not_handled: Vec<_> = status.not_handled.iter().map(|c| c.name.as_str()).collect();
     assert_eq!(not_handled, vec!["scratch"]);
+}
+
+#[test]
+fn a_claim_left_by_a_scale_down_is_not_handled_and_says_so() {
+    let spec = spec(2, MigrationFailurePolicy::Stop);
+    let mut observed = namespace();
+    // a runs one replica: its claim of ordinal 3 is a scale-down's leftover, which no resize moves
+    // (nor sizes the move: 8Gi does not count).
+    observed.claims.push(claim("data-a-3", Some("old"), 8 * GI));
+    let decision = pass(&spec, None, &observed);
+    let status = decision.status;
+    assert_eq!(status.items[0].stateful_set, "a");
+    assert_eq!(status.items[0].volumes[0].size, "1Gi");
+    let reasons: Vec<_> = (status.not_handled.iter())
+        .map(|c| (c.name.as_str(), c.reason.as_str()))
+        .collect();
+    assert_eq!(reasons.len(), 2, "{reasons:?}");
+    assert_eq!(reasons[0].0, "data-a-3");
+    assert!(
+        reasons[0]
+            .1
+            .contains("left by a scale-down: StatefulSet a has no replica 3"),
+        "{reasons:?}"
+    );
+    assert_eq!(reasons[1].0, "scratch");
 }
 
 #[test]

@@ -71,6 +71,7 @@ fn set_view(sts: &StatefulSet) -> SetView {
     let status = sts.status.as_ref();
     SetView {
         name: sts.name_any(),
+        first_ordinal: ferry_engine::ordinals::first_ordinal(sts),
         replicas: sts.spec.as_ref().and_then(|s| s.replicas).unwrap_or(1),
         ready_replicas: status.and_then(|s| s.ready_replicas).unwrap_or(0),
         templates: (templates.into_iter().flatten())
