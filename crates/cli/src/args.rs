@@ -90,9 +90,39 @@ pub enum Command {
     /// why (--plan); without --plan, carry it out: a VolumeMigration in each namespace where
     /// something moves, which the operator runs a few StatefulSets at a time.
     Migrate(MigrateArgs),
+    /// For each StatefulSet volume: its size, the data on it, the size that would hold that data
+    /// (at most --fill full), and what the smaller size would save a month at the price per GiB of
+    /// its class; largest saving first. Reads only.
+    Report(ReportArgs),
     /// Translate the objects of the systems Ferry replaces (volmig, quarks, pong1013's and vshn's
     /// annotations) into Ferry's: printed (a dry run, no cluster needed), or created with --apply.
     Import(ImportArgs),
+}
+
+#[derive(Args, Debug)]
+#[command(after_help = "Examples:
+  # Every namespace, at the prices the chart set (storagePrices)
+  kubectl ferry report -A
+
+  # Namespace prod at 0.08 per GiB and month on gp3, as CSV
+  kubectl ferry report -n prod --price gp3=0.08 -o csv")]
+pub struct ReportArgs {
+    /// Every namespace (else the one of -n, or the context's).
+    #[arg(short = 'A', long)]
+    pub all_namespaces: bool,
+    /// Only StatefulSets with these labels (`key=value,...`, as kubectl's -l).
+    #[arg(short = 'l', long, value_name = "SELECTOR")]
+    pub selector: Option<String>,
+    /// The price of a GiB a month on a StorageClass, over the chart's (repeat per class).
+    #[arg(long = "price", value_name = "CLASS=AMOUNT", value_parser = parse_price)]
+    pub prices: Vec<(String, f64)>,
+    /// The fullest, in percent, a recommended size may be with the data on it now (the
+    /// autoscaler's default threshold).
+    #[arg(long, default_value_t = 80, value_parser = clap::value_parser!(u8).range(1..=100))]
+    pub fill: u8,
+    /// Print the report as data instead of a table.
+    #[arg(short, long, value_enum)]
+    pub output: Option<ReportFormat>,
 }
 
 #[derive(Args, Debug)]
@@ -512,4 +542,29 @@ mod tests {
         let error = Cli::try_parse_from(["kubectl-ferry", "list", "--bogus"]).unwrap_err();
         assert_eq!(error.exit_code(), 2);
     }
+}
+
+/// `-o`: how the report is printed (a table without it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ReportFormat {
+    Json,
+    Yaml,
+    Csv,
+}
+
+/// `--price CLASS=AMOUNT` (per GiB and month, a decimal number).
+pub fn parse_price(text: &str) -> Result<(String, f64), String> {
+    let (class, amount) = text
+        .split_once('=')
+        .ok_or_else(|| format!("--price {text:?}: give CLASS=AMOUNT, e.g. gp3=0.08"))?;
+    let amount: f64 = amount
+        .trim()
+        .parse()
+        .map_err(|_| format!("--price {text:?}: {amount:?} is not a number"))?;
+    if class.is_empty() || !amount.is_finite() || amount < 0.0 {
+        return Err(format!(
+            "--price {text:?}: a class name and a price of 0 or more per GiB and month"
+        ));
+    }
+    Ok((class.to_string(), amount))
 }

@@ -88,6 +88,16 @@ async fn execute(cli: Cli, style: Style) -> Result<ExitCode, CliError> {
             let rate = migration.unwrap_or(MEASURED_COPY_BYTES_PER_SECOND);
             crate::migrate::run::migrate(&cluster, &migrate_request(&args, rate), style).await
         }
+        Command::Report(args) => {
+            let request = crate::report::run::ReportRequest {
+                all_namespaces: args.all_namespaces,
+                selector: args.selector.as_deref(),
+                prices: args.prices,
+                fill_percent: args.fill,
+                output: args.output,
+            };
+            crate::report::run::run(&cluster, &request, style).await
+        }
         Command::Drain(args) => {
             let request = crate::drain::run::DrainRequest {
                 node: &args.node,

@@ -19,6 +19,7 @@ pub mod migrate;
 pub mod output;
 pub mod rate;
 pub mod render;
+pub mod report;
 pub mod request;
 pub mod style;
 pub mod table;

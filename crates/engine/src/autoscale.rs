@@ -216,6 +216,12 @@ fn round_up(bytes: u64, unit: u64) -> u64 {
     bytes.div_ceil(unit.max(1)).saturating_mul(unit.max(1))
 }
 
+/// The smallest size, in whole `unit`s, that holds `used` bytes below `threshold_percent` full:
+/// what a volume could shrink to (the autoscaler's `couldShrinkBy`, `kubectl ferry report`).
+pub fn smallest_size(used: u64, threshold_percent: u8, unit: u64) -> u64 {
+    round_up(size_for(used, 1, 1, threshold_percent), unit)
+}
+
 /// The smallest size at which `used` of something is below `percent` of it, scaled from a
 /// volume of `capacity` (inodes grow with the file system).
 fn size_for(used: u64, total: u64, capacity: u64, percent: u8) -> u64 {
@@ -334,10 +340,7 @@ pub fn decide(policy: &Policy, situation: &Situation) -> Verdict {
 /// (shrinking stays manual; status shows this).
 pub fn could_shrink_by(policy: &Policy, situation: &Situation) -> Option<u64> {
     let most_used = situation.readings.iter().map(|r| r.used_bytes).max()?;
-    let smallest = round_up(
-        size_for(most_used, 1, 1, policy.threshold_percent),
-        policy.provider.unit(),
-    );
+    let smallest = smallest_size(most_used, policy.threshold_percent, policy.provider.unit());
     situation.current_size.checked_sub(smallest).filter(|by| *by > 0)
 }
 

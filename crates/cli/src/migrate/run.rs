@@ -50,7 +50,7 @@ pub async fn migrate(
 }
 
 /// A list in scope; errors named for the user.
-async fn list<K>(
+pub(crate) async fn list<K>(
     cluster: &Cluster,
     api: Api<K>,
     params: &ListParams,
@@ -65,7 +65,7 @@ where
     }
 }
 
-fn scoped<K>(cluster: &Cluster, all_namespaces: bool) -> Api<K>
+pub(crate) fn scoped<K>(cluster: &Cluster, all_namespaces: bool) -> Api<K>
 where
     K: Resource<Scope = k8s_openapi::NamespaceResourceScope>,
     K::DynamicType: Default,

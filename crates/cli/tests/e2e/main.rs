@@ -11,5 +11,6 @@ mod import;
 mod import_autoresizer;
 mod migrate;
 mod owned;
+mod report;
 mod user_roles;
 mod with_operator;
