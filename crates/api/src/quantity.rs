@@ -1,12 +1,20 @@
 //! Kubernetes resource quantities as byte counts, for storage sizes.
 
-use k8s_openapi::api::core::v1::PersistentVolumeClaimSpec;
+use k8s_openapi::api::core::v1::{PersistentVolumeClaim, PersistentVolumeClaimSpec};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use thiserror::Error;
 
 /// The storage a claim, or a StatefulSet's claim template, requests, as written.
 pub fn requested_storage(spec: Option<&PersistentVolumeClaimSpec>) -> Option<&Quantity> {
     spec?.resources.as_ref()?.requests.as_ref()?.get("storage")
+}
+
+/// A claim's size in bytes: its capacity once bound, else what it requests.
+pub fn claim_size_bytes(claim: &PersistentVolumeClaim) -> Option<u64> {
+    let capacity = (claim.status.as_ref().and_then(|s| s.capacity.as_ref()))
+        .and_then(|c| c.get("storage"))
+        .and_then(quantity_bytes);
+    capacity.or_else(|| requested_storage(claim.spec.as_ref()).and_then(quantity_bytes))
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Error)]

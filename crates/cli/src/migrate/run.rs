@@ -240,15 +240,11 @@ fn set_facts(set: &StatefulSet, selected: bool) -> SetFacts {
 
 fn claim_facts(claim: &PersistentVolumeClaim, selected: bool) -> ClaimFacts {
     let spec = claim.spec.as_ref();
-    let capacity = (claim.status.as_ref().and_then(|s| s.capacity.as_ref()))
-        .and_then(|c| c.get("storage"))
-        .and_then(|q| parse_bytes(&q.0).ok());
-    let requested = ferry_api::quantity::requested_storage(spec).and_then(|q| parse_bytes(&q.0).ok());
     ClaimFacts {
         namespace: claim.namespace().unwrap_or_default(),
         name: claim.name_any(),
         storage_class: spec.and_then(|s| s.storage_class_name.clone()),
-        size_bytes: capacity.or(requested),
+        size_bytes: ferry_api::quantity::claim_size_bytes(claim),
         // No source of the data in use that needs nothing created (the operator measures it with
         // the kubelets' stats or a measuring pod): said as unknown, the size counted instead.
         bytes_in_use: None,

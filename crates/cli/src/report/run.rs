@@ -8,7 +8,6 @@ use crate::exit::{CliError, ExitCode};
 use crate::kube_io::Cluster;
 use crate::migrate::run::{list, scoped};
 use crate::style::Style;
-use ferry_api::parse_bytes;
 use ferry_engine::storage_classes::{class_of, default_class};
 use k8s_openapi::api::apps::v1::StatefulSet;
 use k8s_openapi::api::core::v1::{ConfigMap, PersistentVolumeClaim, Pod};
@@ -115,10 +114,6 @@ fn volume_facts(
     default: Option<&str>,
 ) -> VolumeFacts {
     let spec = claim.spec.as_ref();
-    let capacity = (claim.status.as_ref().and_then(|s| s.capacity.as_ref()))
-        .and_then(|c| c.get("storage"))
-        .and_then(|q| parse_bytes(&q.0).ok());
-    let requested = ferry_api::quantity::requested_storage(spec).and_then(|q| parse_bytes(&q.0).ok());
     VolumeFacts {
         namespace: set.namespace().unwrap_or_default(),
         stateful_set: set.name_any(),
@@ -126,7 +121,7 @@ fn volume_facts(
         claim: claim.name_any(),
         storage_class: class_of(spec.and_then(|s| s.storage_class_name.as_deref()), default)
             .map(String::from),
-        size_bytes: capacity.or(requested),
+        size_bytes: ferry_api::quantity::claim_size_bytes(claim),
         used_bytes: None,
     }
 }

@@ -87,16 +87,10 @@ fn set_view(sts: &StatefulSet) -> SetView {
 }
 
 fn claim_view(claim: &PersistentVolumeClaim) -> ClaimView {
-    let capacity = (claim.status.as_ref())
-        .and_then(|s| s.capacity.as_ref())
-        .and_then(|c| c.get("storage"));
     ClaimView {
         name: claim.name_any(),
         class: claim.spec.as_ref().and_then(|s| s.storage_class_name.clone()),
-        bytes: capacity
-            .or_else(|| requested_storage(claim.spec.as_ref()))
-            .and_then(|q| parse_bytes(&q.0).ok())
-            .unwrap_or(0),
+        bytes: ferry_api::quantity::claim_size_bytes(claim).unwrap_or(0),
     }
 }
 
