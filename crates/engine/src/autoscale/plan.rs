@@ -90,6 +90,9 @@ pub struct Decision {
     /// Events, each for the autoscaler and (named) its StatefulSet.
     pub notices: Vec<(Notice, Option<String>)>,
     pub judged: Vec<Judged>,
+    /// Volumes that could be much smaller with the data on them now (the `ShrinkRecommended`
+    /// condition's message), whether or not anything shrinks them.
+    pub shrink_recommended: Vec<String>,
 }
 
 /// Every volume of every StatefulSet the autoscaler governs, judged on its own.
@@ -188,41 +191,16 @@ fn one_volume(
         }
     };
     let verdict = decide(&policy, &situation);
-    let (outcome, made) = match &verdict {
-        Verdict::Grow {
-            to, reason, replicas, ..
-        } => {
-            let grow = Grow {
-                autoscaler_uid: input.autoscaler.metadata.uid.as_deref().unwrap_or_default(),
-                stateful_set: &sts,
-                volume: &volume.name,
-                to_bytes: *to,
-                reason: *reason,
-                strategy: volume.strategy.unwrap_or_default(),
-                previous_grow: situation.history.last().copied(),
-            };
-            let name = resize_name(&grow);
-            decision.actions.push(AutoscaleAction::CreateVolumeResize {
-                stateful_set: sts.clone(),
-                name: name.clone(),
-                spec: Box::new(resize_spec(&grow)),
-                annotations: decision_annotations(situation.current_size, *reason),
-            });
-            let outcome = Outcome::Grew {
-                resize: name.clone(),
-                reason: *reason,
-                replicas: replicas.clone(),
-            };
-            (outcome, Some((name, *to)))
-        }
-        Verdict::Skip(skip) => (Outcome::Skipped(skip.label()), None),
-    };
+    let (outcome, made) = carried_out(input, &sts, volume, &situation, &verdict, decision);
     // A resize takes over from the measurements (a finished usage pod still holds its claim
     // against deletion, which a copy's swap needs).
     let superseded = matches!(verdict, Verdict::Grow { .. }) || situation.resize_running.is_some();
     decision
         .actions
         .extend(measure_actions(input, set, volume, &situation, superseded));
+    if let Some(line) = record::shrink_recommendation(&sts, &volume.name, &policy, &situation) {
+        decision.shrink_recommended.push(line);
+    }
     let made = made.as_ref().map(|(resize, to)| Made {
         resize,
         from: situation.current_size,
@@ -247,6 +225,46 @@ fn one_volume(
         fullest: fullest(&situation.readings),
         outcome,
     });
+}
+
+/// What the verdict comes to: a grow's VolumeResize asked for (its name and size), or the skip.
+fn carried_out(
+    input: &Input,
+    sts: &str,
+    volume: &AutoscaledVolume,
+    situation: &Situation,
+    verdict: &Verdict,
+    decision: &mut Decision,
+) -> (Outcome, Option<(String, u64)>) {
+    match verdict {
+        Verdict::Grow {
+            to, reason, replicas, ..
+        } => {
+            let grow = Grow {
+                autoscaler_uid: input.autoscaler.metadata.uid.as_deref().unwrap_or_default(),
+                stateful_set: sts,
+                volume: &volume.name,
+                to_bytes: *to,
+                reason: *reason,
+                strategy: volume.strategy.unwrap_or_default(),
+                previous_grow: situation.history.last().copied(),
+            };
+            let name = resize_name(&grow);
+            decision.actions.push(AutoscaleAction::CreateVolumeResize {
+                stateful_set: sts.to_string(),
+                name: name.clone(),
+                spec: Box::new(resize_spec(&grow)),
+                annotations: decision_annotations(situation.current_size, *reason),
+            });
+            let outcome = Outcome::Grew {
+                resize: name.clone(),
+                reason: *reason,
+                replicas: replicas.clone(),
+            };
+            (outcome, Some((name, *to)))
+        }
+        Verdict::Skip(skip) => (Outcome::Skipped(skip.label()), None),
+    }
 }
 
 /// Whether pvc-autoresizer manages the volume's claims: then Ferry leaves it alone rather than

@@ -177,6 +177,43 @@ fn below_the_threshold_nothing_is_made_and_the_skip_is_counted() {
 }
 
 #[test]
+fn a_volume_that_could_be_a_quarter_smaller_is_recommended_in_a_condition_and_nothing_shrinks() {
+    let condition = |decision: &Decision| {
+        let status = record::overall(
+            None,
+            decision.volumes.clone(),
+            &decision.shrink_recommended,
+            Some(1),
+            1_000_000,
+        );
+        let found = status
+            .conditions
+            .iter()
+            .find(|c| c.type_ == "ShrinkRecommended")
+            .cloned();
+        found.expect("the condition is always written")
+    };
+    // 100 MiB on 1 GiB: 125Mi would hold it at most 80 % full.
+    let roomy = decide_with(&autoscaler("10Gi"), &observed(100 << 20), None);
+    assert!(roomy.actions.is_empty(), "{:?}", roomy.actions);
+    let said = condition(&roomy);
+    assert_eq!(
+        (said.status.as_str(), said.reason.as_str()),
+        ("True", "CouldShrink")
+    );
+    assert_eq!(
+        said.message,
+        "data of db could be 125Mi instead of 1Gi (its fullest replica at most 80 % full)"
+    );
+    // 700 MiB: 875Mi would do, 15 % smaller: not worth saying.
+    let snug = condition(&decide_with(&autoscaler("10Gi"), &observed(700 << 20), None));
+    assert_eq!(
+        (snug.status.as_str(), snug.reason.as_str()),
+        ("False", "RightSized")
+    );
+}
+
+#[test]
 fn without_usage_or_with_a_bad_policy_nothing_is_decided_and_the_status_says_why() {
     let decision = decide_with(
         &autoscaler("10Gi"),
@@ -238,7 +275,13 @@ fn a_volume_whose_claims_pvc_autoresizer_manages_is_not_grown_and_says_how_to_sw
     };
     assert!(notice.warning && notice.reason == "ManagedByPvcAutoresizer" && sts == "db");
     // The whole autoscaler is Stalled: someone must choose.
-    let overall = record::overall(None, decision.volumes.clone(), Some(1), 1_000_000);
+    let overall = record::overall(
+        None,
+        decision.volumes.clone(),
+        &decision.shrink_recommended,
+        Some(1),
+        1_000_000,
+    );
     let stalled = overall.conditions.iter().find(|c| c.type_ == "Stalled").unwrap();
     assert_eq!(stalled.status, "True");
     assert!(stalled.message.contains("pvc-autoresizer"), "{}", stalled.message);

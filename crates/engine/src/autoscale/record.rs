@@ -348,6 +348,31 @@ pub fn usage_not_read(
     }
 }
 
+/// A volume that could be at least this share smaller is worth a recommendation (a few MiB of
+/// slack is not).
+const SHRINK_WORTH_PERCENT: u64 = 25;
+
+/// The recommendation to shrink a volume, when it could be a quarter smaller or more with the
+/// data on its fullest replica held below the threshold (`couldShrinkBy`, said whether or not
+/// anything shrinks it).
+pub fn shrink_recommendation(
+    stateful_set: &str,
+    volume: &str,
+    policy: &Policy,
+    situation: &Situation,
+) -> Option<String> {
+    let by = could_shrink_by(policy, situation)?;
+    let size = situation.current_size;
+    (by.saturating_mul(100) >= size.saturating_mul(SHRINK_WORTH_PERCENT)).then(|| {
+        format!(
+            "{volume} of {stateful_set} could be {} instead of {} (its fullest replica at most {} % full)",
+            format_bytes(size - by),
+            format_bytes(size),
+            policy.threshold_percent
+        )
+    })
+}
+
 /// The fullest volume, for `kubectl get vas`: e.g. `83% data`.
 pub fn usage_column(volumes: &[AutoscaledVolumeStatus]) -> Option<String> {
     volumes
@@ -401,11 +426,31 @@ fn health_of(volumes: &[AutoscaledVolumeStatus]) -> (Health, &'static str, Strin
 pub fn overall(
     previous: Option<&VolumeAutoscalerStatus>,
     volumes: Vec<AutoscaledVolumeStatus>,
+    shrink_recommended: &[String],
     generation: Option<i64>,
     now: i64,
 ) -> VolumeAutoscalerStatus {
     let now_time = time(now).unwrap_or(Time(Timestamp::UNIX_EPOCH));
     let mut conditions = previous.map(|p| p.conditions.clone()).unwrap_or_default();
+    set_condition(
+        &mut conditions,
+        condition(
+            "ShrinkRecommended",
+            !shrink_recommended.is_empty(),
+            if shrink_recommended.is_empty() {
+                "RightSized"
+            } else {
+                "CouldShrink"
+            },
+            &if shrink_recommended.is_empty() {
+                "no volume could be a quarter smaller or more with its data on it now".to_string()
+            } else {
+                shrink_recommended.join("; ")
+            },
+            generation,
+            &now_time,
+        ),
+    );
     let at_max: Vec<String> = volumes
         .iter()
         .filter(|v| v.state.as_deref() == Some("AtMaxSize"))

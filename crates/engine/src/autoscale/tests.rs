@@ -355,7 +355,13 @@ fn kstatus_reads_stalled_on_an_invalid_volume_reconciling_while_growing_else_rea
         ..AutoscaledVolumeStatus::default()
     };
     let health = |states: &[&str]| {
-        let status = overall(None, states.iter().map(|s| volume(s)).collect(), Some(3), 1_000);
+        let status = overall(
+            None,
+            states.iter().map(|s| volume(s)).collect(),
+            &[],
+            Some(3),
+            1_000,
+        );
         let of = |type_: &str| {
             status
                 .conditions

@@ -23,6 +23,7 @@ pub async fn write_status(
     let status = record::overall(
         autoscaler.status.as_ref(),
         decision.volumes.clone(),
+        &decision.shrink_recommended,
         autoscaler.metadata.generation,
         now,
     );
