@@ -511,6 +511,19 @@ async fn below_threshold_then_no_rescue(harness: &Harness, what: &str, seconds: 
         state_of(s) == Some("BelowThreshold")
     })
     .await;
+    // Mostly empty: recommended smaller, though nothing shrinks.
+    let shrink = (status.conditions.iter())
+        .find(|c| c.type_ == "ShrinkRecommended")
+        .expect("the ShrinkRecommended condition");
+    assert_eq!(
+        (shrink.status.as_str(), shrink.reason.as_str()),
+        ("True", "CouldShrink"),
+        "{shrink:?}"
+    );
+    assert!(
+        shrink.message.starts_with("data of pg could be ") && shrink.message.contains("instead of 320Mi"),
+        "{shrink:?}"
+    );
     let polled = status.last_polled_at.clone();
     wait_status(harness, "pg", "three more polls", 60, |s| {
         s.last_polled_at
