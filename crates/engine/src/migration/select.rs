@@ -27,8 +27,8 @@ pub fn select(spec: &VolumeMigrationSpec, observed: &Observed) -> Selection {
                 .collect(),
         })
         .collect();
+    // Every claim (a replica's claim may already be on another class: it still sizes the move).
     let origins: Vec<(&ClaimView, Option<ClaimOrigin>)> = (observed.claims.iter())
-        .filter(|c| observed.resolved(c.class.as_deref()) == Some(from))
         .map(|c| (c, claim_origin(&c.name, &shapes, from)))
         .collect();
     let mut items = Vec::new();
@@ -73,6 +73,7 @@ pub fn select(spec: &VolumeMigrationSpec, observed: &Observed) -> Selection {
         }
     }
     let mut not_handled: Vec<NotHandledClaim> = (origins.iter())
+        .filter(|(claim, _)| observed.resolved(claim.class.as_deref()) == Some(from))
         .filter_map(|(claim, origin)| {
             let why = match origin {
                 Some(origin) => origin.left_alone_because(from)?,
