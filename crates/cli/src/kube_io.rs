@@ -12,7 +12,7 @@ use k8s_openapi::api::core::v1::Event;
 use k8s_openapi::api::storage::v1::StorageClass;
 use kube::api::{DynamicObject, ListParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
-use kube::{Api, Client, Config};
+use kube::{Api, Client, Config, Resource};
 use std::time::Duration;
 
 /// A connected client and the namespace the command works in.
@@ -480,6 +480,47 @@ fn crd_missing() -> CliError {
     CliError::CrdMissing(format!(
         "the VolumeResize CRD (volumeresizes.ferry.dev) is not installed in this cluster; {INSTALL_HINT}"
     ))
+}
+
+/// A list in scope; errors named for the user.
+pub async fn list<K>(
+    cluster: &Cluster,
+    api: Api<K>,
+    params: &ListParams,
+    resource: &str,
+) -> Result<Vec<K>, CliError>
+where
+    K: Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+{
+    match api.list(params).await {
+        Ok(list) => Ok(list.items),
+        Err(error) => Err(cluster.explain(error, Action::new("list", resource)).await),
+    }
+}
+
+/// The namespaced resource `K` in every namespace (`-A`), else in the one of `-n`.
+pub fn scoped<K>(cluster: &Cluster, all_namespaces: bool) -> Api<K>
+where
+    K: Resource<Scope = k8s_openapi::NamespaceResourceScope>,
+    K::DynamicType: Default,
+{
+    if all_namespaces {
+        Api::all(cluster.client.clone())
+    } else {
+        Api::namespaced(cluster.client.clone(), &cluster.namespace)
+    }
+}
+
+/// Every StorageClass; errors named for the user.
+pub async fn storage_classes(cluster: &Cluster) -> Result<Vec<StorageClass>, CliError> {
+    let api = Api::<StorageClass>::all(cluster.client.clone());
+    list(
+        cluster,
+        api,
+        &ListParams::default(),
+        "storageclasses.storage.k8s.io",
+    )
+    .await
 }
 
 #[cfg(test)]

@@ -5,13 +5,12 @@
 use super::{ClaimFacts, MigrateFacts, PodFacts, SetFacts, TemplateFacts, plan};
 use crate::args::DataFormat;
 use crate::exit::{CliError, ExitCode};
-use crate::kube_io::{Action, Cluster, RESIZES};
+use crate::kube_io::{Action, Cluster, RESIZES, list, scoped, storage_classes};
 use crate::style::Style;
 use ferry_api::listed::{Listing, api_resource};
 use ferry_api::parse_bytes;
 use k8s_openapi::api::apps::v1::StatefulSet;
 use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod};
-use k8s_openapi::api::storage::v1::StorageClass;
 use kube::api::{DynamicObject, ListParams};
 use kube::{Api, Resource, ResourceExt};
 use std::collections::{BTreeMap, BTreeSet};
@@ -49,43 +48,9 @@ pub async fn migrate(
     Ok(ExitCode::Ok)
 }
 
-/// A list in scope; errors named for the user.
-pub(crate) async fn list<K>(
-    cluster: &Cluster,
-    api: Api<K>,
-    params: &ListParams,
-    resource: &str,
-) -> Result<Vec<K>, CliError>
-where
-    K: Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
-{
-    match api.list(params).await {
-        Ok(list) => Ok(list.items),
-        Err(error) => Err(cluster.explain(error, Action::new("list", resource)).await),
-    }
-}
-
-pub(crate) fn scoped<K>(cluster: &Cluster, all_namespaces: bool) -> Api<K>
-where
-    K: Resource<Scope = k8s_openapi::NamespaceResourceScope>,
-    K::DynamicType: Default,
-{
-    if all_namespaces {
-        Api::all(cluster.client.clone())
-    } else {
-        Api::namespaced(cluster.client.clone(), &cluster.namespace)
-    }
-}
-
 async fn read_facts(cluster: &Cluster, request: &MigrateRequest<'_>) -> Result<MigrateFacts, CliError> {
     let all = ListParams::default();
-    let classes = list(
-        cluster,
-        Api::<StorageClass>::all(cluster.client.clone()),
-        &all,
-        "storageclasses.storage.k8s.io",
-    )
-    .await?;
+    let classes = storage_classes(cluster).await?;
     let names: Vec<String> = classes.iter().map(ResourceExt::name_any).collect();
     if !names.iter().any(|name| name == request.to_class) {
         return Err(CliError::NotFound(format!(

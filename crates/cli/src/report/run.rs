@@ -5,13 +5,11 @@
 
 use super::{ReportFacts, VolumeFacts, report};
 use crate::exit::{CliError, ExitCode};
-use crate::kube_io::Cluster;
-use crate::migrate::run::{list, scoped};
+use crate::kube_io::{Cluster, list, scoped, storage_classes};
 use crate::style::Style;
 use ferry_engine::storage_classes::{class_of, default_class};
 use k8s_openapi::api::apps::v1::StatefulSet;
 use k8s_openapi::api::core::v1::{ConfigMap, PersistentVolumeClaim, Pod};
-use k8s_openapi::api::storage::v1::StorageClass;
 use kube::api::ListParams;
 use kube::{Api, ResourceExt};
 use std::collections::{BTreeMap, BTreeSet};
@@ -62,13 +60,7 @@ async fn read_facts(cluster: &Cluster, request: &ReportRequest<'_>) -> Result<Re
         "pods",
     )
     .await?;
-    let classes = list(
-        cluster,
-        Api::<StorageClass>::all(cluster.client.clone()),
-        &all,
-        "storageclasses.storage.k8s.io",
-    )
-    .await?;
+    let classes = storage_classes(cluster).await?;
     let default = default_class(&classes);
     let claims: BTreeMap<(String, String), &PersistentVolumeClaim> = (claims.iter())
         .map(|c| ((c.namespace().unwrap_or_default(), c.name_any()), c))
