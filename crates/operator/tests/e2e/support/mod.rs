@@ -4,6 +4,7 @@
 
 pub mod disruption;
 pub mod down_webhook;
+pub mod webhook_ready;
 
 /// With `FERRY_TEST_LOG` set (a `RUST_LOG`-style filter, e.g. `ferry_operator=debug`), the
 /// in-process operators log to stderr (`--nocapture` shows it), each line with its time. Without
@@ -231,7 +232,8 @@ impl Harness {
         harness
     }
 
-    /// Waits until the webhook configurations point at this operator's URL and carry its CA.
+    /// Waits until the webhook configurations point at this operator's URL and carry its CA, and
+    /// the API server calls the operator's webhook for this namespace.
     pub async fn wait_webhook_registered(&self) {
         use k8s_openapi::api::admissionregistration::v1::MutatingWebhookConfiguration;
         let configurations: Api<MutatingWebhookConfiguration> = Api::all(self.client.clone());
@@ -245,6 +247,7 @@ impl Harness {
         })
         .await
         .unwrap();
+        webhook_ready::wait_webhook_answers(&self.client, &self.ns.name).await;
     }
 
     /// Stops the operator (and with it the webhook server) without starting another, and waits
