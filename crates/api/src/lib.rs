@@ -21,7 +21,7 @@ pub use extended_stateful_set::{
 pub use quantity::{ParseQuantityError, format_bytes, human_bytes, parse_bytes};
 pub use volume_autoscaler::{
     AutoResize, AutoscaleStrategy, AutoscaledVolume, AutoscaledVolumeStatus, OwnerTarget, ProviderPreset,
-    ReplicaUsage, VolumeAutoscaler, VolumeAutoscalerSpec, VolumeAutoscalerStatus,
+    ReplicaUsage, ShrinkPolicy, UsageSample, VolumeAutoscaler, VolumeAutoscalerSpec, VolumeAutoscalerStatus,
 };
 pub use volume_migration::{
     MigratedVolume, MigrationFailurePolicy, MigrationItem, MigrationItemPhase, MigrationPhase,

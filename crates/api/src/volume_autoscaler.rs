@@ -16,7 +16,7 @@ use serde::{Deserialize, Serialize};
     plural = "volumeautoscalers",
     shortname = "vas",
     category = "ferry",
-    doc = "Keeps a StatefulSet's volumes sized to their data: Ferry reads how full each replica's volume is and, past a threshold, grows the volumes and the volume claim templates, up to a maximum size. Each grow is an ordinary VolumeResize (the same prechecks, safety and history); shrinking stays a VolumeResize made by hand.",
+    doc = "Keeps a StatefulSet's volumes sized to their data: Ferry reads how full each replica's volume is and, past a threshold, grows the volumes and the volume claim templates, up to a maximum size; with a shrink policy, it shrinks by copy a volume that stays nearly empty. Each grow or shrink is an ordinary VolumeResize (the same prechecks, safety and history).",
     namespaced,
     status = "VolumeAutoscalerStatus",
     printcolumn = r#"{"name":"StatefulSet","type":"string","jsonPath":".spec.statefulSetName"}"#,
@@ -64,6 +64,7 @@ pub struct OwnerTarget {
 #[derive(Deserialize, Serialize, Clone, Debug, PartialEq, KubeSchema)]
 #[serde(rename_all = "camelCase")]
 #[x_kube(validation = Rule::new("!has(self.minIncrease) || !has(self.maxIncrease) || !isQuantity(self.minIncrease) || !isQuantity(self.maxIncrease) || quantity(self.minIncrease).compareTo(quantity(self.maxIncrease)) <= 0").message("minIncrease must not be larger than maxIncrease"))]
+#[x_kube(validation = Rule::new("!has(self.shrink) || (has(self.shrink.target) ? self.shrink.target : 60) < (has(self.threshold) ? self.threshold : 80)").message("shrink.target must be less than threshold: a volume shrunk to it would grow again"))]
 pub struct AutoscaledVolume {
     /// The volume claim template name (e.g. `data`).
     #[schemars(length(min = 1, max = 253))]
@@ -117,6 +118,52 @@ pub struct AutoscaledVolume {
     /// where the class cannot expand.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub strategy: Option<AutoscaleStrategy>,
+
+    /// Grow only once a volume has been over its threshold this long, a duration such as `10m`
+    /// (default `0s`: at the first poll over it). A rescue of a pod crashing on a full disk does
+    /// not wait.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 32))]
+    #[x_kube(validation = Rule::new("self.matches('^([0-9]+(s|m|h|d))+$')").message("growAfter must be a duration such as 10m"))]
+    pub grow_after: Option<String>,
+
+    /// Shrink by copy a volume that stays nearly empty (off unless given).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shrink: Option<ShrinkPolicy>,
+}
+
+/// When the autoscaler shrinks a volume: every replica's volume below `below` percent used for
+/// `for`, at most once per `every`; the new size holds the fullest replica's data at `target`
+/// percent used, never less than `minSize`. A shrink is a VolumeResize by copy (each replica in
+/// turn, its pod stopped for the final pass), made only while the StatefulSet is Ready.
+#[derive(Deserialize, Serialize, Clone, Debug, Default, PartialEq, KubeSchema)]
+#[serde(rename_all = "camelCase")]
+#[x_kube(validation = Rule::new("!has(self.below) || !has(self.target) || self.below < self.target").message("shrink.below must be less than shrink.target"))]
+pub struct ShrinkPolicy {
+    /// Shrink when every replica's volume is less than this full, in percent (default 30).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = 98))]
+    pub below: Option<i32>,
+    /// For this long without a break, a duration such as `24h` (the default).
+    #[serde(default, rename = "for", skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 32))]
+    #[x_kube(validation = Rule::new("self.matches('^([0-9]+(s|m|h|d))+$')").message("shrink.for must be a duration such as 24h"))]
+    pub lasting: Option<String>,
+    /// How full the fullest replica's volume is after the shrink, in percent (default 60; less
+    /// than the grow threshold, so a shrink is not followed by a grow).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 2, max = 99))]
+    pub target: Option<i32>,
+    /// Never shrink below this size (default 1Gi).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 32))]
+    #[x_kube(validation = Rule::new("isQuantity(self) && quantity(self).isGreaterThan(quantity('0'))").message("shrink.minSize must be a positive quantity such as 1Gi"))]
+    pub min_size: Option<String>,
+    /// At most one shrink of the volume per this period, a duration such as `7d` (the default).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 32))]
+    #[x_kube(validation = Rule::new("self.matches('^([0-9]+(s|m|h|d))+$')").message("shrink.every must be a duration such as 7d"))]
+    pub every: Option<String>,
 }
 
 /// Provider presets.
@@ -198,7 +245,8 @@ pub struct AutoscaledVolumeStatus {
     /// modifications), RFC 3339.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub next_allowed_at: Option<Time>,
-    /// What happens: `Growing` (a resize runs for it), or why nothing happens: `BelowThreshold`,
+    /// What happens: `Growing` or `Shrinking` (a resize runs for it), or why nothing happens:
+    /// `Stabilizing` (over its threshold for less than `growAfter`), `BelowThreshold`,
     /// `Cooldown`, `AtMaxSize`, `ResizeRunning`, `UsageUnknown`, `ProviderLimit`, `ResizeFailed`
     /// (the last resize failed; delete its VolumeResize to let the autoscaler try again),
     /// `Invalid` (the policy or the template cannot be used), `ManagedByPvcAutoresizer` (topolvm's
@@ -211,10 +259,43 @@ pub struct AutoscaledVolumeStatus {
     /// The size at which reaching `maxSize` was reported (its Event is sent once per size).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_size_reported: Option<String>,
-    /// How much smaller the volume could be with its data below the threshold (shrinking is a
-    /// VolumeResize, by hand).
+    /// How much smaller the volume could be with its data below the threshold (a VolumeResize by
+    /// hand, or the `shrink` policy, shrinks it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub could_shrink_by: Option<String>,
+    /// Since when the volume has been over its threshold without a break (for `growAfter`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(transform = crate::schema::plain_foreign_descriptions)]
+    pub over_threshold_since: Option<Time>,
+    /// Since when every replica's volume has been below `shrink.below` without a break.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(transform = crate::schema::plain_foreign_descriptions)]
+    pub below_shrink_since: Option<Time>,
+    /// When the autoscaler last shrank this volume (for `shrink.every`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(transform = crate::schema::plain_foreign_descriptions)]
+    pub last_shrink_at: Option<Time>,
+    /// The fullest replica's bytes in use, sampled every 10 minutes or more (the last 7): the
+    /// trend `predictedFullAt` is drawn from.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 16))]
+    pub usage_samples: Vec<UsageSample>,
+    /// When the fullest replica's volume would be full at the rate it filled over the samples
+    /// (absent while it does not fill, or the samples span less than 10 minutes), RFC 3339.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(transform = crate::schema::plain_foreign_descriptions)]
+    pub predicted_full_at: Option<Time>,
+}
+
+/// The fullest replica's bytes in use at one poll.
+#[derive(Deserialize, Serialize, Clone, Debug, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct UsageSample {
+    /// When it was read, RFC 3339.
+    #[schemars(transform = crate::schema::plain_foreign_descriptions)]
+    pub at: Time,
+    /// Bytes in use.
+    pub used_bytes: i64,
 }
 
 /// How full one replica's volume is, as its file system reports it (the kubelet's volume stats,
@@ -250,7 +331,8 @@ pub struct AutoResize {
     pub from: String,
     /// The size asked for, a Kubernetes quantity.
     pub to: String,
-    /// Why: `threshold` (bytes in use), `inodes`, or `rescue` (a replica whose pod said its
-    /// disk was full while none of its containers ran, measured by a usage pod).
+    /// Why: `threshold` (bytes in use), `inodes`, `rescue` (a replica whose pod said its disk
+    /// was full while none of its containers ran, measured by a usage pod), or `shrink` (the
+    /// `shrink` policy: a smaller size, by copy).
     pub reason: String,
 }

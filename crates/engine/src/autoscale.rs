@@ -13,7 +13,10 @@ pub mod record;
 pub mod request;
 pub mod rescue;
 pub mod seed;
+pub mod shrink;
 pub mod situation;
+pub mod streaks;
+pub mod trend;
 pub mod usage;
 
 #[cfg(test)]
@@ -74,6 +77,10 @@ pub struct Policy {
     pub max_size: u64,
     pub cooldown_seconds: i64,
     pub provider: Provider,
+    /// Grow only after the volume has been over its threshold this long (rescues do not wait).
+    pub grow_after_seconds: i64,
+    /// When and how far to shrink, if at all.
+    pub shrink: Option<shrink::Shrink>,
 }
 
 impl Policy {
@@ -122,6 +129,12 @@ pub struct Situation {
     pub other_modifications: Vec<i64>,
     /// Why the usage source could not answer, when it could not: said where usage is unknown.
     pub usage_unreadable: Option<String>,
+    /// Since when the volume has been over its threshold without a break, this poll included.
+    pub over_threshold_since: Option<i64>,
+    /// Since when every replica has been below the shrink threshold without a break.
+    pub below_shrink_since: Option<i64>,
+    /// When the autoscaler last shrank this volume (status, or its VolumeResizes).
+    pub last_shrink: Option<i64>,
     pub now: i64,
 }
 
@@ -132,6 +145,8 @@ pub enum Reason {
     /// A pod crashing on a full disk: grown even though the StatefulSet is not Ready, and inside
     /// the cooldown (never beyond the provider's limit, which the provider would refuse anyway).
     Rescue,
+    /// Not a grow: the shrink policy's (every replica nearly empty for long enough).
+    Shrink,
 }
 
 impl Reason {
@@ -140,6 +155,7 @@ impl Reason {
             Reason::Threshold => "threshold",
             Reason::Inodes => "inodes",
             Reason::Rescue => "rescue",
+            Reason::Shrink => "shrink",
         }
     }
 }
@@ -165,6 +181,15 @@ pub enum Skip {
     ResizeFailed {
         name: String,
     },
+    /// Over the threshold for less than `growAfter`: grows at `until` if it stays over.
+    Stabilizing {
+        until: i64,
+    },
+    /// Nearly empty: shrinks to `to` at `at` if it stays so (`shrink.for`, `shrink.every`).
+    ShrinkPending {
+        at: i64,
+        to: u64,
+    },
 }
 
 impl Skip {
@@ -177,6 +202,8 @@ impl Skip {
             Skip::Cooldown { .. } => "cooldown",
             Skip::ProviderLimit { .. } => "provider-limit",
             Skip::ResizeFailed { .. } => "resize-failed",
+            Skip::Stabilizing { .. } => "stabilizing",
+            Skip::ShrinkPending { .. } => "shrink-pending",
         }
     }
 
@@ -190,6 +217,8 @@ impl Skip {
             Skip::Cooldown { .. } => "Cooldown",
             Skip::ProviderLimit { .. } => "ProviderLimit",
             Skip::ResizeFailed { .. } => "ResizeFailed",
+            Skip::Stabilizing { .. } => "Stabilizing",
+            Skip::ShrinkPending { .. } => "ShrinkPending",
         }
     }
 }
@@ -205,6 +234,10 @@ pub enum Verdict {
         /// `to` is `maxSize`, less than the replicas needed.
         capped: bool,
     },
+    /// Shrink every replica's volume and the template to `to` bytes, by copy.
+    Shrink {
+        to: u64,
+    },
     Skip(Skip),
 }
 
@@ -212,7 +245,7 @@ fn ceil_div(value: u128, divisor: u128) -> u128 {
     value.div_ceil(divisor.max(1))
 }
 
-fn round_up(bytes: u64, unit: u64) -> u64 {
+pub(crate) fn round_up(bytes: u64, unit: u64) -> u64 {
     bytes.div_ceil(unit.max(1)).saturating_mul(unit.max(1))
 }
 
@@ -224,7 +257,7 @@ pub fn smallest_size(used: u64, threshold_percent: u8, unit: u64) -> u64 {
 
 /// The smallest size at which `used` of something is below `percent` of it, scaled from a
 /// volume of `capacity` (inodes grow with the file system).
-fn size_for(used: u64, total: u64, capacity: u64, percent: u8) -> u64 {
+pub(crate) fn size_for(used: u64, total: u64, capacity: u64, percent: u8) -> u64 {
     // size ≥ capacity × used × 100 / (total × percent)
     let needed = ceil_div(
         u128::from(capacity) * u128::from(used) * 100,
@@ -233,12 +266,12 @@ fn size_for(used: u64, total: u64, capacity: u64, percent: u8) -> u64 {
     u64::try_from(needed).unwrap_or(u64::MAX)
 }
 
-fn over(used: u64, total: u64, percent: u8) -> bool {
+pub(crate) fn over(used: u64, total: u64, percent: u8) -> bool {
     total > 0 && u128::from(used) * 100 >= u128::from(total) * u128::from(percent)
 }
 
-pub fn decide(policy: &Policy, situation: &Situation) -> Verdict {
-    // Who asks to grow, and how big each needs its volume.
+/// Who asks to grow now, why, and how big each needs its volume.
+fn asking(policy: &Policy, situation: &Situation) -> Vec<(i32, Reason, u64)> {
     let mut asking: Vec<(i32, Reason, u64)> = Vec::new();
     for reading in &situation.readings {
         if !situation.replicas.contains(&reading.replica) {
@@ -263,6 +296,18 @@ pub fn decide(policy: &Policy, situation: &Situation) -> Verdict {
     for &replica in &situation.full_disk_crashes {
         asking.push((replica, Reason::Rescue, 0));
     }
+    asking
+}
+
+/// Whether a replica's volume is over the bytes or inodes threshold now (a rescue aside).
+pub fn over_threshold(policy: &Policy, situation: &Situation) -> bool {
+    asking(policy, situation)
+        .iter()
+        .any(|(_, reason, _)| *reason != Reason::Rescue)
+}
+
+pub fn decide(policy: &Policy, situation: &Situation) -> Verdict {
+    let asking = asking(policy, situation);
     let Some(reason) = asking.iter().map(|(_, reason, _)| *reason).max() else {
         let unknown: Vec<i32> = situation
             .replicas
@@ -270,11 +315,11 @@ pub fn decide(policy: &Policy, situation: &Situation) -> Verdict {
             .copied()
             .filter(|replica| !situation.readings.iter().any(|r| r.replica == *replica))
             .collect();
-        return Verdict::Skip(if unknown.is_empty() {
-            Skip::BelowThreshold
+        return if unknown.is_empty() {
+            shrink::decide(policy, situation)
         } else {
-            Skip::UsageUnknown { replicas: unknown }
-        });
+            Verdict::Skip(Skip::UsageUnknown { replicas: unknown })
+        };
     };
 
     if let Some(name) = &situation.resize_running {
@@ -285,6 +330,12 @@ pub fn decide(policy: &Policy, situation: &Situation) -> Verdict {
     }
     if situation.current_size >= policy.max_size {
         return Verdict::Skip(Skip::AtMaxSize);
+    }
+    if reason != Reason::Rescue && policy.grow_after_seconds > 0 {
+        let until = situation.over_threshold_since.unwrap_or(situation.now) + policy.grow_after_seconds;
+        if situation.now < until {
+            return Verdict::Skip(Skip::Stabilizing { until });
+        }
     }
     if let Some(until) = provider_window_ends(
         policy,
@@ -337,7 +388,7 @@ pub fn decide(policy: &Policy, situation: &Situation) -> Verdict {
 }
 
 /// How much smaller the volume could be with every replica's data still below the threshold
-/// (shrinking stays manual; status shows this).
+/// (status shows this whether or not the shrink policy acts on it).
 pub fn could_shrink_by(policy: &Policy, situation: &Situation) -> Option<u64> {
     let most_used = situation.readings.iter().map(|r| r.used_bytes).max()?;
     let smallest = smallest_size(most_used, policy.threshold_percent, policy.provider.unit());

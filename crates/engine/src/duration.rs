@@ -24,9 +24,29 @@ pub fn seconds(text: &str) -> Option<i64> {
     (number.is_empty() && !text.is_empty()).then_some(total)
 }
 
+/// `seconds` written back the same way, largest units first: `1h30m`, `7d`, `0s`.
+pub fn words(seconds: i64) -> String {
+    let mut left = seconds.max(0);
+    let mut text = String::new();
+    for (unit, name) in [(86_400, 'd'), (3600, 'h'), (60, 'm'), (1, 's')] {
+        if left >= unit {
+            text.push_str(&format!("{}{name}", left / unit));
+            left %= unit;
+        }
+    }
+    if text.is_empty() { "0s".to_string() } else { text }
+}
+
 #[cfg(test)]
 mod tests {
-    use super::seconds;
+    use super::{seconds, words};
+
+    #[test]
+    fn durations_are_written_as_they_are_read() {
+        for text in ["45s", "1h30m", "7d", "0s", "1d2h3m4s"] {
+            assert_eq!(words(seconds(text).unwrap()), text);
+        }
+    }
 
     #[test]
     fn durations_add_up_their_parts() {

@@ -245,6 +245,8 @@ fn volume(
         cooldown: None,
         provider: None,
         strategy: None,
+        grow_after: None,
+        shrink: None,
     })
 }
 

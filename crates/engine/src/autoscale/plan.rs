@@ -7,7 +7,7 @@ use super::measure::{self, Measurement, Target};
 use super::record::{self, Made, Notice};
 use super::request::{Grow, decision_annotations, resize_name, resize_spec};
 use super::situation::{Facts, Replicas, situation, template_size};
-use super::{Policy, Reading, Reason, Situation, Verdict, autoresizer, decide, policy};
+use super::{Policy, Reading, Reason, Situation, Verdict, autoresizer, decide, policy, streaks};
 use ferry_api::listed::Listing;
 use ferry_api::{AutoscaledVolume, AutoscaledVolumeStatus, VolumeAutoscaler};
 use k8s_openapi::api::apps::v1::StatefulSet;
@@ -72,7 +72,7 @@ pub struct Judged {
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Outcome {
-    Grew {
+    Resized {
         resize: String,
         reason: Reason,
         replicas: Vec<i32>,
@@ -194,7 +194,8 @@ fn one_volume(
     let (outcome, made) = carried_out(input, &sts, volume, &situation, &verdict, decision);
     // A resize takes over from the measurements (a finished usage pod still holds its claim
     // against deletion, which a copy's swap needs).
-    let superseded = matches!(verdict, Verdict::Grow { .. }) || situation.resize_running.is_some();
+    let superseded = matches!(verdict, Verdict::Grow { .. } | Verdict::Shrink { .. })
+        || situation.resize_running.is_some();
     decision
         .actions
         .extend(measure_actions(input, set, volume, &situation, superseded));
@@ -256,10 +257,34 @@ fn carried_out(
                 spec: Box::new(resize_spec(&grow)),
                 annotations: decision_annotations(situation.current_size, *reason),
             });
-            let outcome = Outcome::Grew {
+            let outcome = Outcome::Resized {
                 resize: name.clone(),
                 reason: *reason,
                 replicas: replicas.clone(),
+            };
+            (outcome, Some((name, *to)))
+        }
+        Verdict::Shrink { to } => {
+            let shrink = Grow {
+                autoscaler_uid: input.autoscaler.metadata.uid.as_deref().unwrap_or_default(),
+                stateful_set: sts,
+                volume: &volume.name,
+                to_bytes: *to,
+                reason: Reason::Shrink,
+                strategy: volume.strategy.unwrap_or_default(),
+                previous_grow: situation.last_shrink.max(situation.history.last().copied()),
+            };
+            let name = resize_name(&shrink);
+            decision.actions.push(AutoscaleAction::CreateVolumeResize {
+                stateful_set: sts.to_string(),
+                name: name.clone(),
+                spec: Box::new(resize_spec(&shrink)),
+                annotations: decision_annotations(situation.current_size, Reason::Shrink),
+            });
+            let outcome = Outcome::Resized {
+                resize: name.clone(),
+                reason: Reason::Shrink,
+                replicas: situation.replicas.clone(),
             };
             (outcome, Some((name, *to)))
         }
@@ -330,10 +355,21 @@ fn judged(
         recorded_history: previous
             .map(|p| p.history.iter().map(|at| at.0.as_second()).collect())
             .unwrap_or_default(),
+        recorded_last_shrink: recorded_time(previous.and_then(|p| p.last_shrink_at.as_ref())),
         now: input.now,
     });
     situation.usage_unreadable = read.usage_unreadable;
+    streaks::update(
+        &policy,
+        &mut situation,
+        recorded_time(previous.and_then(|p| p.over_threshold_since.as_ref())),
+        recorded_time(previous.and_then(|p| p.below_shrink_since.as_ref())),
+    );
     Ok((policy, situation))
+}
+
+fn recorded_time(time: Option<&k8s_openapi::apimachinery::pkg::apis::meta::v1::Time>) -> Option<i64> {
+    time.map(|time| time.0.as_second())
 }
 
 /// The usage pods to make and delete for the volume's rescue measurements.

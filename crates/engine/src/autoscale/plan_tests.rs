@@ -95,7 +95,7 @@ fn a_full_volume_is_grown_by_one_resize_named_for_the_decision() {
     let [judged] = decision.judged.as_slice() else {
         panic!("{:?}", decision.judged)
     };
-    assert!(matches!(&judged.outcome, Outcome::Grew { resize, .. } if resize == name));
+    assert!(matches!(&judged.outcome, Outcome::Resized { resize, .. } if resize == name));
     assert!(
         judged.fullest.is_some_and(|ratio| (ratio - 0.9).abs() < 1e-6),
         "{judged:?}"
@@ -435,5 +435,119 @@ fn full_disk_words_without_a_reading_are_measured_before_a_rescue() {
         ),
         "{:?}",
         decision.actions
+    );
+}
+
+/// An autoscaler with a shrink policy whose streak must last `for`.
+fn shrinking_autoscaler(lasting: &str) -> VolumeAutoscaler {
+    let mut autoscaler = autoscaler("10Gi");
+    autoscaler.spec.volumes[0].shrink = Some(ferry_api::ShrinkPolicy {
+        lasting: Some(lasting.to_string()),
+        min_size: Some("100Mi".to_string()),
+        ..Default::default()
+    });
+    autoscaler
+}
+
+/// The autoscaler with `decision`'s statuses written, as the next pass reads it.
+fn with_status(autoscaler: &VolumeAutoscaler, decision: &Decision) -> VolumeAutoscaler {
+    let mut written = autoscaler.clone();
+    written.status = Some(ferry_api::VolumeAutoscalerStatus {
+        volumes: decision.volumes.clone(),
+        ..Default::default()
+    });
+    written
+}
+
+#[test]
+fn a_nearly_empty_volume_shrinks_by_copy_once_its_streak_has_lasted_and_the_shrink_is_recorded() {
+    let first_pass = |autoscaler: &VolumeAutoscaler, now| {
+        plan(
+            Input {
+                autoscaler,
+                usage_not_read: None,
+                now,
+            },
+            &observed(60 << 20),
+        )
+    };
+    let autoscaler = shrinking_autoscaler("1h");
+    // The streak starts: nothing is made, status says when and to what.
+    let started = first_pass(&autoscaler, 1_000_000);
+    assert!(started.actions.is_empty(), "{:?}", started.actions);
+    assert_eq!(started.volumes[0].state.as_deref(), Some("ShrinkPending"));
+    assert!(
+        (started.volumes[0].message.clone().unwrap()).contains("shrinks to 100Mi"),
+        "{:?}",
+        started.volumes[0].message
+    );
+    // Half an hour on, still waiting; an hour on, the shrink.
+    let written = with_status(&autoscaler, &started);
+    assert!(first_pass(&written, 1_001_800).actions.is_empty());
+    let shrunk = first_pass(&written, 1_003_600);
+    let [
+        action @ AutoscaleAction::CreateVolumeResize {
+            spec, annotations, ..
+        },
+    ] = shrunk.actions.as_slice()
+    else {
+        panic!("{:?}", shrunk.actions)
+    };
+    assert_eq!(spec.volumes[0].size, "100Mi", "60 MiB at 60 %");
+    assert_eq!(spec.strategy, ferry_api::Strategy::Copy);
+    assert_eq!(annotations["ferry.dev/autoscale-reason"], "shrink");
+    let volume = &shrunk.volumes[0];
+    assert_eq!(volume.state.as_deref(), Some("Shrinking"));
+    assert!(volume.history.is_empty(), "a shrink is no grow");
+    assert!(volume.last_shrink_at.is_some() && volume.below_shrink_since.is_none());
+    // A pass whose status write was lost reads the shrink from its resize: no second one.
+    let mut observation = observed(60 << 20);
+    let mut resize = made_resize(action, 1_003_600);
+    resize.status = Some(ferry_api::VolumeResizeStatus {
+        phase: Some(ferry_api::Phase::Succeeded),
+        ..Default::default()
+    });
+    observation.resizes.readable.push(resize);
+    let after = plan(
+        Input {
+            autoscaler: &written,
+            usage_not_read: None,
+            now: 1_010_000,
+        },
+        &observation,
+    );
+    assert!(after.actions.is_empty(), "{:?}", after.actions);
+    assert_eq!(after.volumes[0].state.as_deref(), Some("ShrinkPending"));
+    assert_eq!(
+        after.volumes[0]
+            .last_shrink_at
+            .as_ref()
+            .map(|at| at.0.as_second()),
+        Some(1_003_600)
+    );
+}
+
+#[test]
+fn the_shrink_recommendation_is_unknown_until_usage_is_read() {
+    let decision = decide_with(
+        &autoscaler("10Gi"),
+        &observed(GI / 10),
+        Some("kubelet stats are off"),
+    );
+    let status = record::overall(
+        None,
+        decision.volumes.clone(),
+        &decision.shrink_recommended,
+        Some(1),
+        1_000_000,
+    );
+    let condition = status
+        .conditions
+        .iter()
+        .find(|c| c.type_ == "ShrinkRecommended")
+        .unwrap();
+    assert_eq!(
+        (condition.status.as_str(), condition.reason.as_str()),
+        ("Unknown", "UsageUnknown")
     );
 }

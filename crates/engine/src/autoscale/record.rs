@@ -1,11 +1,12 @@
 //! What one volume's status says after a decision, and the Events it is worth: a grow, a rescue,
 //! and reaching `maxSize` (once per size, remembered in status so a restart does not repeat it).
 
-use super::{Policy, Reason, Situation, Skip, Verdict, could_shrink_by, next_allowed};
+use super::{Policy, Reason, Situation, Skip, Verdict, could_shrink_by, next_allowed, trend};
 use crate::conditions::{condition, set_condition};
 use crate::kstatus::{self, Health};
 use ferry_api::{
-    AutoResize, AutoscaledVolumeStatus, ReplicaUsage, VolumeAutoscalerStatus, format_bytes, human_bytes,
+    AutoResize, AutoscaledVolumeStatus, ReplicaUsage, UsageSample, VolumeAutoscalerStatus, format_bytes,
+    human_bytes,
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
@@ -63,6 +64,15 @@ fn grow_cause(policy: &Policy, reason: Reason, replicas: &[i32]) -> String {
         Reason::Rescue => format!(
             "replica {which} crashing on a full disk (rescue: grown although the StatefulSet is not Ready)"
         ),
+        Reason::Shrink => match &policy.shrink {
+            Some(shrink) => format!(
+                "every replica below {}% used for {}; by copy, the fullest at {}% of the new size",
+                shrink.below_percent,
+                crate::duration::words(shrink.lasting_seconds),
+                shrink.target_percent
+            ),
+            None => "the shrink policy".to_string(),
+        },
     }
 }
 
@@ -107,6 +117,22 @@ fn skip_message(policy: &Policy, situation: &Situation, skip: &Skip) -> String {
         Skip::ResizeFailed { name } => format!(
             "VolumeResize {name} failed (see its status); delete it to let the autoscaler grow this volume again"
         ),
+        Skip::Stabilizing { until } => format!(
+            "over its threshold since {}; grows at {} if it stays over (growAfter)",
+            situation
+                .over_threshold_since
+                .map_or_else(|| when(situation.now), when),
+            when(*until)
+        ),
+        Skip::ShrinkPending { at, to } => format!(
+            "every replica below {}% used since {}; shrinks to {} at {} if it stays so",
+            policy.shrink.map_or(0, |shrink| shrink.below_percent),
+            situation
+                .below_shrink_since
+                .map_or_else(|| when(situation.now), when),
+            format_bytes(*to),
+            when(*at)
+        ),
     }
 }
 
@@ -139,7 +165,8 @@ pub fn record(
     made: Option<&Made>,
 ) -> (AutoscaledVolumeStatus, Vec<Notice>) {
     let mut history = situation.history.clone();
-    if made.is_some() {
+    let shrunk = matches!(verdict, Verdict::Shrink { .. }) && made.is_some();
+    if made.is_some() && !shrunk {
         history.push(situation.now);
     }
     history.sort_unstable();
@@ -153,8 +180,13 @@ pub fn record(
         situation,
     };
     let said = said(&about, previous, verdict, made);
-    let last_resize = match (verdict, made) {
-        (Verdict::Grow { reason, .. }, Some(made)) => Some(AutoResize {
+    let made_for = match verdict {
+        Verdict::Grow { reason, .. } => Some(*reason),
+        Verdict::Shrink { .. } => Some(Reason::Shrink),
+        Verdict::Skip(_) => None,
+    };
+    let last_resize = match (made_for, made) {
+        (Some(reason), Some(made)) => Some(AutoResize {
             at: time(situation.now),
             volume_resize: made.resize.to_string(),
             from: format_bytes(made.from),
@@ -163,6 +195,15 @@ pub fn record(
         }),
         _ => kept_last_resize(previous, situation.last_grow.as_ref()),
     };
+    let last_shrink = if shrunk {
+        Some(situation.now)
+    } else {
+        situation.last_shrink
+    };
+    let recorded_samples: Vec<trend::Sample> = previous
+        .map(|p| p.usage_samples.iter().filter_map(sample_of).collect())
+        .unwrap_or_default();
+    let samples = trend::sampled(&recorded_samples, &situation.readings, situation.now);
     let status = AutoscaledVolumeStatus {
         stateful_set: stateful_set.to_string(),
         name: volume.to_string(),
@@ -176,6 +217,12 @@ pub fn record(
         message: Some(said.message),
         max_size_reported: said.max_size_reported,
         could_shrink_by: could_shrink_by(policy, situation).map(human_bytes),
+        over_threshold_since: situation.over_threshold_since.and_then(time),
+        // A shrink made ends the streak: the next one counts afresh.
+        below_shrink_since: situation.below_shrink_since.filter(|_| !shrunk).and_then(time),
+        last_shrink_at: last_shrink.and_then(time),
+        usage_samples: samples.iter().filter_map(usage_sample).collect(),
+        predicted_full_at: trend::full_at(&samples, &situation.readings, situation.now).and_then(time),
     };
     (status, said.notices)
 }
@@ -195,6 +242,38 @@ struct Said {
     notices: Vec<Notice>,
     /// The size at which reaching `maxSize` was last told (once per size).
     max_size_reported: Option<String>,
+}
+
+/// What a resize made says: from, to, why, by which VolumeResize.
+fn made_message(about: &About, made: &Made, why: String) -> String {
+    format!(
+        "{} of {}: {} → {} ({why}) by VolumeResize {}",
+        about.volume,
+        about.stateful_set,
+        format_bytes(made.from),
+        format_bytes(made.to),
+        made.resize
+    )
+}
+
+/// What a skip says, and its Event: reaching `maxSize` is told once per size.
+fn skipped(
+    about: &About,
+    skip: &Skip,
+    notices: &mut Vec<Notice>,
+    max_size_reported: &mut Option<String>,
+) -> (String, String) {
+    let message = skip_message(about.policy, about.situation, skip);
+    let size = format_bytes(about.situation.current_size);
+    if *skip == Skip::AtMaxSize && max_size_reported.as_deref() != Some(size.as_str()) {
+        notices.push(Notice {
+            warning: true,
+            reason: "AtMaxSize",
+            message: format!("{} of {}: {message}", about.volume, about.stateful_set),
+        });
+        *max_size_reported = Some(size);
+    }
+    (skip.state().to_string(), message)
 }
 
 fn said(
@@ -221,13 +300,7 @@ fn said(
             },
             Some(made),
         ) => {
-            let message = format!(
-                "{volume} of {stateful_set}: {} → {} ({}) by VolumeResize {}",
-                format_bytes(made.from),
-                format_bytes(made.to),
-                grow_cause(policy, *reason, replicas),
-                made.resize
-            );
+            let message = made_message(about, made, grow_cause(policy, *reason, replicas));
             let rescue = *reason == Reason::Rescue;
             notices.push(Notice {
                 warning: rescue,
@@ -247,24 +320,32 @@ fn said(
             }
             ("Growing".to_string(), message)
         }
-        (Verdict::Skip(skip), _) => {
-            let message = skip_message(policy, situation, skip);
-            let size = format_bytes(situation.current_size);
-            if *skip == Skip::AtMaxSize && max_size_reported.as_deref() != Some(size.as_str()) {
-                notices.push(Notice {
-                    warning: true,
-                    reason: "AtMaxSize",
-                    message: format!("{volume} of {stateful_set}: {message}"),
-                });
-                max_size_reported = Some(size);
-            }
-            (skip.state().to_string(), message)
+        (Verdict::Shrink { .. }, Some(made)) => {
+            let why = grow_cause(policy, Reason::Shrink, &situation.replicas);
+            let message = made_message(about, made, why);
+            let reason = "AutoShrink";
+            notices.push(Notice {
+                warning: false,
+                reason,
+                message: message.clone(),
+            });
+            ("Shrinking".to_string(), message)
         }
-        // A grow decided but not made (its VolumeResize could not be created): say so, keep the rest.
-        (Verdict::Grow { to, .. }, None) => (
-            "Growing".to_string(),
-            format!("growing to {} (VolumeResize not created yet)", format_bytes(*to)),
-        ),
+        (Verdict::Skip(skip), _) => skipped(about, skip, &mut notices, &mut max_size_reported),
+        // A resize decided but not made (its VolumeResize could not be created): say so, keep the rest.
+        (Verdict::Grow { to, .. } | Verdict::Shrink { to }, None) => {
+            let shrink = matches!(verdict, Verdict::Shrink { .. });
+            let (state, doing) = if shrink {
+                ("Shrinking", "shrinking")
+            } else {
+                ("Growing", "growing")
+            };
+            let size = format_bytes(*to);
+            (
+                state.to_string(),
+                format!("{doing} to {size} (VolumeResize not created yet)"),
+            )
+        }
     };
     Said {
         state,
@@ -272,6 +353,17 @@ fn said(
         notices,
         max_size_reported,
     }
+}
+
+fn sample_of(sample: &UsageSample) -> Option<trend::Sample> {
+    Some((sample.at.0.as_second(), u64::try_from(sample.used_bytes).ok()?))
+}
+
+fn usage_sample(&(at, used): &trend::Sample) -> Option<UsageSample> {
+    Some(UsageSample {
+        at: time(at)?,
+        used_bytes: i64::try_from(used).ok()?,
+    })
 }
 
 fn replica_usage(reading: &super::Reading) -> ReplicaUsage {
@@ -432,25 +524,29 @@ pub fn overall(
 ) -> VolumeAutoscalerStatus {
     let now_time = time(now).unwrap_or(Time(Timestamp::UNIX_EPOCH));
     let mut conditions = previous.map(|p| p.conditions.clone()).unwrap_or_default();
-    set_condition(
-        &mut conditions,
-        condition(
-            "ShrinkRecommended",
-            !shrink_recommended.is_empty(),
-            if shrink_recommended.is_empty() {
-                "RightSized"
-            } else {
-                "CouldShrink"
-            },
-            &if shrink_recommended.is_empty() {
-                "no volume could be a quarter smaller or more with its data on it now".to_string()
-            } else {
-                shrink_recommended.join("; ")
-            },
-            generation,
-            &now_time,
-        ),
+    let mut shrink = condition(
+        "ShrinkRecommended",
+        !shrink_recommended.is_empty(),
+        if shrink_recommended.is_empty() {
+            "RightSized"
+        } else {
+            "CouldShrink"
+        },
+        &if shrink_recommended.is_empty() {
+            "no volume could be a quarter smaller or more with its data on it now".to_string()
+        } else {
+            shrink_recommended.join("; ")
+        },
+        generation,
+        &now_time,
     );
+    // Right-sized is a finding: with no usage read at all, nothing was found either way.
+    if shrink_recommended.is_empty() && volumes.iter().all(|volume| volume.replicas.is_empty()) {
+        shrink.status = "Unknown".to_string();
+        shrink.reason = "UsageUnknown".to_string();
+        shrink.message = "no volume's usage has been read yet".to_string();
+    }
+    set_condition(&mut conditions, shrink);
     let at_max: Vec<String> = volumes
         .iter()
         .filter(|v| v.state.as_deref() == Some("AtMaxSize"))

@@ -6,7 +6,7 @@ use ferry_api::{AutoscaleStrategy, Strategy, VolumeChange, VolumeResizeSpec, for
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
 
-/// What one grow changes.
+/// What one grow (or shrink: `reason` says) changes.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Grow<'a> {
     pub autoscaler_uid: &'a str,
@@ -64,9 +64,11 @@ pub fn resize_spec(grow: &Grow) -> VolumeResizeSpec {
             volume_attributes_class_name: None,
         }],
     );
-    spec.strategy = match grow.strategy {
-        AutoscaleStrategy::InPlace => Strategy::InPlace,
-        AutoscaleStrategy::AllowCopy => Strategy::Auto,
+    spec.strategy = match (grow.reason, grow.strategy) {
+        // Only a copy makes a volume smaller.
+        (Reason::Shrink, _) => Strategy::Copy,
+        (_, AutoscaleStrategy::InPlace) => Strategy::InPlace,
+        (_, AutoscaleStrategy::AllowCopy) => Strategy::Auto,
     };
     spec.force = grow.reason == Reason::Rescue;
     // Nobody watches an autoscaler's grow: a step that never ends (a driver that never finishes,
@@ -128,5 +130,12 @@ mod tests {
         assert!(rescue.force);
         assert_eq!(rescue.timeout_seconds, Some(AUTOSCALE_TIMEOUT_SECONDS));
         assert_eq!(rescue.strategy, Strategy::Auto);
+        let shrink = resize_spec(&Grow {
+            reason: Reason::Shrink,
+            to_bytes: 256 << 20,
+            ..grow()
+        });
+        assert_eq!((shrink.strategy, shrink.force), (Strategy::Copy, false));
+        assert_eq!(shrink.volumes[0].size, "256Mi");
     }
 }

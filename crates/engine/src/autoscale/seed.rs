@@ -49,6 +49,8 @@ pub fn default_spec(sts: &StatefulSet) -> Result<VolumeAutoscalerSpec, String> {
             cooldown: None,
             provider: None,
             strategy: None,
+            grow_after: None,
+            shrink: None,
         });
     }
     if volumes.is_empty() {

@@ -69,6 +69,8 @@ pub struct Facts<'a> {
     pub resizes: &'a Listing,
     /// Grow times the autoscaler's status records (Unix seconds).
     pub recorded_history: Vec<i64>,
+    /// The last shrink status records (Unix seconds).
+    pub recorded_last_shrink: Option<i64>,
     pub now: i64,
 }
 
@@ -103,9 +105,18 @@ pub fn situation(facts: Facts) -> Situation {
         .last()
         .filter(|resize| resize.phase() == Phase::Failed)
         .and_then(|resize| resize.metadata.name.clone());
-    let history = grow_history(&facts.recorded_history, &own);
+    // A shrink is a copy onto a new volume: not a grow, so neither in the cooldown nor in the
+    // provider's window; its own period (`shrink.every`) counts from the newest.
+    let (shrinks, grows): (Vec<&VolumeResize>, Vec<&VolumeResize>) =
+        own.iter().partition(|resize| is_shrink(resize));
+    let history = grow_history(&facts.recorded_history, &grows);
     let other_modifications = in_place_changes_by_others(&facts, &own);
     let last_grow = own.last().map(|resize| grow_record(resize, facts.volume));
+    let last_shrink = shrinks
+        .iter()
+        .filter_map(|resize| unix_seconds(resize))
+        .chain(facts.recorded_last_shrink)
+        .max();
 
     let judged: Vec<(i32, FullDisk)> = facts
         .replicas
@@ -138,8 +149,22 @@ pub fn situation(facts: Facts) -> Situation {
         last_grow,
         other_modifications,
         usage_unreadable: None,
+        over_threshold_since: None,
+        below_shrink_since: None,
+        last_shrink,
         now: facts.now,
     }
+}
+
+/// Whether an autoscaler's VolumeResize is a shrink (its reason annotation says so).
+fn is_shrink(resize: &VolumeResize) -> bool {
+    resize
+        .metadata
+        .annotations
+        .as_ref()
+        .and_then(|annotations| annotations.get(ANNOTATION_AUTOSCALE_REASON))
+        .map(String::as_str)
+        == Some(super::Reason::Shrink.label())
 }
 
 /// The grow times status records, and those of the autoscalers' resizes it does not. A grow is
@@ -242,6 +267,7 @@ mod tests {
             readings: Vec::new(),
             resizes: &resizes,
             recorded_history,
+            recorded_last_shrink: None,
             now: 2000,
         })
     }

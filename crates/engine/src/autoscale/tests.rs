@@ -13,6 +13,8 @@ pub(super) fn policy() -> Policy {
         max_size: 10 * GI,
         cooldown_seconds: HOUR,
         provider: Provider::Generic,
+        grow_after_seconds: 0,
+        shrink: None,
     }
 }
 
@@ -51,6 +53,34 @@ fn one_replica_over_the_threshold_grows_all_by_the_step() {
         decide(&policy(), &two_replicas(800 * MI)),
         Verdict::Skip(Skip::BelowThreshold)
     );
+}
+
+#[test]
+fn with_grow_after_a_volume_grows_only_once_its_streak_over_the_threshold_has_lasted() {
+    let stabilized = Policy {
+        grow_after_seconds: 600,
+        ..policy()
+    };
+    let mut situation = two_replicas(850 * MI);
+    situation.over_threshold_since = Some(situation.now - 60);
+    assert_eq!(
+        decide(&stabilized, &situation),
+        Verdict::Skip(Skip::Stabilizing {
+            until: situation.now - 60 + 600
+        })
+    );
+    situation.over_threshold_since = Some(situation.now - 600);
+    assert!(matches!(decide(&stabilized, &situation), Verdict::Grow { .. }));
+    // A rescue does not wait.
+    let mut crashing = two_replicas(100 * MI);
+    crashing.full_disk_crashes = vec![1];
+    assert!(matches!(
+        decide(&stabilized, &crashing),
+        Verdict::Grow {
+            reason: Reason::Rescue,
+            ..
+        }
+    ));
 }
 
 #[test]

@@ -83,12 +83,14 @@ pub fn count(ctx: &Context, autoscaler: &VolumeAutoscaler, namespace: &str, deci
         }
         let (sts, volume) = (&judged.stateful_set, &judged.volume);
         match &judged.outcome {
-            Outcome::Grew {
+            Outcome::Resized {
                 resize,
                 reason,
                 replicas,
             } => {
-                if *reason == Reason::Rescue {
+                if *reason == Reason::Shrink {
+                    tracing::info!(stateful_set = %sts, %volume, ?replicas, %resize, "autoscale: shrinking by copy");
+                } else if *reason == Reason::Rescue {
                     tracing::warn!(stateful_set = %sts, %volume, ?replicas, %resize,
                         "rescue: growing a full volume of a crashing replica; the Ready gate does not apply to this resize");
                 } else {

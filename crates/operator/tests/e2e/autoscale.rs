@@ -132,12 +132,29 @@ async fn a_volume_filled_past_its_threshold_grows_in_place_and_the_cooldown_outl
         &harness,
         "db",
         json!({"statefulSetName": "db", "volumes": [
-            {"name": "data", "threshold": 60, "maxSize": "2Gi", "cooldown": "1h"},
+            {"name": "data", "threshold": 60, "maxSize": "2Gi", "cooldown": "1h", "growAfter": "4s"},
         ]}),
     )
     .await;
 
+    // Over its threshold, it waits out `growAfter` first, and says until when.
+    let waiting = wait_status(&harness, "db", "the grow to wait out growAfter", 60, |s| {
+        state_of(s) == Some("Stabilizing")
+    })
+    .await;
+    let over_since = waiting.volumes[0]
+        .over_threshold_since
+        .clone()
+        .unwrap()
+        .0
+        .as_second();
     let grow = the_grow(&harness).await;
+    let made_at = grow.metadata.creation_timestamp.clone().unwrap().0.as_second();
+    assert!(
+        made_at >= over_since + 4,
+        "grown {}s into the streak",
+        made_at - over_since
+    );
     let status = grow.status.clone().unwrap();
     assert_eq!(status.phase, Some(Phase::Succeeded), "{:?}", status.message);
     assert_eq!(grow.spec.volumes[0].size, "384Mi", "320Mi + 20%");

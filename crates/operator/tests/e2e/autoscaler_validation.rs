@@ -74,6 +74,31 @@ async fn bad_policies_are_refused_by_the_api_server_with_the_field_named() {
             "minIncrease must not be larger than maxIncrease",
         ),
         (
+            "bad-grow-after",
+            volume(json!({"growAfter": "a while"})),
+            "growAfter must be a duration",
+        ),
+        (
+            "shrink-below-over-target",
+            volume(json!({"shrink": {"below": 70, "target": 60}})),
+            "shrink.below must be less than shrink.target",
+        ),
+        (
+            "shrink-target-over-threshold",
+            volume(json!({"threshold": 50, "shrink": {}})),
+            "shrink.target must be less than threshold",
+        ),
+        (
+            "bad-shrink-every",
+            volume(json!({"shrink": {"every": "weekly"}})),
+            "shrink.every must be a duration",
+        ),
+        (
+            "bad-shrink-floor",
+            volume(json!({"shrink": {"minSize": "0"}})),
+            "shrink.minSize must be a positive quantity",
+        ),
+        (
             "no-volumes",
             json!({"statefulSetName": "web", "volumes": []}),
             "volumes",
@@ -89,12 +114,18 @@ async fn bad_policies_are_refused_by_the_api_server_with_the_field_named() {
     }
     let good: kube::core::DynamicObject = serde_json::from_value(autoscaler(
         "good",
-        volume(json!({"threshold": 75, "increase": "25%", "minIncrease": "1Gi", "cooldown": "6h", "provider": "aws-ebs"})),
+        volume(json!({"threshold": 75, "increase": "25%", "minIncrease": "1Gi", "cooldown": "6h", "provider": "aws-ebs",
+            "growAfter": "10m", "shrink": {"below": 20, "for": "24h", "target": 50, "minSize": "5Gi", "every": "7d"}})),
     ))
     .unwrap();
     api.create(&PostParams::default(), &good).await.unwrap();
     let stored = ns.api::<VolumeAutoscaler>().get("good").await.unwrap();
     assert_eq!(stored.spec.volumes[0].threshold, Some(75));
+    let shrink = stored.spec.volumes[0].shrink.clone().unwrap();
+    assert_eq!(
+        (shrink.lasting.as_deref(), shrink.target),
+        (Some("24h"), Some(50))
+    );
     ns.cleanup().await.unwrap();
 }
 

@@ -14,6 +14,7 @@ mod authors;
 mod autoscale;
 mod autoscale_autoresizer;
 mod autoscale_prometheus;
+mod autoscale_shrink;
 mod autoscale_usage;
 mod autoscaler_validation;
 mod availability;
