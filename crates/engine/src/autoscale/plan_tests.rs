@@ -176,23 +176,26 @@ fn below_the_threshold_nothing_is_made_and_the_skip_is_counted() {
     assert_eq!(decision.judged[0].outcome, Outcome::Skipped("below-threshold"));
 }
 
+/// The `ShrinkRecommended` condition the autoscaler's status gets from `decision`.
+fn shrink_condition(decision: &Decision) -> k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition {
+    let status = record::overall(
+        None,
+        decision.volumes.clone(),
+        &decision.shrink_recommended,
+        Some(1),
+        1_000_000,
+    );
+    let found = status
+        .conditions
+        .iter()
+        .find(|c| c.type_ == "ShrinkRecommended")
+        .cloned();
+    found.expect("the condition is always written")
+}
+
 #[test]
 fn a_volume_that_could_be_a_quarter_smaller_is_recommended_in_a_condition_and_nothing_shrinks() {
-    let condition = |decision: &Decision| {
-        let status = record::overall(
-            None,
-            decision.volumes.clone(),
-            &decision.shrink_recommended,
-            Some(1),
-            1_000_000,
-        );
-        let found = status
-            .conditions
-            .iter()
-            .find(|c| c.type_ == "ShrinkRecommended")
-            .cloned();
-        found.expect("the condition is always written")
-    };
+    let condition = shrink_condition;
     // 100 MiB on 1 GiB: 125Mi would hold it at most 80 % full.
     let roomy = decide_with(&autoscaler("10Gi"), &observed(100 << 20), None);
     assert!(roomy.actions.is_empty(), "{:?}", roomy.actions);
@@ -534,18 +537,7 @@ fn the_shrink_recommendation_is_unknown_until_usage_is_read() {
         &observed(GI / 10),
         Some("kubelet stats are off"),
     );
-    let status = record::overall(
-        None,
-        decision.volumes.clone(),
-        &decision.shrink_recommended,
-        Some(1),
-        1_000_000,
-    );
-    let condition = status
-        .conditions
-        .iter()
-        .find(|c| c.type_ == "ShrinkRecommended")
-        .unwrap();
+    let condition = shrink_condition(&decision);
     assert_eq!(
         (condition.status.as_str(), condition.reason.as_str()),
         ("Unknown", "UsageUnknown")
