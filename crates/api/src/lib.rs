@@ -6,6 +6,7 @@ mod crd_tests;
 pub mod crds;
 pub mod extended_stateful_set;
 pub mod listed;
+pub mod maintenance_window;
 pub mod names;
 pub mod quantity;
 mod schema;
@@ -18,6 +19,7 @@ pub use extended_stateful_set::{
     RequestedVolume, Scaling, StatefulSetTemplate, TemplateMetadata, UnknownUpdateStep, UpdateStep,
     UpdateStrategy, UpdateType, ZoneStatus,
 };
+pub use maintenance_window::{MaintenanceWindow, Weekday};
 pub use quantity::{ParseQuantityError, format_bytes, human_bytes, parse_bytes};
 pub use volume_autoscaler::{
     AutoResize, AutoscaleStrategy, AutoscaledVolume, AutoscaledVolumeStatus, OwnerTarget, ProviderPreset,

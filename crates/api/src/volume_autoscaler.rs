@@ -47,6 +47,17 @@ pub struct VolumeAutoscalerSpec {
     #[schemars(length(min = 1, max = 16))]
     #[x_kube(merge_strategy = ListMerge::Map(vec!["name".into()]))]
     pub volumes: Vec<AutoscaledVolume>,
+
+    /// When the autoscaler may start a resize: inside any of these windows (always, when none
+    /// is given). A resize started inside one runs to its end.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 16))]
+    pub maintenance_windows: Vec<crate::MaintenanceWindow>,
+
+    /// Rescue a pod crashing on a full disk outside the windows too (default false: a rescue
+    /// waits for a window like any grow).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub rescue_outside_windows: bool,
 }
 
 /// A resource that controls StatefulSets, by kind and name (in the autoscaler's namespace).

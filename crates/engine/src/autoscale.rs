@@ -135,6 +135,10 @@ pub struct Situation {
     pub below_shrink_since: Option<i64>,
     /// When the autoscaler last shrank this volume (status, or its VolumeResizes).
     pub last_shrink: Option<i64>,
+    /// Whether the autoscaler's maintenance windows let a resize start now.
+    pub window: crate::windows::WindowState,
+    /// A rescue may start outside the windows.
+    pub rescue_outside_windows: bool,
     pub now: i64,
 }
 
@@ -190,6 +194,10 @@ pub enum Skip {
         at: i64,
         to: u64,
     },
+    /// A resize is due, and waits for the maintenance window that opens at `opens_at`.
+    OutsideWindow {
+        opens_at: i64,
+    },
 }
 
 impl Skip {
@@ -204,6 +212,7 @@ impl Skip {
             Skip::ResizeFailed { .. } => "resize-failed",
             Skip::Stabilizing { .. } => "stabilizing",
             Skip::ShrinkPending { .. } => "shrink-pending",
+            Skip::OutsideWindow { .. } => "outside-window",
         }
     }
 
@@ -219,6 +228,7 @@ impl Skip {
             Skip::ResizeFailed { .. } => "ResizeFailed",
             Skip::Stabilizing { .. } => "Stabilizing",
             Skip::ShrinkPending { .. } => "ShrinkPending",
+            Skip::OutsideWindow { .. } => "OutsideWindow",
         }
     }
 }
@@ -376,6 +386,9 @@ pub fn decide(policy: &Policy, situation: &Situation) -> Verdict {
     if to <= current {
         return Verdict::Skip(Skip::AtMaxSize);
     }
+    if let Some(skip) = outside_window(situation, reason == Reason::Rescue) {
+        return Verdict::Skip(skip);
+    }
     let mut replicas: Vec<i32> = asking.iter().map(|(replica, _, _)| *replica).collect();
     replicas.sort_unstable();
     replicas.dedup();
@@ -384,6 +397,17 @@ pub fn decide(policy: &Policy, situation: &Situation) -> Verdict {
         reason,
         replicas,
         capped: wanted > policy.max_size,
+    }
+}
+
+/// The skip of a resize that is due while the maintenance windows are closed (a rescue passes
+/// where `rescueOutsideWindows` says so).
+fn outside_window(situation: &Situation, rescue: bool) -> Option<Skip> {
+    match situation.window {
+        crate::windows::WindowState::Closed { opens_at } if !(rescue && situation.rescue_outside_windows) => {
+            Some(Skip::OutsideWindow { opens_at })
+        }
+        _ => None,
     }
 }
 

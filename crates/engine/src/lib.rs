@@ -24,3 +24,4 @@ pub mod storage_classes;
 pub mod trigger;
 pub mod volume_writes;
 pub mod webhook_probe;
+pub mod windows;

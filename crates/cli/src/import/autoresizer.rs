@@ -115,6 +115,8 @@ pub fn translate(source: &Source, object: &Value, claims: &[Claim], classes: &Cl
         selector: None,
         owner: None,
         volumes,
+        maintenance_windows: Vec::new(),
+        rescue_outside_windows: false,
     };
     let mut autoscaler = VolumeAutoscaler::new(&name, spec);
     autoscaler.metadata = source.metadata(name, BTreeMap::new());

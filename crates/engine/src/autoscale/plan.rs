@@ -359,6 +359,9 @@ fn judged(
         now: input.now,
     });
     situation.usage_unreadable = read.usage_unreadable;
+    let windows = crate::windows::parse(&input.autoscaler.spec.maintenance_windows).map_err(invalid)?;
+    situation.window = crate::windows::state(&windows, input.now);
+    situation.rescue_outside_windows = input.autoscaler.spec.rescue_outside_windows;
     streaks::update(
         &policy,
         &mut situation,

@@ -124,6 +124,10 @@ fn skip_message(policy: &Policy, situation: &Situation, skip: &Skip) -> String {
                 .map_or_else(|| when(situation.now), when),
             when(*until)
         ),
+        Skip::OutsideWindow { opens_at } => format!(
+            "a resize is due and waits for the maintenance window opening at {}",
+            when(*opens_at)
+        ),
         Skip::ShrinkPending { at, to } => format!(
             "every replica below {}% used since {}; shrinks to {} at {} if it stays so",
             policy.shrink.map_or(0, |shrink| shrink.below_percent),

@@ -63,6 +63,8 @@ pub fn default_spec(sts: &StatefulSet) -> Result<VolumeAutoscalerSpec, String> {
         selector: None,
         owner: None,
         volumes,
+        maintenance_windows: Vec::new(),
+        rescue_outside_windows: false,
     })
 }
 

@@ -79,6 +79,9 @@ pub fn decide(policy: &Policy, situation: &Situation) -> Verdict {
     if situation.now < at {
         return Verdict::Skip(Skip::ShrinkPending { at, to });
     }
+    if let Some(skip) = super::outside_window(situation, false) {
+        return Verdict::Skip(skip);
+    }
     Verdict::Shrink { to }
 }
 

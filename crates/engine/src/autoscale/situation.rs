@@ -105,18 +105,10 @@ pub fn situation(facts: Facts) -> Situation {
         .last()
         .filter(|resize| resize.phase() == Phase::Failed)
         .and_then(|resize| resize.metadata.name.clone());
-    // A shrink is a copy onto a new volume: not a grow, so neither in the cooldown nor in the
-    // provider's window; its own period (`shrink.every`) counts from the newest.
-    let (shrinks, grows): (Vec<&VolumeResize>, Vec<&VolumeResize>) =
-        own.iter().partition(|resize| is_shrink(resize));
+    let (grows, last_shrink) = grows_and_last_shrink(&own, facts.recorded_last_shrink);
     let history = grow_history(&facts.recorded_history, &grows);
     let other_modifications = in_place_changes_by_others(&facts, &own);
     let last_grow = own.last().map(|resize| grow_record(resize, facts.volume));
-    let last_shrink = shrinks
-        .iter()
-        .filter_map(|resize| unix_seconds(resize))
-        .chain(facts.recorded_last_shrink)
-        .max();
 
     let judged: Vec<(i32, FullDisk)> = facts
         .replicas
@@ -152,8 +144,27 @@ pub fn situation(facts: Facts) -> Situation {
         over_threshold_since: None,
         below_shrink_since: None,
         last_shrink,
+        window: Default::default(),
+        rescue_outside_windows: false,
         now: facts.now,
     }
+}
+
+/// The autoscalers' grows among `own`, and the newest shrink (of them, or as status recorded it).
+/// A shrink is a copy onto a new volume: not a grow, so neither in the cooldown nor in the
+/// provider's window; its own period (`shrink.every`) counts from the newest.
+fn grows_and_last_shrink<'a>(
+    own: &[&'a VolumeResize],
+    recorded_last_shrink: Option<i64>,
+) -> (Vec<&'a VolumeResize>, Option<i64>) {
+    let (shrinks, grows): (Vec<&VolumeResize>, Vec<&VolumeResize>) =
+        own.iter().partition(|resize| is_shrink(resize));
+    let last_shrink = shrinks
+        .iter()
+        .filter_map(|resize| unix_seconds(resize))
+        .chain(recorded_last_shrink)
+        .max();
+    (grows, last_shrink)
 }
 
 /// Whether an autoscaler's VolumeResize is a shrink (its reason annotation says so).

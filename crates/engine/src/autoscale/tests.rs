@@ -84,6 +84,30 @@ fn with_grow_after_a_volume_grows_only_once_its_streak_over_the_threshold_has_la
 }
 
 #[test]
+fn outside_the_maintenance_windows_a_due_grow_waits_and_a_rescue_only_where_allowed() {
+    let closed = crate::windows::WindowState::Closed { opens_at: 200 * HOUR };
+    let mut situation = two_replicas(850 * MI);
+    situation.window = closed;
+    assert_eq!(
+        decide(&policy(), &situation),
+        Verdict::Skip(Skip::OutsideWindow { opens_at: 200 * HOUR })
+    );
+    situation.window = crate::windows::WindowState::Open {
+        closes_at: 101 * HOUR,
+    };
+    assert!(matches!(decide(&policy(), &situation), Verdict::Grow { .. }));
+    let mut crashing = two_replicas(100 * MI);
+    crashing.full_disk_crashes = vec![1];
+    crashing.window = closed;
+    assert!(matches!(
+        decide(&policy(), &crashing),
+        Verdict::Skip(Skip::OutsideWindow { .. })
+    ));
+    crashing.rescue_outside_windows = true;
+    assert!(matches!(decide(&policy(), &crashing), Verdict::Grow { .. }));
+}
+
+#[test]
 fn a_grow_is_big_enough_to_end_below_the_threshold() {
     // A volume grown elsewhere to 4Gi, template still 1Gi: 3.9Gi used needs 3.9/0.8 = 4.875Gi.
     let mut situation = two_replicas(0);

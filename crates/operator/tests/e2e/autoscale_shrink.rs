@@ -1,7 +1,7 @@
 //! The shrink policy on the real node: a real XFS volume that a writer keeps nearly empty is
 //! shrunk by copy once its streak below `shrink.below` has lasted `shrink.for`, to the floor
 //! `minSize`, with every acknowledged write kept; then nothing shrinks again (the floor, and
-//! `shrink.every`). The operator here polls every 2 s.
+//! `shrink.every`); outside its maintenance window it waits. The operator here polls every 2 s.
 
 use crate::autoscale::{
     autoscale_resizes, claim_size, create_autoscaler, event_counts, state_of, wait_status,
@@ -11,7 +11,14 @@ use crate::support::Harness;
 use ferry_api::{Phase, Strategy};
 use ferry_testenv::CLASS_BLOCK;
 use kube::ResourceExt;
+use kube::api::{Patch, PatchParams};
 use serde_json::json;
+
+/// The UTC wall clock `offset` seconds from now, `HH:MM`: a window's start.
+fn utc_clock(offset: i64) -> String {
+    let at = k8s_openapi::jiff::Timestamp::now() + k8s_openapi::jiff::SignedDuration::from_secs(offset);
+    at.strftime("%H:%M").to_string()
+}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_nearly_empty_volume_is_shrunk_by_copy_after_its_streak_and_only_once() {
@@ -24,7 +31,7 @@ async fn a_nearly_empty_volume_is_shrunk_by_copy_after_its_streak_and_only_once(
         json!({"statefulSetName": "db", "volumes": [{
             "name": "data", "maxSize": "2Gi",
             "shrink": {"below": 30, "for": "6s", "target": 50, "minSize": "320Mi", "every": "7d"},
-        }]}),
+        }], "maintenanceWindows": [{"start": utc_clock(3 * 3600), "duration": "1h"}]}),
     )
     .await;
 
@@ -38,6 +45,25 @@ async fn a_nearly_empty_volume_is_shrunk_by_copy_after_its_streak_and_only_once(
     let message = volume.message.clone().unwrap_or_default();
     assert!(message.contains("shrinks to 320Mi at"), "{message}");
 
+    // Due, but the only window opens in three hours: it waits, and says so.
+    let waiting = wait_status(&harness, "db", "the shrink to wait for the window", 60, |s| {
+        state_of(s) == Some("OutsideWindow")
+    })
+    .await;
+    let message = waiting.volumes[0].message.clone().unwrap_or_default();
+    assert!(message.contains("maintenance window opening at"), "{message}");
+    assert!(
+        autoscale_resizes(&harness).await.is_empty(),
+        "nothing outside the window"
+    );
+    // The window moved to now (the test's clock): it shrinks.
+    let open = json!({"spec": {"maintenanceWindows": [{"start": utc_clock(-60), "duration": "2h"}]}});
+    harness
+        .ns
+        .api::<ferry_api::VolumeAutoscaler>()
+        .patch("db", &PatchParams::default(), &Patch::Merge(&open))
+        .await
+        .unwrap();
     let made = ferry_testenv::wait_until("the autoscaler to make the shrink", 60, || async {
         autoscale_resizes(&harness).await.into_iter().next()
     })

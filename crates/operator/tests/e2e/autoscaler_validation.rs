@@ -99,6 +99,12 @@ async fn bad_policies_are_refused_by_the_api_server_with_the_field_named() {
             "shrink.minSize must be a positive quantity",
         ),
         (
+            "bad-window-start",
+            json!({"statefulSetName": "web", "volumes": [{"name": "data", "maxSize": "10Gi"}],
+                "maintenanceWindows": [{"start": "25:00", "duration": "4h"}]}),
+            "start must be a time such as 02:30",
+        ),
+        (
             "no-volumes",
             json!({"statefulSetName": "web", "volumes": []}),
             "volumes",
