@@ -257,7 +257,9 @@ pub struct AutoscaledVolumeStatus {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub next_allowed_at: Option<Time>,
     /// What happens: `Growing` or `Shrinking` (a resize runs for it), or why nothing happens:
-    /// `Stabilizing` (over its threshold for less than `growAfter`), `BelowThreshold`,
+    /// `Stabilizing` (over its threshold for less than `growAfter`), `ShrinkPending` (nearly empty
+    /// for less than `shrink.for`, or shrunk less than `shrink.every` ago), `OutsideWindow` (a
+    /// resize is due; no maintenance window is open), `BelowThreshold`,
     /// `Cooldown`, `AtMaxSize`, `ResizeRunning`, `UsageUnknown`, `ProviderLimit`, `ResizeFailed`
     /// (the last resize failed; delete its VolumeResize to let the autoscaler try again),
     /// `Invalid` (the policy or the template cannot be used), `ManagedByPvcAutoresizer` (topolvm's
