@@ -228,7 +228,7 @@ fn one_volume(
     });
 }
 
-/// What the verdict comes to: a grow's VolumeResize asked for (its name and size), or the skip.
+/// What the verdict comes to: a resize asked for (its name and size), or the skip.
 fn carried_out(
     input: &Input,
     sts: &str,
@@ -237,59 +237,41 @@ fn carried_out(
     verdict: &Verdict,
     decision: &mut Decision,
 ) -> (Outcome, Option<(String, u64)>) {
-    match verdict {
+    // A grow's name follows the last grow; a shrink's the newer of the last grow and shrink.
+    let (to, reason, replicas, previous) = match verdict {
         Verdict::Grow {
             to, reason, replicas, ..
-        } => {
-            let grow = Grow {
-                autoscaler_uid: input.autoscaler.metadata.uid.as_deref().unwrap_or_default(),
-                stateful_set: sts,
-                volume: &volume.name,
-                to_bytes: *to,
-                reason: *reason,
-                strategy: volume.strategy.unwrap_or_default(),
-                previous_grow: situation.history.last().copied(),
-            };
-            let name = resize_name(&grow);
-            decision.actions.push(AutoscaleAction::CreateVolumeResize {
-                stateful_set: sts.to_string(),
-                name: name.clone(),
-                spec: Box::new(resize_spec(&grow)),
-                annotations: decision_annotations(situation.current_size, *reason),
-            });
-            let outcome = Outcome::Resized {
-                resize: name.clone(),
-                reason: *reason,
-                replicas: replicas.clone(),
-            };
-            (outcome, Some((name, *to)))
-        }
-        Verdict::Shrink { to } => {
-            let shrink = Grow {
-                autoscaler_uid: input.autoscaler.metadata.uid.as_deref().unwrap_or_default(),
-                stateful_set: sts,
-                volume: &volume.name,
-                to_bytes: *to,
-                reason: Reason::Shrink,
-                strategy: volume.strategy.unwrap_or_default(),
-                previous_grow: situation.last_shrink.max(situation.history.last().copied()),
-            };
-            let name = resize_name(&shrink);
-            decision.actions.push(AutoscaleAction::CreateVolumeResize {
-                stateful_set: sts.to_string(),
-                name: name.clone(),
-                spec: Box::new(resize_spec(&shrink)),
-                annotations: decision_annotations(situation.current_size, Reason::Shrink),
-            });
-            let outcome = Outcome::Resized {
-                resize: name.clone(),
-                reason: Reason::Shrink,
-                replicas: situation.replicas.clone(),
-            };
-            (outcome, Some((name, *to)))
-        }
-        Verdict::Skip(skip) => (Outcome::Skipped(skip.label()), None),
-    }
+        } => (*to, *reason, replicas.clone(), situation.history.last().copied()),
+        Verdict::Shrink { to } => (
+            *to,
+            Reason::Shrink,
+            situation.replicas.clone(),
+            situation.last_shrink.max(situation.history.last().copied()),
+        ),
+        Verdict::Skip(skip) => return (Outcome::Skipped(skip.label()), None),
+    };
+    let grow = Grow {
+        autoscaler_uid: input.autoscaler.metadata.uid.as_deref().unwrap_or_default(),
+        stateful_set: sts,
+        volume: &volume.name,
+        to_bytes: to,
+        reason,
+        strategy: volume.strategy.unwrap_or_default(),
+        previous_grow: previous,
+    };
+    let name = resize_name(&grow);
+    decision.actions.push(AutoscaleAction::CreateVolumeResize {
+        stateful_set: sts.to_string(),
+        name: name.clone(),
+        spec: Box::new(resize_spec(&grow)),
+        annotations: decision_annotations(situation.current_size, reason),
+    });
+    let outcome = Outcome::Resized {
+        resize: name.clone(),
+        reason,
+        replicas,
+    };
+    (outcome, Some((name, to)))
 }
 
 /// Whether pvc-autoresizer manages the volume's claims: then Ferry leaves it alone rather than

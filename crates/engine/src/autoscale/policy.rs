@@ -49,8 +49,7 @@ pub fn from_spec(volume: &AutoscaledVolume) -> Result<Policy, String> {
     }
     let cooldown_seconds = match volume.cooldown.as_deref() {
         None => Policy::DEFAULT_COOLDOWN_SECONDS,
-        Some(text) => crate::duration::seconds(text)
-            .ok_or_else(|| format!("cooldown must be a duration such as 30m, 1h or 1d, not {text:?}"))?,
+        Some(text) => duration("cooldown", text, "30m, 1h or 1d")?,
     };
     let threshold_percent = percent("threshold", volume.threshold, Policy::DEFAULT_THRESHOLD)?;
     let grow_after_seconds = match volume.grow_after.as_deref() {
